@@ -1,0 +1,16 @@
+// Native ESM Jest (middy 7 is ESM-only). Run through scripts/run-node.sh, which sets
+// NODE_OPTIONS=--experimental-vm-modules and puts Node >= 22 on PATH.
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { useESM: true, diagnostics: false, tsconfig: { module: 'esnext', moduleResolution: 'bundler', isolatedModules: true, target: 'es2022', esModuleInterop: true } }],
+  },
+  testMatch: ['<rootDir>/test/**/*.test.ts'],
+  globalSetup: '<rootDir>/test/helpers/global-setup.ts',
+  globalTeardown: '<rootDir>/test/helpers/global-teardown.ts',
+  testTimeout: 60000,
+  maxWorkers: 2,
+};

@@ -1,0 +1,83 @@
+/**
+ * The per-entry header stored with every value in every tier. A write or a move never replaces a newer
+ * version with an older one (see {@link isNewer}); a delete leaves a short-lived tombstone so an in-flight
+ * promotion or migration cannot resurrect the key.
+ */
+export interface EntryFlags {
+  /** Written by a write-back policy and not yet flushed to the durable tiers. */
+  dirty?: boolean;
+  /** A delete marker: the key is gone as of `version`. */
+  tombstone?: boolean;
+  /**
+   * A location marker in an upper tier: the value of `version` lives in a lower tier (write-around).
+   * Readers skip to the next tier; promotions of older versions are refused.
+   */
+  elsewhere?: boolean;
+}
+
+export interface EntryHeader {
+  /** Monotonic hybrid-logical-clock version (a safe integer, see model/hlc.ts). */
+  version: number;
+  /** Absolute expiry, epoch milliseconds; null = no expiry. */
+  expiresAt: number | null;
+  /** Value size in bytes. */
+  size: number;
+  /** base64url SHA-256 of the value ('' for tombstones and location markers). */
+  hash: string;
+  tags: string[];
+  contentType?: string;
+  flags: EntryFlags;
+}
+
+export interface Entry {
+  header: EntryHeader;
+  value: Buffer;
+}
+
+/** Outcome of a versioned write to one tier. */
+export interface WriteOutcome {
+  /** True when this write is now the stored version. */
+  applied: boolean;
+  /** The version the tier holds after the call (ours when applied, the newer one otherwise; null if none). */
+  current: number | null;
+}
+
+export function isExpired(h: Pick<EntryHeader, 'expiresAt'>, now = Date.now()): boolean {
+  return h.expiresAt !== null && h.expiresAt <= now;
+}
+
+/** A live entry is one a reader may return: not expired, not a tombstone, not a location marker. */
+export function isLive(h: EntryHeader, now = Date.now()): boolean {
+  return !isExpired(h, now) && !h.flags.tombstone && !h.flags.elsewhere;
+}
+
+/**
+ * Whether `candidate` may replace `existing`. Expired entries count as absent; equal versions never
+ * replace each other (a write is applied exactly once).
+ */
+export function isNewer(candidate: number, existing: Pick<EntryHeader, 'version' | 'expiresAt'> | undefined | null, now = Date.now()): boolean {
+  if (!existing || isExpired(existing, now)) return true;
+  return candidate > existing.version;
+}
+
+/** Compact wire form of a header (stored as JSON beside the value in Redis, as metadata in S3, etc.). */
+export function encodeHeader(h: EntryHeader): string {
+  return JSON.stringify(h);
+}
+
+export function decodeHeader(s: string): EntryHeader {
+  const h = JSON.parse(s) as EntryHeader;
+  if (typeof h.version !== 'number' || typeof h.size !== 'number') throw new Error('corrupt entry header');
+  h.flags ??= {};
+  h.tags ??= [];
+  h.expiresAt ??= null;
+  return h;
+}
+
+export function makeTombstone(version: number, ttlMs: number, now = Date.now()): Entry {
+  return { header: { version, expiresAt: now + ttlMs, size: 0, hash: '', tags: [], flags: { tombstone: true } }, value: Buffer.alloc(0) };
+}
+
+export function makeLocationMarker(version: number, expiresAt: number | null): Entry {
+  return { header: { version, expiresAt, size: 0, hash: '', tags: [], flags: { elsewhere: true } }, value: Buffer.alloc(0) };
+}

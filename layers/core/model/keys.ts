@@ -1,0 +1,42 @@
+import { createHash } from 'node:crypto';
+import { ValidationError } from '../errors.js';
+
+/** Namespaces: lowercase DNS-label-like names, safe as path segments, Redis prefixes and S3 prefixes. */
+export const NAMESPACE_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/** Keys: 1..512 bytes of UTF-8 (any characters; tiers never use raw keys as paths). */
+export const MAX_KEY_BYTES = 512;
+
+export function validateNamespace(ns: unknown, field = 'ns'): string {
+  if (typeof ns !== 'string' || !NAMESPACE_PATTERN.test(ns)) {
+    throw new ValidationError(field, 'namespace must be 1-63 characters of a-z, 0-9, "_" or "-", starting with a letter or digit', { value: typeof ns === 'string' ? ns.slice(0, 80) : undefined });
+  }
+  return ns;
+}
+
+export function validateKey(key: unknown, field = 'key'): string {
+  if (typeof key !== 'string' || key.length === 0) throw new ValidationError(field, 'key must be a non-empty string');
+  if (key.includes('\u0000')) throw new ValidationError(field, 'key must not contain NUL characters');
+  // Lone surrogates cannot be encoded as UTF-8 and would alias other keys after encoding.
+  if (!key.isWellFormed()) throw new ValidationError(field, 'key must be well-formed Unicode (no lone surrogates)');
+  const bytes = Buffer.byteLength(key, 'utf8');
+  if (bytes > MAX_KEY_BYTES) throw new ValidationError(field, `key is ${bytes} bytes of UTF-8; the limit is ${MAX_KEY_BYTES}`, { limit: MAX_KEY_BYTES });
+  return key;
+}
+
+/** Reversible, path-safe encoding of a key (base64url of its UTF-8 bytes: no '/', '.', '{' or '%'). */
+export function encodeKey(key: string): string {
+  return Buffer.from(key, 'utf8').toString('base64url');
+}
+
+export function decodeKey(encoded: string): string {
+  return Buffer.from(encoded, 'base64url').toString('utf8');
+}
+
+/** Two hex characters spreading keys over 256 shards (S3 prefixes, Redis hash-tag shards). */
+export function keyShard(ns: string, key: string): string {
+  return createHash('sha256').update(ns).update('\u0000').update(key).digest('hex').slice(0, 2);
+}
+
+export function contentHash(value: Buffer): string {
+  return createHash('sha256').update(value).digest('base64url');
+}

