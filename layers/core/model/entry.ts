@@ -40,6 +40,11 @@ export interface WriteOutcome {
   applied: boolean;
   /** The version the tier holds after the call (ours when applied, the newer one otherwise; null if none). */
   current: number | null;
+  /**
+   * Set when the write was refused for lack of room rather than for its version (a bounded tier that may not
+   * evict what it holds, e.g. dirty write-back entries). The caller must place the value elsewhere.
+   */
+  full?: boolean;
 }
 
 export function isExpired(h: Pick<EntryHeader, 'expiresAt'>, now = Date.now()): boolean {

@@ -1,0 +1,99 @@
+import { z } from 'zod';
+import { NAMESPACE_PATTERN } from '../model/keys.js';
+
+const MiB = 1024 * 1024;
+
+const tierName = z.enum(['hot', 'warm', 'cold']);
+
+/** Per-namespace placement and lifetime policy (validated; replaceable at runtime). */
+export const namespacePolicySchema = z.strictObject({
+  /**
+   * write-through: acknowledged once the policy's durable tiers (warm/cold) hold the value.
+   * write-back: acknowledged once the hot tier holds it, marked dirty, flushed below every flushIntervalMs.
+   */
+  writeMode: z.enum(['write-through', 'write-back']).default('write-through'),
+  /** Tiers a write goes to (those configured in this deployment). */
+  writeTiers: z.array(tierName).min(1).default(['hot', 'warm', 'cold']),
+  /** Values of at least this many bytes skip the hot tier (write-around) and go to warm/cold only. */
+  writeAroundBytes: z.number().int().positive().default(1 * MiB),
+  /** Write-back flush period. */
+  flushIntervalMs: z.number().int().min(50).max(3_600_000).default(1000),
+  /** TTL applied when a write names none; null = no expiry. */
+  defaultTtlSeconds: z.number().int().min(1).max(31_536_000).nullable().default(null),
+  /** Promote lower-tier hits into upper tiers (off the critical path). */
+  promoteOnRead: z.boolean().default(true),
+  nearCache: z.strictObject({
+    enabled: z.boolean().default(true),
+    /** Bound on staleness across containers: an L1 copy is dropped this long after it was cached. */
+    ttlMs: z.number().int().min(1).max(60_000).default(1000),
+    maxValueBytes: z.number().int().positive().default(256 * 1024),
+  }).prefault({}),
+  /** How long a delete's tombstone shields the key in the hot tier and below. */
+  tombstoneTtlMs: z.number().int().min(1000).default(10 * 60_000),
+  /** Optional read-through origin: a miss fetches `url` with `{key}` replaced by the URL-encoded key. */
+  origin: z.strictObject({
+    url: z.string().url().refine((u) => u.includes('{key}'), 'origin.url must contain the {key} placeholder'),
+    timeoutMs: z.number().int().min(10).max(60_000).default(5000),
+    ttlSeconds: z.number().int().min(1).max(31_536_000).nullable().default(300),
+    headers: z.record(z.string(), z.string()).default({}),
+  }).optional(),
+});
+
+export type NamespacePolicy = z.infer<typeof namespacePolicySchema>;
+export type NamespacePolicyInput = z.input<typeof namespacePolicySchema>;
+
+export const namespaceConfigSchema = z.strictObject({
+  defaults: namespacePolicySchema.prefault({}),
+  namespaces: z.record(z.string().regex(NAMESPACE_PATTERN, 'namespace names must match ' + NAMESPACE_PATTERN.source), z.record(z.string(), z.unknown())).default({}),
+});
+
+export type NamespaceConfigInput = z.input<typeof namespaceConfigSchema>;
+
+/** Resolves the effective policy of a namespace: defaults overlaid with the namespace's own settings. */
+export class PolicyRegistry {
+  private readonly resolved = new Map<string, NamespacePolicy>();
+  private readonly defaults: NamespacePolicy;
+  private readonly overrides: Record<string, Record<string, unknown>>;
+
+  constructor(input: NamespaceConfigInput = {}) {
+    const parsed = namespaceConfigSchema.safeParse(input);
+    if (!parsed.success) throw new PolicyConfigError(parsed.error);
+    this.defaults = parsed.data.defaults;
+    this.overrides = parsed.data.namespaces;
+    // Validate every namespace now so a bad config fails at start-up, not on the first request.
+    for (const ns of Object.keys(this.overrides)) this.for(ns);
+  }
+
+  for(ns: string): NamespacePolicy {
+    let p = this.resolved.get(ns);
+    if (!p) {
+      const own = this.overrides[ns];
+      if (!own) return this.defaults;
+      const merged = { ...this.defaults, ...own, nearCache: { ...this.defaults.nearCache, ...(own.nearCache as object | undefined) } };
+      const parsed = namespacePolicySchema.safeParse(merged);
+      if (!parsed.success) throw new PolicyConfigError(parsed.error, ns);
+      p = parsed.data;
+      this.resolved.set(ns, p);
+    }
+    return p;
+  }
+
+  /** Every namespace with its own settings. */
+  configured(): string[] {
+    return Object.keys(this.overrides);
+  }
+
+  /** Shortest write-back flush interval in force (drives the flush timer). */
+  minFlushIntervalMs(): number | null {
+    const all = [this.defaults, ...this.configured().map((n) => this.for(n))].filter((p) => p.writeMode === 'write-back');
+    return all.length ? Math.min(...all.map((p) => p.flushIntervalMs)) : null;
+  }
+}
+
+export class PolicyConfigError extends Error {
+  constructor(error: z.ZodError, ns?: string) {
+    const where = ns ? `namespace '${ns}'` : 'namespace configuration';
+    super(`invalid ${where}: ${error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+    this.name = 'PolicyConfigError';
+  }
+}

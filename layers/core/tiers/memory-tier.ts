@@ -1,0 +1,203 @@
+import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
+import { isExpired, isLive, isNewer } from '../model/entry.js';
+import { S3Fifo } from '../eviction/s3fifo.js';
+import type { DirtyTracking, KeyRef, Tier, TierName, TierStats } from './tier.js';
+
+export interface MemoryTierOptions {
+  /** 'l1' for the per-container near cache, 'hot' when it is the embedded hot tier. @default 'hot' */
+  name?: TierName;
+  /** Byte budget for values plus bookkeeping. @default 64 MiB */
+  maxBytes?: number;
+  /**
+   * Largest share of maxBytes that dirty (write-back, not yet flushed) entries may hold. Dirty entries are never
+   * evicted, so past this share a dirty write is refused with `full` and the coordinator writes it through.
+   * @default 0.5
+   */
+  maxDirtyRatio?: number;
+  /** Clock, for tests. */
+  now?: () => number;
+}
+
+/** Approximate per-entry overhead (Map slots, header object, queue node). */
+const ENTRY_OVERHEAD = 160;
+const SEP = '\u0000';
+
+/**
+ * In-process tier bounded by bytes, evicting in S3-FIFO order. Used as the per-container near cache (L1)
+ * and as the embedded hot tier when no Redis is configured. Values are copied on the way in and out so
+ * callers cannot mutate cached bytes.
+ */
+export class MemoryTier implements Tier, DirtyTracking {
+  readonly name: TierName;
+  readonly kind = 'memory';
+  private readonly entries = new Map<string, Entry>();
+  private readonly order: S3Fifo<string>;
+  private readonly dirty = new Set<string>();
+  private readonly maxBytes: number;
+  private readonly maxDirtyBytes: number;
+  private readonly now: () => number;
+  private bytes = 0;
+  private dirtyBytes = 0;
+  private evictions = 0;
+
+  constructor(opts: MemoryTierOptions = {}) {
+    this.name = opts.name ?? 'hot';
+    this.maxBytes = opts.maxBytes ?? 64 * 1024 * 1024;
+    if (!(this.maxBytes > 0)) throw new Error('MemoryTier: maxBytes must be a positive number of bytes');
+    this.maxDirtyBytes = Math.floor(this.maxBytes * (opts.maxDirtyRatio ?? 0.5));
+    this.now = opts.now ?? Date.now;
+    this.order = new S3Fifo<string>({ capacity: this.maxBytes });
+  }
+
+  async get(ns: string, key: string): Promise<Entry | undefined> {
+    return this.getSync(ns, key);
+  }
+
+  /** Synchronous read for the coordinator's near-cache fast path. */
+  getSync(ns: string, key: string): Entry | undefined {
+    const id = ns + SEP + key;
+    const e = this.live(id);
+    if (!e) return undefined;
+    this.order.touch(id);
+    return { header: cloneHeader(e.header), value: Buffer.from(e.value) };
+  }
+
+  async head(ns: string, key: string): Promise<EntryHeader | undefined> {
+    const e = this.live(ns + SEP + key);
+    return e && cloneHeader(e.header);
+  }
+
+  async has(ns: string, key: string): Promise<boolean> {
+    const e = this.live(ns + SEP + key);
+    return !!e && isLive(e.header, this.now());
+  }
+
+  async put(ns: string, key: string, entry: Entry): Promise<WriteOutcome> {
+    return this.putSync(ns, key, entry);
+  }
+
+  putSync(ns: string, key: string, entry: Entry): WriteOutcome {
+    const id = ns + SEP + key;
+    const existing = this.live(id);
+    if (!isNewer(entry.header.version, existing?.header, this.now())) {
+      return { applied: false, current: existing!.header.version };
+    }
+    const cost = entry.value.length + Buffer.byteLength(id) + ENTRY_OVERHEAD;
+    if (cost > this.maxBytes) return { applied: false, current: existing?.header.version ?? null, full: true };
+    const oldCost = existing ? this.costOf(id, existing) : 0;
+    const isDirty = !!entry.header.flags.dirty;
+    const wasDirty = this.dirty.has(id);
+    if (isDirty && this.dirtyBytes - (wasDirty ? oldCost : 0) + cost > this.maxDirtyBytes) {
+      return { applied: false, current: existing?.header.version ?? null, full: true };
+    }
+    // Make room first (never evicting this key's own slot or any dirty entry).
+    while (this.bytes - oldCost + cost > this.maxBytes) {
+      const victim = this.order.evictOne((k) => k !== id && !this.dirty.has(k));
+      if (victim === undefined) return { applied: false, current: existing?.header.version ?? null, full: true };
+      this.drop(victim);
+      this.evictions++;
+    }
+    const stored: Entry = { header: cloneHeader(entry.header), value: Buffer.from(entry.value) };
+    if (this.entries.has(id)) this.drop(id, false);
+    this.entries.set(id, stored);
+    this.bytes += cost;
+    this.order.upsert(id, cost);
+    if (isDirty) {
+      this.dirty.add(id);
+      this.dirtyBytes += cost;
+    }
+    return { applied: true, current: entry.header.version };
+  }
+
+  async delete(ns: string, key: string, version?: number): Promise<boolean> {
+    return this.deleteSync(ns, key, version);
+  }
+
+  deleteSync(ns: string, key: string, version?: number): boolean {
+    const id = ns + SEP + key;
+    const e = this.entries.get(id);
+    if (!e || (version !== undefined && e.header.version !== version)) return false;
+    this.drop(id);
+    return true;
+  }
+
+  async getMany(ns: string, keys: string[]): Promise<(Entry | undefined)[]> {
+    return keys.map((k) => this.getSync(ns, k));
+  }
+
+  async putMany(ns: string, items: { key: string; entry: Entry }[]): Promise<WriteOutcome[]> {
+    return items.map((i) => this.putSync(ns, i.key, i.entry));
+  }
+
+  async deleteMany(ns: string, keys: string[]): Promise<boolean[]> {
+    return keys.map((k) => this.deleteSync(ns, k));
+  }
+
+  async listDirty(limit: number): Promise<KeyRef[]> {
+    const out: KeyRef[] = [];
+    for (const id of this.dirty) {
+      if (out.length >= limit) break;
+      const i = id.indexOf(SEP);
+      out.push({ ns: id.slice(0, i), key: id.slice(i + 1) });
+    }
+    return out;
+  }
+
+  async markClean(ns: string, key: string, version: number): Promise<boolean> {
+    const id = ns + SEP + key;
+    const e = this.entries.get(id);
+    if (!e || e.header.version !== version || !this.dirty.has(id)) return false;
+    e.header.flags = { ...e.header.flags, dirty: false };
+    delete e.header.flags.dirty;
+    this.dirty.delete(id);
+    this.dirtyBytes -= this.costOf(id, e);
+    return true;
+  }
+
+  /** Keys in eviction order, next victim first (for tests and the node's victims view). */
+  evictionOrder(): KeyRef[] {
+    return [...this.order.order()].map((id) => {
+      const i = id.indexOf(SEP);
+      return { ns: id.slice(0, i), key: id.slice(i + 1) };
+    });
+  }
+
+  async stats(): Promise<TierStats> {
+    return { name: this.name, kind: this.kind, entries: this.entries.size, bytes: this.bytes, capacityBytes: this.maxBytes, evictions: this.evictions, dirtyEntries: this.dirty.size };
+  }
+
+  async ping(): Promise<void> {}
+
+  async close(): Promise<void> {
+    this.entries.clear();
+  }
+
+  /** The stored entry unless expired (expired entries are dropped on sight; a dirty one is never expired away unseen). */
+  private live(id: string): Entry | undefined {
+    const e = this.entries.get(id);
+    if (!e) return undefined;
+    if (isExpired(e.header, this.now())) {
+      this.drop(id);
+      return undefined;
+    }
+    return e;
+  }
+
+  private costOf(id: string, e: Entry): number {
+    return e.value.length + Buffer.byteLength(id) + ENTRY_OVERHEAD;
+  }
+
+  private drop(id: string, fromOrder = true): void {
+    const e = this.entries.get(id);
+    if (!e) return;
+    const cost = this.costOf(id, e);
+    this.entries.delete(id);
+    this.bytes -= cost;
+    if (fromOrder) this.order.remove(id);
+    if (this.dirty.delete(id)) this.dirtyBytes -= cost;
+  }
+}
+
+function cloneHeader(h: EntryHeader): EntryHeader {
+  return { ...h, tags: [...h.tags], flags: { ...h.flags } };
+}

@@ -1,0 +1,199 @@
+import { Coordinator } from '../../layers/core/coordinator/coordinator.js';
+import { PolicyRegistry, type NamespacePolicyInput } from '../../layers/core/coordinator/policy.js';
+import { MemoryTier } from '../../layers/core/tiers/memory-tier.js';
+import { StrataError, TierUnavailableError, VersionConflictError } from '../../layers/core/errors.js';
+import { HybridLogicalClock } from '../../layers/core/model/hlc.js';
+import { SwitchableTier, entry } from '../helpers/tiers.js';
+
+function setup(defaults: NamespacePolicyInput = {}, opts: { l1?: boolean } = {}) {
+  const hot = new SwitchableTier('hot');
+  const cold = new SwitchableTier('cold', 64 * 1024 * 1024);
+  const l1 = opts.l1 ? new MemoryTier({ name: 'l1', maxBytes: 1024 * 1024 }) : undefined;
+  const c = new Coordinator({ tiers: [hot, cold], nearCache: l1, policies: new PolicyRegistry({ defaults }), flushTimer: false, onBackgroundError: () => {} });
+  return { c, hot, cold, l1 };
+}
+
+const buf = (s: string) => Buffer.from(s);
+
+describe('Coordinator', () => {
+  describe('read path', () => {
+    it('serves from the highest tier that holds the key and promotes lower hits upwards off the critical path', async () => {
+      const { c, hot, cold } = setup();
+      await cold.put('ns', 'k', entry(7, 'from-cold'));
+      const r = await c.get('ns', 'k');
+      expect(r!.tier).toBe('cold');
+      await c.drain();
+      expect((await hot.get('ns', 'k'))!.header.version).toBe(7);
+      expect((await c.get('ns', 'k'))!.tier).toBe('hot');
+    });
+
+    it('never lets a promotion replace a newer write', async () => {
+      const { c, hot, cold } = setup();
+      await cold.put('ns', 'k', entry(1, 'old'));
+      await hot.put('ns', 'k', entry(2, 'new', { expiresAt: Date.now() - 1 })); // expired in hot
+      const r = await c.get('ns', 'k');
+      expect(r!.entry.value.toString()).toBe('old');
+      // A write lands before the promotion runs.
+      await c.put('ns', 'k', buf('newest'));
+      await c.drain();
+      expect((await c.get('ns', 'k'))!.entry.value.toString()).toBe('newest');
+    });
+
+    it('stops at a tombstone even when a lower tier still has the value', async () => {
+      const { c, cold } = setup();
+      await c.put('ns', 'k', buf('v'));
+      await c.delete('ns', 'k');
+      expect(await c.get('ns', 'k')).toBeUndefined();
+      // The cold copy of an older version cannot come back.
+      await cold.put('ns', 'k', entry(1, 'resurrected'));
+      expect(await c.get('ns', 'k')).toBeUndefined();
+    });
+
+    it('falls through to the next tier when one is down, and answers 503 when none can serve', async () => {
+      const { c, hot, cold } = setup();
+      await c.put('ns', 'k', buf('v'));
+      hot.down = true;
+      expect((await c.get('ns', 'k'))!.tier).toBe('cold');
+      cold.down = true;
+      await expect(c.get('ns', 'k')).rejects.toBeInstanceOf(TierUnavailableError);
+      await expect(c.get('ns', 'k')).rejects.toMatchObject({ status: 503, code: 'TIER_UNAVAILABLE' });
+    });
+
+    it('does not claim a miss when a tier that might hold the key failed', async () => {
+      const { c, cold } = setup();
+      cold.down = true;
+      await expect(c.get('ns', 'absent')).rejects.toBeInstanceOf(TierUnavailableError);
+    });
+
+    it('batch-gets across tiers in order, with misses absent', async () => {
+      const { c, hot, cold } = setup();
+      await hot.put('ns', 'a', entry(1, 'A'));
+      await cold.put('ns', 'b', entry(1, 'B'));
+      const rs = await c.getMany('ns', ['a', 'b', 'zz']);
+      expect(rs.map((r) => r?.tier)).toEqual(['hot', 'cold', undefined]);
+      expect(rs[1]!.entry.value.toString()).toBe('B');
+    });
+  });
+
+  describe('write policies', () => {
+    it('write-through acknowledges once hot and cold hold the same version', async () => {
+      const { c, hot, cold } = setup();
+      const w = await c.put('ns', 'k', buf('v1'), { tags: ['t'], contentType: 'text/plain' });
+      expect(w.tiers).toEqual(['hot', 'cold']);
+      expect((await hot.get('ns', 'k'))!.header.version).toBe(w.version);
+      const coldEntry = (await cold.get('ns', 'k'))!;
+      expect(coldEntry.header).toMatchObject({ version: w.version, tags: ['t'], contentType: 'text/plain', size: 2 });
+    });
+
+    it('write-through still acknowledges with hot down, but not with cold down', async () => {
+      const { c, hot, cold } = setup();
+      hot.down = true;
+      expect((await c.put('ns', 'k', buf('v'))).tiers).toEqual(['cold']);
+      hot.down = false;
+      cold.down = true;
+      await expect(c.put('ns', 'k', buf('v'))).rejects.toBeInstanceOf(TierUnavailableError);
+    });
+
+    it('write-back acknowledges from hot, marks dirty, and the flush makes it durable and clean', async () => {
+      const { c, hot, cold } = setup({ writeMode: 'write-back' });
+      const w = await c.put('ns', 'k', buf('v'));
+      expect(w.tiers).toEqual(['hot']);
+      expect(await cold.get('ns', 'k')).toBeUndefined();
+      expect(await hot.listDirty(10)).toEqual([{ ns: 'ns', key: 'k' }]);
+      expect(await c.flushDirty()).toBe(1);
+      expect((await cold.get('ns', 'k'))!.header.version).toBe(w.version);
+      expect(await hot.listDirty(10)).toEqual([]);
+    });
+
+    it('write-back writes through when the hot tier has no room for more dirty data', async () => {
+      const hot = new SwitchableTier('hot', 4000);
+      const cold = new SwitchableTier('cold');
+      const c = new Coordinator({ tiers: [hot, cold], policies: new PolicyRegistry({ defaults: { writeMode: 'write-back' } }), flushTimer: false });
+      const results = [];
+      for (let i = 0; i < 5; i++) results.push(await c.put('ns', `k${i}`, Buffer.alloc(900)));
+      expect(results.map((r) => r.tiers.join('+'))).toContain('hot+cold');
+      for (let i = 0; i < 5; i++) expect((await c.get('ns', `k${i}`))!.entry.value.length).toBe(900);
+    });
+
+    it('write-around keeps large values out of hot, leaving a location marker that shields them', async () => {
+      const { c, hot, cold } = setup({ writeAroundBytes: 1000 });
+      await c.put('ns', 'big', Buffer.alloc(5000, 7));
+      const marker = (await hot.get('ns', 'big'))!;
+      expect(marker.header.flags.elsewhere).toBe(true);
+      expect(marker.value.length).toBe(0);
+      const r = await c.get('ns', 'big');
+      expect(r!.tier).toBe('cold');
+      expect(r!.entry.value.length).toBe(5000);
+      await c.drain();
+      expect((await hot.get('ns', 'big'))!.header.flags.elsewhere).toBe(true); // not promoted
+    });
+
+    it('applies TTLs: explicit, namespace default, and none', async () => {
+      const { c } = setup({ defaultTtlSeconds: 60 });
+      const before = Date.now();
+      expect((await c.put('ns', 'a', buf('v'), { ttlSeconds: 5 })).expiresAt).toBeGreaterThanOrEqual(before + 5000);
+      expect((await c.put('ns', 'b', buf('v'))).expiresAt).toBeGreaterThanOrEqual(before + 60_000);
+      expect((await c.put('ns', 'c', buf('v'), { ttlSeconds: null })).expiresAt).toBeNull();
+    });
+  });
+
+  describe('versions', () => {
+    it('re-stamps a write that lost to a newer version elsewhere instead of dropping it', async () => {
+      const { c, cold } = setup();
+      // Another writer with a clock far ahead already stored a version in cold.
+      const future = new HybridLogicalClock(() => Date.now() + 60_000).next();
+      await cold.put('ns', 'k', entry(future, 'theirs'));
+      const w = await c.put('ns', 'k', buf('mine'));
+      expect(w.version).toBeGreaterThan(future);
+      expect((await c.get('ns', 'k'))!.entry.value.toString()).toBe('mine');
+    });
+
+    it('makes every version it issues higher than the previous one for the same key', async () => {
+      const { c } = setup();
+      const vs = [];
+      for (let i = 0; i < 50; i++) vs.push((await c.put('ns', 'k', buf(String(i)))).version);
+      expect([...vs].sort((a, b) => a - b)).toEqual(vs);
+      expect((await c.get('ns', 'k'))!.entry.value.toString()).toBe('49');
+    });
+
+    it('enforces If-Match and If-None-Match with a 409', async () => {
+      const { c } = setup();
+      const w1 = await c.put('ns', 'k', buf('a'), { ifNoneMatch: true });
+      await expect(c.put('ns', 'k', buf('b'), { ifNoneMatch: true })).rejects.toBeInstanceOf(VersionConflictError);
+      await expect(c.put('ns', 'k', buf('b'), { ifMatch: w1.version - 1 })).rejects.toMatchObject({ status: 409, details: { current: w1.version } });
+      const w2 = await c.put('ns', 'k', buf('b'), { ifMatch: w1.version });
+      expect(w2.version).toBeGreaterThan(w1.version);
+      await expect(c.delete('ns', 'k', { ifMatch: w1.version })).rejects.toBeInstanceOf(VersionConflictError);
+      await c.delete('ns', 'k', { ifMatch: w2.version });
+      expect(await c.get('ns', 'k')).toBeUndefined();
+    });
+
+    it('lets exactly one of many concurrent create-only writes win', async () => {
+      const { c } = setup();
+      const rs = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => c.put('ns', 'once', buf(String(i)), { ifNoneMatch: true })));
+      expect(rs.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+      for (const r of rs) if (r.status === 'rejected') expect((r.reason as StrataError).code).toBe('VERSION_CONFLICT');
+    });
+  });
+
+  describe('near cache (L1)', () => {
+    it('serves repeat reads from L1 and keeps read-your-writes across a delete racing a read', async () => {
+      const { c, hot } = setup({}, { l1: true });
+      await c.put('ns', 'k', buf('v1'));
+      expect((await c.get('ns', 'k'))!.tier).toBe('l1');
+      // A slow reader fetched v1 from hot; the delete lands; then the reader fills L1 with v1: refused.
+      const stale = (await hot.get('ns', 'k'))!;
+      await c.delete('ns', 'k');
+      await (c as unknown as { nearFill: (...a: unknown[]) => void }).nearFill('ns', 'k', stale, c.policies.for('ns'));
+      expect(await c.get('ns', 'k')).toBeUndefined();
+    });
+
+    it('can be switched off per namespace', async () => {
+      const hot = new SwitchableTier('hot');
+      const l1 = new MemoryTier({ name: 'l1' });
+      const c = new Coordinator({ tiers: [hot], nearCache: l1, policies: new PolicyRegistry({ namespaces: { nol1: { nearCache: { enabled: false } } } }), flushTimer: false });
+      await c.put('nol1', 'k', buf('v'));
+      expect((await c.get('nol1', 'k'))!.tier).toBe('hot');
+    });
+  });
+});
