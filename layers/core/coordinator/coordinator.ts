@@ -5,7 +5,7 @@ import { HybridLogicalClock } from '../model/hlc.js';
 import { contentHash } from '../model/keys.js';
 import type { MemoryTier } from '../tiers/memory-tier.js';
 import type { Tier, TierName, TierStats } from '../tiers/tier.js';
-import { supportsDirtyTracking } from '../tiers/tier.js';
+import { supportsDirtyTracking, supportsPresigning } from '../tiers/tier.js';
 import { Coalescer, KeyedMutex } from './keyed-mutex.js';
 import { fetchFromOrigin } from './origin.js';
 import type { NamespacePolicy } from './policy.js';
@@ -260,6 +260,49 @@ export class Coordinator {
 
   async deleteMany(ns: string, keys: string[]): Promise<DeleteResult[]> {
     return mapBounded(keys, 32, (k) => this.delete(ns, k));
+  }
+
+  // ------------------------------------------------------------------ large values
+
+  /**
+   * Moves a value uploaded through a presigned URL into place in the presigning (cold) tier, as a versioned
+   * write like any other: upper tiers get a location marker first so no older copy there outlives the ack.
+   */
+  async commitUpload(ns: string, key: string, uploadId: string, opts: Omit<WriteOptions, 'ifMatch' | 'ifNoneMatch'> = {}): Promise<WriteResult> {
+    const policy = this.policies.for(ns);
+    const target = this.tiers.find(supportsPresigning);
+    if (!target || !supportsPresigning(target)) throw new StrataError('TIER_UNAVAILABLE', 'no tier supports uploads');
+    const ttl = opts.ttlSeconds === undefined ? policy.defaultTtlSeconds : opts.ttlSeconds;
+    const expiresAt = ttl === null ? null : Date.now() + ttl * 1000;
+    const upper = this.tiers.slice(0, this.tiers.indexOf(target));
+    let version = this.clock.next();
+    for (let attempt = 0; ; attempt++) {
+      const marker = makeLocationMarker(version, expiresAt);
+      const shadows = await Promise.allSettled(upper.map((t) => t.put(ns, key, marker)));
+      let stale = maxStale(shadows);
+      if (stale === null) {
+        const o = await target.commitUpload(uploadId, ns, key, { version, expiresAt, tags: opts.tags ?? [], ...(opts.contentType ? { contentType: opts.contentType } : {}), flags: {} });
+        if (o.applied) {
+          this.l1?.putSync(ns, key, marker);
+          return { version, expiresAt, size: o.size, tiers: [target.name] };
+        }
+        stale = o.current ?? version;
+      }
+      if (attempt >= MAX_RESTAMPS) throw new StrataError('INTERNAL', 'upload could not get a current version');
+      this.clock.observe(stale);
+      version = this.clock.next();
+    }
+  }
+
+  /** Makes sure `tierName` holds the live version of a key (e.g. before presigning a download from cold). */
+  async ensureIn(tierName: TierName, ns: string, key: string): Promise<void> {
+    const tier = this.byName.get(tierName);
+    if (!tier) return;
+    const r = await this.get(ns, key);
+    if (!r) return;
+    const there = await tier.head(ns, key);
+    if (there && there.version >= r.entry.header.version) return;
+    await tier.put(ns, key, { header: { ...r.entry.header, flags: {} }, value: r.entry.value });
   }
 
   // ------------------------------------------------------------------ write-back

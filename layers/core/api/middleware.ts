@@ -1,0 +1,59 @@
+import type middy from '@middy/core';
+import type { Context } from 'aws-lambda';
+import { StrataError, isStrataError } from '../errors.js';
+import type { ApiEvent, ApiResult } from './http.js';
+import { errorResult } from './http.js';
+import type { ApiContext } from './operations.js';
+
+type Mw = middy.MiddlewareObj<ApiEvent, ApiResult, Error, Context>;
+
+/**
+ * Turns thrown errors into the JSON error shape. Typed errors keep their code and message; anything else is a
+ * bug and becomes a 500 whose body carries only the request id (the details go to the log, never the client).
+ */
+export function errorResponder(log: (msg: string, data: Record<string, unknown>) => void = defaultLog): Mw {
+  return {
+    onError: async (request) => {
+      const err = request.error;
+      const requestId = request.context?.awsRequestId;
+      if (isStrataError(err) && err.expose) {
+        request.response = errorResult(err, err.status >= 500 ? requestId : undefined);
+        if (err.status >= 500) log('request failed', { requestId, code: err.code, error: String(err), cause: String(err.cause ?? '') });
+        return;
+      }
+      log('unhandled error', { requestId, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+      request.response = errorResult(new StrataError('INTERNAL', 'internal error; quote the requestId when reporting it'), requestId);
+    },
+  };
+}
+
+/** Adds the request id to every response, so clients can quote it. */
+export function requestIdHeader(): Mw {
+  return {
+    after: async (request) => {
+      const id = request.context?.awsRequestId;
+      if (id && request.response) request.response.headers = { ...request.response.headers, 'x-request-id': id };
+    },
+    onError: async (request) => {
+      const id = request.context?.awsRequestId;
+      if (id && request.response) request.response.headers = { ...request.response.headers, 'x-request-id': id };
+    },
+  };
+}
+
+/**
+ * Lambda has no background timers between invocations: write-back entries are flushed at the end of an
+ * invocation once the flush interval has passed (and by the scheduled ops job as a backstop).
+ */
+export function writeBackFlush(getContext: () => Promise<ApiContext>): Mw {
+  return {
+    after: async () => {
+      const ctx = await getContext();
+      await ctx.coordinator.flushIfDue().catch((e) => defaultLog('write-back flush failed', { error: String(e) }));
+    },
+  };
+}
+
+function defaultLog(msg: string, data: Record<string, unknown>): void {
+  console.error(JSON.stringify({ level: 'error', msg, ...data }));
+}

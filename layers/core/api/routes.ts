@@ -1,0 +1,75 @@
+import type { ApiContext } from './operations.js';
+import * as op from './operations.js';
+import type { ApiEvent, ApiResult } from './http.js';
+
+/** Lambda functions of the API, each serving a group of routes (one bundle per group). */
+export type ApiFunction = 'keys' | 'batch' | 'transfer' | 'service';
+
+export interface ApiRoute {
+  method: 'GET' | 'HEAD' | 'PUT' | 'DELETE' | 'POST';
+  /** API Gateway resource path; `{name}` is one URL-encoded path segment. */
+  resource: string;
+  fn: ApiFunction;
+  run: (ctx: ApiContext, event: ApiEvent) => Promise<ApiResult>;
+}
+
+/** The API surface, shared by the Lambda handlers, the local server and the CDK API stack. */
+export const API_ROUTES: readonly ApiRoute[] = [
+  { method: 'GET', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.getKey },
+  { method: 'HEAD', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.headKey },
+  { method: 'PUT', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.putKey },
+  { method: 'DELETE', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.deleteKey },
+  { method: 'POST', resource: '/v1/ns/{ns}/batch/get', fn: 'batch', run: op.batchGet },
+  { method: 'POST', resource: '/v1/ns/{ns}/batch/put', fn: 'batch', run: op.batchPut },
+  { method: 'POST', resource: '/v1/ns/{ns}/batch/delete', fn: 'batch', run: op.batchDelete },
+  { method: 'POST', resource: '/v1/ns/{ns}/uploads/{key}', fn: 'transfer', run: op.createUpload },
+  { method: 'POST', resource: '/v1/ns/{ns}/uploads/{key}/complete', fn: 'transfer', run: op.completeUpload },
+  { method: 'GET', resource: '/v1/ns/{ns}/downloads/{key}', fn: 'transfer', run: op.downloadUrl },
+  { method: 'GET', resource: '/v1/stats', fn: 'service', run: (ctx) => op.stats(ctx) },
+  { method: 'GET', resource: '/v1/health', fn: 'service', run: (ctx) => op.health(ctx) },
+];
+
+export interface RouteMatch {
+  route?: ApiRoute;
+  resource?: string;
+  pathParameters: Record<string, string>;
+  /** Methods the matched resource does support (for 405). */
+  allowed: string[];
+  /** A path parameter that is not valid percent-encoding. */
+  badParam?: string;
+}
+
+/** Matches a raw (still percent-encoded) path against the route table, decoding each parameter. */
+export function matchRoute(method: string, rawPath: string, routes: readonly ApiRoute[] = API_ROUTES): RouteMatch {
+  const segments = rawPath.split('/');
+  let best: RouteMatch = { pathParameters: {}, allowed: [] };
+  for (const route of routes) {
+    const tpl = route.resource.split('/');
+    if (tpl.length !== segments.length) continue;
+    const params: Record<string, string> = {};
+    let ok = true;
+    let badParam: string | undefined;
+    for (let i = 0; i < tpl.length && ok; i++) {
+      const t = tpl[i]!;
+      const s = segments[i]!;
+      if (t.startsWith('{')) {
+        const name = t.slice(1, -1);
+        if (s === '') ok = false;
+        else {
+          try {
+            params[name] = decodeURIComponent(s);
+          } catch {
+            badParam = name;
+            params[name] = s;
+          }
+        }
+      } else if (t !== s) ok = false;
+    }
+    if (!ok) continue;
+    if (route.method === method || (method === 'HEAD' && route.method === 'GET' && !routes.some((r) => r.resource === route.resource && r.method === 'HEAD'))) {
+      return { route, resource: route.resource, pathParameters: params, allowed: [], badParam };
+    }
+    best = { resource: route.resource, pathParameters: params, allowed: [...best.allowed, route.method], badParam };
+  }
+  return best;
+}

@@ -1,0 +1,69 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import type { NamespaceConfigInput } from '../coordinator/policy.js';
+
+const MiB = 1024 * 1024;
+
+const bool = z
+  .enum(['1', '0', 'true', 'false', 'yes', 'no', ''])
+  .transform((v) => v === '1' || v === 'true' || v === 'yes');
+
+/**
+ * Runtime configuration from environment variables (Lambda env, or the shell for `npm start`). Read once per
+ * container; a bad value stops start-up with a message naming the variable.
+ */
+export const runtimeEnvSchema = z.object({
+  /** Hot tier: Redis/Valkey URL (`rediss://` for TLS). Absent = embedded in-process memory tier. */
+  STRATA_REDIS_URL: z.string().url().optional(),
+  STRATA_REDIS_CLUSTER: bool.default(false),
+  STRATA_REDIS_USERNAME: z.string().optional(),
+  STRATA_REDIS_PASSWORD: z.string().optional(),
+  /** Embedded hot tier size when no Redis is configured. */
+  STRATA_HOT_MEMORY_MB: z.coerce.number().int().min(1).max(65536).default(256),
+  /** Per-container near cache (L1) size; 0 turns it off. Only used above a remote hot tier. */
+  STRATA_NEAR_CACHE_MB: z.coerce.number().int().min(0).max(4096).default(64),
+  /** Cold tier: S3 bucket. */
+  STRATA_S3_BUCKET: z.string().min(3).optional(),
+  STRATA_S3_PREFIX: z.string().regex(/^[A-Za-z0-9._-]+$/).default('v1'),
+  /** S3 endpoint override (LocalStack). Also read from AWS_ENDPOINT_URL_S3. */
+  STRATA_S3_ENDPOINT: z.string().url().optional(),
+  /** Cold tier for the embedded local run: a folder. Ignored when a bucket is set. */
+  STRATA_LOCAL_DIR: z.string().optional(),
+  /** Base URL the local server is reachable at (for local presigned URLs). */
+  STRATA_PUBLIC_URL: z.string().url().optional(),
+  /** Namespace policies as JSON (see NamespaceConfigInput), or a path to a JSON file. */
+  STRATA_NAMESPACES: z.string().optional(),
+  STRATA_NAMESPACES_FILE: z.string().optional(),
+  STRATA_INLINE_LIMIT_BYTES: z.coerce.number().int().min(1024).max(6 * MiB).default(4 * MiB),
+  STRATA_URL_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(900),
+  AWS_REGION: z.string().default('us-east-1'),
+});
+
+export type RuntimeEnv = z.infer<typeof runtimeEnvSchema>;
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export function loadRuntimeEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv {
+  const input = { ...env, STRATA_REDIS_URL: env.STRATA_REDIS_URL ?? env.REDIS_URL, STRATA_S3_ENDPOINT: env.STRATA_S3_ENDPOINT ?? env.AWS_ENDPOINT_URL_S3 };
+  for (const k of Object.keys(input) as (keyof typeof input)[]) if (input[k] === '') delete input[k];
+  const r = runtimeEnvSchema.safeParse(input);
+  if (!r.success) {
+    throw new ConfigError(`invalid configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  }
+  return r.data;
+}
+
+export function namespaceConfigFrom(env: RuntimeEnv): NamespaceConfigInput {
+  const raw = env.STRATA_NAMESPACES ?? (env.STRATA_NAMESPACES_FILE ? readFileSync(env.STRATA_NAMESPACES_FILE, 'utf8') : undefined);
+  if (!raw) return {};
+  try {
+    return JSON.parse(raw) as NamespaceConfigInput;
+  } catch (e) {
+    throw new ConfigError(`STRATA_NAMESPACES${env.STRATA_NAMESPACES ? '' : '_FILE'} is not valid JSON: ${(e as Error).message}`);
+  }
+}

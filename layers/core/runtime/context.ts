@@ -1,0 +1,71 @@
+import { Coordinator } from '../coordinator/coordinator.js';
+import { PolicyRegistry } from '../coordinator/policy.js';
+import type { ApiContext } from '../api/operations.js';
+import { LocalFolderTier } from '../tiers/local-folder-tier.js';
+import { MemoryTier } from '../tiers/memory-tier.js';
+import { RedisTier } from '../tiers/redis-tier.js';
+import { S3Tier } from '../tiers/s3-tier.js';
+import type { Presigning, Tier } from '../tiers/tier.js';
+import { supportsPresigning } from '../tiers/tier.js';
+import type { RuntimeEnv } from './config.js';
+import { loadRuntimeEnv, namespaceConfigFrom } from './config.js';
+
+const MiB = 1024 * 1024;
+
+export interface BuiltContext extends ApiContext {
+  /** Human-readable description of the tiers, for start-up banners. */
+  describe(): string[];
+}
+
+/** Builds the tiers and coordinator a deployment's configuration asks for. */
+export function buildApiContext(env: RuntimeEnv, opts: { flushTimer?: boolean } = {}): BuiltContext {
+  const tiers: Tier[] = [];
+  const remoteHot = !!env.STRATA_REDIS_URL;
+  tiers.push(
+    remoteHot
+      ? RedisTier.fromUrl(env.STRATA_REDIS_URL!, { cluster: env.STRATA_REDIS_CLUSTER, username: env.STRATA_REDIS_USERNAME, password: env.STRATA_REDIS_PASSWORD })
+      : new MemoryTier({ name: 'hot', maxBytes: env.STRATA_HOT_MEMORY_MB * MiB }),
+  );
+  if (env.STRATA_S3_BUCKET) {
+    tiers.push(new S3Tier({ bucket: env.STRATA_S3_BUCKET, prefix: env.STRATA_S3_PREFIX, endpoint: env.STRATA_S3_ENDPOINT, region: env.AWS_REGION }));
+  } else if (env.STRATA_LOCAL_DIR) {
+    tiers.push(new LocalFolderTier({ dir: env.STRATA_LOCAL_DIR, publicBaseUrl: env.STRATA_PUBLIC_URL }));
+  }
+  // An L1 in front of an in-process hot tier would only copy it.
+  const nearCache = remoteHot && env.STRATA_NEAR_CACHE_MB > 0 ? new MemoryTier({ name: 'l1', maxBytes: env.STRATA_NEAR_CACHE_MB * MiB }) : undefined;
+  const coordinator = new Coordinator({ tiers, nearCache, policies: new PolicyRegistry(namespaceConfigFrom(env)), flushTimer: opts.flushTimer });
+  const presigner = tiers.find(supportsPresigning) as (Tier & Presigning) | undefined;
+  return {
+    coordinator,
+    presigner,
+    inlineLimitBytes: env.STRATA_INLINE_LIMIT_BYTES,
+    urlTtlSeconds: env.STRATA_URL_TTL_SECONDS,
+    describe: () => [
+      ...(nearCache ? [`l1    memory, ${env.STRATA_NEAR_CACHE_MB} MiB per process`] : []),
+      remoteHot ? `hot   redis ${redact(env.STRATA_REDIS_URL!)}${env.STRATA_REDIS_CLUSTER ? ' (cluster)' : ''}` : `hot   memory, ${env.STRATA_HOT_MEMORY_MB} MiB (embedded; set REDIS_URL for Redis)`,
+      env.STRATA_S3_BUCKET
+        ? `cold  s3://${env.STRATA_S3_BUCKET}/${env.STRATA_S3_PREFIX}${env.STRATA_S3_ENDPOINT ? ` at ${env.STRATA_S3_ENDPOINT}` : ''}`
+        : env.STRATA_LOCAL_DIR
+          ? `cold  folder ${env.STRATA_LOCAL_DIR} (set STRATA_S3_BUCKET for S3)`
+          : 'cold  none',
+    ],
+  };
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/([^@/]*)@/, '//***@');
+}
+
+let current: Promise<ApiContext> | undefined;
+
+/** The container's context: built from the environment on first use, unless one was installed. */
+export function getApiContext(): Promise<ApiContext> {
+  // Lambda: no flush timer (frozen between invocations); the handler flushes when due.
+  current ??= Promise.resolve().then(() => buildApiContext(loadRuntimeEnv(), { flushTimer: false }));
+  return current;
+}
+
+/** Installs a context (local server, tests). */
+export function setApiContext(ctx: ApiContext | undefined): void {
+  current = ctx ? Promise.resolve(ctx) : undefined;
+}

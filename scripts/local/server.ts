@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pipeline } from 'node:stream/promises';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { StrataError, ValidationError } from '../../layers/core/errors.js';
+import { errorResult } from '../../layers/core/api/http.js';
+import type { ApiFunction } from '../../layers/core/api/routes.js';
+import { matchRoute } from '../../layers/core/api/routes.js';
+import { setApiContext } from '../../layers/core/runtime/context.js';
+import type { ApiContext } from '../../layers/core/api/operations.js';
+import { LocalFolderTier } from '../../layers/core/tiers/local-folder-tier.js';
+import { handler as keys } from '../../lambdas/api/keys.js';
+import { handler as batch } from '../../lambdas/api/batch.js';
+import { handler as transfer } from '../../lambdas/api/transfer.js';
+import { handler as service } from '../../lambdas/api/service.js';
+import { lambdaContext, toApiGatewayEvent } from './api-gateway-event.js';
+
+type LambdaHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
+
+/** The same handler modules Lambda runs, keyed like the API stack's functions. */
+const HANDLERS: Record<ApiFunction, LambdaHandler> = { keys, batch, transfer, service } as Record<ApiFunction, LambdaHandler>;
+
+/** API Gateway rejects request bodies above 10 MB before any Lambda runs; so does the local server. */
+export const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
+
+export interface LocalServerOptions {
+  context: ApiContext;
+  port?: number;
+  host?: string;
+}
+
+export interface LocalServer {
+  server: Server;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Serves the HTTP API on localhost by turning requests into API Gateway proxy events for the Lambda handlers. */
+export async function startLocalServer(opts: LocalServerOptions): Promise<LocalServer> {
+  setApiContext(opts.context);
+  const blobs = opts.context.presigner instanceof LocalFolderTier ? opts.context.presigner : undefined;
+  const server = createServer({ keepAlive: true, requestTimeout: 60_000 }, (req, res) => {
+    handle(req, res, blobs).catch((e) => {
+      console.error('[strata] local server error', e);
+      if (!res.headersSent) send(res, errorResult(new StrataError('INTERNAL', 'internal error')), req.method === 'HEAD');
+      else res.destroy();
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 8080, opts.host ?? '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    server,
+    url: `http://${opts.host && opts.host !== '0.0.0.0' ? opts.host : '127.0.0.1'}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}
+
+async function handle(req: IncomingMessage, res: ServerResponse, blobs?: LocalFolderTier): Promise<void> {
+  const requestId = randomUUID();
+  const rawUrl = req.url ?? '/';
+  const q = rawUrl.indexOf('?');
+  const path = q === -1 ? rawUrl : rawUrl.slice(0, q);
+  const query = new URLSearchParams(q === -1 ? '' : rawUrl.slice(q + 1));
+  const isHead = req.method === 'HEAD';
+
+  // Presigned-URL stand-in for the local-folder tier: streamed both ways, not bound by the API body limit.
+  if (blobs && path.startsWith('/local-blobs/')) return serveBlob(req, res, blobs, path.slice('/local-blobs/'.length));
+
+  const body = await readBody(req, MAX_REQUEST_BYTES);
+  if (body === null) {
+    res.setHeader('connection', 'close');
+    return send(res, errorResult(new StrataError('PAYLOAD_TOO_LARGE', `request bodies are limited to ${MAX_REQUEST_BYTES} bytes; upload large values through an upload URL`, { limit: MAX_REQUEST_BYTES })), isHead);
+  }
+
+  if (path === '/' || path === '') {
+    return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ service: 'strata', api: '/v1', health: '/v1/health', stats: '/v1/stats', docs: 'docs/API.md' }) }, isHead);
+  }
+
+  const match = matchRoute(req.method ?? 'GET', path);
+  if (!match.resource) return send(res, errorResult(new StrataError('ROUTE_NOT_FOUND', `no route ${req.method} ${path}; see docs/API.md`)), isHead);
+  if (!match.route) {
+    res.setHeader('allow', match.allowed.join(', '));
+    return send(res, errorResult(new StrataError('METHOD_NOT_ALLOWED', `${req.method} is not supported on ${match.resource}; use ${match.allowed.join(', ')}`)), isHead);
+  }
+  if (match.badParam) return send(res, errorResult(new ValidationError(match.badParam, 'is not valid percent-encoding (encode keys with encodeURIComponent)')), isHead);
+
+  const event = toApiGatewayEvent(req, body, { resource: match.resource, pathParameters: match.pathParameters }, requestId, path, query);
+  const result = await HANDLERS[match.route.fn](event, lambdaContext(requestId, `strata-api-${match.route.fn}`));
+  send(res, result, isHead);
+}
+
+async function serveBlob(req: IncomingMessage, res: ServerResponse, blobs: LocalFolderTier, token: string): Promise<void> {
+  const isHead = req.method === 'HEAD';
+  const claims = blobs.verifyBlobToken(decodeURIComponent(token));
+  const allowed = claims && (claims.op === 'put' ? req.method === 'PUT' : req.method === 'GET' || isHead);
+  if (!claims || !allowed) {
+    req.resume();
+    return send(res, { statusCode: 403, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: { code: 'FORBIDDEN', message: 'the blob URL is invalid, expired, or used with the wrong method' } }) }, isHead);
+  }
+  if (claims.op === 'put') {
+    const { size } = await blobs.writeStagedUpload(claims.uploadId, req);
+    return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ uploadId: claims.uploadId, size }) }, false);
+  }
+  const blob = await blobs.readBlob(claims.ns, claims.key);
+  if (!blob) return send(res, errorResult(new StrataError('NOT_FOUND', 'the value is gone (deleted, expired or replaced by a newer upload)')), isHead);
+  res.writeHead(200, { 'content-type': blob.header.contentType ?? 'application/octet-stream', 'content-length': blob.size, 'x-strata-version': String(blob.header.version) });
+  if (isHead) {
+    blob.body.destroy();
+    res.end();
+    return;
+  }
+  await pipeline(blob.body, res);
+}
+
+function send(res: ServerResponse, result: APIGatewayProxyResult, isHead: boolean): void {
+  const headers: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(result.headers ?? {})) headers[k] = String(v);
+  for (const [k, v] of Object.entries(result.multiValueHeaders ?? {})) headers[k] = v.map(String);
+  const body = result.body ? Buffer.from(result.body, result.isBase64Encoded ? 'base64' : 'utf8') : Buffer.alloc(0);
+  if (!isHead || !('content-length' in headers)) headers['content-length'] = String(body.length);
+  res.writeHead(result.statusCode, headers);
+  res.end(isHead ? undefined : body);
+}
+
+/** Reads the body, or returns null (and stops reading) once it passes `limit`. */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (c: Buffer) => {
+      if (over) return;
+      size += c.length;
+      if (size > limit) {
+        over = true;
+        chunks.length = 0;
+        resolve(null);
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => !over && resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
