@@ -1,0 +1,547 @@
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { constants as fsConstants, createReadStream } from 'node:fs';
+import { access, mkdir, open, opendir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { dirname, join, resolve, sep } from 'node:path';
+import { Readable } from 'node:stream';
+import { NotFoundError, StrataError, TierUnavailableError, ValidationError } from '../errors.js';
+import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
+import { decodeHeader, encodeHeader, isExpired, isLive, isNewer } from '../model/entry.js';
+import { decodeKey, encodeKey, NAMESPACE_PATTERN } from '../model/keys.js';
+import { localEntrySegments, mapLimit, UPLOADS_FOLDER, validateUploadId } from './storage-key.js';
+import type { PresignedUrl, Presigning, Tier, TierName, TierStats } from './tier.js';
+
+export interface LocalFolderTierOptions {
+  /** @default 'cold' */
+  name?: TierName;
+  /** Root directory (created on first write). */
+  dir: string;
+  /** Base URL of the local server that serves `/local-blobs/<token>`. @default 'http://localhost:8080' */
+  publicBaseUrl?: string;
+  /** HMAC key for blob tokens. @default random per process (tokens die with the process) */
+  signingSecret?: string;
+  /** fsync files and directories on every write (crash durability). @default true */
+  fsync?: boolean;
+  /** Clock, for tests. */
+  now?: () => number;
+}
+
+/** What a valid `/local-blobs/<token>` token allows. */
+export type BlobTokenClaims =
+  | { op: 'get'; ns: string; key: string; exp: number }
+  | { op: 'put'; uploadId: string; contentType?: string; exp: number };
+
+/** A live value to stream to a client. Consume or destroy `body` (it holds an open file). */
+export interface BlobRead {
+  header: EntryHeader;
+  size: number;
+  body: Readable;
+}
+
+/** Entry file = value bytes, then header JSON, then a trailer: u32 BE header length + magic. */
+const MAGIC = Buffer.from('STR1');
+const TRAILER_BYTES = 8;
+const MAX_HEADER_BYTES = 1024 * 1024;
+const TEMP_PREFIX = '.tmp-';
+const TOKEN_CONTEXT = 'strata-local-blob:v1:';
+const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
+const BATCH_CONCURRENCY = 16;
+
+/**
+ * The cold tier for the embedded local run: one file per entry under `dir`.
+ *
+ * Layout: `<dir>/<ns>/<shard>/<base32(key) in ≤200-char segments>.e` (see storage-key.ts: base32 because a
+ * case-insensitive file system would alias base64url names, segments because a 512-byte key is longer than
+ * NAME_MAX). Each file holds the value followed by the header and a trailer, so one rename publishes value
+ * and header together. Writes go to a temp file in the same directory, are fsynced and renamed over the
+ * entry: readers see the old or the new file, never a torn one. A crash can leave `.tmp-*` files behind;
+ * readers ignore them and {@link LocalFolderTier.sweep} removes them.
+ *
+ * Versioned writes to a key are serialised by a per-key mutex inside this process only: two processes must
+ * not share a directory.
+ */
+export class LocalFolderTier implements Tier, Presigning {
+  readonly name: TierName;
+  readonly kind = 'local-folder';
+  readonly dir: string;
+  private readonly publicBaseUrl: string;
+  private readonly secret: Buffer;
+  private readonly fsync: boolean;
+  private readonly now: () => number;
+  private readonly locks = new Map<string, Promise<void>>();
+
+  constructor(opts: LocalFolderTierOptions) {
+    if (!opts.dir) throw new ValidationError('dir', 'LocalFolderTier needs a directory');
+    this.name = opts.name ?? 'cold';
+    this.dir = resolve(opts.dir);
+    this.publicBaseUrl = (opts.publicBaseUrl ?? 'http://localhost:8080').replace(/\/+$/, '');
+    this.secret = opts.signingSecret ? Buffer.from(opts.signingSecret, 'utf8') : randomBytes(32);
+    this.fsync = opts.fsync ?? true;
+    this.now = opts.now ?? Date.now;
+  }
+
+  // ---- reads ----------------------------------------------------------------------------------------------
+
+  async get(ns: string, key: string): Promise<Entry | undefined> {
+    const file = await this.openEntry(this.entryPath(ns, key));
+    if (!file) return undefined;
+    try {
+      if (isExpired(file.header, this.now())) return undefined;
+      const value = Buffer.alloc(file.valueLength);
+      await readFully(file.fh, value, 0);
+      return { header: file.header, value };
+    } catch (e) {
+      throw this.unavailable(e);
+    } finally {
+      await file.fh.close().catch(() => {});
+    }
+  }
+
+  async head(ns: string, key: string): Promise<EntryHeader | undefined> {
+    const h = await this.readHeader(this.entryPath(ns, key));
+    return h && !isExpired(h, this.now()) ? h : undefined;
+  }
+
+  async has(ns: string, key: string): Promise<boolean> {
+    const h = await this.head(ns, key);
+    return !!h && isLive(h, this.now());
+  }
+
+  // ---- writes ---------------------------------------------------------------------------------------------
+
+  async put(ns: string, key: string, entry: Entry): Promise<WriteOutcome> {
+    const path = this.entryPath(ns, key);
+    const header: EntryHeader = { ...entry.header, size: entry.value.length, tags: [...entry.header.tags], flags: { ...entry.header.flags } };
+    return this.withLock(path, async () => {
+      const cur = await this.readHeader(path);
+      if (cur && !isNewer(header.version, cur, this.now())) return { applied: false, current: cur.version };
+      await this.writeAtomic(path, [entry.value, trailer(header)]);
+      return { applied: true, current: header.version };
+    });
+  }
+
+  async delete(ns: string, key: string, version?: number): Promise<boolean> {
+    const path = this.entryPath(ns, key);
+    return this.withLock(path, async () => {
+      const cur = await this.readHeader(path);
+      if (!cur) return false;
+      if (version !== undefined && cur.version !== version) return false;
+      await this.unlinkQuiet(path);
+      return !isExpired(cur, this.now()); // an expired entry counted as absent already (removed all the same)
+    });
+  }
+
+  async getMany(ns: string, keys: string[]): Promise<(Entry | undefined)[]> {
+    return mapLimit(keys, BATCH_CONCURRENCY, (k) => this.get(ns, k));
+  }
+
+  async putMany(ns: string, items: { key: string; entry: Entry }[]): Promise<WriteOutcome[]> {
+    return mapLimit(items, BATCH_CONCURRENCY, (i) => this.put(ns, i.key, i.entry));
+  }
+
+  async deleteMany(ns: string, keys: string[]): Promise<boolean[]> {
+    return mapLimit(keys, BATCH_CONCURRENCY, (k) => this.delete(ns, k));
+  }
+
+  // ---- presigning (served by the local HTTP server) -----------------------------------------------------
+
+  async presignDownload(ns: string, key: string, expiresInSec: number): Promise<PresignedUrl> {
+    const path = this.entryPath(ns, key);
+    const now = this.now();
+    const h = await this.readHeader(path);
+    if (!h || !isLive(h, now)) throw new NotFoundError(`key not found in tier '${this.name}'`, { ns, key });
+    const seconds = presignSeconds(expiresInSec, h.expiresAt, now);
+    const exp = now + seconds * 1000;
+    const token = this.sign({ op: 'get', path: `${ns}/${encodeKey(key)}`, exp });
+    return { url: `${this.publicBaseUrl}/local-blobs/${token}`, method: 'GET', headers: {}, expiresAt: exp };
+  }
+
+  async presignUpload(uploadId: string, expiresInSec: number, contentType?: string): Promise<PresignedUrl> {
+    validateUploadId(uploadId);
+    const now = this.now();
+    const exp = now + presignSeconds(expiresInSec, null, now) * 1000;
+    const token = this.sign({ op: 'put', path: `${UPLOADS_FOLDER}/${uploadId}`, exp, ...(contentType ? { ct: contentType } : {}) });
+    return { url: `${this.publicBaseUrl}/local-blobs/${token}`, method: 'PUT', headers: contentType ? { 'content-type': contentType } : {}, expiresAt: exp };
+  }
+
+  /**
+   * For the local server: the claims of a `/local-blobs/<token>` token, or null when it is malformed, forged
+   * (HMAC compared in constant time) or expired.
+   */
+  verifyBlobToken(token: string): BlobTokenClaims | null {
+    if (typeof token !== 'string' || token.length > 8192) return null;
+    const dot = token.indexOf('.');
+    if (dot <= 0 || dot !== token.lastIndexOf('.')) return null;
+    const payload = token.slice(0, dot);
+    const given = Buffer.from(token.slice(dot + 1), 'base64url');
+    const expected = this.mac(payload);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+    let claims: { op?: unknown; path?: unknown; exp?: unknown; ct?: unknown };
+    try {
+      claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as typeof claims;
+    } catch {
+      return null;
+    }
+    if (typeof claims.exp !== 'number' || claims.exp <= this.now() || typeof claims.path !== 'string') return null;
+    const slash = claims.path.indexOf('/');
+    if (slash <= 0) return null;
+    const head = claims.path.slice(0, slash);
+    const rest = claims.path.slice(slash + 1);
+    if (claims.op === 'get') {
+      if (!NAMESPACE_PATTERN.test(head) || !/^[A-Za-z0-9_-]+$/.test(rest)) return null;
+      const key = decodeKey(rest);
+      if (encodeKey(key) !== rest) return null;
+      return { op: 'get', ns: head, key, exp: claims.exp };
+    }
+    if (claims.op === 'put') {
+      if (head !== UPLOADS_FOLDER) return null;
+      try {
+        validateUploadId(rest);
+      } catch {
+        return null;
+      }
+      return { op: 'put', uploadId: rest, exp: claims.exp, ...(typeof claims.ct === 'string' ? { contentType: claims.ct } : {}) };
+    }
+    return null;
+  }
+
+  /** For the local server: the live value of (ns, key) as a stream over an open file (a later overwrite does not affect it). */
+  async readBlob(ns: string, key: string): Promise<BlobRead | undefined> {
+    const file = await this.openEntry(this.entryPath(ns, key));
+    if (!file) return undefined;
+    if (!isLive(file.header, this.now())) {
+      await file.fh.close().catch(() => {});
+      return undefined;
+    }
+    if (file.valueLength === 0) {
+      await file.fh.close().catch(() => {});
+      return { header: file.header, size: 0, body: Readable.from([]) };
+    }
+    const body = file.fh.createReadStream({ start: 0, end: file.valueLength - 1, autoClose: true });
+    return { header: file.header, size: file.valueLength, body };
+  }
+
+  /**
+   * For the local server: stores the bytes of a presigned upload (atomically; a repeated upload replaces the
+   * earlier one). Accepts a Buffer or a stream. Throws PAYLOAD_TOO_LARGE past `maxBytes`.
+   */
+  async writeStagedUpload(uploadId: string, body: Buffer | AsyncIterable<Uint8Array>, opts: { maxBytes?: number } = {}): Promise<{ size: number }> {
+    validateUploadId(uploadId);
+    const path = join(this.dir, UPLOADS_FOLDER, uploadId);
+    const size = await this.writeAtomic(path, Buffer.isBuffer(body) ? [body] : body, opts.maxBytes);
+    return { size };
+  }
+
+  async commitUpload(uploadId: string, ns: string, key: string, header: Omit<EntryHeader, 'size' | 'hash'>): Promise<WriteOutcome & { size: number }> {
+    validateUploadId(uploadId);
+    const staged = join(this.dir, UPLOADS_FOLDER, uploadId);
+    const path = this.entryPath(ns, key);
+    return this.withLock(path, async () => {
+      // Under the key lock the stored version cannot change: decide first, so a refused commit leaves the staged
+      // upload in place (the coordinator re-stamps a newer version and commits the same upload again).
+      const cur = await this.readHeader(path);
+      if (cur && !isNewer(header.version, cur, this.now())) {
+        try {
+          return { applied: false, current: cur.version, size: (await stat(staged)).size };
+        } catch (e) {
+          throw isMissing(e) ? this.uploadNotFound(uploadId) : this.unavailable(e);
+        }
+      }
+      // Claim the staged file (rename is atomic), so a concurrent re-upload or a second commit of the same upload
+      // cannot change the bytes under us; after a crash the claimed file is an orphan temp file.
+      const claimed = join(dirname(path), `${TEMP_PREFIX}commit-${randomBytes(6).toString('hex')}`);
+      try {
+        await mkdir(dirname(path), { recursive: true });
+        await rename(staged, claimed);
+      } catch (e) {
+        throw isMissing(e) ? this.uploadNotFound(uploadId) : this.unavailable(e);
+      }
+      try {
+        const { size, hash } = await hashFile(claimed);
+        const full: EntryHeader = { ...header, size, hash, tags: [...header.tags], flags: { ...header.flags } };
+        const fh = await open(claimed, 'a');
+        try {
+          await fh.writeFile(trailer(full));
+          if (this.fsync) await fh.sync();
+        } finally {
+          await fh.close();
+        }
+        await rename(claimed, path);
+        await this.syncDir(dirname(path));
+        return { applied: true, current: full.version, size };
+      } catch (e) {
+        await this.unlinkQuiet(claimed).catch(() => {});
+        throw this.unavailable(e);
+      }
+    });
+  }
+
+  private uploadNotFound(uploadId: string): NotFoundError {
+    return new NotFoundError(`upload '${uploadId}' not found (nothing was uploaded, or it was already committed)`, { uploadId });
+  }
+
+  // ---- service --------------------------------------------------------------------------------------------
+
+  /** Walks the directory (entries and bytes on disk, tombstones included; temp files and staged uploads excluded). */
+  async stats(): Promise<TierStats> {
+    let entries = 0;
+    let bytes = 0;
+    try {
+      await walk(this.dir, async (path, name, depth) => {
+        if (depth === 0 && name === UPLOADS_FOLDER) return false;
+        if (name.startsWith('.')) return false;
+        if (name.endsWith('.e')) {
+          try {
+            bytes += (await stat(path)).size;
+            entries++;
+          } catch {
+            /* removed meanwhile */
+          }
+        }
+        return true;
+      });
+    } catch (e) {
+      if (!isMissing(e)) throw this.unavailable(e);
+    }
+    return { name: this.name, kind: this.kind, dir: this.dir, entries, bytes };
+  }
+
+  async ping(): Promise<void> {
+    try {
+      await mkdir(this.dir, { recursive: true });
+      await access(this.dir, fsConstants.R_OK | fsConstants.W_OK);
+    } catch (e) {
+      throw this.unavailable(e);
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.locks.values()]);
+  }
+
+  /**
+   * Removes crash leftovers: temp files older than `tempMaxAgeMs` (default 1 h) and staged uploads never
+   * committed, older than `uploadMaxAgeMs` (default 24 h). Returns how many files it removed.
+   */
+  async sweep(opts: { tempMaxAgeMs?: number; uploadMaxAgeMs?: number } = {}): Promise<number> {
+    const now = this.now();
+    const tempBefore = now - (opts.tempMaxAgeMs ?? 3_600_000);
+    const uploadBefore = now - (opts.uploadMaxAgeMs ?? 86_400_000);
+    let removed = 0;
+    const removeIfOlder = async (path: string, before: number): Promise<void> => {
+      try {
+        const s = await stat(path);
+        if (s.isFile() && s.mtimeMs < before) {
+          await unlink(path);
+          removed++;
+        }
+      } catch {
+        /* gone */
+      }
+    };
+    try {
+      await walk(this.dir, async (path, name, depth, parentName) => {
+        if (name.startsWith(TEMP_PREFIX)) {
+          await removeIfOlder(path, tempBefore);
+          return false;
+        }
+        if (depth === 1 && parentName === UPLOADS_FOLDER) {
+          await removeIfOlder(path, uploadBefore);
+          return false;
+        }
+        return true;
+      });
+    } catch (e) {
+      if (!isMissing(e)) throw this.unavailable(e);
+    }
+    return removed;
+  }
+
+  // ---- internals ------------------------------------------------------------------------------------------
+
+  /** Absolute path of an entry file; always inside `dir` (ns is validated, the key encoded). */
+  entryPath(ns: string, key: string): string {
+    const path = join(this.dir, ...localEntrySegments(ns, key));
+    if (!path.startsWith(this.dir.endsWith(sep) ? this.dir : this.dir + sep)) throw new ValidationError('key', 'key maps outside the tier directory');
+    return path;
+  }
+
+  private async withLock<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(id) ?? Promise.resolve();
+    let release!: () => void;
+    const mine = new Promise<void>((r) => (release = r));
+    const tail = prev.then(() => mine);
+    this.locks.set(id, tail);
+    await prev;
+    try {
+      return await fn();
+    } finally {
+      release();
+      if (this.locks.get(id) === tail) this.locks.delete(id);
+    }
+  }
+
+  private async openEntry(path: string): Promise<{ fh: FileHandle; header: EntryHeader; valueLength: number } | undefined> {
+    let fh: FileHandle;
+    try {
+      fh = await open(path, 'r');
+    } catch (e) {
+      if (isMissing(e)) return undefined;
+      throw this.unavailable(e);
+    }
+    try {
+      const { size } = await fh.stat();
+      if (size < TRAILER_BYTES) throw new CorruptEntry();
+      const t = Buffer.alloc(TRAILER_BYTES);
+      await readFully(fh, t, size - TRAILER_BYTES);
+      if (!t.subarray(4).equals(MAGIC)) throw new CorruptEntry();
+      const hlen = t.readUInt32BE(0);
+      if (hlen > MAX_HEADER_BYTES || hlen > size - TRAILER_BYTES) throw new CorruptEntry();
+      const hb = Buffer.alloc(hlen);
+      const valueLength = size - TRAILER_BYTES - hlen;
+      await readFully(fh, hb, valueLength);
+      let header: EntryHeader;
+      try {
+        header = decodeHeader(hb.toString('utf8'));
+      } catch {
+        throw new CorruptEntry();
+      }
+      header.size = valueLength;
+      return { fh, header, valueLength };
+    } catch (e) {
+      await fh.close().catch(() => {});
+      // Writes are atomic, so a malformed file was not written by us: treat it as absent (a put replaces it).
+      if (e instanceof CorruptEntry) return undefined;
+      throw this.unavailable(e);
+    }
+  }
+
+  private async readHeader(path: string): Promise<EntryHeader | undefined> {
+    const file = await this.openEntry(path);
+    if (!file) return undefined;
+    await file.fh.close().catch(() => {});
+    return file.header;
+  }
+
+  /** temp file in the target's directory → write → fsync → rename → fsync dir. Returns the bytes written. */
+  private async writeAtomic(path: string, parts: Iterable<Uint8Array> | AsyncIterable<Uint8Array>, maxBytes?: number): Promise<number> {
+    const dir = dirname(path);
+    const tmp = join(dir, `${TEMP_PREFIX}${randomBytes(6).toString('hex')}`);
+    let written = 0;
+    try {
+      await mkdir(dir, { recursive: true });
+      const fh = await open(tmp, 'wx');
+      try {
+        for await (const part of parts) {
+          written += part.length;
+          if (maxBytes !== undefined && written > maxBytes) throw new StrataError('PAYLOAD_TOO_LARGE', `upload is larger than ${maxBytes} bytes`, { limit: maxBytes });
+          await fh.writeFile(part);
+        }
+        if (this.fsync) await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await rename(tmp, path);
+      await this.syncDir(dir);
+      return written;
+    } catch (e) {
+      await this.unlinkQuiet(tmp);
+      throw this.unavailable(e);
+    }
+  }
+
+  private async syncDir(dir: string): Promise<void> {
+    if (!this.fsync) return;
+    try {
+      const d = await open(dir, 'r');
+      try {
+        await d.sync();
+      } finally {
+        await d.close();
+      }
+    } catch {
+      // Not supported everywhere (e.g. Windows); the rename itself is still atomic.
+    }
+  }
+
+  private async unlinkQuiet(path: string): Promise<void> {
+    try {
+      await unlink(path);
+    } catch (e) {
+      if (!isMissing(e)) throw this.unavailable(e);
+    }
+  }
+
+  private sign(claims: { op: 'get' | 'put'; path: string; exp: number; ct?: string }): string {
+    const payload = Buffer.from(JSON.stringify(claims), 'utf8').toString('base64url');
+    return `${payload}.${this.mac(payload).toString('base64url')}`;
+  }
+
+  private mac(payload: string): Buffer {
+    return createHmac('sha256', this.secret).update(TOKEN_CONTEXT).update(payload).digest();
+  }
+
+  private unavailable(e: unknown): Error {
+    if (e instanceof StrataError) return e;
+    return new TierUnavailableError(this.name, e);
+  }
+}
+
+class CorruptEntry extends Error {}
+
+function trailer(h: EntryHeader): Buffer {
+  const json = Buffer.from(encodeHeader(h), 'utf8');
+  const t = Buffer.alloc(TRAILER_BYTES);
+  t.writeUInt32BE(json.length, 0);
+  MAGIC.copy(t, 4);
+  return Buffer.concat([json, t]);
+}
+
+async function readFully(fh: FileHandle, buf: Buffer, position: number): Promise<void> {
+  let off = 0;
+  while (off < buf.length) {
+    const { bytesRead } = await fh.read(buf, off, buf.length - off, position + off);
+    if (bytesRead === 0) throw new CorruptEntry();
+    off += bytesRead;
+  }
+}
+
+async function hashFile(path: string): Promise<{ size: number; hash: string }> {
+  const h = createHash('sha256');
+  let size = 0;
+  for await (const chunk of createReadStream(path)) {
+    h.update(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  }
+  return { size, hash: h.digest('base64url') };
+}
+
+function isMissing(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}
+
+/** Whole seconds in 1..7 days, never past the entry's expiry. */
+function presignSeconds(requested: number, expiresAt: number | null, now: number): number {
+  let s = Number.isFinite(requested) ? Math.floor(requested) : 900;
+  if (expiresAt !== null) s = Math.min(s, Math.floor((expiresAt - now) / 1000));
+  return Math.max(1, Math.min(MAX_PRESIGN_SECONDS, s));
+}
+
+/**
+ * Depth-first walk; `visit` returns whether to descend into a directory. `depth` is 0 for children of `root`;
+ * `parentName` is the name of the containing directory.
+ */
+async function walk(root: string, visit: (path: string, name: string, depth: number, parentName: string) => Promise<boolean>, depth = 0, parentName = ''): Promise<void> {
+  let dir;
+  try {
+    dir = await opendir(root);
+  } catch (e) {
+    if (depth > 0 && isMissing(e)) return;
+    throw e;
+  }
+  for await (const d of dir) {
+    const path = join(root, d.name);
+    const descend = await visit(path, d.name, depth, parentName);
+    if (descend && d.isDirectory()) await walk(path, visit, depth + 1, d.name);
+  }
+}

@@ -1,0 +1,555 @@
+import {
+  CopyObjectCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  type LifecycleRule,
+  type PutObjectCommandInput,
+  type S3ClientConfig,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { NotFoundError, StrataError, TierUnavailableError, ValidationError } from '../errors.js';
+import type { Entry, EntryFlags, EntryHeader, WriteOutcome } from '../model/entry.js';
+import { isExpired, isLive, isNewer } from '../model/entry.js';
+import { DEFAULT_S3_PREFIX, mapLimit, normalizePrefix, s3ObjectKey, s3StagingKey } from './storage-key.js';
+import type { PresignedUrl, Presigning, Tier, TierName, TierStats } from './tier.js';
+
+const MiB = 1024 * 1024;
+
+export interface S3TierOptions {
+  /** @default 'cold' */
+  name?: TierName;
+  bucket: string;
+  /** Key prefix of every object this tier writes. @default 'v1' */
+  prefix?: string;
+  /**
+   * A client to use (not destroyed by close()). Note: presigned URLs are made with this client; the tier strips
+   * the SDK's default flexible-checksum parameters from them, so no special client configuration is needed.
+   */
+  client?: S3Client;
+  /** Custom endpoint, e.g. LocalStack's http://127.0.0.1:4566 (ignored when `client` is given). */
+  endpoint?: string;
+  /** @default AWS_REGION, else 'us-east-1' */
+  region?: string;
+  /** Path-style addressing (needed for LocalStack). @default true when `endpoint` is set */
+  forcePathStyle?: boolean;
+  /** Values above this many bytes are written with a multipart upload. @default 16 MiB */
+  multipartThresholdBytes?: number;
+  /** Multipart part size (S3 minimum 5 MiB). @default 8 MiB */
+  partSizeBytes?: number;
+  /**
+   * Lifetime given to tombstones written without an expiry, and the basis of {@link S3Tier.tombstoneLifecycleRule}
+   * (a bucket lifecycle rule expiring objects tagged strata-tombstone=1). @default 10 minutes
+   */
+  tombstoneTtlMs?: number;
+  /** In-flight requests of getMany/putMany/deleteMany. @default 16 */
+  batchConcurrency?: number;
+}
+
+/** User-metadata names (S3 lower-cases them; sent as x-amz-meta-*). */
+const META_VERSION = 'strata-version';
+const META_HEADER = 'strata';
+/** S3 allows 2 KB of user metadata (names + values); stay well below. */
+const META_BUDGET_BYTES = 1800;
+const TOMBSTONE_TAG = 'strata-tombstone';
+const MAX_CAS_ATTEMPTS = 8;
+const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
+const MAX_COPY_BYTES = 5 * 1024 * MiB;
+
+/** The JSON stored in x-amz-meta-strata (the version travels separately in x-amz-meta-strata-version). */
+interface StoredHeader {
+  /** expiresAt */
+  e: number | null;
+  /** hash */
+  h: string;
+  /** tags */
+  t: string[];
+  /** contentType as given (the object's Content-Type may differ when this one is not a valid header value) */
+  c?: string;
+  /** flags */
+  f: EntryFlags;
+  /** 1 when the body is a placeholder and the value is empty (tombstones and location markers) */
+  p?: 1;
+}
+
+interface HeadResult {
+  /** Undefined for objects without (valid) Strata metadata: such objects are treated as absent, but overwritten conditionally. */
+  header?: EntryHeader;
+  etag: string;
+  size: number;
+  contentType?: string;
+}
+
+/**
+ * The cold tier on S3. One object per entry at `<prefix>/<ns>/<shard>/<base64url(key)>`; the object body is the
+ * raw value (so a presigned GET downloads exactly the value) and the entry header lives in user metadata.
+ *
+ * Writes are a versioned compare-and-set: HEAD (version + ETag), refuse when not newer, then a conditional write
+ * (`If-Match: <etag>`, or `If-None-Match: *` when absent); a 412 means a concurrent writer won, so we re-HEAD and
+ * retry, and concurrent writers converge on the highest version. Multipart uploads carry the same condition on
+ * CompleteMultipartUpload, and presigned-upload commits use a conditional CopyObject.
+ *
+ * Known limit of ETag-based CAS: S3 ETags are content hashes, not write ids. If, between our HEAD and our write,
+ * another writer stores a newer version with byte-identical content to what we saw (ABA), our If-Match still
+ * holds and our older version replaces it. Tombstones and location markers are therefore written with a small
+ * placeholder body unique to their kind and version (the value they report is still empty, size 0), so the
+ * common "everything is zero bytes" ABA cannot happen; for live values it needs a concurrent rewrite of
+ * identical bytes inside a HEAD→PUT window of milliseconds.
+ */
+export class S3Tier implements Tier, Presigning {
+  readonly name: TierName;
+  readonly kind = 's3';
+  readonly bucket: string;
+  readonly prefix: string;
+  private readonly client: S3Client;
+  private readonly ownsClient: boolean;
+  private readonly multipartThreshold: number;
+  private readonly partSize: number;
+  private readonly tombstoneTtlMs: number;
+  private readonly concurrency: number;
+  /** Whether DeleteObject honours If-Match (AWS does; LocalStack answers 501). Learned on first use. */
+  private conditionalDelete: boolean | undefined;
+
+  constructor(opts: S3TierOptions) {
+    if (!opts.bucket) throw new ValidationError('bucket', 'S3Tier needs a bucket name');
+    this.name = opts.name ?? 'cold';
+    this.bucket = opts.bucket;
+    this.prefix = normalizePrefix(opts.prefix ?? DEFAULT_S3_PREFIX);
+    this.multipartThreshold = opts.multipartThresholdBytes ?? 16 * MiB;
+    this.partSize = opts.partSizeBytes ?? 8 * MiB;
+    if (!(this.partSize >= 5 * MiB)) throw new ValidationError('partSizeBytes', 'S3 multipart parts must be at least 5 MiB');
+    if (!(this.multipartThreshold > 0)) throw new ValidationError('multipartThresholdBytes', 'must be a positive number of bytes');
+    this.tombstoneTtlMs = opts.tombstoneTtlMs ?? 10 * 60_000;
+    this.concurrency = Math.max(1, opts.batchConcurrency ?? 16);
+    if (opts.client) {
+      this.client = opts.client;
+      this.ownsClient = false;
+    } else {
+      const config: S3ClientConfig = {
+        region: opts.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1',
+        maxAttempts: 3,
+        requestHandler: {
+          connectionTimeout: 3_000,
+          // Idle-socket timeout rather than a whole-request deadline, so multi-MiB transfers are not cut off.
+          socketTimeout: 30_000,
+          httpAgent: { keepAlive: true, maxSockets: 64 },
+          httpsAgent: { keepAlive: true, maxSockets: 64 },
+        },
+      };
+      if (opts.endpoint) {
+        config.endpoint = opts.endpoint;
+        config.forcePathStyle = opts.forcePathStyle ?? true;
+      } else if (opts.forcePathStyle !== undefined) {
+        config.forcePathStyle = opts.forcePathStyle;
+      }
+      this.client = new S3Client(config);
+      this.ownsClient = true;
+    }
+  }
+
+  // ---- reads ----------------------------------------------------------------------------------------------
+
+  async get(ns: string, key: string): Promise<Entry | undefined> {
+    const objectKey = s3ObjectKey(this.prefix, ns, key);
+    let res;
+    try {
+      res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey }));
+    } catch (e) {
+      if (isNotFound(e)) return undefined;
+      throw this.unavailable(e);
+    }
+    const header = decodeStored(res.Metadata, res.ContentLength ?? 0);
+    if (!header || isExpired(header)) {
+      discard(res.Body);
+      return undefined;
+    }
+    if (header.size === 0) {
+      discard(res.Body);
+      return { header, value: Buffer.alloc(0) };
+    }
+    try {
+      const bytes = await res.Body!.transformToByteArray();
+      const value = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      header.size = value.length;
+      return { header, value };
+    } catch (e) {
+      throw this.unavailable(e);
+    }
+  }
+
+  async head(ns: string, key: string): Promise<EntryHeader | undefined> {
+    const cur = await this.headObject(s3ObjectKey(this.prefix, ns, key));
+    return cur?.header && !isExpired(cur.header) ? cur.header : undefined;
+  }
+
+  async has(ns: string, key: string): Promise<boolean> {
+    const h = await this.head(ns, key);
+    return !!h && isLive(h);
+  }
+
+  // ---- writes ---------------------------------------------------------------------------------------------
+
+  async put(ns: string, key: string, entry: Entry): Promise<WriteOutcome> {
+    const objectKey = s3ObjectKey(this.prefix, ns, key);
+    const header = this.prepareHeader(entry);
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+      const cur = await this.headObject(objectKey);
+      if (cur?.header && !isNewer(header.version, cur.header)) return { applied: false, current: cur.header.version };
+      try {
+        await this.writeObject(objectKey, header, entry.value, cur ? { IfMatch: cur.etag } : { IfNoneMatch: '*' });
+        return { applied: true, current: header.version };
+      } catch (e) {
+        if (!isConflict(e)) throw this.unavailable(e);
+        await backoff(attempt);
+      }
+    }
+    throw this.contention(objectKey);
+  }
+
+  async delete(ns: string, key: string, version?: number): Promise<boolean> {
+    const objectKey = s3ObjectKey(this.prefix, ns, key);
+    const cur = await this.headObject(objectKey);
+    if (!cur) return false;
+    if (!cur.header) return false; // not ours
+    if (isExpired(cur.header)) {
+      // Counts as absent; remove it opportunistically when it is the version asked for (or any).
+      if (version === undefined || cur.header.version === version) await this.deleteObject(objectKey, cur.etag).catch(() => false);
+      return false;
+    }
+    if (version !== undefined && cur.header.version !== version) return false;
+    if (version === undefined) {
+      try {
+        await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey }));
+        return true;
+      } catch (e) {
+        if (isNotFound(e)) return false;
+        throw this.unavailable(e);
+      }
+    }
+    return this.deleteObject(objectKey, cur.etag);
+  }
+
+  async getMany(ns: string, keys: string[]): Promise<(Entry | undefined)[]> {
+    return mapLimit(keys, this.concurrency, (k) => this.get(ns, k));
+  }
+
+  async putMany(ns: string, items: { key: string; entry: Entry }[]): Promise<WriteOutcome[]> {
+    return mapLimit(items, this.concurrency, (i) => this.put(ns, i.key, i.entry));
+  }
+
+  async deleteMany(ns: string, keys: string[]): Promise<boolean[]> {
+    return mapLimit(keys, this.concurrency, (k) => this.delete(ns, k));
+  }
+
+  // ---- presigning -----------------------------------------------------------------------------------------
+
+  async presignDownload(ns: string, key: string, expiresInSec: number): Promise<PresignedUrl> {
+    const objectKey = s3ObjectKey(this.prefix, ns, key);
+    const cur = await this.headObject(objectKey);
+    const now = Date.now();
+    if (!cur?.header || !isLive(cur.header, now)) throw new NotFoundError(`key not found in tier '${this.name}'`, { ns, key });
+    const expiresIn = presignSeconds(expiresInSec, cur.header.expiresAt, now);
+    const url = await this.presign(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey }), expiresIn);
+    return { url, method: 'GET', headers: {}, expiresAt: now + expiresIn * 1000 };
+  }
+
+  async presignUpload(uploadId: string, expiresInSec: number, contentType?: string): Promise<PresignedUrl> {
+    const stagingKey = s3StagingKey(this.prefix, uploadId);
+    const now = Date.now();
+    const expiresIn = presignSeconds(expiresInSec, null, now);
+    const ct = contentType && isHeaderValue(contentType) ? contentType : undefined;
+    const url = await this.presign(new PutObjectCommand({ Bucket: this.bucket, Key: stagingKey, ...(ct ? { ContentType: ct } : {}) }), expiresIn);
+    // S3 presigning never signs content-type; sending it makes the staged object carry it.
+    return { url, method: 'PUT', headers: ct ? { 'content-type': ct } : {}, expiresAt: now + expiresIn * 1000 };
+  }
+
+  async commitUpload(uploadId: string, ns: string, key: string, header: Omit<EntryHeader, 'size' | 'hash'>): Promise<WriteOutcome & { size: number }> {
+    const stagingKey = s3StagingKey(this.prefix, uploadId);
+    const objectKey = s3ObjectKey(this.prefix, ns, key);
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+      const staged = await this.headObject(stagingKey);
+      if (!staged) throw new NotFoundError(`upload '${uploadId}' not found (nothing was uploaded, it expired, or it was already committed)`, { uploadId });
+      if (staged.size > MAX_COPY_BYTES) throw new StrataError('PAYLOAD_TOO_LARGE', `uploads above ${MAX_COPY_BYTES} bytes are not supported`, { limit: MAX_COPY_BYTES });
+      const full: EntryHeader = {
+        version: header.version,
+        expiresAt: header.expiresAt,
+        size: staged.size,
+        // The bytes never pass through us: identify them by S3's ETag (MD5 for single-part uploads).
+        hash: `etag:${staged.etag.replace(/"/g, '')}`,
+        tags: [...header.tags],
+        flags: { ...header.flags },
+        ...(header.contentType ?? staged.contentType ? { contentType: header.contentType ?? staged.contentType } : {}),
+      };
+      const cur = await this.headObject(objectKey);
+      if (cur?.header && !isNewer(full.version, cur.header)) {
+        // Keep the staged object: the coordinator re-stamps a newer version and commits the same upload again.
+        return { applied: false, current: cur.header.version, size: staged.size };
+      }
+      const { meta, contentType } = this.encodeMeta(full, false);
+      try {
+        await this.client.send(new CopyObjectCommand({
+          Bucket: this.bucket,
+          Key: objectKey,
+          CopySource: `${this.bucket}/${stagingKey.split('/').map(encodeURIComponent).join('/')}`,
+          CopySourceIfMatch: staged.etag,
+          MetadataDirective: 'REPLACE',
+          Metadata: meta,
+          ContentType: contentType,
+          TaggingDirective: 'REPLACE',
+          ...(cur ? { IfMatch: cur.etag } : { IfNoneMatch: '*' }),
+        }));
+      } catch (e) {
+        // 412: the target changed (a concurrent writer) or the staging object was re-uploaded; 404: the staging
+        // object vanished (a concurrent commit) or the target was deleted. Re-HEAD both and decide again.
+        if (!isConflict(e) && !isNotFound(e)) throw this.unavailable(e);
+        await backoff(attempt);
+        continue;
+      }
+      await this.deleteStaging(stagingKey);
+      return { applied: true, current: full.version, size: staged.size };
+    }
+    throw this.contention(objectKey);
+  }
+
+  // ---- service --------------------------------------------------------------------------------------------
+
+  async stats(): Promise<TierStats> {
+    return { name: this.name, kind: this.kind, bucket: this.bucket, prefix: this.prefix };
+  }
+
+  async ping(): Promise<void> {
+    try {
+      await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+    } catch (e) {
+      throw this.unavailable(e);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.ownsClient) this.client.destroy();
+  }
+
+  /**
+   * A bucket lifecycle rule expiring tombstone objects (tagged strata-tombstone=1) under this prefix, for
+   * PutBucketLifecycleConfiguration (merge it with the bucket's other rules; S3 counts whole days).
+   */
+  tombstoneLifecycleRule(): LifecycleRule {
+    return {
+      ID: `strata-tombstones-${this.prefix || 'root'}`.slice(0, 255),
+      Status: 'Enabled',
+      Filter: { And: { Prefix: this.prefix ? `${this.prefix}/` : '', Tags: [{ Key: TOMBSTONE_TAG, Value: '1' }] } },
+      Expiration: { Days: Math.max(1, Math.ceil(this.tombstoneTtlMs / 86_400_000)) },
+    };
+  }
+
+  // ---- internals ------------------------------------------------------------------------------------------
+
+  private prepareHeader(entry: Entry): EntryHeader {
+    const h = entry.header;
+    const header: EntryHeader = { ...h, size: entry.value.length, tags: [...h.tags], flags: { ...h.flags } };
+    if (h.flags.tombstone && h.expiresAt === null) header.expiresAt = Date.now() + this.tombstoneTtlMs;
+    return header;
+  }
+
+  /** HEAD → header + ETag; undefined on 404. */
+  private async headObject(objectKey: string): Promise<HeadResult | undefined> {
+    let res;
+    try {
+      res = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: objectKey }));
+    } catch (e) {
+      if (isNotFound(e)) return undefined;
+      throw this.unavailable(e);
+    }
+    const size = res.ContentLength ?? 0;
+    const header = decodeStored(res.Metadata, size);
+    return { ...(header ? { header } : {}), etag: res.ETag ?? '', size, ...(res.ContentType ? { contentType: res.ContentType } : {}) };
+  }
+
+  private encodeMeta(h: EntryHeader, placeholder: boolean): { meta: Record<string, string>; contentType: string } {
+    const stored: StoredHeader = { e: h.expiresAt, h: h.hash, t: h.tags, f: h.flags, ...(h.contentType !== undefined ? { c: h.contentType } : {}), ...(placeholder ? { p: 1 as const } : {}) };
+    const meta = { [META_VERSION]: String(h.version), [META_HEADER]: asciiJson(stored) };
+    const bytes = Object.entries(meta).reduce((n, [k, v]) => n + k.length + v.length, 0);
+    if (bytes > META_BUDGET_BYTES) throw new ValidationError('tags', `entry header is ${bytes} bytes; S3 metadata allows about ${META_BUDGET_BYTES} (fewer or shorter tags / content type)`);
+    const contentType = h.contentType && isHeaderValue(h.contentType) ? h.contentType : 'application/octet-stream';
+    return { meta, contentType };
+  }
+
+  private async writeObject(objectKey: string, header: EntryHeader, value: Buffer, cond: { IfMatch: string } | { IfNoneMatch: '*' }): Promise<void> {
+    const marker = value.length === 0 && (header.flags.tombstone || header.flags.elsewhere);
+    const body = marker ? Buffer.from(`strata:${header.flags.tombstone ? 'tombstone' : 'elsewhere'}:${header.version}`) : value;
+    const { meta, contentType } = this.encodeMeta(header, !!marker);
+    const params: PutObjectCommandInput = {
+      Bucket: this.bucket,
+      Key: objectKey,
+      Body: body,
+      ContentLength: body.length,
+      ContentType: contentType,
+      Metadata: meta,
+      ...(header.flags.tombstone ? { Tagging: `${TOMBSTONE_TAG}=1` } : {}),
+      ...cond,
+    };
+    if (body.length > this.multipartThreshold) {
+      // lib-storage passes IfMatch / IfNoneMatch through to CompleteMultipartUpload, which checks them at
+      // completion (verified against LocalStack and documented by AWS), so multipart writes are as atomic as PutObject.
+      const upload = new Upload({ client: this.client, params, partSize: this.partSize, queueSize: 4, leavePartsOnError: false });
+      await upload.done();
+    } else {
+      await this.client.send(new PutObjectCommand(params));
+    }
+  }
+
+  /** Conditional delete of exactly the object we saw; false when it changed or vanished. */
+  private async deleteObject(objectKey: string, etag: string): Promise<boolean> {
+    if (this.conditionalDelete !== false) {
+      try {
+        await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey, IfMatch: etag }));
+        this.conditionalDelete = true;
+        return true;
+      } catch (e) {
+        if (isConflict(e) || isNotFound(e)) return false;
+        if (!isNotImplemented(e)) throw this.unavailable(e);
+        this.conditionalDelete = false;
+      }
+    }
+    // Backend without conditional DeleteObject (LocalStack answers 501): the version was checked by the HEAD just
+    // before, so a write landing between that HEAD and this DELETE (milliseconds) is deleted with it.
+    try {
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey }));
+      return true;
+    } catch (e) {
+      if (isNotFound(e)) return false;
+      throw this.unavailable(e);
+    }
+  }
+
+  private async deleteStaging(stagingKey: string): Promise<void> {
+    try {
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: stagingKey }));
+    } catch {
+      // Best effort: a leftover staging object is only garbage (a lifecycle rule on <prefix>/_uploads/ can expire it).
+    }
+  }
+
+  private async presign(command: GetObjectCommand | PutObjectCommand, expiresIn: number): Promise<string> {
+    // SDK >= 3.729 adds flexible-checksum parameters at presign time (for PUT: the CRC32 of an *empty* body),
+    // which real S3 then enforces against the uploaded bytes. Drop them from the request before it is signed.
+    const stack = command.middlewareStack as unknown as { addRelativeTo(mw: unknown, opts: Record<string, unknown>): void };
+    stack.addRelativeTo(
+      (next: (args: { request?: unknown }) => Promise<unknown>) => async (args: { request?: unknown }) => {
+        const headers = (args.request as { headers?: Record<string, string> } | undefined)?.headers;
+        if (headers) {
+          for (const h of Object.keys(headers)) {
+            const l = h.toLowerCase();
+            if (l.startsWith('x-amz-checksum-') || l === 'x-amz-sdk-checksum-algorithm') delete headers[h];
+          }
+        }
+        return next(args);
+      },
+      { relation: 'before', toMiddleware: 'presignInterceptMiddleware', name: 'strataStripPresignChecksums', override: true },
+    );
+    try {
+      return await getSignedUrl(this.client, command, { expiresIn });
+    } catch (e) {
+      throw this.unavailable(e);
+    }
+  }
+
+  private unavailable(e: unknown): Error {
+    if (e instanceof StrataError) return e;
+    return new TierUnavailableError(this.name, e);
+  }
+
+  private contention(objectKey: string): Error {
+    return new TierUnavailableError(this.name, new Error(`gave up after ${MAX_CAS_ATTEMPTS} conflicting conditional writes to ${objectKey}`));
+  }
+}
+
+// ---- helpers ----------------------------------------------------------------------------------------------
+
+interface S3ErrorLike {
+  name?: string;
+  Code?: string;
+  $metadata?: { httpStatusCode?: number };
+}
+
+function errName(e: unknown): string | undefined {
+  const x = e as S3ErrorLike | undefined;
+  return x?.name ?? x?.Code;
+}
+
+function errStatus(e: unknown): number | undefined {
+  return (e as S3ErrorLike | undefined)?.$metadata?.httpStatusCode;
+}
+
+/** A missing object (not a missing bucket, which is an outage). HEAD on a missing bucket also answers a bare 404, though. */
+function isNotFound(e: unknown): boolean {
+  const n = errName(e);
+  if (n === 'NoSuchBucket') return false;
+  return n === 'NoSuchKey' || n === 'NotFound' || errStatus(e) === 404;
+}
+
+/** A conditional write lost: 412 PreconditionFailed, or 409 ConditionalRequestConflict (concurrent conditional writes). */
+function isConflict(e: unknown): boolean {
+  const n = errName(e);
+  const s = errStatus(e);
+  return n === 'PreconditionFailed' || n === 'ConditionalRequestConflict' || s === 412 || s === 409;
+}
+
+function isNotImplemented(e: unknown): boolean {
+  return errName(e) === 'NotImplemented' || errStatus(e) === 501;
+}
+
+function decodeStored(meta: Record<string, string> | undefined, contentLength: number): EntryHeader | undefined {
+  const v = meta?.[META_VERSION];
+  const raw = meta?.[META_HEADER];
+  if (v === undefined || raw === undefined || !/^\d+$/.test(v)) return undefined;
+  try {
+    const s = JSON.parse(raw) as StoredHeader;
+    const header: EntryHeader = {
+      version: Number(v),
+      expiresAt: typeof s.e === 'number' ? s.e : null,
+      size: s.p ? 0 : contentLength,
+      hash: typeof s.h === 'string' ? s.h : '',
+      tags: Array.isArray(s.t) ? s.t.map(String) : [],
+      flags: s.f && typeof s.f === 'object' ? { ...s.f } : {},
+    };
+    if (typeof s.c === 'string') header.contentType = s.c;
+    return header;
+  } catch {
+    return undefined;
+  }
+}
+
+/** JSON with every non-ASCII character escaped (\uXXXX), so it is a valid HTTP header value. */
+function asciiJson(v: unknown): string {
+  return JSON.stringify(v).replace(/[\u007f-\uffff]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+}
+
+function isHeaderValue(s: string): boolean {
+  return /^[\x20-\x7e]*$/.test(s) && s.length <= 256;
+}
+
+/** Whole seconds in 1..7 days, never past the entry's expiry. */
+function presignSeconds(requested: number, expiresAt: number | null, now: number): number {
+  let s = Number.isFinite(requested) ? Math.floor(requested) : 900;
+  if (expiresAt !== null) s = Math.min(s, Math.floor((expiresAt - now) / 1000));
+  return Math.max(1, Math.min(MAX_PRESIGN_SECONDS, s));
+}
+
+function discard(body: unknown): void {
+  const b = body as { destroy?: () => void } | undefined;
+  try {
+    b?.destroy?.();
+  } catch {
+    /* ignore */
+  }
+}
+
+function backoff(attempt: number): Promise<void> {
+  const ms = Math.random() * Math.min(200, 10 * 2 ** attempt);
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,170 @@
+/**
+ * Where the cold tiers keep an entry: S3 object keys and local-folder paths derived from (ns, key).
+ * Raw keys never become paths: they are encoded (base64url for S3, base32 for the file system), so '/', '..',
+ * '%' or unicode in a key cannot escape the tier's prefix or directory, and namespaces are validated.
+ */
+import { ValidationError } from '../errors.js';
+import { decodeKey, encodeKey, keyShard, validateKey, validateNamespace } from '../model/keys.js';
+import type { KeyRef } from './tier.js';
+
+/** S3 object keys are at most 1024 bytes of UTF-8. */
+export const S3_MAX_OBJECT_KEY_BYTES = 1024;
+export const DEFAULT_S3_PREFIX = 'v1';
+/** Folder (under the prefix or the local dir) holding staged presigned uploads; never a namespace (those start with [a-z0-9]). */
+export const UPLOADS_FOLDER = '_uploads';
+export const UPLOAD_ID_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
+
+const PREFIX_SEGMENT = /^[A-Za-z0-9._-]+$/;
+
+/** Strips surrounding '/' and checks each segment ('' = no prefix). */
+export function normalizePrefix(prefix: string): string {
+  const p = prefix.replace(/^\/+|\/+$/g, '');
+  if (p === '') return '';
+  for (const seg of p.split('/')) {
+    if (!PREFIX_SEGMENT.test(seg) || seg === '.' || seg === '..') {
+      throw new ValidationError('prefix', `invalid S3 prefix segment '${seg}' (use [A-Za-z0-9._-], no empty, '.' or '..' segments)`);
+    }
+  }
+  if (p.length > 200) throw new ValidationError('prefix', 'S3 prefix must be at most 200 characters');
+  return p;
+}
+
+function join(prefix: string, rest: string): string {
+  return prefix === '' ? rest : `${prefix}/${rest}`;
+}
+
+/** `<prefix>/<ns>/<shard>/<base64url(key)>`. Validates ns and key. */
+export function s3ObjectKey(prefix: string, ns: string, key: string): string {
+  validateNamespace(ns);
+  validateKey(key);
+  const k = join(prefix, `${ns}/${keyShard(ns, key)}/${encodeKey(key)}`);
+  if (Buffer.byteLength(k) > S3_MAX_OBJECT_KEY_BYTES) throw new ValidationError('key', `object key would be ${Buffer.byteLength(k)} bytes; S3 allows ${S3_MAX_OBJECT_KEY_BYTES}`);
+  return k;
+}
+
+/** Inverse of {@link s3ObjectKey}; undefined for keys that are not entries under this prefix. */
+export function parseS3ObjectKey(prefix: string, objectKey: string): KeyRef | undefined {
+  const rest = prefix === '' ? objectKey : objectKey.startsWith(prefix + '/') ? objectKey.slice(prefix.length + 1) : undefined;
+  if (rest === undefined) return undefined;
+  const parts = rest.split('/');
+  if (parts.length !== 3) return undefined;
+  const [ns, shard, enc] = parts as [string, string, string];
+  if (!/^[A-Za-z0-9_-]+$/.test(enc)) return undefined;
+  const key = decodeKey(enc);
+  if (encodeKey(key) !== enc || keyShard(ns, key) !== shard) return undefined;
+  return { ns, key };
+}
+
+export function validateUploadId(uploadId: unknown): string {
+  if (typeof uploadId !== 'string' || !UPLOAD_ID_PATTERN.test(uploadId)) {
+    throw new ValidationError('uploadId', 'upload id must be 8-64 characters of A-Z, a-z, 0-9, "_" or "-"');
+  }
+  return uploadId;
+}
+
+/** `<prefix>/_uploads/<uploadId>`. */
+export function s3StagingKey(prefix: string, uploadId: string): string {
+  return join(prefix, `${UPLOADS_FOLDER}/${validateUploadId(uploadId)}`);
+}
+
+// ---- Local folder layout ----------------------------------------------------------------------------------
+
+const B32 = 'abcdefghijklmnopqrstuvwxyz234567';
+const B32_INDEX = new Map([...B32].map((c, i) => [c, i] as const));
+
+/** RFC 4648 base32, lowercase, no padding: safe on case-insensitive file systems (macOS, Windows). */
+export function base32Encode(buf: Buffer): string {
+  let out = '';
+  let bits = 0;
+  let acc = 0;
+  for (const byte of buf) {
+    acc = (acc << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      out += B32[(acc >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+    acc &= (1 << bits) - 1;
+  }
+  if (bits > 0) out += B32[(acc << (5 - bits)) & 31];
+  return out;
+}
+
+export function base32Decode(s: string): Buffer {
+  const out: number[] = [];
+  let bits = 0;
+  let acc = 0;
+  for (const c of s) {
+    const v = B32_INDEX.get(c);
+    if (v === undefined) throw new Error(`invalid base32 character '${c}'`);
+    acc = (acc << 5) | v;
+    bits += 5;
+    if (bits >= 8) {
+      out.push((acc >>> (bits - 8)) & 255);
+      bits -= 8;
+    }
+    acc &= (1 << bits) - 1;
+  }
+  return Buffer.from(out);
+}
+
+/** Longest file-name segment (NAME_MAX is 255 bytes; leaves room for the suffix and temp-file decorations). */
+export const LOCAL_SEGMENT_CHARS = 200;
+/** Suffix of entry files: directories (continuations of long keys) never carry it, so they cannot collide with files. */
+export const LOCAL_ENTRY_SUFFIX = '.e';
+
+/**
+ * Relative path segments of an entry file: `[ns, shard, ...chunks]`, the key as base32 of its UTF-8 cut into
+ * segments of at most 200 characters (a 512-byte key is 820 characters, above NAME_MAX), the last one with
+ * the '.e' suffix. Base32 rather than base64url because a case-insensitive file system would alias keys
+ * whose base64url forms differ only in case. Segments never start with '.', so temp files ('.tmp-...') and
+ * `_uploads` never collide with entries.
+ */
+export function localEntrySegments(ns: string, key: string): string[] {
+  validateNamespace(ns);
+  validateKey(key);
+  const enc = base32Encode(Buffer.from(key, 'utf8'));
+  const chunks: string[] = [];
+  for (let i = 0; i < enc.length; i += LOCAL_SEGMENT_CHARS) chunks.push(enc.slice(i, i + LOCAL_SEGMENT_CHARS));
+  chunks[chunks.length - 1] += LOCAL_ENTRY_SUFFIX;
+  return [ns, keyShard(ns, key), ...chunks];
+}
+
+/** Inverse of {@link localEntrySegments}; undefined for paths that are not entries. */
+export function parseLocalEntrySegments(segments: string[]): KeyRef | undefined {
+  if (segments.length < 3) return undefined;
+  const [ns, shard, ...chunks] = segments as [string, string, ...string[]];
+  const last = chunks[chunks.length - 1]!;
+  if (!last.endsWith(LOCAL_ENTRY_SUFFIX)) return undefined;
+  chunks[chunks.length - 1] = last.slice(0, -LOCAL_ENTRY_SUFFIX.length);
+  try {
+    const key = base32Decode(chunks.join('')).toString('utf8');
+    const again = localEntrySegments(ns, key);
+    if (again.join('/') !== segments.join('/') || again[1] !== shard) return undefined;
+    return { ns, key };
+  } catch {
+    return undefined;
+  }
+}
+
+// ---- Small shared helper ----------------------------------------------------------------------------------
+
+/** Maps with at most `limit` calls in flight, preserving order; the first rejection rejects the whole call. */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  let failed = false;
+  const worker = async (): Promise<void> => {
+    while (!failed && next < items.length) {
+      const i = next++;
+      try {
+        out[i] = await fn(items[i]!, i);
+      } catch (e) {
+        failed = true; // stop handing out more items
+        throw e;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}

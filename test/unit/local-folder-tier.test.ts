@@ -1,0 +1,281 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync, mkdirSync, utimesSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { NotFoundError, ValidationError } from '../../layers/core/errors.js';
+import type { Entry, EntryHeader } from '../../layers/core/model/entry.js';
+import { makeLocationMarker, makeTombstone } from '../../layers/core/model/entry.js';
+import { contentHash } from '../../layers/core/model/keys.js';
+import { LocalFolderTier } from '../../layers/core/tiers/local-folder-tier.js';
+
+function entry(version: number, value: Buffer | string, extra: Partial<EntryHeader> = {}): Entry {
+  const v = Buffer.isBuffer(value) ? value : Buffer.from(value);
+  return { header: { version, expiresAt: null, size: v.length, hash: contentHash(v), tags: [], flags: {}, ...extra }, value: v };
+}
+
+function allFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const d of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, d.name);
+    out.push(p);
+    if (d.isDirectory()) out.push(...allFiles(p));
+  }
+  return out;
+}
+
+async function collect(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(Buffer.from(c as Buffer));
+  return Buffer.concat(chunks);
+}
+
+describe('LocalFolderTier', () => {
+  let root: string;
+  let dir: string;
+  let now: number;
+  let tier: LocalFolderTier;
+
+  beforeEach(() => {
+    root = mkdtempSync(join(tmpdir(), 'strata-lft-'));
+    dir = join(root, 'cold');
+    now = Date.now();
+    tier = new LocalFolderTier({ dir, publicBaseUrl: 'http://localhost:9999/', signingSecret: 'test-secret', now: () => now });
+  });
+
+  afterEach(async () => {
+    await tier.close();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('round trips binary values, including an empty one, with their headers', async () => {
+    const bin = randomBytes(70_000);
+    await expect(tier.put('ns', 'bin', entry(1, bin, { tags: ['a', 'b'], contentType: 'application/x-thing', expiresAt: now + 60_000 }))).resolves.toEqual({ applied: true, current: 1 });
+    await expect(tier.put('ns', 'empty', entry(1, Buffer.alloc(0)))).resolves.toEqual({ applied: true, current: 1 });
+    const got = await tier.get('ns', 'bin');
+    expect(got!.value.equals(bin)).toBe(true);
+    expect(got!.header).toEqual({ version: 1, expiresAt: now + 60_000, size: bin.length, hash: contentHash(bin), tags: ['a', 'b'], contentType: 'application/x-thing', flags: {} });
+    const empty = await tier.get('ns', 'empty');
+    expect(empty!.value.length).toBe(0);
+    expect(empty!.header.size).toBe(0);
+    expect(await tier.head('ns', 'bin')).toEqual(got!.header);
+    expect(await tier.has('ns', 'empty')).toBe(true);
+    expect(await tier.get('ns', 'missing')).toBeUndefined();
+    expect(await tier.head('other', 'bin')).toBeUndefined();
+    expect(await tier.has('ns', 'missing')).toBe(false);
+  });
+
+  it('refuses older and equal versions and reports the current one', async () => {
+    await tier.put('ns', 'k', entry(10, 'ten'));
+    await expect(tier.put('ns', 'k', entry(9, 'nine'))).resolves.toEqual({ applied: false, current: 10 });
+    await expect(tier.put('ns', 'k', entry(10, 'other ten'))).resolves.toEqual({ applied: false, current: 10 });
+    await expect(tier.put('ns', 'k', entry(11, 'eleven'))).resolves.toEqual({ applied: true, current: 11 });
+    expect((await tier.get('ns', 'k'))!.value.toString()).toBe('eleven');
+  });
+
+  it('converges on the highest of 50 concurrent writes to one key', async () => {
+    const versions = Array.from({ length: 50 }, () => 1 + Math.floor(Math.random() * 1e9));
+    const outcomes = await Promise.all(versions.map((v) => tier.put('ns', 'hot', entry(v, `value-${v}`))));
+    const max = Math.max(...versions);
+    const got = await tier.get('ns', 'hot');
+    expect(got!.header.version).toBe(max);
+    expect(got!.value.toString()).toBe(`value-${max}`);
+    for (const o of outcomes) expect(o.current).toBeGreaterThanOrEqual(0);
+    expect(outcomes.filter((o) => o.applied && o.current === max)).toHaveLength(1);
+    // No temp files left behind.
+    expect(allFiles(dir).filter((p) => p.includes('.tmp-'))).toEqual([]);
+  });
+
+  it('treats expired entries as absent (reads, writes and deletes)', async () => {
+    await tier.put('ns', 'k', entry(5, 'short', { expiresAt: now + 1000 }));
+    expect(await tier.get('ns', 'k')).toBeDefined();
+    now += 1000;
+    expect(await tier.get('ns', 'k')).toBeUndefined();
+    expect(await tier.head('ns', 'k')).toBeUndefined();
+    expect(await tier.has('ns', 'k')).toBe(false);
+    // An older version may replace an expired entry.
+    await expect(tier.put('ns', 'k', entry(3, 'older but live'))).resolves.toEqual({ applied: true, current: 3 });
+    expect((await tier.get('ns', 'k'))!.value.toString()).toBe('older but live');
+    await tier.put('ns', 'gone', entry(1, 'x', { expiresAt: now + 10 }));
+    now += 10;
+    expect(await tier.delete('ns', 'gone')).toBe(false);
+  });
+
+  it('returns tombstones and location markers as they are', async () => {
+    await tier.put('ns', 'k', entry(1, 'v'));
+    await expect(tier.put('ns', 'k', makeTombstone(2, 60_000, now))).resolves.toEqual({ applied: true, current: 2 });
+    const t = await tier.get('ns', 'k');
+    expect(t!.header.flags.tombstone).toBe(true);
+    expect(t!.value.length).toBe(0);
+    expect(await tier.has('ns', 'k')).toBe(false);
+    await expect(tier.put('ns', 'k', entry(1, 'resurrect?'))).resolves.toEqual({ applied: false, current: 2 });
+    await tier.put('ns', 'm', makeLocationMarker(7, null));
+    expect((await tier.head('ns', 'm'))!.flags.elsewhere).toBe(true);
+    expect(await tier.has('ns', 'm')).toBe(false);
+    await expect(tier.presignDownload('ns', 'k', 60)).rejects.toThrow(NotFoundError);
+  });
+
+  it('round trips hostile keys and never writes outside its directory', async () => {
+    const keys = ['/', '..', '../..', '../../../outside', 'a/../../b', '%2e%2e%2f', '%', 'ключ/значение', '🙂🙃', 'CaseSensitive', 'casesensitive', 'x'.repeat(512), '🙂'.repeat(128), 'é'.repeat(256)];
+    for (const [i, k] of keys.entries()) await tier.put('ns', k, entry(i + 1, `value of ${k}`));
+    for (const [i, k] of keys.entries()) {
+      const got = await tier.get('ns', k);
+      expect(got?.header.version).toBe(i + 1);
+      expect(got!.value.toString()).toBe(`value of ${k}`);
+    }
+    expect(readdirSync(root)).toEqual(['cold']);
+    const files = allFiles(dir);
+    for (const f of files) {
+      expect(resolve(f).startsWith(resolve(dir) + '/')).toBe(true);
+      expect(relative(dir, f).split('/').every((seg) => seg !== '..' && Buffer.byteLength(seg) < 255)).toBe(true);
+    }
+    expect(files.filter((f) => f.endsWith('.e'))).toHaveLength(keys.length);
+    expect(() => tier.entryPath('..', 'k')).toThrow(ValidationError);
+    await expect(tier.put('../x', 'k', entry(1, 'v'))).rejects.toThrow(ValidationError);
+    await expect(tier.put('ns', 'x'.repeat(513), entry(1, 'v'))).rejects.toThrow(ValidationError);
+  });
+
+  it('deletes conditionally on the version', async () => {
+    await tier.put('ns', 'k', entry(4, 'v'));
+    expect(await tier.delete('ns', 'k', 3)).toBe(false);
+    expect(await tier.get('ns', 'k')).toBeDefined();
+    expect(await tier.delete('ns', 'k', 4)).toBe(true);
+    expect(await tier.get('ns', 'k')).toBeUndefined();
+    expect(await tier.delete('ns', 'k', 4)).toBe(false);
+    await tier.put('ns', 'any', entry(9, 'v'));
+    expect(await tier.delete('ns', 'any')).toBe(true);
+    expect(await tier.delete('ns', 'never')).toBe(false);
+  });
+
+  it('keeps batch results in request order', async () => {
+    const keys = Array.from({ length: 40 }, (_, i) => `k${i}`);
+    const outcomes = await tier.putMany('ns', keys.filter((_, i) => i % 2 === 0).map((key, i) => ({ key, entry: entry(i + 1, `v-${key}`) })));
+    expect(outcomes.every((o) => o.applied)).toBe(true);
+    const got = await tier.getMany('ns', keys);
+    expect(got.map((e) => e?.value.toString())).toEqual(keys.map((k, i) => (i % 2 === 0 ? `v-${k}` : undefined)));
+    expect(await tier.deleteMany('ns', ['k0', 'k1', 'k2'])).toEqual([true, false, true]);
+  });
+
+  it('signs blob tokens and rejects tampered, forged and expired ones', async () => {
+    await tier.put('ns', 'a/b 🙂', entry(1, 'payload', { expiresAt: now + 3_600_000 }));
+    const dl = await tier.presignDownload('ns', 'a/b 🙂', 120);
+    expect(dl.method).toBe('GET');
+    expect(dl.expiresAt).toBe(now + 120_000);
+    expect(dl.url).toMatch(/^http:\/\/localhost:9999\/local-blobs\/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
+    const token = dl.url.split('/local-blobs/')[1]!;
+    expect(tier.verifyBlobToken(token)).toEqual({ op: 'get', ns: 'ns', key: 'a/b 🙂', exp: now + 120_000 });
+
+    const [payload, sig] = token.split('.') as [string, string];
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as { path: string };
+    const evil = Buffer.from(JSON.stringify({ ...claims, path: 'ns/' + Buffer.from('other').toString('base64url') })).toString('base64url');
+    expect(tier.verifyBlobToken(`${evil}.${sig}`)).toBeNull();
+    const flipped = sig.slice(0, -2) + (sig.at(-2) === 'A' ? 'B' : 'A') + sig.at(-1);
+    expect(tier.verifyBlobToken(`${payload}.${flipped}`)).toBeNull();
+    expect(tier.verifyBlobToken(`${payload}.`)).toBeNull();
+    expect(tier.verifyBlobToken(payload)).toBeNull();
+    expect(tier.verifyBlobToken('')).toBeNull();
+    expect(tier.verifyBlobToken(`${payload}.${sig}.x`)).toBeNull();
+    const other = new LocalFolderTier({ dir, signingSecret: 'another-secret', now: () => now });
+    expect(other.verifyBlobToken(token)).toBeNull();
+    // A token signed with the right key but without the context prefix is still rejected.
+    const naive = createHmac('sha256', 'test-secret').update(payload).digest('base64url');
+    expect(tier.verifyBlobToken(`${payload}.${naive}`)).toBeNull();
+
+    now += 120_000;
+    expect(tier.verifyBlobToken(token)).toBeNull();
+  });
+
+  it('caps a download URL at the entry expiry', async () => {
+    await tier.put('ns', 'k', entry(1, 'v', { expiresAt: now + 30_500 }));
+    const dl = await tier.presignDownload('ns', 'k', 3600);
+    expect(dl.expiresAt).toBe(now + 30_000);
+  });
+
+  it('streams a live value for the local server and nothing for tombstones', async () => {
+    const bin = randomBytes(200_000);
+    await tier.put('ns', 'big', entry(1, bin, { contentType: 'image/png' }));
+    const blob = await tier.readBlob('ns', 'big');
+    expect(blob!.size).toBe(bin.length);
+    expect(blob!.header.contentType).toBe('image/png');
+    // An overwrite while the stream is open does not tear it.
+    await tier.put('ns', 'big', entry(2, 'replaced'));
+    expect((await collect(blob!.body)).equals(bin)).toBe(true);
+    const empty = await tier.put('ns', 'empty', entry(1, Buffer.alloc(0)));
+    expect(empty.applied).toBe(true);
+    expect((await collect((await tier.readBlob('ns', 'empty'))!.body)).length).toBe(0);
+    await tier.put('ns', 'dead', makeTombstone(1, 60_000, now));
+    expect(await tier.readBlob('ns', 'dead')).toBeUndefined();
+    expect(await tier.readBlob('ns', 'nope')).toBeUndefined();
+  });
+
+  it('stages and commits uploads with the versioned-put rule', async () => {
+    const up = await tier.presignUpload('upload-0001', 300, 'text/csv');
+    expect(up).toMatchObject({ method: 'PUT', headers: { 'content-type': 'text/csv' }, expiresAt: now + 300_000 });
+    const claims = tier.verifyBlobToken(up.url.split('/local-blobs/')[1]!);
+    expect(claims).toEqual({ op: 'put', uploadId: 'upload-0001', contentType: 'text/csv', exp: now + 300_000 });
+
+    const bytes = randomBytes(300_000);
+    // Streamed in chunks, like an HTTP request body.
+    async function* chunks(): AsyncGenerator<Buffer> {
+      for (let i = 0; i < bytes.length; i += 65_536) yield bytes.subarray(i, i + 65_536);
+    }
+    await expect(tier.writeStagedUpload('upload-0001', chunks())).resolves.toEqual({ size: bytes.length });
+    await tier.put('ns', 'file', entry(5, 'old'));
+    const out = await tier.commitUpload('upload-0001', 'ns', 'file', { version: 6, expiresAt: null, tags: ['t'], contentType: 'text/csv', flags: {} });
+    expect(out).toEqual({ applied: true, current: 6, size: bytes.length });
+    const got = await tier.get('ns', 'file');
+    expect(got!.value.equals(bytes)).toBe(true);
+    expect(got!.header).toMatchObject({ version: 6, size: bytes.length, hash: contentHash(bytes), tags: ['t'], contentType: 'text/csv' });
+
+    // Committed uploads are consumed.
+    await expect(tier.commitUpload('upload-0001', 'ns', 'file', { version: 7, expiresAt: null, tags: [], flags: {} })).rejects.toThrow(NotFoundError);
+    await expect(tier.commitUpload('never-uploaded', 'ns', 'file', { version: 8, expiresAt: null, tags: [], flags: {} })).rejects.toThrow(NotFoundError);
+
+    // An older commit is refused and keeps the staged bytes, so the coordinator can re-stamp and commit again.
+    await tier.writeStagedUpload('upload-0002', Buffer.from('restamped'));
+    await expect(tier.commitUpload('upload-0002', 'ns', 'file', { version: 3, expiresAt: null, tags: [], flags: {} })).resolves.toEqual({ applied: false, current: 6, size: 9 });
+    expect((await tier.get('ns', 'file'))!.header.version).toBe(6);
+    await expect(tier.commitUpload('upload-0002', 'ns', 'file', { version: 9, expiresAt: null, tags: [], flags: {} })).resolves.toEqual({ applied: true, current: 9, size: 9 });
+    expect((await tier.get('ns', 'file'))!.value.toString()).toBe('restamped');
+    expect(readdirSync(join(dir, '_uploads'))).toEqual([]);
+    expect(allFiles(dir).filter((p) => p.includes('.tmp-'))).toEqual([]);
+
+    await expect(tier.writeStagedUpload('../../etc', Buffer.from('x'))).rejects.toThrow(ValidationError);
+    await expect(tier.presignUpload('bad id!', 60)).rejects.toThrow(ValidationError);
+    await expect(tier.writeStagedUpload('upload-0003', Buffer.alloc(11), { maxBytes: 10 })).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    expect(existsSync(join(dir, '_uploads', 'upload-0003'))).toBe(false);
+  });
+
+  it('ignores crash leftovers and corrupt files, and sweeps old temp files', async () => {
+    await tier.put('ns', 'k', entry(1, 'v'));
+    const path = tier.entryPath('ns', 'k');
+    const shardDir = join(path, '..');
+    writeFileSync(join(shardDir, '.tmp-deadbeef0000'), 'half a write');
+    const old = new Date(now - 2 * 3_600_000);
+    utimesSync(join(shardDir, '.tmp-deadbeef0000'), old, old);
+    writeFileSync(join(shardDir, '.tmp-fresh'), 'in progress');
+    mkdirSync(join(dir, '_uploads'), { recursive: true });
+    writeFileSync(join(dir, '_uploads', 'abandoned-upload'), 'x');
+    utimesSync(join(dir, '_uploads', 'abandoned-upload'), new Date(now - 2 * 86_400_000), new Date(now - 2 * 86_400_000));
+
+    expect((await tier.get('ns', 'k'))!.value.toString()).toBe('v');
+    const stats = await tier.stats();
+    expect(stats).toMatchObject({ name: 'cold', kind: 'local-folder', dir: resolve(dir), entries: 1 });
+    expect(stats.bytes).toBe(statSync(path).size);
+
+    expect(await tier.sweep()).toBe(2);
+    expect(readdirSync(shardDir).sort()).toEqual(['.tmp-fresh', path.split('/').pop()!].sort());
+
+    // A file not written by the tier reads as absent and is replaced by the next put.
+    writeFileSync(path, 'garbage');
+    expect(await tier.get('ns', 'k')).toBeUndefined();
+    await expect(tier.put('ns', 'k', entry(1, 'again'))).resolves.toEqual({ applied: true, current: 1 });
+  });
+
+  it('reports an unusable directory as unavailable', async () => {
+    await tier.ping();
+    writeFileSync(join(root, 'a-file'), 'x');
+    const broken = new LocalFolderTier({ dir: join(root, 'a-file', 'sub') });
+    await expect(broken.ping()).rejects.toMatchObject({ code: 'TIER_UNAVAILABLE' });
+    await expect(broken.put('ns', 'k', entry(1, 'v'))).rejects.toMatchObject({ code: 'TIER_UNAVAILABLE' });
+  });
+});
