@@ -1,0 +1,638 @@
+import {
+  errorFromResponse,
+  PayloadTooLargeError,
+  StrataServerError,
+  ValidationError,
+  VersionConflictError,
+} from './errors.js';
+import {
+  checkKey,
+  checkNamespace,
+  checkTags,
+  chunk,
+  encodeKey,
+  encodeValue,
+  fromBase64,
+  makeItem,
+  mapLimit,
+  parseDate,
+  parseTags,
+  toBase64,
+  type EncodedValue,
+} from './encoding.js';
+import { discard, requestIdOf, Transport, type HttpRequest, type RetryMode } from './transport.js';
+import type {
+  CacheItem,
+  CacheValue,
+  DeleteManyResult,
+  DeleteOptions,
+  DeleteResult,
+  HealthResponse,
+  PutManyItem,
+  PutManyOptions,
+  PutManyResult,
+  PutOptions,
+  PutResult,
+  RequestOptions,
+  StatsResponse,
+  StrataClientOptions,
+} from './types.js';
+import { SDK_VERSION } from './version.js';
+
+/**
+ * Keys that cannot travel in a URL path: the WHATWG URL parser behind `fetch` removes `.`/`..` segments even when
+ * percent-encoded (`%2E%2E`), so `/keys/%2E%2E` would reach `/v1/ns/{ns}/`. The client sends these two keys through
+ * the batch endpoints, where keys travel in the JSON body.
+ */
+const DOT_KEYS: ReadonlySet<string> = new Set(['.', '..']);
+
+/** Items per batch request (the API's limit). */
+export const BATCH_SIZE = 100;
+/** Batch requests of one `getMany`/`putMany`/`deleteMany` in flight at once. */
+const BATCH_CONCURRENCY = 4;
+
+const DEFAULTS = {
+  namespace: 'default',
+  timeoutMs: 5_000,
+  transferTimeoutMs: 120_000,
+  retries: 3,
+  retryBaseDelayMs: 50,
+  retryMaxDelayMs: 2_000,
+  maxRetryAfterMs: 5_000,
+  inlineLimitBytes: 4 * 1024 * 1024,
+} as const;
+
+type JsonObject = Record<string, unknown>;
+
+interface UploadTicket {
+  uploadId: string;
+  url: string;
+  method: string;
+  headers: Record<string, string>;
+}
+
+function invalidResponse(status: number, message: string, requestId?: string): StrataServerError {
+  return new StrataServerError({ code: 'INVALID_RESPONSE', status, message, requestId });
+}
+
+function optionError(field: string, message: string): ValidationError {
+  return new ValidationError({ code: 'VALIDATION_FAILED', status: 0, message: `${field}: ${message}`, details: { field } });
+}
+
+function nonNegative(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw optionError(name, 'must be a finite number >= 0');
+  return value;
+}
+
+function positive(name: string, value: number | undefined, fallback: number): number {
+  const v = nonNegative(name, value, fallback);
+  if (v === 0) throw optionError(name, 'must be > 0');
+  return v;
+}
+
+/** A version from `x-strata-version` or an `etag` (`"123"`, `W/"123"`). */
+function parseVersion(value: string | null | undefined): number | undefined {
+  if (!value) return undefined;
+  const m = /^(?:W\/)?"?(\d+)"?$/.exec(value.trim());
+  return m ? Number(m[1]) : undefined;
+}
+
+function asNumber(v: unknown): number | undefined {
+  if (typeof v === 'number' && Number.isFinite(v)) return v;
+  if (typeof v === 'string' && /^\d+$/.test(v)) return Number(v);
+  return undefined;
+}
+
+function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function stringArray(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+}
+
+async function readJson(res: Response): Promise<JsonObject> {
+  const text = await res.text();
+  try {
+    const body: unknown = JSON.parse(text);
+    if (isObject(body)) return body;
+  } catch {
+    /* fall through */
+  }
+  throw invalidResponse(res.status, `expected a JSON object from the server (HTTP ${res.status}), got: ${text.slice(0, 200)}`, requestIdOf(res));
+}
+
+function itemFromHeaders(key: string, value: Uint8Array, meta: Headers, body: Headers = meta): CacheItem {
+  const version = parseVersion(meta.get('x-strata-version')) ?? parseVersion(body.get('x-strata-version')) ?? parseVersion(meta.get('etag')) ?? 0;
+  const contentType = body.get('content-type') ?? meta.get('content-type') ?? undefined;
+  return makeItem({
+    key,
+    value,
+    version,
+    expiresAt: parseDate(meta.get('x-strata-expires-at') ?? body.get('x-strata-expires-at')),
+    tier: (meta.get('x-strata-tier') ?? body.get('x-strata-tier') ?? 'unknown').split(',')[0]!.trim(),
+    contentType,
+    tags: parseTags(meta.get('x-strata-tags') ?? body.get('x-strata-tags')),
+  });
+}
+
+function putResult(body: JsonObject, ns: string, key: string, status: number): PutResult {
+  const version = asNumber(body.version);
+  if (version === undefined) throw invalidResponse(status, `write response without a version: ${JSON.stringify(body).slice(0, 200)}`);
+  return {
+    ns: typeof body.ns === 'string' ? body.ns : ns,
+    key: typeof body.key === 'string' ? body.key : key,
+    version,
+    expiresAt: parseDate(body.expiresAt),
+    size: asNumber(body.size) ?? 0,
+    tiers: stringArray(body.tiers),
+  };
+}
+
+function batchItems(body: JsonObject, expected: number, status: number): JsonObject[] {
+  const items = body.items;
+  if (!Array.isArray(items) || items.length !== expected || !items.every(isObject)) {
+    throw invalidResponse(status, `batch response must carry ${expected} items`);
+  }
+  return items;
+}
+
+/**
+ * Client for the Strata HTTP API (v1).
+ *
+ * - Every call takes an optional `ns` overriding the client's `namespace`, an `AbortSignal` and a `timeoutMs`.
+ * - Each attempt has its own timeout; failed attempts are retried with full-jitter exponential backoff on 429, 5xx,
+ *   timeouts and network errors, never on other 4xx. `retry-after` (429/503) is honoured up to `maxRetryAfterMs`.
+ * - Conditional writes (`ifMatch` / `ifNoneMatch`) are retried only when the server certainly did not process the
+ *   request (429, connection not established); see the README.
+ *
+ * @example
+ * ```ts
+ * import { StrataClient } from '@strata-cache/sdk';
+ *
+ * const strata = new StrataClient({ endpoint: 'http://localhost:8080', apiKey: process.env.STRATA_API_KEY, namespace: 'app' });
+ * await strata.put('user:42', { name: 'Ada' }, { ttl: 300, tags: ['users'] });
+ * const item = await strata.get('user:42');
+ * console.log(item?.json<{ name: string }>().name); // "Ada"
+ * ```
+ */
+export class StrataClient {
+  /** The endpoint without a trailing slash. */
+  readonly endpoint: string;
+  /** The default namespace. */
+  readonly namespace: string;
+  private readonly transport: Transport;
+  private readonly timeoutMs: number;
+  private readonly transferTimeoutMs: number;
+  private inlineLimitBytes: number;
+  private readonly inflight = new Map<string, Promise<CacheItem>>();
+
+  /**
+   * @throws {ValidationError} when an option is invalid (`status` 0).
+   * @example
+   * ```ts
+   * const strata = new StrataClient({ endpoint: 'https://abc.execute-api.eu-west-1.amazonaws.com/prod', apiKey: 'k', namespace: 'app', timeoutMs: 2000 });
+   * ```
+   */
+  constructor(options: StrataClientOptions) {
+    if (!options || typeof options.endpoint !== 'string') throw optionError('endpoint', 'is required');
+    let url: URL;
+    try {
+      url = new URL(options.endpoint);
+    } catch {
+      throw optionError('endpoint', `is not a URL: ${options.endpoint}`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw optionError('endpoint', 'must be an http(s) URL');
+    this.endpoint = options.endpoint.replace(/\/+$/, '');
+    this.namespace = checkNamespace(options.namespace ?? DEFAULTS.namespace);
+    this.timeoutMs = positive('timeoutMs', options.timeoutMs, DEFAULTS.timeoutMs);
+    this.transferTimeoutMs = positive('transferTimeoutMs', options.transferTimeoutMs, DEFAULTS.transferTimeoutMs);
+    this.inlineLimitBytes = nonNegative('inlineLimitBytes', options.inlineLimitBytes, DEFAULTS.inlineLimitBytes);
+    const fetchImpl = options.fetch ?? globalThis.fetch;
+    if (typeof fetchImpl !== 'function') throw optionError('fetch', 'no global fetch: pass options.fetch');
+    const runtime = typeof process !== 'undefined' && process.version ? ` node/${process.version}` : '';
+    this.transport = new Transport({
+      fetch: fetchImpl,
+      apiKey: options.apiKey,
+      userAgent: options.userAgent ?? `strata-sdk-js/${SDK_VERSION}${runtime}`,
+      retries: Math.floor(nonNegative('retries', options.retries, DEFAULTS.retries)),
+      retryBaseDelayMs: nonNegative('retryBaseDelayMs', options.retryBaseDelayMs, DEFAULTS.retryBaseDelayMs),
+      retryMaxDelayMs: nonNegative('retryMaxDelayMs', options.retryMaxDelayMs, DEFAULTS.retryMaxDelayMs),
+      maxRetryAfterMs: nonNegative('maxRetryAfterMs', options.maxRetryAfterMs, DEFAULTS.maxRetryAfterMs),
+      onRetry: options.onRetry,
+    });
+  }
+
+  /**
+   * Reads a key. Resolves `undefined` when it does not exist (404 `NOT_FOUND`, also after expiry or delete).
+   * Large values (303 to a presigned URL) are downloaded transparently, without the API key.
+   *
+   * @example
+   * ```ts
+   * const item = await strata.get('user:42');
+   * if (item) console.log(item.version, item.tier, item.expiresAt, item.json());
+   * const other = await strata.get('feature-flags', { ns: 'config' });
+   * ```
+   */
+  async get(key: string, opts: RequestOptions = {}): Promise<CacheItem | undefined> {
+    if (DOT_KEYS.has(key)) return (await this.getMany([key], opts)).get(key);
+    const url = this.keyUrl(this.ns(opts), key);
+    const first = await this.transport.send(this.req('GET', url, opts, { accept: [303, 404] }), async (res) => {
+      if (res.status === 404) {
+        const err = errorFromResponse({ status: 404, body: await res.text(), requestId: requestIdOf(res), context: `GET ${url}` });
+        if (err.code === 'NOT_FOUND') return undefined;
+        throw err;
+      }
+      if (res.status === 303) {
+        const location = res.headers.get('location');
+        await discard(res);
+        if (!location) throw invalidResponse(303, 'redirect without a location header', requestIdOf(res));
+        return { location: new URL(location, url).toString(), meta: res.headers };
+      }
+      return itemFromHeaders(key, new Uint8Array(await res.arrayBuffer()), res.headers);
+    });
+    if (first === undefined || !('location' in first)) return first;
+    const { location, meta } = first;
+    return this.transport.send(
+      { method: 'GET', url: location, auth: false, retryMode: 'idempotent', signal: opts.signal, timeoutMs: this.transferTimeoutMs, accept: [404] },
+      async (res) => {
+        if (res.status === 404) {
+          // The object behind the presigned URL vanished (deleted or expired since the redirect): a miss.
+          await discard(res);
+          return undefined;
+        }
+        return itemFromHeaders(key, new Uint8Array(await res.arrayBuffer()), meta, res.headers);
+      },
+    );
+  }
+
+  /**
+   * Whether a key exists (`HEAD`), without transferring the value.
+   *
+   * @example
+   * ```ts
+   * if (!(await strata.has('report:2024'))) await strata.put('report:2024', buildReport());
+   * ```
+   */
+  async has(key: string, opts: RequestOptions = {}): Promise<boolean> {
+    if (DOT_KEYS.has(key)) return (await this.getMany([key], opts)).has(key);
+    const url = this.keyUrl(this.ns(opts), key);
+    return this.transport.send(this.req('HEAD', url, opts, { accept: [404] }), async (res) => {
+      await discard(res);
+      return res.status !== 404;
+    });
+  }
+
+  /**
+   * Writes a key. Bytes are stored as-is, strings as UTF-8 text, anything else as JSON (the content type follows
+   * unless `contentType` is given). Values above `inlineLimitBytes` (or rejected with 413) are sent through the
+   * upload-URL flow automatically.
+   *
+   * @throws {VersionConflictError} when `ifMatch` / `ifNoneMatch` fails (`err.current` is the stored version).
+   * @example
+   * ```ts
+   * const { version } = await strata.put('user:42', { name: 'Ada' }, { ttl: 300, tags: ['users', 'tenant:7'] });
+   * await strata.put('user:42', { name: 'Ada L.' }, { ifMatch: version }); // optimistic concurrency
+   * await strata.put('lock:job', 'owner-1', { ifNoneMatch: '*', ttl: 30 }); // create only
+   * await strata.put('blob', new Uint8Array([1, 2, 3]), { contentType: 'application/x-thing' });
+   * ```
+   */
+  async put(key: string, value: CacheValue, opts: PutOptions = {}): Promise<PutResult> {
+    const ns = this.ns(opts);
+    checkKey(key);
+    checkTags(opts.tags);
+    return this.putEncoded(ns, key, encodeValue(value, opts.contentType), opts);
+  }
+
+  /**
+   * Deletes a key; resolves the tombstone's version.
+   *
+   * @throws {VersionConflictError} when `ifMatch` does not match the stored version.
+   * @example
+   * ```ts
+   * const { version } = await strata.delete('user:42');
+   * await strata.delete('user:43', { ifMatch: 17 });
+   * ```
+   */
+  async delete(key: string, opts: DeleteOptions = {}): Promise<DeleteResult> {
+    if (DOT_KEYS.has(key)) {
+      if (opts.ifMatch !== undefined) throw optionError('if-match', `conditional deletes are not supported for the key "${key}"`);
+      const [res] = await this.deleteMany([key], opts);
+      return { version: res!.version };
+    }
+    const url = this.keyUrl(this.ns(opts), key);
+    const headers: Record<string, string> = {};
+    if (opts.ifMatch !== undefined) headers['if-match'] = String(opts.ifMatch);
+    const mode: RetryMode = opts.ifMatch !== undefined ? 'conditional' : 'idempotent';
+    return this.transport.send(this.req('DELETE', url, opts, { headers, retryMode: mode }), async (res) => {
+      let version = parseVersion(res.headers.get('x-strata-version'));
+      if (version === undefined && res.status !== 204) version = asNumber((await readJson(res)).version);
+      else await discard(res);
+      if (version === undefined) throw invalidResponse(res.status, 'delete response without x-strata-version', requestIdOf(res));
+      return { version };
+    });
+  }
+
+  /**
+   * Reads many keys with `POST /batch/get`, 100 keys per request. Missing keys are absent from the map.
+   *
+   * @example
+   * ```ts
+   * const items = await strata.getMany(['a', 'b', 'c']);
+   * for (const [key, item] of items) console.log(key, item.text());
+   * ```
+   */
+  async getMany(keys: readonly string[], opts: RequestOptions = {}): Promise<Map<string, CacheItem>> {
+    const ns = this.ns(opts);
+    const unique = [...new Set(keys)];
+    unique.forEach(checkKey);
+    const url = `${this.endpoint}/v1/ns/${ns}/batch/get`;
+    const out = new Map<string, CacheItem>();
+    await mapLimit(chunk(unique, BATCH_SIZE), BATCH_CONCURRENCY, async (batch) => {
+      const items = await this.sendJson(this.req('POST', url, opts), { keys: batch }, (body, status) => batchItems(body, batch.length, status));
+      for (const it of items) {
+        if (it.found !== true || typeof it.key !== 'string' || typeof it.value !== 'string') continue;
+        out.set(it.key, makeItem({
+          key: it.key,
+          value: fromBase64(it.value),
+          version: asNumber(it.version) ?? 0,
+          expiresAt: parseDate(it.expiresAt),
+          tier: typeof it.tier === 'string' ? it.tier : 'unknown',
+          contentType: typeof it.contentType === 'string' ? it.contentType : undefined,
+          tags: stringArray(it.tags),
+        }));
+      }
+    });
+    return out;
+  }
+
+  /**
+   * Writes many keys with `POST /batch/put`, 100 items per request (fewer when their bytes add up above
+   * `inlineLimitBytes`; an item above it alone goes through `put`'s upload flow). Results follow input order.
+   * Not atomic across requests: when one fails, earlier or concurrent ones may already be written.
+   *
+   * @example
+   * ```ts
+   * await strata.putMany([
+   *   { key: 'a', value: 'alpha' },
+   *   { key: 'b', value: { n: 2 }, ttl: 60, tags: ['nums'] },
+   * ], { ttl: 300 }); // default ttl for items without one
+   * ```
+   */
+  async putMany(items: readonly PutManyItem[], opts: PutManyOptions = {}): Promise<PutManyResult[]> {
+    const ns = this.ns(opts);
+    checkTags(opts.tags);
+    const encoded = items.map((it, index) => {
+      checkKey(it.key);
+      checkTags(it.tags);
+      return { index, item: it, enc: encodeValue(it.value, it.contentType) };
+    });
+    type Entry = (typeof encoded)[number];
+    const results = new Array<PutManyResult>(items.length);
+    const large: Entry[] = [];
+    const batches: Entry[][] = [];
+    let current: Entry[] = [];
+    let bytes = 0;
+    for (const e of encoded) {
+      const size = e.enc.bytes.byteLength;
+      if (size > this.inlineLimitBytes) {
+        large.push(e);
+        continue;
+      }
+      if (current.length === BATCH_SIZE || (current.length > 0 && bytes + size > this.inlineLimitBytes)) {
+        batches.push(current);
+        current = [];
+        bytes = 0;
+      }
+      current.push(e);
+      bytes += size;
+    }
+    if (current.length) batches.push(current);
+
+    const url = `${this.endpoint}/v1/ns/${ns}/batch/put`;
+    await mapLimit(batches, BATCH_CONCURRENCY, async (batch) => {
+      const payload = {
+        items: batch.map(({ item, enc }) => ({
+          key: item.key,
+          value: toBase64(enc.bytes),
+          ttl: item.ttl ?? opts.ttl,
+          tags: item.tags ?? opts.tags,
+          contentType: enc.contentType,
+        })),
+      };
+      const out = await this.sendJson(this.req('POST', url, opts), payload, (body, status) => batchItems(body, batch.length, status));
+      batch.forEach((e, i) => {
+        const r = out[i]!;
+        results[e.index] = {
+          key: typeof r.key === 'string' ? r.key : e.item.key,
+          version: asNumber(r.version) ?? 0,
+          expiresAt: parseDate(r.expiresAt),
+          size: asNumber(r.size) ?? e.enc.bytes.byteLength,
+        };
+      });
+    });
+    for (const e of large) {
+      const r = await this.putEncoded(ns, e.item.key, e.enc, { ...opts, ttl: e.item.ttl ?? opts.ttl, tags: e.item.tags ?? opts.tags });
+      results[e.index] = { key: r.key, version: r.version, expiresAt: r.expiresAt, size: r.size };
+    }
+    return results;
+  }
+
+  /**
+   * Deletes many keys with `POST /batch/delete`, 100 keys per request. Results (tombstone versions) follow input order.
+   *
+   * @example
+   * ```ts
+   * const results = await strata.deleteMany(['a', 'b']);
+   * ```
+   */
+  async deleteMany(keys: readonly string[], opts: RequestOptions = {}): Promise<DeleteManyResult[]> {
+    const ns = this.ns(opts);
+    keys.forEach(checkKey);
+    const url = `${this.endpoint}/v1/ns/${ns}/batch/delete`;
+    const batches = chunk(keys, BATCH_SIZE);
+    const done = await mapLimit(batches, BATCH_CONCURRENCY, async (batch) => {
+      const items = await this.sendJson(this.req('POST', url, opts), { keys: batch }, (body, status) => batchItems(body, batch.length, status));
+      return items.map((r, i) => ({ key: typeof r.key === 'string' ? r.key : batch[i]!, version: asNumber(r.version) ?? 0 }));
+    });
+    return done.flat();
+  }
+
+  /**
+   * Returns the cached entry, or on a miss calls `loader`, stores its value (with `opts`) and returns it as an item
+   * with `tier: 'loader'`. Concurrent calls for the same namespace and key on this client share one read, one
+   * loader call and one write; the first caller's options (including its signal) apply to the shared work.
+   * With `ifNoneMatch: '*'`, losing a race against another writer returns the winner's entry.
+   *
+   * @example
+   * ```ts
+   * const user = await strata.getOrSet('user:42', () => db.users.find(42), { ttl: 300 });
+   * console.log(user.json());
+   * ```
+   */
+  async getOrSet(key: string, loader: () => CacheValue | Promise<CacheValue>, opts: PutOptions = {}): Promise<CacheItem> {
+    const ns = this.ns(opts);
+    checkKey(key);
+    checkTags(opts.tags);
+    const id = `${ns}\u0000${key}`;
+    const pending = this.inflight.get(id);
+    if (pending) return pending;
+    const work = (async (): Promise<CacheItem> => {
+      const hit = await this.get(key, opts);
+      if (hit) return hit;
+      const value = await loader();
+      if (value === undefined) throw optionError('value', 'the loader resolved undefined; nothing to cache');
+      const enc = encodeValue(value, opts.contentType);
+      let res: PutResult;
+      try {
+        res = await this.putEncoded(ns, key, enc, opts);
+      } catch (err) {
+        if (err instanceof VersionConflictError && opts.ifNoneMatch === '*') {
+          const winner = await this.get(key, opts);
+          if (winner) return winner;
+        }
+        throw err;
+      }
+      return makeItem({ key, value: enc.bytes, version: res.version, expiresAt: res.expiresAt, tier: 'loader', contentType: enc.contentType, tags: [...(opts.tags ?? [])] });
+    })();
+    this.inflight.set(id, work);
+    try {
+      return await work;
+    } finally {
+      this.inflight.delete(id);
+    }
+  }
+
+  /**
+   * Service statistics (`GET /v1/stats`).
+   *
+   * @example
+   * ```ts
+   * const { tiers } = await strata.stats();
+   * for (const t of tiers) console.log(t.name, t.hits, t.misses);
+   * ```
+   */
+  async stats(opts: Omit<RequestOptions, 'ns'> = {}): Promise<StatsResponse> {
+    return this.transport.send(this.req('GET', `${this.endpoint}/v1/stats`, opts), async (res) => (await readJson(res)) as unknown as StatsResponse);
+  }
+
+  /**
+   * Service health (`GET /v1/health`). A 503 health report (no tier up) resolves too, with its `status`; it is not retried.
+   *
+   * @example
+   * ```ts
+   * const h = await strata.health();
+   * if (h.status !== 'ok') console.warn('degraded tiers', h.tiers);
+   * ```
+   */
+  async health(opts: Omit<RequestOptions, 'ns'> = {}): Promise<HealthResponse> {
+    return this.transport.send(this.req('GET', `${this.endpoint}/v1/health`, opts, { accept: [503] }), async (res) => {
+      const text = await res.text();
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = undefined;
+      }
+      if (isObject(body) && typeof body.status === 'string') return body as HealthResponse;
+      if (res.status === 503) throw errorFromResponse({ status: 503, body: text, requestId: requestIdOf(res), context: 'GET /v1/health' });
+      throw invalidResponse(res.status, `unexpected health response: ${text.slice(0, 200)}`, requestIdOf(res));
+    });
+  }
+
+  // --- internals ---------------------------------------------------------------------------------------------
+
+  private ns(opts: RequestOptions): string {
+    return opts.ns === undefined ? this.namespace : checkNamespace(opts.ns);
+  }
+
+  private keyUrl(ns: string, key: string): string {
+    return `${this.endpoint}/v1/ns/${ns}/keys/${encodeKey(key)}`;
+  }
+
+  private req(
+    method: string,
+    url: string,
+    opts: RequestOptions,
+    extra: { headers?: Record<string, string>; retryMode?: RetryMode; accept?: number[] } = {},
+  ): HttpRequest {
+    return {
+      method,
+      url,
+      auth: true,
+      retryMode: extra.retryMode ?? 'idempotent',
+      signal: opts.signal,
+      timeoutMs: opts.timeoutMs ?? this.timeoutMs,
+      headers: extra.headers ?? {},
+      ...(extra.accept ? { accept: extra.accept } : {}),
+    };
+  }
+
+  private sendJson<T>(req: HttpRequest, payload: unknown, parse: (body: JsonObject, status: number) => T): Promise<T> {
+    return this.transport.send(
+      { ...req, headers: { ...req.headers, 'content-type': 'application/json' }, body: JSON.stringify(payload) },
+      async (res) => parse(await readJson(res), res.status),
+    );
+  }
+
+  private async putEncoded(ns: string, key: string, enc: EncodedValue, opts: PutOptions): Promise<PutResult> {
+    if (DOT_KEYS.has(key)) return this.putDotKey(ns, key, enc, opts);
+    if (enc.bytes.byteLength > this.inlineLimitBytes) return this.upload(ns, key, enc, opts);
+    const headers: Record<string, string> = { 'content-type': enc.contentType };
+    if (opts.ttl !== undefined) headers['x-strata-ttl'] = String(opts.ttl);
+    if (opts.tags !== undefined && opts.tags.length > 0) headers['x-strata-tags'] = opts.tags.join(',');
+    if (opts.ifMatch !== undefined) headers['if-match'] = String(opts.ifMatch);
+    if (opts.ifNoneMatch !== undefined) headers['if-none-match'] = opts.ifNoneMatch;
+    const conditional = opts.ifMatch !== undefined || opts.ifNoneMatch !== undefined;
+    const req = this.req('PUT', this.keyUrl(ns, key), opts, { headers, retryMode: conditional ? 'conditional' : 'idempotent' });
+    try {
+      return await this.transport.send({ ...req, body: enc.bytes }, async (res) => putResult(await readJson(res), ns, key, res.status));
+    } catch (err) {
+      // The server's inline limit is lower than ours: remember it and use the upload flow.
+      if (!(err instanceof PayloadTooLargeError) || conditional) throw err;
+      const limit = err.limit;
+      if (limit !== undefined && limit > 0 && limit < this.inlineLimitBytes) this.inlineLimitBytes = limit;
+      return this.upload(ns, key, enc, opts);
+    }
+  }
+
+  /** `.` and `..` (see DOT_KEYS): a one-item `batch/put`. */
+  private async putDotKey(ns: string, key: string, enc: EncodedValue, opts: PutOptions): Promise<PutResult> {
+    if (opts.ifMatch !== undefined || opts.ifNoneMatch !== undefined) {
+      throw optionError(opts.ifMatch !== undefined ? 'if-match' : 'if-none-match', `conditional writes are not supported for the key "${key}"`);
+    }
+    if (enc.bytes.byteLength > this.inlineLimitBytes) throw optionError('value', `values above the inline limit are not supported for the key "${key}"`);
+    const payload = { items: [{ key, value: toBase64(enc.bytes), ttl: opts.ttl, tags: opts.tags, contentType: enc.contentType }] };
+    const [r] = await this.sendJson(this.req('POST', `${this.endpoint}/v1/ns/${ns}/batch/put`, opts), payload, (body, status) => batchItems(body, 1, status));
+    return { ...putResult(r!, ns, key, 200), size: asNumber(r!.size) ?? enc.bytes.byteLength };
+  }
+
+  /** Large values: request an upload URL, PUT the bytes there (no API key), then complete. */
+  private async upload(ns: string, key: string, enc: EncodedValue, opts: PutOptions): Promise<PutResult> {
+    if (opts.ifMatch !== undefined || opts.ifNoneMatch !== undefined) {
+      throw optionError(opts.ifMatch !== undefined ? 'if-match' : 'if-none-match', `conditional writes are not supported for values above the inline limit (${enc.bytes.byteLength} bytes)`);
+    }
+    const base = `${this.endpoint}/v1/ns/${ns}/uploads/${encodeKey(key)}`;
+    const ticket = await this.sendJson(this.req('POST', base, opts), { contentType: enc.contentType, ttl: opts.ttl, tags: opts.tags }, (body, status): UploadTicket => {
+      if (typeof body.uploadId !== 'string' || typeof body.url !== 'string') throw invalidResponse(status, 'upload response without uploadId/url');
+      const headers: Record<string, string> = {};
+      if (isObject(body.headers)) for (const [k, v] of Object.entries(body.headers)) if (typeof v === 'string') headers[k] = v;
+      return { uploadId: body.uploadId, url: body.url, method: typeof body.method === 'string' ? body.method : 'PUT', headers };
+    });
+    await this.transport.send(
+      {
+        method: ticket.method,
+        url: new URL(ticket.url, `${this.endpoint}/`).toString(),
+        headers: ticket.headers,
+        body: enc.bytes,
+        auth: false,
+        retryMode: 'idempotent',
+        signal: opts.signal,
+        timeoutMs: this.transferTimeoutMs,
+      },
+      discard,
+    );
+    return this.sendJson(this.req('POST', `${base}/complete`, opts), { uploadId: ticket.uploadId }, (body, status) => putResult(body, ns, key, status));
+  }
+}

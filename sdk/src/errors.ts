@@ -1,0 +1,280 @@
+/**
+ * Typed errors raised by the Strata SDK.
+ *
+ * Every error the client raises for a Strata request is a {@link StrataError}. Server error responses
+ * (`{ "error": { "code", "message", "details" } }`) are mapped to a subclass by `code`; responses that carry
+ * no such body (a proxy's HTML 502, an S3 XML error from a presigned URL, API Gateway's `{ "message" }`) are
+ * mapped by HTTP status instead and get the code `HTTP_ERROR`.
+ *
+ * The one exception is cancellation through a caller's `AbortSignal`: the client then rethrows
+ * `signal.reason` unchanged, exactly as `fetch` does.
+ */
+
+/** Error codes defined by the Strata HTTP API (docs/API.md). */
+export type ServerErrorCode =
+  | 'VALIDATION_FAILED'
+  | 'MALFORMED_JSON'
+  | 'NOT_FOUND'
+  | 'ROUTE_NOT_FOUND'
+  | 'METHOD_NOT_ALLOWED'
+  | 'VERSION_CONFLICT'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'RATE_LIMITED'
+  | 'ORIGIN_FAILED'
+  | 'TIER_UNAVAILABLE'
+  | 'INTERNAL';
+
+/**
+ * Codes the client produces itself:
+ * - `TIMEOUT`: an attempt exceeded `timeoutMs` (after all retries).
+ * - `NETWORK_ERROR`: no HTTP response (connection refused/reset, DNS failure, ...).
+ * - `HTTP_ERROR`: an error status whose body is not a Strata error envelope; the class follows the status.
+ * - `INVALID_RESPONSE`: a success status with a body the client cannot understand.
+ */
+export type ClientErrorCode = 'TIMEOUT' | 'NETWORK_ERROR' | 'HTTP_ERROR' | 'INVALID_RESPONSE';
+
+/** Any code a {@link StrataError} can carry. Unknown server codes are passed through verbatim. */
+export type StrataErrorCode = ServerErrorCode | ClientErrorCode | (string & {});
+
+/** Constructor input shared by all error classes. */
+export interface StrataErrorInit {
+  code: StrataErrorCode;
+  /** HTTP status, or `0` when no response was received (timeouts, network errors, client-side validation). */
+  status: number;
+  message: string;
+  details?: Record<string, unknown> | undefined;
+  requestId?: string | undefined;
+  /** Delay the server asked for via `retry-after`, in milliseconds. */
+  retryAfterMs?: number | undefined;
+  cause?: unknown;
+}
+
+/**
+ * Base class of every error raised by the SDK.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await client.put('k', 'v', { ifNoneMatch: '*' });
+ * } catch (err) {
+ *   if (err instanceof StrataError) console.error(err.code, err.status, err.details, err.requestId);
+ *   throw err;
+ * }
+ * ```
+ */
+export class StrataError extends Error {
+  /** The API error code (`VERSION_CONFLICT`, ...) or a client code (`TIMEOUT`, `NETWORK_ERROR`, `HTTP_ERROR`, ...). */
+  readonly code: StrataErrorCode;
+  /** HTTP status of the response, `0` when there was none. */
+  readonly status: number;
+  /** `error.details` from the response body (e.g. `{ field: 'ttl' }`), when present. */
+  readonly details: Record<string, unknown> | undefined;
+  /** Request id from `x-request-id` / `x-amzn-requestid` / `apigw-requestid`, when the response had one. */
+  readonly requestId: string | undefined;
+  /** `retry-after` of the response in milliseconds, when present. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(init: StrataErrorInit) {
+    super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.name = new.target.name;
+    this.code = init.code;
+    this.status = init.status;
+    this.details = init.details;
+    this.requestId = init.requestId;
+    this.retryAfterMs = init.retryAfterMs;
+  }
+
+  /**
+   * Whether the SDK's retry policy considers this error transient (429, 5xx, timeouts, network errors).
+   *
+   * @example
+   * ```ts
+   * if (err instanceof StrataError && err.retryable) scheduleLater();
+   * ```
+   */
+  get retryable(): boolean {
+    return false;
+  }
+
+  /**
+   * A plain object for structured logging.
+   *
+   * @example
+   * ```ts
+   * logger.error({ err: err instanceof StrataError ? err.toJSON() : err });
+   * ```
+   */
+  toJSON(): Record<string, unknown> {
+    return { name: this.name, code: this.code, status: this.status, message: this.message, details: this.details, requestId: this.requestId };
+  }
+}
+
+/** 400 `VALIDATION_FAILED` / `MALFORMED_JSON`, or invalid input rejected by the client before sending (`status` 0). `details.field` names the field. */
+export class ValidationError extends StrataError {
+  /** The offending field (`details.field`), when known. */
+  get field(): string | undefined {
+    const f = this.details?.field;
+    return typeof f === 'string' ? f : undefined;
+  }
+}
+
+/** 401/403: the API key is missing or not accepted (API Gateway answers `{ "message": "Forbidden" }`). */
+export class AuthenticationError extends StrataError {}
+
+/** 404 `NOT_FOUND` (only raised where a miss is not a normal result, e.g. `delete`) or `ROUTE_NOT_FOUND` (wrong endpoint / base path). */
+export class NotFoundError extends StrataError {}
+
+/** 409 `VERSION_CONFLICT`: an `ifMatch` / `ifNoneMatch` precondition failed. */
+export class VersionConflictError extends StrataError {
+  /** The stored version (`details.current`), when the server reported it. */
+  get current(): number | undefined {
+    const c = this.details?.current;
+    return typeof c === 'number' ? c : typeof c === 'string' && /^\d+$/.test(c) ? Number(c) : undefined;
+  }
+}
+
+/** 413 `PAYLOAD_TOO_LARGE`. The client normally switches to the upload flow by itself; this surfaces only if that is impossible. */
+export class PayloadTooLargeError extends StrataError {
+  /** The inline limit in bytes (`details.limit`), when reported. */
+  get limit(): number | undefined {
+    const l = this.details?.limit;
+    return typeof l === 'number' ? l : undefined;
+  }
+}
+
+/** 415 `UNSUPPORTED_MEDIA_TYPE`. */
+export class UnsupportedMediaTypeError extends StrataError {}
+
+/** 429 `RATE_LIMITED`: throttled by the usage plan. Retried automatically, honouring `retry-after`. */
+export class RateLimitedError extends StrataError {
+  override get retryable(): boolean {
+    return true;
+  }
+}
+
+/** 502 `ORIGIN_FAILED`: the read-through origin failed. Retried automatically. */
+export class OriginError extends StrataError {
+  override get retryable(): boolean {
+    return true;
+  }
+}
+
+/** 503 `TIER_UNAVAILABLE`, or any 5xx other than 500 without a Strata error body (e.g. a proxy's HTML 502/504). Retried automatically. */
+export class UnavailableError extends StrataError {
+  override get retryable(): boolean {
+    return true;
+  }
+}
+
+/** An attempt exceeded `timeoutMs` and every retry did too. `status` is 0. */
+export class TimeoutError extends StrataError {
+  override get retryable(): boolean {
+    return true;
+  }
+}
+
+/** No HTTP response was received (connection refused or reset, DNS failure, TLS failure, ...). `status` is 0; `cause` holds the underlying error. */
+export class NetworkError extends StrataError {
+  /**
+   * True when the connection could not be established at all (ECONNREFUSED, ENOTFOUND, ...), so the server cannot
+   * have processed the request. Conditional writes are retried only in that case.
+   */
+  readonly connectFailed: boolean;
+
+  constructor(init: StrataErrorInit & { connectFailed?: boolean }) {
+    super(init);
+    this.connectFailed = init.connectFailed ?? false;
+  }
+
+  override get retryable(): boolean {
+    return true;
+  }
+}
+
+/** 500 `INTERNAL`, an unknown code/status, or a response the client cannot parse (`INVALID_RESPONSE`). 5xx instances are retried. */
+export class StrataServerError extends StrataError {
+  override get retryable(): boolean {
+    return this.status >= 500;
+  }
+}
+
+type ErrorClass = new (init: StrataErrorInit) => StrataError;
+
+const BY_CODE: Record<string, ErrorClass> = {
+  VALIDATION_FAILED: ValidationError,
+  MALFORMED_JSON: ValidationError,
+  NOT_FOUND: NotFoundError,
+  ROUTE_NOT_FOUND: NotFoundError,
+  METHOD_NOT_ALLOWED: StrataServerError,
+  VERSION_CONFLICT: VersionConflictError,
+  PAYLOAD_TOO_LARGE: PayloadTooLargeError,
+  UNSUPPORTED_MEDIA_TYPE: UnsupportedMediaTypeError,
+  RATE_LIMITED: RateLimitedError,
+  ORIGIN_FAILED: OriginError,
+  TIER_UNAVAILABLE: UnavailableError,
+  INTERNAL: StrataServerError,
+};
+
+function classForStatus(status: number): ErrorClass {
+  switch (status) {
+    case 400: return ValidationError;
+    case 401:
+    case 403: return AuthenticationError;
+    case 404: return NotFoundError;
+    case 409: return VersionConflictError;
+    case 413: return PayloadTooLargeError;
+    case 415: return UnsupportedMediaTypeError;
+    case 429: return RateLimitedError;
+    case 500: return StrataServerError;
+    default: return status > 500 && status < 600 ? UnavailableError : StrataServerError;
+  }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Input for {@link errorFromResponse}. */
+export interface ErrorResponseInfo {
+  status: number;
+  /** The raw response body (may be empty, HTML, XML, JSON). */
+  body: string;
+  requestId?: string | undefined;
+  retryAfterMs?: number | undefined;
+  /** What was being done, for messages of bodies without one, e.g. `GET /v1/ns/app/keys/a`. */
+  context?: string | undefined;
+}
+
+/**
+ * Maps an HTTP error response to the matching {@link StrataError} subclass. Strata error envelopes are mapped by
+ * `code`; anything else (HTML, XML, empty, API Gateway's `{ "message" }`) by status with the code `HTTP_ERROR`.
+ *
+ * @example
+ * ```ts
+ * const err = errorFromResponse({ status: 502, body: '<html>Bad Gateway</html>' });
+ * err instanceof UnavailableError; // true, err.code === 'HTTP_ERROR'
+ * ```
+ */
+export function errorFromResponse(info: ErrorResponseInfo): StrataError {
+  let parsed: unknown;
+  try {
+    parsed = info.body ? JSON.parse(info.body) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  const common = { status: info.status, requestId: info.requestId, retryAfterMs: info.retryAfterMs };
+  const envelope = isRecord(parsed) && isRecord(parsed.error) ? parsed.error : undefined;
+  if (envelope && typeof envelope.code === 'string') {
+    const code = envelope.code;
+    const Cls = BY_CODE[code] ?? classForStatus(info.status);
+    const message = typeof envelope.message === 'string' && envelope.message ? envelope.message : `${code} (HTTP ${info.status})`;
+    return new Cls({ ...common, code, message, details: isRecord(envelope.details) ? envelope.details : undefined });
+  }
+  const Cls = classForStatus(info.status);
+  const gatewayMessage = isRecord(parsed) && typeof parsed.message === 'string' ? parsed.message : undefined;
+  const snippet = info.body.replace(/\s+/g, ' ').trim().slice(0, 200);
+  const where = info.context ? ` for ${info.context}` : '';
+  const message = gatewayMessage ?? `HTTP ${info.status}${where}${snippet ? `: ${snippet}` : ''}`;
+  return new Cls({ ...common, code: 'HTTP_ERROR', message, details: info.body ? { body: info.body.slice(0, 1024) } : undefined });
+}

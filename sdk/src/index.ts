@@ -1,0 +1,48 @@
+/**
+ * `@strata-cache/sdk`: the TypeScript client for Strata's HTTP API. Zero runtime dependencies (global `fetch`).
+ *
+ * @example
+ * ```ts
+ * import { StrataClient, VersionConflictError } from '@strata-cache/sdk';
+ * const strata = new StrataClient({ endpoint: 'http://localhost:8080', namespace: 'app' });
+ * ```
+ * @packageDocumentation
+ */
+export { StrataClient, BATCH_SIZE } from './client.js';
+export {
+  StrataError,
+  ValidationError,
+  AuthenticationError,
+  NotFoundError,
+  VersionConflictError,
+  PayloadTooLargeError,
+  UnsupportedMediaTypeError,
+  RateLimitedError,
+  OriginError,
+  UnavailableError,
+  TimeoutError,
+  NetworkError,
+  StrataServerError,
+  errorFromResponse,
+} from './errors.js';
+export type { ServerErrorCode, ClientErrorCode, StrataErrorCode, StrataErrorInit, ErrorResponseInfo } from './errors.js';
+export type {
+  CacheItem,
+  CacheValue,
+  DeleteManyResult,
+  DeleteOptions,
+  DeleteResult,
+  FetchLike,
+  HealthResponse,
+  PutManyItem,
+  PutManyOptions,
+  PutManyResult,
+  PutOptions,
+  PutResult,
+  RequestOptions,
+  RetryInfo,
+  StatsResponse,
+  StrataClientOptions,
+  TierStats,
+} from './types.js';
+export { SDK_VERSION } from './version.js';

@@ -1,0 +1,174 @@
+import type { StrataError } from './errors.js';
+
+/** The `fetch` signature the client uses (the global `fetch` by default). */
+export type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
+
+/** Information passed to {@link StrataClientOptions.onRetry} before each retry. */
+export interface RetryInfo {
+  /** The attempt that just failed, starting at 1. */
+  attempt: number;
+  /** How long the client waits before the next attempt. */
+  delayMs: number;
+  /** Why the attempt failed. */
+  error: StrataError;
+  method: string;
+  url: string;
+}
+
+/** Options of {@link StrataClient}. */
+export interface StrataClientOptions {
+  /** Base URL of the API: the API Gateway stage URL (e.g. `https://abc.execute-api.eu-west-1.amazonaws.com/prod`) or `http://localhost:8080`. */
+  endpoint: string;
+  /** Tenant API key, sent as `x-api-key` (never to presigned URLs). */
+  apiKey?: string;
+  /** Namespace used when a call does not pass `ns`. Default `"default"`. */
+  namespace?: string;
+  /** Per-attempt timeout in milliseconds (connect + response + body). Default 5000. */
+  timeoutMs?: number;
+  /** Per-attempt timeout for transfers to/from presigned URLs (large values). Default 120000. */
+  transferTimeoutMs?: number;
+  /** Retries after the first attempt (so `retries: 3` means up to 4 attempts). Default 3. */
+  retries?: number;
+  /** Base of the full-jitter exponential backoff: attempt n waits `random(0, min(retryMaxDelayMs, retryBaseDelayMs * 2^(n-1)))`. Default 50. */
+  retryBaseDelayMs?: number;
+  /** Upper bound of one backoff delay. Default 2000. */
+  retryMaxDelayMs?: number;
+  /** Upper bound for a server's `retry-after` (429/503). Default 5000. */
+  maxRetryAfterMs?: number;
+  /** Values whose encoded size is above this go through the upload-URL flow. Default 4 MiB. */
+  inlineLimitBytes?: number;
+  /** A `fetch` implementation (for tests, proxies, custom agents). Default: global `fetch`. */
+  fetch?: FetchLike;
+  /** `user-agent` header. Default `strata-sdk-js/<version> node/<version>`. */
+  userAgent?: string;
+  /** Called before every retry (logging, metrics). */
+  onRetry?: (info: RetryInfo) => void;
+}
+
+/** Options accepted by every call. */
+export interface RequestOptions {
+  /** Namespace for this call; overrides the client's `namespace`. */
+  ns?: string;
+  /** Cancels the call (including retries and backoff); the call then rejects with `signal.reason`. */
+  signal?: AbortSignal;
+  /** Per-attempt timeout for this call; overrides the client's `timeoutMs`. */
+  timeoutMs?: number;
+}
+
+/** Options of {@link StrataClient.put}. */
+export interface PutOptions extends RequestOptions {
+  /** Time to live in whole seconds (1..31536000). Omit for no expiry. */
+  ttl?: number;
+  /** Up to 16 tags matching `[A-Za-z0-9_.:-]{1,64}`. */
+  tags?: readonly string[];
+  /** Overrides the content type derived from the value (bytes: `application/octet-stream`, string: `text/plain; charset=utf-8`, other: `application/json`). */
+  contentType?: string;
+  /** Write only if the stored version is this one (`if-match`). */
+  ifMatch?: number;
+  /** `'*'`: write only if the key does not exist (`if-none-match: *`). */
+  ifNoneMatch?: '*';
+}
+
+/** Options of {@link StrataClient.delete}. */
+export interface DeleteOptions extends RequestOptions {
+  /** Delete only if the stored version is this one (`if-match`). */
+  ifMatch?: number;
+}
+
+/** Options of {@link StrataClient.putMany}: defaults applied to items that do not set their own. */
+export interface PutManyOptions extends RequestOptions {
+  ttl?: number;
+  tags?: readonly string[];
+}
+
+/**
+ * A value to store. `Uint8Array`/`ArrayBuffer`/`ArrayBufferView` are stored as bytes, strings as UTF-8 text, and
+ * anything else (objects, arrays, numbers, booleans, `null`) as JSON.
+ */
+export type CacheValue = Uint8Array | ArrayBuffer | ArrayBufferView | string | number | boolean | null | object;
+
+/** A cached entry as returned by reads. */
+export interface CacheItem {
+  key: string;
+  /** The raw stored bytes. */
+  value: Uint8Array;
+  /** Entry version (monotonic per key). */
+  version: number;
+  /** Expiry, or `null` when the entry does not expire. */
+  expiresAt: Date | null;
+  /** The tier that served the read (`l1`, `hot`, `warm`, `cold`, `origin`), or `loader` for a value `getOrSet` just loaded. */
+  tier: string;
+  contentType?: string;
+  tags: string[];
+  /** The value decoded as UTF-8. */
+  text(): string;
+  /** The value parsed as JSON. */
+  json<T = unknown>(): T;
+}
+
+/** Result of a write. */
+export interface PutResult {
+  ns: string;
+  key: string;
+  version: number;
+  expiresAt: Date | null;
+  /** Stored size in bytes. */
+  size: number;
+  /** Tiers written (`hot`, `cold`, ...). */
+  tiers: string[];
+}
+
+/** One item of {@link StrataClient.putMany}. */
+export interface PutManyItem {
+  key: string;
+  value: CacheValue;
+  ttl?: number;
+  tags?: readonly string[];
+  contentType?: string;
+}
+
+/** Result per item of {@link StrataClient.putMany}, in input order. */
+export interface PutManyResult {
+  key: string;
+  version: number;
+  expiresAt: Date | null;
+  size: number;
+}
+
+/** Result of a delete: the tombstone's version. */
+export interface DeleteResult {
+  version: number;
+}
+
+/** Result per key of {@link StrataClient.deleteMany}, in input order. */
+export interface DeleteManyResult {
+  key: string;
+  version: number;
+}
+
+/** `GET /v1/health`. */
+export interface HealthResponse {
+  status: 'ok' | 'degraded' | (string & {});
+  tiers: Record<string, { kind: string; ok: boolean; [extra: string]: unknown }>;
+  [extra: string]: unknown;
+}
+
+/** One tier in `GET /v1/stats`. */
+export interface TierStats {
+  name: string;
+  kind: string;
+  entries?: number;
+  bytes?: number;
+  hits: number;
+  misses: number;
+  errors: number;
+  [extra: string]: unknown;
+}
+
+/** `GET /v1/stats`. */
+export interface StatsResponse {
+  uptimeSeconds: number;
+  tiers: TierStats[];
+  requests: Record<string, unknown>;
+  [extra: string]: unknown;
+}
