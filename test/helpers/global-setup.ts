@@ -1,8 +1,8 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { ensureLocalStack, LOCALSTACK_ENDPOINT, ROOT, startRedis } from './services';
+import { ensureLocalStack, LOCALSTACK_ENDPOINT, startRedis } from './services';
 
-const STATE = join(ROOT, 'node_modules', '.strata-test-services.json');
+/** Handles live in this process: Jest runs global setup and teardown in the same one. */
+export interface TestServices { redisPid: number; localstackPid: number | null }
+const state = globalThis as { __strataTestServices?: TestServices };
 
 /**
  * Jest global setup: unless STRATA_TEST_SERVICES=none (unit runs), start a real redis-server for this run
@@ -17,6 +17,6 @@ export default async function globalSetup(): Promise<void> {
   process.env.AWS_ACCESS_KEY_ID ??= 'test';
   process.env.AWS_SECRET_ACCESS_KEY ??= 'test';
   process.env.AWS_REGION ??= 'us-east-1';
-  writeFileSync(STATE, JSON.stringify({ redisPid: redis.pid, localstackPid }));
+  state.__strataTestServices = { redisPid: redis.pid, localstackPid };
   process.stderr.write(`\n[test services] redis ${redis.url}, LocalStack ${LOCALSTACK_ENDPOINT}${localstackPid ? ' (started)' : ' (reused)'} in ${Date.now() - started} ms\n`);
 }

@@ -1,14 +1,12 @@
-import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { ROOT } from './services';
+import type { TestServices } from './global-setup';
 
-const STATE = join(ROOT, 'node_modules', '.strata-test-services.json');
-
+/** Stops what global setup started (LocalStack only if this run started it and STRATA_KEEP_LOCALSTACK is unset). */
 export default async function globalTeardown(): Promise<void> {
-  if (!existsSync(STATE)) return;
-  const { redisPid, localstackPid } = JSON.parse(readFileSync(STATE, 'utf8')) as { redisPid?: number; localstackPid?: number | null };
-  rmSync(STATE);
-  for (const pid of [redisPid, process.env.STRATA_KEEP_LOCALSTACK ? null : localstackPid]) {
+  const state = globalThis as { __strataTestServices?: TestServices };
+  const s = state.__strataTestServices;
+  if (!s) return;
+  state.__strataTestServices = undefined;
+  for (const pid of [s.redisPid, process.env.STRATA_KEEP_LOCALSTACK ? null : s.localstackPid]) {
     if (!pid) continue;
     try { process.kill(-pid, 'SIGTERM'); } catch { try { process.kill(pid, 'SIGTERM'); } catch { /* gone */ } }
   }

@@ -52,6 +52,7 @@ export async function startRedis(extraArgs: string[] = []): Promise<RedisHandle>
   const { default: Redis } = await import('ioredis');
   await waitFor('redis-server', async () => {
     const r = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    r.on('error', () => {}); // not up yet: the probe retries
     try { await r.connect(); return (await r.ping()) === 'PONG'; } finally { r.disconnect(); }
   }, 10_000, child);
   return {

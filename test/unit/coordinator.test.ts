@@ -156,6 +156,21 @@ describe('Coordinator', () => {
       expect((await c.get('ns', 'k'))!.entry.value.toString()).toBe('49');
     });
 
+    it('acknowledges every write when coordinators in different processes race on one key, newest wins everywhere', async () => {
+      const hot = new SwitchableTier('hot');
+      const cold = new SwitchableTier('cold');
+      const a = new Coordinator({ tiers: [hot, cold], flushTimer: false });
+      const b = new Coordinator({ tiers: [hot, cold], flushTimer: false });
+      const writes = await Promise.all(Array.from({ length: 64 }, (_, i) => (i % 2 ? a : b).put('ns', 'hot-key', buf(`w${i}`))));
+      const winner = writes.reduce((m, w, i) => (w.version > writes[m]!.version ? i : m), 0);
+      for (const tier of [hot, cold]) {
+        const e = (await tier.get('ns', 'hot-key'))!;
+        expect(e.header.version).toBe(writes[winner]!.version);
+        expect(e.value.toString()).toBe(`w${winner}`);
+      }
+      expect(writes.filter((w) => !w.superseded).length).toBeGreaterThan(0);
+    });
+
     it('enforces If-Match and If-None-Match with a 409', async () => {
       const { c } = setup();
       const w1 = await c.put('ns', 'k', buf('a'), { ifNoneMatch: true });

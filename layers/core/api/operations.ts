@@ -83,7 +83,7 @@ export async function putKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResul
   }
   const w = await ctx.coordinator.put(ns, key, value, { ttlSeconds, tags, contentType, ifMatch, ifNoneMatch });
   const headers = entryHeaders({ version: w.version, expiresAt: w.expiresAt, tags: tags ?? [], size: w.size, hash: '', flags: {} }, w.tiers.join(','));
-  return json(200, { ns, key, version: w.version, expiresAt: iso(w.expiresAt), size: w.size, tiers: w.tiers }, headers);
+  return json(200, { ns, key, version: w.version, expiresAt: iso(w.expiresAt), size: w.size, tiers: w.tiers, ...(w.superseded ? { superseded: true } : {}) }, headers);
 }
 
 export async function deleteKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {

@@ -47,6 +47,8 @@ export interface WriteResult {
   expiresAt: number | null;
   size: number;
   tiers: TierName[];
+  /** Concurrent writers in other processes got newer versions in first; theirs is what readers see. */
+  superseded?: boolean;
 }
 
 export interface DeleteResult {
@@ -81,7 +83,8 @@ export class Coordinator {
   private readonly clock: HybridLogicalClock;
   private readonly onBackgroundError: (error: unknown, what: string) => void;
   private readonly background = new Set<Promise<unknown>>();
-  private readonly conditional = new KeyedMutex();
+  /** Writes of one key from this process go one at a time: exact local order, and no herd of re-stamps. */
+  private readonly writeLocks = new KeyedMutex();
   private readonly originLoads = new Coalescer<ReadResult | undefined>();
   private readonly counters = new Map<ServedBy, TierCounters>();
   private readonly started = Date.now();
@@ -203,20 +206,20 @@ export class Coordinator {
 
   async put(ns: string, key: string, value: Buffer, opts: WriteOptions = {}): Promise<WriteResult> {
     const policy = this.policies.for(ns);
-    if (opts.ifMatch !== undefined || opts.ifNoneMatch) {
-      // Serialised per key in this process so check-then-write cannot interleave locally; across processes a
-      // concurrent writer that slips in is caught by the versioned write below and reported as a conflict.
-      return this.conditional.run(`${ns}\u0000${key}`, async () => {
+    return this.writeLocks.run(`${ns}\u0000${key}`, async () => {
+      const conditional = opts.ifMatch !== undefined || !!opts.ifNoneMatch;
+      if (conditional) {
+        // Checked under the key's lock, so no local write interleaves; a writer in another process that slips
+        // in is caught by the versioned write below and reported as a conflict.
         const current = await this.head(ns, key);
         const currentVersion = current?.header.version ?? null;
         if (opts.ifNoneMatch && current) throw new VersionConflictError(`key '${key}' already exists`, { expected: '*', current: currentVersion });
         if (opts.ifMatch !== undefined && currentVersion !== opts.ifMatch) {
           throw new VersionConflictError(`key '${key}' is at version ${currentVersion ?? 'none'}, not ${opts.ifMatch}`, { expected: opts.ifMatch, current: currentVersion });
         }
-        return this.write(ns, key, value, opts, policy, true);
-      });
-    }
-    return this.write(ns, key, value, opts, policy, false);
+      }
+      return this.write(ns, key, value, opts, policy, conditional);
+    });
   }
 
   async putMany(ns: string, items: { key: string; value: Buffer; opts?: WriteOptions }[]): Promise<WriteResult[]> {
@@ -225,7 +228,14 @@ export class Coordinator {
 
   async delete(ns: string, key: string, opts: { ifMatch?: number } = {}): Promise<DeleteResult> {
     const policy = this.policies.for(ns);
-    const run = async (conditional: boolean): Promise<DeleteResult> => {
+    return this.writeLocks.run(`${ns}\u0000${key}`, async () => {
+      const conditional = opts.ifMatch !== undefined;
+      if (conditional) {
+        const current = await this.head(ns, key);
+        if (current?.header.version !== opts.ifMatch) {
+          throw new VersionConflictError(`key '${key}' is at version ${current?.header.version ?? 'none'}, not ${opts.ifMatch}`, { expected: opts.ifMatch, current: current?.header.version ?? null });
+        }
+      }
       let version = this.clock.next();
       for (let attempt = 0; ; attempt++) {
         const tomb = makeTombstone(version, policy.tombstoneTtlMs);
@@ -233,7 +243,7 @@ export class Coordinator {
         const stale = maxStale(results);
         if (stale !== null) {
           if (conditional) throw new VersionConflictError(`key '${key}' changed during the delete`, { expected: opts.ifMatch, current: stale });
-          if (attempt >= MAX_RESTAMPS) throw new StrataError('INTERNAL', 'delete could not get a current version');
+          if (attempt >= MAX_RESTAMPS) return { version }; // superseded by concurrent writers (see write())
           this.clock.observe(stale);
           version = this.clock.next();
           continue;
@@ -244,17 +254,9 @@ export class Coordinator {
           // A durable tier may still hold the old value: the delete is not acknowledged.
           throw new TierUnavailableError(failed.join(','));
         }
-        this.l1?.putSync(ns, key, makeTombstone(version, policy.nearCache.ttlMs));
+        this.l1?.putSync(ns, key, makeTombstone(version, policy.nearCache.ttlMs), policy.nearCache.ttlMs);
         return { version };
       }
-    };
-    if (opts.ifMatch === undefined) return run(false);
-    return this.conditional.run(`${ns}\u0000${key}`, async () => {
-      const current = await this.head(ns, key);
-      if (current?.header.version !== opts.ifMatch) {
-        throw new VersionConflictError(`key '${key}' is at version ${current?.header.version ?? 'none'}, not ${opts.ifMatch}`, { expected: opts.ifMatch, current: current?.header.version ?? null });
-      }
-      return run(true);
     });
   }
 
@@ -275,6 +277,7 @@ export class Coordinator {
     const ttl = opts.ttlSeconds === undefined ? policy.defaultTtlSeconds : opts.ttlSeconds;
     const expiresAt = ttl === null ? null : Date.now() + ttl * 1000;
     const upper = this.tiers.slice(0, this.tiers.indexOf(target));
+    return this.writeLocks.run(`${ns}\u0000${key}`, async () => {
     let version = this.clock.next();
     for (let attempt = 0; ; attempt++) {
       const marker = makeLocationMarker(version, expiresAt);
@@ -283,15 +286,16 @@ export class Coordinator {
       if (stale === null) {
         const o = await target.commitUpload(uploadId, ns, key, { version, expiresAt, tags: opts.tags ?? [], ...(opts.contentType ? { contentType: opts.contentType } : {}), flags: {} });
         if (o.applied) {
-          this.l1?.putSync(ns, key, marker);
+          this.l1?.putSync(ns, key, marker, policy.nearCache.ttlMs);
           return { version, expiresAt, size: o.size, tiers: [target.name] };
         }
         stale = o.current ?? version;
       }
-      if (attempt >= MAX_RESTAMPS) throw new StrataError('INTERNAL', 'upload could not get a current version');
+      if (attempt >= MAX_RESTAMPS) throw new StrataError('TIER_UNAVAILABLE', 'the upload kept losing to concurrent writes of the same key; commit it again');
       this.clock.observe(stale);
       version = this.clock.next();
     }
+    });
   }
 
   /** Makes sure `tierName` holds the live version of a key (e.g. before presigning a download from cold). */
@@ -401,9 +405,7 @@ export class Coordinator {
 
   private nearFill(ns: string, key: string, entry: Entry, policy: NamespacePolicy): void {
     if (!this.l1 || !policy.nearCache.enabled || entry.value.length > policy.nearCache.maxValueBytes) return;
-    const cap = Date.now() + policy.nearCache.ttlMs;
-    const expiresAt = entry.header.expiresAt === null ? cap : Math.min(cap, entry.header.expiresAt);
-    this.l1.putSync(ns, key, { header: { ...entry.header, expiresAt, flags: {} }, value: entry.value });
+    this.l1.putSync(ns, key, { header: { ...entry.header, flags: {} }, value: entry.value }, policy.nearCache.ttlMs);
   }
 
   private async lookup(ns: string, key: string): Promise<{ hit?: ReadResult; index: number; errors: number; failed: TierName[] }> {
@@ -451,7 +453,7 @@ export class Coordinator {
     return this.originLoads.run(`${ns}\u0000${key}`, async () => {
       const loaded = await fetchFromOrigin(origin, key);
       if (!loaded) return undefined;
-      const written = await this.write(ns, key, loaded.value, { ttlSeconds: origin.ttlSeconds, contentType: loaded.contentType }, policy, false);
+      const written = await this.writeLocks.run(`${ns}\u0000${key}`, () => this.write(ns, key, loaded.value, { ttlSeconds: origin.ttlSeconds, contentType: loaded.contentType }, policy, false));
       const header: EntryHeader = { version: written.version, expiresAt: written.expiresAt, size: written.size, hash: contentHash(loaded.value), tags: [], contentType: loaded.contentType, flags: {} };
       this.count('origin', 'hits');
       return { entry: { header, value: loaded.value }, tier: 'origin' };
@@ -477,7 +479,10 @@ export class Coordinator {
         return { version, expiresAt: base.expiresAt, size: value.length, tiers: r.tiers };
       }
       if (conditional) throw new VersionConflictError(`key '${key}' changed during the write`, { current: r.current });
-      if (attempt >= MAX_RESTAMPS) throw new StrataError('INTERNAL', 'write could not get a current version');
+      // Each re-stamp put us above every version seen so far; losing again means writers in other processes
+      // wrote concurrently. Ordering this write just before theirs is a valid linearisation: it is acknowledged
+      // as superseded rather than failed (it did not come after them, so readers rightly see theirs).
+      if (attempt >= MAX_RESTAMPS) return { version, expiresAt: base.expiresAt, size: value.length, tiers: [], superseded: true };
       this.clock.observe(r.current);
       version = this.clock.next();
     }

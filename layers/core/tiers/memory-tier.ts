@@ -18,6 +18,9 @@ export interface MemoryTierOptions {
   now?: () => number;
 }
 
+/** A stored entry; `deadline` is a local max age (the near cache's staleness bound), separate from the header's expiry. */
+type Stored = Entry & { deadline?: number };
+
 /** Approximate per-entry overhead (Map slots, header object, queue node). */
 const ENTRY_OVERHEAD = 160;
 const SEP = '\u0000';
@@ -30,7 +33,7 @@ const SEP = '\u0000';
 export class MemoryTier implements Tier, DirtyTracking {
   readonly name: TierName;
   readonly kind = 'memory';
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new Map<string, Stored>();
   private readonly order: S3Fifo<string>;
   private readonly dirty = new Set<string>();
   private readonly maxBytes: number;
@@ -76,7 +79,8 @@ export class MemoryTier implements Tier, DirtyTracking {
     return this.putSync(ns, key, entry);
   }
 
-  putSync(ns: string, key: string, entry: Entry): WriteOutcome {
+  /** `maxAgeMs` drops the copy that long after it was stored even if its header has no expiry (near-cache use). */
+  putSync(ns: string, key: string, entry: Entry, maxAgeMs?: number): WriteOutcome {
     const id = ns + SEP + key;
     const existing = this.live(id);
     if (!isNewer(entry.header.version, existing?.header, this.now())) {
@@ -97,7 +101,8 @@ export class MemoryTier implements Tier, DirtyTracking {
       this.drop(victim);
       this.evictions++;
     }
-    const stored: Entry = { header: cloneHeader(entry.header), value: Buffer.from(entry.value) };
+    const stored: Stored = { header: cloneHeader(entry.header), value: Buffer.from(entry.value) };
+    if (maxAgeMs !== undefined) stored.deadline = this.now() + maxAgeMs;
     if (this.entries.has(id)) this.drop(id, false);
     this.entries.set(id, stored);
     this.bytes += cost;
@@ -173,10 +178,11 @@ export class MemoryTier implements Tier, DirtyTracking {
   }
 
   /** The stored entry unless expired (expired entries are dropped on sight; a dirty one is never expired away unseen). */
-  private live(id: string): Entry | undefined {
+  private live(id: string): Stored | undefined {
     const e = this.entries.get(id);
     if (!e) return undefined;
-    if (isExpired(e.header, this.now())) {
+    const now = this.now();
+    if (isExpired(e.header, now) || (e.deadline !== undefined && e.deadline <= now)) {
       this.drop(id);
       return undefined;
     }

@@ -1,0 +1,38 @@
+/**
+ * `npm run bench -- <scenario> [--seconds N]`: runs a benchmark, prints its figures and ratios against the
+ * baseline measured in the same run, and writes bench/results/<scenario>.json.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { hotPath } from './hot-path.js';
+
+const SCENARIOS: Record<string, (opts: { seconds: number }) => Promise<Record<string, unknown>>> = {
+  'hot-path': hotPath,
+};
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const secondsArg = args.indexOf('--seconds');
+  const seconds = secondsArg >= 0 ? Number(args[secondsArg + 1]) : 10;
+  const names = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--seconds');
+  const chosen = names.length ? names : Object.keys(SCENARIOS);
+  for (const name of chosen) {
+    const run = SCENARIOS[name];
+    if (!run) {
+      console.error(`unknown scenario '${name}'; choose from: ${Object.keys(SCENARIOS).join(', ')}`);
+      process.exit(2);
+    }
+    console.log(`\n=== ${name} (${seconds} s per measurement) ===`);
+    const result = await run({ seconds });
+    const dir = join(import.meta.dirname, 'results');
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, `${name}.json`);
+    writeFileSync(file, JSON.stringify({ ...result, measuredAt: new Date().toISOString(), node: process.version }, null, 2) + '\n');
+    console.log(`\nwritten ${file}`);
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,175 @@
+/**
+ * The HTTP API end to end: the real local server (same Lambda handlers) over real tiers, driven through the SDK.
+ * Runs against the embedded defaults (memory + local folder) and against redis-server + LocalStack S3.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { StrataClient, VersionConflictError, ValidationError, NotFoundError } from '../../sdk/src/index.js';
+import { startTestApi, type Backend, type TestApi } from '../helpers/api-server.js';
+
+const INLINE_LIMIT = 256 * 1024;
+
+describe.each<Backend>(['embedded', 'redis+s3'])('API through the SDK (%s)', (backend) => {
+  let api: TestApi;
+  let client: StrataClient;
+  let origin: Server;
+  let originUrl: string;
+  let originCalls = 0;
+
+  beforeAll(async () => {
+    origin = createServer((req, res) => {
+      originCalls++;
+      const key = decodeURIComponent((req.url ?? '').split('/').pop() ?? '');
+      setTimeout(() => {
+        if (key.startsWith('missing')) res.writeHead(404).end();
+        else if (key.startsWith('broken')) res.writeHead(500).end('boom');
+        else res.writeHead(200, { 'content-type': 'text/plain' }).end(`origin:${key}`);
+      }, 50);
+    });
+    await new Promise<void>((r) => origin.listen(0, '127.0.0.1', r));
+    originUrl = `http://127.0.0.1:${(origin.address() as AddressInfo).port}`;
+    api = await startTestApi(backend, {
+      STRATA_INLINE_LIMIT_BYTES: String(INLINE_LIMIT),
+      STRATA_NAMESPACES: JSON.stringify({
+        defaults: { writeAroundBytes: 128 * 1024 },
+        namespaces: { nol1: { nearCache: { enabled: false } }, wb: { writeMode: 'write-back', flushIntervalMs: 100 }, rt: { origin: { url: `${originUrl}/items/{key}`, ttlSeconds: 60 } } },
+      }),
+    });
+    client = new StrataClient({ endpoint: api.url, namespace: 'app', retries: 1, inlineLimitBytes: INLINE_LIMIT });
+  });
+
+  afterAll(async () => {
+    await api?.close();
+    await new Promise((r) => origin?.close(r));
+  });
+
+  it('round-trips binary, text and JSON values with their metadata', async () => {
+    const bytes = Uint8Array.from({ length: 256 }, (_, i) => i);
+    const w = await client.put('bin', bytes, { ttl: 120, tags: ['a', 'b:c'] });
+    expect(w.tiers).toEqual(['hot', 'cold']);
+    const got = (await client.get('bin'))!;
+    expect(Buffer.from(got.value).equals(Buffer.from(bytes))).toBe(true);
+    expect(got.version).toBe(w.version);
+    expect(got.tags).toEqual(['a', 'b:c']);
+    expect(got.expiresAt!.getTime()).toBeGreaterThan(Date.now() + 100_000);
+    await client.put('json', { hello: 'wörld', n: [1, 2] });
+    expect((await client.get('json'))!.json()).toEqual({ hello: 'wörld', n: [1, 2] });
+    await client.put('empty', new Uint8Array(0));
+    expect((await client.get('empty'))!.value.length).toBe(0);
+  });
+
+  it('keeps awkward keys apart and intact', async () => {
+    const keys = ['a/b', 'a%2Fb', '../etc/passwd', '..', '.', 'ñ日本😀', 'with space', '{tag}', 'x'.repeat(500)];
+    for (const [i, k] of keys.entries()) await client.put(k, `value-${i}`);
+    for (const [i, k] of keys.entries()) expect((await client.get(k))!.text()).toBe(`value-${i}`);
+  });
+
+  it('answers misses with undefined, has() with HEAD, and deletes with tombstones', async () => {
+    expect(await client.get('never-written')).toBeUndefined();
+    expect(await client.has('never-written')).toBe(false);
+    await client.put('gone', 'x');
+    expect(await client.has('gone')).toBe(true);
+    const d = await client.delete('gone');
+    expect(d.version).toBeGreaterThan(0);
+    expect(await client.get('gone')).toBeUndefined();
+  });
+
+  it('enforces conditional writes with typed 409s', async () => {
+    const w1 = await client.put('cond', 'v1', { ifNoneMatch: '*' });
+    await expect(client.put('cond', 'v2', { ifNoneMatch: '*' })).rejects.toBeInstanceOf(VersionConflictError);
+    await expect(client.put('cond', 'v2', { ifMatch: w1.version + 1 })).rejects.toMatchObject({ code: 'VERSION_CONFLICT', status: 409 });
+    const w2 = await client.put('cond', 'v2', { ifMatch: w1.version });
+    expect((await client.get('cond'))!.version).toBe(w2.version);
+  });
+
+  it('rejects bad input with typed errors naming the field', async () => {
+    await expect(client.put('k', 'v', { ns: 'Bad NS' } as never)).rejects.toBeInstanceOf(ValidationError);
+    const res = await fetch(`${api.url}/v1/ns/app/keys/k`, { method: 'PUT', body: 'x', headers: { 'x-strata-ttl': '-5' } });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: { code: 'VALIDATION_FAILED', details: { field: 'ttl' } } });
+    const big = await fetch(`${api.url}/v1/ns/app/keys/k`, { method: 'PUT', body: Buffer.alloc(INLINE_LIMIT + 1) });
+    expect(big.status).toBe(413);
+    expect(await big.json()).toMatchObject({ error: { code: 'PAYLOAD_TOO_LARGE', details: { uploadUrl: '/v1/ns/app/uploads/k', limit: INLINE_LIMIT } } });
+  });
+
+  it('batch-gets, -puts and -deletes across 250 keys', async () => {
+    const items = Array.from({ length: 250 }, (_, i) => ({ key: `batch-${i}`, value: `v${i}` }));
+    const put = await client.putMany(items);
+    expect(put).toHaveLength(250);
+    const got = await client.getMany([...items.map((i) => i.key), 'batch-missing']);
+    expect(got.size).toBe(250);
+    expect(got.get('batch-199')!.text()).toBe('v199');
+    await client.deleteMany(items.slice(0, 100).map((i) => i.key));
+    expect((await client.getMany(items.slice(0, 110).map((i) => i.key))).size).toBe(10);
+  });
+
+  it('moves values above the inline limit through upload and download URLs', async () => {
+    const large = Buffer.alloc(INLINE_LIMIT * 3, 7);
+    large.write('head', 0);
+    const w = await client.put('large', large, { contentType: 'application/x-test' });
+    expect(w.tiers).toEqual(['cold']);
+    expect(w.size).toBe(large.length);
+    const got = (await client.get('large'))!;
+    expect(got.version).toBe(w.version);
+    expect(Buffer.from(got.value).equals(large)).toBe(true);
+  });
+
+  it('keeps large writes out of the hot tier (write-around) and serves them from cold', async () => {
+    await client.put('medium', Buffer.alloc(200 * 1024, 1), { ns: 'nol1' });
+    const hot = api.ctx.coordinator.tierList()[0]!;
+    expect((await hot.get('nol1', 'medium'))!.header.flags.elsewhere).toBe(true);
+    const got = (await client.get('medium', { ns: 'nol1' }))!;
+    expect(got.tier).toBe('cold');
+    expect(got.value.length).toBe(200 * 1024);
+  });
+
+  it('promotes cold hits into the hot tier', async () => {
+    await client.put('promote-me', 'p', { ns: 'nol1' });
+    const hot = api.ctx.coordinator.tierList()[0]!;
+    await hot.delete('nol1', 'promote-me'); // as if evicted from hot
+    expect((await client.get('promote-me', { ns: 'nol1' }))!.tier).toBe('cold');
+    await api.ctx.coordinator.drain();
+    expect((await hot.get('nol1', 'promote-me'))!.value.toString()).toBe('p');
+    expect((await client.get('promote-me', { ns: 'nol1' }))!.tier).toBe('hot');
+  });
+
+  it('acknowledges write-back writes from hot and flushes them to cold', async () => {
+    const w = await client.put('wb-key', 'later', { ns: 'wb' });
+    expect(w.tiers).toEqual(['hot']);
+    await api.ctx.coordinator.flushDirty();
+    const cold = api.ctx.coordinator.tierList().find((t) => t.name === 'cold')!;
+    expect((await cold.get('wb', 'wb-key'))!.header.version).toBe(w.version);
+  });
+
+  it('reads through the origin on a miss, coalescing concurrent misses into one fetch', async () => {
+    originCalls = 0;
+    const results = await Promise.all(Array.from({ length: 10 }, () => client.get('item-1', { ns: 'rt' })));
+    expect(results.every((r) => r?.text() === 'origin:item-1')).toBe(true);
+    expect(originCalls).toBe(1);
+    expect((await client.get('item-1', { ns: 'rt' }))!.tier).not.toBe('origin');
+    expect(await client.get('missing-1', { ns: 'rt' })).toBeUndefined();
+    await expect(client.get('broken-1', { ns: 'rt' })).rejects.toMatchObject({ code: 'ORIGIN_FAILED', status: 502 });
+  });
+
+  it('getOrSet loads once and then serves from the cache', async () => {
+    let loads = 0;
+    const loader = async () => {
+      loads++;
+      return { computed: true };
+    };
+    const a = await client.getOrSet('gos', loader, { ttl: 60 });
+    const b = await client.getOrSet('gos', loader, { ttl: 60 });
+    expect(a.json()).toEqual({ computed: true });
+    expect(b.json()).toEqual({ computed: true });
+    expect(loads).toBe(1);
+  });
+
+  it('reports stats and health', async () => {
+    const stats = await client.stats();
+    expect(stats.tiers.map((t) => t.name)).toEqual(backend === 'embedded' ? ['hot', 'cold'] : ['l1', 'hot', 'cold']);
+    const health = await client.health();
+    expect(health.status).toBe('ok');
+    await expect(new StrataClient({ endpoint: api.url, retries: 0 }).get('x', { ns: 'app' })).resolves.toBeUndefined();
+    expect(NotFoundError).toBeDefined();
+  });
+});
