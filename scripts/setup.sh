@@ -45,7 +45,8 @@ fi
 say "$(redis-server --version | cut -d' ' -f1-3)"
 
 # --- LocalStack (host mode, no Docker) -------------------------------------------------------
-if [ "${SKIP_LOCALSTACK:-}" != 1 ] && [ ! -x .localstack/venv/bin/localstack ]; then
+LS_MARKER=.localstack/venv/.strata-installed
+if [ "${SKIP_LOCALSTACK:-}" != 1 ] && [ ! -f "$LS_MARKER" ]; then
   PY=""
   for cand in "$(pyenv root 2>/dev/null)/versions/3.13.0/bin/python" python3.13; do
     if [ -n "$cand" ] && command -v "$cand" >/dev/null 2>&1; then PY=$cand; break; fi
@@ -58,5 +59,6 @@ if [ "${SKIP_LOCALSTACK:-}" != 1 ] && [ ! -x .localstack/venv/bin/localstack ]; 
   "$PY" -m venv .localstack/venv
   .localstack/venv/bin/pip install -q 'localstack-core[runtime]==2026.3.0' service-identity \
     -c scripts/localstack/constraints.txt
+  .localstack/venv/bin/python -c 'import localstack.runtime.main' && touch "$LS_MARKER"
 fi
 say "ready: npm start | npm test"

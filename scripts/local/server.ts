@@ -23,6 +23,8 @@ const HANDLERS: Record<ApiFunction, LambdaHandler> = { keys, batch, transfer, se
 
 /** API Gateway rejects request bodies above 10 MB before any Lambda runs; so does the local server. */
 export const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
+/** Largest value accepted through a local upload URL (S3's single PUT limit). */
+export const MAX_UPLOAD_BYTES = 5 * 1024 * 1024 * 1024;
 
 export interface LocalServerOptions {
   context: ApiContext;
@@ -107,7 +109,7 @@ async function serveBlob(req: IncomingMessage, res: ServerResponse, blobs: Local
     return send(res, { statusCode: 403, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: { code: 'FORBIDDEN', message: 'the blob URL is invalid, expired, or used with the wrong method' } }) }, isHead);
   }
   if (claims.op === 'put') {
-    const { size } = await blobs.writeStagedUpload(claims.uploadId, req);
+    const { size } = await blobs.writeStagedUpload(claims.uploadId, req, { maxBytes: MAX_UPLOAD_BYTES });
     return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ uploadId: claims.uploadId, size }) }, false);
   }
   const blob = await blobs.readBlob(claims.ns, claims.key);

@@ -6,7 +6,6 @@ import {
   base32Encode,
   LOCAL_SEGMENT_CHARS,
   localEntrySegments,
-  mapLimit,
   normalizePrefix,
   parseLocalEntrySegments,
   parseS3ObjectKey,
@@ -15,6 +14,7 @@ import {
   s3StagingKey,
   validateUploadId,
 } from '../../layers/core/tiers/storage-key.js';
+import { mapLimit } from '../../layers/core/util/concurrency.js';
 
 const NASTY_KEYS = ['a', '/', '..', '../../etc/passwd', 'a/b/../c', '%2F%2e%2e', 'ключ', '日本語/キー', '🙂'.repeat(3), ' spaced ', '{tag}', 'x'.repeat(MAX_KEY_BYTES)];
 const LONGEST_NS = 'n'.repeat(63);

@@ -8,6 +8,7 @@ import type { Tier, TierName, TierStats } from '../tiers/tier.js';
 import { supportsDirtyTracking, supportsPresigning } from '../tiers/tier.js';
 import { Coalescer, KeyedMutex } from './keyed-mutex.js';
 import { fetchFromOrigin } from './origin.js';
+import { mapLimit, withTimeout } from '../util/concurrency.js';
 import type { NamespacePolicy } from './policy.js';
 import { PolicyRegistry } from './policy.js';
 
@@ -223,7 +224,7 @@ export class Coordinator {
   }
 
   async putMany(ns: string, items: { key: string; value: Buffer; opts?: WriteOptions }[]): Promise<WriteResult[]> {
-    return mapBounded(items, 32, (i) => this.put(ns, i.key, i.value, i.opts));
+    return mapLimit(items, 32, (i) => this.put(ns, i.key, i.value, i.opts));
   }
 
   async delete(ns: string, key: string, opts: { ifMatch?: number } = {}): Promise<DeleteResult> {
@@ -261,7 +262,7 @@ export class Coordinator {
   }
 
   async deleteMany(ns: string, keys: string[]): Promise<DeleteResult[]> {
-    return mapBounded(keys, 32, (k) => this.delete(ns, k));
+    return mapLimit(keys, 32, (k) => this.delete(ns, k));
   }
 
   // ------------------------------------------------------------------ large values
@@ -333,7 +334,7 @@ export class Coordinator {
     if (!hot || !supportsDirtyTracking(hot)) return 0;
     const dirty = await hot.listDirty(limit);
     let done = 0;
-    await mapBounded(dirty, 16, async ({ ns, key }) => {
+    await mapLimit(dirty, 16, async ({ ns, key }) => {
       const e = await hot.get(ns, key);
       if (!e || !e.header.flags.dirty) return;
       const clean: Entry = { header: { ...e.header, flags: { ...e.header.flags, dirty: false } }, value: e.value };
@@ -560,22 +561,4 @@ function maxStale(results: PromiseSettledResult<WriteOutcome>[]): number | null 
     if (r.status === 'fulfilled' && !r.value.applied && !r.value.full && r.value.current !== null) max = Math.max(max ?? 0, r.value.current);
   }
   return max;
-}
-
-async function mapBounded<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([p, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
 }

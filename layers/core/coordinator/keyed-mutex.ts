@@ -1,22 +1,21 @@
 /** Serialises async sections per key within this process (conditional writes, origin loads). */
 export class KeyedMutex {
-  private readonly tails = new Map<string, Promise<void>>();
+  private readonly tails = new Map<string, Promise<unknown>>();
 
-  async run<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.tails.get(key) ?? Promise.resolve();
-    let release!: () => void;
-    const mine = new Promise<void>((r) => (release = r));
-    const tail = prev.then(() => mine);
+  /** Runs `fn` after every earlier `fn` of the same key has settled; uncontended keys pay one Map lookup. */
+  run<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.tails.get(key);
+    const result = prev ? prev.then(fn, fn) : fn();
+    const tail = result.then(noop, noop);
     this.tails.set(key, tail);
-    await prev;
-    try {
-      return await fn();
-    } finally {
-      release();
+    void tail.then(() => {
       if (this.tails.get(key) === tail) this.tails.delete(key);
-    }
+    });
+    return result;
   }
 }
+
+function noop(): void {}
 
 /** Single-flight: concurrent callers for the same key share one in-flight promise. */
 export class Coalescer<T> {

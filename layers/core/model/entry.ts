@@ -22,7 +22,10 @@ export interface EntryHeader {
   expiresAt: number | null;
   /** Value size in bytes. */
   size: number;
-  /** base64url SHA-256 of the value ('' for tombstones and location markers). */
+  /**
+   * Content fingerprint: base64url SHA-256 of the value, or `etag:<etag>` for values committed from a presigned
+   * upload (their bytes never pass through Strata); '' for tombstones and location markers.
+   */
   hash: string;
   tags: string[];
   contentType?: string;

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { ValidationError } from '../errors.js';
 
 /** Namespaces: lowercase DNS-label-like names, safe as path segments, Redis prefixes and S3 prefixes. */
@@ -32,11 +32,22 @@ export function decodeKey(encoded: string): string {
   return Buffer.from(encoded, 'base64url').toString('utf8');
 }
 
-/** Two hex characters spreading keys over 256 shards (S3 prefixes, Redis hash-tag shards). */
+/**
+ * Two hex characters spreading keys over 256 shards (S3 prefixes, Redis hash-tag shards). FNV-1a over the
+ * UTF-16 code units: it only has to spread keys evenly, and it runs on every request, so no crypto hash.
+ */
 export function keyShard(ns: string, key: string): string {
-  return createHash('sha256').update(ns).update('\u0000').update(key).digest('hex').slice(0, 2);
+  let h = 0x811c9dc5;
+  for (let i = 0; i < ns.length; i++) h = Math.imul(h ^ ns.charCodeAt(i), 0x01000193);
+  h = Math.imul(h ^ 0, 0x01000193);
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  // Fold the high bits in: FNV's low byte alone is weakly mixed for short keys.
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  return ((h >>> 0) & 0xff).toString(16).padStart(2, '0');
 }
 
 export function contentHash(value: Buffer): string {
-  return createHash('sha256').update(value).digest('base64url');
+  return hash('sha256', value, 'base64url');
 }

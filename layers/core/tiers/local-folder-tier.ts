@@ -7,7 +7,8 @@ import { NotFoundError, StrataError, TierUnavailableError, ValidationError } fro
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { decodeHeader, encodeHeader, isExpired, isLive, isNewer } from '../model/entry.js';
 import { decodeKey, encodeKey, NAMESPACE_PATTERN } from '../model/keys.js';
-import { localEntrySegments, mapLimit, UPLOADS_FOLDER, validateUploadId } from './storage-key.js';
+import { localEntrySegments, UPLOADS_FOLDER, validateUploadId } from './storage-key.js';
+import { mapLimit } from '../util/concurrency.js';
 import type { PresignedUrl, Presigning, Tier, TierName, TierStats } from './tier.js';
 
 export interface LocalFolderTierOptions {

@@ -15,7 +15,8 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { NotFoundError, StrataError, TierUnavailableError, ValidationError } from '../errors.js';
 import type { Entry, EntryFlags, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive, isNewer } from '../model/entry.js';
-import { DEFAULT_S3_PREFIX, mapLimit, normalizePrefix, s3ObjectKey, s3StagingKey } from './storage-key.js';
+import { DEFAULT_S3_PREFIX, normalizePrefix, s3ObjectKey, s3StagingKey } from './storage-key.js';
+import { mapLimit } from '../util/concurrency.js';
 import type { PresignedUrl, Presigning, Tier, TierName, TierStats } from './tier.js';
 
 const MiB = 1024 * 1024;

@@ -1,0 +1,91 @@
+import { PolicyConfigError, PolicyRegistry } from '../../layers/core/coordinator/policy.js';
+import { ConfigError, loadRuntimeEnv, namespaceConfigFrom } from '../../layers/core/runtime/config.js';
+import { ifMatchHeader, ifNoneMatchHeader, jsonBody, tagsHeader, ttlHeader, valueContentType, batchPutSchema } from '../../layers/core/api/validation.js';
+import { validateKey, validateNamespace } from '../../layers/core/model/keys.js';
+import { matchRoute } from '../../layers/core/api/routes.js';
+import type { ApiEvent } from '../../layers/core/api/http.js';
+import { StrataError } from '../../layers/core/errors.js';
+
+const ev = (headers: Record<string, string>, body?: string): ApiEvent => ({ headers, body: body ?? null, isBase64Encoded: false }) as unknown as ApiEvent;
+
+function fieldOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (e) {
+    return (e as StrataError).details?.field as string | undefined;
+  }
+  throw new Error('expected a validation error');
+}
+
+describe('namespace policies', () => {
+  it('fills defaults and overlays per-namespace settings, including nested near-cache ones', () => {
+    const r = new PolicyRegistry({ namespaces: { s: { writeMode: 'write-back', nearCache: { ttlMs: 50 } } } });
+    expect(r.for('other')).toMatchObject({ writeMode: 'write-through', writeAroundBytes: 1024 * 1024, nearCache: { enabled: true, ttlMs: 1000 } });
+    expect(r.for('s')).toMatchObject({ writeMode: 'write-back', nearCache: { enabled: true, ttlMs: 50 } });
+    expect(r.minFlushIntervalMs()).toBe(1000);
+  });
+
+  it('rejects bad configuration at start-up with the namespace and field named', () => {
+    expect(() => new PolicyRegistry({ namespaces: { s: { writeMode: 'write-sideways' } } })).toThrow(/namespace 's'.*writeMode/);
+    expect(() => new PolicyRegistry({ namespaces: { 'Bad NS': {} } })).toThrow(PolicyConfigError);
+    expect(() => new PolicyRegistry({ defaults: { origin: { url: 'https://x.example/no-placeholder' } } })).toThrow(/\{key\}/);
+    expect(() => new PolicyRegistry({ namespaces: { s: { surprise: 1 } } })).toThrow(/surprise|Unrecognized/i);
+  });
+});
+
+describe('runtime environment', () => {
+  it('has embedded defaults and reads REDIS_URL and AWS_ENDPOINT_URL_S3 aliases', () => {
+    const env = loadRuntimeEnv({ REDIS_URL: 'redis://127.0.0.1:6379', AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:4566' });
+    expect(env).toMatchObject({ STRATA_REDIS_URL: 'redis://127.0.0.1:6379', STRATA_S3_ENDPOINT: 'http://127.0.0.1:4566', STRATA_HOT_MEMORY_MB: 256, STRATA_INLINE_LIMIT_BYTES: 4 * 1024 * 1024 });
+  });
+
+  it('names the variable that is wrong', () => {
+    expect(() => loadRuntimeEnv({ STRATA_HOT_MEMORY_MB: 'lots' })).toThrow(ConfigError);
+    expect(() => loadRuntimeEnv({ STRATA_HOT_MEMORY_MB: 'lots' })).toThrow(/STRATA_HOT_MEMORY_MB/);
+    expect(() => namespaceConfigFrom(loadRuntimeEnv({ STRATA_NAMESPACES: '{nope' }))).toThrow(/STRATA_NAMESPACES is not valid JSON/);
+  });
+});
+
+describe('request validation', () => {
+  it('accepts valid keys and namespaces and names the field of invalid ones', () => {
+    expect(validateKey('a/b/../ñ')).toBe('a/b/../ñ');
+    expect(fieldOf(() => validateKey(''))).toBe('key');
+    expect(fieldOf(() => validateKey('x'.repeat(513)))).toBe('key');
+    expect(fieldOf(() => validateKey('\ud800'))).toBe('key');
+    expect(fieldOf(() => validateNamespace('UPPER'))).toBe('ns');
+  });
+
+  it('parses TTL, tags and conditional headers strictly', () => {
+    expect(ttlHeader(ev({ 'X-Strata-TTL': '60' }))).toBe(60);
+    expect(ttlHeader(ev({}))).toBeUndefined();
+    for (const bad of ['0', '-1', '1.5', 'abc', '31536001']) expect(fieldOf(() => ttlHeader(ev({ 'x-strata-ttl': bad })))).toBe('ttl');
+    expect(tagsHeader(ev({ 'x-strata-tags': 'a, b:c' }))).toEqual(['a', 'b:c']);
+    expect(fieldOf(() => tagsHeader(ev({ 'x-strata-tags': 'bad tag' })))).toBe('tags[0]');
+    expect(ifMatchHeader(ev({ 'if-match': 'W/"42"' }))).toBe(42);
+    expect(fieldOf(() => ifMatchHeader(ev({ 'if-match': 'abc' })))).toBe('if-match');
+    expect(ifNoneMatchHeader(ev({ 'if-none-match': '*' }))).toBe(true);
+    expect(fieldOf(() => ifNoneMatchHeader(ev({ 'if-none-match': '"1"' })))).toBe('if-none-match');
+  });
+
+  it('answers 415 for non-JSON bodies on JSON endpoints, 400 for malformed JSON, and names batch item fields', () => {
+    expect(() => jsonBody(ev({ 'content-type': 'text/plain' }, '{}'), batchPutSchema)).toThrow(expect.objectContaining({ status: 415 }));
+    expect(() => jsonBody(ev({ 'content-type': 'application/json' }, '{'), batchPutSchema)).toThrow(expect.objectContaining({ code: 'MALFORMED_JSON' }));
+    const bad = JSON.stringify({ items: [{ key: 'a', value: 'aGk=' }, { key: 'b', value: 'aGk=', ttl: -1 }] });
+    expect(fieldOf(() => jsonBody(ev({ 'content-type': 'application/json; charset=utf-8' }, bad), batchPutSchema))).toBe('body.items[1].ttl');
+    expect(valueContentType(ev({}))).toBe('application/octet-stream');
+    expect(() => valueContentType(ev({ 'content-type': 'multipart/form-data; boundary=x' }))).toThrow(expect.objectContaining({ status: 415 }));
+  });
+});
+
+describe('route table', () => {
+  it('matches encoded keys as one segment and reports allowed methods for 405', () => {
+    const m = matchRoute('GET', '/v1/ns/app/keys/a%2Fb%2E%2E');
+    expect(m.route?.resource).toBe('/v1/ns/{ns}/keys/{key}');
+    expect(m.pathParameters).toEqual({ ns: 'app', key: 'a/b..' });
+    const patch = matchRoute('PATCH', '/v1/ns/app/keys/k');
+    expect(patch.route).toBeUndefined();
+    expect(patch.allowed).toEqual(['GET', 'HEAD', 'PUT', 'DELETE']);
+    expect(matchRoute('GET', '/v1/ns/app/keys/%zz').badParam).toBe('key');
+    expect(matchRoute('GET', '/v2/nothing').resource).toBeUndefined();
+  });
+});
