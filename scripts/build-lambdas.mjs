@@ -1,0 +1,31 @@
+// Bundles every Lambda handler under lambdas/ with esbuild (ESM, Node 24, minified, source maps) into
+// dist/lambdas/<group>-<name>/index.mjs and prints each bundle's size. The CDK stacks bundle the same entry
+// points through NodejsFunction; this script is for inspecting sizes and for manual deploys.
+import { build } from 'esbuild';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+const entries = [];
+for (const group of readdirSync(join(root, 'lambdas'))) {
+  const dir = join(root, 'lambdas', group);
+  if (!statSync(dir).isDirectory()) continue;
+  for (const f of readdirSync(dir)) if (f.endsWith('.ts') && !f.endsWith('.test.ts')) entries.push({ group, name: f.slice(0, -3), file: join(dir, f) });
+}
+for (const e of entries) {
+  const outfile = join(root, 'dist', 'lambdas', `${e.group}-${e.name}`, 'index.mjs');
+  await build({
+    entryPoints: [e.file],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    target: 'node24',
+    format: 'esm',
+    minify: true,
+    sourcemap: true,
+    // The Lambda runtime ships the AWS SDK v3, but bundling pins the version we test with.
+    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+    logLevel: 'warning',
+  });
+  console.log(`${relative(root, outfile).padEnd(48)} ${(statSync(outfile).size / 1024).toFixed(1).padStart(8)} KiB`);
+}
