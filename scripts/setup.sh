@@ -25,8 +25,11 @@ fi
 
 # --- npm packages ----------------------------------------------------------------------------
 if [ ! -d node_modules ] || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  say "installing npm packages (npm ci)"
-  npm ci --no-audit --no-fund --loglevel=error
+  say "installing npm packages"
+  # `npm install`, not `npm ci`: npm 11.19 writes lock files without unrs-resolver's optional platform entries
+  # and then refuses them in `npm ci` ("Missing: @unrs/resolver-binding-... from lock file"). The lock is still
+  # honoured.
+  npm install --no-audit --no-fund --loglevel=error
 fi
 [ "$RUNTIME_ONLY" = 1 ] && exit 0
 
