@@ -1,0 +1,71 @@
+import type { Context } from 'aws-lambda';
+import { handler as keys } from '../../lambdas/api/keys.js';
+import { handler as service } from '../../lambdas/api/service.js';
+import { setApiContext } from '../../layers/core/runtime/context.js';
+import { Coordinator } from '../../layers/core/coordinator/coordinator.js';
+import { MemoryTier } from '../../layers/core/tiers/memory-tier.js';
+import type { ApiEvent, ApiResult } from '../../layers/core/api/http.js';
+import type { Tier } from '../../layers/core/tiers/tier.js';
+
+const ctx = { awsRequestId: 'req-1' } as Context;
+
+function event(method: string, resource: string, params: Record<string, string> | null, body?: Buffer, headers: Record<string, string> = {}): ApiEvent {
+  return { httpMethod: method, resource, path: resource, pathParameters: params, headers, body: body ? body.toString('base64') : null, isBase64Encoded: !!body } as unknown as ApiEvent;
+}
+
+describe('API Lambda handlers (in-process, API Gateway proxy events)', () => {
+  afterEach(() => setApiContext(undefined));
+
+  it('serves a put and a get with tier, version and expiry headers', async () => {
+    setApiContext({ coordinator: new Coordinator({ tiers: [new MemoryTier()], flushTimer: false }), inlineLimitBytes: 1024, urlTtlSeconds: 60 });
+    const put = (await keys(event('PUT', '/v1/ns/{ns}/keys/{key}', { ns: 'app', key: 'k' }, Buffer.from('v'), { 'x-strata-ttl': '30' }), ctx)) as ApiResult;
+    expect(put.statusCode).toBe(200);
+    const get = (await keys(event('GET', '/v1/ns/{ns}/keys/{key}', { ns: 'app', key: 'k' }), ctx)) as ApiResult;
+    expect(get.statusCode).toBe(200);
+    expect(Buffer.from(get.body, 'base64').toString()).toBe('v');
+    expect(get.headers).toMatchObject({ 'x-strata-tier': 'hot', 'x-strata-version': JSON.parse(put.body).version.toString(), 'x-request-id': 'req-1' });
+    expect(get.headers!['x-strata-expires-at']).toMatch(/^\d{4}-\d\d-\d\dT/);
+  });
+
+  it('turns a failing tier into a typed error that leaks none of the failure details', async () => {
+    const broken = new MemoryTier();
+    broken.get = async () => {
+      throw new Error('ECONNRESET at 10.0.3.7:6379 password=hunter2');
+    };
+    setApiContext({ coordinator: new Coordinator({ tiers: [broken as Tier], flushTimer: false }), inlineLimitBytes: 1024, urlTtlSeconds: 60 });
+    const errors: unknown[] = [];
+    const original = console.error;
+    console.error = (...a: unknown[]) => errors.push(a);
+    try {
+      const res = (await keys(event('GET', '/v1/ns/{ns}/keys/{key}', { ns: 'app', key: 'k' }), ctx)) as ApiResult;
+      // A raw Error from a tier is not a typed tier failure: the coordinator counts it as a failed tier -> 503.
+      expect([500, 503]).toContain(res.statusCode);
+      expect(res.body).not.toMatch(/10\.0\.3\.7|hunter2|ECONNRESET|at /);
+      expect(JSON.parse(res.body)).toMatchObject({ error: { code: expect.any(String), message: expect.any(String), details: { requestId: 'req-1' } } });
+    } finally {
+      console.error = original;
+    }
+  });
+
+  it('answers a programming error with a bare INTERNAL 500 and logs the details instead', async () => {
+    setApiContext({ coordinator: { stats: async () => { throw new TypeError('cannot read x of undefined in /var/task/index.mjs'); } } as unknown as Coordinator, inlineLimitBytes: 1024, urlTtlSeconds: 60 });
+    const logged: string[] = [];
+    const original = console.error;
+    console.error = (...a: unknown[]) => logged.push(a.join(' '));
+    try {
+      const res = (await service(event('GET', '/v1/stats', null), ctx)) as ApiResult;
+      expect(res.statusCode).toBe(500);
+      expect(JSON.parse(res.body)).toEqual({ error: { code: 'INTERNAL', message: 'internal error; quote the requestId when reporting it', details: { requestId: 'req-1' } } });
+      expect(logged.join('\n')).toMatch(/cannot read x of undefined/);
+    } finally {
+      console.error = original;
+    }
+  });
+
+  it('rejects a method the resource does not support with 405', async () => {
+    setApiContext({ coordinator: new Coordinator({ tiers: [new MemoryTier()], flushTimer: false }), inlineLimitBytes: 1024, urlTtlSeconds: 60 });
+    const res = (await keys(event('PATCH', '/v1/ns/{ns}/keys/{key}', { ns: 'app', key: 'k' }), ctx)) as ApiResult;
+    expect(res.statusCode).toBe(405);
+    expect(JSON.parse(res.body).error.code).toBe('METHOD_NOT_ALLOWED');
+  });
+});
