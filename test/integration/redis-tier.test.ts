@@ -65,18 +65,72 @@ describe('RedisTier (standalone redis-server)', () => {
     expect(await tier.has(ns, 'missing')).toBe(false);
   });
 
-  it('stores each entry as one hash {v, h, d} under <prefix>:{<shard>}:<ns>:<encodedKey>', async () => {
+  it('stores each entry as one string <version:16><dirty:1><header length:8><header JSON><value> under <prefix>:{<shard>}:<ns>:<encodedKey>', async () => {
     const ns = uniqueName('layout');
     const e = entry('hello', v());
     await tier.put(ns, 'k', e);
     const k = redisEntryKeys(prefix, ns, 'k');
     expect(k.entry.startsWith(`${prefix}:{${keyShard(ns, 'k')}}:${ns}:`)).toBe(true);
-    const h = await raw.hgetall(k.entry);
-    expect(Object.keys(h).sort()).toEqual(['d', 'h', 'v']);
-    expect(h.v).toBe(String(e.header.version));
-    expect(h.d).toBe('hello');
-    expect(JSON.parse(h.h!)).toEqual(e.header);
+    expect(await raw.type(k.entry)).toBe('string');
+    const blob = (await raw.getBuffer(k.entry))!;
+    const json = JSON.stringify(e.header);
+    expect(blob.toString('latin1', 0, 16)).toBe(String(e.header.version).padStart(16, '0'));
+    expect(blob.toString('latin1', 16, 17)).toBe('0');
+    expect(blob.toString('latin1', 17, 25)).toBe(String(json.length).padStart(8, '0'));
+    expect(JSON.parse(blob.toString('utf8', 25, 25 + json.length))).toEqual(e.header);
+    expect(blob.subarray(25 + json.length).toString()).toBe('hello');
     expect(await raw.pttl(k.entry)).toBe(-1);
+    // Dirty entries carry '1' in byte 16 (and no dirty flag in the JSON); markClean flips it in place.
+    const d = entry('payload', v(), { flags: { dirty: true }, expiresAt: Date.now() + 60_000 });
+    await tier.put(ns, 'd', d);
+    const kd = redisEntryKeys(prefix, ns, 'd');
+    expect(await raw.getrange(kd.entry, 16, 16)).toBe('1');
+    expect(await raw.get(kd.entry)).not.toContain('dirty');
+    expect(await tier.markClean(ns, 'd', d.header.version)).toBe(true);
+    expect(await raw.getrange(kd.entry, 16, 16)).toBe('0');
+    expect(await raw.pttl(kd.entry)).toBeGreaterThan(50_000);
+    expect((await tier.get(ns, 'd'))!.value.toString()).toBe('payload');
+  });
+
+  it('reads a header longer than the head() prefix read', async () => {
+    const ns = uniqueName('longhdr');
+    const tags = Array.from({ length: 300 }, (_, i) => `tag-${i}-${'x'.repeat(20)}`);
+    const e = entry('v', v(), { tags, flags: { dirty: true } });
+    expect(JSON.stringify(e.header).length).toBeGreaterThan(4096);
+    await tier.put(ns, 'k', e);
+    expect(await tier.head(ns, 'k')).toEqual(e.header);
+    expect(await tier.has(ns, 'k')).toBe(true);
+    expect((await tier.get(ns, 'k'))!.header).toEqual(e.header);
+  });
+
+  it('treats a key left in another layout (an older hash entry) as absent and replaces it on write', async () => {
+    const ns = uniqueName('legacy');
+    const k = redisEntryKeys(prefix, ns, 'k');
+    const ver = v();
+    await raw.hset(k.entry, { v: String(ver), h: JSON.stringify(entry('old', ver).header), d: 'old' });
+    await raw.zadd(k.dirty, Date.now(), k.member);
+    expect(await tier.get(ns, 'k')).toBeUndefined();
+    expect(await tier.head(ns, 'k')).toBeUndefined();
+    expect(await tier.getMany(ns, ['k'])).toEqual([undefined]);
+    expect(await tier.markClean(ns, 'k', ver)).toBe(false);
+    expect(await tier.delete(ns, 'k', ver)).toBe(false);
+    expect(await tier.put(ns, 'k', entry('new', ver - 1))).toEqual({ applied: true, current: ver - 1 });
+    expect((await tier.get(ns, 'k'))!.value.toString()).toBe('new');
+    expect(await raw.zscore(k.dirty, k.member)).toBeNull();
+  });
+
+  it('reloads its scripts when the server has lost them (SCRIPT FLUSH)', async () => {
+    const ns = uniqueName('noscript');
+    const ver = v();
+    await tier.put(ns, 'k', entry('a', ver, { flags: { dirty: true } }));
+    await raw.script('FLUSH');
+    expect(await tier.put(ns, 'k', entry('b', ver + 1, { flags: { dirty: true } }))).toEqual({ applied: true, current: ver + 1 });
+    await raw.script('FLUSH');
+    expect(await tier.markClean(ns, 'k', ver + 1)).toBe(true);
+    await raw.script('FLUSH');
+    expect(await tier.putMany(ns, [{ key: 'm', entry: entry('m', v()) }])).toMatchObject([{ applied: true }]);
+    await raw.script('FLUSH');
+    expect(await tier.delete(ns, 'k', ver + 1)).toBe(true);
   });
 
   it('preserves headers (tags, contentType, flags, expiry)', async () => {
@@ -344,6 +398,52 @@ describe('RedisTier (standalone redis-server)', () => {
     }
   });
 
+  it('rejects calls on a stalled server with TierUnavailableError within about commandTimeoutMs, then recovers', async () => {
+    const server = await startRedis();
+    const t = RedisTier.fromUrl(server.url, { commandTimeoutMs: 500 });
+    const admin = new Redis(server.url, { maxRetriesPerRequest: 0 });
+    let pauseOver = false;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await t.put('ns', 'k', entry('x', v()));
+      // The server stops answering every client (its own connection included) for 3 s.
+      await admin.call('CLIENT', 'PAUSE', '3000', 'ALL');
+      timer = setTimeout(() => { pauseOver = true; }, 3000);
+      const started = Date.now();
+      const results = await Promise.allSettled([t.get('ns', 'k'), t.put('ns', 'k2', entry('y', v())), t.head('ns', 'k'), t.getMany('ns', ['a', 'b']), t.markClean('ns', 'k', 1)]);
+      const elapsed = Date.now() - started;
+      for (const r of results) {
+        expect(r.status).toBe('rejected');
+        expect((r as PromiseRejectedResult).reason).toBeInstanceOf(TierUnavailableError);
+      }
+      expect(pauseOver).toBe(false); // rejected while the server was still paused
+      expect(elapsed).toBeGreaterThanOrEqual(400);
+      expect(elapsed).toBeLessThan(2000);
+      // Still paused: calls keep failing, fast (the connection is being re-established).
+      const again = Date.now();
+      await expect(t.get('ns', 'k')).rejects.toBeInstanceOf(TierUnavailableError);
+      expect(Date.now() - again).toBeLessThan(1000);
+      // A tier whose first connection lands in the pause is bounded too (its handshake stalls).
+      const fresh = RedisTier.fromUrl(server.url, { commandTimeoutMs: 500 });
+      try {
+        await expect(fresh.get('ns', 'k')).rejects.toBeInstanceOf(TierUnavailableError);
+      } finally {
+        await fresh.close();
+      }
+      expect(pauseOver).toBe(false);
+      // After the pause the tier reconnects by itself.
+      for (let i = 0; ; i++) {
+        try { await t.ping(); break; } catch (e) { if (i > 100) throw e; await sleep(100); }
+      }
+      expect((await t.get('ns', 'k'))!.value.toString()).toBe('x');
+    } finally {
+      clearTimeout(timer);
+      admin.disconnect();
+      await t.close();
+      await server.stop();
+    }
+  });
+
   it('speaks TLS (rediss://) with a private CA', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'strata-redis-tls-'));
     let server: Awaited<ReturnType<typeof startRedis>> | undefined;
@@ -444,6 +544,39 @@ describe('RedisTier (3-node redis cluster)', () => {
     expect(await tier.deleteMany(ns, [...keys, 'missing'])).toEqual([...keys.map(() => true), false]);
     expect(await tier.listDirty(100)).toEqual([]);
   });
+
+  it('resets only the stalled node, then gets it back', async () => {
+    const t = new RedisTier({ cluster: { nodes: cluster.nodes.slice(0, 1) }, keyPrefix: uniqueName('cls'), commandTimeoutMs: 500 });
+    const ns = uniqueName('cls');
+    const keys = Array.from({ length: 60 }, (_, i) => `key-${i}`);
+    const admin = new Redis({ ...cluster.nodes[2]!, maxRetriesPerRequest: 0 });
+    let pauseOver = false;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await t.putMany(ns, keys.map((key) => ({ key, entry: entry(`value of ${key}`, v()) })));
+      await admin.call('CLIENT', 'PAUSE', '3000', 'ALL');
+      timer = setTimeout(() => { pauseOver = true; }, 3000);
+      const started = Date.now();
+      const results = await Promise.allSettled(keys.map((key) => t.get(ns, key)));
+      expect(Date.now() - started).toBeLessThan(2000);
+      expect(pauseOver).toBe(false);
+      const rejected = results.filter((r) => r.status === 'rejected');
+      expect(rejected.length).toBeGreaterThan(0); // the keys on the paused node
+      expect(rejected.length).toBeLessThan(keys.length);
+      for (const r of rejected) expect(r.reason).toBeInstanceOf(TierUnavailableError);
+      results.forEach((r, i) => { if (r.status === 'fulfilled') expect(r.value!.value.toString()).toBe(`value of ${keys[i]}`); });
+      for (let i = 0; ; i++) {
+        const again = await Promise.allSettled(keys.map((key) => t.get(ns, key)));
+        if (again.every((r) => r.status === 'fulfilled' && r.value?.value.toString() === `value of ${keys[again.indexOf(r)]}`)) break;
+        if (i > 100) throw new Error('the cluster tier did not recover after the pause');
+        await sleep(100);
+      }
+    } finally {
+      clearTimeout(timer);
+      admin.disconnect();
+      await t.close();
+    }
+  }, 20_000);
 
   it('reports cluster stats without throwing', async () => {
     await tier.ping();

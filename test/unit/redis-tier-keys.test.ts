@@ -1,14 +1,21 @@
 import { Cluster, Redis } from 'ioredis';
-import { decodeKey, encodeKey, keyShard } from '../../layers/core/model/keys.js';
+import type { Entry, EntryHeader } from '../../layers/core/model/entry.js';
+import { contentHash, decodeKey, encodeKey, keyShard } from '../../layers/core/model/keys.js';
 import {
   ALL_SHARDS,
+  BLOB_PREFIX_BYTES,
   createRedisClient,
+  decodeEntryBlob,
   dirtySetKey,
+  encodeEntryBlob,
   groupByShard,
   parseDirtyMember,
   parseRedisUrl,
+  putCommand,
+  redisEntryKey,
   redisEntryKeys,
   RedisTier,
+  versionDigits,
 } from '../../layers/core/tiers/redis-tier.js';
 
 /** Redis Cluster's key → slot function (CRC16/XMODEM of the hash tag, mod 16384), written out for the test. */
@@ -44,6 +51,7 @@ describe('RedisTier key layout', () => {
       expect(k.dirty).toBe(`strata:{${k.shard}}:dirty`);
       expect(k.member).toBe(`orders:${encodeKey(key)}`);
       expect(decodeKey(k.entry.split(':').at(-1)!)).toBe(key);
+      expect(redisEntryKey('strata', 'orders', key)).toBe(k.entry);
     }
   });
 
@@ -104,7 +112,9 @@ describe('RedisTier construction (no network)', () => {
     const c = createRedisClient({ url: 'redis://127.0.0.1:1/3', commandTimeoutMs: 250 });
     expect(c).toBeInstanceOf(Redis);
     const o = (c as Redis).options;
-    expect(o).toMatchObject({ host: '127.0.0.1', port: 1, db: 3, lazyConnect: true, enableOfflineQueue: false, enableAutoPipelining: true, maxRetriesPerRequest: 1, commandTimeout: 250 });
+    expect(o).toMatchObject({ host: '127.0.0.1', port: 1, db: 3, lazyConnect: true, enableOfflineQueue: false, enableAutoPipelining: true, maxRetriesPerRequest: 0 });
+    // No per-command timer: the tier's stall watchdog bounds calls.
+    expect(o.commandTimeout).toBeUndefined();
     expect(o.tls).toBeUndefined();
     expect(c.status).toBe('wait');
     c.disconnect();
@@ -115,7 +125,8 @@ describe('RedisTier construction (no network)', () => {
     expect(c).toBeInstanceOf(Cluster);
     const o = (c as Cluster).options;
     expect(o).toMatchObject({ lazyConnect: true, enableOfflineQueue: false, enableAutoPipelining: true });
-    expect(o.redisOptions).toMatchObject({ tls: {}, username: 'u', password: 'p', maxRetriesPerRequest: 1, commandTimeout: 1000 });
+    expect(o.redisOptions).toMatchObject({ tls: {}, username: 'u', password: 'p', maxRetriesPerRequest: 0 });
+    expect(o.redisOptions?.commandTimeout).toBeUndefined();
     let resolved: string | undefined;
     o.dnsLookup!('a.example', (_err, address) => { resolved = address; });
     expect(resolved).toBe('a.example');
@@ -141,5 +152,129 @@ describe('RedisTier construction (no network)', () => {
 
   it('refuses a key prefix that would break the hash tag', () => {
     expect(() => new RedisTier({ url: 'redis://127.0.0.1:1', keyPrefix: 'a{b}' })).toThrow(/keyPrefix/);
+  });
+});
+
+describe('RedisTier stored layout (one string per entry)', () => {
+  function entry(value: Buffer | string, header: Partial<EntryHeader> = {}): Entry {
+    const buf = typeof value === 'string' ? Buffer.from(value) : value;
+    return { header: { version: 1_712_345_678_901_234, expiresAt: null, size: buf.length, hash: contentHash(buf), tags: [], flags: {}, ...header }, value: buf };
+  }
+
+  it('writes 16 version digits, the dirty byte, 8 header-length digits, the header JSON, then the value', () => {
+    const e = entry('hello', { tags: ['ünï'], contentType: 'text/plain' });
+    const blob = encodeEntryBlob(e);
+    const json = JSON.stringify(e.header);
+    expect(blob.toString('latin1', 0, BLOB_PREFIX_BYTES)).toBe(`1712345678901234` + '0' + String(Buffer.byteLength(json)).padStart(8, '0'));
+    expect(blob.toString('utf8', BLOB_PREFIX_BYTES, BLOB_PREFIX_BYTES + Buffer.byteLength(json))).toBe(json);
+    expect(blob.subarray(BLOB_PREFIX_BYTES + Buffer.byteLength(json)).toString()).toBe('hello');
+    expect(blob.length).toBe(BLOB_PREFIX_BYTES + Buffer.byteLength(json) + 5);
+    expect(decodeEntryBlob(blob)).toEqual(e);
+  });
+
+  it('keeps the dirty flag in byte 16, not in the header JSON', () => {
+    const e = entry('x', { flags: { dirty: true, elsewhere: true } });
+    const blob = encodeEntryBlob(e);
+    expect(blob[16]).toBe('1'.charCodeAt(0));
+    expect(blob.toString('utf8')).not.toContain('dirty');
+    expect(decodeEntryBlob(blob).header).toEqual(e.header);
+    blob[16] = '0'.charCodeAt(0); // what markClean does in Redis (SETRANGE)
+    expect(decodeEntryBlob(blob).header.flags).toEqual({ elsewhere: true });
+    // An explicit `dirty: false` is not stored either.
+    expect(decodeEntryBlob(encodeEntryBlob(entry('y', { flags: { dirty: false } }))).header.flags).toEqual({});
+  });
+
+  it('round-trips binary and empty values, zero-copy on decode', () => {
+    const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    for (const value of [all, Buffer.alloc(0), Buffer.from([0xff, 0xfe, 0x00])]) {
+      const blob = encodeEntryBlob(entry(value));
+      const got = decodeEntryBlob(blob);
+      expect(got.value.equals(value)).toBe(true);
+      expect(got.value.buffer).toBe(blob.buffer); // a view of the reply, not a copy
+    }
+  });
+
+  it('pads versions to 16 digits and refuses what would not fit', () => {
+    expect(versionDigits(0)).toBe('0000000000000000');
+    expect(versionDigits(42)).toBe('0000000000000042');
+    expect(versionDigits(2 ** 53 - 1)).toBe('9007199254740991');
+    for (const bad of [-1, 1.5, 2 ** 53, Number.NaN]) expect(() => versionDigits(bad)).toThrow(/safe integer/);
+    expect(() => encodeEntryBlob(entry('x', { version: 2 ** 53 }))).toThrow(/safe integer/);
+    // Zero-padded digits order like the numbers (the Lua scripts compare them with tonumber()).
+    expect(versionDigits(999) < versionDigits(1000)).toBe(true);
+  });
+
+  it('rejects corrupt or truncated blobs', () => {
+    const blob = encodeEntryBlob(entry('hello'));
+    expect(() => decodeEntryBlob(blob.subarray(0, 10))).toThrow(/corrupt/);
+    expect(() => decodeEntryBlob(blob.subarray(0, BLOB_PREFIX_BYTES + 3))).toThrow(/corrupt/);
+    const bad = Buffer.from(blob);
+    bad[20] = 'x'.charCodeAt(0);
+    expect(() => decodeEntryBlob(bad)).toThrow(/corrupt/);
+  });
+});
+
+/** Parses one RESP array of bulk strings (what a client sends), checking every length and terminator. */
+function parseRespCommand(frame: Buffer): Buffer[] {
+  let at = 0;
+  const line = (): string => {
+    const end = frame.indexOf('\r\n', at, 'latin1');
+    if (end < 0) throw new Error('unterminated line');
+    const s = frame.toString('latin1', at, end);
+    at = end + 2;
+    return s;
+  };
+  const head = line();
+  if (!head.startsWith('*')) throw new Error(`not an array: ${head}`);
+  const out: Buffer[] = [];
+  for (let n = Number(head.slice(1)); n > 0; n--) {
+    const len = line();
+    if (!len.startsWith('$')) throw new Error(`not a bulk string: ${len}`);
+    const size = Number(len.slice(1));
+    out.push(frame.subarray(at, at + size));
+    at += size;
+    if (frame.toString('latin1', at, at + 2) !== '\r\n') throw new Error('bulk string not terminated');
+    at += 2;
+  }
+  if (at !== frame.length) throw new Error(`${frame.length - at} trailing bytes`);
+  return out;
+}
+
+describe('RedisTier put command frame', () => {
+  const V = Buffer.from([0, 1, 2, 0x0d, 0x0a, 255]);
+  const base: EntryHeader = { version: 1_712_345_678_901_234, expiresAt: null, size: V.length, hash: contentHash(V), tags: [], flags: {} };
+  const headers: EntryHeader[] = [
+    base,
+    { ...base, expiresAt: 1_800_000_000_000.5, flags: { dirty: true } },
+    { ...base, tags: ['a', 'ü "quoted" \\ tag'], contentType: 'text/plain; charset=utf-8', flags: { dirty: true, elsewhere: true } },
+    { ...base, hash: 'not/base64+url=', flags: { tombstone: true } },
+    { ...base, expiresAt: 1_800_000_000_000, flags: { dirty: false } },
+  ];
+
+  it('is one valid RESP command: EVALSHA sha 2 entry dirty blob expiresAt, the blob laid out as encodeEntryBlob', () => {
+    for (const header of headers) {
+      for (const [id, dirty] of [['strata:{ab}:ns:a2V5', 'strata:{ab}:dirty'], ['strätä:{ab}:ns:a2V5', 'strätä:{ab}:dirty']]) {
+        const e: Entry = { header, value: V };
+        const cmd = putCommand(id!, dirty!, e);
+        const parts = parseRespCommand(cmd.toWritable({}) as Buffer).map((b) => Buffer.from(b));
+        expect(parts).toHaveLength(7);
+        expect(parts[0]!.toString()).toBe('evalsha');
+        expect(parts[1]!.toString()).toMatch(/^[0-9a-f]{40}$/);
+        expect(parts.slice(2, 5).map((b) => b.toString())).toEqual(['2', id, dirty]);
+        expect(parts[5]!.equals(encodeEntryBlob(e))).toBe(true);
+        expect(parts[6]!.toString()).toBe(header.expiresAt === null ? '' : String(Math.ceil(header.expiresAt))); // whole ms for PXAT
+      }
+    }
+  });
+
+  it('stores headers that decode back to equal ones (hand-written JSON or JSON.stringify)', () => {
+    for (const header of headers) {
+      const got = decodeEntryBlob(encodeEntryBlob({ header, value: V }));
+      const { dirty, ...flags } = header.flags;
+      expect(got.header).toEqual({ ...header, flags: dirty ? { ...flags, dirty } : flags });
+      expect(got.value.equals(V)).toBe(true);
+    }
+    const usual = encodeEntryBlob({ header: base, value: V });
+    expect(JSON.parse(usual.toString('utf8', BLOB_PREFIX_BYTES, usual.length - V.length))).toEqual(base);
   });
 });

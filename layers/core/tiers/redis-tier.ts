@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto';
+import type { Socket as NetStream } from 'node:net';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
-import { Cluster, Redis, type ChainableCommander, type RedisOptions } from 'ioredis';
+import { Cluster, Command, Redis, type ChainableCommander, type RedisOptions } from 'ioredis';
 import { TierUnavailableError } from '../errors.js';
-import { decodeHeader, encodeHeader, isExpired, isLive, type Entry, type EntryHeader, type WriteOutcome } from '../model/entry.js';
+import { decodeHeader, isExpired, isLive, type Entry, type EntryHeader, type WriteOutcome } from '../model/entry.js';
 import { decodeKey, encodeKey, keyShard } from '../model/keys.js';
 import type { DirtyTracking, KeyRef, Tier, TierName, TierStats } from './tier.js';
 
@@ -22,13 +24,19 @@ export interface RedisTierOptions {
   password?: string;
   /** First key segment (default 'strata'); must not contain '{' or '}' (those delimit the hash tag). */
   keyPrefix?: string;
-  /** Per-command timeout (default 1000 ms) so a dead or stalled Redis fails fast. */
+  /**
+   * Stall timeout (default 1000 ms) so a dead or stalled Redis fails fast: when commands are in flight on a
+   * connection and nothing has come back on it for this long, the connection is reset and every pending call
+   * rejects with TierUnavailableError. A call is so bounded by about `commandTimeoutMs` plus one check interval
+   * (a quarter of it, 50..250 ms). Checked by one timer per tier, not one per command. For an injected `client`
+   * the watchdog only runs when this is given (otherwise the client's own options apply).
+   */
   commandTimeoutMs?: number;
   /** TCP/TLS connect timeout (default 2000 ms). */
   connectTimeoutMs?: number;
   /**
    * Use an existing client instead of creating one (its own options apply; the tier defines its Lua commands
-   * on it). The tier does not close an injected client: its owner does.
+   * on it). The tier does not close an injected client: its owner does. Any Redis >= 6.2 (SET PXAT).
    */
   client?: Redis | Cluster;
 }
@@ -62,7 +70,7 @@ export function parseRedisUrl(url: string): RedisEndpoint {
 /** The Redis keys of one entry. */
 export interface RedisEntryKeys {
   shard: string;
-  /** `<prefix>:{<shard>}:<ns>:<encodedKey>`: the entry hash (fields v, h, d). */
+  /** `<prefix>:{<shard>}:<ns>:<encodedKey>`: the entry, one string (see {@link encodeEntryBlob}). */
   entry: string;
   /** `<prefix>:{<shard>}:dirty`: the shard's dirty sorted set (same hash tag, so same cluster slot). */
   dirty: string;
@@ -74,6 +82,11 @@ export function redisEntryKeys(prefix: string, ns: string, key: string): RedisEn
   const shard = keyShard(ns, key);
   const member = `${ns}:${encodeKey(key)}`;
   return { shard, entry: `${prefix}:{${shard}}:${member}`, dirty: dirtySetKey(prefix, shard), member };
+}
+
+/** Just the entry key of {@link redisEntryKeys} (the read path needs nothing else). */
+export function redisEntryKey(prefix: string, ns: string, key: string): string {
+  return `${prefix}:{${keyShard(ns, key)}}:${ns}:${encodeKey(key)}`;
 }
 
 export function dirtySetKey(prefix: string, shard: string): string {
@@ -105,70 +118,235 @@ export function groupByShard<T>(items: readonly T[], shardOf: (item: T) => strin
   return [...groups.values()];
 }
 
-// Lua runs atomically on the node owning the slot; every script touches only an entry and its shard's dirty
-// set, which share a hash tag. Versions are compared with tonumber(): they are safe integers (< 2^53), exact
-// as Lua doubles. Headers are never decoded in Lua (cjson would round 16-digit versions and turn [] into {}).
+// ------------------------------------------------------------------ stored layout
 
-/** KEYS: entry, dirty set. ARGV: version, header JSON, value, expiresAt ms or '', dirty '1'|'0', member, now ms. */
-const PUT_LUA = `
-local cur = redis.call('HGET', KEYS[1], 'v')
-if cur and tonumber(cur) >= tonumber(ARGV[1]) then return {0, cur} end
-redis.call('HSET', KEYS[1], 'v', ARGV[1], 'h', ARGV[2], 'd', ARGV[3])
-if ARGV[4] == '' then redis.call('PERSIST', KEYS[1]) else redis.call('PEXPIREAT', KEYS[1], ARGV[4]) end
--- NX keeps the time the entry first became dirty, so a hot key rewritten over and over still gets flushed.
--- An expiry already in the past deletes the key at once: keep it out of the dirty set then.
-if ARGV[5] == '1' and redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('ZADD', KEYS[2], 'NX', ARGV[7], ARGV[6])
-else
-  redis.call('ZREM', KEYS[2], ARGV[6])
+/**
+ * Layout of the one Redis string that holds an entry:
+ *
+ * - bytes 0..15: the version, 16 ASCII decimal digits, zero-padded (versions are safe integers, < 2^53);
+ * - byte 16: `1` while the entry is dirty (write-back, not yet flushed below), `0` otherwise;
+ * - bytes 17..24: the byte length of the header JSON, 8 ASCII decimal digits, zero-padded;
+ * - the header JSON (UTF-8). Its flags never hold `dirty`: byte 16 does, so marking clean is one SETRANGE;
+ * - the value bytes, to the end.
+ *
+ * A read is one GET and one JSON.parse of the header; the value is a view of the reply (no copy). Scripts read
+ * only bytes 0..16 (GETRANGE) and never load the value.
+ */
+export const BLOB_PREFIX_BYTES = 25;
+const VERSION_DIGITS = 16;
+const DIRTY_AT = 16;
+const HEADER_LENGTH_AT = 17;
+const HEADER_LENGTH_DIGITS = 8;
+const MAX_HEADER_BYTES = 99_999_999;
+/** head() first reads this much of the entry; a longer header costs a second, full read. */
+const HEAD_READ_BYTES = 4096;
+const ZEROS = '0'.repeat(VERSION_DIGITS);
+const CHAR_0 = 0x30;
+const CHAR_1 = 0x31;
+
+function checkVersion(version: number): void {
+  if (!Number.isSafeInteger(version) || version < 0) throw new Error(`RedisTier: a version must be a non-negative safe integer (got ${version})`);
+}
+
+/** A version as stored: 16 zero-padded decimal digits. */
+export function versionDigits(version: number): string {
+  checkVersion(version);
+  const s = String(version);
+  return ZEROS.slice(s.length) + s;
+}
+
+/** Writes `n` (a non-negative safe integer of at most `width` digits) as zero-padded ASCII digits. */
+function writeDigits(buf: Buffer, n: number, at: number, width: number): void {
+  for (let i = at + width - 1; i >= at; i--) {
+    const q = Math.floor(n / 10);
+    buf[i] = CHAR_0 + n - q * 10;
+    n = q;
+  }
+}
+
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
+
+/**
+ * The header JSON as stored: without the dirty flag (byte 16 holds it). The usual header (numbers, a base64url
+ * hash, no tags, no flag but dirty) is written by hand, at half the cost of JSON.stringify; anything else goes
+ * through JSON.stringify. Either way it is plain JSON that decodeHeader() reads back to an equal header.
+ */
+function storedHeaderJson(h: EntryHeader): string {
+  const { version, expiresAt, size, hash, tags, contentType, flags } = h;
+  let plainFlags = true;
+  for (const flag in flags) {
+    if (flag !== 'dirty') {
+      plainFlags = false;
+      break;
+    }
+  }
+  if (
+    plainFlags &&
+    (tags === undefined || tags.length === 0) &&
+    contentType === undefined &&
+    Number.isSafeInteger(version) &&
+    Number.isFinite(size) &&
+    (expiresAt === null || Number.isFinite(expiresAt)) &&
+    BASE64URL.test(hash)
+  ) {
+    return `{"version":${version},"expiresAt":${expiresAt},"size":${size},"hash":"${hash}","tags":[],"flags":{}}`;
+  }
+  if (flags.dirty === undefined) return JSON.stringify(h);
+  const { dirty: _dirty, ...rest } = flags;
+  return JSON.stringify({ ...h, flags: rest });
+}
+
+/** Checks what the layout cannot hold; returns the byte length of the header JSON. */
+function checkedJsonBytes(h: EntryHeader, json: string): number {
+  checkVersion(h.version);
+  const jsonBytes = Buffer.byteLength(json);
+  if (jsonBytes > MAX_HEADER_BYTES) throw new Error(`RedisTier: entry header is ${jsonBytes} bytes (limit ${MAX_HEADER_BYTES})`);
+  return jsonBytes;
+}
+
+/** Writes the stored form of an entry at `at` (BLOB_PREFIX_BYTES + jsonBytes + value length bytes). */
+function writeBlob(buf: Buffer, at: number, h: EntryHeader, json: string, jsonBytes: number, value: Buffer): void {
+  writeDigits(buf, h.version, at, VERSION_DIGITS);
+  buf[at + DIRTY_AT] = h.flags.dirty ? CHAR_1 : CHAR_0;
+  writeDigits(buf, jsonBytes, at + HEADER_LENGTH_AT, HEADER_LENGTH_DIGITS);
+  buf.write(json, at + BLOB_PREFIX_BYTES, 'utf8');
+  buf.set(value, at + BLOB_PREFIX_BYTES + jsonBytes);
+}
+
+/** The stored form of an entry (see the layout above). */
+export function encodeEntryBlob(entry: Entry): Buffer {
+  const h = entry.header;
+  const json = storedHeaderJson(h);
+  const jsonBytes = checkedJsonBytes(h, json);
+  const blob = Buffer.allocUnsafe(BLOB_PREFIX_BYTES + jsonBytes + entry.value.length);
+  writeBlob(blob, 0, h, json, jsonBytes, entry.value);
+  return blob;
+}
+
+/** Decodes a stored entry; the value is a view of `blob`. */
+export function decodeEntryBlob(blob: Buffer): Entry {
+  const end = headerEnd(blob);
+  if (end > blob.length) throw corrupt();
+  return { header: blobHeader(blob, end), value: blob.subarray(end) };
+}
+
+function corrupt(): Error {
+  return new Error('corrupt entry in Redis');
+}
+
+/** Where the header JSON of a stored entry (or of a prefix of one) ends. */
+function headerEnd(blob: Buffer): number {
+  if (blob.length < BLOB_PREFIX_BYTES) throw corrupt();
+  let n = 0;
+  for (let i = HEADER_LENGTH_AT; i < BLOB_PREFIX_BYTES; i++) {
+    const d = blob[i]! - CHAR_0;
+    if (d < 0 || d > 9) throw corrupt();
+    n = n * 10 + d;
+  }
+  return BLOB_PREFIX_BYTES + n;
+}
+
+function blobHeader(blob: Buffer, end: number): EntryHeader {
+  const h = decodeHeader(blob.toString('utf8', BLOB_PREFIX_BYTES, end));
+  if (blob[DIRTY_AT] === CHAR_1) h.flags.dirty = true;
+  return h;
+}
+
+/** GET reply → entry; Redis expires keys itself, the isExpired check guards against clock skew. */
+function readEntry(blob: Buffer | null): Entry | undefined {
+  if (blob === null) return undefined;
+  const e = decodeEntryBlob(blob);
+  return isExpired(e.header) ? undefined : e;
+}
+
+// ------------------------------------------------------------------ scripts
+
+// Lua runs atomically on the node owning the slot; every script touches only an entry and its shard's dirty
+// set, which share a hash tag. The dirty-set member is derived from the entry key (`<prefix>:{<shard>}:` +
+// member; the prefix has no '}'), so it is not passed. Versions are compared with tonumber(): they are safe
+// integers (< 2^53), exact as Lua doubles. A key of another type (an entry in an older layout) reads as absent
+// and is replaced by a write.
+
+const MEMBER_FN = `local function member(k) return string.sub(k, string.find(k, '}:', 1, true) + 2) end\n`;
+
+/**
+ * KEYS: entry, dirty set. ARGV: blob, expiresAt ms ('' = none). Returns the new version when applied, else
+ * -1 - the stored version (integers: exact, versions are < 2^53). SET replaces the previous TTL; PXAT in the past
+ * deletes the key at once.
+ */
+const PUT_LUA = `${MEMBER_FN}
+local blob = ARGV[1]
+local cur = redis.pcall('GETRANGE', KEYS[1], 0, 16)
+if type(cur) ~= 'string' then
+  redis.call('DEL', KEYS[1])
+  cur = ''
 end
-return {1, ARGV[1]}
+local ver = tonumber(string.sub(blob, 1, 16))
+if cur ~= '' and tonumber(string.sub(cur, 1, 16)) >= ver then return -1 - tonumber(string.sub(cur, 1, 16)) end
+if ARGV[2] == '' then redis.call('SET', KEYS[1], blob) else redis.call('SET', KEYS[1], blob, 'PXAT', ARGV[2]) end
+if string.byte(blob, 17) == 49 and redis.call('EXISTS', KEYS[1]) == 1 then
+  -- NX keeps the time the entry first became dirty, so a hot key rewritten over and over still gets flushed.
+  local t = redis.call('TIME')
+  redis.call('ZADD', KEYS[2], 'NX', t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)), member(KEYS[1]))
+elseif cur == '' or string.byte(cur, 17) == 49 or string.byte(blob, 17) == 49 then
+  -- Clean now (or dirty but already expired): out of the dirty set. A clean entry over a clean one has no member.
+  redis.call('ZREM', KEYS[2], member(KEYS[1]))
+end
+return ver
 `;
 
-/** KEYS: entry, dirty set. ARGV: expected version ('' = any), member. */
-const DELETE_LUA = `
-if ARGV[1] ~= '' then
-  local cur = redis.call('HGET', KEYS[1], 'v')
-  if not cur or tonumber(cur) ~= tonumber(ARGV[1]) then return 0 end
-end
-redis.call('ZREM', KEYS[2], ARGV[2])
+/** KEYS: entry, dirty set. ARGV: expected version (16 digits; '' = any). */
+const DELETE_LUA = `${MEMBER_FN}
+if ARGV[1] ~= '' and redis.pcall('GETRANGE', KEYS[1], 0, 15) ~= ARGV[1] then return 0 end
+redis.call('ZREM', KEYS[2], member(KEYS[1]))
 return redis.call('DEL', KEYS[1])
 `;
 
-/** KEYS: entry, dirty set. ARGV: version, header without the dirty flag ('' when the caller saw no entry), member. */
-const MARK_CLEAN_LUA = `
-local cur = redis.call('HGET', KEYS[1], 'v')
-if not cur then
-  redis.call('ZREM', KEYS[2], ARGV[3])
+/** KEYS: entry, dirty set. ARGV: version (16 digits). Clears the dirty byte in place (the TTL stays). */
+const MARK_CLEAN_LUA = `${MEMBER_FN}
+local cur = redis.pcall('GETRANGE', KEYS[1], 0, 16)
+if cur == '' then
+  redis.call('ZREM', KEYS[2], member(KEYS[1]))
   return 0
 end
-if ARGV[2] == '' or tonumber(cur) ~= tonumber(ARGV[1]) then return 0 end
-redis.call('HSET', KEYS[1], 'h', ARGV[2])
-redis.call('ZREM', KEYS[2], ARGV[3])
+if type(cur) ~= 'string' or string.sub(cur, 1, 16) ~= ARGV[1] then return 0 end
+if string.byte(cur, 17) == 49 then redis.call('SETRANGE', KEYS[1], 16, '0') end
+redis.call('ZREM', KEYS[2], member(KEYS[1]))
 return 1
 `;
 
-/** KEYS: entry, dirty set. ARGV: member. Drops a member whose entry expired by TTL; 1 if the entry exists. */
-const DIRTY_CHECK_LUA = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end
-redis.call('ZREM', KEYS[2], ARGV[1])
+/** KEYS: entry, dirty set. Drops a member whose entry is gone (expired) or clean; 1 if the entry is dirty. */
+const DIRTY_CHECK_LUA = `${MEMBER_FN}
+if redis.pcall('GETRANGE', KEYS[1], 16, 16) == '1' then return 1 end
+redis.call('ZREM', KEYS[2], member(KEYS[1]))
 return 0
 `;
 
-/** The Lua commands defined on the client (prefixed so they cannot clash with an injected client's own). */
+interface Lua {
+  readonly lua: string;
+  readonly sha: string;
+}
+
+function lua(source: string): Lua {
+  return { lua: source, sha: createHash('sha1').update(source).digest('hex') };
+}
+
+const PUT = lua(PUT_LUA);
+const DELETE = lua(DELETE_LUA);
+const MARK_CLEAN = lua(MARK_CLEAN_LUA);
+
+/** The Lua commands defined on the client for pipelines (prefixed so they cannot clash with an injected client's own). */
 interface StrataCommands<R> {
-  strataTierPut(entry: string, dirty: string, version: string, header: string, value: Buffer, expiresAt: string, isDirty: '1' | '0', member: string, now: string): R;
-  strataTierDelete(entry: string, dirty: string, version: string, member: string): R;
-  strataTierMarkClean(entry: string, dirty: string, version: string, header: string, member: string): R;
-  strataTierDirtyCheck(entry: string, dirty: string, member: string): R;
+  strataTierPut(entry: string, dirty: string, blob: Buffer, expiresAt: string): R;
+  strataTierDelete(entry: string, dirty: string, version: string): R;
+  strataTierDirtyCheck(entry: string, dirty: string): R;
 }
 type Client = (Redis | Cluster) & StrataCommands<Promise<unknown>>;
 type Pipeline = ChainableCommander & StrataCommands<ChainableCommander>;
 
 function defineCommands(client: Redis | Cluster): Client {
-  client.defineCommand('strataTierPut', { numberOfKeys: 2, lua: PUT_LUA });
-  client.defineCommand('strataTierDelete', { numberOfKeys: 2, lua: DELETE_LUA });
-  client.defineCommand('strataTierMarkClean', { numberOfKeys: 2, lua: MARK_CLEAN_LUA });
+  client.defineCommand('strataTierPut', { numberOfKeys: 2, lua: PUT.lua });
+  client.defineCommand('strataTierDelete', { numberOfKeys: 2, lua: DELETE.lua });
   client.defineCommand('strataTierDirtyCheck', { numberOfKeys: 2, lua: DIRTY_CHECK_LUA });
   return client as Client;
 }
@@ -178,10 +356,91 @@ function isScriptBug(e: unknown): boolean {
   return e instanceof Error && /user_script|Error (running|compiling) script/.test(e.message);
 }
 
+function isNoScript(e: unknown): boolean {
+  return e instanceof Error && e.message.startsWith('NOSCRIPT');
+}
+
+function isWrongType(e: unknown): boolean {
+  return e instanceof Error && e.message.startsWith('WRONGTYPE');
+}
+
+/** PXAT takes whole milliseconds (> 0); round up so Redis never expires an entry before isExpired() would. */
+function expiryArg(h: EntryHeader): string {
+  return h.expiresAt === null ? '' : String(Math.max(1, Math.ceil(h.expiresAt)));
+}
+
+/** The PUT script's reply: the new version when applied, else -1 - the stored one. */
+function writeOutcome(reply: unknown): WriteOutcome {
+  const n = reply as number;
+  return n >= 0 ? { applied: true, current: n } : { applied: false, current: -1 - n };
+}
+
+const BUFFER_REPLY = { replyEncoding: null };
+const STRING_REPLY = { replyEncoding: 'utf8' as const };
+
+/**
+ * A script call whose whole RESP frame is built by the caller in one buffer. ioredis would otherwise measure and
+ * copy every argument into a new buffer (the value included) on each write. The frame is also the command's only
+ * argument, which is what an error reply carries back (see {@link RedisTier.rerun}). ioredis' own scripts
+ * subclass Command the same way.
+ */
+class FramedCommand extends Command {
+  constructor(
+    name: 'evalsha' | 'eval',
+    private readonly frame: Buffer,
+  ) {
+    super(name, [frame], STRING_REPLY);
+  }
+
+  override toWritable(): Buffer {
+    return this.frame;
+  }
+}
+
+/** The start of an EVALSHA frame of `s` with 2 keys and 2 arguments, up to and including the sha. */
+function evalshaFrameHead(s: Lua): string {
+  return `*7\r\n$7\r\nevalsha\r\n$40\r\n${s.sha}\r\n`;
+}
+
+/** The same call as an EVALSHA frame, as EVAL (the script's text instead of its sha). */
+function evalFrame(s: Lua, evalshaFrame: Buffer): Buffer {
+  const head = evalshaFrameHead(s);
+  if (evalshaFrame.toString('latin1', 0, head.length) !== head) throw new Error('RedisTier: not an EVALSHA frame of this script');
+  return Buffer.concat([Buffer.from(`*7\r\n$4\r\neval\r\n$${Buffer.byteLength(s.lua)}\r\n${s.lua}\r\n`), evalshaFrame.subarray(head.length)]);
+}
+
+const PUT_FRAME_START = `${evalshaFrameHead(PUT)}$1\r\n2\r\n`;
+
+/**
+ * EVALSHA of the put script as one RESP frame: the entry is laid out in place, so the value is copied once (into
+ * the frame) and nothing is converted per argument. Exported for tests.
+ */
+export function putCommand(id: string, dirty: string, entry: Entry): Command {
+  const h = entry.header;
+  const json = storedHeaderJson(h);
+  const jsonBytes = checkedJsonBytes(h, json);
+  const blobBytes = BLOB_PREFIX_BYTES + jsonBytes + entry.value.length;
+  const expiresAt = expiryArg(h);
+  const idBytes = Buffer.byteLength(id);
+  const dirtyBytes = Buffer.byteLength(dirty);
+  const head = `${PUT_FRAME_START}$${idBytes}\r\n${id}\r\n$${dirtyBytes}\r\n${dirty}\r\n$${blobBytes}\r\n`;
+  const ascii = idBytes === id.length && dirtyBytes === dirty.length;
+  const headBytes = ascii ? head.length : Buffer.byteLength(head);
+  const tail = `\r\n$${expiresAt.length}\r\n${expiresAt}\r\n`;
+  const frame = Buffer.allocUnsafe(headBytes + blobBytes + tail.length);
+  frame.write(head, 0, ascii ? 'latin1' : 'utf8');
+  writeBlob(frame, headBytes, h, json, jsonBytes, entry.value);
+  frame.write(tail, headBytes + blobBytes, 'latin1');
+  return new FramedCommand('evalsha', frame);
+}
+
+// ------------------------------------------------------------------ client
+
 /**
  * Builds the ioredis client. Fail-fast settings: no offline queue (a call while disconnected rejects at once
- * instead of waiting for a reconnect), one retry per request, a command timeout, lazy connect (the tier
- * connects explicitly on first use, since the offline queue would otherwise be needed for that).
+ * instead of waiting for a reconnect), no retry of commands caught by a dropped connection (they reject, so no
+ * call waits for a reconnect), lazy connect (the tier connects explicitly on first use, since the offline queue
+ * would otherwise be needed for that). No per-command timer: the tier's stall watchdog bounds calls.
  */
 export function createRedisClient(opts: RedisTierOptions): Redis | Cluster {
   const endpoint = parseRedisUrl(opts.url ?? 'redis://127.0.0.1:6379');
@@ -191,9 +450,8 @@ export function createRedisClient(opts: RedisTierOptions): Redis | Cluster {
     username: opts.username ?? endpoint.username,
     password: opts.password ?? endpoint.password,
     tls,
-    commandTimeout: opts.commandTimeoutMs ?? 1000,
     connectTimeout: opts.connectTimeoutMs ?? 2000,
-    maxRetriesPerRequest: 1,
+    maxRetriesPerRequest: 0,
     // RESP2: supported everywhere (older servers, proxies) and gives the same reply shapes as ioredis' default.
     protocol: 2,
   } satisfies Partial<RedisOptions>;
@@ -206,7 +464,7 @@ export function createRedisClient(opts: RedisTierOptions): Redis | Cluster {
       // ElastiCache: keep the hostnames so TLS certificates validate against them.
       dnsLookup: (address, callback) => callback(null, address),
       clusterRetryStrategy: (times) => Math.min(times * 200, 2000),
-      slotsRefreshTimeout: Math.max(common.commandTimeout, 1000),
+      slotsRefreshTimeout: Math.max(opts.commandTimeoutMs ?? 1000, 1000),
       redisOptions: common,
     });
   }
@@ -223,14 +481,26 @@ export function createRedisClient(opts: RedisTierOptions): Redis | Cluster {
   });
 }
 
+/** What the watchdog last saw on a connection with commands in flight. */
+interface Progress {
+  stream: unknown;
+  bytesRead: number;
+  unsent: number;
+  head: unknown;
+  since: number;
+}
+
 /**
- * The Redis tier (ElastiCache / Valkey / redis-server), standalone or cluster mode.
+ * The Redis tier (ElastiCache / Valkey / redis-server >= 6.2), standalone or cluster mode.
  *
- * Each entry is one hash `<prefix>:{<shard>}:<ns>:<encodeKey(key)>` with fields `v` (version), `h` (header
- * JSON) and `d` (value bytes), written by a Lua script that applies a write only over an older version.
- * Expiry is Redis TTL (PEXPIREAT), so an expired entry is simply absent. Dirty (write-back) entries are also
- * indexed in one sorted set per shard, `<prefix>:{<shard>}:dirty`, scored by the time they became dirty; the
- * `{<shard>}` hash tag keeps an entry and its dirty set in the same cluster slot so scripts may touch both.
+ * Each entry is one string `<prefix>:{<shard>}:<ns>:<encodeKey(key)>` holding the version, a dirty byte, the
+ * header JSON and the value (see {@link encodeEntryBlob}), written by a Lua script that applies a write only over
+ * an older version. Expiry is Redis TTL (SET … PXAT), so an expired entry is simply absent. Dirty (write-back)
+ * entries are also indexed in one sorted set per shard, `<prefix>:{<shard>}:dirty`, scored by the (server) time
+ * they became dirty; the `{<shard>}` hash tag keeps an entry and its dirty set in the same cluster slot so
+ * scripts may touch both.
+ *
+ * Calls are bounded by a stall watchdog instead of per-command timers: see {@link RedisTierOptions.commandTimeoutMs}.
  */
 export class RedisTier implements Tier, DirtyTracking {
   readonly name: TierName;
@@ -238,7 +508,36 @@ export class RedisTier implements Tier, DirtyTracking {
   private readonly client: Client;
   private readonly prefix: string;
   private readonly ownsClient: boolean;
+  private readonly stallMs: number;
+  private readonly watchdog: NodeJS.Timeout | undefined;
+  private readonly progress = new Map<Redis, Progress>();
+  /**
+   * Standalone client without a key prefix: single commands are written straight to its socket (see
+   * {@link sendNow}) instead of going through ioredis' auto-pipelining, which costs several promises, closures
+   * and a Pipeline per command. Cluster clients keep ioredis' routing.
+   */
+  private readonly lean: boolean;
+  /** The socket corked for the current tick by {@link sendNow}. */
+  private corked: NetStream | undefined;
+  private readonly uncork = (): void => {
+    const s = this.corked;
+    this.corked = undefined;
+    s?.uncork();
+  };
   private connecting: Promise<void> | undefined;
+  /** Rejection handler: any connection or server error becomes TierUnavailableError (script bugs stay as they are). */
+  private readonly fail = (e: unknown): never => {
+    throw this.unavailable(e);
+  };
+  /** Rejection handler of reads: as {@link fail}, but a key of another type (older layout) reads as absent. */
+  private readonly failRead = (e: unknown): undefined => {
+    if (isWrongType(e)) return undefined;
+    throw this.unavailable(e);
+  };
+  // Rejection handlers of the scripts (made once: nothing is allocated per call on the success path).
+  private readonly putFailed = (e: unknown): Promise<WriteOutcome> => this.rerun(e, PUT).then(writeOutcome, this.fail);
+  private readonly deleteFailed = (e: unknown): Promise<boolean> => this.rerun(e, DELETE).then(isOne, this.fail);
+  private readonly markCleanFailed = (e: unknown): Promise<boolean> => this.rerun(e, MARK_CLEAN).then(isOne, this.fail);
 
   constructor(opts: RedisTierOptions = {}) {
     this.name = opts.name ?? 'hot';
@@ -249,6 +548,12 @@ export class RedisTier implements Tier, DirtyTracking {
     // Errors surface on each call as TierUnavailableError; without a listener ioredis would log every failed reconnect.
     if (this.ownsClient) client.on('error', () => {});
     this.client = defineCommands(client);
+    this.lean = !client.isCluster && !(client as Redis).options.keyPrefix;
+    this.stallMs = opts.commandTimeoutMs ?? 1000;
+    if (this.ownsClient || opts.commandTimeoutMs !== undefined) {
+      this.watchdog = setInterval(() => this.checkStalls(), Math.min(250, Math.max(50, Math.floor(this.stallMs / 4))));
+      this.watchdog.unref();
+    }
   }
 
   /** A tier for a `redis://` or `rediss://` (TLS) URL. */
@@ -260,16 +565,29 @@ export class RedisTier implements Tier, DirtyTracking {
     return this.client.isCluster ? 'cluster' : 'standalone';
   }
 
-  async get(ns: string, key: string): Promise<Entry | undefined> {
-    const k = redisEntryKeys(this.prefix, ns, key);
-    return decodeEntry(await this.call(() => this.client.hmgetBuffer(k.entry, 'v', 'h', 'd')));
+  // The per-operation methods below are deliberately not `async`: when connected they hand ioredis' promise
+  // straight on with one `.then`, so a call costs one promise of ours.
+
+  get(ns: string, key: string): Promise<Entry | undefined> {
+    const id = redisEntryKey(this.prefix, ns, key);
+    if (this.client.status === 'ready') return this.getBuffer(id).then(readEntry, this.failRead);
+    return this.ready().then(() => this.getBuffer(id)).then(readEntry, this.failRead);
   }
 
   async head(ns: string, key: string): Promise<EntryHeader | undefined> {
-    const k = redisEntryKeys(this.prefix, ns, key);
-    const raw = await this.call(() => this.client.hget(k.entry, 'h'));
-    if (raw === null) return undefined;
-    const h = decodeHeader(raw);
+    const id = redisEntryKey(this.prefix, ns, key);
+    const prefix = await this.send((c) => c.getrangeBuffer(id, '0', String(HEAD_READ_BYTES - 1))).catch(this.failRead);
+    if (!prefix || prefix.length === 0) return undefined;
+    let h: EntryHeader;
+    const end = headerEnd(prefix);
+    if (end <= prefix.length) h = blobHeader(prefix, end);
+    else {
+      // A long header (many tags): read the whole entry, which is consistent by itself (the entry may have
+      // been replaced since the first read).
+      const e = await this.send((c) => c.getBuffer(id)).then(readEntry, this.failRead);
+      if (!e) return undefined;
+      h = e.header;
+    }
     return isExpired(h) ? undefined : h;
   }
 
@@ -278,32 +596,49 @@ export class RedisTier implements Tier, DirtyTracking {
     return h !== undefined && isLive(h);
   }
 
-  async put(ns: string, key: string, entry: Entry): Promise<WriteOutcome> {
-    const k = redisEntryKeys(this.prefix, ns, key);
-    return decodeOutcome(await this.call(() => this.client.strataTierPut(k.entry, k.dirty, ...putArgs(k, entry))));
+  put(ns: string, key: string, entry: Entry): Promise<WriteOutcome> {
+    const shard = keyShard(ns, key);
+    const id = `${this.prefix}:{${shard}}:${ns}:${encodeKey(key)}`;
+    const dirty = dirtySetKey(this.prefix, shard);
+    let sent: Promise<unknown>;
+    try {
+      sent = this.lean && this.client.status === 'ready'
+        ? this.sendNow(putCommand(id, dirty, entry))
+        : this.evalsha(PUT, id, dirty, encodeEntryBlob(entry), expiryArg(entry.header));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return sent.then(writeOutcome, this.putFailed);
   }
 
-  async delete(ns: string, key: string, version?: number): Promise<boolean> {
+  delete(ns: string, key: string, version?: number): Promise<boolean> {
     const k = redisEntryKeys(this.prefix, ns, key);
-    return (await this.call(() => this.client.strataTierDelete(k.entry, k.dirty, version === undefined ? '' : String(version), k.member))) === 1;
+    let expected: string;
+    try {
+      expected = version === undefined ? '' : versionDigits(version);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.evalsha(DELETE, k.entry, k.dirty, expected).then(isOne, this.deleteFailed);
   }
 
   async getMany(ns: string, keys: string[]): Promise<(Entry | undefined)[]> {
     const ks = keys.map((key) => redisEntryKeys(this.prefix, ns, key));
-    const replies = await this.pipelined(ks, (k) => k.shard, (p, k) => p.hmgetBuffer(k.entry, 'v', 'h', 'd'));
-    return replies.map((r) => decodeEntry(r as (Buffer | null)[]));
+    // A key of another type (older layout) reads as absent, as in get().
+    const replies = await this.pipelined(ks, (k) => k.shard, (p, k) => p.getBuffer(k.entry), isWrongType);
+    return replies.map((r) => (r instanceof Error ? undefined : readEntry(r as Buffer | null)));
   }
 
   async putMany(ns: string, items: { key: string; entry: Entry }[]): Promise<WriteOutcome[]> {
-    const ks = items.map(({ key, entry }) => ({ k: redisEntryKeys(this.prefix, ns, key), entry }));
-    const replies = await this.pipelined(ks, ({ k }) => k.shard, (p, { k, entry }) => p.strataTierPut(k.entry, k.dirty, ...putArgs(k, entry)));
-    return replies.map(decodeOutcome);
+    const ks = items.map(({ key, entry }) => ({ k: redisEntryKeys(this.prefix, ns, key), entry, blob: encodeEntryBlob(entry) }));
+    const replies = await this.pipelined(ks, ({ k }) => k.shard, (p, { k, entry, blob }) => p.strataTierPut(k.entry, k.dirty, blob, expiryArg(entry.header)));
+    return replies.map(writeOutcome);
   }
 
   async deleteMany(ns: string, keys: string[]): Promise<boolean[]> {
     const ks = keys.map((key) => redisEntryKeys(this.prefix, ns, key));
-    const replies = await this.pipelined(ks, (k) => k.shard, (p, k) => p.strataTierDelete(k.entry, k.dirty, '', k.member));
-    return replies.map((r) => r === 1);
+    const replies = await this.pipelined(ks, (k) => k.shard, (p, k) => p.strataTierDelete(k.entry, k.dirty, ''));
+    return replies.map(isOne);
   }
 
   /**
@@ -321,24 +656,20 @@ export class RedisTier implements Tier, DirtyTracking {
     });
     candidates.sort((a, b) => a.score - b.score);
     const oldest = candidates.slice(0, limit);
-    const exists = await this.pipelined(oldest, (c) => c.shard, (p, c) =>
-      p.strataTierDirtyCheck(`${this.prefix}:{${c.shard}}:${c.member}`, dirtySetKey(this.prefix, c.shard), c.member));
-    return oldest.filter((_, i) => exists[i] === 1).map((c) => parseDirtyMember(c.member));
+    const dirty = await this.pipelined(oldest, (c) => c.shard, (p, c) =>
+      p.strataTierDirtyCheck(`${this.prefix}:{${c.shard}}:${c.member}`, dirtySetKey(this.prefix, c.shard)));
+    return oldest.filter((_, i) => dirty[i] === 1).map((c) => parseDirtyMember(c.member));
   }
 
-  async markClean(ns: string, key: string, version: number): Promise<boolean> {
+  markClean(ns: string, key: string, version: number): Promise<boolean> {
     const k = redisEntryKeys(this.prefix, ns, key);
-    const raw = await this.call(() => this.client.hget(k.entry, 'h'));
-    // The header is rewritten here rather than in Lua (see the note above the scripts); the script only
-    // installs it if the entry still has `version`.
-    let cleaned = '';
-    if (raw !== null) {
-      const h = decodeHeader(raw);
-      if (h.version !== version) return false;
-      const { dirty: _dirty, ...flags } = h.flags;
-      cleaned = encodeHeader({ ...h, flags });
+    let expected: string;
+    try {
+      expected = versionDigits(version);
+    } catch (e) {
+      return Promise.reject(e);
     }
-    return (await this.call(() => this.client.strataTierMarkClean(k.entry, k.dirty, String(version), cleaned, k.member))) === 1;
+    return this.evalsha(MARK_CLEAN, k.entry, k.dirty, expected).then(isOne, this.markCleanFailed);
   }
 
   async stats(): Promise<TierStats> {
@@ -364,6 +695,8 @@ export class RedisTier implements Tier, DirtyTracking {
 
   /** Quits (or, failing that, drops) the connection the tier created; an injected client is left to its owner. */
   async close(): Promise<void> {
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.progress.clear();
     if (!this.ownsClient) return;
     const c = this.client;
     if (c.status === 'wait' || c.status === 'end') {
@@ -382,32 +715,92 @@ export class RedisTier implements Tier, DirtyTracking {
    * Later, while our own client is down, calls fail at once: a cluster client would otherwise hold
    * auto-pipelined commands until its next reconnect attempt.
    */
-  private async ready(): Promise<void> {
-    if (this.client.status === 'wait') {
-      this.connecting ??= this.client.connect().finally(() => {
+  private ready(): Promise<void> {
+    const c = this.client;
+    if (c.status === 'wait') {
+      this.connecting ??= c.connect().finally(() => {
         this.connecting = undefined;
       });
     }
-    if (this.connecting) await this.connecting;
-    else if (this.ownsClient && this.client.status !== 'ready') throw new TierUnavailableError(this.name, new Error(`connection is ${this.client.status}`));
+    if (this.connecting) return this.connecting;
+    if (this.ownsClient && c.status !== 'ready') return Promise.reject(new TierUnavailableError(this.name, new Error(`connection is ${c.status}`)));
+    return Promise.resolve();
+  }
+
+  /** Sends at once when connected, else after {@link ready}. Errors are left to the caller. */
+  private send<T>(fn: (c: Client) => Promise<T>): Promise<T> {
+    const c = this.client;
+    return c.status === 'ready' ? fn(c) : this.ready().then(() => fn(c));
+  }
+
+  private unavailable(e: unknown): unknown {
+    return e instanceof TierUnavailableError || isScriptBug(e) ? e : new TierUnavailableError(this.name, e);
   }
 
   /** Runs a Redis call, turning any connection or server error into TierUnavailableError. */
   private async call<T>(fn: () => Promise<T>): Promise<T> {
     try {
-      await this.ready();
+      if (this.client.status !== 'ready') await this.ready();
       return await fn();
     } catch (e) {
-      if (e instanceof TierUnavailableError || isScriptBug(e)) throw e;
-      throw new TierUnavailableError(this.name, e);
+      throw this.unavailable(e);
     }
   }
 
   /**
-   * Runs one command per item in pipelines and returns the replies in input order: a single pipeline in
-   * standalone mode, one pipeline per shard (= one slot, so one node) in cluster mode, run concurrently.
+   * Writes a command to the standalone client's socket at once, with no auto-pipelining machinery: the socket is
+   * corked until the end of the tick, so the commands of one tick still leave in one write (what auto-pipelining
+   * achieves, for far less per command). The caller has checked that the client is ready.
    */
-  private async pipelined<T>(items: readonly T[], shardOf: (item: T) => string, add: (p: Pipeline, item: T) => void): Promise<unknown[]> {
+  private sendNow(cmd: Command): Promise<unknown> {
+    const c = this.client as Redis;
+    if (this.corked === undefined && c.stream) {
+      this.corked = c.stream;
+      this.corked.cork();
+      process.nextTick(this.uncork);
+    }
+    c.sendCommand(cmd);
+    return cmd.promise;
+  }
+
+  private getBuffer(id: string): Promise<Buffer | null> {
+    if (this.lean && this.client.status === 'ready') return this.sendNow(new Command('get', [id], BUFFER_REPLY)) as Promise<Buffer | null>;
+    return this.client.getBuffer(id);
+  }
+
+  /** Runs a script (two keys) with EVALSHA; errors, including NOSCRIPT, are the caller's (see {@link rerun}). */
+  private evalsha(s: Lua, key1: string, key2: string, arg1: string | Buffer, arg2?: string): Promise<unknown> {
+    const c = this.client;
+    if (c.status === 'ready') {
+      if (!this.lean) return arg2 === undefined ? c.evalsha(s.sha, '2', key1, key2, arg1) : c.evalsha(s.sha, '2', key1, key2, arg1, arg2);
+      return this.sendNow(new Command('evalsha', arg2 === undefined ? [s.sha, '2', key1, key2, arg1] : [s.sha, '2', key1, key2, arg1, arg2], STRING_REPLY));
+    }
+    return this.ready().then(() => (arg2 === undefined ? c.evalsha(s.sha, '2', key1, key2, arg1) : c.evalsha(s.sha, '2', key1, key2, arg1, arg2)));
+  }
+
+  /**
+   * After a failed {@link evalsha}: when the server lacked the script (script cache flushed, failover, a new
+   * cluster node), runs the same call once with EVAL, which caches the script again; any other error becomes
+   * TierUnavailableError (script bugs excepted).
+   */
+  private rerun(e: unknown, s: Lua): Promise<unknown> {
+    const args = (e as { command?: { args?: unknown[] } }).command?.args;
+    if (!isNoScript(e) || !args) return Promise.reject(this.unavailable(e));
+    let cmd: Command;
+    if (args.length === 1 && Buffer.isBuffer(args[0])) cmd = new FramedCommand('eval', evalFrame(s, args[0]));
+    else if (args[0] === s.sha) cmd = new Command('eval', [s.lua, ...(args.slice(1) as (string | Buffer)[])], STRING_REPLY);
+    else return Promise.reject(this.unavailable(e));
+    // Sent as is: the keys already carry an injected client's keyPrefix, if any.
+    this.client.sendCommand(cmd);
+    return cmd.promise;
+  }
+
+  /**
+   * Runs one command per item in pipelines and returns the replies in input order: a single pipeline in
+   * standalone mode, one pipeline per shard (= one slot, so one node) in cluster mode, run concurrently. An
+   * error reply fails the call, unless `keep` accepts it as that item's reply.
+   */
+  private async pipelined<T>(items: readonly T[], shardOf: (item: T) => string, add: (p: Pipeline, item: T) => void, keep?: (e: Error) => boolean): Promise<unknown[]> {
     if (items.length === 0) return [];
     const groups = this.client.isCluster ? groupByShard(items, shardOf) : [items.map((_, i) => i)];
     const out = new Array<unknown>(items.length);
@@ -419,34 +812,58 @@ export class RedisTier implements Tier, DirtyTracking {
           const replies = await p.exec();
           if (!replies) throw new Error('pipeline was discarded');
           replies.forEach(([err, reply], j) => {
-            if (err) throw err;
-            out[group[j]!] = reply;
+            if (err && !keep?.(err)) throw err;
+            out[group[j]!] = err ?? reply;
           });
         }),
       ),
     );
     return out;
   }
+
+  /**
+   * The stall watchdog (one interval per tier, nothing per command): a connection with commands in flight that
+   * has received nothing, sent nothing more and completed nothing for `stallMs` is reset. Its pending commands
+   * reject (→ TierUnavailableError) and it reconnects in the background, failing fast meanwhile.
+   */
+  private checkStalls(): void {
+    const now = Date.now();
+    const conns = this.client.isCluster ? (this.client as Cluster).nodes('all') : [this.client as Redis];
+    for (const c of conns) {
+      // The offline queue only holds commands on a cluster node that is (re)connecting.
+      const pending = c.commandQueue.length + ((c as unknown as { offlineQueue?: { length: number } }).offlineQueue?.length ?? 0);
+      if (pending === 0) {
+        this.progress.delete(c);
+        continue;
+      }
+      const stream = c.stream as NetStream | undefined;
+      const seen: Progress = { stream, bytesRead: stream?.bytesRead ?? -1, unsent: stream?.writableLength ?? -1, head: c.commandQueue.peekFront(), since: now };
+      const last = this.progress.get(c);
+      if (!last || last.stream !== seen.stream || last.bytesRead !== seen.bytesRead || last.unsent !== seen.unsent || last.head !== seen.head) {
+        this.progress.set(c, seen);
+      } else if (now - last.since >= this.stallMs) {
+        this.progress.delete(c);
+        const err = new Error(`Redis sent nothing for ${now - last.since} ms with ${pending} command(s) in flight: connection reset`);
+        if (this.client.isCluster) {
+          // A cluster drops a node whose connection ends (it does not reconnect nodes) and, with auto-pipelining,
+          // may not notice it is missing: ask for the slot map again, which reconnects the nodes it lists.
+          const cluster = this.client as Cluster;
+          c.once('end', () => {
+            if (cluster.status === 'ready') cluster.refreshSlotsCache();
+          });
+        }
+        c.recoverFromFatalError(err, err, {}); // rejects the pending commands and reconnects (standalone)
+        stream?.destroy(); // without waiting for a stalled peer to acknowledge the close
+      }
+    }
+    if (this.progress.size > conns.length) {
+      for (const c of this.progress.keys()) if (!conns.includes(c)) this.progress.delete(c);
+    }
+  }
 }
 
-function putArgs(k: RedisEntryKeys, entry: Entry): [string, string, Buffer, string, '1' | '0', string, string] {
-  const h = entry.header;
-  // PEXPIREAT takes whole milliseconds; round up so Redis never expires an entry before isExpired() would.
-  const expiresAt = h.expiresAt === null ? '' : String(Math.ceil(h.expiresAt));
-  return [String(h.version), encodeHeader(h), entry.value, expiresAt, h.flags.dirty ? '1' : '0', k.member, String(Date.now())];
-}
-
-function decodeOutcome(reply: unknown): WriteOutcome {
-  const [applied, current] = reply as [number, string | number];
-  return { applied: applied === 1, current: Number(current) };
-}
-
-function decodeEntry(reply: (Buffer | null)[]): Entry | undefined {
-  const [, h, d] = reply;
-  if (!h || !d) return undefined;
-  const header = decodeHeader(h.toString('utf8'));
-  // Redis expires keys itself; this guards against clock skew between us and the server.
-  return isExpired(header) ? undefined : { header, value: d };
+function isOne(reply: unknown): boolean {
+  return reply === 1;
 }
 
 function usedMemory(info: string): number | undefined {
