@@ -86,6 +86,7 @@ export class Coordinator {
   private readonly background = new Set<Promise<unknown>>();
   /** Writes of one key from this process go one at a time: exact local order, and no herd of re-stamps. */
   private readonly writeLocks = new KeyedMutex();
+  private readonly durableByPolicy = new WeakMap<NamespacePolicy, Tier[]>();
   private readonly originLoads = new Coalescer<ReadResult | undefined>();
   private readonly counters = new Map<ServedBy, TierCounters>();
   private readonly started = Date.now();
@@ -489,9 +490,14 @@ export class Coordinator {
     }
   }
 
-  /** Tiers below hot that a write of this namespace must reach before it is acknowledged. */
+  /** Tiers below hot that a write of this namespace must reach before it is acknowledged (cached per policy). */
   private durableTargets(policy: NamespacePolicy): Tier[] {
-    return this.tiers.filter((t) => t.name !== 'hot' && policy.writeTiers.includes(t.name as 'warm' | 'cold'));
+    let targets = this.durableByPolicy.get(policy);
+    if (!targets) {
+      targets = this.tiers.filter((t) => t.name !== 'hot' && policy.writeTiers.includes(t.name as 'warm' | 'cold'));
+      this.durableByPolicy.set(policy, targets);
+    }
+    return targets;
   }
 
   private async writeOnce(ns: string, key: string, entry: Entry, policy: NamespacePolicy): Promise<Attempt> {

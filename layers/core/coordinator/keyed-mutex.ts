@@ -1,21 +1,20 @@
 /** Serialises async sections per key within this process (conditional writes, origin loads). */
 export class KeyedMutex {
+  /** Per key: the last section queued (the one the next caller waits for). */
   private readonly tails = new Map<string, Promise<unknown>>();
 
-  /** Runs `fn` after every earlier `fn` of the same key has settled; uncontended keys pay one Map lookup. */
+  /** Runs `fn` after every earlier `fn` of the same key has settled; an uncontended key costs one extra promise. */
   run<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.tails.get(key);
-    const result = prev ? prev.then(fn, fn) : fn();
-    const tail = result.then(noop, noop);
-    this.tails.set(key, tail);
-    void tail.then(() => {
-      if (this.tails.get(key) === tail) this.tails.delete(key);
-    });
+    const result = prev === undefined ? fn() : prev.then(fn, fn);
+    this.tails.set(key, result);
+    const release = (): void => {
+      if (this.tails.get(key) === result) this.tails.delete(key);
+    };
+    result.then(release, release);
     return result;
   }
 }
-
-function noop(): void {}
 
 /** Single-flight: concurrent callers for the same key share one in-flight promise. */
 export class Coalescer<T> {
