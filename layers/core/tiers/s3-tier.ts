@@ -156,13 +156,8 @@ export class S3Tier implements Tier, Presigning {
 
   async get(ns: string, key: string): Promise<Entry | undefined> {
     const objectKey = s3ObjectKey(this.prefix, ns, key);
-    let res;
-    try {
-      res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey }));
-    } catch (e) {
-      if (isNotFound(e)) return undefined;
-      throw this.unavailable(e);
-    }
+    const res = await this.unlessNotFound(this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey })));
+    if (!res) return undefined;
     const header = decodeStored(res.Metadata, res.ContentLength ?? 0);
     if (!header || isExpired(header)) {
       discard(res.Body);
@@ -356,15 +351,20 @@ export class S3Tier implements Tier, Presigning {
     return header;
   }
 
-  /** HEAD → header + ETag; undefined on 404. */
-  private async headObject(objectKey: string): Promise<HeadResult | undefined> {
-    let res;
+  /** The response, undefined for a 404, TierUnavailableError for anything else. */
+  private async unlessNotFound<T>(request: Promise<T>): Promise<T | undefined> {
     try {
-      res = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: objectKey }));
+      return await request;
     } catch (e) {
       if (isNotFound(e)) return undefined;
       throw this.unavailable(e);
     }
+  }
+
+  /** HEAD → header + ETag; undefined on 404. */
+  private async headObject(objectKey: string): Promise<HeadResult | undefined> {
+    const res = await this.unlessNotFound(this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: objectKey })));
+    if (!res) return undefined;
     const size = res.ContentLength ?? 0;
     const header = decodeStored(res.Metadata, size);
     return { ...(header ? { header } : {}), etag: res.ETag ?? '', size, ...(res.ContentType ? { contentType: res.ContentType } : {}) };
