@@ -115,6 +115,12 @@ describe('Coordinator', () => {
       for (let i = 0; i < 5; i++) expect((await c.get('ns', `k${i}`))!.entry.value.length).toBe(900);
     });
 
+    it('refuses, rather than acknowledges, a write that no tier could store', async () => {
+      const hot = new SwitchableTier('hot', 1000);
+      const c = new Coordinator({ tiers: [hot], flushTimer: false });
+      await expect(c.put('ns', 'k', Buffer.alloc(5000))).rejects.toMatchObject({ code: 'TIER_UNAVAILABLE' });
+    });
+
     it('write-around keeps large values out of hot, leaving a location marker that shields them', async () => {
       const { c, hot } = setup({ writeAroundBytes: 1000 });
       await c.put('ns', 'big', Buffer.alloc(5000, 7));

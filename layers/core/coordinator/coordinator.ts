@@ -208,20 +208,23 @@ export class Coordinator {
 
   async put(ns: string, key: string, value: Buffer, opts: WriteOptions = {}): Promise<WriteResult> {
     const policy = this.policies.for(ns);
-    return this.writeLocks.run(`${ns}\u0000${key}`, async () => {
+    return this.writeLocks.run(lockId(ns, key), async () => {
       const conditional = opts.ifMatch !== undefined || !!opts.ifNoneMatch;
-      if (conditional) {
-        // Checked under the key's lock, so no local write interleaves; a writer in another process that slips
-        // in is caught by the versioned write below and reported as a conflict.
-        const current = await this.head(ns, key);
-        const currentVersion = current?.header.version ?? null;
-        if (opts.ifNoneMatch && current) throw new VersionConflictError(`key '${key}' already exists`, { expected: '*', current: currentVersion });
-        if (opts.ifMatch !== undefined && currentVersion !== opts.ifMatch) {
-          throw new VersionConflictError(`key '${key}' is at version ${currentVersion ?? 'none'}, not ${opts.ifMatch}`, { expected: opts.ifMatch, current: currentVersion });
-        }
-      }
+      if (conditional) await this.checkPrecondition(ns, key, opts);
       return this.write(ns, key, value, opts, policy, conditional);
     });
+  }
+
+  /**
+   * If-Match / If-None-Match, checked under the key's lock so no local write interleaves; a writer in another
+   * process that slips in afterwards is caught by the versioned write and reported as a conflict too.
+   */
+  private async checkPrecondition(ns: string, key: string, opts: Pick<WriteOptions, 'ifMatch' | 'ifNoneMatch'>): Promise<void> {
+    const current = (await this.head(ns, key))?.header.version ?? null;
+    if (opts.ifNoneMatch && current !== null) throw new VersionConflictError(`key '${key}' already exists`, { expected: '*', current });
+    if (opts.ifMatch !== undefined && current !== opts.ifMatch) {
+      throw new VersionConflictError(`key '${key}' is at version ${current ?? 'none'}, not ${opts.ifMatch}`, { expected: opts.ifMatch, current });
+    }
   }
 
   async putMany(ns: string, items: { key: string; value: Buffer; opts?: WriteOptions }[]): Promise<WriteResult[]> {
@@ -230,14 +233,9 @@ export class Coordinator {
 
   async delete(ns: string, key: string, opts: { ifMatch?: number } = {}): Promise<DeleteResult> {
     const policy = this.policies.for(ns);
-    return this.writeLocks.run(`${ns}\u0000${key}`, async () => {
+    return this.writeLocks.run(lockId(ns, key), async () => {
       const conditional = opts.ifMatch !== undefined;
-      if (conditional) {
-        const current = await this.head(ns, key);
-        if (current?.header.version !== opts.ifMatch) {
-          throw new VersionConflictError(`key '${key}' is at version ${current?.header.version ?? 'none'}, not ${opts.ifMatch}`, { expected: opts.ifMatch, current: current?.header.version ?? null });
-        }
-      }
+      if (conditional) await this.checkPrecondition(ns, key, opts);
       let version = this.clock.next();
       for (let attempt = 0; ; attempt++) {
         const tomb = makeTombstone(version, policy.tombstoneTtlMs);
@@ -279,24 +277,24 @@ export class Coordinator {
     const ttl = opts.ttlSeconds === undefined ? policy.defaultTtlSeconds : opts.ttlSeconds;
     const expiresAt = ttl === null ? null : Date.now() + ttl * 1000;
     const upper = this.tiers.slice(0, this.tiers.indexOf(target));
-    return this.writeLocks.run(`${ns}\u0000${key}`, async () => {
-    let version = this.clock.next();
-    for (let attempt = 0; ; attempt++) {
-      const marker = makeLocationMarker(version, expiresAt);
-      const shadows = await Promise.allSettled(upper.map((t) => t.put(ns, key, marker)));
-      let stale = maxStale(shadows);
-      if (stale === null) {
-        const o = await target.commitUpload(uploadId, ns, key, { version, expiresAt, tags: opts.tags ?? [], ...(opts.contentType ? { contentType: opts.contentType } : {}), flags: {} });
-        if (o.applied) {
-          this.l1?.putSync(ns, key, marker, policy.nearCache.ttlMs);
-          return { version, expiresAt, size: o.size, tiers: [target.name] };
+    return this.writeLocks.run(lockId(ns, key), async () => {
+      let version = this.clock.next();
+      for (let attempt = 0; ; attempt++) {
+        const marker = makeLocationMarker(version, expiresAt);
+        const shadows = await Promise.allSettled(upper.map((t) => t.put(ns, key, marker)));
+        let stale = maxStale(shadows);
+        if (stale === null) {
+          const o = await target.commitUpload(uploadId, ns, key, { version, expiresAt, tags: opts.tags ?? [], ...(opts.contentType ? { contentType: opts.contentType } : {}), flags: {} });
+          if (o.applied) {
+            this.l1?.putSync(ns, key, marker, policy.nearCache.ttlMs);
+            return { version, expiresAt, size: o.size, tiers: [target.name] };
+          }
+          stale = o.current ?? version;
         }
-        stale = o.current ?? version;
+        if (attempt >= MAX_RESTAMPS) throw new StrataError('TIER_UNAVAILABLE', 'the upload kept losing to concurrent writes of the same key; commit it again');
+        this.clock.observe(stale);
+        version = this.clock.next();
       }
-      if (attempt >= MAX_RESTAMPS) throw new StrataError('TIER_UNAVAILABLE', 'the upload kept losing to concurrent writes of the same key; commit it again');
-      this.clock.observe(stale);
-      version = this.clock.next();
-    }
     });
   }
 
@@ -452,10 +450,10 @@ export class Coordinator {
 
   private loadFromOrigin(ns: string, key: string, policy: NamespacePolicy): Promise<ReadResult | undefined> {
     const origin = policy.origin!;
-    return this.originLoads.run(`${ns}\u0000${key}`, async () => {
+    return this.originLoads.run(lockId(ns, key), async () => {
       const loaded = await fetchFromOrigin(origin, key);
       if (!loaded) return undefined;
-      const written = await this.writeLocks.run(`${ns}\u0000${key}`, () => this.write(ns, key, loaded.value, { ttlSeconds: origin.ttlSeconds, contentType: loaded.contentType }, policy, false));
+      const written = await this.writeLocks.run(lockId(ns, key), () => this.write(ns, key, loaded.value, { ttlSeconds: origin.ttlSeconds, contentType: loaded.contentType }, policy, false));
       const header: EntryHeader = { version: written.version, expiresAt: written.expiresAt, size: written.size, hash: contentHash(loaded.value), tags: [], contentType: loaded.contentType, flags: {} };
       this.count('origin', 'hits');
       return { entry: { header, value: loaded.value }, tier: 'origin' };
@@ -523,10 +521,12 @@ export class Coordinator {
     if (hot) {
       // Hot first: it arbitrates concurrent writers cheaply before the slower tiers are touched.
       try {
-        let o = await hot.put(ns, key, around ? makeLocationMarker(entry.header.version, entry.header.expiresAt) : entry);
+        const marker = makeLocationMarker(entry.header.version, entry.header.expiresAt);
+        const o = await hot.put(ns, key, around ? marker : entry);
         if (!o.applied && !o.full) return { ok: false, current: o.current! };
-        if (o.full) o = await hot.put(ns, key, makeLocationMarker(entry.header.version, entry.header.expiresAt));
-        if (o.applied && !around && !o.full) tiers.push('hot');
+        if (o.applied && !around) tiers.push('hot');
+        // No room for the value: a marker (never larger than the entry it replaces) shadows older copies.
+        if (o.full && durable.length > 0) await hot.put(ns, key, marker);
       } catch {
         hotFailed = true;
         this.count('hot', 'errors');
@@ -534,6 +534,7 @@ export class Coordinator {
     }
     if (durable.length === 0) {
       if (hotFailed || !hot) throw new TierUnavailableError('hot');
+      if (tiers.length === 0) throw new StrataError('TIER_UNAVAILABLE', 'the hot tier is full and the namespace writes to no other tier', { tier: 'hot' });
       return { ok: true, tiers };
     }
     const results = await Promise.allSettled(durable.map((t) => t.put(ns, key, entry)));
@@ -567,4 +568,8 @@ function maxStale(results: PromiseSettledResult<WriteOutcome>[]): number | null 
     if (r.status === 'fulfilled' && !r.value.applied && !r.value.full && r.value.current !== null) max = Math.max(max ?? 0, r.value.current);
   }
   return max;
+}
+
+function lockId(ns: string, key: string): string {
+  return `${ns}\u0000${key}`;
 }
