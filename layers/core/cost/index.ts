@@ -1,0 +1,11 @@
+/** Cost model of cache placements (paper 001, generalised to Strata's tiers): catalogs, formulas, calculator, recommender. */
+export * from './catalog-schema.js';
+export * from './catalog.js';
+export * from './model.js';
+export * from './placements.js';
+export * from './performance.js';
+export * from './calculator.js';
+export * from './paper-2010.js';
+export * from './recommender.js';
+export * from './format.js';
+export * from './units.js';
