@@ -1,20 +1,24 @@
 /**
- * `npm run bench -- <scenario> [--seconds N]`: runs a benchmark, prints its figures and ratios against the
+ * `npm run bench -- <scenario> [--seconds N] [--runs N]`: runs a benchmark, prints its figures and ratios against the
  * baseline measured in the same run, and writes bench/results/<scenario>.json.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { coldStart } from './cold-start.js';
 import { hotPath } from './hot-path.js';
 
-const SCENARIOS: Record<string, (opts: { seconds: number }) => Promise<Record<string, unknown>>> = {
+const SCENARIOS: Record<string, (opts: { seconds: number; runs?: number }) => Promise<Record<string, unknown>>> = {
   'hot-path': hotPath,
+  'cold-start': coldStart,
 };
 
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const secondsArg = args.indexOf('--seconds');
   const seconds = secondsArg >= 0 ? Number(args[secondsArg + 1]) : 10;
-  const names = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--seconds');
+  const runsArg = args.indexOf('--runs');
+  const runs = runsArg >= 0 ? Number(args[runsArg + 1]) : undefined;
+  const names = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--seconds' && args[i - 1] !== '--runs');
   const chosen = names.length ? names : Object.keys(SCENARIOS);
   for (const name of chosen) {
     const run = SCENARIOS[name];
@@ -23,7 +27,7 @@ async function main(): Promise<void> {
       process.exit(2);
     }
     console.log(`\n=== ${name} (${seconds} s per measurement) ===`);
-    const result = await run({ seconds });
+    const result = await run({ seconds, runs });
     const dir = join(import.meta.dirname, 'results');
     mkdirSync(dir, { recursive: true });
     const file = join(dir, `${name}.json`);

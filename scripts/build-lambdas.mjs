@@ -1,6 +1,6 @@
 // Bundles every Lambda handler under lambdas/ with esbuild (ESM, Node 24, minified, source maps) into
 // dist/lambdas/<group>-<name>/index.mjs and prints each bundle's size. The CDK stacks bundle the same entry
-// points through NodejsFunction; this script is for inspecting sizes and for manual deploys.
+// points through NodejsFunction with the same settings; this script is for inspecting sizes.
 import { build } from 'esbuild';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -23,7 +23,8 @@ for (const e of entries) {
     format: 'esm',
     minify: true,
     sourcemap: true,
-    // The Lambda runtime ships the AWS SDK v3, but bundling pins the version we test with.
+    // As in the API stack: nodejs24.x ships AWS SDK v3, so it stays out of the bundle (see README, packaging).
+    external: ['@aws-sdk/*'],
     banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
     logLevel: 'warning',
   });

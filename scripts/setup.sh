@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what Strata's tests need on a fresh machine: Node >= 22, redis-server, npm packages,
-# and the LocalStack host-mode venv (Python 3.13, pinned constraints). Idempotent; safe to re-run.
+# and the LocalStack host-mode venv (Python 3.13, pinned constraints) with cfn-lint. Idempotent; safe to re-run.
 #   bash scripts/setup.sh             # everything the tests need
 #   bash scripts/setup.sh --runtime   # only what `npm start` needs (Node >= 22, npm packages)
 #   SKIP_LOCALSTACK=1 bash scripts/setup.sh
@@ -63,5 +63,20 @@ if [ "${SKIP_LOCALSTACK:-}" != 1 ] && [ ! -f "$LS_MARKER" ]; then
   .localstack/venv/bin/pip install -q 'localstack-core[runtime]==2026.3.0' service-identity \
     -c scripts/localstack/constraints.txt
   .localstack/venv/bin/python -c 'import localstack.runtime.main' && touch "$LS_MARKER"
+fi
+# --- lmdb for the cache nodes' CPU (arm64 Graviton), bundled into the cachenode asset by `npm run synth` ---
+ARM_LMDB=.tools/cachenode-native/linux-arm64
+if [ ! -d "$ARM_LMDB/node_modules/@lmdb/lmdb-linux-arm64" ]; then
+  say "fetching lmdb's linux-arm64 build for the cache-node bundle"
+  npm install --prefix "$ARM_LMDB" --no-save --no-package-lock --no-audit --no-fund --loglevel=error \
+    --os=linux --cpu=arm64 --libc=glibc "lmdb@$(node -p "require('./node_modules/lmdb/package.json').version")"
+fi
+
+# --- cfn-lint (the infra tests lint every synthesized template) ------------------------------
+CFN_LINT_MARKER=.localstack/venv/.strata-cfn-lint-installed
+if [ "${SKIP_LOCALSTACK:-}" != 1 ] && [ ! -f "$CFN_LINT_MARKER" ]; then
+  say "installing cfn-lint into .localstack/venv"
+  .localstack/venv/bin/pip install -q cfn-lint -c scripts/localstack/constraints.txt
+  .localstack/venv/bin/cfn-lint --version >/dev/null && touch "$CFN_LINT_MARKER"
 fi
 say "ready: npm start | npm test"

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { StrataError, ValidationError } from '../errors.js';
 import { validateKey, validateNamespace } from '../model/keys.js';
 import type { ApiEvent } from './http.js';

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { NAMESPACE_PATTERN } from '../model/keys.js';
 
 const MiB = 1024 * 1024;

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { NamespaceConfigInput } from '../coordinator/policy.js';
 
 const MiB = 1024 * 1024;

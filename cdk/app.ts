@@ -1,0 +1,51 @@
+import { join } from 'node:path';
+import { Tags, Validations, type App } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import type { EnvironmentConfig } from './config/schema.js';
+import { CacheNodeBundle, CacheNodeFleet } from './constructs/cache-node-fleet.js';
+import { REPO_ROOT } from './lib/packaging.js';
+import { ApiStack } from './stacks/api-stack.js';
+import { DataStack } from './stacks/data-stack.js';
+import { FleetStack } from './stacks/fleet-stack.js';
+import { MonitoringStack } from './stacks/monitoring-stack.js';
+import { NetworkStack } from './stacks/network-stack.js';
+import { stackId } from './stacks/strata-stack.js';
+import { WorkflowsStack } from './stacks/workflows-stack.js';
+
+/** The cachenode daemon's entry point (cachenode/). */
+export const CACHENODE_ENTRY = join(REPO_ROOT, 'cachenode', 'src', 'main.ts');
+
+export interface StrataAppOptions {
+  readonly config: EnvironmentConfig;
+  /** @default CacheNodeBundle.fromEntry(CACHENODE_ENTRY, { nativeModules: ['lmdb'] }) */
+  readonly cacheNodeBundle?: CacheNodeBundle;
+  /** Run cdk-nag's AwsSolutions checks on every stack (findings are synth errors). @default true */
+  readonly nag?: boolean;
+}
+
+export interface StrataStacks {
+  readonly network: NetworkStack;
+  readonly data: DataStack;
+  readonly fleet: FleetStack;
+  readonly api: ApiStack;
+  readonly monitoring: MonitoringStack;
+  readonly workflows: WorkflowsStack;
+}
+
+/** Adds one environment's stacks to `app`. */
+export function buildStrataApp(app: App, options: StrataAppOptions): StrataStacks {
+  const { config } = options;
+  Tags.of(app).add('project', 'strata');
+  const network = new NetworkStack(app, stackId(config, 'Network'), { config, interfaceEndpoints: CacheNodeFleet.INTERFACE_ENDPOINTS });
+  const data = new DataStack(app, stackId(config, 'Data'), { config, network });
+  const fleet = new FleetStack(app, stackId(config, 'Fleet'), {
+    config,
+    network,
+    bundle: options.cacheNodeBundle ?? CacheNodeBundle.fromEntry(CACHENODE_ENTRY, { nativeModules: ['lmdb'] }),
+  });
+  const api = new ApiStack(app, stackId(config, 'Api'), { config, network, data });
+  const monitoring = new MonitoringStack(app, stackId(config, 'Monitoring'), { config, api, data, fleet });
+  const workflows = new WorkflowsStack(app, stackId(config, 'Workflows'), { config, network, data, fleet });
+  if (options.nag ?? true) Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
+  return { network, data, fleet, api, monitoring, workflows };
+}

@@ -1,0 +1,162 @@
+/**
+ * Per-environment configuration of a Strata deployment, validated with zod. One file per environment
+ * (`dev.ts`, `staging.ts`, `prod.ts`) holds the committed part; account, and optionally region and AZs, come from
+ * CDK context or the environment at synth time (see `load.ts`), so nothing account-specific is committed.
+ */
+import { z } from 'zod';
+import { namespaceConfigSchema } from '../../layers/core/coordinator/policy.js';
+import { NAMESPACE_PATTERN } from '../../layers/core/model/keys.js';
+
+export const ENVIRONMENT_NAMES = ['dev', 'staging', 'prod'] as const;
+export type EnvironmentName = (typeof ENVIRONMENT_NAMES)[number];
+
+export const API_FUNCTION_NAMES = ['keys', 'batch', 'transfer', 'service'] as const;
+
+/** CloudWatch Logs accepts only these retention periods (days). */
+export const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653] as const;
+
+const REGION = /^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$/;
+
+const logRetentionDays = z
+  .number()
+  .refine((d) => (LOG_RETENTION_DAYS as readonly number[]).includes(d), { message: `log retention must be one of CloudWatch's periods: ${LOG_RETENTION_DAYS.join(', ')} days` });
+
+const throttleSchema = z.strictObject({
+  /** Steady-state requests per second. */
+  rateLimit: z.number().positive('rateLimit must be a positive number of requests per second'),
+  /** Bucket size: requests allowed in a burst above the steady rate. */
+  burstLimit: z.number().int().min(1, 'burstLimit must be at least 1 request'),
+});
+
+const functionSchema = z.strictObject({
+  /** @default 1024 */
+  memoryMb: z.number().int().min(128).max(10240).default(1024),
+  /** API Gateway REST integrations time out at 29 s, so API functions may not run longer. @default 29 */
+  timeoutSeconds: z.number().int().min(1).max(29, 'API functions cannot outlive API Gateway\'s 29 s integration timeout').default(29),
+  /** Per-container near cache (L1); must leave room for the request buffers. @default 64 */
+  nearCacheMb: z.number().int().min(0).default(64),
+});
+
+const tenantSchema = z.strictObject({
+  /** Names the API key (`strata-<env>-<name>`) and usage plan. */
+  name: z.string().regex(/^[a-z][a-z0-9-]{0,39}$/, 'tenant names are 1-40 characters of a-z, 0-9 and "-", starting with a letter'),
+  /** Namespaces this tenant's key may use (recorded on the key; enforced by the API once tenants are mapped). */
+  namespaces: z.array(z.string().regex(NAMESPACE_PATTERN, 'namespaces are 1-63 characters of a-z, 0-9, "_" and "-", starting with a letter or digit (as the API accepts them)')).min(1, 'a tenant needs at least one namespace'),
+  throttle: throttleSchema,
+  /** Requests per period; omitted = no quota. */
+  quota: z.strictObject({ limit: z.number().int().min(1), period: z.enum(['DAY', 'WEEK', 'MONTH']) }).optional(),
+});
+
+export const environmentConfigSchema = z
+  .strictObject({
+    name: z.enum(ENVIRONMENT_NAMES),
+    /** Default region; `-c region=...` or CDK_DEPLOY_REGION override it. */
+    region: z.string().regex(REGION, 'region must look like "us-east-1"'),
+    /** Never committed: filled from `-c account=...`, CDK_DEPLOY_ACCOUNT or the CLI's credentials. */
+    account: z.string().regex(/^\d{12}$/, 'account must be a 12-digit AWS account id').optional(),
+    /** AZs of the VPC (2-3): ElastiCache Serverless and the API Lambdas span them. */
+    availabilityZones: z.array(z.string()).min(2, 'give at least 2 availability zones: ElastiCache Serverless needs subnets in 2 or more').max(3, 'at most 3 availability zones (ElastiCache Serverless takes 2-3 subnets)'),
+    /** What deleting the stack does to data (bucket, cache, logs). */
+    removalPolicy: z.enum(['destroy', 'retain']),
+    logRetentionDays,
+    network: z.strictObject({
+      /** @default '10.40.0.0/16' */
+      cidr: z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/(1[6-9]|20)$/, 'cidr must be an IPv4 block from /16 to /20, e.g. "10.40.0.0/16" (each subnet gets 1/16 of it)').default('10.40.0.0/16'),
+      /** 0 = private isolated subnets only (no internet egress; S3 and AWS APIs through endpoints). @default 0 */
+      natGateways: z.number().int().min(0).default(0),
+      /** Interface endpoints (billed per AZ-hour) go into the first N AZs only. @default all AZs */
+      interfaceEndpointAzs: z.number().int().min(1).optional(),
+      /** @default 'REJECT' */
+      flowLogTraffic: z.enum(['ALL', 'REJECT']).default('REJECT'),
+    }),
+    hotTier: z.strictObject({
+      /** ElastiCache Serverless usage limits: the cache never grows beyond these (and neither does its bill). */
+      maxDataStorageGb: z.number().int().min(1).max(5000),
+      maxEcpuPerSecond: z.number().int().min(1000).max(15_000_000),
+      /** @default 0 (no snapshots) */
+      snapshotRetentionDays: z.number().int().min(0).max(35).default(0),
+      /** UTC "HH:MM" when snapshots are taken (only with snapshotRetentionDays > 0). */
+      dailySnapshotTime: z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'dailySnapshotTime is "HH:MM" in UTC').optional(),
+      /** 'customer-managed' creates a KMS key (with rotation) for encryption at rest. @default 'aws-owned' */
+      encryptionKey: z.enum(['aws-owned', 'customer-managed']).default('aws-owned'),
+    }),
+    coldTier: z.strictObject({
+      /** Key prefix of every object (STRATA_S3_PREFIX). @default 'v1' */
+      prefix: z.string().regex(/^[A-Za-z0-9._-]+$/, 'prefix is one path segment of A-Z, a-z, 0-9, ".", "_" and "-"').default('v1'),
+      /** How long a delete's tombstone lives; the lifecycle rule removes tombstone objects after it (whole days). @default 10 */
+      tombstoneTtlMinutes: z.number().int().min(1).default(10),
+      /** Staged uploads (`<prefix>/_uploads/`) never committed are deleted after this many days. @default 1 */
+      stagingExpirationDays: z.number().int().min(1).default(1),
+      /** Server access logs are kept this many days. @default 90 */
+      accessLogExpirationDays: z.number().int().min(1).default(90),
+    }),
+    fleet: z.strictObject({
+      /** A Graviton (arm64) type, e.g. "r7gd.large" or "t4g.medium". */
+      instanceType: z.string(),
+      /** The encrypted gp3 data volume of each cache node. */
+      dataVolume: z.strictObject({
+        sizeGiB: z.number().int(),
+        /** @default 3000 (gp3 baseline, included in the price) */
+        iops: z.number().int().default(3000),
+        /** @default 125 (gp3 baseline, included in the price) */
+        throughputMiBps: z.number().int().default(125),
+      }),
+      /** Port the cachenode daemon listens on. @default 7070 */
+      port: z.number().int().default(7070),
+    }),
+    api: z.strictObject({
+      /** Stage-wide default throttle (each tenant's usage plan throttles its own key). */
+      throttle: throttleSchema,
+      /** Per-function settings; omitted functions take the defaults. */
+      functions: z
+        .strictObject({ keys: functionSchema.prefault({}), batch: functionSchema.prefault({}), transfer: functionSchema.prefault({}), service: functionSchema.prefault({}) })
+        .prefault({}),
+      /** Lifetime of presigned upload/download URLs (STRATA_URL_TTL_SECONDS). @default 900 */
+      urlTtlSeconds: z.number().int().min(60).max(7 * 24 * 3600).default(900),
+      /** Namespace policies (STRATA_NAMESPACES); omitted = every namespace write-through. */
+      namespaces: namespaceConfigSchema.optional(),
+      /** API Gateway execution logs (needs the account-wide API Gateway CloudWatch role). @default 'ERROR' */
+      executionLogging: z.enum(['OFF', 'ERROR', 'INFO']).default('ERROR'),
+    }),
+    tenants: z.array(tenantSchema).min(1, 'define at least one tenant: every API call needs a tenant API key'),
+    budgets: z.strictObject({
+      /** Monthly cost budget in USD; the monitoring stack alarms on projected spend above it. */
+      monthlyUsd: z.number().positive('monthlyUsd must be a positive amount'),
+      alertEmails: z.array(z.email('alertEmails must be e-mail addresses')).default([]),
+    }),
+  })
+  .superRefine((c, ctx) => {
+    for (const [i, az] of c.availabilityZones.entries()) {
+      if (!new RegExp(`^${c.region}[a-z]$`).test(az)) {
+        ctx.addIssue({ code: 'custom', path: ['availabilityZones', i], message: `availability zone '${az}' is not in region ${c.region} (pass -c availabilityZones=${c.region}a,${c.region}b when you change the region)` });
+      }
+    }
+    if (new Set(c.availabilityZones).size !== c.availabilityZones.length) ctx.addIssue({ code: 'custom', path: ['availabilityZones'], message: 'availability zones must be distinct' });
+    if (c.network.natGateways > c.availabilityZones.length) {
+      ctx.addIssue({ code: 'custom', path: ['network', 'natGateways'], message: `natGateways (${c.network.natGateways}) cannot exceed the number of availability zones (${c.availabilityZones.length})` });
+    }
+    if (c.network.interfaceEndpointAzs !== undefined && c.network.interfaceEndpointAzs > c.availabilityZones.length) {
+      ctx.addIssue({ code: 'custom', path: ['network', 'interfaceEndpointAzs'], message: `interfaceEndpointAzs (${c.network.interfaceEndpointAzs}) cannot exceed the number of availability zones (${c.availabilityZones.length})` });
+    }
+    if (c.hotTier.dailySnapshotTime && c.hotTier.snapshotRetentionDays === 0) {
+      ctx.addIssue({ code: 'custom', path: ['hotTier', 'dailySnapshotTime'], message: 'dailySnapshotTime needs snapshotRetentionDays > 0' });
+    }
+    const names = c.tenants.map((t) => t.name);
+    for (const dup of names.filter((n, i) => names.indexOf(n) !== i)) ctx.addIssue({ code: 'custom', path: ['tenants'], message: `tenant '${dup}' is defined twice` });
+    const urlDays = Math.ceil(c.api.urlTtlSeconds / 86_400);
+    if (c.coldTier.stagingExpirationDays < urlDays) {
+      ctx.addIssue({ code: 'custom', path: ['coldTier', 'stagingExpirationDays'], message: `stagingExpirationDays (${c.coldTier.stagingExpirationDays}) must cover the upload URL lifetime (${c.api.urlTtlSeconds} s = ${urlDays} days), or staged uploads vanish before they can be committed` });
+    }
+    for (const [fn, f] of Object.entries(c.api.functions)) {
+      if (f.nearCacheMb > f.memoryMb / 2) {
+        ctx.addIssue({ code: 'custom', path: ['api', 'functions', fn, 'nearCacheMb'], message: `nearCacheMb (${f.nearCacheMb}) must be at most half of memoryMb (${f.memoryMb}): the rest holds request and response buffers` });
+      }
+    }
+  });
+
+/** What an environment file declares (defaults not yet applied). */
+export type EnvironmentConfigInput = z.input<typeof environmentConfigSchema>;
+/** A validated configuration with defaults applied. */
+export type EnvironmentConfig = z.output<typeof environmentConfigSchema>;
+export type TenantConfig = EnvironmentConfig['tenants'][number];
+export type ThrottleConfig = z.output<typeof throttleSchema>;

@@ -1,0 +1,125 @@
+import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import { Construct } from 'constructs';
+import { S3Tier } from '../../layers/core/tiers/s3-tier.js';
+import { UPLOADS_FOLDER } from '../../layers/core/tiers/storage-key.js';
+import { check, intIn } from './validation.js';
+
+export interface ColdTierBucketProps {
+  /** Key prefix of every object the tier writes (STRATA_S3_PREFIX): one segment of [A-Za-z0-9._-]. @default 'v1' */
+  readonly prefix?: string;
+  /** Tombstone lifetime; tombstone objects are expired by a lifecycle rule after it (rounded up to days). @default 10 minutes */
+  readonly tombstoneTtl?: Duration;
+  /** Days after which never-committed staged uploads (`<prefix>/_uploads/`) are deleted. @default 1 */
+  readonly stagingExpirationDays?: number;
+  /** Days after which incomplete multipart uploads are aborted. @default 1 */
+  readonly abortIncompleteMultipartUploadDays?: number;
+  /** Days server access logs are kept. @default 90 */
+  readonly accessLogExpirationDays?: number;
+  /** @default RemovalPolicy.RETAIN */
+  readonly removalPolicy?: RemovalPolicy;
+}
+
+/**
+ * The S3 cold tier: SSE-S3 encrypted, public access blocked, TLS 1.2+ enforced, bucket-owner-enforced objects,
+ * server access logs to a companion bucket, and lifecycle rules for the tier's garbage: incomplete multipart
+ * uploads, expired tombstones (S3Tier tags them strata-tombstone=1) and abandoned staged uploads.
+ */
+export class ColdTierBucket extends Construct {
+  readonly bucket: s3.Bucket;
+  readonly accessLogsBucket: s3.Bucket;
+  readonly prefix: string;
+  /**
+   * Everything the tier (layers/core/tiers/s3-tier.ts) does, on its prefix only. A managed policy beside the
+   * bucket, so the grant is reviewed where the bucket is and roles in other stacks attach it by ARN.
+   */
+  readonly accessPolicy: iam.ManagedPolicy;
+
+  constructor(scope: Construct, id: string, props: ColdTierBucketProps = {}) {
+    super(scope, id);
+    // Log delivery through a bucket policy, not ACLs: ACLs are disabled (bucket owner enforced). Set here so the
+    // construct does not depend on the app's feature flags.
+    this.node.setContext('@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy', true);
+    this.prefix = props.prefix ?? 'v1';
+    check(this, /^[A-Za-z0-9._-]+$/.test(this.prefix) && this.prefix !== '.' && this.prefix !== '..', `prefix '${this.prefix}' must be one path segment of A-Z, a-z, 0-9, ".", "_" and "-"`);
+    const tombstoneTtlMs = (props.tombstoneTtl ?? Duration.minutes(10)).toMilliseconds();
+    check(this, tombstoneTtlMs >= 1000, 'tombstoneTtl must be at least one second');
+    const stagingDays = props.stagingExpirationDays ?? 1;
+    check(this, intIn(stagingDays, 1, 365), `stagingExpirationDays must be a whole number of days from 1 to 365 (got ${stagingDays})`);
+    const abortDays = props.abortIncompleteMultipartUploadDays ?? 1;
+    check(this, intIn(abortDays, 1, 365), `abortIncompleteMultipartUploadDays must be 1-365 (got ${abortDays})`);
+    const logDays = props.accessLogExpirationDays ?? 90;
+    check(this, intIn(logDays, 1, 3650), `accessLogExpirationDays must be 1-3650 (got ${logDays})`);
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+
+    this.accessLogsBucket = new s3.Bucket(this, 'AccessLogs', {
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      minimumTLSVersion: 1.2,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      lifecycleRules: [{ id: 'expire-access-logs', expiration: Duration.days(logDays) }],
+      removalPolicy,
+    });
+
+    // The tombstone rule comes from the tier itself, so the tag, prefix and lifetime cannot drift apart.
+    const tier = new S3Tier({ bucket: 'lifecycle-rule-template', prefix: this.prefix, tombstoneTtlMs, region: 'us-east-1' });
+    const rule = tier.tombstoneLifecycleRule();
+    void tier.close();
+    const filter = rule.Filter?.And;
+    check(this, !!filter && rule.Expiration?.Days !== undefined, 'S3Tier.tombstoneLifecycleRule() changed shape: update ColdTierBucket');
+
+    this.bucket = new s3.Bucket(this, 'Bucket', {
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      minimumTLSVersion: 1.2,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      serverAccessLogsBucket: this.accessLogsBucket,
+      serverAccessLogsPrefix: 'cold-tier/',
+      removalPolicy,
+      lifecycleRules: [
+        { id: 'abort-incomplete-multipart-uploads', abortIncompleteMultipartUploadAfter: Duration.days(abortDays) },
+        {
+          id: rule.ID,
+          prefix: filter!.Prefix,
+          tagFilters: Object.fromEntries((filter!.Tags ?? []).map((t) => [t.Key!, t.Value!])),
+          expiration: Duration.days(rule.Expiration!.Days!),
+        },
+        { id: 'expire-abandoned-staged-uploads', prefix: `${this.prefix}/${UPLOADS_FOLDER}/`, expiration: Duration.days(stagingDays) },
+      ],
+    });
+
+    this.accessPolicy = new iam.ManagedPolicy(this, 'AccessPolicy', {
+      description: `Strata cold tier: objects under ${this.prefix}/ of its bucket`,
+      statements: [
+        new iam.PolicyStatement({
+          sid: 'TierObjects',
+          actions: ['s3:GetObject', 's3:PutObject', 's3:PutObjectTagging', 's3:DeleteObject', 's3:AbortMultipartUpload'],
+          resources: [this.bucket.arnForObjects(`${this.prefix}/*`)],
+        }),
+        new iam.PolicyStatement({ sid: 'HeadBucket', actions: ['s3:ListBucket'], resources: [this.bucket.bucketArn] }),
+      ],
+    });
+    const bucketId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket);
+    Validations.of(this.accessPolicy).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${this.prefix}/*]`,
+      reason: 'Object keys are derived from user keys at run time (<prefix>/<ns>/<shard>/<key>), so the tier needs every key under its prefix; the grant stops at that prefix of this one bucket.',
+    });
+  }
+
+  /** ARN pattern of the tier's objects (`<bucket>/<prefix>/*`): everything the tier reads and writes. */
+  get tierObjectsArn(): string {
+    return this.bucket.arnForObjects(`${this.prefix}/*`);
+  }
+
+  /**
+   * Attaches {@link accessPolicy} to `grantee`'s role: read/HEAD, conditional put, copy (commit of presigned
+   * uploads), tagged put (tombstones), delete and abort of failed multipart uploads on the tier prefix only, and
+   * HeadBucket (s3:ListBucket) for health checks. Presigned URLs carry the same permissions.
+   */
+  grantTierAccess(grantee: iam.IRole): void {
+    grantee.addManagedPolicy(this.accessPolicy);
+  }
+}

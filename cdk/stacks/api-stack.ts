@@ -1,0 +1,81 @@
+import { CfnOutput } from 'aws-cdk-lib';
+import type { Construct } from 'constructs';
+import { API_ROUTES, type ApiFunction } from '../../layers/core/api/routes.js';
+import { StrataFunction } from '../constructs/strata-function.js';
+import { StrataRestApi } from '../constructs/strata-rest-api.js';
+import { apiLambdaEntry } from '../lib/packaging.js';
+import type { DataStack } from './data-stack.js';
+import type { StrataNetwork } from './network-stack.js';
+import { logRetention, removalPolicy } from './settings.js';
+import { StrataStack, type StrataStackProps } from './strata-stack.js';
+
+export interface ApiStackProps extends StrataStackProps {
+  readonly network: StrataNetwork;
+  readonly data: Pick<DataStack, 'hotTier' | 'coldTier'>;
+}
+
+/** The API groups, in the order they first appear in API_ROUTES: one Lambda each. */
+export function apiFunctionGroups(): ApiFunction[] {
+  return [...new Set(API_ROUTES.map((r) => r.fn))];
+}
+
+/**
+ * The HTTPS API: one Lambda per route group of API_ROUTES (keys, batch, transfer, service), each bound to the
+ * hot and cold tiers, behind an API Gateway REST API generated from the same route table, with one API key and
+ * usage plan per configured tenant.
+ */
+export class ApiStack extends StrataStack {
+  readonly functions: Readonly<Record<ApiFunction, StrataFunction>>;
+  readonly restApi: StrataRestApi;
+
+  constructor(scope: Construct, id: string, props: ApiStackProps) {
+    super(scope, id, { description: `Strata ${props.config.name}: HTTPS API (API Gateway REST, Lambda)`, ...props });
+    const { config, network, data } = props;
+
+    const functions = {} as Record<ApiFunction, StrataFunction>;
+    for (const fn of apiFunctionGroups()) {
+      const settings = config.api.functions[fn];
+      const routes = API_ROUTES.filter((r) => r.fn === fn).map((r) => `${r.method} ${r.resource}`);
+      const f = new StrataFunction(this, `${fn.charAt(0).toUpperCase()}${fn.slice(1)}Function`, {
+        entry: apiLambdaEntry(fn),
+        description: `Strata ${config.name} API '${fn}': ${routes.join(', ')}`.slice(0, 256),
+        vpc: network.vpc,
+        vpcSubnets: network.privateSubnets,
+        securityGroup: network.coordinatorSecurityGroup,
+        memoryMb: settings.memoryMb,
+        timeoutSeconds: settings.timeoutSeconds,
+        maxTimeoutSeconds: 29,
+        logRetention: logRetention(config),
+        logRemovalPolicy: removalPolicy(config),
+        environment: {
+          STRATA_NEAR_CACHE_MB: String(settings.nearCacheMb),
+          STRATA_URL_TTL_SECONDS: String(config.api.urlTtlSeconds),
+          ...(config.api.namespaces ? { STRATA_NAMESPACES: JSON.stringify(config.api.namespaces) } : {}),
+        },
+      });
+      f.bindHotTier(data.hotTier).bindColdTier(data.coldTier);
+      functions[fn] = f;
+    }
+    this.functions = functions;
+
+    this.restApi = new StrataRestApi(this, 'RestApi', {
+      apiName: `strata-${config.name}`,
+      routes: API_ROUTES,
+      functions: Object.fromEntries(Object.entries(functions).map(([k, f]) => [k, f.function])),
+      stageName: config.name,
+      throttle: config.api.throttle,
+      tenants: config.tenants,
+      accessLogRetention: logRetention(config),
+      logRemovalPolicy: removalPolicy(config),
+      executionLogging: config.api.executionLogging,
+    });
+
+    new CfnOutput(this, 'ApiUrl', { value: this.restApi.url, description: 'Base URL of the Strata API (append v1/...)' });
+    for (const [tenant, key] of Object.entries(this.restApi.apiKeys)) {
+      new CfnOutput(this, `ApiKeyId${tenant.replace(/(^|-)([a-z0-9])/g, (_m, _d, c: string) => c.toUpperCase())}`, {
+        value: key.keyId,
+        description: `API key id of tenant ${tenant}: aws apigateway get-api-key --include-value --api-key <id>`,
+      });
+    }
+  }
+}

@@ -1,0 +1,151 @@
+import { ConfigurationError, ENVIRONMENTS, loadEnvironmentConfig } from '../../cdk/config/load.js';
+import { ENVIRONMENT_NAMES, type EnvironmentConfigInput } from '../../cdk/config/schema.js';
+
+/** A dev file with one change, for the rule under test. */
+function withDev(change: (c: EnvironmentConfigInput) => EnvironmentConfigInput): Record<string, EnvironmentConfigInput> {
+  return { dev: change(structuredClone(ENVIRONMENTS.dev)) };
+}
+
+function errorOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigurationError);
+    return (e as Error).message;
+  }
+  throw new Error('expected a ConfigurationError');
+}
+
+describe('Environment configuration', () => {
+  describe('committed files', () => {
+    it.each(ENVIRONMENT_NAMES)('%s is valid and commits no account', (name) => {
+      // Act
+      const config = loadEnvironmentConfig(name);
+      // Assess
+      expect(config.name).toBe(name);
+      expect(config.account).toBeUndefined();
+      expect(ENVIRONMENTS[name].account).toBeUndefined();
+      expect(config.availabilityZones.every((az) => az.startsWith(config.region))).toBe(true);
+    });
+
+    it('keeps NAT gateways off by default in every environment', () => {
+      for (const name of ENVIRONMENT_NAMES) expect(loadEnvironmentConfig(name).network.natGateways).toBe(0);
+    });
+  });
+
+  describe('sources', () => {
+    it('takes the account from context first, then CDK_DEPLOY_ACCOUNT, then CDK_DEFAULT_ACCOUNT', () => {
+      const env = { CDK_DEPLOY_ACCOUNT: '222222222222', CDK_DEFAULT_ACCOUNT: '333333333333' };
+      expect(loadEnvironmentConfig('dev', { context: { account: '111111111111' }, env }).account).toBe('111111111111');
+      expect(loadEnvironmentConfig('dev', { env }).account).toBe('222222222222');
+      expect(loadEnvironmentConfig('dev', { env: { CDK_DEFAULT_ACCOUNT: '333333333333' } }).account).toBe('333333333333');
+    });
+
+    it('ignores CDK_DEFAULT_REGION (the committed AZs belong to the committed region)', () => {
+      expect(loadEnvironmentConfig('dev', { env: { CDK_DEFAULT_REGION: 'eu-west-1' } }).region).toBe('us-east-1');
+    });
+
+    it('takes region and AZs from context together', () => {
+      const c = loadEnvironmentConfig('dev', { context: { region: 'eu-west-1', availabilityZones: 'eu-west-1a, eu-west-1b' } });
+      expect(c.region).toBe('eu-west-1');
+      expect(c.availabilityZones).toEqual(['eu-west-1a', 'eu-west-1b']);
+    });
+
+    it('applies documented defaults', () => {
+      const c = loadEnvironmentConfig('dev');
+      expect(c.coldTier.tombstoneTtlMinutes).toBe(10);
+      expect(c.api.urlTtlSeconds).toBe(900);
+      expect(c.api.functions.keys.timeoutSeconds).toBe(29);
+      expect(c.fleet.port).toBe(7070);
+      expect(c.fleet.dataVolume.iops).toBe(3000);
+    });
+  });
+
+  describe('rules', () => {
+    it('fails on an unknown environment, naming the valid ones', () => {
+      expect(errorOf(() => loadEnvironmentConfig('qa'))).toMatch(/unknown environment 'qa': choose one of dev, staging, prod/);
+      expect(errorOf(() => loadEnvironmentConfig(undefined))).toMatch(/\(none given\)/);
+    });
+
+    it('fails when the region changes without matching AZs', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', { context: { region: 'eu-west-1' } }))).toMatch(/availability zone 'us-east-1a' is not in region eu-west-1 \(pass -c availabilityZones=eu-west-1a,eu-west-1b/);
+    });
+
+    it('fails with fewer than 2 AZs', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, availabilityZones: ['us-east-1a'] }))))).toMatch(/at least 2 availability zones/);
+    });
+
+    it('fails on a malformed account', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', { context: { account: '1234' } }))).toMatch(/account: account must be a 12-digit AWS account id/);
+    });
+
+    it('fails on a log retention CloudWatch does not offer', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, logRetentionDays: 10 }))))).toMatch(/logRetentionDays: log retention must be one of CloudWatch's periods/);
+    });
+
+    it('fails when NAT gateways outnumber AZs', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, network: { ...c.network, natGateways: 3 } }))))).toMatch(/natGateways \(3\) cannot exceed the number of availability zones \(2\)/);
+    });
+
+    it('fails when interface endpoints ask for more AZs than exist', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, network: { ...c.network, interfaceEndpointAzs: 3 } }))))).toMatch(/interfaceEndpointAzs \(3\) cannot exceed/);
+    });
+
+    it('fails on a VPC block outside /16-/20', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, network: { ...c.network, cidr: '10.0.0.0/24' } }))))).toMatch(/cidr must be an IPv4 block from \/16 to \/20/);
+    });
+
+    it('fails on ElastiCache limits outside the service range', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, hotTier: { ...c.hotTier, maxEcpuPerSecond: 10 } }))))).toMatch(/hotTier\.maxEcpuPerSecond/);
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, hotTier: { ...c.hotTier, maxDataStorageGb: 0 } }))))).toMatch(/hotTier\.maxDataStorageGb/);
+    });
+
+    it('fails on a snapshot time without snapshots', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, hotTier: { ...c.hotTier, dailySnapshotTime: '04:00' } }))))).toMatch(/dailySnapshotTime needs snapshotRetentionDays > 0/);
+    });
+
+    it('fails on a malformed snapshot time', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, hotTier: { ...c.hotTier, snapshotRetentionDays: 1, dailySnapshotTime: '25:00' } }))))).toMatch(/dailySnapshotTime is "HH:MM" in UTC/);
+    });
+
+    it('fails on an API function timeout above API Gateway\'s 29 s', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, api: { ...c.api, functions: { keys: { timeoutSeconds: 60 } } } }))))).toMatch(/api\.functions\.keys\.timeoutSeconds: API functions cannot outlive API Gateway's 29 s integration timeout/);
+    });
+
+    it('fails when the near cache would take more than half the memory', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, api: { ...c.api, functions: { service: { memoryMb: 256, nearCacheMb: 200 } } } }))))).toMatch(/nearCacheMb \(200\) must be at most half of memoryMb \(256\)/);
+    });
+
+    it('fails when staged uploads would expire before their upload URLs', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, api: { ...c.api, urlTtlSeconds: 3 * 86_400 } }))))).toMatch(/stagingExpirationDays \(1\) must cover the upload URL lifetime \(259200 s = 3 days\)/);
+    });
+
+    it('fails without tenants', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, tenants: [] }))))).toMatch(/define at least one tenant/);
+    });
+
+    it('fails on duplicate tenants', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, tenants: [c.tenants[0]!, c.tenants[0]!] }))))).toMatch(/tenant 'developers' is defined twice/);
+    });
+
+    it('fails on a tenant namespace the API would reject', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, tenants: [{ ...c.tenants[0]!, namespaces: ['Bad NS'] }] }))))).toMatch(/tenants\.0\.namespaces\.0: namespaces are 1-63 characters/);
+    });
+
+    it('fails on a non-positive throttle', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, api: { ...c.api, throttle: { rateLimit: 0, burstLimit: 1 } } }))))).toMatch(/api\.throttle\.rateLimit: rateLimit must be a positive number/);
+    });
+
+    it('fails on namespace policies the runtime would reject', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, api: { ...c.api, namespaces: { defaults: { writeMode: 'sometimes' } } as never } }))))).toMatch(/api\.namespaces\.defaults\.writeMode/);
+    });
+
+    it('fails on unknown keys (typos)', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, fleet: { ...c.fleet, instanceTyp: 'x' } as never }))))).toMatch(/fleet: Unrecognized key/);
+    });
+
+    it('fails when a file declares another environment name', () => {
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, name: 'prod' }))))).toMatch(/cdk\/config\/dev\.ts declares name 'prod'/);
+    });
+  });
+});

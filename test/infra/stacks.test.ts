@@ -1,0 +1,361 @@
+import { Match } from 'aws-cdk-lib/assertions';
+import { API_ROUTES } from '../../layers/core/api/routes.js';
+import { S3Tier } from '../../layers/core/tiers/s3-tier.js';
+import { STACK_KEYS, synthesized } from './helpers/synth.js';
+
+type Json = Record<string, unknown>;
+type Resources = Record<string, { Type: string; Properties: Json; DependsOn?: string[] }>;
+
+// prod has every optional feature on (customer-managed key, snapshots, quotas, tuned volume); dev has the others.
+const prod = synthesized('prod');
+const dev = synthesized('dev');
+
+function only<T>(record: Record<string, T>): T {
+  const values = Object.values(record);
+  expect(values).toHaveLength(1);
+  return values[0]!;
+}
+
+/** Every IAM statement of a template: inline role policies, AWS::IAM::Policy and AWS::IAM::ManagedPolicy. */
+function statements(resources: Resources): Json[] {
+  const out: Json[] = [];
+  for (const r of Object.values(resources)) {
+    const docs: Json[] = [];
+    if (r.Type === 'AWS::IAM::Policy' || r.Type === 'AWS::IAM::ManagedPolicy') docs.push(r.Properties.PolicyDocument as Json);
+    if (r.Type === 'AWS::IAM::Role') for (const p of (r.Properties.Policies as { PolicyDocument: Json }[] | undefined) ?? []) docs.push(p.PolicyDocument);
+    for (const d of docs) out.push(...(d.Statement as Json[]));
+  }
+  return out;
+}
+
+const asArray = <T>(v: T | T[]): T[] => (Array.isArray(v) ? v : [v]);
+
+describe('Stacks', () => {
+  describe('Network', () => {
+    it('has private subnets in the configured AZs and no NAT or internet gateway', () => {
+      const t = prod.templates.network;
+      t.resourceCountIs('AWS::EC2::NatGateway', 0);
+      t.resourceCountIs('AWS::EC2::InternetGateway', 0);
+      const subnets = Object.values(t.findResources('AWS::EC2::Subnet')) as { Properties: Json }[];
+      expect(subnets.map((s) => s.Properties.AvailabilityZone).sort()).toEqual([...prod.config.availabilityZones].sort());
+      for (const s of subnets) expect(s.Properties.MapPublicIpOnLaunch).toBe(false);
+    });
+
+    it('reaches S3 through a gateway endpoint and only Secrets Manager through an interface endpoint', () => {
+      const t = prod.templates.network;
+      t.hasResourceProperties('AWS::EC2::VPCEndpoint', { VpcEndpointType: 'Gateway', ServiceName: Match.objectLike({ 'Fn::Join': Match.arrayWith([Match.arrayWith([Match.stringLikeRegexp('\\.s3$')])]) }) });
+      const interfaces = Object.values(t.findResources('AWS::EC2::VPCEndpoint', { Properties: { VpcEndpointType: 'Interface' } })) as { Properties: Json }[];
+      expect(interfaces).toHaveLength(1);
+      expect(JSON.stringify(interfaces[0]!.Properties.ServiceName)).toContain('secretsmanager');
+      expect(interfaces[0]!.Properties.SubnetIds).toHaveLength(3);
+      // dev keeps its interface endpoint in one AZ (cost)
+      const devInterface = only(dev.templates.network.findResources('AWS::EC2::VPCEndpoint', { Properties: { VpcEndpointType: 'Interface' } })) as { Properties: Json };
+      expect(devInterface.Properties.SubnetIds).toHaveLength(1);
+    });
+
+    it('admits HTTPS to the endpoint from the VPC block only', () => {
+      prod.templates.network.hasResourceProperties('AWS::EC2::SecurityGroup', {
+        GroupDescription: Match.stringLikeRegexp('SecretsmanagerEndpoint'),
+        SecurityGroupIngress: [{ CidrIp: prod.config.network.cidr, FromPort: 443, ToPort: 443, IpProtocol: 'tcp', Description: 'HTTPS from the VPC' }],
+      });
+    });
+
+    it('logs VPC flows', () => {
+      prod.templates.network.hasResourceProperties('AWS::EC2::FlowLog', { TrafficType: 'ALL', LogDestinationType: 'cloud-watch-logs' });
+      dev.templates.network.hasResourceProperties('AWS::EC2::FlowLog', { TrafficType: 'REJECT' });
+    });
+
+    it('lets the coordinators out on HTTPS only (further rules come from the tiers they bind)', () => {
+      prod.templates.network.hasResourceProperties('AWS::EC2::SecurityGroup', {
+        GroupDescription: Match.stringLikeRegexp('^Strata coordinators'),
+        SecurityGroupEgress: [{ CidrIp: '0.0.0.0/0', FromPort: 443, ToPort: 443, IpProtocol: 'tcp', Description: Match.anyValue() }],
+      });
+    });
+  });
+
+  describe('Data tiers', () => {
+    it('runs ElastiCache Serverless Valkey with the configured limits, snapshots and customer-managed key', () => {
+      const t = prod.templates.data;
+      const cache = only(t.findResources('AWS::ElastiCache::ServerlessCache')) as { Properties: Json };
+      expect(cache.Properties).toMatchObject({
+        Engine: 'valkey',
+        MajorEngineVersion: '8',
+        ServerlessCacheName: 'strata-prod',
+        CacheUsageLimits: { DataStorage: { Maximum: prod.config.hotTier.maxDataStorageGb, Unit: 'GB' }, ECPUPerSecond: { Maximum: prod.config.hotTier.maxEcpuPerSecond } },
+        SnapshotRetentionLimit: 7,
+        DailySnapshotTime: '05:00',
+      });
+      expect(cache.Properties.SubnetIds).toHaveLength(3);
+      expect(cache.Properties.KmsKeyId).toEqual({ 'Fn::GetAtt': [expect.stringMatching(/^HotTierKey/), 'Arn'] });
+      t.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true });
+      // dev: AWS-owned key (ElastiCache Serverless always encrypts at rest), no snapshots
+      const devCache = only(dev.templates.data.findResources('AWS::ElastiCache::ServerlessCache')) as { Properties: Json };
+      expect(devCache.Properties.KmsKeyId).toBeUndefined();
+      expect(devCache.Properties.SnapshotRetentionLimit).toBe(0);
+      dev.templates.data.resourceCountIs('AWS::KMS::Key', 0);
+    });
+
+    it('authenticates with RBAC: one password user whose password is only a Secrets Manager reference, default user off', () => {
+      const t = prod.templates.data;
+      const group = only(t.findResources('AWS::ElastiCache::UserGroup')) as { Properties: Json };
+      expect(group.Properties).toMatchObject({ Engine: 'valkey', UserGroupId: 'strata-prod', UserIds: ['strata-prod-default', 'strata-prod-app'] });
+      t.hasResourceProperties('AWS::ElastiCache::ServerlessCache', { UserGroupId: Match.anyValue() });
+      t.hasResourceProperties('AWS::ElastiCache::User', { UserName: 'default', AccessString: 'off -@all' });
+      const app = Object.values(t.findResources('AWS::ElastiCache::User', { Properties: { UserName: 'strata-prod-app' } }))[0] as { Properties: { AuthenticationMode: { Type: string; Passwords: unknown[] } } };
+      expect(app.Properties.AuthenticationMode.Type).toBe('password');
+      expect(JSON.stringify(app.Properties.AuthenticationMode.Passwords)).toMatch(/^\[\{"Fn::Join":\["",\["\{\{resolve:secretsmanager:"/);
+      t.hasResourceProperties('AWS::SecretsManager::Secret', { GenerateSecretString: { PasswordLength: 32, ExcludePunctuation: true } });
+    });
+
+    it('admits only the coordinators, on 6379-6380', () => {
+      const t = prod.templates.data;
+      t.hasResourceProperties('AWS::EC2::SecurityGroup', { GroupDescription: Match.stringLikeRegexp('ElastiCache Serverless'), SecurityGroupEgress: Match.anyValue() });
+      const ingress = Object.values(t.findResources('AWS::EC2::SecurityGroupIngress')) as { Properties: Json }[];
+      expect(ingress).toHaveLength(1);
+      expect(ingress[0]!.Properties).toMatchObject({ IpProtocol: 'tcp', FromPort: 6379, ToPort: 6380 });
+      expect(JSON.stringify(ingress[0]!.Properties.SourceSecurityGroupId)).toContain('CoordinatorSecurityGroup');
+      expect(ingress[0]!.Properties.CidrIp).toBeUndefined();
+    });
+
+    it('encrypts the cold bucket, blocks public access and enforces TLS 1.2', () => {
+      const t = prod.templates.data;
+      const cold = { BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] }, PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true }, OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] } };
+      expect(Object.keys(t.findResources('AWS::S3::Bucket', { Properties: cold }))).toHaveLength(2); // the tier and its access logs
+      const policies = Object.values(t.findResources('AWS::S3::BucketPolicy')) as { Properties: { PolicyDocument: { Statement: Json[] } } }[];
+      expect(policies).toHaveLength(2);
+      for (const p of policies) {
+        expect(p.Properties.PolicyDocument.Statement).toEqual(expect.arrayContaining([
+          expect.objectContaining({ Effect: 'Deny', Action: 's3:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+          expect.objectContaining({ Effect: 'Deny', Action: 's3:*', Condition: { NumericLessThan: { 's3:TlsVersion': 1.2 } } }),
+        ]));
+      }
+      t.hasResourceProperties('AWS::S3::Bucket', { LoggingConfiguration: { DestinationBucketName: Match.anyValue(), LogFilePrefix: 'cold-tier/' } });
+    });
+
+    it('expires incomplete multipart uploads, tombstones (the rule S3Tier defines) and abandoned staged uploads', () => {
+      const tier = new S3Tier({ bucket: 'b', prefix: 'v1', tombstoneTtlMs: 10 * 60_000, region: 'us-east-1' });
+      const rule = tier.tombstoneLifecycleRule();
+      void tier.close();
+      prod.templates.data.hasResourceProperties('AWS::S3::Bucket', {
+        LifecycleConfiguration: {
+          Rules: [
+            { Id: 'abort-incomplete-multipart-uploads', Status: 'Enabled', AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 } },
+            { Id: rule.ID, Status: 'Enabled', Prefix: rule.Filter!.And!.Prefix, TagFilters: [{ Key: 'strata-tombstone', Value: '1' }], ExpirationInDays: rule.Expiration!.Days },
+            { Id: 'expire-abandoned-staged-uploads', Status: 'Enabled', Prefix: 'v1/_uploads/', ExpirationInDays: 1 },
+          ],
+        },
+      });
+    });
+
+    it('scopes the cold-tier policy to the tier prefix of its bucket, with the actions S3Tier uses', () => {
+      const policy = only(prod.templates.data.findResources('AWS::IAM::ManagedPolicy')) as { Properties: { PolicyDocument: { Statement: Json[] } } };
+      const [objects, bucket] = policy.Properties.PolicyDocument.Statement;
+      expect(objects).toMatchObject({ Sid: 'TierObjects', Effect: 'Allow', Action: ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject', 's3:PutObjectTagging'] });
+      expect(objects!.Resource).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [expect.stringMatching(/^ColdTierBucket/), 'Arn'] }, '/v1/*']] });
+      expect(bucket).toEqual({ Sid: 'HeadBucket', Effect: 'Allow', Action: 's3:ListBucket', Resource: { 'Fn::GetAtt': [expect.stringMatching(/^ColdTierBucket/), 'Arn'] } });
+    });
+
+    it('retains data in prod and deletes it with the stack in dev', () => {
+      prod.templates.data.hasResource('AWS::ElastiCache::ServerlessCache', { DeletionPolicy: 'Retain' });
+      prod.templates.data.hasResource('AWS::S3::Bucket', { DeletionPolicy: 'Retain' });
+      dev.templates.data.hasResource('AWS::ElastiCache::ServerlessCache', { DeletionPolicy: 'Delete' });
+      dev.templates.data.hasResource('AWS::S3::Bucket', { DeletionPolicy: 'Delete' });
+    });
+  });
+
+  describe('Fleet', () => {
+    const lt = () => (only(prod.templates.fleet.findResources('AWS::EC2::LaunchTemplate')) as { Properties: { LaunchTemplateName: string; LaunchTemplateData: Json } }).Properties;
+
+    it('launches Amazon Linux 2023 arm64 with IMDSv2 only and the configured instance type', () => {
+      const t = prod.templates.fleet;
+      expect(lt().LaunchTemplateName).toBe('strata-prod-cachenode');
+      expect(lt().LaunchTemplateData).toMatchObject({ InstanceType: 'r7g.large', MetadataOptions: { HttpTokens: 'required', HttpPutResponseHopLimit: 1 }, NetworkInterfaces: [expect.objectContaining({ AssociatePublicIpAddress: false })] });
+      t.templateMatches({ Parameters: Match.objectLike({}) });
+      const params = t.toJSON().Parameters as Record<string, { Default?: string }>;
+      expect(Object.values(params).some((p) => /^\/aws\/service\/ami-amazon-linux-latest\/al2023-ami-kernel-[\d.]+-arm64$/.test(p.Default ?? ''))).toBe(true);
+    });
+
+    it('encrypts a gp3 root and the configured gp3 data volume', () => {
+      expect(lt().LaunchTemplateData.BlockDeviceMappings).toEqual([
+        { DeviceName: '/dev/xvda', Ebs: { DeleteOnTermination: true, Encrypted: true, VolumeSize: 10, VolumeType: 'gp3' } },
+        { DeviceName: '/dev/sdf', Ebs: { DeleteOnTermination: true, Encrypted: true, VolumeSize: 500, Iops: 6000, Throughput: 250, VolumeType: 'gp3' } },
+      ]);
+    });
+
+    it('boots the daemon: Node from AL2023, the formatted and mounted volume, the bundle from S3, a systemd unit', () => {
+      const userData = JSON.stringify(lt().LaunchTemplateData.UserData);
+      for (const step of [
+        'dnf install -y nodejs24 unzip',
+        'mkfs.xfs -L strata-data /dev/sdf',
+        'LABEL=strata-data /var/lib/strata xfs defaults,noatime,nofail',
+        'aws s3 cp',
+        'STRATA_NODE_PORT=7070',
+        `STRATA_NODE_CAPACITY_BYTES=${Math.floor(500 * 1024 ** 3 * 0.9)}`,
+        'STRATA_NODE_SECRET_FILE=/run/strata/node-secret',
+        'ExecStart=/usr/bin/node-24 --enable-source-maps /opt/strata/cachenode/main.mjs',
+        'ProtectSystem=strict',
+        'systemctl enable --now strata-cachenode.service',
+      ]) expect(userData).toContain(step);
+    });
+
+    it('admits only the coordinators, on the daemon port, and lets nodes out on HTTPS only', () => {
+      const t = prod.templates.fleet;
+      const ingress = Object.values(t.findResources('AWS::EC2::SecurityGroupIngress')) as { Properties: Json }[];
+      expect(ingress).toHaveLength(1);
+      expect(ingress[0]!.Properties).toMatchObject({ IpProtocol: 'tcp', FromPort: 7070, ToPort: 7070 });
+      expect(JSON.stringify(ingress[0]!.Properties.SourceSecurityGroupId)).toContain('CoordinatorSecurityGroup');
+      t.hasResourceProperties('AWS::EC2::SecurityGroup', { SecurityGroupEgress: [{ CidrIp: '0.0.0.0/0', FromPort: 443, ToPort: 443, IpProtocol: 'tcp', Description: Match.anyValue() }] });
+      // the matching egress on the coordinators' group lives here too (no reference back to the fleet from Network)
+      t.hasResourceProperties('AWS::EC2::SecurityGroupEgress', { FromPort: 7070, ToPort: 7070, DestinationSecurityGroupId: Match.anyValue() });
+    });
+
+    it('lets the instance role read exactly its bundle object and its secret', () => {
+      const t = prod.templates.fleet;
+      const role = only(t.findResources('AWS::IAM::Role')) as { Properties: Json };
+      expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+      const s = statements(t.toJSON().Resources as Resources);
+      expect(s).toHaveLength(2);
+      expect(s[0]).toMatchObject({ Action: 's3:GetObject', Effect: 'Allow' });
+      expect(JSON.stringify(s[0]!.Resource)).toMatch(/cdk-hnb659fds-assets-.*\/[0-9a-f]{64}\.zip"/);
+      expect(s[1]).toEqual({ Action: 'secretsmanager:GetSecretValue', Effect: 'Allow', Resource: { Ref: expect.stringMatching(/^CacheNodesSharedSecret/) } });
+    });
+  });
+
+  describe('API', () => {
+    const functions = () => prod.templates.api.findResources('AWS::Lambda::Function') as Record<string, { Properties: Json }>;
+    const fnLogicalId = (fn: string) => Object.keys(functions()).find((id) => id.startsWith(`${fn.charAt(0).toUpperCase()}${fn.slice(1)}Function`))!;
+
+    it('has one nodejs24.x arm64 function per API group, sized from config', () => {
+      const groups = [...new Set(API_ROUTES.map((r) => r.fn))];
+      expect(Object.keys(functions())).toHaveLength(groups.length);
+      for (const fn of groups) {
+        const f = functions()[fnLogicalId(fn)]!.Properties;
+        const settings = prod.config.api.functions[fn];
+        expect(f).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'], Handler: 'index.handler', MemorySize: settings.memoryMb, Timeout: 29 });
+        expect(f.VpcConfig).toMatchObject({ SecurityGroupIds: [expect.anything()], SubnetIds: expect.arrayContaining([expect.anything()]) });
+        expect(JSON.stringify((f.VpcConfig as Json).SecurityGroupIds)).toContain('CoordinatorSecurityGroup');
+        expect(f.LoggingConfig).toEqual({ LogGroup: { Ref: expect.stringMatching(/Logs/) } });
+      }
+      prod.templates.api.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 90 });
+    });
+
+    it('gives every function the runtime settings layers/core/runtime/config.ts reads', () => {
+      for (const id of Object.keys(functions())) {
+        const vars = (functions()[id]!.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+        expect(Object.keys(vars).sort()).toEqual(['NODE_OPTIONS', 'STRATA_NEAR_CACHE_MB', 'STRATA_REDIS_CLUSTER', 'STRATA_REDIS_PASSWORD', 'STRATA_REDIS_URL', 'STRATA_REDIS_USERNAME', 'STRATA_S3_BUCKET', 'STRATA_S3_PREFIX', 'STRATA_URL_TTL_SECONDS']);
+        expect(vars.NODE_OPTIONS).toBe('--enable-source-maps');
+        expect(vars.STRATA_REDIS_CLUSTER).toBe('1');
+        expect(vars.STRATA_REDIS_USERNAME).toBe('strata-prod-app');
+        expect(vars.STRATA_S3_PREFIX).toBe('v1');
+        expect(JSON.stringify(vars.STRATA_REDIS_URL)).toMatch(/^\{"Fn::Join":\["",\["rediss:\/\/",.*EndpointAddress.*":",.*EndpointPort/);
+        expect(JSON.stringify(vars.STRATA_REDIS_PASSWORD)).toContain('{{resolve:secretsmanager:');
+      }
+    });
+
+    it('grants each function its logs, VPC networking and the cold-tier policy, nothing else', () => {
+      const t = prod.templates.api;
+      const roles = t.findResources('AWS::IAM::Role', { Properties: { AssumeRolePolicyDocument: { Statement: [{ Principal: { Service: 'lambda.amazonaws.com' } }] } } }) as Record<string, { Properties: Json }>;
+      expect(Object.keys(roles)).toHaveLength(4);
+      for (const r of Object.values(roles)) expect(JSON.stringify(r.Properties.ManagedPolicyArns)).toMatch(/^\[\{"Fn::GetStackOutput":\{"StackName":"Strata-prod-Data",.*ColdTierAccessPolicy/);
+      for (const p of Object.values(t.findResources('AWS::IAM::Policy')) as { Properties: { PolicyDocument: { Statement: Json[] } } }[]) {
+        const [logsStatement, eni] = p.Properties.PolicyDocument.Statement;
+        expect(logsStatement).toEqual({ Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Effect: 'Allow', Resource: { 'Fn::GetAtt': [expect.stringMatching(/Logs/), 'Arn'] } });
+        expect(eni!.Action).toEqual(['ec2:AssignPrivateIpAddresses', 'ec2:CreateNetworkInterface', 'ec2:DeleteNetworkInterface', 'ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets', 'ec2:UnassignPrivateIpAddresses']);
+        expect(p.Properties.PolicyDocument.Statement).toHaveLength(2);
+      }
+    });
+
+    it('generates one method per API route, each a Lambda proxy to its group and requiring an API key', () => {
+      const t = prod.templates.api;
+      const resources = t.toJSON().Resources as Resources;
+      const pathOf = (id: string): string => {
+        const r = resources[id]!;
+        const parent = r.Properties.ParentId as { Ref?: string };
+        return `${parent.Ref && resources[parent.Ref]?.Type === 'AWS::ApiGateway::Resource' ? pathOf(parent.Ref) : ''}/${r.Properties.PathPart as string}`;
+      };
+      const methods = Object.values(t.findResources('AWS::ApiGateway::Method')) as { Properties: Json }[];
+      const generated = methods.map((m) => {
+        const p = m.Properties;
+        expect(p).toMatchObject({ ApiKeyRequired: true, AuthorizationType: 'NONE', Integration: { Type: 'AWS_PROXY', IntegrationHttpMethod: 'POST' } });
+        const uri = JSON.stringify((p.Integration as Json).Uri);
+        const fn = ['keys', 'batch', 'transfer', 'service'].find((f) => uri.includes(fnLogicalId(f)))!;
+        return `${p.HttpMethod as string} ${pathOf((p.ResourceId as { Ref: string }).Ref)} ${fn}`;
+      });
+      expect(generated.sort()).toEqual(API_ROUTES.map((r) => `${r.method} ${r.resource} ${r.fn}`).sort());
+    });
+
+    it('validates path parameters of every parameterised route', () => {
+      const t = prod.templates.api;
+      t.hasResourceProperties('AWS::ApiGateway::RequestValidator', { ValidateRequestParameters: true, ValidateRequestBody: false });
+      t.hasResourceProperties('AWS::ApiGateway::Method', { HttpMethod: 'PUT', RequestParameters: { 'method.request.path.ns': true, 'method.request.path.key': true }, RequestValidatorId: Match.anyValue() });
+    });
+
+    it('accepts binary bodies and logs access as JSON with the caller\'s API key id', () => {
+      const t = prod.templates.api;
+      t.hasResourceProperties('AWS::ApiGateway::RestApi', { BinaryMediaTypes: ['*/*'], EndpointConfiguration: { Types: ['REGIONAL'] }, ApiKeySourceType: 'HEADER' });
+      const stage = only(t.findResources('AWS::ApiGateway::Stage')) as { Properties: { StageName: string; AccessLogSetting: { Format: string }; MethodSettings: Json[] } };
+      expect(stage.Properties.StageName).toBe('prod');
+      expect(JSON.parse(stage.Properties.AccessLogSetting.Format)).toMatchObject({ apiKeyId: '$context.identity.apiKeyId', status: '$context.status', requestId: '$context.requestId' });
+      expect(stage.Properties.MethodSettings).toEqual([expect.objectContaining({ HttpMethod: '*', ResourcePath: '/*', ThrottlingRateLimit: 2000, ThrottlingBurstLimit: 4000, LoggingLevel: 'ERROR', DataTraceEnabled: false, MetricsEnabled: true })]);
+    });
+
+    it('gives each tenant an API key and a usage plan with its throttle and quota', () => {
+      const t = prod.templates.api;
+      t.resourceCountIs('AWS::ApiGateway::ApiKey', prod.config.tenants.length);
+      t.resourceCountIs('AWS::ApiGateway::UsagePlanKey', prod.config.tenants.length);
+      t.hasResourceProperties('AWS::ApiGateway::ApiKey', { Name: 'strata-prod-web', Enabled: true, Value: Match.absent() });
+      t.hasResourceProperties('AWS::ApiGateway::UsagePlan', { UsagePlanName: 'strata-prod-web', Throttle: { RateLimit: 1000, BurstLimit: 2000 }, Quota: Match.absent() });
+      t.hasResourceProperties('AWS::ApiGateway::UsagePlan', { UsagePlanName: 'strata-prod-analytics', Throttle: { RateLimit: 200, BurstLimit: 400 }, Quota: { Limit: 5_000_000, Period: 'DAY' } });
+    });
+
+    it('outputs the API URL and every tenant\'s key id', () => {
+      const outputs = prod.templates.api.toJSON().Outputs as Record<string, unknown>;
+      expect(Object.keys(outputs).sort()).toEqual(['ApiKeyIdAnalytics', 'ApiKeyIdWeb', 'ApiUrl']);
+    });
+  });
+
+  describe('Monitoring and Workflows', () => {
+    it('has the alarm topic, TLS only', () => {
+      prod.templates.monitoring.resourceCountIs('AWS::SNS::Topic', 1);
+      prod.templates.monitoring.hasResourceProperties('AWS::SNS::TopicPolicy', { PolicyDocument: { Statement: [Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })] } });
+    });
+
+    it('has the state machines\' log group', () => {
+      prod.templates.workflows.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/aws/vendedlogs/states/strata-prod', RetentionInDays: 90 });
+    });
+  });
+
+  describe('Everywhere', () => {
+    it.each(['dev', 'prod'] as const)('%s: IAM statements name their resources; only VPC networking uses "*"', (env) => {
+      const s = env === 'dev' ? dev : prod;
+      for (const key of STACK_KEYS) {
+        for (const st of statements(s.templates[key].toJSON().Resources as Resources)) {
+          const resources = asArray(st.Resource);
+          const actions = asArray(st.Action as string | string[]);
+          expect(actions.some((a) => a.endsWith('*'))).toBe(false);
+          if (resources.includes('*')) expect(actions.every((a) => /^ec2:(\w+NetworkInterfaces?|DescribeSubnets|(Assign|Unassign)PrivateIpAddresses)$/.test(a))).toBe(true);
+        }
+      }
+    });
+
+    it('commits no account id, endpoint or secret: templates refer to the account and secrets symbolically', () => {
+      for (const key of STACK_KEYS) {
+        const text = JSON.stringify(prod.templates[key].toJSON());
+        expect(text).not.toMatch(/arn:[^"]*:\d{12}:|"\d{12}"|\$\{AWS::AccountId\}-\d/);
+        expect(text).not.toMatch(/\.cache\.amazonaws\.com/);
+      }
+    });
+
+    const withAccount = synthesized('dev', { context: { account: '123456789012' } });
+    it('uses the account from context when given (deploy-time synth)', () => {
+      expect(withAccount.stacks.api.account).toBe('123456789012');
+    });
+
+    it('protects prod stacks from deletion', () => {
+      for (const key of STACK_KEYS) {
+        expect(prod.stacks[key].terminationProtection).toBe(true);
+        expect(dev.stacks[key].terminationProtection).toBe(false);
+      }
+    });
+  });
+});
