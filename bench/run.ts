@@ -6,9 +6,13 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { coldStart } from './cold-start.js';
 import { hotPath } from './hot-path.js';
+import { scaleOut } from './scale-out.js';
+import { warmNode } from './warm-node.js';
 
 const SCENARIOS: Record<string, (opts: { seconds: number; runs?: number }) => Promise<Record<string, unknown>>> = {
   'hot-path': hotPath,
+  'warm-node': warmNode,
+  'scale-out': scaleOut,
   'cold-start': coldStart,
 };
 

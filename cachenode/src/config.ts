@@ -1,0 +1,99 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+/**
+ * Cache node configuration: environment variables, each overridable by a command-line flag of the same name
+ * (`STRATA_NODE_DATA_DIR` ↔ `--data-dir`). The secret should come from the environment or a file: flags show
+ * up in process listings.
+ */
+export const nodeConfigSchema = z.object({
+  /** TCP port; 0 picks a free one (printed on start). */
+  STRATA_NODE_PORT: z.coerce.number().int().min(0).max(65535).default(7070),
+  STRATA_NODE_HOST: z.string().default('0.0.0.0'),
+  /** Folder of the LMDB environment (the EBS mount on EC2). */
+  STRATA_NODE_DATA_DIR: z.string().min(1),
+  STRATA_NODE_SECRET: z.string().min(16, 'the shared secret must be at least 16 characters').optional(),
+  STRATA_NODE_SECRET_FILE: z.string().optional(),
+  /** Stable node id; default: the one stored in the data dir, else a new random one. */
+  STRATA_NODE_ID: z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/).optional(),
+  /** Accounted bytes the node may hold (keys + headers + values + per-entry overhead). */
+  STRATA_NODE_CAPACITY_BYTES: z.coerce.number().int().min(1024 * 1024).default(8 * 1024 ** 3),
+  /** Fill ratio from which the node asks for eviction. */
+  STRATA_NODE_WATERMARK: z.coerce.number().gt(0).max(1).default(0.85),
+  /** 'flush': acknowledge writes once fsynced; 'commit': once committed (survives a process crash only). */
+  STRATA_NODE_SYNC: z.enum(['flush', 'commit']).default('flush'),
+  STRATA_NODE_MAX_VALUE_BYTES: z.coerce.number().int().min(1024).max(2 ** 31).default(512 * 1024 * 1024),
+  /** Upper bound of a range export's rate, bytes per second (a request may ask for less). 0 = unlimited. */
+  STRATA_NODE_EXPORT_RATE: z.coerce.number().int().min(0).default(32 * 1024 * 1024),
+  /** How long a graceful shutdown waits for in-flight requests. */
+  STRATA_NODE_DRAIN_MS: z.coerce.number().int().min(0).default(10_000),
+  /** Expiry sweep period (removes expired entries and tombstones). 0 = off. */
+  STRATA_NODE_SWEEP_MS: z.coerce.number().int().min(0).default(10_000),
+});
+
+export type NodeConfigEnv = z.infer<typeof nodeConfigSchema>;
+
+export interface NodeConfig {
+  port: number;
+  host: string;
+  dataDir: string;
+  secret: string;
+  nodeId?: string;
+  capacityBytes: number;
+  watermark: number;
+  sync: 'flush' | 'commit';
+  maxValueBytes: number;
+  exportRateBytesPerSec: number;
+  drainMs: number;
+  sweepMs: number;
+}
+
+export class NodeConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NodeConfigError';
+  }
+}
+
+/** `--data-dir x` / `--data-dir=x` → { STRATA_NODE_DATA_DIR: 'x' }. */
+export function flagsToEnv(argv: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (!a.startsWith('--')) throw new NodeConfigError(`unexpected argument '${a}'`);
+    const eq = a.indexOf('=');
+    const name = eq > 0 ? a.slice(2, eq) : a.slice(2);
+    const value = eq > 0 ? a.slice(eq + 1) : argv[++i];
+    if (value === undefined) throw new NodeConfigError(`flag --${name} needs a value`);
+    const env = `STRATA_NODE_${name.replace(/^node-/, '').toUpperCase().replace(/-/g, '_')}`;
+    if (!(env in nodeConfigSchema.shape)) throw new NodeConfigError(`unknown flag --${name}`);
+    out[env] = value;
+  }
+  return out;
+}
+
+export function loadNodeConfig(env: NodeJS.ProcessEnv, argv: readonly string[] = []): NodeConfig {
+  const input: Record<string, string | undefined> = {};
+  for (const k of Object.keys(nodeConfigSchema.shape)) if (env[k] !== undefined && env[k] !== '') input[k] = env[k];
+  Object.assign(input, flagsToEnv(argv));
+  const r = nodeConfigSchema.safeParse(input);
+  if (!r.success) throw new NodeConfigError(`invalid cache node configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  const c = r.data;
+  let secret = c.STRATA_NODE_SECRET;
+  if (!secret && c.STRATA_NODE_SECRET_FILE) secret = readFileSync(c.STRATA_NODE_SECRET_FILE, 'utf8').trim();
+  if (!secret || secret.length < 16) throw new NodeConfigError('a shared secret of at least 16 characters is required (STRATA_NODE_SECRET or STRATA_NODE_SECRET_FILE)');
+  return {
+    port: c.STRATA_NODE_PORT,
+    host: c.STRATA_NODE_HOST,
+    dataDir: c.STRATA_NODE_DATA_DIR,
+    secret,
+    ...(c.STRATA_NODE_ID ? { nodeId: c.STRATA_NODE_ID } : {}),
+    capacityBytes: c.STRATA_NODE_CAPACITY_BYTES,
+    watermark: c.STRATA_NODE_WATERMARK,
+    sync: c.STRATA_NODE_SYNC,
+    maxValueBytes: c.STRATA_NODE_MAX_VALUE_BYTES,
+    exportRateBytesPerSec: c.STRATA_NODE_EXPORT_RATE,
+    drainMs: c.STRATA_NODE_DRAIN_MS,
+    sweepMs: c.STRATA_NODE_SWEEP_MS,
+  };
+}

@@ -1,0 +1,47 @@
+/**
+ * Cache node daemon entry point (one per EC2 instance, or per local process in tests and `npm start`).
+ *
+ *   STRATA_NODE_SECRET=... node --import tsx cachenode/src/main.ts --data-dir /data/strata --port 7070
+ *
+ * Prints one JSON line `{"event":"listening",...}` when it accepts requests. SIGTERM/SIGINT shut it down
+ * gracefully (in-flight requests drain, the store is flushed); exit code 0 after a clean shutdown.
+ */
+import { loadNodeConfig, NodeConfigError } from './config.js';
+import { CacheNode } from './server.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadNodeConfig(process.env, process.argv.slice(2));
+  } catch (e) {
+    if (e instanceof NodeConfigError) {
+      console.error(`[cachenode] ${e.message}`);
+      process.exit(2);
+    }
+    throw e;
+  }
+  const node = await CacheNode.start(config);
+  process.stdout.write(JSON.stringify({ event: 'listening', nodeId: node.nodeId, port: node.port, host: config.host, pid: process.pid, ringVersion: node.ownership.version, keys: node.store.stats().keys }) + '\n');
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    node.shutdown().then(
+      () => {
+        process.stdout.write(JSON.stringify({ event: 'stopped', signal }) + '\n');
+        process.exit(0);
+      },
+      (e: unknown) => {
+        console.error('[cachenode] shutdown failed:', e);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((e: unknown) => {
+  console.error('[cachenode] failed to start:', e);
+  process.exit(1);
+});

@@ -1,0 +1,232 @@
+import { z } from 'zod';
+import { evenStarts, isRingPosition, RING_MIN } from './hash.js';
+
+/**
+ * The ring document: the authoritative map from the 64-bit hash space to cache nodes. It is stored durably and
+ * changed only by compare-and-set (see store.ts); everyone else caches it by `version`.
+ *
+ * - `ranges` cover the whole space in order: range i is [start_i, start_{i+1}), the last one runs to the top.
+ * - A range has one `owner` (serves its reads and writes) and, while it migrates, a `pending` target: writes to
+ *   it are shadow-written to the target, reads stay on the owner (paper 004) until the handoff phase, when they
+ *   move to the (complete) target just before it becomes the owner.
+ * - `epoch` is the ring version at which the range's routing (owner or pending target) last changed. A node
+ *   refuses a request whose ring version is older than the epoch of the key's range: the caller's route may miss
+ *   a shadow target or point at a former owner, so it must refresh first. Ranges whose routing did not change
+ *   keep their epoch, so a ring change only bounces the requests it concerns.
+ */
+export const NODE_STATES = ['JOINING', 'PARTIAL', 'NORMAL', 'LEAVING'] as const;
+export type NodeState = (typeof NODE_STATES)[number];
+
+const position = z.string().refine(isRingPosition, 'a ring position is 16 lowercase hex digits');
+const nodeId = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'node ids are 1-64 characters of A-Z a-z 0-9 _ . : -');
+
+export const ringNodeSchema = z.strictObject({
+  id: nodeId,
+  /** Base URL of the node's HTTP API (http://host:port). */
+  url: z.string().url(),
+  state: z.enum(NODE_STATES),
+  /** Provider reference (EC2 instance id, local pid tag) for the fleet. */
+  instance: z.string().optional(),
+  addedAt: z.string(),
+});
+
+export const pendingSchema = z.strictObject({
+  target: nodeId,
+  /** The migration session that set it. */
+  session: z.string().min(1),
+  /**
+   * `copy` (default): reads stay on the owner while the target is filled. `handoff`: the copy is complete and
+   * reads move to the target; writes still go to both, so readers on either version see every acknowledged
+   * write. The next change makes the target the owner.
+   */
+  phase: z.enum(['copy', 'handoff']).optional(),
+});
+
+export const ringRangeSchema = z.strictObject({
+  start: position,
+  owner: nodeId,
+  epoch: z.number().int().min(1),
+  pending: pendingSchema.optional(),
+});
+
+export const ringDocumentSchema = z
+  .strictObject({
+    format: z.literal(1),
+    version: z.number().int().min(1),
+    updatedAt: z.string(),
+    nodes: z.array(ringNodeSchema).min(1),
+    ranges: z.array(ringRangeSchema).min(1),
+  })
+  .superRefine((doc, ctx) => {
+    const problem = ringProblem(doc);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
+
+export type RingNode = z.infer<typeof ringNodeSchema>;
+export type RingRange = z.infer<typeof ringRangeSchema>;
+export type RingDocument = z.infer<typeof ringDocumentSchema>;
+
+/** One range with its end made explicit (null = the top of the space). */
+export interface RangeSpan {
+  start: string;
+  end: string | null;
+}
+
+export class RingDocumentError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RingDocumentError';
+  }
+}
+
+/** What is wrong with a document's structure, or undefined when it is sound. */
+export function ringProblem(doc: Pick<RingDocument, 'nodes' | 'ranges' | 'version'>): string | undefined {
+  const ids = new Set<string>();
+  for (const n of doc.nodes) {
+    if (ids.has(n.id)) return `node '${n.id}' is listed twice`;
+    ids.add(n.id);
+  }
+  if (doc.ranges[0]?.start !== RING_MIN) return `the first range must start at ${RING_MIN}`;
+  for (let i = 0; i < doc.ranges.length; i++) {
+    const r = doc.ranges[i]!;
+    if (i > 0 && !(doc.ranges[i - 1]!.start < r.start)) return `ranges must be in strictly ascending order of start (at ${r.start})`;
+    if (!ids.has(r.owner)) return `range ${r.start} is owned by unknown node '${r.owner}'`;
+    if (r.pending) {
+      if (!ids.has(r.pending.target)) return `range ${r.start} is pending to unknown node '${r.pending.target}'`;
+      if (r.pending.target === r.owner) return `range ${r.start} is pending to its own owner`;
+    }
+    if (r.epoch > doc.version) return `range ${r.start} has epoch ${r.epoch} above the document version ${doc.version}`;
+  }
+  return undefined;
+}
+
+/** Parses and checks a document (from a store, a node, or a 409 answer). */
+export function parseRingDocument(input: unknown): RingDocument {
+  const r = ringDocumentSchema.safeParse(input);
+  if (!r.success) throw new RingDocumentError(`invalid ring document: ${r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  return r.data;
+}
+
+/**
+ * A first ring: `rangesPerNode` equal ranges per node, dealt round-robin so each node's ranges are spread over
+ * the space. Version 1.
+ */
+export function initialRing(nodes: { id: string; url: string; instance?: string }[], rangesPerNode = 1, now = new Date()): RingDocument {
+  if (nodes.length === 0) throw new RingDocumentError('a ring needs at least one node');
+  const starts = evenStarts(nodes.length * rangesPerNode);
+  const doc: RingDocument = {
+    format: 1,
+    version: 1,
+    updatedAt: now.toISOString(),
+    nodes: nodes.map((n) => ({ id: n.id, url: n.url, state: 'NORMAL' as const, ...(n.instance ? { instance: n.instance } : {}), addedAt: now.toISOString() })),
+    ranges: starts.map((start, i) => ({ start, owner: nodes[i % nodes.length]!.id, epoch: 1 })),
+  };
+  const problem = ringProblem(doc);
+  if (problem) throw new RingDocumentError(problem);
+  return doc;
+}
+
+export function cloneRing(doc: RingDocument): RingDocument {
+  return structuredClone(doc);
+}
+
+export function spanOf(doc: RingDocument, index: number): RangeSpan {
+  return { start: doc.ranges[index]!.start, end: doc.ranges[index + 1]?.start ?? null };
+}
+
+/** Index of the range holding `position` (binary search over the starts). */
+export function rangeIndexOf(ranges: readonly { start: string }[], position: string): number {
+  let lo = 0;
+  let hi = ranges.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ranges[mid]!.start <= position) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+export function findNode(doc: RingDocument, id: string): RingNode | undefined {
+  return doc.nodes.find((n) => n.id === id);
+}
+
+export function requireNode(doc: RingDocument, id: string): RingNode {
+  const n = findNode(doc, id);
+  if (!n) throw new RingDocumentError(`node '${id}' is not in ring version ${doc.version}`);
+  return n;
+}
+
+/** Whether `position` lies in [span.start, span.end). */
+export function spanContains(span: RangeSpan, position: string): boolean {
+  return position >= span.start && (span.end === null || position < span.end);
+}
+
+// ------------------------------------------------------------------ edits (in place, on a draft)
+
+/**
+ * Makes `at` a range boundary (no-op when it already is one). The new range inherits owner, pending target and
+ * epoch: routing does not change, so no caller needs to refresh.
+ */
+export function splitAt(doc: RingDocument, at: string): void {
+  if (!isRingPosition(at)) throw new RingDocumentError(`not a ring position: '${at}'`);
+  const i = rangeIndexOf(doc.ranges, at);
+  const r = doc.ranges[i]!;
+  if (r.start === at) return;
+  doc.ranges.splice(i + 1, 0, { ...structuredClone(r), start: at });
+}
+
+/** Indexes of the ranges exactly covering `span` (its bounds must be range boundaries). */
+export function rangesIn(doc: RingDocument, span: RangeSpan): number[] {
+  const first = doc.ranges.findIndex((r) => r.start === span.start);
+  if (first < 0) throw new RingDocumentError(`${span.start} is not a range boundary in ring version ${doc.version}`);
+  const out: number[] = [];
+  for (let i = first; i < doc.ranges.length; i++) {
+    const s = spanOf(doc, i);
+    if (span.end !== null && s.start >= span.end) break;
+    if (span.end !== null && (s.end === null || s.end > span.end)) throw new RingDocumentError(`${span.end} is not a range boundary in ring version ${doc.version}`);
+    out.push(i);
+  }
+  return out;
+}
+
+/**
+ * Merges neighbours with the same owner and no pending target (keeps the document small after many
+ * migrations). The merged range takes the higher epoch, which is safe: a caller between the two epochs is
+ * merely asked to refresh.
+ */
+export function coalesce(doc: RingDocument): void {
+  const out: RingRange[] = [];
+  for (const r of doc.ranges) {
+    const prev = out[out.length - 1];
+    if (prev && prev.owner === r.owner && !prev.pending && !r.pending) prev.epoch = Math.max(prev.epoch, r.epoch);
+    else out.push(r);
+  }
+  doc.ranges = out;
+}
+
+export function addNode(doc: RingDocument, node: { id: string; url: string; instance?: string; state?: NodeState }, now = new Date()): void {
+  if (findNode(doc, node.id)) throw new RingDocumentError(`node '${node.id}' is already in the ring`);
+  doc.nodes.push({ id: node.id, url: node.url, state: node.state ?? 'JOINING', ...(node.instance ? { instance: node.instance } : {}), addedAt: now.toISOString() });
+}
+
+export function setNodeState(doc: RingDocument, id: string, state: NodeState): void {
+  requireNode(doc, id).state = state;
+}
+
+/** Removes a node that owns nothing and is no range's pending target. */
+export function removeNode(doc: RingDocument, id: string): void {
+  if (doc.ranges.some((r) => r.owner === id || r.pending?.target === id)) throw new RingDocumentError(`node '${id}' still owns or receives ranges`);
+  doc.nodes = doc.nodes.filter((n) => n.id !== id);
+}
+
+/** Ranges (as spans) a node owns, and those it is the pending target of. */
+export function rangesOfNode(doc: RingDocument, id: string): { owned: (RangeSpan & { epoch: number; pending?: RingRange['pending'] })[]; incoming: (RangeSpan & { owner: string; session: string })[] } {
+  const owned: (RangeSpan & { epoch: number; pending?: RingRange['pending'] })[] = [];
+  const incoming: (RangeSpan & { owner: string; session: string })[] = [];
+  doc.ranges.forEach((r, i) => {
+    const s = spanOf(doc, i);
+    if (r.owner === id) owned.push({ ...s, epoch: r.epoch, ...(r.pending ? { pending: r.pending } : {}) });
+    if (r.pending?.target === id) incoming.push({ ...s, owner: r.owner, session: r.pending.session });
+  });
+  return { owned, incoming };
+}

@@ -1,0 +1,501 @@
+import { TierUnavailableError } from '../errors.js';
+import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
+import { isLive } from '../model/entry.js';
+import { ringHash } from '../ring/hash.js';
+import type { RingRouter, RingView, Route } from '../ring/view.js';
+import { NodeClient, NodeUnavailableError, StaleRouteError, type NodeClientOptions } from '../warm/node-client.js';
+import type { Tier, TierName, TierStats } from './tier.js';
+
+export interface WarmTierOptions {
+  /** The cached ring (refreshed from its store, and from the ring documents nodes send back with a 409). */
+  ring: RingView;
+  /** Shared secret of the fleet (ignored when `client` is given). */
+  secret?: string;
+  /** A client to share (e.g. with the migration steps); not closed by close(). */
+  client?: NodeClient;
+  /** Per-call bound (connect, headers, each body gap). @default 2000 */
+  timeoutMs?: number;
+  /** @default 16 */
+  connectionsPerNode?: number;
+  /** @default 'warm' */
+  name?: TierName;
+  /**
+   * Coalesce concurrent single-key gets and puts bound for the same node into one batch request per event-loop
+   * turn (like a Redis client's auto-pipelining). @default true
+   */
+  coalesce?: boolean;
+  /** Largest coalesced batch, in value bytes. @default 1 MiB */
+  coalesceMaxBytes?: number;
+  /**
+   * Largest coalesced batch, in operations. Smaller batches keep several requests in flight, so the node works
+   * on one while the client handles another. @default 32
+   */
+  coalesceMaxOps?: number;
+}
+
+interface Waiting<T> {
+  position: string;
+  key: string;
+  entry?: Entry;
+  /** Stale-route recoveries this operation went through. */
+  attempt: number;
+  resolve(v: T): void;
+  reject(e: unknown): void;
+}
+
+interface Batch<T> {
+  op: 'get' | 'put';
+  router: RingRouter;
+  route: Route;
+  ns: string;
+  items: Waiting<T>[];
+  bytes: number;
+}
+
+/** Stale-route recoveries per call (see read()). */
+const MAX_STALE_RETRIES = 2;
+
+interface Routed {
+  router: RingRouter;
+  route: Route;
+}
+
+/**
+ * The warm tier: a fleet of cache nodes (cachenode daemons on EC2 with EBS, or local processes), addressed
+ * through the ring.
+ *
+ * - Routing: a key goes to the owner of its range. While the range migrates, writes (puts, tombstones, deletes)
+ *   also go to the pending target (shadow writes, paper 004) and are acknowledged only when both took them, so
+ *   the target misses no write made after its stream started. Reads stay on the owner until the handoff
+ *   phase moves them to the (complete) target.
+ * - Stale routes: a node answers 409 when it does not own the range or our ring is older than the range's last
+ *   change. The tier adopts the ring document the node sends back (or pushes its own newer one to a node that is
+ *   behind, or re-reads the store) and retries once.
+ * - Batches are grouped per node, one request per node, in parallel. Concurrent single gets and puts to the same
+ *   node are coalesced into batch requests once per event-loop turn (see `coalesce`).
+ * - Connections are pooled per node (undici),
+ *   every call is bounded by a timeout, and any failure to reach a node is a TierUnavailableError, so the
+ *   coordinator falls through to the next tier.
+ */
+export class WarmTier implements Tier {
+  readonly name: TierName;
+  readonly kind = 'cachenode';
+  readonly client: NodeClient;
+  private readonly ring: RingView;
+  private readonly ownsClient: boolean;
+  /** Stale routes met and recovered (tests, stats). */
+  staleRetries = 0;
+  /** Coalesced requests sent and the single operations they carried (stats). */
+  coalesced = { requests: 0, operations: 0 };
+  private readonly coalesce: boolean;
+  private readonly coalesceMaxBytes: number;
+  private readonly coalesceMaxOps: number;
+  private readonly batches = new Map<string, Batch<unknown>>();
+  private flushScheduled = false;
+
+  constructor(opts: WarmTierOptions) {
+    this.name = opts.name ?? 'warm';
+    this.ring = opts.ring;
+    this.ownsClient = !opts.client;
+    if (!opts.client && !opts.secret) throw new Error('WarmTier needs the fleet secret (or a NodeClient)');
+    const clientOpts: NodeClientOptions = { secret: opts.secret ?? '', timeoutMs: opts.timeoutMs ?? 2000, connectionsPerNode: opts.connectionsPerNode ?? 16 };
+    this.client = opts.client ?? new NodeClient(clientOpts);
+    this.coalesce = opts.coalesce ?? true;
+    this.coalesceMaxBytes = opts.coalesceMaxBytes ?? 1024 * 1024;
+    this.coalesceMaxOps = opts.coalesceMaxOps ?? 32;
+  }
+
+  // ------------------------------------------------------------------ single keys
+
+  async get(ns: string, key: string): Promise<Entry | undefined> {
+    const position = ringHash(ns, key);
+    if (this.coalesce) {
+      const router = this.ring.current();
+      if (router) return this.enqueue<Entry | undefined>('get', router, position, ns, key, undefined);
+    }
+    return this.read(position, (url, v) => this.client.get(url, ns, key, v));
+  }
+
+  async head(ns: string, key: string): Promise<EntryHeader | undefined> {
+    return this.read(ringHash(ns, key), (url, v) => this.client.head(url, ns, key, v));
+  }
+
+  async has(ns: string, key: string): Promise<boolean> {
+    const h = await this.head(ns, key);
+    return h !== undefined && isLive(h);
+  }
+
+  async put(ns: string, key: string, entry: Entry): Promise<WriteOutcome> {
+    const position = ringHash(ns, key);
+    if (this.coalesce && entry.value.length < this.coalesceMaxBytes) {
+      const router = this.ring.current();
+      if (router) return this.enqueue<WriteOutcome>('put', router, position, ns, key, entry);
+    }
+    return this.write(position, (url, v) => this.client.put(url, ns, key, entry, v));
+  }
+
+  async delete(ns: string, key: string, version?: number): Promise<boolean> {
+    return this.write(ringHash(ns, key), (url, v) => this.client.delete(url, ns, key, version, v));
+  }
+
+  // ------------------------------------------------------------------ batches
+
+  async getMany(ns: string, keys: string[]): Promise<(Entry | undefined)[]> {
+    if (keys.length === 0) return [];
+    const positions = keys.map((k) => ringHash(ns, k));
+    const out = new Array<Entry | undefined>(keys.length);
+    const { router } = await this.routed(positions[0]!);
+    const groups = groupBy(positions.map((_, i) => i), (i) => router.route(positions[i]!).reader.url);
+    await Promise.all(
+      [...groups].map(async ([url, idx]) => {
+        try {
+          const got = await this.client.getMany(url, ns, idx.map((i) => keys[i]!), router.version);
+          idx.forEach((i, j) => (out[i] = got[j]));
+        } catch (e) {
+          if (!(e instanceof StaleRouteError)) throw this.unavailable(e);
+          // Re-route this group's keys one by one with the refreshed ring (each retried once more on its own).
+          await this.recover(e, router);
+          await Promise.all(idx.map(async (i) => (out[i] = await this.get(ns, keys[i]!))));
+        }
+      }),
+    );
+    return out;
+  }
+
+  async putMany(ns: string, items: { key: string; entry: Entry }[]): Promise<WriteOutcome[]> {
+    return this.writeMany(ns, items.map((it) => it.key), (url, idx, v) => this.client.putMany(url, ns, idx.map((i) => items[i]!), v), (i) => this.put(ns, items[i]!.key, items[i]!.entry));
+  }
+
+  async deleteMany(ns: string, keys: string[]): Promise<boolean[]> {
+    return this.writeMany(ns, keys, (url, idx, v) => this.client.deleteMany(url, ns, idx.map((i) => keys[i]!), v), (i) => this.delete(ns, keys[i]!));
+  }
+
+  // ------------------------------------------------------------------ coalescing
+
+  /**
+   * Queues a single get or put for the next flush (end of this event-loop turn). Operations with the same
+   * route (ring version, reader or owner and pending target, namespace) share a batch request.
+   */
+  private enqueue<T>(op: 'get' | 'put', router: RingRouter, position: string, ns: string, key: string, entry: Entry | undefined, attempt = 0): Promise<T> {
+    const route = router.route(position);
+    const dest = op === 'get' ? route.reader.url : `${route.owner.url} ${route.pending?.url ?? ''}`;
+    const id = `${op} ${router.version} ${dest} ${ns}`;
+    return new Promise<T>((resolve, reject) => {
+      let b = this.batches.get(id) as Batch<T> | undefined;
+      const size = entry?.value.length ?? 0;
+      if (b && (b.bytes + size > this.coalesceMaxBytes || b.items.length >= this.coalesceMaxOps)) {
+        this.batches.delete(id);
+        this.sendBatch(b);
+        b = undefined;
+      }
+      if (!b) {
+        b = { op, router, route, ns, items: [], bytes: 0 };
+        this.batches.set(id, b as Batch<unknown>);
+      }
+      b.items.push({ position, key, ...(entry ? { entry } : {}), attempt, resolve, reject });
+      b.bytes += size;
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(this.flush);
+      }
+    });
+  }
+
+  private readonly flush = (): void => {
+    this.flushScheduled = false;
+    const all = [...this.batches.values()];
+    this.batches.clear();
+    for (const b of all) this.sendBatch(b);
+  };
+
+  private sendBatch(b: Batch<unknown>): void {
+    const p = b.op === 'get' ? this.sendGets(b as Batch<Entry | undefined>) : this.sendPuts(b as Batch<WriteOutcome>);
+    p.catch((e: unknown) => {
+      for (const it of b.items) it.reject(this.unavailable(e));
+    });
+  }
+
+  private async sendGets(b: Batch<Entry | undefined>): Promise<void> {
+    const { ns, items } = b;
+    if (items.length === 1) {
+      const it = items[0]!;
+      this.read(it.position, (url, v) => this.client.get(url, ns, it.key, v)).then(it.resolve, it.reject);
+      return;
+    }
+    this.coalesced.requests++;
+    this.coalesced.operations += items.length;
+    let got: (Entry | undefined)[];
+    try {
+      got = await this.client.getMany(b.route.reader.url, ns, items.map((it) => it.key), b.router.version);
+    } catch (e) {
+      // Regroup on the refreshed ring: after a ring change whole batches bounce, and they should not come back
+      // as a burst of single requests.
+      let router: RingRouter | undefined;
+      if (e instanceof StaleRouteError) router = await this.recover(e, b.router);
+      else router = await this.rerouted(e, b.router, (r) => items.some((it) => r.route(it.position).reader.url !== b.route.reader.url));
+      if (!router) throw e;
+      for (const it of items) {
+        if (it.attempt >= MAX_STALE_RETRIES) it.reject(this.unavailable(e));
+        else this.enqueue<Entry | undefined>('get', router, it.position, ns, it.key, undefined, it.attempt + 1).then(it.resolve, it.reject);
+      }
+      return;
+    }
+    items.forEach((it, i) => it.resolve(got[i]));
+  }
+
+  private async sendPuts(b: Batch<WriteOutcome>): Promise<void> {
+    const { ns, items, route } = b;
+    const single = (it: Waiting<WriteOutcome>) => (url: string, v: number) => this.client.put(url, ns, it.key, it.entry!, v);
+    if (items.length === 1) {
+      const it = items[0]!;
+      this.write(it.position, single(it)).then(it.resolve, it.reject);
+      return;
+    }
+    this.coalesced.requests++;
+    this.coalesced.operations += items.length;
+    const list = items.map((it) => ({ key: it.key, entry: it.entry! }));
+    const [p, s] = await Promise.allSettled([
+      this.client.putMany(route.owner.url, ns, list, b.router.version),
+      route.pending ? this.client.putMany(route.pending.url, ns, list, b.router.version) : Promise.resolve(undefined),
+    ]);
+    if (p.status === 'rejected') {
+      // The owner refused the batch (or could not be reached, and a newer ring names other owners): regroup.
+      let router: RingRouter | undefined;
+      if (p.reason instanceof StaleRouteError) router = await this.recover(p.reason, b.router);
+      else router = await this.rerouted(p.reason, b.router, (r) => items.some((it) => r.route(it.position).owner.url !== route.owner.url));
+      if (!router) throw p.reason;
+      for (const it of items) {
+        if (it.attempt >= MAX_STALE_RETRIES) it.reject(this.unavailable(p.reason));
+        else this.enqueue<WriteOutcome>('put', router, it.position, ns, it.key, it.entry, it.attempt + 1).then(it.resolve, it.reject);
+      }
+      return;
+    }
+    if (s.status === 'rejected') {
+      if (!(s.reason instanceof StaleRouteError)) throw s.reason;
+      const router = await this.recover(s.reason, b.router);
+      await Promise.all(items.map((it, i) => this.writeOthers(it.position, route.owner.url, single(it), router, 1).then(() => it.resolve(p.value[i]!), it.reject)));
+      return;
+    }
+    items.forEach((it, i) => it.resolve(p.value[i]!));
+  }
+
+  // ------------------------------------------------------------------ stats and lifecycle
+
+  async stats(): Promise<TierStats> {
+    const router = await this.ring.ready().catch((e: unknown) => {
+      throw this.unavailable(e);
+    });
+    const nodes = await Promise.all(
+      router.doc.nodes.map(async (n) => {
+        try {
+          const s = await this.client.stats(n.url);
+          return { id: n.id, state: n.state, ok: true, keys: s.keys, bytes: s.bytes, capacityBytes: s.capacityBytes, fill: s.fill };
+        } catch {
+          return { id: n.id, state: n.state, ok: false };
+        }
+      }),
+    );
+    const sum = (k: 'keys' | 'bytes' | 'capacityBytes') => nodes.reduce((a, n) => a + ((n as Record<string, unknown>)[k] as number | undefined ?? 0), 0);
+    return { name: this.name, kind: this.kind, entries: sum('keys'), bytes: sum('bytes'), capacityBytes: sum('capacityBytes'), ringVersion: router.version, ranges: router.doc.ranges.length, nodes, staleRetries: this.staleRetries, coalesced: { ...this.coalesced } };
+  }
+
+  /** Healthy when the ring is known and every node that owns a range answers. */
+  async ping(): Promise<void> {
+    let router: RingRouter;
+    try {
+      router = await this.ring.ready();
+    } catch (e) {
+      throw this.unavailable(e);
+    }
+    const owners = new Set(router.doc.ranges.map((r) => r.owner));
+    await Promise.all(
+      router.doc.nodes.filter((n) => owners.has(n.id)).map((n) =>
+        this.client.health(n.url).catch((e: unknown) => {
+          throw this.unavailable(e);
+        }),
+      ),
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.ownsClient) await this.client.close();
+  }
+
+  // ------------------------------------------------------------------ routing
+
+  private async routed(position: string): Promise<Routed> {
+    let router: RingRouter;
+    try {
+      router = await this.ring.ready();
+    } catch (e) {
+      throw this.unavailable(e);
+    }
+    return { router, route: router.route(position) };
+  }
+
+  /**
+   * A read from the owner, retried after a stale route (once; twice when the second refusal came from a node
+   * that was behind and has just been brought up to date).
+   */
+  private async read<T>(position: string, call: (url: string, ringVersion: number) => Promise<T>): Promise<T> {
+    let { router } = await this.routed(position);
+    for (let attempt = 0; ; attempt++) {
+      const route = router.route(position);
+      try {
+        return await call(route.reader.url, router.version);
+      } catch (e) {
+        if (attempt >= MAX_STALE_RETRIES) throw this.unavailable(e);
+        if (e instanceof StaleRouteError) router = await this.recover(e, router);
+        else {
+          // An unreachable node may have left the ring: retry only if a newer ring routes elsewhere.
+          const fresh = await this.rerouted(e, router, (r) => r.route(position).reader.url !== route.reader.url);
+          if (!fresh) throw this.unavailable(e);
+          router = fresh;
+        }
+      }
+    }
+  }
+
+  /**
+   * A write to the owner and, while the range migrates, its pending target. The owner's answer is the outcome;
+   * a failed shadow write fails the call (the write is then not acknowledged: the target might miss it).
+   */
+  private async write<T>(position: string, call: (url: string, ringVersion: number) => Promise<T>): Promise<T> {
+    let { router } = await this.routed(position);
+    for (let attempt = 0; ; attempt++) {
+      const route = router.route(position);
+      const [p, s] = await Promise.allSettled([call(route.owner.url, router.version), route.pending ? call(route.pending.url, router.version) : Promise.resolve(undefined)]);
+      if (p.status === 'rejected') {
+        if (attempt >= MAX_STALE_RETRIES) throw this.unavailable(p.reason);
+        // The owner refused, so nothing landed there: redo the whole write on the refreshed route. (An unreachable
+        // owner may have left the ring: redo it if a newer ring names another owner; the versioned write is
+        // harmless if the first attempt landed after all.)
+        if (p.reason instanceof StaleRouteError) router = await this.recover(p.reason, router);
+        else {
+          const fresh = await this.rerouted(p.reason, router, (r) => r.route(position).owner.url !== route.owner.url);
+          if (!fresh) throw this.unavailable(p.reason);
+          router = fresh;
+        }
+        continue;
+      }
+      if (s.status === 'rejected') {
+        if (attempt >= MAX_STALE_RETRIES) throw this.unavailable(s.reason);
+        // The target refused (typically: it had not heard of the ring that made it the target) or could not be
+        // reached. The owner has the write; make sure whoever else must hold it under the refreshed ring does.
+        if (s.reason instanceof StaleRouteError) router = await this.recover(s.reason, router);
+        else {
+          const fresh = await this.rerouted(s.reason, router, (r) => r.route(position).pending?.url !== route.pending?.url);
+          if (!fresh) throw this.unavailable(s.reason);
+          router = fresh;
+        }
+        await this.writeOthers(position, route.owner.url, call, router, attempt + 1);
+      }
+      return p.value;
+    }
+  }
+
+  /** The write on every node of the key's route except `done` (which already has it), with the remaining retries. */
+  private async writeOthers<T>(position: string, done: string, call: (url: string, ringVersion: number) => Promise<T>, router: RingRouter, attempt: number): Promise<void> {
+    for (; ; attempt++) {
+      const r = router.route(position);
+      const others = [r.owner.url, r.pending?.url].filter((u): u is string => u !== undefined && u !== done);
+      const results = await Promise.allSettled(others.map((u) => call(u, router.version)));
+      const failed = results.find((x): x is PromiseRejectedResult => x.status === 'rejected');
+      if (!failed) return;
+      if (attempt >= MAX_STALE_RETRIES) throw this.unavailable(failed.reason);
+      if (failed.reason instanceof StaleRouteError) router = await this.recover(failed.reason, router);
+      else {
+        const before = others.join(' ');
+        const fresh = await this.rerouted(failed.reason, router, (r) => {
+          const x = r.route(position);
+          return [x.owner.url, x.pending?.url].filter((u) => u !== undefined && u !== done).join(' ') !== before;
+        });
+        if (!fresh) throw this.unavailable(failed.reason);
+        router = fresh;
+      }
+    }
+  }
+
+  /** Batch writes grouped per node (owners, and pending targets for shadow copies); stale groups fall back to single writes. */
+  private async writeMany<T>(ns: string, keys: string[], callGroup: (url: string, idx: number[], ringVersion: number) => Promise<T[]>, single: (i: number) => Promise<T>): Promise<T[]> {
+    if (keys.length === 0) return [];
+    const positions = keys.map((k) => ringHash(ns, k));
+    const { router } = await this.routed(positions[0]!);
+    const routes = positions.map((p) => router.route(p));
+    const out = new Array<T>(keys.length);
+    const retry = new Set<number>();
+    const primaries = groupBy(keys.map((_, i) => i), (i) => routes[i]!.owner.url);
+    const shadows = groupBy(keys.map((_, i) => i).filter((i) => routes[i]!.pending), (i) => routes[i]!.pending!.url);
+    let stale: StaleRouteError | undefined;
+    const run = async (url: string, idx: number[], primary: boolean) => {
+      try {
+        const res = await callGroup(url, idx, router.version);
+        if (primary) idx.forEach((i, j) => (out[i] = res[j]!));
+      } catch (e) {
+        if (!(e instanceof StaleRouteError)) throw this.unavailable(e);
+        stale = e;
+        idx.forEach((i) => retry.add(i));
+      }
+    };
+    await Promise.all([...[...primaries].map(([u, idx]) => run(u, idx, true)), ...[...shadows].map(([u, idx]) => run(u, idx, false))]);
+    if (stale) {
+      await this.recover(stale, router);
+      await Promise.all([...retry].map(async (i) => (out[i] = await single(i))));
+    }
+    return out;
+  }
+
+  /**
+   * After a node could not be reached: if the ring store (read at most every 250 ms) has a newer ring under which
+   * `changed` holds (the node left, or a range moved away from it), that ring; otherwise undefined.
+   */
+  private async rerouted(e: unknown, router: RingRouter, changed: (r: RingRouter) => boolean): Promise<RingRouter | undefined> {
+    if (!(e instanceof NodeUnavailableError)) return undefined;
+    const fresh = await this.ring.refreshThrottled().catch(() => undefined);
+    const cur = this.ring.current() ?? fresh;
+    if (!cur || cur.version <= router.version || !changed(cur)) return undefined;
+    this.staleRetries++;
+    return cur;
+  }
+
+  /**
+   * After a 409: adopt the node's newer ring, or bring a node that is behind up to ours, or re-read the store.
+   * Returns the router to retry with.
+   */
+  private async recover(e: StaleRouteError, router: RingRouter): Promise<RingRouter> {
+    this.staleRetries++;
+    if (e.ringVersion > router.version) {
+      const doc = e.ring ?? (await this.client.getRing(e.url).catch(() => null));
+      try {
+        if (doc) this.ring.adopt(doc);
+      } catch {
+        /* an invalid document: fall through to the store */
+      }
+      const cur = this.ring.current();
+      if (cur && cur.version > router.version) return cur;
+    } else if (e.ringVersion < router.version) {
+      await this.client.pushRing(e.url, router.doc).catch(() => undefined);
+      return this.ring.current() ?? router;
+    }
+    try {
+      return await this.ring.refresh();
+    } catch {
+      return this.ring.current() ?? router;
+    }
+  }
+
+  private unavailable(e: unknown): TierUnavailableError {
+    return e instanceof TierUnavailableError ? e : new TierUnavailableError(this.name, e);
+  }
+}
+
+function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const m = new Map<string, T[]>();
+  for (const it of items) {
+    const k = keyOf(it);
+    const g = m.get(k);
+    if (g) g.push(it);
+    else m.set(k, [it]);
+  }
+  return m;
+}

@@ -1,0 +1,275 @@
+/**
+ * What travels between cache-node clients (WarmTier, the migration steps) and the cachenode daemon: header
+ * names, the node's storage key, and the binary record stream used by batch, export and import.
+ *
+ * A record is `[u32 total length][u8 type][payload]` (big-endian), `total` counting type and payload:
+ * - ENTRY: `[u16 ns bytes][u16 key bytes][u32 header bytes] ns key headerJson value` (the value runs to the end);
+ * - ABSENT: empty payload (a batch get's miss, kept in request order);
+ * - TRAILER: JSON (an export's end: next cursor and counts; an import's or a batch's summary).
+ */
+import { decodeHeader, type Entry, type EntryHeader } from '../model/entry.js';
+import { HASH_BYTES, ringHashBytes } from '../ring/hash.js';
+
+export const SECRET_HEADER = 'x-strata-secret';
+/** The ring version the caller routed with. */
+export const RING_HEADER = 'x-strata-ring';
+/** An entry's header (ASCII JSON) on single-key requests and responses. */
+export const ENTRY_HEADER = 'x-strata-entry';
+/** Set on a shadow write to a pending target (counted apart; such a write is accepted only for pending ranges). */
+export const SHADOW_HEADER = 'x-strata-shadow';
+export const RECORDS_CONTENT_TYPE = 'application/vnd.strata.records';
+
+export const RECORD_ENTRY = 1;
+export const RECORD_ABSENT = 2;
+export const RECORD_TRAILER = 3;
+
+const PREFIX_BYTES = 5; // u32 length + u8 type
+const ENTRY_FIXED = 8; // u16 + u16 + u32
+
+/** JSON with every non-ASCII character escaped (\uXXXX), so it is a valid HTTP header value. */
+export function asciiJson(v: unknown): string {
+  return JSON.stringify(v).replace(/[\u007f-\uffff]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+}
+
+export function encodeEntryHeader(h: EntryHeader): string {
+  return asciiJson(h);
+}
+
+/** A JSON text made ASCII-only (non-ASCII characters, which can only occur inside strings, as \uXXXX escapes). */
+export function asciiJsonText(json: string): string {
+  return json.replace(/[\u007f-\uffff]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+}
+
+export function decodeEntryHeader(s: string): EntryHeader {
+  return decodeHeader(s);
+}
+
+// ------------------------------------------------------------------ storage keys
+
+/**
+ * The node's storage key: 8-byte ring position, then ns, NUL, key (UTF-8). Ordered by position first, so a
+ * ring range is one contiguous key range (migration and eviction are range sweeps). Namespaces and keys never
+ * contain NUL.
+ */
+export function storeKey(ns: string, key: string): Buffer {
+  return storeKeyAt(ringHashBytes(ns, key), ns, key);
+}
+
+/** {@link storeKey} from an already computed ring position (8 bytes). */
+export function storeKeyAt(pos: Buffer, ns: string, key: string): Buffer {
+  const nsBytes = Buffer.byteLength(ns);
+  const out = Buffer.allocUnsafe(HASH_BYTES + nsBytes + 1 + Buffer.byteLength(key));
+  pos.copy(out, 0);
+  out.write(ns, HASH_BYTES, 'utf8');
+  out[HASH_BYTES + nsBytes] = 0;
+  out.write(key, HASH_BYTES + nsBytes + 1, 'utf8');
+  return out;
+}
+
+export function parseStoreKey(k: Uint8Array): { position: string; ns: string; key: string } {
+  const b = Buffer.from(k.buffer, k.byteOffset, k.byteLength);
+  const sep = b.indexOf(0, HASH_BYTES);
+  if (sep < 0) throw new Error('corrupt storage key');
+  return { position: b.toString('hex', 0, HASH_BYTES), ns: b.toString('utf8', HASH_BYTES, sep), key: b.toString('utf8', sep + 1) };
+}
+
+/** The smallest storage key after `k` (for exclusive cursors). */
+export function keyAfter(k: Uint8Array): Buffer {
+  const out = Buffer.alloc(k.byteLength + 1);
+  out.set(k, 0);
+  return out;
+}
+
+/** The first storage key at ring position `position` (16 hex digits). */
+export function positionKey(position: string): Buffer {
+  return Buffer.from(position, 'hex');
+}
+
+// ------------------------------------------------------------------ records
+
+export interface EntryRecord {
+  type: typeof RECORD_ENTRY;
+  ns: string;
+  key: string;
+  entry: Entry;
+  /** The header as it travelled (JSON). */
+  headerJson: string;
+}
+export interface AbsentRecord {
+  type: typeof RECORD_ABSENT;
+}
+export interface TrailerRecord {
+  type: typeof RECORD_TRAILER;
+  data: Record<string, unknown>;
+}
+/** An entry record left encoded (see {@link RecordReader} `raw`): forwarded as is, e.g. from an export to an import. */
+export interface RawEntryRecord {
+  type: typeof RECORD_ENTRY;
+  ns: string;
+  key: string;
+  raw: Buffer;
+}
+export type WireRecord = EntryRecord | AbsentRecord | TrailerRecord;
+
+/** Encodes an entry record. `headerJson` may be passed when the caller already has it (stored form). */
+export function encodeEntryRecord(ns: string, key: string, entry: Pick<Entry, 'value'> & { header?: EntryHeader }, headerJson?: string): Buffer {
+  return encodeEntryRecordHead(ns, key, headerJson ?? JSON.stringify(entry.header), entry.value);
+}
+
+/**
+ * An entry record as two parts, everything before the value and the value itself, so a writer can send both
+ * without copying the value (writev, or one concatenation into the request body).
+ */
+export function encodeEntryRecordParts(ns: string, key: string, headerJson: string, value: Buffer): [Buffer, Buffer] {
+  return [encodeEntryRecordHead(ns, key, headerJson, value, false), value];
+}
+
+function encodeEntryRecordHead(ns: string, key: string, h: string, value: Buffer, withValue = true): Buffer {
+  const nsBytes = Buffer.byteLength(ns);
+  const keyBytes = Buffer.byteLength(key);
+  const hBytes = Buffer.byteLength(h);
+  const total = 1 + ENTRY_FIXED + nsBytes + keyBytes + hBytes + value.length;
+  const out = Buffer.allocUnsafe(4 + total - (withValue ? 0 : value.length));
+  out.writeUInt32BE(total, 0);
+  out[4] = RECORD_ENTRY;
+  out.writeUInt16BE(nsBytes, 5);
+  out.writeUInt16BE(keyBytes, 7);
+  out.writeUInt32BE(hBytes, 9);
+  let at = PREFIX_BYTES + ENTRY_FIXED;
+  at += out.write(ns, at, 'utf8');
+  at += out.write(key, at, 'utf8');
+  at += out.write(h, at, 'utf8');
+  if (withValue) out.set(value, at);
+  return out;
+}
+
+const ABSENT = Buffer.from([0, 0, 0, 1, RECORD_ABSENT]);
+
+export function encodeAbsentRecord(): Buffer {
+  return ABSENT;
+}
+
+export function encodeTrailerRecord(data: Record<string, unknown>): Buffer {
+  const json = Buffer.from(JSON.stringify(data), 'utf8');
+  const out = Buffer.allocUnsafe(PREFIX_BYTES + json.length);
+  out.writeUInt32BE(1 + json.length, 0);
+  out[4] = RECORD_TRAILER;
+  json.copy(out, PREFIX_BYTES);
+  return out;
+}
+
+/** The ns and key of an encoded entry record, leaving its header and value encoded. */
+export function peekEntryRecord(buf: Buffer): RawEntryRecord {
+  const nsBytes = buf.readUInt16BE(5);
+  const keyBytes = buf.readUInt16BE(7);
+  const at = PREFIX_BYTES + ENTRY_FIXED;
+  return { type: RECORD_ENTRY, ns: buf.toString('utf8', at, at + nsBytes), key: buf.toString('utf8', at + nsBytes, at + nsBytes + keyBytes), raw: buf };
+}
+
+/** Decodes one whole record (`buf` = length prefix through the end of the payload). */
+export function decodeRecord(buf: Buffer): WireRecord {
+  const type = buf[4];
+  if (type === RECORD_ABSENT) return { type };
+  if (type === RECORD_TRAILER) return { type, data: JSON.parse(buf.toString('utf8', PREFIX_BYTES)) as Record<string, unknown> };
+  if (type !== RECORD_ENTRY) throw new Error(`unknown record type ${type}`);
+  const nsBytes = buf.readUInt16BE(5);
+  const keyBytes = buf.readUInt16BE(7);
+  const hBytes = buf.readUInt32BE(9);
+  let at = PREFIX_BYTES + ENTRY_FIXED;
+  const ns = buf.toString('utf8', at, (at += nsBytes));
+  const key = buf.toString('utf8', at, (at += keyBytes));
+  const headerJson = buf.toString('utf8', at, (at += hBytes));
+  if (at > buf.length) throw new Error('truncated entry record');
+  return { type, ns, key, entry: { header: decodeHeader(headerJson), value: buf.subarray(at) }, headerJson };
+}
+
+/**
+ * Splits a byte stream into records, whatever the chunk boundaries. Large records are assembled once (no
+ * repeated concatenation).
+ */
+export class RecordReader {
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  /** Upper bound on one record (a defence against a corrupt length). */
+  constructor(private readonly maxRecordBytes = 1024 * 1024 * 1024) {}
+
+  push(chunk: Uint8Array): WireRecord[] {
+    return this.pushRecords(chunk, false) as WireRecord[];
+  }
+
+  /** As {@link push}, but entry records stay encoded ({@link RawEntryRecord}). */
+  pushRaw(chunk: Uint8Array): (RawEntryRecord | AbsentRecord | TrailerRecord)[] {
+    return this.pushRecords(chunk, true) as (RawEntryRecord | AbsentRecord | TrailerRecord)[];
+  }
+
+  private pushRecords(chunk: Uint8Array, raw: boolean): (WireRecord | RawEntryRecord)[] {
+    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    if (b.length > 0) {
+      this.chunks.push(b);
+      this.buffered += b.length;
+    }
+    const out: (WireRecord | RawEntryRecord)[] = [];
+    for (;;) {
+      if (this.buffered < 4) break;
+      const head = this.peek(4);
+      const total = head.readUInt32BE(0);
+      if (total < 1 || total > this.maxRecordBytes) throw new Error(`invalid record length ${total}`);
+      if (this.buffered < 4 + total) break;
+      const buf = this.take(4 + total);
+      out.push(raw && buf[4] === RECORD_ENTRY ? peekEntryRecord(buf) : decodeRecord(buf));
+    }
+    return out;
+  }
+
+  /** Bytes left over that do not make a whole record. */
+  get pending(): number {
+    return this.buffered;
+  }
+
+  private peek(n: number): Buffer {
+    if (this.chunks[0]!.length >= n) return this.chunks[0]!;
+    return Buffer.concat(this.chunks, n);
+  }
+
+  private take(n: number): Buffer {
+    const first = this.chunks[0]!;
+    let out: Buffer;
+    if (first.length >= n) {
+      out = first.subarray(0, n);
+      if (first.length === n) this.chunks.shift();
+      else this.chunks[0] = first.subarray(n);
+    } else {
+      out = Buffer.allocUnsafe(n);
+      let at = 0;
+      while (at < n) {
+        const c = this.chunks[0]!;
+        const want = n - at;
+        if (c.length <= want) {
+          c.copy(out, at);
+          at += c.length;
+          this.chunks.shift();
+        } else {
+          c.copy(out, at, 0, want);
+          this.chunks[0] = c.subarray(want);
+          at += want;
+        }
+      }
+    }
+    this.buffered -= n;
+    return out;
+  }
+}
+
+/** Reads every record of a stream. */
+export async function* readRecords(stream: AsyncIterable<Uint8Array>, maxRecordBytes?: number): AsyncGenerator<WireRecord> {
+  const reader = new RecordReader(maxRecordBytes);
+  for await (const chunk of stream) yield* reader.push(chunk);
+  if (reader.pending > 0) throw new Error(`stream ended inside a record (${reader.pending} bytes left)`);
+}
+
+/** Reads every record of a stream, entry records left encoded. */
+export async function* readRawRecords(stream: AsyncIterable<Uint8Array>, maxRecordBytes?: number): AsyncGenerator<RawEntryRecord | AbsentRecord | TrailerRecord> {
+  const reader = new RecordReader(maxRecordBytes);
+  for await (const chunk of stream) yield* reader.pushRaw(chunk);
+  if (reader.pending > 0) throw new Error(`stream ended inside a record (${reader.pending} bytes left)`);
+}

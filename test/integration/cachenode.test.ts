@@ -1,0 +1,333 @@
+import { randomBytes } from 'node:crypto';
+import { request } from 'undici';
+import { makeTombstone } from '../../layers/core/model/entry.js';
+import { cloneRing, splitAt, type RingDocument } from '../../layers/core/ring/document.js';
+import { ringHash, RING_MIN } from '../../layers/core/ring/hash.js';
+import { NodeClient, NodeRequestError, StaleRouteError } from '../../layers/core/warm/node-client.js';
+import { encodeEntryRecord, RING_HEADER, SECRET_HEADER, storeKey, type EntryRecord } from '../../layers/core/warm/wire.js';
+import { entry, localFleet, SECRET, singleNodeRing } from './warm-fixtures.js';
+
+const MiB = 1024 * 1024;
+
+/** A key whose ring position is below (or at/above) `at`. */
+function keyOnSide(prefix: string, at: string, below: boolean): string {
+  for (let i = 0; ; i++) {
+    const k = `${prefix}${i}`;
+    if (ringHash('t', k) < at === below) return k;
+  }
+}
+
+describe('cachenode daemon (real process)', () => {
+  const fleet = localFleet({ capacityBytes: 64 * MiB });
+  const client = new NodeClient({ secret: SECRET, timeoutMs: 5000 });
+  let url: string;
+  let ring: RingDocument;
+
+  beforeAll(async () => {
+    const n = await fleet.launch('n1');
+    url = n.url;
+    ring = singleNodeRing('n1', url);
+  });
+
+  afterAll(async () => {
+    await client.close();
+    await fleet.closeAll();
+  });
+
+  describe('authentication', () => {
+    it('refuses every request without the shared secret, or with a wrong one', async () => {
+      for (const headers of [{}, { [SECRET_HEADER]: 'wrong-secret-wrong-secret' }, { [SECRET_HEADER]: SECRET + 'x' }]) {
+        for (const path of ['/healthz', '/stats', '/v1/kv/t/a', '/v1/ring']) {
+          const res = await request(url + path, { headers });
+          expect(res.statusCode).toBe(401);
+          expect(await res.body.json()).toEqual({ error: { code: 'UNAUTHORIZED', message: expect.any(String) } });
+        }
+      }
+      const ok = await request(url + '/healthz', { headers: { [SECRET_HEADER]: SECRET } });
+      expect(ok.statusCode).toBe(200);
+      await ok.body.dump();
+    });
+
+    it('a client with a wrong secret gets a request error, not data', async () => {
+      const wrong = new NodeClient({ secret: 'not-the-fleet-secret!' });
+      await expect(wrong.health(url)).rejects.toBeInstanceOf(NodeRequestError);
+      await wrong.close();
+    });
+  });
+
+  describe('ownership', () => {
+    it('answers 409 with its ring version while it has no ring, then serves once one is pushed', async () => {
+      await expect(client.get(url, 't', 'k', 1)).rejects.toMatchObject({ name: 'StaleRouteError', ringVersion: 0 });
+      await expect(client.pushRing(url, ring)).resolves.toEqual({ installed: true, version: 1 });
+      await expect(client.pushRing(url, ring)).resolves.toEqual({ installed: false, version: 1 });
+      await expect(client.get(url, 't', 'k', 1)).resolves.toBeUndefined();
+    });
+
+    it('refuses a range it does not own, and a caller whose ring is older than the range epoch', async () => {
+      const r2 = cloneRing(ring);
+      r2.version = 2;
+      r2.nodes.push({ id: 'other', url: 'http://127.0.0.1:1', state: 'NORMAL', addedAt: new Date().toISOString() });
+      splitAt(r2, '8000000000000000');
+      r2.ranges[1]!.owner = 'other';
+      r2.ranges[1]!.epoch = 2;
+      await client.pushRing(url, r2);
+      const mine = keyOnSide('own', '8000000000000000', true);
+      const theirs = keyOnSide('other', '8000000000000000', false);
+      await expect(client.put(url, 't', mine, entry(1), 2)).resolves.toEqual({ applied: true, current: 1 });
+      // The range this node kept did not change at version 2: a caller still on version 1 is served.
+      await expect(client.get(url, 't', mine, 1)).resolves.toMatchObject({ header: { version: 1 } });
+      const refused = await client.put(url, 't', theirs, entry(1), 2).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(StaleRouteError);
+      expect(refused).toMatchObject({ code: 'WRONG_NODE', ringVersion: 2, ring: { version: 2 } });
+      // The moved range changed at version 2: a caller on version 1 must refresh, whatever it asks.
+      await expect(client.get(url, 't', theirs, 1)).rejects.toMatchObject({ code: 'STALE_RING', ringVersion: 2 });
+      // HEAD has no body: the version comes back in a header.
+      await expect(client.head(url, 't', theirs, 2)).rejects.toMatchObject({ ringVersion: 2 });
+      // Back to owning everything.
+      const r3 = cloneRing(ring);
+      r3.version = 3;
+      r3.ranges[0]!.epoch = 3;
+      await client.pushRing(url, r3);
+      ring = r3;
+      // A document older than the installed one is ignored.
+      await expect(client.pushRing(url, r2)).resolves.toEqual({ installed: false, version: 3 });
+    });
+  });
+
+  describe('keys', () => {
+    it('round trips values and headers, never replaces a newer version, and keeps tombstones', async () => {
+      const v = ring.version;
+      const value = randomBytes(1000);
+      await expect(client.put(url, 't', 'a/b ü?&', entry(10, value, { tags: ['x', 'ÿ'], contentType: 'text/plain' }), v)).resolves.toEqual({ applied: true, current: 10 });
+      await expect(client.put(url, 't', 'a/b ü?&', entry(9, 'older'), v)).resolves.toEqual({ applied: false, current: 10 });
+      await expect(client.put(url, 't', 'a/b ü?&', entry(10, 'same version'), v)).resolves.toEqual({ applied: false, current: 10 });
+      const got = await client.get(url, 't', 'a/b ü?&', v);
+      expect(got!.value.equals(value)).toBe(true);
+      expect(got!.header).toMatchObject({ version: 10, size: 1000, tags: ['x', 'ÿ'], contentType: 'text/plain' });
+      await expect(client.head(url, 't', 'a/b ü?&', v)).resolves.toMatchObject({ version: 10, size: 1000 });
+      await expect(client.put(url, 't', 'a/b ü?&', makeTombstone(11, 60_000), v)).resolves.toEqual({ applied: true, current: 11 });
+      await expect(client.get(url, 't', 'a/b ü?&', v)).resolves.toMatchObject({ header: { version: 11, flags: { tombstone: true } } });
+      await expect(client.put(url, 't', 'a/b ü?&', entry(10, value), v)).resolves.toEqual({ applied: false, current: 11 });
+    });
+
+    it('treats expired entries as absent and lets any version replace them', async () => {
+      const v = ring.version;
+      await client.put(url, 't', 'exp', entry(50, 'soon gone', { expiresAt: Date.now() + 150 }), v);
+      await expect(client.get(url, 't', 'exp', v)).resolves.toBeDefined();
+      await new Promise((r) => setTimeout(r, 200));
+      await expect(client.get(url, 't', 'exp', v)).resolves.toBeUndefined();
+      await expect(client.put(url, 't', 'exp', entry(3, 'older but live'), v)).resolves.toEqual({ applied: true, current: 3 });
+    });
+
+    it('deletes conditionally on the version', async () => {
+      const v = ring.version;
+      await client.put(url, 't', 'del', entry(7), v);
+      await expect(client.delete(url, 't', 'del', 6, v)).resolves.toBe(false);
+      await expect(client.delete(url, 't', 'del', 7, v)).resolves.toBe(true);
+      await expect(client.delete(url, 't', 'del', undefined, v)).resolves.toBe(false);
+      await expect(client.get(url, 't', 'del', v)).resolves.toBeUndefined();
+    });
+
+    it('streams a large value both ways', async () => {
+      const big = randomBytes(20 * MiB);
+      await expect(client.put(url, 't', 'big', entry(1, big), ring.version)).resolves.toMatchObject({ applied: true });
+      const got = await client.get(url, 't', 'big', ring.version);
+      expect(got!.value.length).toBe(big.length);
+      expect(got!.value.equals(big)).toBe(true);
+      await expect(client.delete(url, 't', 'big', 1, ring.version)).resolves.toBe(true);
+    });
+
+    it('rejects invalid keys and headers with 400', async () => {
+      const res = await request(`${url}/v1/kv/BAD%20NS/k`, { headers: { [SECRET_HEADER]: SECRET, [RING_HEADER]: String(ring.version) } });
+      expect(res.statusCode).toBe(400);
+      await res.body.dump();
+      const put = await request(`${url}/v1/kv/t/k`, { method: 'PUT', body: 'x', headers: { [SECRET_HEADER]: SECRET, [RING_HEADER]: String(ring.version), 'x-strata-entry': '{not json' } });
+      expect(put.statusCode).toBe(400);
+      await put.body.dump();
+    });
+  });
+
+  describe('batches', () => {
+    it('gets, puts and deletes many keys in one request each, in order', async () => {
+      const v = ring.version;
+      const items = Array.from({ length: 50 }, (_, i) => ({ key: `b${i}`, entry: entry(100 + i, `value ${i}`) }));
+      const outcomes = await client.putMany(url, 't', items, v);
+      expect(outcomes.every((o) => o.applied)).toBe(true);
+      const again = await client.putMany(url, 't', items.slice(0, 2), v);
+      expect(again).toEqual([{ applied: false, current: 100 }, { applied: false, current: 101 }]);
+      const got = await client.getMany(url, 't', ['b3', 'missing', 'b49'], v);
+      expect(got.map((e) => e?.value.toString())).toEqual(['value 3', undefined, 'value 49']);
+      await expect(client.deleteMany(url, 't', ['b0', 'b1', 'missing'], v)).resolves.toEqual([true, true, false]);
+    });
+  });
+
+  describe('ranges', () => {
+    it('exports a range in key order with a resumable cursor, and imports with version checks', async () => {
+      const v = ring.version;
+      const items = Array.from({ length: 300 }, (_, i) => ({ key: `r${i}`, entry: entry(1000 + i, `range value ${i}`) }));
+      await client.putMany(url, 'rng', items, v);
+      const all: EntryRecord[] = [];
+      let after: string | null = null;
+      let calls = 0;
+      for (;;) {
+        calls++;
+        const it = client.exportRange(url, { start: RING_MIN, end: null, after, limit: 100 });
+        let r = await it.next();
+        while (!r.done) {
+          all.push(r.value);
+          r = await it.next();
+        }
+        if (r.value.done) break;
+        after = r.value.next;
+      }
+      expect(calls).toBeGreaterThanOrEqual(3);
+      const rng = all.filter((r) => r.ns === 'rng');
+      expect(rng).toHaveLength(300);
+      const keys = all.map((r) => storeKey(r.ns, r.key));
+      for (let i = 1; i < keys.length; i++) expect(Buffer.compare(keys[i - 1]!, keys[i]!)).toBe(-1);
+
+      // Import into a second node: applied, then stale for versions it already has.
+      const n2 = await fleet.launch('n2');
+      await client.pushRing(n2.url, singleNodeRing('n2', n2.url));
+      const recs = rng.map((r) => encodeEntryRecord(r.ns, r.key, r.entry));
+      await expect(client.importRecords(n2.url, recs)).resolves.toMatchObject({ applied: 300, stale: 0, full: 0 });
+      await expect(client.importRecords(n2.url, recs.slice(0, 10))).resolves.toMatchObject({ applied: 0, stale: 10 });
+      await expect(client.get(n2.url, 'rng', 'r7', 1)).resolves.toMatchObject({ header: { version: 1007 } });
+      await fleet.terminate('n2');
+    });
+
+    it('caps the export rate in bytes per second', async () => {
+      const v = ring.version;
+      await client.putMany(url, 'slow', Array.from({ length: 100 }, (_, i) => ({ key: `s${i}`, entry: entry(1, randomBytes(1000)) })), v);
+      const started = Date.now();
+      const it = client.exportRange(url, { start: RING_MIN, end: null, rate: 100_000 });
+      let r = await it.next();
+      while (!r.done) r = await it.next();
+      const bytes = r.value.bytes;
+      const seconds = (Date.now() - started) / 1000;
+      expect(bytes).toBeGreaterThan(100_000);
+      expect(bytes / seconds).toBeLessThan(100_000 * 1.3);
+    });
+
+    it('reports range statistics with a median cut, and deletes a range only when it no longer holds it', async () => {
+      const stats = await client.rangeStats(url, RING_MIN, null);
+      expect(stats.keys).toBeGreaterThan(300);
+      expect(stats.cut).toMatch(/^[0-9a-f]{16}$/);
+      const lower = await client.rangeStats(url, RING_MIN, stats.cut);
+      expect(Math.abs(lower.keys - stats.keys / 2)).toBeLessThanOrEqual(1);
+      await expect(client.deleteRange(url, RING_MIN, stats.cut)).rejects.toMatchObject({ status: 409, code: 'RANGE_HELD' });
+      const deleted = await client.deleteRange(url, RING_MIN, stats.cut, true);
+      expect(deleted).toBe(lower.keys);
+      await expect(client.rangeStats(url, RING_MIN, stats.cut)).resolves.toMatchObject({ keys: 0 });
+    });
+  });
+
+  describe('capacity, eviction order and stats', () => {
+    it('reports keys, bytes, fill, counters and latency percentiles', async () => {
+      const s = await client.stats(url);
+      expect(s).toMatchObject({ nodeId: 'n1', keys: expect.any(Number), bytes: expect.any(Number), capacityBytes: 64 * MiB, watermark: 0.85, refused: expect.any(Number) });
+      expect(s.fill).toBeGreaterThan(0);
+      const ops = s.ops as Record<string, { count: number; p50Ms: number; p99Ms: number }>;
+      expect(ops.put!.count).toBeGreaterThan(0);
+      expect(ops.get!.p99Ms).toBeGreaterThanOrEqual(ops.get!.p50Ms);
+      await expect(client.ownership(url)).resolves.toMatchObject({ nodeId: 'n1', ringVersion: ring.version, owned: [{ start: RING_MIN, end: null }], incoming: [] });
+    });
+
+    it('refuses writes that would exceed capacity (never drops data) and names victims in SIEVE order', async () => {
+      const v = ring.version;
+      const chunk = randomBytes(4 * MiB);
+      let full = 0;
+      for (let i = 0; i < 20 && full === 0; i++) {
+        const o = await client.put(url, 'fill', `f${i}`, entry(1, chunk), v);
+        if (o.full) full++;
+      }
+      expect(full).toBe(1);
+      const s = await client.stats(url);
+      expect(s.bytes).toBeLessThanOrEqual(64 * MiB);
+      expect(s.fill).toBeGreaterThan(0.85);
+      // Tombstones still fit.
+      await expect(client.put(url, 'fill', 'f0', makeTombstone(2, 60_000), v)).resolves.toMatchObject({ applied: true });
+      const { aboveWatermark, bytesOverWatermark, victims } = await client.victims(url, 5);
+      expect(aboveWatermark).toBe(true);
+      expect(bytesOverWatermark).toBeGreaterThan(0);
+      expect(victims).toHaveLength(5);
+      expect(new Set(victims.map((x) => `${x.ns}/${x.key}`)).size).toBe(5);
+      // An evictor deletes conditionally on the version it copied.
+      for (const x of victims) await client.delete(url, x.ns, x.key, x.version, v);
+      expect((await client.stats(url)).keys).toBe(s.keys - 5);
+    });
+  });
+});
+
+describe('cachenode durability and shutdown (real process)', () => {
+  const fleet = localFleet({ env: { STRATA_NODE_SYNC: 'commit' } });
+  const client = new NodeClient({ secret: SECRET, timeoutMs: 5000 });
+
+  afterAll(async () => {
+    await client.close();
+    await fleet.closeAll();
+  });
+
+  it('keeps every acknowledged write across kill -9 (writes in flight at the kill may or may not be there)', async () => {
+    const n = await fleet.launch('crash');
+    const ring = singleNodeRing('crash', n.url);
+    await client.pushRing(n.url, ring);
+    const acked = new Map<string, number>();
+    let stop = false;
+    let version = 1;
+    const writer = async (w: number) => {
+      for (let i = 0; !stop; i++) {
+        const key = `k${w}-${i % 200}`;
+        const v = version++;
+        try {
+          const o = await client.put(n.url, 'c', key, entry(v, `value ${v}`), 1);
+          if (o.applied) acked.set(key, Math.max(acked.get(key) ?? 0, v));
+        } catch {
+          return; // the node is gone
+        }
+      }
+    };
+    const writers = Array.from({ length: 16 }, (_, w) => writer(w));
+    await new Promise((r) => setTimeout(r, 1500));
+    await fleet.kill('crash', 'SIGKILL');
+    stop = true;
+    await Promise.all(writers);
+    expect(acked.size).toBeGreaterThan(100);
+    await fleet.restart('crash');
+    const keys = [...acked.keys()];
+    const got = await client.getMany(n.url, 'c', keys, 1);
+    got.forEach((e, i) => {
+      expect(e).toBeDefined();
+      // At least the acknowledged version: a write in flight at the kill may have committed without its ack.
+      expect(e!.header.version).toBeGreaterThanOrEqual(acked.get(keys[i]!)!);
+      expect(e!.value.toString()).toBe(`value ${e!.header.version}`);
+    });
+    // The ring survived the crash too.
+    await expect(client.ownership(n.url)).resolves.toMatchObject({ ringVersion: 1 });
+  });
+
+  it('drains in-flight requests on SIGTERM and exits 0', async () => {
+    const n = await fleet.launch('drain');
+    await client.pushRing(n.url, singleNodeRing('drain', n.url));
+    await client.putMany(n.url, 'd', Array.from({ length: 40 }, (_, i) => ({ key: `d${i}`, entry: entry(1, randomBytes(2000)) })), 1);
+    // ~80 KB at 40 KB/s: the export takes about two seconds.
+    const it = client.exportRange(n.url, { start: RING_MIN, end: null, rate: 40_000 });
+    const first = await it.next();
+    expect(first.done).toBe(false);
+    const exit = fleet.stop('drain');
+    await new Promise((r) => setTimeout(r, 100));
+    // New connections are refused while it drains.
+    const fresh = new NodeClient({ secret: SECRET, timeoutMs: 1000 });
+    await expect(fresh.health(n.url)).rejects.toThrow();
+    await fresh.close();
+    let count = 1;
+    let r = await it.next();
+    while (!r.done) {
+      count++;
+      r = await it.next();
+    }
+    expect(count).toBe(40);
+    expect(r.value).toMatchObject({ done: true, keys: 40 });
+    await expect(exit).resolves.toBe(0);
+  });
+});

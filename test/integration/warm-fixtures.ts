@@ -1,0 +1,44 @@
+/** Shared fixtures of the warm-tier suites (cache nodes, ring, migration). */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Entry, EntryHeader } from '../../layers/core/model/entry.js';
+import { contentHash } from '../../layers/core/model/keys.js';
+import { initialRing, type RingDocument } from '../../layers/core/ring/document.js';
+import { LocalFleet } from '../../layers/core/warm/local-fleet.js';
+
+export const SECRET = 'test-secret-0123456789abcdef';
+
+export function entry(version: number, value: string | Buffer = 'v', extra: Partial<EntryHeader> = {}): Entry {
+  const buf = Buffer.isBuffer(value) ? value : Buffer.from(value);
+  return { header: { version, expiresAt: null, size: buf.length, hash: contentHash(buf), tags: [], flags: {}, ...extra }, value: buf };
+}
+
+export function tempDir(prefix: string): { dir: string; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** A fleet of local processes in a fresh temp dir (removed by close()). */
+export function localFleet(opts: { capacityBytes?: number; env?: Record<string, string> } = {}): LocalFleet & { closeAll(): Promise<void> } {
+  const tmp = tempDir('strata-fleet-');
+  const fleet = new LocalFleet({ rootDir: tmp.dir, secret: SECRET, ...opts }) as LocalFleet & { closeAll(): Promise<void> };
+  fleet.closeAll = async () => {
+    await fleet.close();
+    tmp.remove();
+  };
+  return fleet;
+}
+
+export function singleNodeRing(id: string, url: string): RingDocument {
+  return initialRing([{ id, url }], 1);
+}
+
+/** Polls `probe` until true (or throws after `ms`). */
+export async function eventually(probe: () => boolean | Promise<boolean>, ms = 10_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`${what} not reached within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
