@@ -22,6 +22,15 @@ export const runtimeEnvSchema = z.object({
   STRATA_HOT_MEMORY_MB: z.coerce.number().int().min(1).max(65536).default(256),
   /** Per-container near cache (L1) size; 0 turns it off. Only used above a remote hot tier. */
   STRATA_NEAR_CACHE_MB: z.coerce.number().int().min(0).max(4096).default(64),
+  /**
+   * Warm tier (EC2 cache nodes): where the ring document lives — an S3 bucket (AWS; with STRATA_WARM_RING_PREFIX)
+   * or a folder (local runs) — and the fleet's shared secret. Absent = no warm tier.
+   */
+  STRATA_WARM_RING_BUCKET: z.string().min(3).optional(),
+  STRATA_WARM_RING_PREFIX: z.string().regex(/^[A-Za-z0-9._/-]+$/).default('strata-ring'),
+  STRATA_WARM_RING_DIR: z.string().optional(),
+  STRATA_WARM_SECRET: z.string().min(16, 'the fleet secret must be at least 16 characters').optional(),
+  STRATA_WARM_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(2000),
   /** Cold tier: S3 bucket. */
   STRATA_S3_BUCKET: z.string().min(3).optional(),
   STRATA_S3_PREFIX: z.string().regex(/^[A-Za-z0-9._-]+$/).default('v1'),
@@ -55,6 +64,8 @@ export function loadRuntimeEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv
   if (!r.success) {
     throw new ConfigError(`invalid configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   }
+  const warm = r.data.STRATA_WARM_RING_BUCKET ?? r.data.STRATA_WARM_RING_DIR;
+  if (warm && !r.data.STRATA_WARM_SECRET) throw new ConfigError('invalid configuration: STRATA_WARM_SECRET: required with a warm tier (the cache nodes refuse requests without it)');
   return r.data;
 }
 

@@ -5,6 +5,9 @@ import { LocalFolderTier } from '../tiers/local-folder-tier.js';
 import { MemoryTier } from '../tiers/memory-tier.js';
 import { RedisTier } from '../tiers/redis-tier.js';
 import { S3Tier } from '../tiers/s3-tier.js';
+import { WarmTier } from '../tiers/warm-tier.js';
+import { FileCasStore, RingStore, S3CasStore } from '../ring/store.js';
+import { RingView } from '../ring/view.js';
 import type { Presigning, Tier } from '../tiers/tier.js';
 import { supportsPresigning } from '../tiers/tier.js';
 import type { RuntimeEnv } from './config.js';
@@ -26,6 +29,8 @@ export function buildApiContext(env: RuntimeEnv, opts: { flushTimer?: boolean } 
       ? RedisTier.fromUrl(env.STRATA_REDIS_URL!, { cluster: env.STRATA_REDIS_CLUSTER, username: env.STRATA_REDIS_USERNAME, password: env.STRATA_REDIS_PASSWORD })
       : new MemoryTier({ name: 'hot', maxBytes: env.STRATA_HOT_MEMORY_MB * MiB }),
   );
+  const warm = warmTier(env);
+  if (warm) tiers.push(warm);
   if (env.STRATA_S3_BUCKET) {
     tiers.push(new S3Tier({ bucket: env.STRATA_S3_BUCKET, prefix: env.STRATA_S3_PREFIX, endpoint: env.STRATA_S3_ENDPOINT, region: env.AWS_REGION }));
   } else if (env.STRATA_LOCAL_DIR) {
@@ -43,6 +48,7 @@ export function buildApiContext(env: RuntimeEnv, opts: { flushTimer?: boolean } 
     describe: () => [
       ...(nearCache ? [`l1    memory, ${env.STRATA_NEAR_CACHE_MB} MiB per process`] : []),
       remoteHot ? `hot   redis ${redact(env.STRATA_REDIS_URL!)}${env.STRATA_REDIS_CLUSTER ? ' (cluster)' : ''}` : `hot   memory, ${env.STRATA_HOT_MEMORY_MB} MiB (embedded; set REDIS_URL for Redis)`,
+      ...(warm ? [`warm  cache nodes, ring in ${env.STRATA_WARM_RING_BUCKET ? `s3://${env.STRATA_WARM_RING_BUCKET}/${env.STRATA_WARM_RING_PREFIX}` : env.STRATA_WARM_RING_DIR}`] : []),
       env.STRATA_S3_BUCKET
         ? `cold  s3://${env.STRATA_S3_BUCKET}/${env.STRATA_S3_PREFIX}${env.STRATA_S3_ENDPOINT ? ` at ${env.STRATA_S3_ENDPOINT}` : ''}`
         : env.STRATA_LOCAL_DIR
@@ -50,6 +56,16 @@ export function buildApiContext(env: RuntimeEnv, opts: { flushTimer?: boolean } 
           : 'cold  none',
     ],
   };
+}
+
+/** The warm tier when a ring store is configured: routes by the cached ring, refreshed from its CAS store. */
+function warmTier(env: RuntimeEnv): WarmTier | undefined {
+  if (!env.STRATA_WARM_RING_BUCKET && !env.STRATA_WARM_RING_DIR) return undefined;
+  const cas = env.STRATA_WARM_RING_BUCKET
+    ? new S3CasStore({ bucket: env.STRATA_WARM_RING_BUCKET, prefix: env.STRATA_WARM_RING_PREFIX, clientConfig: { region: env.AWS_REGION, ...(env.STRATA_S3_ENDPOINT ? { endpoint: env.STRATA_S3_ENDPOINT, forcePathStyle: true } : {}) } })
+    : new FileCasStore(env.STRATA_WARM_RING_DIR!);
+  const ring = new RingView({ store: new RingStore(cas), onError: (e) => console.error(JSON.stringify({ level: 'warn', msg: 'ring refresh failed', error: String(e) })) });
+  return new WarmTier({ ring, secret: env.STRATA_WARM_SECRET, timeoutMs: env.STRATA_WARM_TIMEOUT_MS });
 }
 
 function redact(url: string): string {
