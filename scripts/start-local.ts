@@ -7,6 +7,7 @@
 import { resolve } from 'node:path';
 import { ConfigError, loadRuntimeEnv } from '../layers/core/runtime/config.js';
 import { buildApiContext } from '../layers/core/runtime/context.js';
+import { warmTierFromEnv } from '../layers/core/runtime/warm.js';
 import { LocalFolderTier } from '../layers/core/tiers/local-folder-tier.js';
 import { startLocalServer } from './local/server.js';
 
@@ -18,7 +19,7 @@ async function main(): Promise<void> {
     STRATA_LOCAL_DIR: process.env.STRATA_LOCAL_DIR ?? resolve('.strata-data'),
     STRATA_PUBLIC_URL: process.env.STRATA_PUBLIC_URL ?? `http://localhost:${port}`,
   });
-  const ctx = buildApiContext(env);
+  const ctx = buildApiContext(env, { warmTier: warmTierFromEnv });
   // Leftovers of a crashed run (temp files, abandoned uploads) in the folder tier.
   if (ctx.presigner instanceof LocalFolderTier) await ctx.presigner.sweep().catch((e) => console.warn(`strata: could not clean ${env.STRATA_LOCAL_DIR}: ${e}`));
   const local = await startLocalServer({ context: ctx, port, host });

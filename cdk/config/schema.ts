@@ -3,7 +3,7 @@
  * (`dev.ts`, `staging.ts`, `prod.ts`) holds the committed part; account, and optionally region and AZs, come from
  * CDK context or the environment at synth time (see `load.ts`), so nothing account-specific is committed.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { namespaceConfigSchema } from '../../layers/core/coordinator/policy.js';
 import { NAMESPACE_PATTERN } from '../../layers/core/model/keys.js';
 

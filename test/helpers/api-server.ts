@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { loadRuntimeEnv } from '../../layers/core/runtime/config.js';
 import { buildApiContext, type BuiltContext } from '../../layers/core/runtime/context.js';
+import { warmTierFromEnv } from '../../layers/core/runtime/warm.js';
 import { startLocalServer } from '../../scripts/local/server.js';
 import { freePort } from './services.js';
 import { testRedisUrl, testS3Endpoint, uniqueName } from './env.js';
@@ -34,7 +35,7 @@ export async function startTestApi(backend: Backend, extraEnv: Record<string, st
     s3.destroy();
     Object.assign(env, { STRATA_REDIS_URL: testRedisUrl(), STRATA_S3_BUCKET: bucket, STRATA_S3_ENDPOINT: testS3Endpoint(), AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' });
   }
-  const ctx = buildApiContext(loadRuntimeEnv(env));
+  const ctx = buildApiContext(loadRuntimeEnv(env), { warmTier: warmTierFromEnv });
   const server = await startLocalServer({ context: ctx, port });
   return {
     url: server.url,

@@ -3,6 +3,8 @@
  * store routes writes and reads through a real cache-node process between the hot and cold tiers.
  */
 import { FileCasStore, RingStore } from '../../layers/core/ring/store.js';
+import { loadRuntimeEnv } from '../../layers/core/runtime/config.js';
+import { buildApiContext } from '../../layers/core/runtime/context.js';
 import { StrataClient } from '../../sdk/src/index.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';
 import { localFleet, SECRET, singleNodeRing, tempDir } from './warm-fixtures.js';
@@ -41,6 +43,10 @@ describe('API with a warm tier of cache nodes', () => {
     await fleet.kill('n1');
     const got = (await client.get('k2'))!;
     expect({ tier: got.tier, value: got.text() }).toEqual({ tier: 'cold', value: 'survives' });
+  });
+
+  it('fails clearly in a runtime built without the warm tier (the API Lambdas) instead of ignoring the config', () => {
+    expect(() => buildApiContext(loadRuntimeEnv({ STRATA_WARM_RING_DIR: ringDir.dir, STRATA_WARM_SECRET: SECRET }))).toThrow(/built without the warm tier/);
   });
 
   it('refuses to start with a warm tier but no fleet secret', async () => {

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * Shape of a price catalog. Every service block names the date its prices hold for (`asOf`, YYYY-MM) and

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import { DEFAULT_CATALOG_ID, DEFAULT_REGION, priceBook, type PriceBook } from './catalog.js';
 import { costPlacement, type CostOptions } from './calculator.js';

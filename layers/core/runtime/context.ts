@@ -5,13 +5,10 @@ import { LocalFolderTier } from '../tiers/local-folder-tier.js';
 import { MemoryTier } from '../tiers/memory-tier.js';
 import { RedisTier } from '../tiers/redis-tier.js';
 import { S3Tier } from '../tiers/s3-tier.js';
-import { WarmTier } from '../tiers/warm-tier.js';
-import { FileCasStore, RingStore, S3CasStore } from '../ring/store.js';
-import { RingView } from '../ring/view.js';
 import type { Presigning, Tier } from '../tiers/tier.js';
 import { supportsPresigning } from '../tiers/tier.js';
 import type { RuntimeEnv } from './config.js';
-import { loadRuntimeEnv, namespaceConfigFrom } from './config.js';
+import { ConfigError, loadRuntimeEnv, namespaceConfigFrom } from './config.js';
 
 const MiB = 1024 * 1024;
 
@@ -21,7 +18,17 @@ export interface BuiltContext extends ApiContext {
 }
 
 /** Builds the tiers and coordinator a deployment's configuration asks for. */
-export function buildApiContext(env: RuntimeEnv, opts: { flushTimer?: boolean } = {}): BuiltContext {
+export interface BuildOptions {
+  /** Start the coordinator's write-back flush timer. @default true */
+  flushTimer?: boolean;
+  /**
+   * Builds the warm tier from STRATA_WARM_* (see runtime/warm.ts). A separate module so that runtimes without a
+   * warm tier (today's API Lambdas) do not bundle its HTTP client.
+   */
+  warmTier?: (env: RuntimeEnv) => Tier | undefined;
+}
+
+export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): BuiltContext {
   const tiers: Tier[] = [];
   const remoteHot = !!env.STRATA_REDIS_URL;
   tiers.push(
@@ -29,7 +36,9 @@ export function buildApiContext(env: RuntimeEnv, opts: { flushTimer?: boolean } 
       ? RedisTier.fromUrl(env.STRATA_REDIS_URL!, { cluster: env.STRATA_REDIS_CLUSTER, username: env.STRATA_REDIS_USERNAME, password: env.STRATA_REDIS_PASSWORD })
       : new MemoryTier({ name: 'hot', maxBytes: env.STRATA_HOT_MEMORY_MB * MiB }),
   );
-  const warm = warmTier(env);
+  const wantsWarm = !!(env.STRATA_WARM_RING_BUCKET ?? env.STRATA_WARM_RING_DIR);
+  if (wantsWarm && !opts.warmTier) throw new ConfigError('STRATA_WARM_*: this runtime was built without the warm tier (the API Lambdas do not include it yet); unset STRATA_WARM_RING_BUCKET / STRATA_WARM_RING_DIR');
+  const warm = wantsWarm ? opts.warmTier!(env) : undefined;
   if (warm) tiers.push(warm);
   if (env.STRATA_S3_BUCKET) {
     tiers.push(new S3Tier({ bucket: env.STRATA_S3_BUCKET, prefix: env.STRATA_S3_PREFIX, endpoint: env.STRATA_S3_ENDPOINT, region: env.AWS_REGION }));
@@ -56,16 +65,6 @@ export function buildApiContext(env: RuntimeEnv, opts: { flushTimer?: boolean } 
           : 'cold  none',
     ],
   };
-}
-
-/** The warm tier when a ring store is configured: routes by the cached ring, refreshed from its CAS store. */
-function warmTier(env: RuntimeEnv): WarmTier | undefined {
-  if (!env.STRATA_WARM_RING_BUCKET && !env.STRATA_WARM_RING_DIR) return undefined;
-  const cas = env.STRATA_WARM_RING_BUCKET
-    ? new S3CasStore({ bucket: env.STRATA_WARM_RING_BUCKET, prefix: env.STRATA_WARM_RING_PREFIX, clientConfig: { region: env.AWS_REGION, ...(env.STRATA_S3_ENDPOINT ? { endpoint: env.STRATA_S3_ENDPOINT, forcePathStyle: true } : {}) } })
-    : new FileCasStore(env.STRATA_WARM_RING_DIR!);
-  const ring = new RingView({ store: new RingStore(cas), onError: (e) => console.error(JSON.stringify({ level: 'warn', msg: 'ring refresh failed', error: String(e) })) });
-  return new WarmTier({ ring, secret: env.STRATA_WARM_SECRET, timeoutMs: env.STRATA_WARM_TIMEOUT_MS });
 }
 
 function redact(url: string): string {

@@ -217,15 +217,7 @@ export class S3Tier implements Tier, Presigning {
       return false;
     }
     if (version !== undefined && cur.header.version !== version) return false;
-    if (version === undefined) {
-      try {
-        await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey }));
-        return true;
-      } catch (e) {
-        if (isNotFound(e)) return false;
-        throw this.unavailable(e);
-      }
-    }
+    if (version === undefined) return this.deleteUnconditionally(objectKey);
     return this.deleteObject(objectKey, cur.etag);
   }
 
@@ -418,13 +410,12 @@ export class S3Tier implements Tier, Presigning {
     }
     // Backend without conditional DeleteObject (LocalStack answers 501): the version was checked by the HEAD just
     // before, so a write landing between that HEAD and this DELETE (milliseconds) is deleted with it.
-    try {
-      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey }));
-      return true;
-    } catch (e) {
-      if (isNotFound(e)) return false;
-      throw this.unavailable(e);
-    }
+    return this.deleteUnconditionally(objectKey);
+  }
+
+  /** DeleteObject without a precondition: true when it deleted something (a 404 means it was already gone). */
+  private async deleteUnconditionally(objectKey: string): Promise<boolean> {
+    return (await this.unlessNotFound(this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey })))) !== undefined;
   }
 
   private async deleteStaging(stagingKey: string): Promise<void> {

@@ -19,6 +19,8 @@ export interface WarmTierOptions {
   connectionsPerNode?: number;
   /** @default 'warm' */
   name?: TierName;
+  /** Close `ring` (its refresh timer) with the tier. @default false */
+  ownsRing?: boolean;
   /**
    * Coalesce concurrent single-key gets and puts bound for the same node into one batch request per event-loop
    * turn (like a Redis client's auto-pipelining). @default true
@@ -83,6 +85,7 @@ export class WarmTier implements Tier {
   readonly client: NodeClient;
   private readonly ring: RingView;
   private readonly ownsClient: boolean;
+  private readonly ownsRing: boolean;
   /** Stale routes met and recovered (tests, stats). */
   staleRetries = 0;
   /** Coalesced requests sent and the single operations they carried (stats). */
@@ -95,6 +98,7 @@ export class WarmTier implements Tier {
 
   constructor(opts: WarmTierOptions) {
     this.name = opts.name ?? 'warm';
+    this.ownsRing = opts.ownsRing ?? false;
     this.ring = opts.ring;
     this.ownsClient = !opts.client;
     if (!opts.client && !opts.secret) throw new Error('WarmTier needs the fleet secret (or a NodeClient)');
@@ -318,6 +322,7 @@ export class WarmTier implements Tier {
   }
 
   async close(): Promise<void> {
+    if (this.ownsRing) this.ring.close();
     if (this.ownsClient) await this.client.close();
   }
 
