@@ -2,17 +2,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Entry, EntryHeader } from '../../layers/core/model/entry.js';
-import { contentHash } from '../../layers/core/model/keys.js';
 import { initialRing, type RingDocument } from '../../layers/core/ring/document.js';
 import { LocalFleet } from '../../layers/core/warm/local-fleet.js';
 
 export const SECRET = 'test-secret-0123456789abcdef';
 
-export function entry(version: number, value: string | Buffer = 'v', extra: Partial<EntryHeader> = {}): Entry {
-  const buf = Buffer.isBuffer(value) ? value : Buffer.from(value);
-  return { header: { version, expiresAt: null, size: buf.length, hash: contentHash(buf), tags: [], flags: {}, ...extra }, value: buf };
-}
+/** Entries for direct tier/store calls: the same builder the unit tests use. */
+export { entry } from '../helpers/tiers.js';
 
 export function tempDir(prefix: string): { dir: string; remove(): void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
