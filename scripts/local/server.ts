@@ -6,7 +6,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import { StrataError, ValidationError } from '../../layers/core/errors.js';
 import { errorResult } from '../../layers/core/api/http.js';
 import type { ApiFunction } from '../../layers/core/api/routes.js';
-import { matchRoute } from '../../layers/core/api/routes.js';
+import { matchRoute, methodNotAllowed, routeNotFound } from '../../layers/core/api/routes.js';
 import { setApiContext } from '../../layers/core/runtime/context.js';
 import type { ApiContext } from '../../layers/core/api/operations.js';
 import { LocalFolderTier } from '../../layers/core/tiers/local-folder-tier.js';
@@ -88,10 +88,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, blobs?: LocalFo
   }
 
   const match = matchRoute(req.method ?? 'GET', path);
-  if (!match.resource) return send(res, errorResult(new StrataError('ROUTE_NOT_FOUND', `no route ${req.method} ${path}; see docs/API.md`)), isHead);
+  if (!match.resource) return send(res, errorResult(routeNotFound(req.method ?? 'GET', path)), isHead);
   if (!match.route) {
     res.setHeader('allow', match.allowed.join(', '));
-    return send(res, errorResult(new StrataError('METHOD_NOT_ALLOWED', `${req.method} is not supported on ${match.resource}; use ${match.allowed.join(', ')}`)), isHead);
+    return send(res, errorResult(methodNotAllowed(req.method ?? 'GET', match.resource, match.allowed)), isHead);
   }
   if (match.badParam) return send(res, errorResult(new ValidationError(match.badParam, 'is not valid percent-encoding (encode keys with encodeURIComponent)')), isHead);
 

@@ -1,11 +1,10 @@
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { StrataError } from '../errors.js';
 import { getApiContext } from '../runtime/context.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { errorResponder, requestIdHeader, writeBackFlush } from './middleware.js';
 import type { ApiFunction } from './routes.js';
-import { API_ROUTES } from './routes.js';
+import { API_ROUTES, methodNotAllowed, routeNotFound } from './routes.js';
 
 /**
  * Builds the Lambda handler of one API function: picks the route by API Gateway `resource` and method, runs its
@@ -15,9 +14,9 @@ export function apiHandler(fn: ApiFunction) {
   const routes = API_ROUTES.filter((r) => r.fn === fn);
   const dispatch = async (event: ApiEvent): Promise<ApiResult> => {
     const forResource = routes.filter((r) => r.resource === event.resource);
-    if (forResource.length === 0) throw new StrataError('ROUTE_NOT_FOUND', `no route ${event.httpMethod} ${event.path}`);
+    if (forResource.length === 0) throw routeNotFound(event.httpMethod, event.path);
     const route = forResource.find((r) => r.method === event.httpMethod);
-    if (!route) throw new StrataError('METHOD_NOT_ALLOWED', `${event.httpMethod} is not supported on ${event.resource}; use ${forResource.map((r) => r.method).join(', ')}`);
+    if (!route) throw methodNotAllowed(event.httpMethod, event.resource, forResource.map((r) => r.method));
     const ctx = await getApiContext();
     return route.run(ctx, event);
   };

@@ -1,6 +1,7 @@
 import type { ApiContext } from './operations.js';
 import * as op from './operations.js';
 import type { ApiEvent, ApiResult } from './http.js';
+import { StrataError } from '../errors.js';
 
 /** Lambda functions of the API, each serving a group of routes (one bundle per group). */
 export type ApiFunction = 'keys' | 'batch' | 'transfer' | 'service';
@@ -72,4 +73,14 @@ export function matchRoute(method: string, rawPath: string, routes: readonly Api
     best = { resource: route.resource, pathParameters: params, allowed: [...best.allowed, route.method], badParam };
   }
   return best;
+}
+
+/** 404 for a path no route serves (the same answer from API Gateway's Lambdas and the local server). */
+export function routeNotFound(method: string, path: string): StrataError {
+  return new StrataError('ROUTE_NOT_FOUND', `no route ${method} ${path}; see docs/API.md`);
+}
+
+/** 405 naming the methods the resource does support. */
+export function methodNotAllowed(method: string, resource: string, allowed: string[]): StrataError {
+  return new StrataError('METHOD_NOT_ALLOWED', `${method} is not supported on ${resource}; use ${allowed.join(', ')}`);
 }
