@@ -47,6 +47,16 @@ if ! command -v redis-server >/dev/null 2>&1; then
 fi
 say "$(redis-server --version | cut -d' ' -f1-3)"
 
+# --- Chromium (the local dashboard's browser test drives it with playwright-core) ---------------
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    say "installing chromium (apt-get, for the dashboard browser test)"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    echo "chromium is missing and this user is not root: the dashboard browser test will be skipped (sudo apt-get install chromium)." >&2
+  fi
+fi
+
 # --- LocalStack (host mode, no Docker) -------------------------------------------------------
 LS_MARKER=.localstack/venv/.strata-installed
 if [ "${SKIP_LOCALSTACK:-}" != 1 ] && [ ! -f "$LS_MARKER" ]; then

@@ -1,0 +1,46 @@
+import { Duration } from 'aws-cdk-lib';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import { Construct } from 'constructs';
+import { migrationChain } from './migration-map.js';
+import { stepTask, type StepContext } from './step-task.js';
+import type { FleetLaunch } from './fleet-launch.js';
+import { launchNodeTask, terminateNodeTask } from './fleet-launch.js';
+
+/**
+ * ScaleOut (papers 000 and 004): begin (options, the per-node lock) → launch an instance from the fleet's launch
+ * template (EC2 SDK integration) → wait until the daemon answers (recording the allocation time) → plan one
+ * session per source node (its fullest range cut at the median) → migrate the sessions (incremental or
+ * parallel) → the node is NORMAL → after the grace period the sources drop what they handed over.
+ * Any failure after the launch rolls back: sessions not yet published are released, and an instance that ended
+ * up owning nothing leaves the ring and is terminated.
+ */
+export class ScaleOutDefinition extends Construct {
+  readonly definition: sfn.IChainable;
+
+  constructor(scope: Construct, id: string, props: { fn: StepContext['fn']; fleet: FleetLaunch }) {
+    super(scope, id);
+    const c: StepContext = { scope: this, fn: props.fn, workflow: 'scale-out' };
+    const begin = stepTask(c, 'Begin', 'scale-out.begin', { 'request.$': '$' }, { resultPath: '$.begin' });
+    const launch = launchNodeTask(this, 'LaunchNode', props.fleet, '$.instance');
+    const node = { 'nodeId.$': '$.instance.instanceId', 'instanceId.$': '$.instance.instanceId' };
+    const check = stepTask(c, 'CheckNode', 'scale-out.check-node', { ...node, 'privateIp.$': '$.instance.privateIp', 'launchedAt.$': '$.begin.launchedAt', 'launchTimeoutMs.$': '$.begin.launchTimeoutMs' }, { resultPath: '$.health' });
+    const wait = new sfn.Wait(this, 'WaitForNode', { time: sfn.WaitTime.duration(Duration.seconds(5)) });
+    const plan = stepTask(c, 'PlanSessions', 'scale-out.plan', { ...node, 'url.$': '$.health.url', 'mode.$': '$.begin.options.mode', 'sources.$': '$.begin.sources' }, { resultPath: '$.plan' });
+    const migrate = migrationChain(c, { plan: '$.plan', options: '$.begin.options' });
+    const finish = stepTask(c, 'NodeNormal', 'migrate.finish', { 'planId.$': '$.plan.planId', 'forNode.$': '$.begin.forNode' }, { resultPath: '$.finish' });
+    const grace = new sfn.Wait(this, 'GracePeriod', { time: sfn.WaitTime.secondsPath('$.begin.options.graceSeconds') });
+    const cleanup = stepTask(c, 'CleanUpSources', 'migrate.cleanup', { 'planId.$': '$.plan.planId' }, { resultPath: '$.cleanup' });
+
+    const rollback = stepTask(c, 'RollBack', 'migrate.rollback', { 'state.$': '$' }, { resultPath: '$.rollback' });
+    const failed = new sfn.Fail(this, 'ScaleOutFailed', { errorPath: '$.error.Error', causePath: '$.error.Cause' });
+    const terminate = terminateNodeTask(this, 'TerminateNode', props.fleet, '$.rollback.instanceId');
+    terminate.addCatch(failed, { resultPath: '$.terminateError' });
+    rollback.next(new sfn.Choice(this, 'NodeOwnsNothing').when(sfn.Condition.booleanEquals('$.rollback.terminate', true), terminate.next(failed)).otherwise(failed));
+    for (const t of [launch, check, plan, ...migrate.catchables, finish]) t.addCatch(rollback, { resultPath: '$.error' });
+
+    const healthy = new sfn.Choice(this, 'NodeHealthy').when(sfn.Condition.booleanEquals('$.health.healthy', true), plan).otherwise(wait.next(check));
+    plan.next(migrate.start);
+    migrate.end.next(finish).next(grace).next(cleanup).next(new sfn.Succeed(this, 'ScaledOut'));
+    this.definition = begin.next(launch).next(check).next(healthy);
+  }
+}

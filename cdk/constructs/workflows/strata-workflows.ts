@@ -1,0 +1,54 @@
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import { Construct } from 'constructs';
+import type { WorkflowName } from '../../../layers/core/workflows/progress.js';
+import { EvictToS3Definition } from './evict-to-s3.js';
+import type { FleetLaunch } from './fleet-launch.js';
+import { ScaleInDefinition } from './scale-in.js';
+import { ScaleOutDefinition } from './scale-out.js';
+import { TierMigrateDefinition } from './tier-migrate.js';
+
+export interface StrataWorkflowsProps {
+  /** Name prefix of the state machines (`<prefix>-scale-out`, ...). */
+  readonly namePrefix: string;
+  /** The step Lambda every Task state calls. */
+  readonly stepFunction: lambda.IFunction;
+  readonly fleet: FleetLaunch;
+  /** Execution logs; omitted = no logging configuration (local synthesis of the definitions only). */
+  readonly logGroup?: logs.ILogGroup;
+  /** @default true when a log group is given */
+  readonly tracing?: boolean;
+}
+
+/** The state machine id of each workflow, which is also its state machine name's suffix. */
+export const WORKFLOW_IDS: Readonly<Record<WorkflowName, string>> = { 'scale-out': 'ScaleOut', 'scale-in': 'ScaleIn', 'evict-to-s3': 'EvictToS3', 'tier-migrate': 'TierMigrate' };
+
+/** The four workflows as Step Functions state machines (standard type: long, exactly-once steps). */
+export class StrataWorkflows extends Construct {
+  readonly stateMachines: Readonly<Record<WorkflowName, sfn.StateMachine>>;
+
+  constructor(scope: Construct, id: string, props: StrataWorkflowsProps) {
+    super(scope, id);
+    const definitions: Record<WorkflowName, sfn.IChainable> = {
+      'scale-out': new ScaleOutDefinition(this, 'ScaleOutStates', { fn: props.stepFunction, fleet: props.fleet }).definition,
+      'scale-in': new ScaleInDefinition(this, 'ScaleInStates', { fn: props.stepFunction, fleet: props.fleet }).definition,
+      'evict-to-s3': new EvictToS3Definition(this, 'EvictToS3States', { fn: props.stepFunction }).definition,
+      'tier-migrate': new TierMigrateDefinition(this, 'TierMigrateStates', { fn: props.stepFunction }).definition,
+    };
+    const machines = {} as Record<WorkflowName, sfn.StateMachine>;
+    for (const [name, chain] of Object.entries(definitions) as [WorkflowName, sfn.IChainable][]) {
+      machines[name] = new sfn.StateMachine(this, WORKFLOW_IDS[name], {
+        stateMachineName: `${props.namePrefix}-${name}`,
+        definitionBody: sfn.DefinitionBody.fromChainable(chain),
+        stateMachineType: sfn.StateMachineType.STANDARD,
+        timeout: Duration.hours(name === 'evict-to-s3' ? 6 : 24),
+        tracingEnabled: props.tracing ?? !!props.logGroup,
+        removalPolicy: RemovalPolicy.DESTROY,
+        ...(props.logGroup ? { logs: { destination: props.logGroup, level: sfn.LogLevel.ERROR, includeExecutionData: false } } : {}),
+      });
+    }
+    this.stateMachines = machines;
+  }
+}

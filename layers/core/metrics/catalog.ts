@@ -1,0 +1,90 @@
+/**
+ * Every CloudWatch metric Strata publishes: the one place names, units and dimensions are defined. Publishers
+ * (the API handlers' EMF records, the cost publisher, the workflow steps) and consumers (dashboards, alarms, the
+ * local dashboard) import from here, so a widget can only reference a metric that something publishes (a test
+ * checks that each one here has a publisher).
+ *
+ * Dimensions are bounded: `Environment` (dev/staging/prod), `Tier` (a fixed set), `Operation` (a fixed set),
+ * `ErrorCode` (the API's stable codes), `Namespace`/`Tenant` (the configured ones; anything else is reported as
+ * `other`), `Node` (the fleet's nodes, a few dozen at most).
+ */
+
+export const METRIC_NAMESPACES = {
+  requests: 'Strata/Requests',
+  cost: 'Strata/Cost',
+  fleet: 'Strata/Fleet',
+  workflows: 'Strata/Workflows',
+} as const;
+export type MetricNamespace = (typeof METRIC_NAMESPACES)[keyof typeof METRIC_NAMESPACES];
+
+/** Where a request was answered from. `none` = a miss everywhere; `origin` = loaded through read-through. */
+export const SERVED_TIERS = ['l1', 'hot', 'warm', 'cold', 'origin', 'none'] as const;
+export type ServedTier = (typeof SERVED_TIERS)[number];
+
+/** Cost is attributed to these tiers (plus the serving and control planes). */
+export const COST_TIERS = ['hot', 'warm', 'cold', 'api', 'workflows', 'monitoring'] as const;
+export type CostTier = (typeof COST_TIERS)[number];
+
+export const OPERATIONS = ['get', 'put', 'delete', 'head', 'batch-get', 'batch-put', 'batch-delete', 'upload-url', 'download-url', 'stats', 'health', 'upload-complete'] as const;
+export type Operation = (typeof OPERATIONS)[number];
+
+/** A namespace or tenant outside the configured list is reported under this name, so dimensions stay bounded. */
+export const OTHER = 'other';
+
+export type MetricUnit = 'Count' | 'Milliseconds' | 'Bytes' | 'Percent' | 'None';
+
+export interface MetricDef {
+  namespace: MetricNamespace;
+  name: string;
+  unit: MetricUnit;
+  /** The dimension sets it is published with (each a list of dimension names). */
+  dimensions: readonly (readonly string[])[];
+  description: string;
+}
+
+function def(namespace: MetricNamespace, name: string, unit: MetricUnit, dimensions: readonly (readonly string[])[], description: string): MetricDef {
+  return { namespace, name, unit, dimensions, description };
+}
+
+const R = METRIC_NAMESPACES.requests;
+const C = METRIC_NAMESPACES.cost;
+const F = METRIC_NAMESPACES.fleet;
+const W = METRIC_NAMESPACES.workflows;
+
+export const METRICS = {
+  // ---- Strata/Requests: EMF records written by the API handlers (one per request, flushed with the log line).
+  requests: def(R, 'Requests', 'Count', [['Environment'], ['Environment', 'Operation']], 'API requests handled'),
+  hits: def(R, 'Hits', 'Count', [['Environment', 'Tier'], ['Environment', 'Namespace', 'Tier']], 'keys found, by the tier that served them'),
+  misses: def(R, 'Misses', 'Count', [['Environment'], ['Environment', 'Namespace']], 'keys found in no tier'),
+  latency: def(R, 'Latency', 'Milliseconds', [['Environment'], ['Environment', 'Tier']], 'handler latency, by the tier that served'),
+  bytesIn: def(R, 'BytesIn', 'Bytes', [['Environment'], ['Environment', 'Namespace']], 'value bytes written'),
+  bytesOut: def(R, 'BytesOut', 'Bytes', [['Environment'], ['Environment', 'Namespace']], 'value bytes read'),
+  errors: def(R, 'Errors', 'Count', [['Environment'], ['Environment', 'ErrorCode']], 'requests answered with an error (4xx and 5xx)'),
+  serverErrors: def(R, 'ServerErrors', 'Count', [['Environment']], 'requests answered with a 5xx'),
+
+  // ---- Strata/Cost: the scheduled cost publisher (lambdas/ops).
+  costPerHour: def(C, 'CostPerHour', 'None', [['Environment', 'Tier'], ['Environment', 'Tenant']], 'USD per hour, by tier and by tenant'),
+  totalCostPerHour: def(C, 'TotalCostPerHour', 'None', [['Environment']], 'USD per hour, all tiers'),
+  projectedMonthlyCost: def(C, 'ProjectedMonthlyCost', 'None', [['Environment']], 'USD for the month at the current rate (month-to-date + rate x hours left)'),
+  costPer1000Hits: def(C, 'CostPer1000Hits', 'None', [['Environment']], 'USD per 1,000 cache hits over the last hour'),
+
+  // ---- Strata/Fleet: the cost publisher (from the ring and the nodes' /stats) and the workflow steps.
+  nodes: def(F, 'Nodes', 'Count', [['Environment']], 'cache nodes in the ring'),
+  nodeFill: def(F, 'NodeFillPercent', 'Percent', [['Environment', 'Node']], 'fill of each node (bytes used / capacity)'),
+  maxNodeFill: def(F, 'MaxNodeFillPercent', 'Percent', [['Environment']], 'fill of the fullest node'),
+  migrationsInProgress: def(F, 'MigrationsInProgress', 'Count', [['Environment']], 'migration sessions prepared but not yet published'),
+
+  // ---- Strata/Workflows: progress of the Step Functions workflows (emitted by their step Lambdas).
+  sessionsDone: def(W, 'MigrationSessionsDone', 'Count', [['Environment', 'Workflow']], 'migration sessions published'),
+  bytesMoved: def(W, 'BytesMoved', 'Bytes', [['Environment', 'Workflow']], 'bytes moved between nodes or tiers'),
+  keysEvicted: def(W, 'KeysEvicted', 'Count', [['Environment']], 'keys moved from the warm tier to S3 by eviction'),
+  nodeAllocationMs: def(W, 'NodeAllocationTime', 'Milliseconds', [['Environment']], 'from launch to a healthy cache node'),
+} as const satisfies Record<string, MetricDef>;
+
+export type MetricKey = keyof typeof METRICS;
+
+/** Maps a namespace or tenant to itself when configured, else to {@link OTHER}. */
+export function boundedName(name: string, known: ReadonlySet<string> | readonly string[]): string {
+  const set = known instanceof Set ? known : new Set(known as readonly string[]);
+  return set.has(name) ? name : OTHER;
+}
