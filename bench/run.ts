@@ -1,10 +1,12 @@
 /**
  * `npm run bench -- <scenario> [--seconds N] [--runs N]`: runs a benchmark, prints its figures and ratios against the
- * baseline measured in the same run, and writes bench/results/<scenario>.json.
+ * baseline measured in the same run, and writes bench/results/<scenario>.json. Scenarios may read flags of their
+ * own (`--name value`).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { coldStart } from './cold-start.js';
+import { elasticity } from './elasticity.js';
 import { hotPath } from './hot-path.js';
 import { scaleOut } from './scale-out.js';
 import { warmNode } from './warm-node.js';
@@ -14,6 +16,7 @@ const SCENARIOS: Record<string, (opts: { seconds: number; runs?: number }) => Pr
   'warm-node': warmNode,
   'scale-out': scaleOut,
   'cold-start': coldStart,
+  elasticity,
 };
 
 async function main(): Promise<void> {
@@ -22,7 +25,8 @@ async function main(): Promise<void> {
   const seconds = secondsArg >= 0 ? Number(args[secondsArg + 1]) : 10;
   const runsArg = args.indexOf('--runs');
   const runs = runsArg >= 0 ? Number(args[runsArg + 1]) : undefined;
-  const names = args.filter((a, i) => !a.startsWith('--') && args[i - 1] !== '--seconds' && args[i - 1] !== '--runs');
+  // Every `--flag value` pair is a setting (a scenario may read its own, e.g. elasticity's --launch-delay-ms).
+  const names = args.filter((a, i) => !a.startsWith('--') && !(args[i - 1]?.startsWith('--') && !args[i - 1]!.includes('=')));
   const chosen = names.length ? names : Object.keys(SCENARIOS);
   for (const name of chosen) {
     const run = SCENARIOS[name];

@@ -91,7 +91,7 @@ export async function warmNode(opts: { seconds: number; runs?: number }): Promis
         rounds,
         statistic: 'median of interleaved rounds',
         sizes: SIZES,
-        node: 'one cachenode process (LMDB, sync=flush: acknowledged after fsync), WarmTier client (undici pool, 64 connections, single ops coalesced per event-loop turn into batch requests)',
+        node: 'one cachenode process (LMDB, sync=flush: acknowledged after fsync), WarmTier client (node:http keep-alive agent, 64 connections, single ops coalesced per event-loop turn into batch requests)',
         redis: 'redis-server (no persistence) via ioredis with auto-pipelining, same host',
         host: '2 shared cores; client, node and redis-server run on them together',
       },

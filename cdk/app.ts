@@ -3,6 +3,7 @@ import { Tags, Validations, type App } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { EnvironmentConfig } from './config/schema.js';
 import { CacheNodeBundle, CacheNodeFleet } from './constructs/cache-node-fleet.js';
+import { CostPublisher } from './constructs/cost-publisher.js';
 import { REPO_ROOT } from './lib/packaging.js';
 import { ApiStack } from './stacks/api-stack.js';
 import { DataStack } from './stacks/data-stack.js';
@@ -11,6 +12,7 @@ import { MonitoringStack } from './stacks/monitoring-stack.js';
 import { NetworkStack } from './stacks/network-stack.js';
 import { stackId } from './stacks/strata-stack.js';
 import { WorkflowsStack } from './stacks/workflows-stack.js';
+import { WORKFLOW_NAMES } from '../layers/core/workflows/progress.js';
 
 /** The cachenode daemon's entry point (cachenode/). */
 export const CACHENODE_ENTRY = join(REPO_ROOT, 'cachenode', 'src', 'main.ts');
@@ -36,16 +38,20 @@ export interface StrataStacks {
 export function buildStrataApp(app: App, options: StrataAppOptions): StrataStacks {
   const { config } = options;
   Tags.of(app).add('project', 'strata');
-  const network = new NetworkStack(app, stackId(config, 'Network'), { config, interfaceEndpoints: CacheNodeFleet.INTERFACE_ENDPOINTS });
+  const network = new NetworkStack(app, stackId(config, 'Network'), { config, interfaceEndpoints: [...CacheNodeFleet.INTERFACE_ENDPOINTS, ...CostPublisher.INTERFACE_ENDPOINTS] });
   const data = new DataStack(app, stackId(config, 'Data'), { config, network });
   const fleet = new FleetStack(app, stackId(config, 'Fleet'), {
     config,
     network,
     bundle: options.cacheNodeBundle ?? CacheNodeBundle.fromEntry(CACHENODE_ENTRY, { nativeModules: ['lmdb'] }),
   });
-  const api = new ApiStack(app, stackId(config, 'Api'), { config, network, data });
-  const monitoring = new MonitoringStack(app, stackId(config, 'Monitoring'), { config, api, data, fleet });
+  const api = new ApiStack(app, stackId(config, 'Api'), { config, network, data, fleet });
+  const monitoring = new MonitoringStack(app, stackId(config, 'Monitoring'), { config, network, api, data, fleet });
   const workflows = new WorkflowsStack(app, stackId(config, 'Workflows'), { config, network, data, fleet });
+  // The admin API starts and follows the workflows; the node-fill alarm starts the configured response.
+  api.functions.admin.bindWorkflows(Object.fromEntries(WORKFLOW_NAMES.map((w) => [w, { machine: workflows.stateMachines[w], name: `strata-${config.name}-${w}` }])));
+  const response = config.workflows.fillAlarmResponse;
+  if (response !== 'none') workflows.respondTo(monitoring.alarms.responses.nodeFill, response, response === 'scale-out' ? { reason: 'node-fill alarm' } : {});
   if (options.nag ?? true) Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
   return { network, data, fleet, api, monitoring, workflows };
 }

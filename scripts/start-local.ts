@@ -2,38 +2,55 @@
  * `npm start`: Strata's HTTP API on http://localhost:$PORT (default 8080) with embedded defaults — an in-process
  * memory hot tier and a local-folder cold tier under .strata-data/ — so no AWS account, Docker or Redis is
  * needed. REDIS_URL switches the hot tier to Redis; STRATA_S3_BUCKET (+ STRATA_S3_ENDPOINT for LocalStack)
- * switches the cold tier to S3.
+ * switches the cold tier to S3. STRATA_LOCAL_NODES=N adds a warm tier of N local cache-node processes, and with
+ * it the workflows (scale-out/in, evict to S3, tier migration) behind the admin API.
  */
 import { resolve } from 'node:path';
 import { ConfigError, loadRuntimeEnv } from '../layers/core/runtime/config.js';
 import { buildApiContext } from '../layers/core/runtime/context.js';
 import { warmTierFromEnv } from '../layers/core/runtime/warm.js';
 import { LocalFolderTier } from '../layers/core/tiers/local-folder-tier.js';
+import { startFleetSampler } from './local/fleet-sampler.js';
+import { startLocalWarm, startLocalWorkflows } from './local/local-warm.js';
 import { startLocalServer } from './local/server.js';
 
 async function main(): Promise<void> {
   const port = Number(process.env.PORT ?? 8080);
   const host = process.env.HOST ?? '127.0.0.1';
+  const dataDir = process.env.STRATA_LOCAL_DIR ?? resolve('.strata-data');
+  const localNodes = Number(process.env.STRATA_LOCAL_NODES ?? 0);
+  if (!Number.isInteger(localNodes) || localNodes < 0 || localNodes > 16) throw new ConfigError(`STRATA_LOCAL_NODES must be a whole number from 0 to 16 (got '${process.env.STRATA_LOCAL_NODES}')`);
+  if (localNodes > 0 && (process.env.STRATA_WARM_RING_DIR || process.env.STRATA_WARM_RING_BUCKET)) throw new ConfigError('STRATA_LOCAL_NODES starts its own cache nodes and ring: unset STRATA_WARM_RING_DIR / STRATA_WARM_RING_BUCKET');
+  const warm = localNodes > 0 ? await startLocalWarm({ nodes: localNodes, dataDir, log: (l) => console.log(`strata: ${l}`) }) : undefined;
   const env = loadRuntimeEnv({
     ...process.env,
-    STRATA_LOCAL_DIR: process.env.STRATA_LOCAL_DIR ?? resolve('.strata-data'),
+    STRATA_LOCAL_DIR: dataDir,
     STRATA_PUBLIC_URL: process.env.STRATA_PUBLIC_URL ?? `http://localhost:${port}`,
+    ...(warm ? { STRATA_WARM_RING_DIR: warm.ringDir, STRATA_WARM_SECRET: warm.secret } : {}),
   });
   const ctx = buildApiContext(env, { warmTier: warmTierFromEnv });
+  const workflows = warm ? await startLocalWorkflows(warm, ctx.tiers) : undefined;
   // Leftovers of a crashed run (temp files, abandoned uploads) in the folder tier.
   if (ctx.presigner instanceof LocalFolderTier) await ctx.presigner.sweep().catch((e) => console.warn(`strata: could not clean ${env.STRATA_LOCAL_DIR}: ${e}`));
-  const local = await startLocalServer({ context: ctx, port, host });
+  const local = await startLocalServer({ context: workflows ? { ...ctx, workflows: workflows.service } : ctx, port, host });
+  const fleetSampler = startFleetSampler({ env, store: local.metrics, environment: env.STRATA_ENV });
   const url = `http://localhost:${port}`;
-  console.log(`\nStrata is serving its API on ${url}\n`);
+  console.log(`\nStrata is serving its API on ${url} (dashboard: ${url}/dashboard)\n`);
   for (const line of ctx.describe()) console.log(`  ${line}`);
-  console.log(`\nTry it:\n  curl -X PUT --data-binary 'hello' ${url}/v1/ns/demo/keys/greeting\n  curl -i ${url}/v1/ns/demo/keys/greeting\n  curl ${url}/v1/stats\n\nCtrl-C stops it (write-back data is flushed first).`);
+  console.log(`\nTry it:\n  curl -X PUT --data-binary 'hello' ${url}/v1/ns/demo/keys/greeting\n  curl -i ${url}/v1/ns/demo/keys/greeting\n  curl ${url}/v1/stats`);
+  if (workflows) console.log(`  npx strata workflow start scale-out --wait --endpoint ${url}    # grow the local warm tier by a node`);
+  else console.log('  (STRATA_LOCAL_NODES=3 npm start adds a warm tier of local cache nodes and the scaling workflows)');
+  console.log('\nCtrl-C stops it (write-back data is flushed first).');
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     console.log(`\n${signal}: stopping`);
+    await fleetSampler?.stop();
     await local.close();
+    await workflows?.close();
     await ctx.coordinator.close();
+    await warm?.close();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

@@ -44,6 +44,7 @@ class HttpError extends Error {
 
 const batchGetSchema = z.strictObject({ ns: z.string(), keys: z.array(z.string()).max(10_000) });
 const batchDeleteSchema = z.strictObject({ ns: z.string(), keys: z.array(z.string()).max(10_000), versions: z.array(z.number().int().nullable()).optional() });
+const batchPinSchema = z.strictObject({ ns: z.string(), keys: z.array(z.string()).max(10_000), versions: z.array(z.number().int()), pinned: z.boolean() }).refine((b) => b.versions.length === b.keys.length, { message: 'versions must give one version per key', path: ['versions'] });
 const rangeDeleteSchema = z.strictObject({ start: z.string().refine(isRingPosition), end: z.string().refine(isRingPosition).nullable(), force: z.boolean().optional() });
 
 /**
@@ -159,6 +160,9 @@ export class CacheNode {
           case 'POST /v1/batch/delete':
             op = 'batchDelete';
             p = this.batchDelete(req, res);
+            break;
+          case 'POST /v1/batch/pin':
+            p = this.batchPin(req, res);
             break;
           case 'GET /v1/range/export':
             op = 'export';
@@ -356,13 +360,29 @@ export class CacheNode {
     return this.json(res, 200, { removed });
   }
 
+  /**
+   * Sets or clears the pinned flag of each key at exactly its given version (tier migration's pin/unpin). A write:
+   * refused (409) for keys of ranges this node neither owns nor receives. Answers `{ updated: boolean[] }`.
+   */
+  private async batchPin(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = parseJson(batchPinSchema, await readBody(req, JSON_LIMIT));
+    const ns = validated(() => validateNamespace(body.ns));
+    const keys = body.keys.map((k) => validated(() => validateKey(k)));
+    const clientVersion = ringVersionOf(req);
+    const sks = keys.map((k) => storeKeyAt(ringHashBytes(ns, k), ns, k));
+    for (const sk of sks) this.authorize(sk.toString('hex', 0, 8), clientVersion, true);
+    const updated = await Promise.all(sks.map((sk, i) => this.store.setPinned(sk, body.versions[i]!, body.pinned)));
+    return this.json(res, 200, { updated });
+  }
+
   // ------------------------------------------------------------------ ranges
 
   /**
    * Streams the live entries of [start, end) in key order as records, after the `after` cursor (a storage
    * key, hex), at most `limit` of them, at most `rate` bytes per second (and never above the node's cap). Ends
    * with a trailer `{ done, next, keys, bytes }`: `next` is the cursor to resume from. Reads committed state
-   * after the writes queued before the request settle.
+   * after the writes queued before the request settle. `values=0` sends every record with an empty value (the
+   * header keeps the real size): enumeration by header, without reading or sending values.
    */
   private async exportRange(query: URLSearchParams, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const start = query.get('start') ?? '';
@@ -375,6 +395,7 @@ export class CacheNode {
     const cap = this.config.exportRateBytesPerSec;
     const asked = query.has('rate') ? Number(query.get('rate')) : 0;
     const rate = cap > 0 && asked > 0 ? Math.min(cap, asked) : cap > 0 ? cap : asked > 0 ? asked : 0;
+    const withValues = query.get('values') !== '0';
     await this.store.settle();
     res.statusCode = 200;
     res.setHeader('content-type', RECORDS_CONTENT_TYPE);
@@ -387,7 +408,7 @@ export class CacheNode {
     let cursor: Buffer | undefined = after;
     let done = false;
     while (!aborted) {
-      const chunk = this.store.scan(start, end, cursor, Math.min(SCAN_CHUNK, limit - keys));
+      const chunk = this.store.scan(start, end, cursor, Math.min(SCAN_CHUNK, limit - keys), withValues);
       if (chunk.length === 0) {
         done = true;
         break;

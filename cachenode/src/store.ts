@@ -23,7 +23,8 @@ import { Sieve } from './sieve.js';
  * Capacity: the accounted bytes (key + header + value + a fixed overhead per entry) never exceed
  * `capacityBytes`; a write that would is refused with `full` (the caller places it elsewhere). Nothing is ever
  * dropped to make room: above the watermark the SIEVE order names victims for an evictor to copy down and
- * delete conditionally.
+ * delete conditionally. Pinned entries (header flag `pinned`) are kept out of the SIEVE order, so they are never
+ * named; expired entries are named first (see {@link NodeStore.victims}).
  */
 export interface NodeStoreOptions {
   dir: string;
@@ -49,8 +50,12 @@ export interface Victim {
   ns: string;
   key: string;
   version: number;
+  /** Accounted bytes the node frees by removing it. */
   bytes: number;
   position: string;
+  expiresAt: number | null;
+  /** Already expired: nobody can read it, so an evictor drops it without copying it anywhere. */
+  expired?: true;
 }
 
 interface Meta {
@@ -83,6 +88,11 @@ function metaHeaderJson(b: Buffer): string {
   return b.toString('utf8', META_FIXED);
 }
 
+/** Whether a stored header JSON has the pinned flag (a cheap test first: few headers mention it). */
+function isPinnedJson(headerJson: string): boolean {
+  return headerJson.includes('"pinned"') && decodeHeader(headerJson).flags.pinned === true;
+}
+
 /** A storage key as a Map key (latin1 maps bytes to chars one to one). */
 function idOf(sk: Buffer): string {
   return sk.toString('latin1');
@@ -103,6 +113,8 @@ export class NodeStore {
   private accounted = 0;
   private count = 0;
   private sweepCursor: Buffer | undefined;
+  /** Where {@link victims} looks for expired entries next. */
+  private expiryCursor: Buffer | undefined;
   private closed = false;
 
   constructor(opts: NodeStoreOptions) {
@@ -124,7 +136,7 @@ export class NodeStore {
       const m = decodeMetaFixed(value);
       this.accounted += m.bytes;
       this.count++;
-      this.order.insert(idOf(key));
+      if (!isPinnedJson(metaHeaderJson(value))) this.order.insert(idOf(key));
     }
   }
 
@@ -211,7 +223,8 @@ export class NodeStore {
     this.pending.set(id, m);
     this.accounted += bytes - before;
     if (cur === null) this.count++;
-    this.order.insert(id);
+    if (entry.header.flags.pinned) this.order.remove(id);
+    else this.order.insert(id);
     const pm = this.meta.put(sk, encodeMeta(m, json));
     const pd = this.data.put(sk, entry.value);
     const commit = Promise.all([pm, pd])
@@ -257,6 +270,44 @@ export class NodeStore {
   }
 
   /**
+   * Sets or clears the pinned flag of the entry if it is exactly `version` (same value, version and expiry; the
+   * header is rewritten in place). A pinned entry leaves the SIEVE order, an unpinned one re-enters it at the
+   * newest end. Resolves to whether the entry now has the requested flag (false: absent, expired or another
+   * version).
+   */
+  async setPinned(sk: Buffer, version: number, pinned: boolean): Promise<boolean> {
+    this.assertOpen();
+    const id = idOf(sk);
+    // The header JSON of a queued write is only readable once committed: let queued writes of the key settle.
+    for (let attempt = 0; this.pending.has(id); attempt++) {
+      if (attempt >= 3) return false;
+      await this.settle();
+    }
+    const mb = this.meta.getBinary(sk);
+    if (!mb) return false;
+    const m = decodeMetaFixed(mb);
+    if (m.version !== version || this.expired(m)) return false;
+    const oldJson = metaHeaderJson(mb);
+    const header = decodeHeader(oldJson);
+    if (!!header.flags.pinned === pinned) return true;
+    if (pinned) header.flags.pinned = true;
+    else delete header.flags.pinned;
+    const json = JSON.stringify(header);
+    const nm: Meta = { ...m, bytes: m.bytes - Buffer.byteLength(oldJson) + Buffer.byteLength(json) };
+    this.pending.set(id, nm);
+    this.accounted += nm.bytes - m.bytes;
+    if (pinned) this.order.remove(id);
+    else this.order.insert(id);
+    try {
+      await this.meta.put(sk, encodeMeta(nm, json));
+      await this.durable();
+    } finally {
+      if (this.pending.get(id) === nm) this.pending.delete(id);
+    }
+    return true;
+  }
+
+  /**
    * Versioned bulk write (migration import, batch put): every item is decided now and they share one
    * transaction. Resolves once all are durable.
    */
@@ -288,7 +339,7 @@ export class NodeStore {
    * Up to `limit` live entries of [start, end) in key order, after storage key `after` (exclusive). Reads
    * committed state: callers that need queued writes included call {@link settle} first.
    */
-  scan(start: string, end: string | null, after: Buffer | undefined, limit: number): StoredItem[] {
+  scan(start: string, end: string | null, after: Buffer | undefined, limit: number, withValues = true): StoredItem[] {
     const out: StoredItem[] = [];
     const now = this.now();
     for (const { key, value } of this.meta.getRange({ ...NodeStore.bounds(start, end, after), limit })) {
@@ -296,7 +347,7 @@ export class NodeStore {
       if (m.expiresAt !== null && m.expiresAt <= now) continue;
       const headerJson = metaHeaderJson(value);
       const { ns, key: k } = parseStoreKey(key);
-      const v = this.data.getBinary(key) ?? Buffer.alloc(0);
+      const v = withValues ? (this.data.getBinary(key) ?? Buffer.alloc(0)) : Buffer.alloc(0);
       out.push({ sk: Buffer.from(key), ns, key: k, headerJson, value: v });
     }
     return out;
@@ -345,17 +396,46 @@ export class NodeStore {
 
   // ------------------------------------------------------------------ eviction and expiry
 
-  /** Next victims in SIEVE order (not removed). */
+  /**
+   * Up to `limit` victims (not removed): expired entries first (found by a bounded scan that resumes where the
+   * last one stopped, so repeated calls cover the whole store), then the next keys in SIEVE order. Naming a SIEVE
+   * victim moves the hand past it, so consecutive calls name consecutive victims. Pinned entries are never named
+   * (they are not in the order; an expired pinned entry is dead all the same and is named).
+   */
   victims(limit: number): Victim[] {
-    const out: Victim[] = [];
-    for (const id of this.order.victims(limit)) {
+    const out = this.expiredVictims(limit);
+    const named = new Set(out.map((v) => v.position + v.ns + '\u0000' + v.key));
+    for (const id of this.order.victims(limit - out.length)) {
       const sk = Buffer.from(id, 'latin1');
       const mb = this.meta.getBinary(sk);
       if (!mb) continue;
       const m = decodeMetaFixed(mb);
       const { ns, key, position } = parseStoreKey(sk);
-      out.push({ ns, key, version: m.version, bytes: m.bytes, position });
+      if (named.has(position + ns + '\u0000' + key)) continue;
+      out.push({ ns, key, version: m.version, bytes: m.bytes, position, expiresAt: m.expiresAt, ...(this.expired(m) ? { expired: true as const } : {}) });
     }
+    return out;
+  }
+
+  /** Expired entries among the next `4 × limit` keys (at least 256, at most 8192) after the expiry cursor. */
+  private expiredVictims(limit: number): Victim[] {
+    const out: Victim[] = [];
+    if (limit <= 0) return out;
+    const maxScan = Math.min(8192, Math.max(256, 4 * limit));
+    const now = this.now();
+    let scanned = 0;
+    let last: Buffer | undefined;
+    for (const { key, value } of this.meta.getRange({ ...(this.expiryCursor ? { start: keyAfter(this.expiryCursor) } : {}), limit: maxScan })) {
+      scanned++;
+      last = Buffer.from(key);
+      const m = decodeMetaFixed(value);
+      if (m.expiresAt !== null && m.expiresAt <= now) {
+        const { ns, key: k, position } = parseStoreKey(key);
+        out.push({ ns, key: k, version: m.version, bytes: m.bytes, position, expiresAt: m.expiresAt, expired: true });
+        if (out.length >= limit) break;
+      }
+    }
+    this.expiryCursor = scanned < maxScan && out.length < limit ? undefined : last;
     return out;
   }
 

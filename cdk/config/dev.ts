@@ -16,5 +16,6 @@ export const dev: EnvironmentConfigInput = {
     functions: { keys: { memoryMb: 1024 }, batch: { memoryMb: 1024 }, transfer: { memoryMb: 512, nearCacheMb: 0 }, service: { memoryMb: 256, nearCacheMb: 0 } },
   },
   tenants: [{ name: 'developers', namespaces: ['demo', 'test'], throttle: { rateLimit: 50, burstLimit: 100 } }],
-  budgets: { monthlyUsd: 50 },
+  budgets: { monthlyUsd: 50, warningFraction: 0.8, criticalFraction: 1 },
+  monitoring: { costPublisher: { scheduleMinutes: 15 }, alarms: { hitRatioFloorPercent: 30, errorRateCeilingPercent: 10 } },
 };

@@ -20,5 +20,6 @@ export const prod: EnvironmentConfigInput = {
     { name: 'web', namespaces: ['web-sessions', 'web-pages'], throttle: { rateLimit: 1000, burstLimit: 2000 } },
     { name: 'analytics', namespaces: ['reports'], throttle: { rateLimit: 200, burstLimit: 400 }, quota: { limit: 5_000_000, period: 'DAY' } },
   ],
-  budgets: { monthlyUsd: 1000 },
+  budgets: { monthlyUsd: 1000, warningFraction: 0.8, criticalFraction: 1 },
+  monitoring: { costPublisher: { scheduleMinutes: 5 }, alarms: { hitRatioFloorPercent: 70, errorRateCeilingPercent: 2, minRequestsPerPeriod: 500 } },
 };

@@ -10,7 +10,7 @@ import { NAMESPACE_PATTERN } from '../../layers/core/model/keys.js';
 export const ENVIRONMENT_NAMES = ['dev', 'staging', 'prod'] as const;
 export type EnvironmentName = (typeof ENVIRONMENT_NAMES)[number];
 
-export const API_FUNCTION_NAMES = ['keys', 'batch', 'transfer', 'service'] as const;
+export const API_FUNCTION_NAMES = ['keys', 'batch', 'transfer', 'service', 'admin'] as const;
 
 /** CloudWatch Logs accepts only these retention periods (days). */
 export const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653] as const;
@@ -109,7 +109,7 @@ export const environmentConfigSchema = z
       throttle: throttleSchema,
       /** Per-function settings; omitted functions take the defaults. */
       functions: z
-        .strictObject({ keys: functionSchema.prefault({}), batch: functionSchema.prefault({}), transfer: functionSchema.prefault({}), service: functionSchema.prefault({}) })
+        .strictObject({ keys: functionSchema.prefault({}), batch: functionSchema.prefault({}), transfer: functionSchema.prefault({}), service: functionSchema.prefault({}), admin: functionSchema.prefault({}) })
         .prefault({}),
       /** Lifetime of presigned upload/download URLs (STRATA_URL_TTL_SECONDS). @default 900 */
       urlTtlSeconds: z.number().int().min(60).max(7 * 24 * 3600).default(900),
@@ -123,7 +123,69 @@ export const environmentConfigSchema = z
       /** Monthly cost budget in USD; the monitoring stack alarms on projected spend above it. */
       monthlyUsd: z.number().positive('monthlyUsd must be a positive amount'),
       alertEmails: z.array(z.email('alertEmails must be e-mail addresses')).default([]),
+      /** Warning alarm when the projected month exceeds this share of monthlyUsd. @default 0.8 */
+      warningFraction: z.number().positive('warningFraction must be a positive share of monthlyUsd, e.g. 0.8').max(10).default(0.8),
+      /** Critical alarm when the projected month exceeds this share of monthlyUsd. @default 1 */
+      criticalFraction: z.number().positive('criticalFraction must be a positive share of monthlyUsd, e.g. 1').max(10).default(1),
     }),
+    monitoring: z
+      .strictObject({
+        /** The scheduled cost publisher (Strata/Cost, Strata/Fleet). */
+        costPublisher: z
+          .strictObject({
+            /** How often it runs; also the period of the alarms on its metrics. @default 15 */
+            scheduleMinutes: z.union([z.literal(1), z.literal(5), z.literal(10), z.literal(15), z.literal(30), z.literal(60)], { message: 'scheduleMinutes must be 1, 5, 10, 15, 30 or 60' }).default(15),
+            /** @default 256 */
+            memoryMb: z.number().int().min(128).max(10240).default(256),
+            /** @default 120 */
+            timeoutSeconds: z.number().int().min(10).max(900).default(120),
+            /** Id of a request-metrics filter on the cold-tier bucket, if one is configured (else S3 requests are estimated). */
+            s3RequestMetricsFilterId: z.string().min(1).optional(),
+          })
+          .prefault({}),
+        alarms: z
+          .strictObject({
+            /** Alarm when fewer lookups than this share (hits over hits + misses, %) are answered. @default 50 */
+            hitRatioFloorPercent: z.number().min(0).max(100).default(50),
+            /** Alarm when more requests than this share (%) are answered with an error. @default 5 */
+            errorRateCeilingPercent: z.number().min(0).max(100).default(5),
+            /** Hit-ratio and error-rate alarms stay quiet in periods with fewer requests than this. @default 100 */
+            minRequestsPerPeriod: z.number().int().min(1).default(100),
+            /** Period of the hit-ratio and error-rate alarms. @default 5 */
+            trafficPeriodMinutes: z.number().int().min(1).max(60).default(5),
+            /** Alarm when the fullest cache node is fuller than this (%); the daemon's own watermark defaults to 85. @default 85 */
+            nodeFillWatermarkPercent: z.number().gt(0).max(100).default(85),
+          })
+          .prefault({}),
+      })
+      .prefault({}),
+    workflows: z
+      .strictObject({
+        /** Paper 000's scale-out trigger (layers/core/workflows/scale-trigger.ts). */
+        scaleTrigger: z
+          .strictObject({
+            /** How often the threshold is evaluated. @default 1 */
+            scheduleMinutes: z.number().int().min(1).max(60).default(1),
+            /** `bytes`: fill = stored bytes of the node's capacity; `keys`: fill = keys of `capacity` records. @default 'bytes' */
+            unit: z.enum(['bytes', 'keys']).default('bytes'),
+            /** Node capacity c in records (unit `keys` only). */
+            capacity: z.number().int().positive().optional(),
+            /** δ_L, the lowest request rate expected (requests/s). @default 50 */
+            lowRate: z.number().positive().default(50),
+            /** δ_H, the highest request rate expected (requests/s). @default 250 */
+            highRate: z.number().positive().default(250),
+            /** Migration mode of the scale-outs it starts. @default 'incremental' */
+            mode: z.enum(['incremental', 'parallel']).default('incremental'),
+          })
+          .refine((t) => t.unit !== 'keys' || t.capacity !== undefined, { message: 'unit "keys" needs capacity (records per node)', path: ['capacity'] })
+          .refine((t) => t.highRate >= t.lowRate, { message: 'highRate (δ_H) must be at least lowRate (δ_L)', path: ['highRate'] })
+          .prefault({}),
+        /** EvictToS3 runs every this many hours (0 = only on the fill alarm and on demand). @default 6 */
+        evictionEveryHours: z.number().int().min(0).max(168).default(6),
+        /** What the node-fill alarm starts: an eviction to S3, or a scale-out. @default 'evict-to-s3' */
+        fillAlarmResponse: z.enum(['evict-to-s3', 'scale-out', 'none']).default('evict-to-s3'),
+      })
+      .prefault({}),
   })
   .superRefine((c, ctx) => {
     for (const [i, az] of c.availabilityZones.entries()) {
@@ -143,6 +205,9 @@ export const environmentConfigSchema = z
     }
     const names = c.tenants.map((t) => t.name);
     for (const dup of names.filter((n, i) => names.indexOf(n) !== i)) ctx.addIssue({ code: 'custom', path: ['tenants'], message: `tenant '${dup}' is defined twice` });
+    if (c.budgets.warningFraction >= c.budgets.criticalFraction) {
+      ctx.addIssue({ code: 'custom', path: ['budgets', 'warningFraction'], message: `warningFraction (${c.budgets.warningFraction}) must be below criticalFraction (${c.budgets.criticalFraction})` });
+    }
     const urlDays = Math.ceil(c.api.urlTtlSeconds / 86_400);
     if (c.coldTier.stagingExpirationDays < urlDays) {
       ctx.addIssue({ code: 'custom', path: ['coldTier', 'stagingExpirationDays'], message: `stagingExpirationDays (${c.coldTier.stagingExpirationDays}) must cover the upload URL lifetime (${c.api.urlTtlSeconds} s = ${urlDays} days), or staged uploads vanish before they can be committed` });
@@ -160,3 +225,4 @@ export type EnvironmentConfigInput = z.input<typeof environmentConfigSchema>;
 export type EnvironmentConfig = z.output<typeof environmentConfigSchema>;
 export type TenantConfig = EnvironmentConfig['tenants'][number];
 export type ThrottleConfig = z.output<typeof throttleSchema>;
+export type MonitoringConfig = EnvironmentConfig['monitoring'];

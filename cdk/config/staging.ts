@@ -17,5 +17,6 @@ export const staging: EnvironmentConfigInput = {
     executionLogging: 'ERROR',
   },
   tenants: [{ name: 'qa', namespaces: ['qa', 'load-test'], throttle: { rateLimit: 200, burstLimit: 400 } }],
-  budgets: { monthlyUsd: 150 },
+  budgets: { monthlyUsd: 150, warningFraction: 0.8, criticalFraction: 1 },
+  monitoring: { costPublisher: { scheduleMinutes: 15 }, alarms: { hitRatioFloorPercent: 50, errorRateCeilingPercent: 5 } },
 };

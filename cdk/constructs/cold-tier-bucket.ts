@@ -109,6 +109,30 @@ export class ColdTierBucket extends Construct {
     });
   }
 
+  /** Prefix of the warm tier's ring store (ring, migration and workflow documents) in this bucket. */
+  static readonly RING_PREFIX = 'strata-ring';
+
+  /** Read and conditional write of the ring store's documents (`<bucket>/strata-ring/*`) and listing that prefix, nothing else. */
+  get ringStorePolicy(): iam.ManagedPolicy {
+    let p = this.node.tryFindChild('RingStorePolicy') as iam.ManagedPolicy | undefined;
+    if (!p) {
+      p = new iam.ManagedPolicy(this, 'RingStorePolicy', {
+        description: `Strata warm tier: the ring store under ${ColdTierBucket.RING_PREFIX}/ of the cold tier's bucket`,
+        statements: [
+          new iam.PolicyStatement({ sid: 'RingDocuments', actions: ['s3:GetObject', 's3:PutObject'], resources: [this.bucket.arnForObjects(`${ColdTierBucket.RING_PREFIX}/*`)] }),
+          // So that a document not written yet (a new execution's progress) reads as absent (404), not as denied (403).
+          new iam.PolicyStatement({ sid: 'ListRingPrefix', actions: ['s3:ListBucket'], resources: [this.bucket.bucketArn], conditions: { StringLike: { 's3:prefix': [`${ColdTierBucket.RING_PREFIX}/*`] } } }),
+        ],
+      });
+      const bucketId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket);
+      Validations.of(p).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${ColdTierBucket.RING_PREFIX}/*]`,
+        reason: 'The ring store keeps one document per ring, migration session and workflow execution, named at run time under this prefix; the grant stops at the prefix.',
+      });
+    }
+    return p;
+  }
+
   /** ARN pattern of the tier's objects (`<bucket>/<prefix>/*`): everything the tier reads and writes. */
   get tierObjectsArn(): string {
     return this.bucket.arnForObjects(`${this.prefix}/*`);

@@ -1,12 +1,14 @@
-import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { CHOSEN_PACKAGING, COMMON_ESBUILD, REPO_ROOT, type LambdaPackaging } from '../lib/packaging.js';
-import type { ColdTierBucket } from './cold-tier-bucket.js';
+import type { CacheNodeFleet } from './cache-node-fleet.js';
+import { ColdTierBucket } from './cold-tier-bucket.js';
 import { check, intIn } from './validation.js';
 import type { ValkeyServerlessCache } from './valkey-serverless-cache.js';
 
@@ -130,6 +132,50 @@ export class StrataFunction extends Construct {
     this.function.addEnvironment('STRATA_S3_BUCKET', cold.bucket.bucketName);
     this.function.addEnvironment('STRATA_S3_PREFIX', cold.prefix);
     cold.grantTierAccess(this.role);
+    return this;
+  }
+
+  /**
+   * The warm tier's ring store: STRATA_WARM_RING_BUCKET/PREFIX (the ring and migration documents, changed by S3
+   * conditional writes) under {@link ColdTierBucket.RING_PREFIX} of the cold tier's bucket, that prefix only.
+   */
+  bindRingStore(cold: ColdTierBucket): this {
+    this.function.addEnvironment('STRATA_WARM_RING_BUCKET', cold.bucket.bucketName);
+    this.function.addEnvironment('STRATA_WARM_RING_PREFIX', ColdTierBucket.RING_PREFIX);
+    this.role.addManagedPolicy(cold.ringStorePolicy);
+    return this;
+  }
+
+  /**
+   * The cache-node fleet: the shared secret's ARN (STRATA_WARM_SECRET_ARN, read at start-up: never in the
+   * configuration), the daemon's port, and the network path (the fleet admits the coordinators' security group).
+   */
+  bindFleet(fleet: CacheNodeFleet): this {
+    this.function.addEnvironment('STRATA_WARM_SECRET_ARN', fleet.secret.secretArn);
+    this.function.addEnvironment('STRATA_NODE_PORT', String(fleet.port));
+    fleet.secret.grantRead(this.role);
+    return this;
+  }
+
+  /**
+   * The admin API's workflows: STRATA_WORKFLOW_ARNS (workflow name → state machine ARN), and the right to start
+   * executions of those state machines, list them and describe them (their progress documents are read through
+   * the ring store, see {@link bindRingStore}). `machines` maps each workflow to its state machine and name.
+   */
+  bindWorkflows(machines: Readonly<Record<string, { machine: sfn.IStateMachine; name: string }>>): this {
+    const stack = Stack.of(this);
+    this.function.addEnvironment('STRATA_WORKFLOW_ARNS', stack.toJsonString(Object.fromEntries(Object.entries(machines).map(([w, m]) => [w, m.machine.stateMachineArn]))));
+    const shown = (v: string, pseudo: string) => (Token.isUnresolved(v) ? `<AWS::${pseudo}>` : v);
+    for (const { machine, name } of Object.values(machines)) {
+      machine.grantStartExecution(this.role);
+      this.role.addToPolicy(new iam.PolicyStatement({ actions: ['states:ListExecutions'], resources: [machine.stateMachineArn] }));
+      const executions = `arn:${stack.partition}:states:${stack.region}:${stack.account}:execution:${name}:*`;
+      this.role.addToPolicy(new iam.PolicyStatement({ actions: ['states:DescribeExecution'], resources: [executions] }));
+      Validations.of(this.role).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::arn:${shown(stack.partition, 'Partition')}:states:${shown(stack.region, 'Region')}:${shown(stack.account, 'AccountId')}:execution:${name}:*]`,
+        reason: `Executions of ${name} are named when they start; DescribeExecution takes an execution ARN, so the grant covers that state machine's executions (and no other's).`,
+      });
+    }
     return this;
   }
 }

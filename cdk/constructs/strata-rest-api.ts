@@ -12,6 +12,8 @@ export interface RestRoute {
   readonly resource: string;
   /** Key into {@link StrataRestApiProps.functions}. */
   readonly fn: string;
+  /** `admin`: the method also needs an IAM principal (SigV4); anything else: the API key alone. */
+  readonly auth?: string;
 }
 
 export interface RestThrottle {
@@ -148,7 +150,9 @@ export class StrataRestApi extends Construct {
       const params = [...r.resource.matchAll(/\{([A-Za-z0-9]+)\}/g)].map((m) => m[1]!);
       this.api.root.resourceForPath(r.resource).addMethod(r.method, integration, {
         apiKeyRequired: true,
-        authorizationType: apigw.AuthorizationType.NONE,
+        // Admin routes (start workflows, read executions) need an admin identity: an IAM principal allowed
+        // execute-api:Invoke on them (SigV4-signed requests; the SDK takes a signing `fetch`), on top of the key.
+        authorizationType: r.auth === 'admin' ? apigw.AuthorizationType.IAM : apigw.AuthorizationType.NONE,
         requestValidator: validator,
         requestParameters: Object.fromEntries(params.map((p) => [`method.request.path.${p}`, true])),
       });

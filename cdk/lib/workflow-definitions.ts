@@ -34,6 +34,8 @@ export function resolveIntrinsics(value: unknown): unknown {
       const [sep, parts] = v as [string, unknown[]];
       return parts.map((p) => String(resolveIntrinsics(p))).join(sep);
     }
+    // Values from other stacks (launch template, subnets): a stand-in naming where the value comes from.
+    if (k === 'Fn::ImportValue' || k === 'Fn::GetStackOutput') return `imported:${JSON.stringify(v).replace(/[^A-Za-z0-9:-]+/g, '')}`;
     if (k.startsWith('Fn::')) throw new Error(`unsupported intrinsic ${k} in a state machine definition`);
   }
   return Object.fromEntries(keys.map((k) => [k, resolveIntrinsics(o[k])]));

@@ -5,6 +5,7 @@ import { StrataFunction } from '../constructs/strata-function.js';
 import { StrataRestApi } from '../constructs/strata-rest-api.js';
 import { apiLambdaEntry } from '../lib/packaging.js';
 import type { DataStack } from './data-stack.js';
+import type { FleetStack } from './fleet-stack.js';
 import type { StrataNetwork } from './network-stack.js';
 import { logRetention, removalPolicy } from './settings.js';
 import { StrataStack, type StrataStackProps } from './strata-stack.js';
@@ -12,6 +13,8 @@ import { StrataStack, type StrataStackProps } from './strata-stack.js';
 export interface ApiStackProps extends StrataStackProps {
   readonly network: StrataNetwork;
   readonly data: Pick<DataStack, 'hotTier' | 'coldTier'>;
+  /** The cache-node fleet: the warm tier's shared secret and port. */
+  readonly fleet: Pick<FleetStack, 'fleet'>;
 }
 
 /** The API groups, in the order they first appear in API_ROUTES: one Lambda each. */
@@ -20,9 +23,9 @@ export function apiFunctionGroups(): ApiFunction[] {
 }
 
 /**
- * The HTTPS API: one Lambda per route group of API_ROUTES (keys, batch, transfer, service), each bound to the
- * hot and cold tiers, behind an API Gateway REST API generated from the same route table, with one API key and
- * usage plan per configured tenant.
+ * The HTTPS API: one Lambda per route group of API_ROUTES (keys, batch, transfer, service, admin), each bound to
+ * the hot, warm (ring store and fleet secret) and cold tiers, behind an API Gateway REST API generated from the
+ * same route table, with one API key and usage plan per configured tenant.
  */
 export class ApiStack extends StrataStack {
   readonly functions: Readonly<Record<ApiFunction, StrataFunction>>;
@@ -30,7 +33,7 @@ export class ApiStack extends StrataStack {
 
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, { description: `Strata ${props.config.name}: HTTPS API (API Gateway REST, Lambda)`, ...props });
-    const { config, network, data } = props;
+    const { config, network, data, fleet } = props;
 
     const functions = {} as Record<ApiFunction, StrataFunction>;
     for (const fn of apiFunctionGroups()) {
@@ -53,7 +56,7 @@ export class ApiStack extends StrataStack {
           ...(config.api.namespaces ? { STRATA_NAMESPACES: JSON.stringify(config.api.namespaces) } : {}),
         },
       });
-      f.bindHotTier(data.hotTier).bindColdTier(data.coldTier);
+      f.bindHotTier(data.hotTier).bindColdTier(data.coldTier).bindRingStore(data.coldTier).bindFleet(fleet.fleet);
       functions[fn] = f;
     }
     this.functions = functions;

@@ -1,5 +1,15 @@
+import { CfnOutput, Duration, Token, Validations } from 'aws-cdk-lib';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
+import type { WorkflowName } from '../../layers/core/workflows/progress.js';
+import { StrataFunction } from '../constructs/strata-function.js';
+import { StrataWorkflows, WORKFLOW_IDS } from '../constructs/workflows/strata-workflows.js';
+import { REPO_ROOT } from '../lib/packaging.js';
 import type { DataStack } from './data-stack.js';
 import type { FleetStack } from './fleet-stack.js';
 import type { StrataNetwork } from './network-stack.js';
@@ -10,26 +20,139 @@ export interface WorkflowsStackProps extends StrataStackProps {
   /** Step Lambdas run in the VPC as coordinators. */
   readonly network: StrataNetwork;
   readonly data: Pick<DataStack, 'hotTier' | 'coldTier'>;
-  /** ScaleOut/ScaleIn launch and terminate nodes from this launch template and pass its role. */
+  /** ScaleOut/ScaleIn launch and terminate nodes from this launch template. */
   readonly fleet: Pick<FleetStack, 'fleet'>;
 }
 
 /**
- * Workflows (Step Functions): ScaleOut, ScaleIn, evict to S3, tier migration. This issue provides the wiring
- * (network, tiers, fleet) and the state machines' log group; the state machines come with the workflows issue.
+ * Workflows (Step Functions): ScaleOut, ScaleIn, EvictToS3 and TierMigrate (cdk/constructs/workflows), one step
+ * Lambda in the VPC that runs every Task state's step (lambdas/workflows/steps.ts: the ring store, the fleet
+ * secret, the hot and cold tiers), EC2 launch/terminate as SDK integrations, and EvictToS3 on a schedule. The
+ * Monitoring stack's node-fill alarm starts EvictToS3 (or ScaleOut) through {@link WorkflowsStack.respondTo}.
  */
 export class WorkflowsStack extends StrataStack {
   /** Execution logs of every state machine (`/aws/vendedlogs/states/...` avoids the resource-policy size limit). */
   readonly stateMachineLogs: logs.LogGroup;
-  readonly wiring: Omit<WorkflowsStackProps, keyof StrataStackProps>;
+  readonly stepFunction: StrataFunction;
+  readonly scaleTriggerFunction: StrataFunction;
+  readonly stateMachines: Readonly<Record<WorkflowName, sfn.StateMachine>>;
 
   constructor(scope: Construct, id: string, props: WorkflowsStackProps) {
-    super(scope, id, { description: `Strata ${props.config.name}: workflows (Step Functions; state machines to come)`, ...props });
-    this.wiring = { network: props.network, data: props.data, fleet: props.fleet };
+    super(scope, id, { description: `Strata ${props.config.name}: workflows (Step Functions: scale-out, scale-in, evict to S3, tier migration)`, ...props });
+    const { config, network, data, fleet } = props;
     this.stateMachineLogs = new logs.LogGroup(this, 'StateMachineLogs', {
-      logGroupName: `/aws/vendedlogs/states/strata-${props.config.name}`,
-      retention: logRetention(props.config),
-      removalPolicy: removalPolicy(props.config),
+      logGroupName: `/aws/vendedlogs/states/strata-${config.name}`,
+      retention: logRetention(config),
+      removalPolicy: removalPolicy(config),
     });
+
+    this.stepFunction = new StrataFunction(this, 'StepFunction', {
+      entry: `${REPO_ROOT}/lambdas/workflows/steps.ts`,
+      description: `Strata ${config.name} workflow steps (scale-out, scale-in, evict to S3, tier migration)`,
+      vpc: network.vpc,
+      vpcSubnets: network.privateSubnets,
+      securityGroup: network.coordinatorSecurityGroup,
+      memoryMb: 1024,
+      // A stream or eviction step returns after its maxMs (60 s by default); the rest is headroom.
+      timeoutSeconds: 300,
+      logRetention: logRetention(config),
+      logRemovalPolicy: removalPolicy(config),
+      environment: { STRATA_ENV: config.name },
+    });
+    this.stepFunction.bindHotTier(data.hotTier).bindColdTier(data.coldTier).bindRingStore(data.coldTier).bindFleet(fleet.fleet);
+
+    const region = this.region;
+    const account = this.account;
+    const subnetIds = network.vpc.selectSubnets(network.privateSubnets).subnetIds;
+    const workflows = new StrataWorkflows(this, 'Workflows', {
+      namePrefix: `strata-${config.name}`,
+      stepFunction: this.stepFunction.function,
+      logGroup: this.stateMachineLogs,
+      fleet: {
+        fleetName: `strata-${config.name}`,
+        launchTemplateId: fleet.fleet.launchTemplate.launchTemplateId!,
+        subnetIds,
+        iamResources: [
+          `arn:${this.partition}:ec2:${region}:${account}:instance/*`,
+          `arn:${this.partition}:ec2:${region}:${account}:volume/*`,
+          `arn:${this.partition}:ec2:${region}:${account}:network-interface/*`,
+          `arn:${this.partition}:ec2:${region}:${account}:launch-template/${fleet.fleet.launchTemplate.launchTemplateId!}`,
+          `arn:${this.partition}:ec2:${region}:${account}:security-group/*`,
+          ...subnetIds.map((s) => `arn:${this.partition}:ec2:${region}:${account}:subnet/${s}`),
+          `arn:${this.partition}:ec2:${region}::image/*`,
+        ],
+        terminateResources: [`arn:${this.partition}:ec2:${region}:${account}:instance/*`],
+      },
+    });
+    this.stateMachines = workflows.stateMachines;
+
+    const scaleOutRole = workflows.stateMachines['scale-out'].role;
+    // RunInstances passes the launch template's instance profile role to the instance.
+    scaleOutRole.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['iam:PassRole'], resources: [fleet.fleet.role.roleArn] }));
+    scaleOutRole.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['ec2:CreateTags'], resources: [`arn:${this.partition}:ec2:${region}:${account}:instance/*`, `arn:${this.partition}:ec2:${region}:${account}:volume/*`], conditions: { StringEquals: { 'ec2:CreateAction': 'RunInstances' } } }));
+    // cdk-nag IAM5 findings, each justified (the finding strings render tokens as <...>).
+    const stepArn = `<${this.getLogicalId(this.stepFunction.function.node.defaultChild as lambda.CfnFunction)}.Arn>:*`;
+    const shown = (v: string, pseudo: string) => (Token.isUnresolved(v) ? `<AWS::${pseudo}>` : v);
+    const ec2Arn = (type: string) => `arn:${shown(this.partition, 'Partition')}:ec2:${shown(region, 'Region')}:${shown(account, 'AccountId')}:${type}/*`;
+    const reasons: Record<string, string> = {
+      [`Resource::${stepArn}`]: "invokes any version of the step Lambda, as Step Functions' lambda:InvokeFunction grant does",
+      'Resource::*': 'X-Ray (PutTraceSegments, GetSampling*) and CloudWatch Logs delivery (CreateLogDelivery, ...) actions take no resource',
+      [`Resource::${ec2Arn('instance')}`]: 'instances are created at run time (RunInstances) and terminated by id; their ids cannot be known at deploy time',
+      [`Resource::${ec2Arn('volume')}`]: 'RunInstances creates the data volume of the launch template; its id is only known at run time',
+      [`Resource::${ec2Arn('network-interface')}`]: 'RunInstances creates the instance network interface; its id is only known at run time',
+      [`Resource::${ec2Arn('security-group')}`]: "RunInstances checks the launch template's security group (the fleet's, created in another stack)",
+      [`Resource::arn:${shown(this.partition, 'Partition')}:ec2:${shown(region, 'Region')}::image/*`]: 'RunInstances reads the AMI the launch template resolves from SSM at launch time (the latest Amazon Linux 2023 arm64)',
+    };
+    const findings: Record<WorkflowName, string[]> = {
+      'scale-out': Object.keys(reasons),
+      'scale-in': [`Resource::${stepArn}`, 'Resource::*', `Resource::${ec2Arn('instance')}`],
+      'evict-to-s3': [`Resource::${stepArn}`, 'Resource::*'],
+      'tier-migrate': [`Resource::${stepArn}`, 'Resource::*'],
+    };
+    for (const [name, machine] of Object.entries(workflows.stateMachines) as [WorkflowName, sfn.StateMachine][]) {
+      for (const f of findings[name]) Validations.of(machine.role).acknowledge({ id: `AwsSolutions-IAM5[${f}]`, reason: `${name}: ${reasons[f]}` });
+      new CfnOutput(this, `${WORKFLOW_IDS[name]}StateMachineArn`, { value: machine.stateMachineArn, description: `State machine of the ${name} workflow` });
+    }
+
+    const trigger = config.workflows.scaleTrigger;
+    this.scaleTriggerFunction = new StrataFunction(this, 'ScaleTriggerFunction', {
+      entry: `${REPO_ROOT}/lambdas/workflows/scale-trigger.ts`,
+      description: `Strata ${config.name} scale-out trigger (paper 000 speculative threshold)`,
+      vpc: network.vpc,
+      vpcSubnets: network.privateSubnets,
+      securityGroup: network.coordinatorSecurityGroup,
+      memoryMb: 256,
+      timeoutSeconds: 60,
+      logRetention: logRetention(config),
+      logRemovalPolicy: removalPolicy(config),
+      environment: {
+        STRATA_ENV: config.name,
+        STRATA_SCALE_OUT_ARN: workflows.stateMachines['scale-out'].stateMachineArn,
+        STRATA_SCALE_TRIGGER: JSON.stringify({ unit: trigger.unit, ...(trigger.capacity ? { capacity: trigger.capacity } : {}), lowRate: trigger.lowRate, highRate: trigger.highRate, mode: trigger.mode }),
+      },
+    });
+    this.scaleTriggerFunction.bindRingStore(data.coldTier).bindFleet(fleet.fleet);
+    workflows.stateMachines['scale-out'].grantStartExecution(this.scaleTriggerFunction.role);
+    new events.Rule(this, 'ScaleTriggerSchedule', {
+      description: `Strata ${config.name}: evaluate the speculative scale-out threshold`,
+      schedule: events.Schedule.rate(Duration.minutes(trigger.scheduleMinutes)),
+      targets: [new targets.LambdaFunction(this.scaleTriggerFunction.function)],
+    });
+
+    if (config.workflows.evictionEveryHours > 0) {
+      new events.Rule(this, 'EvictionSchedule', {
+        description: `Strata ${config.name}: evict warm-tier victims above the watermark to S3`,
+        schedule: events.Schedule.rate(Duration.hours(config.workflows.evictionEveryHours)),
+        targets: [new targets.SfnStateMachine(workflows.stateMachines['evict-to-s3'], { input: events.RuleTargetInput.fromObject({}) })],
+      });
+    }
+  }
+
+  /**
+   * Makes `rule` (an alarm-state rule of the Monitoring stack, e.g. `monitoring.alarms.responses.nodeFill`) start
+   * `workflow` with `input`. The Monitoring stack then depends on this one, never the other way round.
+   */
+  respondTo(rule: events.Rule, workflow: WorkflowName, input: Record<string, unknown>): void {
+    rule.addTarget(new targets.SfnStateMachine(this.stateMachines[workflow], { input: events.RuleTargetInput.fromObject(input) }));
   }
 }

@@ -14,6 +14,8 @@ export type ErrorCode =
   | 'RATE_LIMITED'
   | 'ORIGIN_FAILED'
   | 'TIER_UNAVAILABLE'
+  | 'EXECUTION_EXISTS'
+  | 'WORKFLOWS_UNAVAILABLE'
   | 'INTERNAL';
 
 const STATUS: Record<ErrorCode, number> = {
@@ -28,6 +30,10 @@ const STATUS: Record<ErrorCode, number> = {
   RATE_LIMITED: 429,
   ORIGIN_FAILED: 502,
   TIER_UNAVAILABLE: 503,
+  /** A workflow execution with the requested name already exists (admin API). */
+  EXECUTION_EXISTS: 409,
+  /** The admin API cannot reach the workflows: not configured in this runtime, or Step Functions failed. */
+  WORKFLOWS_UNAVAILABLE: 503,
   INTERNAL: 500,
 };
 

@@ -14,12 +14,17 @@ import { handler as keys } from '../../lambdas/api/keys.js';
 import { handler as batch } from '../../lambdas/api/batch.js';
 import { handler as transfer } from '../../lambdas/api/transfer.js';
 import { handler as service } from '../../lambdas/api/service.js';
+import { handler as admin } from '../../lambdas/api/admin.js';
 import { lambdaContext, toApiGatewayEvent } from './api-gateway-event.js';
+import { LocalMetricsStore } from '../../layers/core/metrics/local-store.js';
+import { metricsSettings } from '../../layers/core/metrics/settings.js';
+import { metricsSink, setMetricsSink, stdoutSink, teeSink, type MetricsSink } from '../../layers/core/metrics/sink.js';
+import { dashboardResponse, isDashboardPath, type DashboardRouteOptions } from './dashboard/routes.js';
 
 type LambdaHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
 /** The same handler modules Lambda runs, keyed like the API stack's functions. */
-const HANDLERS: Record<ApiFunction, LambdaHandler> = { keys, batch, transfer, service } as Record<ApiFunction, LambdaHandler>;
+const HANDLERS: Record<ApiFunction, LambdaHandler> = { keys, batch, transfer, service, admin } as Record<ApiFunction, LambdaHandler>;
 
 /** API Gateway rejects request bodies above 10 MB before any Lambda runs; so does the local server. */
 export const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
@@ -30,11 +35,19 @@ export interface LocalServerOptions {
   context: ApiContext;
   port?: number;
   host?: string;
+  /**
+   * Where the handlers' request metrics go, for the /dashboard page. The server installs it as the process's
+   * metrics sink (with stdout EMF lines too when STRATA_METRICS_STDOUT=1) until it closes.
+   * @default a new store with 10 s points kept for an hour
+   */
+  metrics?: LocalMetricsStore;
 }
 
 export interface LocalServer {
   server: Server;
   url: string;
+  /** The local run's metrics (what /dashboard draws). */
+  metrics: LocalMetricsStore;
   close(): Promise<void>;
 }
 
@@ -42,8 +55,15 @@ export interface LocalServer {
 export async function startLocalServer(opts: LocalServerOptions): Promise<LocalServer> {
   setApiContext(opts.context);
   const blobs = opts.context.presigner instanceof LocalFolderTier ? opts.context.presigner : undefined;
+  const settings = metricsSettings();
+  const metrics = opts.metrics ?? new LocalMetricsStore();
+  // The handlers write their EMF records to the process's sink: here, the store (and stdout only when asked, so
+  // the console stays readable).
+  const sink: MetricsSink = settings.stdout ? teeSink(metrics, stdoutSink()) : metrics;
+  setMetricsSink(sink);
+  const dashboard: DashboardRouteOptions = { store: metrics, environment: settings.environment };
   const server = createServer({ keepAlive: true, requestTimeout: 60_000 }, (req, res) => {
-    handle(req, res, blobs).catch((e) => {
+    handle(req, res, blobs, dashboard).catch((e) => {
       console.error('[strata] local server error', e);
       if (!res.headersSent) send(res, errorResult(new StrataError('INTERNAL', 'internal error')), req.method === 'HEAD');
       else res.destroy();
@@ -58,15 +78,17 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
   return {
     server,
     url: `http://${opts.host && opts.host !== '0.0.0.0' ? opts.host : '127.0.0.1'}:${port}`,
+    metrics,
     close: () =>
       new Promise<void>((resolve) => {
+        if (metricsSink() === sink) setMetricsSink(undefined);
         server.close(() => resolve());
         server.closeIdleConnections();
       }),
   };
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, blobs?: LocalFolderTier): Promise<void> {
+async function handle(req: IncomingMessage, res: ServerResponse, blobs: LocalFolderTier | undefined, dashboard: DashboardRouteOptions): Promise<void> {
   const requestId = randomUUID();
   const rawUrl = req.url ?? '/';
   const q = rawUrl.indexOf('?');
@@ -84,8 +106,9 @@ async function handle(req: IncomingMessage, res: ServerResponse, blobs?: LocalFo
   }
 
   if (path === '/' || path === '') {
-    return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ service: 'strata', api: '/v1', health: '/v1/health', stats: '/v1/stats', docs: 'docs/API.md' }) }, isHead);
+    return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ service: 'strata', api: '/v1', health: '/v1/health', stats: '/v1/stats', dashboard: '/dashboard', docs: 'docs/API.md' }) }, isHead);
   }
+  if (isDashboardPath(path)) return send(res, dashboardResponse(req.method ?? 'GET', path, query, dashboard), isHead);
 
   const match = matchRoute(req.method ?? 'GET', path);
   if (!match.resource) return send(res, errorResult(routeNotFound(req.method ?? 'GET', path)), isHead);

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-/** Minimal CLI over StrataClient: `strata get|put|delete|stats|health`. */
+/** Minimal CLI over StrataClient: `strata get|put|delete|stats|health|workflow`. */
 import { parseArgs } from 'node:util';
+import { UsageError, WORKFLOW_USAGE, workflowCommand } from './cli-workflow.js';
 import { StrataClient, StrataError } from './index.js';
 
 const USAGE = `usage: strata <command> [args] [options]
@@ -9,6 +10,7 @@ const USAGE = `usage: strata <command> [args] [options]
   put <key> [value]    store value (read from stdin when omitted or "-"); prints the result as JSON
   delete <key>         delete; prints the tombstone version as JSON
   stats | health       print the service report as JSON
+${WORKFLOW_USAGE}
 
 options:
   --endpoint <url>     default $STRATA_ENDPOINT or http://localhost:8080
@@ -17,7 +19,8 @@ options:
   --ttl <seconds>      put: time to live
   --tags <a,b>         put: tags
   --content-type <t>   put: content type (default text/plain; application/octet-stream for stdin)
-  --timeout <ms>       per-attempt timeout (default 5000)`;
+  --timeout <ms>       per-attempt timeout (default 5000)
+  --interval <ms>      workflow --wait: poll interval (default 1000)`;
 
 async function readStdin(): Promise<Uint8Array> {
   const chunks: Buffer[] = [];
@@ -37,6 +40,14 @@ async function main(argv: string[]): Promise<number> {
       tags: { type: 'string' },
       'content-type': { type: 'string' },
       timeout: { type: 'string' },
+      mode: { type: 'string' },
+      input: { type: 'string' },
+      name: { type: 'string' },
+      wait: { type: 'boolean' },
+      interval: { type: 'string' },
+      workflow: { type: 'string' },
+      limit: { type: 'string' },
+      json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -47,7 +58,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const client = new StrataClient({
     endpoint: values.endpoint ?? process.env.STRATA_ENDPOINT ?? 'http://localhost:8080',
-    apiKey: values['api-key'] ?? process.env.STRATA_API_KEY,
+    apiKey: values['api-key'] ?? (command === 'workflow' ? process.env.STRATA_ADMIN_API_KEY : undefined) ?? process.env.STRATA_API_KEY,
     namespace: values.ns ?? process.env.STRATA_NAMESPACE ?? 'default',
     ...(values.timeout ? { timeoutMs: Number(values.timeout) } : {}),
   });
@@ -83,6 +94,8 @@ async function main(argv: string[]): Promise<number> {
     case 'stats':
       print(await client.stats());
       return 0;
+    case 'workflow':
+      return workflowCommand(client, positionals.slice(1), values, { stdout: process.stdout, stderr: process.stderr });
     case 'health': {
       const h = await client.health();
       print(h);
@@ -99,6 +112,11 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
+    if (err instanceof UsageError) {
+      process.stderr.write(`strata: ${err.message}\n\n${USAGE}\n`);
+      process.exitCode = 2;
+      return;
+    }
     const msg = err instanceof StrataError ? `${err.code}${err.status ? ` (HTTP ${err.status})` : ''}: ${err.message}` : err instanceof Error ? err.message : String(err);
     process.stderr.write(`strata: ${msg}\n`);
     process.exitCode = 2;

@@ -38,6 +38,7 @@ import type {
   StrataClientOptions,
 } from './types.js';
 import { SDK_VERSION } from './version.js';
+import { WorkflowsClient } from './workflows.js';
 
 /**
  * Keys that cannot travel in a URL path: the WHATWG URL parser behind `fetch` removes `.`/`..` segments even when
@@ -187,6 +188,17 @@ export class StrataClient {
   private readonly transferTimeoutMs: number;
   private inlineLimitBytes: number;
   private readonly inflight = new Map<string, Promise<CacheItem>>();
+  /**
+   * The admin API's workflows: start scale-out / scale-in / evict-to-s3 / tier-migrate executions, follow their
+   * progress, list recent ones. Needs an admin API key in AWS.
+   *
+   * @example
+   * ```ts
+   * const { execution } = await strata.workflows.start('scale-out', { mode: 'parallel' });
+   * const done = await strata.workflows.wait(execution, { onProgress: (d) => console.log(d.progress?.phase) });
+   * ```
+   */
+  readonly workflows: WorkflowsClient;
 
   /**
    * @throws {ValidationError} when an option is invalid (`status` 0).
@@ -222,6 +234,7 @@ export class StrataClient {
       maxRetryAfterMs: nonNegative('maxRetryAfterMs', options.maxRetryAfterMs, DEFAULTS.maxRetryAfterMs),
       onRetry: options.onRetry,
     });
+    this.workflows = new WorkflowsClient({ endpoint: this.endpoint, transport: this.transport, timeoutMs: this.timeoutMs });
   }
 
   /**

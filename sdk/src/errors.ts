@@ -23,6 +23,8 @@ export type ServerErrorCode =
   | 'RATE_LIMITED'
   | 'ORIGIN_FAILED'
   | 'TIER_UNAVAILABLE'
+  | 'EXECUTION_EXISTS'
+  | 'WORKFLOWS_UNAVAILABLE'
   | 'INTERNAL';
 
 /**
@@ -167,7 +169,22 @@ export class UnavailableError extends StrataError {
   }
 }
 
-/** An attempt exceeded `timeoutMs` and every retry did too. `status` is 0. */
+/**
+ * 503 `WORKFLOWS_UNAVAILABLE` (admin API): the deployment has no workflows configured, or Step Functions could not
+ * be reached. A subclass of {@link UnavailableError}, retried like it.
+ */
+export class WorkflowsUnavailableError extends UnavailableError {}
+
+/** 409 `EXECUTION_EXISTS` (admin API): a workflow execution with the requested name already exists. */
+export class ExecutionExistsError extends StrataError {
+  /** The execution name (`details.execution`), when reported. */
+  get execution(): string | undefined {
+    const e = this.details?.execution;
+    return typeof e === 'string' ? e : undefined;
+  }
+}
+
+/** An attempt exceeded `timeoutMs` and every retry did too (or `workflows.wait` ran out of time). `status` is 0. */
 export class TimeoutError extends StrataError {
   override get retryable(): boolean {
     return true;
@@ -213,6 +230,8 @@ const BY_CODE: Record<string, ErrorClass> = {
   RATE_LIMITED: RateLimitedError,
   ORIGIN_FAILED: OriginError,
   TIER_UNAVAILABLE: UnavailableError,
+  EXECUTION_EXISTS: ExecutionExistsError,
+  WORKFLOWS_UNAVAILABLE: WorkflowsUnavailableError,
   INTERNAL: StrataServerError,
 };
 

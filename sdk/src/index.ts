@@ -23,6 +23,8 @@ export {
   TimeoutError,
   NetworkError,
   StrataServerError,
+  WorkflowsUnavailableError,
+  ExecutionExistsError,
   errorFromResponse,
 } from './errors.js';
 export type { ServerErrorCode, ClientErrorCode, StrataErrorCode, StrataErrorInit, ErrorResponseInfo } from './errors.js';
@@ -45,4 +47,22 @@ export type {
   StrataClientOptions,
   TierStats,
 } from './types.js';
+export { WorkflowsClient, WORKFLOW_NAMES } from './workflows.js';
+export type {
+  ScaleInInput,
+  ScaleMode,
+  ScaleOutInput,
+  WorkflowExecution,
+  WorkflowExecutionDetail,
+  WorkflowExecutionStatus,
+  WorkflowInputs,
+  WorkflowListOptions,
+  WorkflowName,
+  WorkflowProgress,
+  WorkflowRequestOptions,
+  WorkflowStartOptions,
+  WorkflowWaitOptions,
+} from './workflows.js';
+export { formatBytes, renderProgressBar } from './progress.js';
+export type { ProgressBarOptions } from './progress.js';
 export { SDK_VERSION } from './version.js';

@@ -70,7 +70,8 @@ function redact(url: string): string {
   }
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Resolves after `ms`, or rejects with the signal's reason when it aborts first. @internal */
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const onAbort = (): void => {

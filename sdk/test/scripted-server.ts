@@ -80,3 +80,18 @@ export function sendRaw(res: ServerResponse, status: number, body: string | Buff
   res.writeHead(status, { 'content-length': Buffer.byteLength(body), ...headers });
   res.end(body);
 }
+
+/**
+ * One scripted server for a whole test file: started before its tests, closed after them. Read `.server` inside
+ * tests (it is set once `beforeAll` has run).
+ */
+export function scriptedServerForSuite(): { readonly server: ScriptedServer } {
+  const holder: { server: ScriptedServer } = { server: undefined as unknown as ScriptedServer };
+  beforeAll(async () => {
+    holder.server = await ScriptedServer.start();
+  });
+  afterAll(async () => {
+    await holder.server?.close();
+  });
+  return holder;
+}

@@ -5,6 +5,7 @@ import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { loadRuntimeEnv } from '../../layers/core/runtime/config.js';
 import { buildApiContext, type BuiltContext } from '../../layers/core/runtime/context.js';
 import { warmTierFromEnv } from '../../layers/core/runtime/warm.js';
+import type { WorkflowService } from '../../layers/core/workflows/service.js';
 import { startLocalServer } from '../../scripts/local/server.js';
 import { freePort } from './services.js';
 import { testRedisUrl, testS3Endpoint, uniqueName } from './env.js';
@@ -19,9 +20,9 @@ export type Backend = 'embedded' | 'redis+s3';
 
 /**
  * Starts the real local server on a free port over real tiers: `embedded` (memory + local folder) or
- * `redis+s3` (the run's redis-server and a fresh LocalStack bucket).
+ * `redis+s3` (the run's redis-server and a fresh LocalStack bucket). `o.workflows` serves the admin routes.
  */
-export async function startTestApi(backend: Backend, extraEnv: Record<string, string> = {}): Promise<TestApi> {
+export async function startTestApi(backend: Backend, extraEnv: Record<string, string> = {}, o: { workflows?: WorkflowService } = {}): Promise<TestApi> {
   const port = await freePort();
   const env: Record<string, string> = { STRATA_PUBLIC_URL: `http://127.0.0.1:${port}`, ...extraEnv };
   let dir: string | undefined;
@@ -36,6 +37,8 @@ export async function startTestApi(backend: Backend, extraEnv: Record<string, st
     Object.assign(env, { STRATA_REDIS_URL: testRedisUrl(), STRATA_S3_BUCKET: bucket, STRATA_S3_ENDPOINT: testS3Endpoint(), AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' });
   }
   const ctx = buildApiContext(loadRuntimeEnv(env), { warmTier: warmTierFromEnv });
+  // The admin routes' workflows (a LocalWorkflowService in tests).
+  if (o.workflows) ctx.workflows = o.workflows;
   const server = await startLocalServer({ context: ctx, port });
   return {
     url: server.url,

@@ -41,16 +41,17 @@ describe('Stacks', () => {
       for (const s of subnets) expect(s.Properties.MapPublicIpOnLaunch).toBe(false);
     });
 
-    it('reaches S3 through a gateway endpoint and only Secrets Manager through an interface endpoint', () => {
+    it('reaches S3 through a gateway endpoint and only Secrets Manager, CloudWatch and EC2 through interface endpoints', () => {
       const t = prod.templates.network;
       t.hasResourceProperties('AWS::EC2::VPCEndpoint', { VpcEndpointType: 'Gateway', ServiceName: Match.objectLike({ 'Fn::Join': Match.arrayWith([Match.arrayWith([Match.stringLikeRegexp('\\.s3$')])]) }) });
       const interfaces = Object.values(t.findResources('AWS::EC2::VPCEndpoint', { Properties: { VpcEndpointType: 'Interface' } })) as { Properties: Json }[];
-      expect(interfaces).toHaveLength(1);
-      expect(JSON.stringify(interfaces[0]!.Properties.ServiceName)).toContain('secretsmanager');
-      expect(interfaces[0]!.Properties.SubnetIds).toHaveLength(3);
-      // dev keeps its interface endpoint in one AZ (cost)
-      const devInterface = only(dev.templates.network.findResources('AWS::EC2::VPCEndpoint', { Properties: { VpcEndpointType: 'Interface' } })) as { Properties: Json };
-      expect(devInterface.Properties.SubnetIds).toHaveLength(1);
+      // Secrets Manager for the cache nodes; CloudWatch (monitoring) and EC2 for the cost publisher.
+      expect(interfaces.map((i) => String(i.Properties.ServiceName).split('.').pop()).sort()).toEqual(['ec2', 'monitoring', 'secretsmanager']);
+      for (const i of interfaces) expect(i.Properties.SubnetIds).toHaveLength(3);
+      // dev keeps its interface endpoints in one AZ (cost)
+      const devInterfaces = Object.values(dev.templates.network.findResources('AWS::EC2::VPCEndpoint', { Properties: { VpcEndpointType: 'Interface' } })) as { Properties: Json }[];
+      expect(devInterfaces).toHaveLength(3);
+      for (const i of devInterfaces) expect(i.Properties.SubnetIds).toHaveLength(1);
     });
 
     it('admits HTTPS to the endpoint from the VPC block only', () => {
@@ -148,11 +149,19 @@ describe('Stacks', () => {
     });
 
     it('scopes the cold-tier policy to the tier prefix of its bucket, with the actions S3Tier uses', () => {
-      const policy = only(prod.templates.data.findResources('AWS::IAM::ManagedPolicy')) as { Properties: { PolicyDocument: { Statement: Json[] } } };
+      const policy = only(prod.templates.data.findResources('AWS::IAM::ManagedPolicy', { Properties: { Description: 'Strata cold tier: objects under v1/ of its bucket' } })) as { Properties: { PolicyDocument: { Statement: Json[] } } };
       const [objects, bucket] = policy.Properties.PolicyDocument.Statement;
       expect(objects).toMatchObject({ Sid: 'TierObjects', Effect: 'Allow', Action: ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject', 's3:PutObjectTagging'] });
       expect(objects!.Resource).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [expect.stringMatching(/^ColdTierBucket/), 'Arn'] }, '/v1/*']] });
       expect(bucket).toEqual({ Sid: 'HeadBucket', Effect: 'Allow', Action: 's3:ListBucket', Resource: { 'Fn::GetAtt': [expect.stringMatching(/^ColdTierBucket/), 'Arn'] } });
+    });
+
+    it('scopes the ring-store policy to its own prefix: read and conditional write of documents, nothing else', () => {
+      const policy = only(prod.templates.data.findResources('AWS::IAM::ManagedPolicy', { Properties: { Description: Match.stringLikeRegexp('ring store') } })) as { Properties: { PolicyDocument: { Statement: Json[] } } };
+      expect(policy.Properties.PolicyDocument.Statement).toEqual([
+        { Sid: 'RingDocuments', Effect: 'Allow', Action: ['s3:GetObject', 's3:PutObject'], Resource: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [expect.stringMatching(/^ColdTierBucket/), 'Arn'] }, '/strata-ring/*']] } },
+        { Sid: 'ListRingPrefix', Effect: 'Allow', Action: 's3:ListBucket', Resource: { 'Fn::GetAtt': [expect.stringMatching(/^ColdTierBucket/), 'Arn'] }, Condition: { StringLike: { 's3:prefix': ['strata-ring/*'] } } },
+      ]);
     });
 
     it('retains data in prod and deletes it with the stack in dev', () => {
@@ -242,27 +251,68 @@ describe('Stacks', () => {
     it('gives every function the runtime settings layers/core/runtime/config.ts reads', () => {
       for (const id of Object.keys(functions())) {
         const vars = (functions()[id]!.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
-        expect(Object.keys(vars).sort()).toEqual(['NODE_OPTIONS', 'STRATA_NEAR_CACHE_MB', 'STRATA_REDIS_CLUSTER', 'STRATA_REDIS_PASSWORD', 'STRATA_REDIS_URL', 'STRATA_REDIS_USERNAME', 'STRATA_S3_BUCKET', 'STRATA_S3_PREFIX', 'STRATA_URL_TTL_SECONDS']);
+        // The admin function also knows the workflows' state machines.
+        const admin = id.startsWith('AdminFunction') ? ['STRATA_WORKFLOW_ARNS'] : [];
+        expect(Object.keys(vars).sort()).toEqual([
+          'NODE_OPTIONS',
+          'STRATA_NEAR_CACHE_MB',
+          'STRATA_NODE_PORT',
+          'STRATA_REDIS_CLUSTER',
+          'STRATA_REDIS_PASSWORD',
+          'STRATA_REDIS_URL',
+          'STRATA_REDIS_USERNAME',
+          'STRATA_S3_BUCKET',
+          'STRATA_S3_PREFIX',
+          'STRATA_URL_TTL_SECONDS',
+          'STRATA_WARM_RING_BUCKET',
+          'STRATA_WARM_RING_PREFIX',
+          'STRATA_WARM_SECRET_ARN',
+          ...admin,
+        ]);
+        // A JSON object (rendered by CloudFormation) naming each workflow's state machine of the Workflows stack.
+        if (admin.length) for (const w of ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate']) expect(JSON.stringify(vars.STRATA_WORKFLOW_ARNS)).toMatch(new RegExp(`\\\\"${w}\\\\":\\\\"".*Strata-prod-Workflows`));
         expect(vars.NODE_OPTIONS).toBe('--enable-source-maps');
         expect(vars.STRATA_REDIS_CLUSTER).toBe('1');
         expect(vars.STRATA_REDIS_USERNAME).toBe('strata-prod-app');
         expect(vars.STRATA_S3_PREFIX).toBe('v1');
         expect(JSON.stringify(vars.STRATA_REDIS_URL)).toMatch(/^\{"Fn::Join":\["",\["rediss:\/\/",.*EndpointAddress.*":",.*EndpointPort/);
         expect(JSON.stringify(vars.STRATA_REDIS_PASSWORD)).toContain('{{resolve:secretsmanager:');
+        // The warm tier: the ring store in the cold tier's bucket, and the fleet secret by ARN only (read at start-up).
+        expect(vars.STRATA_WARM_RING_BUCKET).toEqual(vars.STRATA_S3_BUCKET);
+        expect(vars.STRATA_WARM_RING_PREFIX).toBe('strata-ring');
+        expect(vars.STRATA_NODE_PORT).toBe('7070');
+        expect(vars.STRATA_WARM_SECRET_ARN).toEqual({ 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Fleet', OutputName: expect.stringMatching(/^PublishOutputRefCacheNodesSharedSecret/) }) });
       }
     });
 
-    it('grants each function its logs, VPC networking and the cold-tier policy, nothing else', () => {
+    it('grants each function its logs, VPC networking, the cold-tier and ring-store policies and read of the fleet secret, nothing else', () => {
       const t = prod.templates.api;
       const roles = t.findResources('AWS::IAM::Role', { Properties: { AssumeRolePolicyDocument: { Statement: [{ Principal: { Service: 'lambda.amazonaws.com' } }] } } }) as Record<string, { Properties: Json }>;
-      expect(Object.keys(roles)).toHaveLength(4);
-      for (const r of Object.values(roles)) expect(JSON.stringify(r.Properties.ManagedPolicyArns)).toMatch(/^\[\{"Fn::GetStackOutput":\{"StackName":"Strata-prod-Data",.*ColdTierAccessPolicy/);
-      for (const p of Object.values(t.findResources('AWS::IAM::Policy')) as { Properties: { PolicyDocument: { Statement: Json[] } } }[]) {
-        const [logsStatement, eni] = p.Properties.PolicyDocument.Statement;
+      expect(Object.keys(roles)).toHaveLength(new Set(API_ROUTES.map((r) => r.fn)).size);
+      const dataOutput = (name: RegExp) => ({ 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Data', OutputName: expect.stringMatching(name) }) });
+      for (const r of Object.values(roles)) expect(r.Properties.ManagedPolicyArns).toEqual([dataOutput(/^PublishOutputRefColdTierAccessPolicy/), dataOutput(/^PublishOutputRefColdTierRingStorePolicy/)]);
+      const policies = Object.values(t.findResources('AWS::IAM::Policy')) as { Properties: { PolicyDocument: { Statement: Json[] } } }[];
+      expect(policies).toHaveLength(Object.keys(roles).length);
+      for (const p of policies) {
+        const [logsStatement, eni, secret] = p.Properties.PolicyDocument.Statement;
         expect(logsStatement).toEqual({ Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Effect: 'Allow', Resource: { 'Fn::GetAtt': [expect.stringMatching(/Logs/), 'Arn'] } });
         expect(eni!.Action).toEqual(['ec2:AssignPrivateIpAddresses', 'ec2:CreateNetworkInterface', 'ec2:DeleteNetworkInterface', 'ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets', 'ec2:UnassignPrivateIpAddresses']);
-        expect(p.Properties.PolicyDocument.Statement).toHaveLength(2);
+        // The fleet's shared secret, that secret only (the warm tier reads it at start-up).
+        expect(secret).toEqual({
+          Action: ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'],
+          Effect: 'Allow',
+          Resource: { 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Fleet', OutputName: expect.stringMatching(/^PublishOutputRefCacheNodesSharedSecret/) }) },
+        });
+        const rest = p.Properties.PolicyDocument.Statement.slice(3);
+        if (rest.length === 0) continue;
+        // The admin function: start and list executions of the four state machines, describe their executions.
+        expect(rest).toEqual([
+          { Action: ['states:ListExecutions', 'states:StartExecution'], Effect: 'Allow', Resource: expect.arrayContaining([{ 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Workflows' }) }]) },
+          { Action: 'states:DescribeExecution', Effect: 'Allow', Resource: ['evict-to-s3', 'scale-in', 'scale-out', 'tier-migrate'].map((w) => ({ 'Fn::Join': ['', ['arn:aws:states:us-east-1:', { Ref: 'AWS::AccountId' }, `:execution:strata-prod-${w}:*`]] })) },
+        ]);
+        expect((rest[0]!.Resource as unknown[]).length).toBe(4);
       }
+      expect(policies.filter((p) => p.Properties.PolicyDocument.Statement.length > 3)).toHaveLength(1);
     });
 
     it('generates one method per API route, each a Lambda proxy to its group and requiring an API key', () => {
@@ -276,12 +326,13 @@ describe('Stacks', () => {
       const methods = Object.values(t.findResources('AWS::ApiGateway::Method')) as { Properties: Json }[];
       const generated = methods.map((m) => {
         const p = m.Properties;
-        expect(p).toMatchObject({ ApiKeyRequired: true, AuthorizationType: 'NONE', Integration: { Type: 'AWS_PROXY', IntegrationHttpMethod: 'POST' } });
+        expect(p).toMatchObject({ ApiKeyRequired: true, Integration: { Type: 'AWS_PROXY', IntegrationHttpMethod: 'POST' } });
         const uri = JSON.stringify((p.Integration as Json).Uri);
-        const fn = ['keys', 'batch', 'transfer', 'service'].find((f) => uri.includes(fnLogicalId(f)))!;
-        return `${p.HttpMethod as string} ${pathOf((p.ResourceId as { Ref: string }).Ref)} ${fn}`;
+        const fn = ['keys', 'batch', 'transfer', 'service', 'admin'].find((f) => uri.includes(fnLogicalId(f)))!;
+        return `${p.HttpMethod as string} ${pathOf((p.ResourceId as { Ref: string }).Ref)} ${fn} ${p.AuthorizationType as string}`;
       });
-      expect(generated.sort()).toEqual(API_ROUTES.map((r) => `${r.method} ${r.resource} ${r.fn}`).sort());
+      // Admin routes also need an IAM principal (SigV4); the others the API key alone.
+      expect(generated.sort()).toEqual(API_ROUTES.map((r) => `${r.method} ${r.resource} ${r.fn} ${r.auth === 'admin' ? 'AWS_IAM' : 'NONE'}`).sort());
     });
 
     it('validates path parameters of every parameterised route', () => {
@@ -310,7 +361,8 @@ describe('Stacks', () => {
 
     it('outputs the API URL and every tenant\'s key id', () => {
       const outputs = prod.templates.api.toJSON().Outputs as Record<string, unknown>;
-      expect(Object.keys(outputs).sort()).toEqual(['ApiKeyIdAnalytics', 'ApiKeyIdWeb', 'ApiUrl']);
+      // PublishOutputRef*: CDK's weak cross-stack references (the Monitoring stack reads the functions' names).
+      expect(Object.keys(outputs).filter((o) => !o.startsWith('PublishOutputRef')).sort()).toEqual(['ApiKeyIdAnalytics', 'ApiKeyIdWeb', 'ApiUrl']);
     });
   });
 
@@ -326,14 +378,18 @@ describe('Stacks', () => {
   });
 
   describe('Everywhere', () => {
-    it.each(['dev', 'prod'] as const)('%s: IAM statements name their resources; only VPC networking uses "*"', (env) => {
+    it.each(['dev', 'prod'] as const)('%s: IAM statements name their resources; only VPC networking and the cost publisher\'s reads use "*"', (env) => {
       const s = env === 'dev' ? dev : prod;
       for (const key of STACK_KEYS) {
         for (const st of statements(s.templates[key].toJSON().Resources as Resources)) {
           const resources = asArray(st.Resource);
           const actions = asArray(st.Action as string | string[]);
           expect(actions.some((a) => a.endsWith('*'))).toBe(false);
-          if (resources.includes('*')) expect(actions.every((a) => /^ec2:(\w+NetworkInterfaces?|DescribeSubnets|(Assign|Unassign)PrivateIpAddresses)$/.test(a))).toBe(true);
+          // Actions without resource-level permissions: VPC networking, and the cost publisher's read-only calls
+          // and its PutMetricData, which must be limited by a namespace condition.
+          // ... and the state machines' X-Ray tracing and log delivery, which take no resource.
+          if (resources.includes('*')) expect(actions.filter((a) => !/^(ec2:(\w+NetworkInterfaces?|DescribeSubnets|(Assign|Unassign)PrivateIpAddresses|DescribeInstances|DescribeVolumes)|cloudwatch:(GetMetricData|PutMetricData)|xray:(PutTraceSegments|PutTelemetryRecords|GetSamplingRules|GetSamplingTargets)|logs:(CreateLogDelivery|GetLogDelivery|UpdateLogDelivery|DeleteLogDelivery|ListLogDeliveries|PutResourcePolicy|DescribeResourcePolicies|DescribeLogGroups))$/.test(a))).toEqual([]);
+          if (actions.includes('cloudwatch:PutMetricData')) expect(st.Condition).toEqual({ StringEquals: { 'cloudwatch:namespace': expect.any(Array) } });
         }
       }
     });

@@ -14,20 +14,12 @@ import {
   type RetryInfo,
   type StrataClientOptions,
 } from '../../sdk/src/index.js';
-import { ScriptedServer, sendError, sendJson, sendRaw, type RecordedRequest } from '../../sdk/test/scripted-server.js';
+import { ScriptedServer, scriptedServerForSuite, sendError, sendJson, sendRaw, type RecordedRequest } from '../../sdk/test/scripted-server.js';
 
-let srv: ScriptedServer;
-
-beforeAll(async () => {
-  srv = await ScriptedServer.start();
-});
-
-afterAll(async () => {
-  await srv.close();
-});
+const suite = scriptedServerForSuite();
 
 function client(extra: Partial<StrataClientOptions> = {}): StrataClient {
-  return new StrataClient({ endpoint: srv.url, apiKey: 'test-key', namespace: 'app', retryBaseDelayMs: 1, retryMaxDelayMs: 5, timeoutMs: 2000, ...extra });
+  return new StrataClient({ endpoint: suite.server.url, apiKey: 'test-key', namespace: 'app', retryBaseDelayMs: 1, retryMaxDelayMs: 5, timeoutMs: 2000, ...extra });
 }
 
 function putResponse(req: RecordedRequest, version = 7): Record<string, unknown> {
@@ -53,16 +45,16 @@ describe('key encoding on the wire', () => {
   ];
 
   it.each(cases)('GET %j is sent as /keys/%s', async (key, wire) => {
-    srv.script((_req, res) => sendRaw(res, 200, 'v', { 'x-strata-version': '1' }));
+    suite.server.script((_req, res) => sendRaw(res, 200, 'v', { 'x-strata-version': '1' }));
     const item = await client().get(key);
     expect(item?.text()).toBe('v');
-    expect(srv.requests).toHaveLength(1);
-    expect(srv.requests[0]!.url).toBe(`/v1/ns/app/keys/${wire}`);
+    expect(suite.server.requests).toHaveLength(1);
+    expect(suite.server.requests[0]!.url).toBe(`/v1/ns/app/keys/${wire}`);
     expect(decodeURIComponent(wire)).toBe(key);
   });
 
   it('uses the same encoding for PUT, HEAD, DELETE and uploads', async () => {
-    srv.script((req, res) => {
+    suite.server.script((req, res) => {
       if (req.method === 'PUT') return sendJson(res, 200, putResponse(req));
       if (req.method === 'DELETE') return sendRaw(res, 204, '', { 'x-strata-version': '9' });
       if (req.path.endsWith('/complete')) return sendJson(res, 200, { ns: 'app', key: 'a/b c', version: 3, expiresAt: null, size: 10, tiers: ['cold'] });
@@ -74,7 +66,7 @@ describe('key encoding on the wire', () => {
     await c.has('a/b c');
     await c.delete('a/b c');
     await c.put('a/b c', '0123456789');
-    expect(srv.requests.map((r) => `${r.method} ${r.url}`)).toEqual([
+    expect(suite.server.requests.map((r) => `${r.method} ${r.url}`)).toEqual([
       'PUT /v1/ns/app/keys/a%2Fb%20c',
       'HEAD /v1/ns/app/keys/a%2Fb%20c',
       'DELETE /v1/ns/app/keys/a%2Fb%20c',
@@ -85,14 +77,14 @@ describe('key encoding on the wire', () => {
   });
 
   it('documents why "." and ".." cannot go in the path: fetch normalises %2E%2E segments away', async () => {
-    srv.script((_req, res) => sendRaw(res, 200, ''));
-    await fetch(`${srv.url}/v1/ns/app/keys/%2E%2E`);
-    await fetch(`${srv.url}/v1/ns/app/keys/%2E`);
-    expect(srv.requests.map((r) => r.url)).toEqual(['/v1/ns/app/', '/v1/ns/app/keys/']);
+    suite.server.script((_req, res) => sendRaw(res, 200, ''));
+    await fetch(`${suite.server.url}/v1/ns/app/keys/%2E%2E`);
+    await fetch(`${suite.server.url}/v1/ns/app/keys/%2E`);
+    expect(suite.server.requests.map((r) => r.url)).toEqual(['/v1/ns/app/', '/v1/ns/app/keys/']);
   });
 
   it('routes the keys "." and ".." through the batch endpoints, where keys travel in the JSON body', async () => {
-    srv.script((req, res) => {
+    suite.server.script((req, res) => {
       const body = JSON.parse(req.body.toString()) as { keys?: string[]; items?: Array<{ key: string; value: string }> };
       if (req.path.endsWith('/batch/get')) return sendJson(res, 200, { items: body.keys!.map((key) => ({ key, found: true, value: b64(`v${key}`), version: 4, expiresAt: null, tier: 'hot', tags: [] })) });
       if (req.path.endsWith('/batch/put')) return sendJson(res, 200, { items: body.items!.map((it) => ({ key: it.key, version: 5, expiresAt: null, size: 1 })) });
@@ -103,7 +95,7 @@ describe('key encoding on the wire', () => {
     expect(await c.has('.')).toBe(true);
     expect(await c.put('..', 'x')).toMatchObject({ key: '..', version: 5 });
     expect(await c.delete('.')).toEqual({ version: 6 });
-    expect(srv.requests.map((r) => `${r.method} ${r.path} ${r.body.toString()}`)).toEqual([
+    expect(suite.server.requests.map((r) => `${r.method} ${r.path} ${r.body.toString()}`)).toEqual([
       'POST /v1/ns/app/batch/get {"keys":[".."]}',
       'POST /v1/ns/app/batch/get {"keys":["."]}',
       `POST /v1/ns/app/batch/put {"items":[{"key":"..","value":"${b64('x')}","contentType":"text/plain; charset=utf-8"}]}`,
@@ -113,23 +105,23 @@ describe('key encoding on the wire', () => {
   });
 
   it('rejects invalid keys, namespaces and tags before sending anything', async () => {
-    srv.script((_req, res) => sendRaw(res, 200, ''));
+    suite.server.script((_req, res) => sendRaw(res, 200, ''));
     const c = client();
     for (const p of [c.get(''), c.get('x'.repeat(513)), c.get('\uD800'), c.get('k', { ns: 'Bad NS' }), c.put('k', 'v', { tags: ['a,b'] })]) {
       await expect(p).rejects.toMatchObject({ name: 'ValidationError', code: 'VALIDATION_FAILED', status: 0 });
     }
     expect(() => new StrataClient({ endpoint: 'not a url' })).toThrow(ValidationError);
-    expect(srv.requests).toHaveLength(0);
+    expect(suite.server.requests).toHaveLength(0);
     await client().get('é'.repeat(256)); // 512 bytes: accepted
-    expect(srv.requests).toHaveLength(1);
+    expect(suite.server.requests).toHaveLength(1);
   });
 });
 
 describe('requests and values', () => {
   it('sends the api key, ttl, tags, preconditions, content type and user agent on PUT', async () => {
-    srv.script((req, res) => sendJson(res, 200, { ...putResponse(req, 12), expiresAt: '2030-01-02T03:04:05.000Z' }));
+    suite.server.script((req, res) => sendJson(res, 200, { ...putResponse(req, 12), expiresAt: '2030-01-02T03:04:05.000Z' }));
     const res = await client().put('k', 'hello', { ns: 'other', ttl: 60, tags: ['a', 'b:c'], ifMatch: 11 });
-    const req = srv.requests[0]!;
+    const req = suite.server.requests[0]!;
     expect(req.method).toBe('PUT');
     expect(req.url).toBe('/v1/ns/other/keys/k');
     expect(req.headers['x-api-key']).toBe('test-key');
@@ -143,7 +135,7 @@ describe('requests and values', () => {
     expect(res).toEqual({ ns: 'app', key: 'k', version: 12, expiresAt: new Date('2030-01-02T03:04:05.000Z'), size: 5, tiers: ['hot', 'cold'] });
 
     await client({ apiKey: undefined, userAgent: 'custom/1' }).put('k', 'v', { ifNoneMatch: '*' });
-    const second = srv.requests[1]!;
+    const second = suite.server.requests[1]!;
     expect(second.headers['if-none-match']).toBe('*');
     expect(second.headers['x-api-key']).toBeUndefined();
     expect(second.headers['x-strata-ttl']).toBeUndefined();
@@ -152,7 +144,7 @@ describe('requests and values', () => {
   });
 
   it('encodes bytes, strings, JSON values and honours contentType', async () => {
-    srv.script((req, res) => sendJson(res, 200, putResponse(req)));
+    suite.server.script((req, res) => sendJson(res, 200, putResponse(req)));
     const c = client();
     await c.put('bytes', new Uint8Array([0, 255, 1]));
     await c.put('buffer', Buffer.from('buf'));
@@ -161,7 +153,7 @@ describe('requests and values', () => {
     await c.put('obj', { a: 1, nested: [true, null] });
     await c.put('num', 42);
     await c.put('custom', '<b/>', { contentType: 'text/html' });
-    const seen = srv.requests.map((r) => [r.headers['content-type'], [...r.body]]);
+    const seen = suite.server.requests.map((r) => [r.headers['content-type'], [...r.body]]);
     expect(seen).toEqual([
       ['application/octet-stream', [0, 255, 1]],
       ['application/octet-stream', [...Buffer.from('buf')]],
@@ -175,7 +167,7 @@ describe('requests and values', () => {
   });
 
   it('get returns the bytes and metadata; 404 NOT_FOUND resolves undefined', async () => {
-    srv.script((req, res) => {
+    suite.server.script((req, res) => {
       if (req.path.endsWith('/hit')) {
         return sendRaw(res, 200, '{"n":1}', {
           'content-type': 'application/json',
@@ -200,97 +192,97 @@ describe('requests and values', () => {
     expect(bin.expiresAt).toBeNull();
     expect(bin.tags).toEqual([]);
     expect(await c.get('missing')).toBeUndefined();
-    expect(srv.requests[0]!.headers['x-api-key']).toBe('test-key');
+    expect(suite.server.requests[0]!.headers['x-api-key']).toBe('test-key');
   });
 
   it('get does not mistake ROUTE_NOT_FOUND or a non-JSON 404 for a miss', async () => {
-    srv.script((req, res) => (req.path.includes('route') ? sendError(res, 404, 'ROUTE_NOT_FOUND', 'no route') : sendRaw(res, 404, '<html>nginx</html>', { 'content-type': 'text/html' })));
+    suite.server.script((req, res) => (req.path.includes('route') ? sendError(res, 404, 'ROUTE_NOT_FOUND', 'no route') : sendRaw(res, 404, '<html>nginx</html>', { 'content-type': 'text/html' })));
     await expect(client().get('route')).rejects.toMatchObject({ name: 'NotFoundError', code: 'ROUTE_NOT_FOUND', status: 404 });
     await expect(client().get('html')).rejects.toMatchObject({ name: 'NotFoundError', code: 'HTTP_ERROR', status: 404 });
   });
 
   it('has() uses HEAD: 200 → true, 404 → false', async () => {
-    srv.script((req, res) => (req.path.endsWith('/yes') ? sendRaw(res, 200, '', { 'x-strata-version': '1' }) : sendRaw(res, 404, '')));
+    suite.server.script((req, res) => (req.path.endsWith('/yes') ? sendRaw(res, 200, '', { 'x-strata-version': '1' }) : sendRaw(res, 404, '')));
     expect(await client().has('yes')).toBe(true);
     expect(await client().has('no')).toBe(false);
-    expect(srv.requests.map((r) => r.method)).toEqual(['HEAD', 'HEAD']);
+    expect(suite.server.requests.map((r) => r.method)).toEqual(['HEAD', 'HEAD']);
   });
 
   it('delete() returns the tombstone version and sends if-match', async () => {
-    srv.script((_req, res) => sendRaw(res, 204, '', { 'x-strata-version': '42' }));
+    suite.server.script((_req, res) => sendRaw(res, 204, '', { 'x-strata-version': '42' }));
     expect(await client().delete('k', { ifMatch: 41 })).toEqual({ version: 42 });
-    expect(srv.requests[0]!.method).toBe('DELETE');
-    expect(srv.requests[0]!.headers['if-match']).toBe('41');
+    expect(suite.server.requests[0]!.method).toBe('DELETE');
+    expect(suite.server.requests[0]!.headers['if-match']).toBe('41');
   });
 
   it('stats() and health(), including a 503 health report', async () => {
-    srv.script((req, res) => {
+    suite.server.script((req, res) => {
       if (req.path === '/v1/stats') return sendJson(res, 200, { uptimeSeconds: 5, tiers: [{ name: 'hot', kind: 'redis', hits: 1, misses: 2, errors: 0 }], requests: {} });
       return sendJson(res, 503, { status: 'down', tiers: { hot: { kind: 'redis', ok: false } } });
     });
     const c = client();
     expect((await c.stats()).tiers[0]).toMatchObject({ name: 'hot', hits: 1 });
     expect(await c.health()).toEqual({ status: 'down', tiers: { hot: { kind: 'redis', ok: false } } });
-    expect(srv.count('GET', '/v1/health')).toBe(1);
+    expect(suite.server.count('GET', '/v1/health')).toBe(1);
   });
 });
 
 describe('retries', () => {
   it('retries 503 and succeeds, counting attempts', async () => {
     let n = 0;
-    srv.script((_req, res) => (++n <= 2 ? sendError(res, 503, 'TIER_UNAVAILABLE', 'all tiers down') : sendRaw(res, 200, 'ok', { 'x-strata-version': '1' })));
+    suite.server.script((_req, res) => (++n <= 2 ? sendError(res, 503, 'TIER_UNAVAILABLE', 'all tiers down') : sendRaw(res, 200, 'ok', { 'x-strata-version': '1' })));
     const retries: RetryInfo[] = [];
     const item = await client({ onRetry: (i) => retries.push(i) }).get('k');
     expect(item?.text()).toBe('ok');
-    expect(srv.requests).toHaveLength(3);
+    expect(suite.server.requests).toHaveLength(3);
     expect(retries.map((r) => [r.attempt, r.error.code])).toEqual([[1, 'TIER_UNAVAILABLE'], [2, 'TIER_UNAVAILABLE']]);
     for (const r of retries) expect(r.delayMs).toBeLessThanOrEqual(5);
   });
 
   it('retries 429 honouring retry-after, capped by maxRetryAfterMs', async () => {
     let n = 0;
-    srv.script((req, res) => (++n === 1 ? sendError(res, 429, 'RATE_LIMITED', 'slow down', undefined, { 'retry-after': '1' }) : sendJson(res, 200, putResponse(req))));
+    suite.server.script((req, res) => (++n === 1 ? sendError(res, 429, 'RATE_LIMITED', 'slow down', undefined, { 'retry-after': '1' }) : sendJson(res, 200, putResponse(req))));
     const retries: RetryInfo[] = [];
     const started = Date.now();
     await client({ onRetry: (i) => retries.push(i) }).put('k', 'v');
-    expect(srv.requests).toHaveLength(2);
+    expect(suite.server.requests).toHaveLength(2);
     expect(retries).toHaveLength(1);
     expect(retries[0]!.delayMs).toBe(1000);
     expect(retries[0]!.error).toBeInstanceOf(RateLimitedError);
     expect(Date.now() - started).toBeGreaterThanOrEqual(950);
 
     n = 0;
-    srv.script((req, res) => (++n === 1 ? sendError(res, 429, 'RATE_LIMITED', 'slow down', undefined, { 'retry-after': '120' }) : sendJson(res, 200, putResponse(req))));
+    suite.server.script((req, res) => (++n === 1 ? sendError(res, 429, 'RATE_LIMITED', 'slow down', undefined, { 'retry-after': '120' }) : sendJson(res, 200, putResponse(req))));
     retries.length = 0;
     await client({ onRetry: (i) => retries.push(i), maxRetryAfterMs: 20 }).put('k', 'v');
     expect(retries.map((r) => r.delayMs)).toEqual([20]);
   });
 
   it('does not retry 400 or 409', async () => {
-    srv.script((_req, res) => sendError(res, 400, 'VALIDATION_FAILED', 'ttl: bad', { field: 'ttl' }));
+    suite.server.script((_req, res) => sendError(res, 400, 'VALIDATION_FAILED', 'ttl: bad', { field: 'ttl' }));
     await expect(client().put('k', 'v', { ttl: -1 })).rejects.toMatchObject({ name: 'ValidationError', field: 'ttl' });
-    expect(srv.requests).toHaveLength(1);
-    srv.script((_req, res) => sendError(res, 409, 'VERSION_CONFLICT', 'stale', { current: 8 }));
+    expect(suite.server.requests).toHaveLength(1);
+    suite.server.script((_req, res) => sendError(res, 409, 'VERSION_CONFLICT', 'stale', { current: 8 }));
     const err = await client().put('k', 'v', { ifMatch: 7 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(VersionConflictError);
     expect((err as VersionConflictError).current).toBe(8);
-    expect(srv.requests).toHaveLength(1);
+    expect(suite.server.requests).toHaveLength(1);
   });
 
   it('gives up after `retries` with the last error', async () => {
-    srv.script((_req, res) => sendRaw(res, 502, '<html>Bad Gateway</html>', { 'content-type': 'text/html' }));
+    suite.server.script((_req, res) => sendRaw(res, 502, '<html>Bad Gateway</html>', { 'content-type': 'text/html' }));
     await expect(client({ retries: 2 }).get('k')).rejects.toMatchObject({ name: 'UnavailableError', code: 'HTTP_ERROR', status: 502 });
-    expect(srv.requests).toHaveLength(3);
+    expect(suite.server.requests).toHaveLength(3);
   });
 
   it('times out each attempt and raises TimeoutError after the retries', async () => {
-    srv.script(() => {
+    suite.server.script(() => {
       /* never answer */
     });
     const err = await client({ timeoutMs: 50, retries: 2 }).get('slow').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TimeoutError);
     expect(err).toMatchObject({ code: 'TIMEOUT', status: 0, retryable: true });
-    expect(srv.requests).toHaveLength(3);
+    expect(suite.server.requests).toHaveLength(3);
   });
 
   it('raises NetworkError when nothing listens (after retrying)', async () => {
@@ -306,41 +298,41 @@ describe('retries', () => {
 
   it('retries a conditional write only when the server certainly did not process it', async () => {
     // 503 after a conditional PUT: ambiguous, not retried.
-    srv.script((_req, res) => sendError(res, 503, 'TIER_UNAVAILABLE', 'down'));
+    suite.server.script((_req, res) => sendError(res, 503, 'TIER_UNAVAILABLE', 'down'));
     await expect(client().put('k', 'v', { ifNoneMatch: '*' })).rejects.toBeInstanceOf(UnavailableError);
-    expect(srv.requests).toHaveLength(1);
+    expect(suite.server.requests).toHaveLength(1);
     // Connection reset after the request was sent: ambiguous, not retried.
-    srv.script((_req, _res, raw) => void raw.socket.destroy());
+    suite.server.script((_req, _res, raw) => void raw.socket.destroy());
     await expect(client().delete('k', { ifMatch: 3 })).rejects.toMatchObject({ name: 'NetworkError', connectFailed: false });
-    expect(srv.requests).toHaveLength(1);
+    expect(suite.server.requests).toHaveLength(1);
     // ... while the unconditional write is retried.
     let n = 0;
-    srv.script((req, res, raw) => (++n === 1 ? void raw.socket.destroy() : sendJson(res, 200, putResponse(req))));
+    suite.server.script((req, res, raw) => (++n === 1 ? void raw.socket.destroy() : sendJson(res, 200, putResponse(req))));
     await client().put('k', 'v');
-    expect(srv.requests).toHaveLength(2);
+    expect(suite.server.requests).toHaveLength(2);
     // 429 is throttling before the handler: retried even for conditional writes.
     n = 0;
-    srv.script((req, res) => (++n === 1 ? sendError(res, 429, 'RATE_LIMITED', 'slow', undefined, { 'retry-after': '0' }) : sendJson(res, 200, putResponse(req))));
+    suite.server.script((req, res) => (++n === 1 ? sendError(res, 429, 'RATE_LIMITED', 'slow', undefined, { 'retry-after': '0' }) : sendJson(res, 200, putResponse(req))));
     await client().put('k', 'v', { ifMatch: 1 });
-    expect(srv.requests).toHaveLength(2);
+    expect(suite.server.requests).toHaveLength(2);
   });
 
   it('a caller abort rejects with the signal reason and stops retrying', async () => {
-    srv.script(() => {
+    suite.server.script(() => {
       /* never answer */
     });
     const ac = new AbortController();
     const p = client({ timeoutMs: 10_000 }).get('k', { signal: ac.signal });
     setTimeout(() => ac.abort(new Error('caller gave up')), 20);
     await expect(p).rejects.toThrow('caller gave up');
-    expect(srv.requests).toHaveLength(1);
+    expect(suite.server.requests).toHaveLength(1);
   });
 });
 
 describe('getOrSet', () => {
   it('coalesces 10 concurrent calls into one GET, one loader call and one PUT', async () => {
     const stored = new Map<string, Buffer>();
-    srv.script(async (req, res) => {
+    suite.server.script(async (req, res) => {
       if (req.method === 'GET') {
         await new Promise((r) => setTimeout(r, 20));
         const v = stored.get(req.path);
@@ -358,9 +350,9 @@ describe('getOrSet', () => {
     };
     const items = await Promise.all(Array.from({ length: 10 }, () => c.getOrSet('user:1', loader, { ttl: 30 })));
     expect(loads).toBe(1);
-    expect(srv.count('GET')).toBe(1);
-    expect(srv.count('PUT')).toBe(1);
-    expect(srv.requests.find((r) => r.method === 'PUT')!.headers['x-strata-ttl']).toBe('30');
+    expect(suite.server.count('GET')).toBe(1);
+    expect(suite.server.count('PUT')).toBe(1);
+    expect(suite.server.requests.find((r) => r.method === 'PUT')!.headers['x-strata-ttl']).toBe('30');
     for (const it of items) expect(it).toMatchObject({ key: 'user:1', version: 2, tier: 'loader', contentType: 'application/json' });
     expect(items[0]!.json()).toEqual({ answer: 42 });
 
@@ -374,19 +366,19 @@ describe('getOrSet', () => {
 
   it('with ifNoneMatch, losing the race to another writer returns the winner\'s entry', async () => {
     let gets = 0;
-    srv.script((req, res) => {
+    suite.server.script((req, res) => {
       if (req.method === 'PUT') return sendError(res, 409, 'VERSION_CONFLICT', 'exists', { current: 4 });
       return ++gets === 1 ? sendError(res, 404, 'NOT_FOUND', 'miss') : sendRaw(res, 200, 'winner', { 'x-strata-version': '4', 'x-strata-tier': 'hot' });
     });
     const item = await client().getOrSet('k', () => 'loser', { ifNoneMatch: '*' });
     expect(item).toMatchObject({ version: 4, tier: 'hot' });
     expect(item.text()).toBe('winner');
-    expect(srv.requests.map((r) => r.method)).toEqual(['GET', 'PUT', 'GET']);
-    expect(srv.requests[1]!.headers['if-none-match']).toBe('*');
+    expect(suite.server.requests.map((r) => r.method)).toEqual(['GET', 'PUT', 'GET']);
+    expect(suite.server.requests[1]!.headers['if-none-match']).toBe('*');
   });
 
   it('propagates a loader failure to every waiter and does not cache it', async () => {
-    srv.script((req, res) => (req.method === 'GET' ? sendError(res, 404, 'NOT_FOUND', 'miss') : sendJson(res, 200, putResponse(req))));
+    suite.server.script((req, res) => (req.method === 'GET' ? sendError(res, 404, 'NOT_FOUND', 'miss') : sendJson(res, 200, putResponse(req))));
     let loads = 0;
     const c = client();
     const all = await Promise.allSettled(Array.from({ length: 3 }, () => c.getOrSet('k', async () => {
@@ -395,11 +387,11 @@ describe('getOrSet', () => {
     })));
     expect(all.every((r) => r.status === 'rejected')).toBe(true);
     expect(loads).toBe(1);
-    expect(srv.count('PUT')).toBe(0);
+    expect(suite.server.count('PUT')).toBe(0);
     // The failure is not remembered: the next call loads again.
     expect((await c.getOrSet('k', () => 'ok')).text()).toBe('ok');
-    expect(srv.count('GET')).toBe(2);
-    expect(srv.count('PUT')).toBe(1);
+    expect(suite.server.count('GET')).toBe(2);
+    expect(suite.server.count('PUT')).toBe(1);
   });
 });
 
@@ -407,7 +399,7 @@ describe('batches', () => {
   const keys = Array.from({ length: 250 }, (_, i) => `k${i}`);
 
   it('getMany chunks 250 keys into 3 requests and leaves missing keys out', async () => {
-    srv.script((req, res) => {
+    suite.server.script((req, res) => {
       const { keys: asked } = JSON.parse(req.body.toString()) as { keys: string[] };
       const items = asked.map((key) => (Number(key.slice(1)) % 2 === 0
         ? { key, found: true, value: b64(`val-${key}`), version: 1, expiresAt: '2030-01-01T00:00:00.000Z', tier: 'hot', contentType: 'text/plain', tags: ['t'] }
@@ -415,8 +407,8 @@ describe('batches', () => {
       sendJson(res, 200, { items });
     });
     const items = await client().getMany(keys);
-    expect(srv.requests.map((r) => `${r.method} ${r.path} ${r.headers['content-type']}`)).toEqual(Array(3).fill('POST /v1/ns/app/batch/get application/json'));
-    expect(srv.requests.map((r) => (JSON.parse(r.body.toString()) as { keys: string[] }).keys.length).sort()).toEqual([100, 100, 50]);
+    expect(suite.server.requests.map((r) => `${r.method} ${r.path} ${r.headers['content-type']}`)).toEqual(Array(3).fill('POST /v1/ns/app/batch/get application/json'));
+    expect(suite.server.requests.map((r) => (JSON.parse(r.body.toString()) as { keys: string[] }).keys.length).sort()).toEqual([100, 100, 50]);
     expect(items.size).toBe(125);
     expect(items.has('k1')).toBe(false);
     const k4 = items.get('k4')!;
@@ -426,13 +418,13 @@ describe('batches', () => {
   });
 
   it('putMany chunks 250 items into 3 requests with base64 values and keeps input order', async () => {
-    srv.script((req, res) => {
+    suite.server.script((req, res) => {
       const { items } = JSON.parse(req.body.toString()) as { items: Array<{ key: string; value: string }> };
       sendJson(res, 200, { items: items.map((it) => ({ key: it.key, version: Number(it.key.slice(1)) + 1000, expiresAt: null, size: Buffer.from(it.value, 'base64').length })) });
     });
     const results = await client().putMany(keys.map((key, i) => ({ key, value: i % 2 ? { i } : `v${i}`, ...(i === 3 ? { ttl: 5, tags: ['own'] } : {}) })), { ttl: 60 });
-    expect(srv.requests).toHaveLength(3);
-    const sent = srv.requests.flatMap((r) => (JSON.parse(r.body.toString()) as { items: Array<Record<string, unknown>> }).items);
+    expect(suite.server.requests).toHaveLength(3);
+    const sent = suite.server.requests.flatMap((r) => (JSON.parse(r.body.toString()) as { items: Array<Record<string, unknown>> }).items);
     expect(sent).toHaveLength(250);
     const byKey = new Map(sent.map((it) => [it.key, it]));
     expect(byKey.get('k0')).toEqual({ key: 'k0', value: b64('v0'), ttl: 60, contentType: 'text/plain; charset=utf-8' });
@@ -442,12 +434,12 @@ describe('batches', () => {
   });
 
   it('deleteMany chunks 250 keys into 3 requests', async () => {
-    srv.script((req, res) => {
+    suite.server.script((req, res) => {
       const { keys: asked } = JSON.parse(req.body.toString()) as { keys: string[] };
       sendJson(res, 200, { items: asked.map((key) => ({ key, version: 9 })) });
     });
     const results = await client().deleteMany(keys);
-    expect(srv.requests.map((r) => r.path)).toEqual(Array(3).fill('/v1/ns/app/batch/delete'));
+    expect(suite.server.requests.map((r) => r.path)).toEqual(Array(3).fill('/v1/ns/app/batch/delete'));
     expect(results).toHaveLength(250);
     expect(results[0]).toEqual({ key: 'k0', version: 9 });
   });
@@ -456,9 +448,9 @@ describe('batches', () => {
 describe('large values', () => {
   it('uploads values above inlineLimitBytes through upload URL → presigned PUT → complete', async () => {
     const big = Buffer.alloc(5000, 7);
-    srv.script((req, res) => {
+    suite.server.script((req, res) => {
       if (req.method === 'POST' && req.path === '/v1/ns/app/uploads/big%2Fone') {
-        return sendJson(res, 200, { uploadId: 'up-1', url: `${srv.url}/fake-s3/obj?X-Amz-Signature=abc`, method: 'PUT', headers: { 'content-type': 'application/octet-stream', 'x-amz-meta-k': 'v' }, expiresAt: '2030-01-01T00:00:00Z' });
+        return sendJson(res, 200, { uploadId: 'up-1', url: `${suite.server.url}/fake-s3/obj?X-Amz-Signature=abc`, method: 'PUT', headers: { 'content-type': 'application/octet-stream', 'x-amz-meta-k': 'v' }, expiresAt: '2030-01-01T00:00:00Z' });
       }
       if (req.method === 'PUT' && req.path === '/fake-s3/obj') return sendRaw(res, 200, '');
       if (req.method === 'POST' && req.path === '/v1/ns/app/uploads/big%2Fone/complete') {
@@ -468,8 +460,8 @@ describe('large values', () => {
     });
     const res = await client({ inlineLimitBytes: 1024 }).put('big/one', big, { ttl: 600, tags: ['big'] });
     expect(res).toEqual({ ns: 'app', key: 'big/one', version: 77, expiresAt: null, size: 5000, tiers: ['cold'] });
-    const [ticket, upload, complete] = srv.requests;
-    expect(srv.requests).toHaveLength(3);
+    const [ticket, upload, complete] = suite.server.requests;
+    expect(suite.server.requests).toHaveLength(3);
     expect(JSON.parse(ticket!.body.toString())).toEqual({ contentType: 'application/octet-stream', ttl: 600, tags: ['big'] });
     expect(ticket!.headers['x-api-key']).toBe('test-key');
     expect(upload!.url).toBe('/fake-s3/obj?X-Amz-Signature=abc');
@@ -481,7 +473,7 @@ describe('large values', () => {
   });
 
   it('switches to the upload flow when the server answers 413 and remembers the lower limit', async () => {
-    srv.script((req, res) => {
+    suite.server.script((req, res) => {
       if (req.method === 'PUT' && req.path.startsWith('/v1/')) return sendError(res, 413, 'PAYLOAD_TOO_LARGE', 'too big', { limit: 10, uploadUrl: '/v1/ns/app/uploads/k' });
       if (req.path.endsWith('/complete')) return sendJson(res, 200, { ns: 'app', key: 'k', version: 5, expiresAt: null, size: 20, tiers: ['cold'] });
       if (req.method === 'POST') return sendJson(res, 200, { uploadId: 'u', url: '/fake-s3/k', method: 'PUT', headers: {} });
@@ -489,30 +481,30 @@ describe('large values', () => {
     });
     const c = client();
     await c.put('k', 'x'.repeat(20));
-    expect(srv.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['PUT /v1/ns/app/keys/k', 'POST /v1/ns/app/uploads/k', 'PUT /fake-s3/k', 'POST /v1/ns/app/uploads/k/complete']);
-    srv.requests.length = 0;
+    expect(suite.server.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['PUT /v1/ns/app/keys/k', 'POST /v1/ns/app/uploads/k', 'PUT /fake-s3/k', 'POST /v1/ns/app/uploads/k/complete']);
+    suite.server.requests.length = 0;
     await c.put('k', 'y'.repeat(20));
-    expect(srv.requests.map((r) => `${r.method} ${r.path}`)[0]).toBe('POST /v1/ns/app/uploads/k');
+    expect(suite.server.requests.map((r) => `${r.method} ${r.path}`)[0]).toBe('POST /v1/ns/app/uploads/k');
     // Conditional writes cannot use the upload flow: rejected before sending.
     await expect(c.put('k', 'z'.repeat(20), { ifMatch: 5 })).rejects.toMatchObject({ name: 'ValidationError', field: 'if-match' });
   });
 
   it('follows a 303 to the presigned download URL without the api key', async () => {
     const big = Buffer.alloc(3000, 1);
-    srv.script((req, res) => {
+    suite.server.script((req, res) => {
       if (req.path === '/v1/ns/app/keys/big') {
         return sendRaw(res, 303, '', { location: '/fake-s3/big?X-Amz-Signature=sig', 'x-strata-version': '31', 'x-strata-tier': 'cold', 'x-strata-expires-at': '2032-01-01T00:00:00.000Z', 'x-strata-tags': 'large' });
       }
       if (req.path === '/fake-s3/big') return sendRaw(res, 200, big, { 'content-type': 'application/x-big' });
       if (req.path === '/fake-s3/gone') return sendRaw(res, 404, '<Error><Code>NoSuchKey</Code></Error>', { 'content-type': 'application/xml' });
-      return sendRaw(res, 303, '', { location: `${srv.url}/fake-s3/gone` });
+      return sendRaw(res, 303, '', { location: `${suite.server.url}/fake-s3/gone` });
     });
     const item = (await client().get('big'))!;
     expect(Buffer.from(item.value).equals(big)).toBe(true);
     expect(item).toMatchObject({ version: 31, tier: 'cold', contentType: 'application/x-big', tags: ['large'] });
     expect(item.expiresAt).toEqual(new Date('2032-01-01T00:00:00.000Z'));
-    expect(srv.requests.map((r) => r.url)).toEqual(['/v1/ns/app/keys/big', '/fake-s3/big?X-Amz-Signature=sig']);
-    expect(srv.requests[1]!.headers['x-api-key']).toBeUndefined();
+    expect(suite.server.requests.map((r) => r.url)).toEqual(['/v1/ns/app/keys/big', '/fake-s3/big?X-Amz-Signature=sig']);
+    expect(suite.server.requests[1]!.headers['x-api-key']).toBeUndefined();
     // The object vanished between redirect and download: a miss.
     expect(await client().get('vanished')).toBeUndefined();
   });
@@ -520,7 +512,7 @@ describe('large values', () => {
 
 describe('not found on writes', () => {
   it('delete of a missing key raises NotFoundError when the server says NOT_FOUND', async () => {
-    srv.script((_req, res) => sendError(res, 404, 'NOT_FOUND', 'no such key'));
+    suite.server.script((_req, res) => sendError(res, 404, 'NOT_FOUND', 'no such key'));
     await expect(client().delete('nope')).rejects.toBeInstanceOf(NotFoundError);
   });
 });

@@ -19,21 +19,13 @@ import {
   ValidationError,
   VersionConflictError,
 } from '../../sdk/src/index.js';
-import { ScriptedServer, sendError, sendJson, sendRaw } from '../../sdk/test/scripted-server.js';
+import { ScriptedServer, scriptedServerForSuite, sendError, sendJson, sendRaw } from '../../sdk/test/scripted-server.js';
 
-let srv: ScriptedServer;
-
-beforeAll(async () => {
-  srv = await ScriptedServer.start();
-});
-
-afterAll(async () => {
-  await srv.close();
-});
+const suite = scriptedServerForSuite();
 
 /** No retries: these tests are about mapping, not the retry policy. */
 function client(): StrataClient {
-  return new StrataClient({ endpoint: srv.url, apiKey: 'k', namespace: 'app', retries: 0 });
+  return new StrataClient({ endpoint: suite.server.url, apiKey: 'k', namespace: 'app', retries: 0 });
 }
 
 async function failure(p: Promise<unknown>): Promise<StrataError> {
@@ -65,7 +57,7 @@ describe('API error codes map to classes', () => {
   ];
 
   it.each(table)('%i %s → %p', async (status, code, Cls, details) => {
-    srv.script((_req, res) => sendError(res, status, code, `message for ${code}`, details, { 'x-request-id': `req-${code}` }));
+    suite.server.script((_req, res) => sendError(res, status, code, `message for ${code}`, details, { 'x-request-id': `req-${code}` }));
     // stats() is a plain GET with no special status handling.
     const err = await failure(client().stats());
     expect(err).toBeInstanceOf(Cls);
@@ -80,18 +72,18 @@ describe('API error codes map to classes', () => {
   });
 
   it('NOT_FOUND surfaces as NotFoundError where a miss is not a result (delete)', async () => {
-    srv.script((_req, res) => sendError(res, 404, 'NOT_FOUND', 'no such key'));
+    suite.server.script((_req, res) => sendError(res, 404, 'NOT_FOUND', 'no such key'));
     const err = await failure(client().delete('gone'));
     expect(err).toBeInstanceOf(NotFoundError);
     expect(err).toMatchObject({ code: 'NOT_FOUND', status: 404 });
   });
 
   it('exposes typed accessors for details', async () => {
-    srv.script((_req, res) => sendError(res, 409, 'VERSION_CONFLICT', 'stale', { current: 12 }));
+    suite.server.script((_req, res) => sendError(res, 409, 'VERSION_CONFLICT', 'stale', { current: 12 }));
     expect((await failure(client().put('k', 'v', { ifMatch: 11 })) as VersionConflictError).current).toBe(12);
-    srv.script((_req, res) => sendError(res, 400, 'VALIDATION_FAILED', 'bad', { field: 'body.items[3].key' }));
+    suite.server.script((_req, res) => sendError(res, 400, 'VALIDATION_FAILED', 'bad', { field: 'body.items[3].key' }));
     expect((await failure(client().putMany([{ key: 'a', value: 1 }])) as ValidationError).field).toBe('body.items[3].key');
-    srv.script((_req, res) => sendError(res, 429, 'RATE_LIMITED', 'slow', undefined, { 'retry-after': '7' }));
+    suite.server.script((_req, res) => sendError(res, 429, 'RATE_LIMITED', 'slow', undefined, { 'retry-after': '7' }));
     expect((await failure(client().get('k'))).retryAfterMs).toBe(7000);
   });
 });
@@ -113,7 +105,7 @@ describe('non-JSON error bodies still map to typed errors (by status, code HTTP_
   ];
 
   it.each(table)('%i %s → %p', async (status, contentType, body, Cls) => {
-    srv.script((_req, res) => sendRaw(res, status, body, { 'content-type': contentType, 'x-amzn-requestid': 'aws-req-1' }));
+    suite.server.script((_req, res) => sendRaw(res, status, body, { 'content-type': contentType, 'x-amzn-requestid': 'aws-req-1' }));
     const err = await failure(client().stats());
     expect(err).toBeInstanceOf(Cls);
     expect(err.code).toBe('HTTP_ERROR');
@@ -124,14 +116,14 @@ describe('non-JSON error bodies still map to typed errors (by status, code HTTP_
   });
 
   it('uses API Gateway\'s { message } as the message', async () => {
-    srv.script((_req, res) => sendJson(res, 403, { message: 'Forbidden' }));
+    suite.server.script((_req, res) => sendJson(res, 403, { message: 'Forbidden' }));
     const err = await failure(client().get('k'));
     expect(err).toBeInstanceOf(AuthenticationError);
     expect(err.message).toBe('Forbidden');
   });
 
   it('a success status with an unparseable body is StrataServerError INVALID_RESPONSE', async () => {
-    srv.script((_req, res) => sendRaw(res, 200, '<html>captive portal</html>', { 'content-type': 'text/html' }));
+    suite.server.script((_req, res) => sendRaw(res, 200, '<html>captive portal</html>', { 'content-type': 'text/html' }));
     const err = await failure(client().put('k', 'v'));
     expect(err).toBeInstanceOf(StrataServerError);
     expect(err).toMatchObject({ code: 'INVALID_RESPONSE', status: 200, retryable: false });
@@ -140,10 +132,10 @@ describe('non-JSON error bodies still map to typed errors (by status, code HTTP_
 
 describe('client-side errors', () => {
   it('TimeoutError and NetworkError carry status 0 and a cause', async () => {
-    srv.script(() => {
+    suite.server.script(() => {
       /* never answer */
     });
-    const t = await failure(new StrataClient({ endpoint: srv.url, timeoutMs: 30, retries: 0 }).get('k'));
+    const t = await failure(new StrataClient({ endpoint: suite.server.url, timeoutMs: 30, retries: 0 }).get('k'));
     expect(t).toBeInstanceOf(TimeoutError);
     expect(t).toMatchObject({ code: 'TIMEOUT', status: 0 });
     expect(t.cause).toBeDefined();

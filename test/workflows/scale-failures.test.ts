@@ -8,7 +8,7 @@ import { stepHandlers } from '../../layers/core/workflows/step-handlers.js';
 import { synthesizeWorkflowDefinitions } from '../../cdk/lib/workflow-definitions.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { summary, Workload } from '../integration/warm-workload.js';
-import { harness } from './harness.js';
+import { harness, runUnderLoad } from './harness.js';
 
 const FAST = { streamMaxMs: 100, graceMs: 300 };
 /** Throttled so that a session takes several stream steps: the failure lands mid-stream. */
@@ -46,13 +46,8 @@ async function expectConsistentAndComplete(ringStore: RingStore, w: Workload) {
 describe('ScaleOut rollback (injected step failures)', () => {
   it('a failure in the first session: the joining node owns nothing, leaves the ring and is terminated; nothing is lost', async () => {
     const h = await harness({ wrapSteps: failStreamOf((id) => id.endsWith('-s0'), 2) });
-    const w = new Workload(h.ring);
     try {
-      await w.load();
-      w.start(4);
-      const exec = h.runner.start('scale-out', { mode: 'incremental', ...THROTTLED });
-      const done = await h.runner.wait(exec.name);
-      await w.stop();
+      const { w, done, name } = await runUnderLoad(h, 'scale-out', { mode: 'incremental', ...THROTTLED });
       expect(done.status).toBe('FAILED');
       expect(done.error?.Error).toBe('InjectedFailure');
       expect(done.states).toEqual(expect.arrayContaining(['RollBack', 'TerminateNode', 'ScaleOutFailed']));
@@ -60,23 +55,17 @@ describe('ScaleOut rollback (injected step failures)', () => {
       const ring = await expectConsistentAndComplete(new RingStore(h.cas), w);
       expect(ring.nodes.map((n) => n.id).sort()).toEqual(['n1', 'n2', 'n3']);
       expect((await h.fleet.list()).map((n) => n.nodeId).sort()).toEqual(['n1', 'n2', 'n3']); // the instance is gone
-      expect((await h.progress.get(exec.name))?.outcome).toBe('rolled-back');
+      expect((await h.progress.get(name))?.outcome).toBe('rolled-back');
       expect(summary(w)).toMatch(/errors 0 .*stale reads 0/);
     } finally {
-      await w.close();
       await h.close();
     }
   }, 180_000);
 
   it('a failure after one session was published (incremental): the node keeps what it owns and stays, the rest is released', async () => {
     const h = await harness({ wrapSteps: failStreamOf((id) => id.endsWith('-s1'), 1) });
-    const w = new Workload(h.ring);
     try {
-      await w.load();
-      w.start(4);
-      const exec = h.runner.start('scale-out', { mode: 'incremental', ...THROTTLED });
-      const done = await h.runner.wait(exec.name);
-      await w.stop();
+      const { w, done } = await runUnderLoad(h, 'scale-out', { mode: 'incremental', ...THROTTLED });
       expect(done.status).toBe('FAILED');
       expect(done.states).toContain('RollBack');
       expect(done.states).not.toContain('TerminateNode');
@@ -86,7 +75,6 @@ describe('ScaleOut rollback (injected step failures)', () => {
       const joined = ring.nodes.find((n) => !['n1', 'n2', 'n3'].includes(n.id))!;
       expect(ring.ranges.some((r) => r.owner === joined.id)).toBe(true);
     } finally {
-      await w.close();
       await h.close();
     }
   }, 180_000);
@@ -95,13 +83,8 @@ describe('ScaleOut rollback (injected step failures)', () => {
 describe('ScaleIn state machine', () => {
   it('4 -> 3 under load: the least-loaded node drains to its successors and is terminated; nothing is lost', async () => {
     const h = await harness({ nodes: ['n1', 'n2', 'n3', 'n4'] });
-    const w = new Workload(h.ring);
     try {
-      await w.load();
-      w.start(4);
-      const exec = h.runner.start('scale-in', { ...FAST });
-      const done = await h.runner.wait(exec.name);
-      await w.stop();
+      const { w, done, name } = await runUnderLoad(h, 'scale-in', { ...FAST });
       expect(done.error).toBeUndefined();
       expect(done.status).toBe('SUCCEEDED');
       const ring = await expectConsistentAndComplete(new RingStore(h.cas), w);
@@ -109,9 +92,8 @@ describe('ScaleIn state machine', () => {
       const removed = ['n1', 'n2', 'n3', 'n4'].find((id) => !ring.nodes.some((n) => n.id === id))!;
       expect((await h.fleet.list()).map((n) => n.nodeId)).not.toContain(removed);
       expect(done.states).toContain('TerminateNode');
-      expect((await h.progress.get(exec.name))?.facts.nodeId).toBe(removed);
+      expect((await h.progress.get(name))?.facts.nodeId).toBe(removed);
     } finally {
-      await w.close();
       await h.close();
     }
   }, 180_000);

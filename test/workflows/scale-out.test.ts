@@ -1,19 +1,14 @@
 import { RingStore } from '../../layers/core/ring/store.js';
-import { summary, Workload } from '../integration/warm-workload.js';
-import { harness, type Harness } from './harness.js';
+import { summary } from '../integration/warm-workload.js';
+import { harness, runUnderLoad } from './harness.js';
 
 /** Options that keep a local run quick: short stream steps (so the loop runs several times) and grace. */
 const FAST = { streamMaxMs: 150, graceMs: 500 };
 
 async function scaleOutUnderLoad(mode: 'incremental' | 'parallel') {
   const h = await harness();
-  const w = new Workload(h.ring);
   try {
-    await w.load();
-    w.start(4);
-    const exec = h.runner.start('scale-out', { mode, ...FAST });
-    const done = await h.runner.wait(exec.name);
-    await w.stop();
+    const { w, done, name } = await runUnderLoad(h, 'scale-out', { mode, ...FAST });
     expect(done.error).toBeUndefined();
     expect(done.status).toBe('SUCCEEDED');
     const ring = (await h.ring.load())!;
@@ -28,14 +23,13 @@ async function scaleOutUnderLoad(mode: 'incremental' | 'parallel') {
     const { missing } = await w.verify(new RingStore(h.cas));
     expect(missing).toEqual([]);
     // The progress record the admin API shows.
-    const p = (await h.progress.get(exec.name))!;
+    const p = (await h.progress.get(name))!;
     expect(p).toMatchObject({ workflow: 'scale-out', total: 3, done: 3, outcome: 'succeeded' });
     expect(p.keys).toBeGreaterThan(0);
     expect(done.states).toEqual(expect.arrayContaining(['Begin', 'LaunchNode', 'CheckNode', 'PlanSessions', 'MigrateSessions', 'NodeNormal', 'CleanUpSources']));
     expect(h.metrics.find((m) => m.key === 'nodeAllocationMs')?.value).toBeGreaterThan(0);
-    return { h, w, done, summary: summary(w) };
+    return { done, summary: summary(w) };
   } finally {
-    await w.close();
     await h.close();
   }
 }

@@ -15,8 +15,8 @@ export class EvictToS3Definition extends Construct {
     super(scope, id);
     const c: StepContext = { scope: this, fn: props.fn, workflow: 'evict-to-s3' };
     const plan = stepTask(c, 'PlanEviction', 'evict.plan', { 'request.$': '$' }, { resultPath: '$.plan' });
-    const start = new sfn.Pass(this, 'StartNode', { parameters: { 'node.$': '$.node', 'options.$': '$.options', batch: { cursor: null, done: false, totals: {} } } });
-    const batch = stepTask(c, 'EvictBatch', 'evict.batch', { 'node.$': '$.node', 'options.$': '$.options', 'cursor.$': '$.batch.cursor', 'totals.$': '$.batch.totals' }, { resultPath: '$.batch' });
+    const start = new sfn.Pass(this, 'StartNode', { parameters: { 'node.$': '$.node', 'options.$': '$.options', batch: { done: false } } });
+    const batch = stepTask(c, 'EvictBatch', 'evict.batch', { 'node.$': '$.node', 'options.$': '$.options', 'batch.$': '$.batch' }, { resultPath: '$.batch' });
     const more = new sfn.Choice(this, 'NodeDone').when(sfn.Condition.booleanEquals('$.batch.done', false), batch).otherwise(new sfn.Pass(this, 'NodeEvicted', { outputPath: '$.batch.totals' }));
     const perNode = new sfn.Map(this, 'EvictNodes', {
       itemsPath: '$.plan.nodes',

@@ -46,7 +46,7 @@ export class StrataWorkflows extends Construct {
         timeout: Duration.hours(name === 'evict-to-s3' ? 6 : 24),
         tracingEnabled: props.tracing ?? !!props.logGroup,
         removalPolicy: RemovalPolicy.DESTROY,
-        ...(props.logGroup ? { logs: { destination: props.logGroup, level: sfn.LogLevel.ERROR, includeExecutionData: false } } : {}),
+        ...(props.logGroup ? { logs: { destination: props.logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false } } : {}),
       });
     }
     this.stateMachines = machines;

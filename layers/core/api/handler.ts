@@ -1,8 +1,11 @@
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
+import type { PolicyRegistry } from '../coordinator/policy.js';
+import { metricsSettings } from '../metrics/settings.js';
 import { getApiContext } from '../runtime/context.js';
 import type { ApiEvent, ApiResult } from './http.js';
-import { errorResponder, requestIdHeader, writeBackFlush } from './middleware.js';
+import { errorResponder, requestIdHeader, requestMetrics, writeBackFlush } from './middleware.js';
+import type { ApiContext } from './operations.js';
 import type { ApiFunction } from './routes.js';
 import { API_ROUTES, methodNotAllowed, routeNotFound } from './routes.js';
 
@@ -12,17 +15,32 @@ import { API_ROUTES, methodNotAllowed, routeNotFound } from './routes.js';
  */
 export function apiHandler(fn: ApiFunction) {
   const routes = API_ROUTES.filter((r) => r.fn === fn);
+  // The context of the latest request, so the metrics middleware can read the configured namespaces without
+  // awaiting anything.
+  let ctx: ApiContext | undefined;
+  let environment: string | undefined;
   const dispatch = async (event: ApiEvent): Promise<ApiResult> => {
     const forResource = routes.filter((r) => r.resource === event.resource);
     if (forResource.length === 0) throw routeNotFound(event.httpMethod, event.path);
     const route = forResource.find((r) => r.method === event.httpMethod);
     if (!route) throw methodNotAllowed(event.httpMethod, event.resource, forResource.map((r) => r.method));
-    const ctx = await getApiContext();
+    ctx = await getApiContext();
     return route.run(ctx, event);
   };
   return middy<ApiEvent, ApiResult, Error, Context>(dispatch)
+    .use(requestMetrics({ environment: () => (environment ??= metricsSettings().environment), namespaces: () => configuredNamespaces(ctx?.coordinator.policies) }))
     .use(requestIdHeader())
     .use(writeBackFlush(getApiContext))
     .use(errorResponder());
 }
 
+const namespaceSets = new WeakMap<PolicyRegistry, ReadonlySet<string>>();
+const NONE: ReadonlySet<string> = new Set();
+
+/** The namespaces with their own policy (metrics report every other one as `other`), cached per registry. */
+function configuredNamespaces(policies: PolicyRegistry | undefined): ReadonlySet<string> {
+  if (!policies) return NONE;
+  let set = namespaceSets.get(policies);
+  if (!set) namespaceSets.set(policies, (set = new Set(policies.configured())));
+  return set;
+}

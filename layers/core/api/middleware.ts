@@ -1,6 +1,10 @@
 import type middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import { StrataError, isStrataError } from '../errors.js';
+import { requestOutcome } from '../metrics/request-outcome.js';
+import { requestMetricDocuments } from '../metrics/request-metrics.js';
+import type { MetricsSink } from '../metrics/sink.js';
+import { metricsSink } from '../metrics/sink.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { errorResult } from './http.js';
 import type { ApiContext } from './operations.js';
@@ -51,6 +55,54 @@ export function writeBackFlush(getContext: () => Promise<ApiContext>): Mw {
       const ctx = await getContext();
       await ctx.coordinator.flushIfDue().catch((e) => defaultLog('write-back flush failed', { error: String(e) }));
     },
+  };
+}
+
+export interface RequestMetricsOptions {
+  /** `Environment` dimension value. */
+  environment: () => string;
+  /** Namespaces reported under their own name (the configured ones); others are reported as `other`. */
+  namespaces: () => ReadonlySet<string>;
+  /** @default the process's sink (stdout EMF in Lambda, the local store under `npm start`) */
+  sink?: () => MetricsSink;
+  /** @default performance.now */
+  now?: () => number;
+}
+
+/**
+ * Records each request's metrics (Strata/Requests) once its response is final: first in the chain, so its
+ * `after`/`onError` run last and see the response the client gets. Synchronous on purpose: building the record
+ * and handing it to the sink (one stdout write in Lambda) is all it does, nothing is awaited, and a failure to
+ * record is logged, never turned into a failed request.
+ */
+export function requestMetrics(opts: RequestMetricsOptions): Mw {
+  const now = opts.now ?? (() => performance.now());
+  const sink = opts.sink ?? metricsSink;
+  const started = new WeakMap<object, number>();
+  let failures = 0;
+  const record = (request: middy.Request<ApiEvent, ApiResult, Error, Context>, error?: unknown): void => {
+    try {
+      const start = started.get(request);
+      const outcome = requestOutcome(request.event, request.response ?? undefined, error);
+      const docs = requestMetricDocuments(outcome, {
+        environment: opts.environment(),
+        namespaces: opts.namespaces(),
+        timestamp: Date.now(),
+        latencyMs: start === undefined ? 0 : now() - start,
+        requestId: request.context?.awsRequestId,
+      });
+      sink().write(docs);
+    } catch (e) {
+      // Log the first failures only: a broken sink must not flood the log on every request.
+      if (failures++ < 3) defaultLog('request metrics not recorded', { error: String(e) });
+    }
+  };
+  return {
+    before: (request) => {
+      started.set(request, now());
+    },
+    after: (request) => record(request),
+    onError: (request) => record(request, request.error),
   };
 }
 

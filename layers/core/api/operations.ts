@@ -4,6 +4,7 @@ import type { Coordinator, ServedBy } from '../coordinator/coordinator.js';
 import type { EntryHeader } from '../model/entry.js';
 import { validateKey } from '../model/keys.js';
 import type { Presigning, Tier } from '../tiers/tier.js';
+import type { WorkflowService } from '../workflows/service.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { binary, bodyBytes, empty, json } from './http.js';
 import {
@@ -30,6 +31,11 @@ export interface ApiContext {
   presigner?: Tier & Presigning;
   /** Lifetime of presigned URLs. */
   urlTtlSeconds: number;
+  /**
+   * The workflows the admin API starts and reports on (a local run's in-process runner). Absent: the admin routes
+   * use the runtime's service (Step Functions, see runtime/workflows.ts) or answer 503 WORKFLOWS_UNAVAILABLE.
+   */
+  workflows?: WorkflowService;
 }
 
 function entryHeaders(h: EntryHeader, served: ServedBy | string): Record<string, string> {

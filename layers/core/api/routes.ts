@@ -1,10 +1,18 @@
 import type { ApiContext } from './operations.js';
 import * as op from './operations.js';
+import * as admin from './admin-operations.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { StrataError } from '../errors.js';
 
 /** Lambda functions of the API, each serving a group of routes (one bundle per group). */
-export type ApiFunction = 'keys' | 'batch' | 'transfer' | 'service';
+export type ApiFunction = 'keys' | 'batch' | 'transfer' | 'service' | 'admin';
+
+/**
+ * Who may call a route: `tenant` = any tenant's API key (the default); `admin` = operators only. The API stack
+ * must not let tenant keys reach `admin` routes (e.g. IAM authorization on those methods, or a separate admin
+ * API key / usage plan that tenants do not hold).
+ */
+export type RouteAuth = 'tenant' | 'admin';
 
 export interface ApiRoute {
   method: 'GET' | 'HEAD' | 'PUT' | 'DELETE' | 'POST';
@@ -12,6 +20,8 @@ export interface ApiRoute {
   resource: string;
   fn: ApiFunction;
   run: (ctx: ApiContext, event: ApiEvent) => Promise<ApiResult>;
+  /** @default 'tenant' */
+  auth?: RouteAuth;
 }
 
 /** The API surface, shared by the Lambda handlers, the local server and the CDK API stack. */
@@ -28,6 +38,9 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { method: 'GET', resource: '/v1/ns/{ns}/downloads/{key}', fn: 'transfer', run: op.downloadUrl },
   { method: 'GET', resource: '/v1/stats', fn: 'service', run: (ctx) => op.stats(ctx) },
   { method: 'GET', resource: '/v1/health', fn: 'service', run: (ctx) => op.health(ctx) },
+  { method: 'POST', resource: '/v1/admin/workflows/{workflow}/executions', fn: 'admin', auth: 'admin', run: admin.startExecution },
+  { method: 'GET', resource: '/v1/admin/workflows/executions', fn: 'admin', auth: 'admin', run: admin.listExecutions },
+  { method: 'GET', resource: '/v1/admin/workflows/executions/{execution}', fn: 'admin', auth: 'admin', run: admin.getExecution },
 ];
 
 export interface RouteMatch {

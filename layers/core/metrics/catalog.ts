@@ -25,7 +25,7 @@ export type ServedTier = (typeof SERVED_TIERS)[number];
 export const COST_TIERS = ['hot', 'warm', 'cold', 'api', 'workflows', 'monitoring'] as const;
 export type CostTier = (typeof COST_TIERS)[number];
 
-export const OPERATIONS = ['get', 'put', 'delete', 'head', 'batch-get', 'batch-put', 'batch-delete', 'upload-url', 'download-url', 'stats', 'health', 'upload-complete'] as const;
+export const OPERATIONS = ['get', 'put', 'delete', 'head', 'batch-get', 'batch-put', 'batch-delete', 'upload-url', 'download-url', 'stats', 'health', 'upload-complete', 'admin'] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
 /** A namespace or tenant outside the configured list is reported under this name, so dimensions stay bounded. */

@@ -13,6 +13,11 @@ export interface EntryFlags {
    * Readers skip to the next tier; promotions of older versions are refused.
    */
   elsewhere?: boolean;
+  /**
+   * Kept in its tier: never chosen for eviction (memory S3-FIFO, cache-node SIEVE victims, evict-to-S3). Set and
+   * cleared in place by tier migration's pin/unpin (see Pinning in tiers/tier.ts); a newer write starts unpinned.
+   */
+  pinned?: boolean;
 }
 
 export interface EntryHeader {

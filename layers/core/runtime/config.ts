@@ -30,6 +30,10 @@ export const runtimeEnvSchema = z.object({
   STRATA_WARM_RING_PREFIX: z.string().regex(/^[A-Za-z0-9._/-]+$/).default('strata-ring'),
   STRATA_WARM_RING_DIR: z.string().optional(),
   STRATA_WARM_SECRET: z.string().min(16, 'the fleet secret must be at least 16 characters').optional(),
+  /** The fleet secret as a Secrets Manager secret (AWS); read at start-up. Takes the place of STRATA_WARM_SECRET. */
+  STRATA_WARM_SECRET_ARN: z.string().startsWith('arn:', 'STRATA_WARM_SECRET_ARN must be a secret ARN').optional(),
+  /** Port of the cachenode daemon on the fleet's instances (workflow steps reach launched nodes on it). */
+  STRATA_NODE_PORT: z.coerce.number().int().min(1).max(65535).default(7070),
   STRATA_WARM_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(2000),
   /** Cold tier: S3 bucket. */
   STRATA_S3_BUCKET: z.string().min(3).optional(),
@@ -46,6 +50,10 @@ export const runtimeEnvSchema = z.object({
   STRATA_INLINE_LIMIT_BYTES: z.coerce.number().int().min(1024).max(6 * MiB).default(4 * MiB),
   STRATA_URL_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(900),
   AWS_REGION: z.string().default('us-east-1'),
+  /** Deployment environment (`dev`, `staging`, `prod`): the `Environment` dimension of every metric. */
+  STRATA_ENV: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'lowercase letters, digits and dashes, at most 32').default('local'),
+  /** `1`: also print request metrics (EMF lines) on stdout outside Lambda (in Lambda they always go there). */
+  STRATA_METRICS_STDOUT: bool.default(false),
 });
 
 export type RuntimeEnv = z.infer<typeof runtimeEnvSchema>;
@@ -65,7 +73,9 @@ export function loadRuntimeEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv
     throw new ConfigError(`invalid configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   }
   const warm = r.data.STRATA_WARM_RING_BUCKET ?? r.data.STRATA_WARM_RING_DIR;
-  if (warm && !r.data.STRATA_WARM_SECRET) throw new ConfigError('invalid configuration: STRATA_WARM_SECRET: required with a warm tier (the cache nodes refuse requests without it)');
+  if (warm && !r.data.STRATA_WARM_SECRET && !r.data.STRATA_WARM_SECRET_ARN) {
+    throw new ConfigError('invalid configuration: STRATA_WARM_SECRET (or STRATA_WARM_SECRET_ARN): required with a warm tier (the cache nodes refuse requests without it)');
+  }
   return r.data;
 }
 

@@ -8,11 +8,14 @@ import { S3Tier } from '../tiers/s3-tier.js';
 import type { Presigning, Tier } from '../tiers/tier.js';
 import { supportsPresigning } from '../tiers/tier.js';
 import type { RuntimeEnv } from './config.js';
-import { ConfigError, loadRuntimeEnv, namespaceConfigFrom } from './config.js';
+import { ConfigError, namespaceConfigFrom } from './config.js';
+import { loadRuntimeEnvWithFleetSecret, warmTierFromEnv } from './warm.js';
 
 const MiB = 1024 * 1024;
 
 export interface BuiltContext extends ApiContext {
+  /** The tiers, top to bottom (hot, warm if configured, cold if configured), for the workflow steps. */
+  tiers: Tier[];
   /** Human-readable description of the tiers, for start-up banners. */
   describe(): string[];
 }
@@ -22,8 +25,8 @@ export interface BuildOptions {
   /** Start the coordinator's write-back flush timer. @default true */
   flushTimer?: boolean;
   /**
-   * Builds the warm tier from STRATA_WARM_* (see runtime/warm.ts). A separate module so that runtimes without a
-   * warm tier (today's API Lambdas) do not bundle its HTTP client.
+   * Builds the warm tier from STRATA_WARM_* (runtime/warm.ts `warmTierFromEnv`: the API Lambdas, the workflow
+   * steps, the local server). Without it, a configured warm tier is a ConfigError rather than silently ignored.
    */
   warmTier?: (env: RuntimeEnv) => Tier | undefined;
 }
@@ -37,7 +40,7 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
       : new MemoryTier({ name: 'hot', maxBytes: env.STRATA_HOT_MEMORY_MB * MiB }),
   );
   const wantsWarm = !!(env.STRATA_WARM_RING_BUCKET ?? env.STRATA_WARM_RING_DIR);
-  if (wantsWarm && !opts.warmTier) throw new ConfigError('STRATA_WARM_*: this runtime was built without the warm tier (the API Lambdas do not include it yet); unset STRATA_WARM_RING_BUCKET / STRATA_WARM_RING_DIR');
+  if (wantsWarm && !opts.warmTier) throw new ConfigError('STRATA_WARM_*: this runtime was built without the warm tier (pass `warmTier: warmTierFromEnv` from runtime/warm.ts to buildApiContext); unset STRATA_WARM_RING_BUCKET / STRATA_WARM_RING_DIR');
   const warm = wantsWarm ? opts.warmTier!(env) : undefined;
   if (warm) tiers.push(warm);
   if (env.STRATA_S3_BUCKET) {
@@ -51,6 +54,7 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
   const presigner = tiers.find(supportsPresigning) as (Tier & Presigning) | undefined;
   return {
     coordinator,
+    tiers,
     presigner,
     inlineLimitBytes: env.STRATA_INLINE_LIMIT_BYTES,
     urlTtlSeconds: env.STRATA_URL_TTL_SECONDS,
@@ -73,10 +77,21 @@ function redact(url: string): string {
 
 let current: Promise<ApiContext> | undefined;
 
-/** The container's context: built from the environment on first use, unless one was installed. */
+/**
+ * The container's context: built from the environment on first use, unless one was installed. With a ring store
+ * configured (STRATA_WARM_RING_BUCKET) it includes the warm tier, whose fleet secret is read from Secrets Manager
+ * (STRATA_WARM_SECRET_ARN) here, once per container. A build that fails is not kept: the next call retries (a
+ * Secrets Manager or S3 hiccup at a cold start does not poison the container).
+ */
 export function getApiContext(): Promise<ApiContext> {
   // Lambda: no flush timer (frozen between invocations); the handler flushes when due.
-  current ??= Promise.resolve().then(() => buildApiContext(loadRuntimeEnv(), { flushTimer: false }));
+  if (!current) {
+    const building: Promise<ApiContext> = loadRuntimeEnvWithFleetSecret().then((env) => buildApiContext(env, { flushTimer: false, warmTier: warmTierFromEnv }));
+    current = building;
+    building.catch(() => {
+      if (current === building) current = undefined;
+    });
+  }
   return current;
 }
 

@@ -1,15 +1,15 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { constants as fsConstants, createReadStream } from 'node:fs';
-import { access, mkdir, open, opendir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { access, mkdir, open, opendir, readdir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { NotFoundError, StrataError, TierUnavailableError, ValidationError } from '../errors.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { decodeHeader, encodeHeader, isExpired, isLive, isNewer } from '../model/entry.js';
-import { decodeKey, encodeKey, NAMESPACE_PATTERN } from '../model/keys.js';
-import { localEntrySegments, UPLOADS_FOLDER, validateUploadId } from './storage-key.js';
+import { decodeKey, encodeKey, NAMESPACE_PATTERN, validateNamespace } from '../model/keys.js';
+import { LOCAL_ENTRY_SUFFIX, localEntrySegments, parseLocalEntrySegments, UPLOADS_FOLDER, validateUploadId } from './storage-key.js';
 import { mapLimit } from '../util/concurrency.js';
-import type { PresignedUrl, Presigning, Tier, TierName, TierStats } from './tier.js';
+import type { PresignedUrl, Presigning, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
 
 export interface LocalFolderTierOptions {
   /** @default 'cold' */
@@ -60,7 +60,7 @@ const BATCH_CONCURRENCY = 16;
  * Versioned writes to a key are serialised by a per-key mutex inside this process only: two processes must
  * not share a directory.
  */
-export class LocalFolderTier implements Tier, Presigning {
+export class LocalFolderTier implements Tier, Presigning, Scanning {
   readonly name: TierName;
   readonly kind = 'local-folder';
   readonly dir: string;
@@ -141,6 +141,54 @@ export class LocalFolderTier implements Tier, Presigning {
 
   async deleteMany(ns: string, keys: string[]): Promise<boolean[]> {
     return mapLimit(keys, BATCH_CONCURRENCY, (k) => this.delete(ns, k));
+  }
+
+  // ---- enumeration ----------------------------------------------------------------------------------------
+
+  /**
+   * Entries of `ns` whose key starts with `opts.prefix`, in path order (`<shard>/<segments>`), `limit` per page.
+   * The cursor is the relative path of the last file examined. File names are base32 of the key cut into
+   * segments, so a key prefix is not a path prefix: each shard directory is listed and filtered (a shard is read
+   * whole per page; fine for the embedded tier).
+   */
+  async scan(ns: string, opts: ScanOptions): Promise<ScanPage> {
+    validateNamespace(ns);
+    const root = join(this.dir, ns);
+    const prefix = opts.prefix ?? '';
+    const after = opts.cursor ?? '';
+    let shards: string[];
+    try {
+      shards = (await readdir(root, { withFileTypes: true })).filter((d) => d.isDirectory() && /^[0-9a-f]{2}$/.test(d.name)).map((d) => d.name).sort();
+    } catch (e) {
+      if (isMissing(e)) return { items: [], cursor: null };
+      throw this.unavailable(e);
+    }
+    const items: ScanPage['items'] = [];
+    let last: string | undefined;
+    for (const shard of shards) {
+      if (shard < after.slice(0, 2)) continue;
+      let files: string[];
+      try {
+        files = (await readdir(join(root, shard), { recursive: true }))
+          .map((f) => f.split(sep).join('/'))
+          .filter((f) => f.endsWith(LOCAL_ENTRY_SUFFIX) && !f.split('/').some((seg) => seg.startsWith('.')))
+          .sort();
+      } catch (e) {
+        if (isMissing(e)) continue;
+        throw this.unavailable(e);
+      }
+      for (const f of files) {
+        const rel = `${shard}/${f}`;
+        if (rel <= after) continue;
+        if (items.length >= opts.limit) return { items, cursor: last ?? null };
+        last = rel;
+        const ref = parseLocalEntrySegments([ns, shard, ...f.split('/')]);
+        if (!ref || !ref.key.startsWith(prefix)) continue;
+        const h = await this.readHeader(join(root, shard, ...f.split('/')));
+        if (h && !isExpired(h, this.now())) items.push({ key: ref.key, header: h });
+      }
+    }
+    return { items, cursor: null };
   }
 
   // ---- presigning (served by the local HTTP server) -----------------------------------------------------

@@ -1,7 +1,8 @@
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive, isNewer } from '../model/entry.js';
 import { S3Fifo } from '../eviction/s3fifo.js';
-import type { DirtyTracking, KeyRef, Tier, TierName, TierStats } from './tier.js';
+import { decodeKey, encodeKey } from '../model/keys.js';
+import type { DirtyTracking, KeyRef, Pinning, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
 
 export interface MemoryTierOptions {
   /** 'l1' for the per-container near cache, 'hot' when it is the embedded hot tier. @default 'hot' */
@@ -28,9 +29,10 @@ const SEP = '\u0000';
 /**
  * In-process tier bounded by bytes, evicting in S3-FIFO order. Used as the per-container near cache (L1)
  * and as the embedded hot tier when no Redis is configured. Values are copied on the way in and out so
- * callers cannot mutate cached bytes.
+ * callers cannot mutate cached bytes. Neither dirty (write-back) nor pinned entries are ever evicted: when only
+ * they are left, a write that does not fit is refused with `full`.
  */
-export class MemoryTier implements Tier, DirtyTracking {
+export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning {
   readonly name: TierName;
   readonly kind = 'memory';
   private readonly entries = new Map<string, Stored>();
@@ -96,7 +98,7 @@ export class MemoryTier implements Tier, DirtyTracking {
     }
     // Make room first (never evicting this key's own slot or any dirty entry).
     while (this.bytes - oldCost + cost > this.maxBytes) {
-      const victim = this.order.evictOne((k) => k !== id && !this.dirty.has(k));
+      const victim = this.order.evictOne((k) => k !== id && !this.dirty.has(k) && !this.entries.get(k)?.header.flags.pinned);
       if (victim === undefined) return { applied: false, current: existing?.header.version ?? null, full: true };
       this.drop(victim);
       this.evictions++;
@@ -156,6 +158,37 @@ export class MemoryTier implements Tier, DirtyTracking {
     delete e.header.flags.dirty;
     this.dirty.delete(id);
     this.dirtyBytes -= this.costOf(id, e);
+    return true;
+  }
+
+  /**
+   * Keys of `ns` starting with `prefix`, in key order (code units), `limit` per page; the cursor is the last key
+   * examined (encoded). Each page sorts the namespace's matching keys: O(n log n) per page, fine in process.
+   */
+  async scan(ns: string, opts: ScanOptions): Promise<ScanPage> {
+    const start = ns + SEP + (opts.prefix ?? '');
+    const after = opts.cursor ? ns + SEP + decodeKey(opts.cursor) : undefined;
+    const ids: string[] = [];
+    for (const id of this.entries.keys()) if (id.startsWith(start) && (after === undefined || id > after)) ids.push(id);
+    ids.sort();
+    const items: ScanPage['items'] = [];
+    let i = 0;
+    for (; i < ids.length && items.length < opts.limit; i++) {
+      const e = this.live(ids[i]!);
+      if (e) items.push({ key: ids[i]!.slice(ns.length + 1), header: cloneHeader(e.header) });
+    }
+    const last = ids[i - 1];
+    return { items, cursor: i < ids.length && last !== undefined ? encodeKey(last.slice(ns.length + 1)) : null };
+  }
+
+  async setPinned(ns: string, key: string, version: number, pinned: boolean): Promise<boolean> {
+    const e = this.live(ns + SEP + key);
+    if (!e || e.header.version !== version) return false;
+    if (pinned) e.header.flags = { ...e.header.flags, pinned: true };
+    else {
+      const { pinned: _was, ...rest } = e.header.flags;
+      e.header.flags = rest;
+    }
     return true;
   }
 

@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import type { Socket as NetStream } from 'node:net';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Cluster, Command, Redis, type ChainableCommander, type RedisOptions } from 'ioredis';
-import { TierUnavailableError } from '../errors.js';
+import { TierUnavailableError, ValidationError } from '../errors.js';
 import { decodeHeader, isExpired, isLive, type Entry, type EntryHeader, type WriteOutcome } from '../model/entry.js';
-import { decodeKey, encodeKey, keyShard } from '../model/keys.js';
-import type { DirtyTracking, KeyRef, Tier, TierName, TierStats } from './tier.js';
+import { decodeKey, encodeKey, keyShard, validateNamespace } from '../model/keys.js';
+import type { DirtyTracking, KeyRef, ScanItem, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
 
 /** Options for {@link RedisTier}. */
 export interface RedisTierOptions {
@@ -502,7 +502,7 @@ interface Progress {
  *
  * Calls are bounded by a stall watchdog instead of per-command timers: see {@link RedisTierOptions.commandTimeoutMs}.
  */
-export class RedisTier implements Tier, DirtyTracking {
+export class RedisTier implements Tier, DirtyTracking, Scanning {
   readonly name: TierName;
   readonly kind = 'redis';
   private readonly client: Client;
@@ -670,6 +670,76 @@ export class RedisTier implements Tier, DirtyTracking {
       return Promise.reject(e);
     }
     return this.evalsha(MARK_CLEAN, k.entry, k.dirty, expected).then(isOne, this.markCleanFailed);
+  }
+
+  /**
+   * SCAN with `MATCH <prefix>:{*}:<ns>:*` (COUNT = `limit`), then the headers of the matching keys (one pipelined
+   * GETRANGE of each). Keys are stored base64url-encoded, so a prefix of the user key is not a prefix of the
+   * Redis key: the namespace is matched by Redis and the key prefix filtered here. The cursor is SCAN's (in
+   * cluster mode `<master index>:<cursor>`, masters in address order). A page holds what the SCAN calls returned,
+   * so it may exceed `limit` somewhat (SCAN's COUNT is a hint); like SCAN, a key may be listed twice. At most 16
+   * SCAN calls per page: a sparse namespace yields empty pages with a cursor rather than one long call.
+   */
+  async scan(ns: string, opts: ScanOptions): Promise<ScanPage> {
+    validateNamespace(ns);
+    const clientPrefix = (this.client as { options?: { keyPrefix?: string } }).options?.keyPrefix ?? '';
+    const pattern = `${globEscape(clientPrefix + this.prefix)}:{*}:${ns}:*`;
+    const limit = Math.max(1, Math.floor(opts.limit));
+    const want = opts.prefix ?? '';
+    let node = 0;
+    let cursor = '0';
+    if (opts.cursor) {
+      const m = /^(?:(\d+):)?(\d+)$/.exec(opts.cursor);
+      if (!m) throw new ValidationError('cursor', `not a cursor of the Redis tier: '${opts.cursor.slice(0, 40)}'`);
+      node = Number(m[1] ?? 0);
+      cursor = m[2]!;
+    }
+    const refs: { key: string; entry: string; shard: string }[] = [];
+    const head = `${this.prefix}:{`;
+    const tail = `}:${ns}:`;
+    let done = false;
+    await this.call(async () => {
+      const masters: (Redis | Cluster)[] = this.client.isCluster
+        ? (this.client as Cluster).nodes('master').sort((a, b) => `${a.options.host}:${a.options.port}`.localeCompare(`${b.options.host}:${b.options.port}`))
+        : [this.client];
+      for (let calls = 0; calls < 16 && refs.length < limit; calls++) {
+        if (node >= masters.length) {
+          done = true;
+          break;
+        }
+        const [next, keys] = await masters[node]!.scan(cursor, 'MATCH', pattern, 'COUNT', String(limit));
+        for (const raw of keys) {
+          const k = raw.startsWith(clientPrefix) ? raw.slice(clientPrefix.length) : raw;
+          const close = k.indexOf(tail, head.length);
+          if (!k.startsWith(head) || close !== head.length + 2) continue;
+          const key = decodeKey(k.slice(close + tail.length));
+          if (encodeKey(key) !== k.slice(close + tail.length) || !key.startsWith(want)) continue;
+          refs.push({ key, entry: k, shard: k.slice(head.length, close) });
+        }
+        if (next === '0') {
+          node++;
+          cursor = '0';
+          if (node >= masters.length) done = true;
+        } else cursor = next;
+        if (done) break;
+      }
+    });
+    const items = await this.headers(ns, refs);
+    return { items, cursor: done ? null : this.client.isCluster ? `${node}:${cursor}` : cursor };
+  }
+
+  /** The headers of entries found by a scan (one pipelined GETRANGE; a long header costs a second, full read). */
+  private async headers(ns: string, refs: { key: string; entry: string; shard: string }[]): Promise<ScanItem[]> {
+    const prefixes = await this.pipelined(refs, (r) => r.shard, (p, r) => p.getrangeBuffer(r.entry, '0', String(HEAD_READ_BYTES - 1)), isWrongType);
+    const out: ScanItem[] = [];
+    for (let i = 0; i < refs.length; i++) {
+      const b = prefixes[i];
+      if (!Buffer.isBuffer(b) || b.length === 0) continue; // gone meanwhile, or of another type
+      const end = headerEnd(b);
+      const header = end <= b.length ? blobHeader(b, end) : await this.head(ns, refs[i]!.key);
+      if (header && !isExpired(header)) out.push({ key: refs[i]!.key, header });
+    }
+    return out;
   }
 
   async stats(): Promise<TierStats> {
@@ -860,6 +930,11 @@ export class RedisTier implements Tier, DirtyTracking {
       for (const c of this.progress.keys()) if (!conns.includes(c)) this.progress.delete(c);
     }
   }
+}
+
+/** A string matched literally by a Redis glob pattern (MATCH). */
+function globEscape(s: string): string {
+  return s.replace(/[*?[\]\\]/g, '\\$&');
 }
 
 function isOne(reply: unknown): boolean {

@@ -4,6 +4,7 @@ import {
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
+  ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
   type LifecycleRule,
@@ -15,9 +16,10 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { NotFoundError, StrataError, TierUnavailableError, ValidationError } from '../errors.js';
 import type { Entry, EntryFlags, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive, isNewer } from '../model/entry.js';
-import { DEFAULT_S3_PREFIX, normalizePrefix, s3ObjectKey, s3StagingKey } from './storage-key.js';
+import { validateNamespace } from '../model/keys.js';
+import { DEFAULT_S3_PREFIX, normalizePrefix, parseS3ObjectKey, s3ObjectKey, s3StagingKey } from './storage-key.js';
 import { mapLimit } from '../util/concurrency.js';
-import type { PresignedUrl, Presigning, Tier, TierName, TierStats } from './tier.js';
+import type { PresignedUrl, Presigning, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
 
 const MiB = 1024 * 1024;
 
@@ -101,7 +103,7 @@ interface HeadResult {
  * common "everything is zero bytes" ABA cannot happen; for live values it needs a concurrent rewrite of
  * identical bytes inside a HEAD→PUT window of milliseconds.
  */
-export class S3Tier implements Tier, Presigning {
+export class S3Tier implements Tier, Presigning, Scanning {
   readonly name: TierName;
   readonly kind = 's3';
   readonly bucket: string;
@@ -231,6 +233,38 @@ export class S3Tier implements Tier, Presigning {
 
   async deleteMany(ns: string, keys: string[]): Promise<boolean[]> {
     return mapLimit(keys, this.concurrency, (k) => this.delete(ns, k));
+  }
+
+  // ---- enumeration ----------------------------------------------------------------------------------------
+
+  /**
+   * One ListObjectsV2 page (`limit` objects) under `<prefix>/<ns>/`, then a HEAD of each listed entry whose key
+   * starts with `opts.prefix` (for its header). Object keys are `<ns>/<shard>/<base64url(key)>`, so a prefix of
+   * the user key is not a prefix of the object key: the whole namespace is listed and filtered here. The cursor
+   * is S3's continuation token.
+   */
+  async scan(ns: string, opts: ScanOptions): Promise<ScanPage> {
+    validateNamespace(ns);
+    const listPrefix = `${this.prefix === '' ? '' : this.prefix + '/'}${ns}/`;
+    let res;
+    try {
+      res = await this.client.send(new ListObjectsV2Command({
+        Bucket: this.bucket,
+        Prefix: listPrefix,
+        MaxKeys: Math.max(1, Math.min(1000, Math.floor(opts.limit))),
+        ...(opts.cursor ? { ContinuationToken: opts.cursor } : {}),
+      }));
+    } catch (e) {
+      throw this.unavailable(e);
+    }
+    const keys: string[] = [];
+    for (const o of res.Contents ?? []) {
+      const ref = o.Key ? parseS3ObjectKey(this.prefix, o.Key) : undefined;
+      if (ref && ref.ns === ns && ref.key.startsWith(opts.prefix ?? '')) keys.push(ref.key);
+    }
+    const heads = await mapLimit(keys, this.concurrency, (k) => this.head(ns, k));
+    const items = keys.flatMap((key, i) => (heads[i] ? [{ key, header: heads[i]! }] : []));
+    return { items, cursor: res.IsTruncated && res.NextContinuationToken ? res.NextContinuationToken : null };
   }
 
   // ---- presigning -----------------------------------------------------------------------------------------

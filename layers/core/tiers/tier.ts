@@ -78,3 +78,57 @@ export function supportsDirtyTracking(t: Tier): t is Tier & DirtyTracking {
 export function supportsPresigning(t: Tier): t is Tier & Presigning {
   return typeof (t as Partial<Presigning>).presignUpload === 'function';
 }
+
+/** One entry a scan found: its key and its header as {@link Tier.head} would return it. */
+export interface ScanItem {
+  key: string;
+  header: EntryHeader;
+}
+
+export interface ScanOptions {
+  /** Only keys that start with this string (a prefix of the user key, not of any storage key). */
+  prefix?: string;
+  /** Where the previous page stopped (its `cursor`); absent or null = from the start. */
+  cursor?: string | null;
+  /** Page size: at most this many items (a Redis SCAN page may overshoot a little; see RedisTier.scan). */
+  limit: number;
+}
+
+export interface ScanPage {
+  items: ScanItem[];
+  /** Opaque: pass it back for the next page. Null once the scan is complete. A page may be empty before the end. */
+  cursor: string | null;
+}
+
+/**
+ * A tier that can enumerate the keys it holds in a namespace (tier migration, pinning). Entries that stay for the
+ * whole scan are listed at least once (duplicates are possible: callers must be idempotent); entries written or
+ * removed during the scan may or may not be. Items are as {@link Tier.head} returns them: never expired,
+ * tombstones and location markers included.
+ */
+export interface Scanning {
+  scan(ns: string, opts: ScanOptions): Promise<ScanPage>;
+}
+
+/**
+ * A tier with an eviction order of its own that can exempt entries from it: a pinned entry is never chosen as a
+ * victim (MemoryTier's S3-FIFO, the cache nodes' SIEVE victims and the evict-to-S3 step all honour the flag).
+ * The flag lives in the entry header (`flags.pinned`) and belongs to that version: a newer write of the key
+ * starts unpinned.
+ */
+export interface Pinning {
+  /**
+   * Sets (or clears) the pinned flag of the entry if it is exactly `version` (the version, value and expiry stay
+   * as they are). Returns whether the entry now has the requested flag; false when the key is absent, expired or
+   * at another version.
+   */
+  setPinned(ns: string, key: string, version: number, pinned: boolean): Promise<boolean>;
+}
+
+export function supportsScan(t: Tier): t is Tier & Scanning {
+  return typeof (t as Partial<Scanning>).scan === 'function';
+}
+
+export function supportsPinning(t: Tier): t is Tier & Pinning {
+  return typeof (t as Partial<Pinning>).setPinned === 'function';
+}

@@ -1,10 +1,11 @@
-import { TierUnavailableError } from '../errors.js';
+import { TierUnavailableError, ValidationError } from '../errors.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
-import { isLive } from '../model/entry.js';
-import { ringHash } from '../ring/hash.js';
+import { isExpired, isLive } from '../model/entry.js';
+import { validateNamespace } from '../model/keys.js';
+import { isRingPosition, ringHash, RING_MIN } from '../ring/hash.js';
 import type { RingRouter, RingView, Route } from '../ring/view.js';
-import { NodeClient, NodeUnavailableError, StaleRouteError, type NodeClientOptions } from '../warm/node-client.js';
-import type { Tier, TierName, TierStats } from './tier.js';
+import { NodeClient, NodeUnavailableError, StaleRouteError, type ExportTrailer, type NodeClientOptions } from '../warm/node-client.js';
+import type { Pinning, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
 
 export interface WarmTierOptions {
   /** The cached ring (refreshed from its store, and from the ring documents nodes send back with a 409). */
@@ -75,11 +76,11 @@ interface Routed {
  *   behind, or re-reads the store) and retries once.
  * - Batches are grouped per node, one request per node, in parallel. Concurrent single gets and puts to the same
  *   node are coalesced into batch requests once per event-loop turn (see `coalesce`).
- * - Connections are pooled per node (undici),
+ * - Connections are pooled per node (node:http keep-alive agents),
  *   every call is bounded by a timeout, and any failure to reach a node is a TierUnavailableError, so the
  *   coordinator falls through to the next tier.
  */
-export class WarmTier implements Tier {
+export class WarmTier implements Tier, Scanning, Pinning {
   readonly name: TierName;
   readonly kind = 'cachenode';
   readonly client: NodeClient;
@@ -172,6 +173,57 @@ export class WarmTier implements Tier {
 
   async deleteMany(ns: string, keys: string[]): Promise<boolean[]> {
     return this.writeMany(ns, keys, (url, idx, v) => this.client.deleteMany(url, ns, idx.map((i) => keys[i]!), v), (i) => this.delete(ns, keys[i]!));
+  }
+
+  // ------------------------------------------------------------------ enumeration and pinning
+
+  /**
+   * Enumerates `ns` through the nodes' range exports, headers only, range by range in ring order, each range from
+   * the node that serves its reads. Nodes store keys in ring-hash order, so neither the namespace nor a key prefix
+   * narrows an export: a page examines up to `limit` entries of any namespace and keeps the matching ones (a page
+   * may well be empty before the end). The cursor is a place in the hash space, `p:<position>` (from there on) or
+   * `k:<storage key, hex>` (after that key), so it stays valid across ring changes.
+   */
+  async scan(ns: string, opts: ScanOptions): Promise<ScanPage> {
+    validateNamespace(ns);
+    const prefix = opts.prefix ?? '';
+    let cur = parseWarmCursor(opts.cursor);
+    let router: RingRouter;
+    try {
+      router = await this.ring.ready();
+    } catch (e) {
+      throw this.unavailable(e);
+    }
+    const items: ScanPage['items'] = [];
+    let budget = Math.max(1, Math.floor(opts.limit));
+    while (budget > 0) {
+      const route = router.route(cur.position);
+      const after = cur.after ?? (cur.position > route.span.start ? cur.position : null);
+      let trailer: ExportTrailer;
+      try {
+        const records = this.client.exportRange(route.reader.url, { start: route.span.start, end: route.span.end, after, limit: budget, headersOnly: true });
+        for (let r = await records.next(); ; r = await records.next()) {
+          if (r.done) {
+            trailer = r.value;
+            break;
+          }
+          budget--;
+          const { header } = r.value.entry;
+          if (r.value.ns === ns && r.value.key.startsWith(prefix) && !isExpired(header)) items.push({ key: r.value.key, header });
+        }
+      } catch (e) {
+        throw this.unavailable(e);
+      }
+      if (!trailer.done && trailer.next) cur = { position: trailer.next.slice(0, 16), after: trailer.next };
+      else if (route.span.end === null) return { items, cursor: null };
+      else cur = { position: route.span.end };
+    }
+    return { items, cursor: cur.after ? `k:${cur.after}` : `p:${cur.position}` };
+  }
+
+  /** Pins or unpins the entry at exactly `version` on its owner (and, while the range migrates, its target). */
+  async setPinned(ns: string, key: string, version: number, pinned: boolean): Promise<boolean> {
+    return this.write(ringHash(ns, key), (url, v) => this.client.setPinned(url, ns, [key], [version], pinned, v).then((r) => r[0] === true));
   }
 
   // ------------------------------------------------------------------ coalescing
@@ -492,6 +544,17 @@ export class WarmTier implements Tier {
   private unavailable(e: unknown): TierUnavailableError {
     return e instanceof TierUnavailableError ? e : new TierUnavailableError(this.name, e);
   }
+}
+
+/** A warm scan cursor: `p:<position>` or `k:<storage key hex>` (see {@link WarmTier.scan}); none = the start. */
+function parseWarmCursor(cursor: string | null | undefined): { position: string; after?: string } {
+  if (!cursor) return { position: RING_MIN };
+  const m = /^(p|k):([0-9a-f]+)$/.exec(cursor);
+  const position = m?.[2]?.slice(0, 16);
+  if (!m || !isRingPosition(position) || (m[1] === 'p' && m[2]!.length !== 16) || m[2]!.length % 2 !== 0) {
+    throw new ValidationError('cursor', `not a cursor of the warm tier: '${cursor.slice(0, 40)}'`);
+  }
+  return m[1] === 'p' ? { position } : { position, after: m[2]! };
 }
 
 function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {

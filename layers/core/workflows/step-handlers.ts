@@ -1,15 +1,14 @@
+import { dataSteps, type DataStepDeps } from './data-steps.js';
 import { scaleSteps, type ScaleDeps } from './scale-steps.js';
 import type { StepHandlers } from './steps.js';
 
 /** What the step Lambda (or a local run) gives the steps. */
-export type WorkflowDeps = ScaleDeps;
+export type WorkflowDeps = ScaleDeps & DataStepDeps;
 
 /** Every step of every workflow, bound to `d`. */
 export function stepHandlers(d: WorkflowDeps): StepHandlers {
   const s = scaleSteps(d);
-  const pending = async () => {
-    throw new Error('not wired yet');
-  };
+  const data = dataSteps(d);
   return {
     'scale-out.begin': s.scaleOutBegin,
     'scale-out.check-node': s.checkNode,
@@ -21,10 +20,10 @@ export function stepHandlers(d: WorkflowDeps): StepHandlers {
     'migrate.finish': s.finish,
     'migrate.cleanup': s.cleanup,
     'migrate.rollback': s.rollback,
-    'evict.plan': pending,
-    'evict.batch': pending,
-    'evict.report': pending,
-    'tier-migrate.begin': pending,
-    'tier-migrate.batch': pending,
+    'evict.plan': data.evictPlan,
+    'evict.batch': data.evictBatch,
+    'evict.report': data.evictReport,
+    'tier-migrate.begin': data.tierMigrateBegin,
+    'tier-migrate.batch': data.tierMigrateBatch,
   };
 }

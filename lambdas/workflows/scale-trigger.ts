@@ -1,0 +1,9 @@
+// Scheduled Lambda: paper 000's speculative scale-out trigger (layers/core/workflows/scale-trigger.ts). Starts the
+// ScaleOut state machine for a node past the threshold T, or one that overflowed; logs the decision.
+import { runScaleTriggerFromEnv } from '../../layers/core/runtime/scale-trigger.js';
+
+export const handler = async (): Promise<unknown> => {
+  const out = await runScaleTriggerFromEnv();
+  console.log(JSON.stringify({ level: 'info', msg: 'scale-out trigger', decision: out.decision, rate: out.rate, capacity: out.capacity, started: out.started ?? null }));
+  return { decision: out.decision, started: out.started ?? null };
+};

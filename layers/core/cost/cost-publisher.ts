@@ -1,0 +1,140 @@
+import { ValidationError } from '../errors.js';
+import { COST_TIERS, METRIC_NAMESPACES, METRICS, type CostTier } from '../metrics/catalog.js';
+import { priceBook } from './catalog.js';
+import type { CostPublisherSettings } from './cost-publisher-settings.js';
+import { readFleetState, type FleetState, type FleetStateSource } from './fleet-state.js';
+import { priceLiveUsage, type LiveCost, type MonitoringUsage, type UnpricedItem } from './live-cost.js';
+import { MAX_DATA_PER_CALL, metricPoint, publishPoints, type MetricPoint, type MetricSink, type PublishResult } from './publisher.js';
+import { completedHoursOfMonth, costPer1000Hits, projectMonthlyCost, type MonthlyProjection } from './projection.js';
+import { collectUsage, usageQueryCount, type CostedFunction, type LiveUsage, type UsageSources, type UsageTargets } from './usage.js';
+
+/**
+ * The scheduled cost publisher (lambdas/ops/cost-publisher.ts is its handler): reads the last window of usage and
+ * the fleet's state, prices the usage, projects the month, and publishes everything in Strata/Cost and
+ * Strata/Fleet (layers/core/metrics/catalog.ts), all stamped with the run's time.
+ */
+
+export interface CostPublisherDeps extends UsageSources {
+  readonly fleetState: FleetStateSource;
+  readonly sink: MetricSink;
+}
+
+export interface CostPublisherReport {
+  readonly at: string;
+  readonly environment: string;
+  readonly catalog: { readonly id: string; readonly version: string; readonly region: string };
+  readonly window: { readonly start: string; readonly end: string };
+  /** USD per hour. */
+  readonly costPerHour: { readonly total: number; readonly tiers: Readonly<Record<CostTier, number>>; readonly tenants: Readonly<Record<string, number>> };
+  readonly projection: MonthlyProjection;
+  readonly costPer1000Hits: number | undefined;
+  readonly hitsPerHour: number;
+  readonly usage: {
+    readonly runningInstances: number;
+    readonly volumes: number;
+    readonly cold?: { readonly bytes: number; readonly objects: number; readonly storageSource: string; readonly requestSource: string; readonly truncated: boolean };
+  };
+  readonly fleet: FleetState;
+  readonly unpriced: readonly UnpricedItem[];
+  readonly published: PublishResult;
+}
+
+/** What to read, from the settings (plus functions known only at run time, such as the publisher itself). */
+export function usageTargets(settings: CostPublisherSettings, extraFunctions: readonly CostedFunction[] = []): UsageTargets {
+  return {
+    environment: settings.environment,
+    namespaces: settings.tenants.flatMap((t) => t.namespaces),
+    ...(settings.hot ? { hot: settings.hot } : {}),
+    ...(settings.cold ? { cold: settings.cold } : {}),
+    ...(settings.apiName ? { apiName: settings.apiName } : {}),
+    functions: [...settings.functions, ...extraFunctions.filter((f) => !settings.functions.some((s) => s.name === f.name))],
+  };
+}
+
+/** The Strata/Cost and Strata/Fleet points of one run. */
+export function costAndFleetPoints(environment: string, cost: LiveCost, projection: MonthlyProjection, per1000Hits: number | undefined, fleet: FleetState): MetricPoint[] {
+  const env = { Environment: environment };
+  const points: MetricPoint[] = [
+    ...COST_TIERS.map((tier) => metricPoint(METRICS.costPerHour, { ...env, Tier: tier }, cost.tiers[tier].total)),
+    ...Object.entries(cost.tenants).map(([tenant, usd]) => metricPoint(METRICS.costPerHour, { ...env, Tenant: tenant }, usd)),
+    metricPoint(METRICS.totalCostPerHour, env, cost.total),
+    metricPoint(METRICS.projectedMonthlyCost, env, projection.projected),
+    ...(per1000Hits !== undefined ? [metricPoint(METRICS.costPer1000Hits, env, per1000Hits)] : []),
+    metricPoint(METRICS.nodes, env, fleet.nodes),
+    ...fleet.fills.map((f) => metricPoint(METRICS.nodeFill, { ...env, Node: f.node }, f.percent)),
+    ...(fleet.maxFillPercent !== undefined ? [metricPoint(METRICS.maxNodeFill, env, fleet.maxFillPercent)] : []),
+    metricPoint(METRICS.migrationsInProgress, env, fleet.migrationsInProgress),
+  ];
+  return points;
+}
+
+/**
+ * CloudWatch usage of the publisher itself, priced under `monitoring`: the series it publishes (each tenant,
+ * plus `other`, and each node counted), its PutMetricData calls and the GetMetricData metrics it reads, per run
+ * times runs per hour, plus the configured dashboards and alarm metrics.
+ */
+export function monitoringUsage(settings: CostPublisherSettings, targets: UsageTargets, nodes: number): MonitoringUsage {
+  const costSeries = COST_TIERS.length + settings.tenants.length + 1 + 3;
+  const fleetSeries = 3 + nodes;
+  const calls = Math.ceil(costSeries / MAX_DATA_PER_CALL) + Math.ceil(fleetSeries / MAX_DATA_PER_CALL);
+  const reads = usageQueryCount(targets) + 1;
+  return {
+    customMetrics: costSeries + fleetSeries,
+    dashboards: settings.monitoring.dashboards,
+    alarmMetrics: settings.monitoring.alarmMetrics,
+    putMetricDataCallsPerHour: calls * settings.monitoring.runsPerHour,
+    getMetricDataMetricsPerHour: reads * settings.monitoring.runsPerHour,
+  };
+}
+
+/** Reads this month's hourly averages of TotalCostPerHour (the month-to-date). */
+async function hourlyRatesThisMonth(deps: CostPublisherDeps, environment: string, at: Date): Promise<{ timestamp: Date; value: number }[]> {
+  const range = completedHoursOfMonth(at);
+  if (range.end <= range.start) return [];
+  const def = METRICS.totalCostPerHour;
+  const series = await deps.metrics.query([{ id: 'rate', namespace: def.namespace, metricName: def.name, dimensions: { Environment: environment }, stat: 'Average', periodSeconds: 3600 }], range);
+  return [...(series.get('rate') ?? [])];
+}
+
+/** One run: collect, price, project, publish. */
+export async function runCostPublisher(deps: CostPublisherDeps, settings: CostPublisherSettings, at: Date, extraFunctions: readonly CostedFunction[] = []): Promise<CostPublisherReport> {
+  const region = settings.region;
+  if (!region) throw new ValidationError('region', 'the cost publisher needs a region for its prices (settings.region or AWS_REGION)');
+  const book = priceBook(settings.catalogId, region);
+  const targets = usageTargets(settings, extraFunctions);
+  const window = { start: new Date(at.getTime() - settings.windowMinutes * 60_000), end: at };
+
+  const [usage, fleet, hourly] = await Promise.all([collectUsage(deps, targets, window), readFleetState(deps.fleetState), hourlyRatesThisMonth(deps, settings.environment, at)]);
+  const cost = priceLiveUsage(usage, book, { tenants: settings.tenants, monitoring: monitoringUsage(settings, targets, fleet.nodes) });
+  const projection = projectMonthlyCost(at, cost.total, hourly);
+  const hitsPerHour = usage.hits / (settings.windowMinutes / 60);
+  const per1000 = costPer1000Hits(cost.total, hitsPerHour);
+
+  const points = costAndFleetPoints(settings.environment, cost, projection, per1000, fleet);
+  const published = await publishPoints(deps.sink, points, at);
+  return {
+    at: at.toISOString(),
+    environment: settings.environment,
+    catalog: { id: book.catalogId, version: book.catalogVersion, region: book.region },
+    window: { start: window.start.toISOString(), end: window.end.toISOString() },
+    costPerHour: { total: cost.total, tiers: Object.fromEntries(COST_TIERS.map((t) => [t, cost.tiers[t].total])) as Record<CostTier, number>, tenants: cost.tenants },
+    projection,
+    costPer1000Hits: per1000,
+    hitsPerHour: hitsPerHour,
+    usage: summary(usage),
+    fleet,
+    unpriced: cost.unpriced,
+    published,
+  };
+}
+
+function summary(usage: LiveUsage): CostPublisherReport['usage'] {
+  return {
+    runningInstances: usage.fleet.instances.filter((i) => i.state === 'running').length,
+    volumes: usage.fleet.volumes.length,
+    ...(usage.cold ? { cold: { bytes: usage.cold.bytes, objects: usage.cold.objects, storageSource: usage.cold.storageSource, requestSource: usage.cold.requestSource, truncated: usage.cold.truncated } } : {}),
+  };
+}
+
+/** The namespaces the publisher writes to (for IAM conditions). */
+export const PUBLISHED_NAMESPACES = [METRIC_NAMESPACES.cost, METRIC_NAMESPACES.fleet] as const;

@@ -1,0 +1,48 @@
+import { RingStore } from '../ring/store.js';
+import { emfDocument, serializeEmf } from '../metrics/emf.js';
+import { Migrator } from '../warm/migration.js';
+import { NodeClient } from '../warm/node-client.js';
+import { ProgressStore, ScaleLocks } from '../workflows/progress.js';
+import { stepHandlers, type WorkflowDeps } from '../workflows/step-handlers.js';
+import type { StepHandlers } from '../workflows/steps.js';
+import { buildApiContext } from './context.js';
+import { ConfigError, loadRuntimeEnv, type RuntimeEnv } from './config.js';
+import { casStoreFromEnv, readFleetSecret, warmTierFromEnv } from './warm.js';
+
+/**
+ * The workflow steps as the step Lambda runs them: the ring and migration documents in the ring store
+ * (STRATA_WARM_RING_*), the fleet secret (STRATA_WARM_SECRET_ARN from Secrets Manager, or STRATA_WARM_SECRET),
+ * launched nodes reached at http://<private IP>:STRATA_NODE_PORT, the tiers for eviction and tier moves as the
+ * API builds them, and progress metrics as EMF lines on stdout.
+ */
+export async function workflowDepsFromEnv(env: RuntimeEnv, secret?: string): Promise<WorkflowDeps> {
+  const cas = casStoreFromEnv(env);
+  if (!cas) throw new ConfigError('the workflow steps need the ring store: set STRATA_WARM_RING_BUCKET (or STRATA_WARM_RING_DIR)');
+  const nodeSecret = secret ?? (await readFleetSecret(env));
+  const ring = new RingStore(cas);
+  const nodes = new NodeClient({ secret: nodeSecret, timeoutMs: env.STRATA_WARM_TIMEOUT_MS });
+  const ctx = buildApiContext({ ...env, STRATA_WARM_SECRET: nodeSecret }, { flushTimer: false, warmTier: warmTierFromEnv });
+  return {
+    ring,
+    migrator: new Migrator({ ring, docs: cas, client: nodes, onWarning: (m) => log('warn', m) }),
+    nodes,
+    progress: new ProgressStore(cas),
+    locks: new ScaleLocks(cas),
+    nodeUrl: async (n) => (n.privateIp ? `http://${n.privateIp}:${env.STRATA_NODE_PORT}` : undefined),
+    metric: (key, value, dims) => process.stdout.write(serializeEmf([emfDocument({ timestamp: Date.now(), dimensions: { Environment: env.STRATA_ENV, ...dims }, values: { [key]: value } })])),
+    now: Date.now,
+    tiers: { hot: ctx.tiers.find((t) => t.name === 'hot'), warm: ctx.tiers.find((t) => t.name === 'warm'), cold: ctx.tiers.find((t) => t.name === 'cold') },
+  };
+}
+
+function log(level: string, msg: string): void {
+  console.error(JSON.stringify({ level, msg }));
+}
+
+let current: Promise<StepHandlers> | undefined;
+
+/** The container's step handlers, built from the environment on first use. */
+export function getStepHandlers(): Promise<StepHandlers> {
+  current ??= workflowDepsFromEnv(loadRuntimeEnv()).then(stepHandlers);
+  return current;
+}

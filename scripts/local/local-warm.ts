@@ -1,0 +1,59 @@
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { initialRing } from '../../layers/core/ring/document.js';
+import { FileCasStore, RingStore } from '../../layers/core/ring/store.js';
+import type { Tier } from '../../layers/core/tiers/tier.js';
+import { LocalFleet } from '../../layers/core/warm/local-fleet.js';
+import { NodeClient } from '../../layers/core/warm/node-client.js';
+import { localWorkflows, type LocalWorkflows } from '../../layers/core/workflows/local-service.js';
+
+/**
+ * The warm tier of `npm start` when STRATA_LOCAL_NODES=N: N cache-node processes (the local fleet provider) with
+ * their data under `<dataDir>/warm/nodes`, a ring over them in `<dataDir>/warm/ring`, and the shared secret —
+ * started fresh on every run. The same fleet then stands in for EC2 in the workflows, so the admin API can
+ * scale the local warm tier out and in.
+ */
+export interface LocalWarm {
+  fleet: LocalFleet;
+  ringDir: string;
+  secret: string;
+  urls: string[];
+  close(): Promise<void>;
+}
+
+export async function startLocalWarm(o: { nodes: number; dataDir: string; capacityBytes?: number; log?: (line: string) => void }): Promise<LocalWarm> {
+  const root = join(o.dataDir, 'warm');
+  rmSync(root, { recursive: true, force: true });
+  const secret = randomBytes(24).toString('hex');
+  const fleet = new LocalFleet({ rootDir: join(root, 'nodes'), secret, ...(o.capacityBytes ? { capacityBytes: o.capacityBytes } : {}) });
+  try {
+    const launched = await Promise.all(Array.from({ length: o.nodes }, (_, i) => fleet.launch(`n${i + 1}`)));
+    const ringDir = join(root, 'ring');
+    const doc = await new RingStore(new FileCasStore(ringDir)).create(initialRing(launched.map((n) => ({ id: n.nodeId, url: n.url, instance: n.nodeId })), 2));
+    const client = new NodeClient({ secret });
+    await Promise.all(launched.map((n) => client.pushRing(n.url, doc)));
+    await client.close();
+    o.log?.(`started ${launched.length} cache node(s): ${launched.map((n) => `${n.nodeId} ${n.url}`).join(', ')}`);
+    return { fleet, ringDir, secret, urls: launched.map((n) => n.url), close: () => fleet.close() };
+  } catch (e) {
+    await fleet.close();
+    throw e;
+  }
+}
+
+/**
+ * The workflows of the local run, over the local fleet: the state machines are synthesized from the CDK
+ * constructs (about a second, once) and run in-process by aws-local-stepfunctions.
+ */
+export async function startLocalWorkflows(warm: LocalWarm, tiers: Tier[]): Promise<LocalWorkflows> {
+  const { synthesizeWorkflowDefinitions } = await import('../../cdk/lib/workflow-definitions.js');
+  const byName = (n: string) => tiers.find((t) => t.name === n);
+  return localWorkflows({
+    definitions: synthesizeWorkflowDefinitions(),
+    cas: new FileCasStore(warm.ringDir),
+    fleet: warm.fleet,
+    secret: warm.secret,
+    tiers: { hot: byName('hot'), warm: byName('warm'), cold: byName('cold') },
+  });
+}

@@ -1,0 +1,68 @@
+import { Match } from 'aws-cdk-lib/assertions';
+import { stateMachinesOf, synthesizeWorkflowDefinitions, type AslDefinition } from '../../cdk/lib/workflow-definitions.js';
+import { allStates } from '../../layers/core/workflows/local-runner.js';
+import { WORKFLOW_NAMES } from '../../layers/core/workflows/progress.js';
+import { synthesized } from './helpers/synth.js';
+
+const prod = synthesized('prod');
+const wf = prod.templates.workflows;
+
+/** The shape of a definition: every state's name, type and transitions (resources and fleet ids left out). */
+function shape(def: AslDefinition): string[] {
+  return allStates(def).map(([name, s]) => JSON.stringify({ name, type: s.Type, next: s.Next ?? null, end: s.End ?? null, catch: s.Catch ?? null, choices: s.Choices ?? null, default: s.Default ?? null, step: (s.Parameters as { step?: string } | undefined)?.step ?? null }));
+}
+
+describe('Workflows stack', () => {
+  it('deploys the four state machines, logging every event and traced', () => {
+    for (const w of WORKFLOW_NAMES) {
+      wf.hasResourceProperties('AWS::StepFunctions::StateMachine', {
+        StateMachineName: `strata-prod-${w}`,
+        StateMachineType: 'STANDARD',
+        TracingConfiguration: { Enabled: true },
+        LoggingConfiguration: Match.objectLike({ Level: 'ALL', IncludeExecutionData: false }),
+      });
+    }
+  });
+
+  it('deploys exactly the definitions the local runs and tests execute', () => {
+    const deployed = stateMachinesOf(wf.toJSON() as Parameters<typeof stateMachinesOf>[0]);
+    const local = synthesizeWorkflowDefinitions();
+    for (const w of WORKFLOW_NAMES) expect(shape(deployed[`strata-prod-${w}`]!)).toEqual(shape(local[w]));
+  });
+
+  it('gives the step Lambda the ring store, the fleet secret by ARN (not its value) and 5 minutes per step', () => {
+    wf.hasResourceProperties('AWS::Lambda::Function', {
+      Description: Match.stringLikeRegexp('workflow steps'),
+      Timeout: 300,
+      Environment: {
+        Variables: Match.objectLike({
+          STRATA_WARM_RING_BUCKET: Match.anyValue(),
+          STRATA_WARM_RING_PREFIX: 'strata-ring',
+          STRATA_WARM_SECRET_ARN: Match.anyValue(),
+          STRATA_NODE_PORT: '7070',
+          STRATA_ENV: 'prod',
+        }),
+      },
+    });
+    const fns = Object.values(wf.findResources('AWS::Lambda::Function')) as { Properties: { Environment?: { Variables?: Record<string, unknown> } } }[];
+    for (const f of fns) expect(Object.keys(f.Properties.Environment?.Variables ?? {})).not.toContain('STRATA_WARM_SECRET');
+  });
+
+  it('runs the scale-out trigger every minute and EvictToS3 on a schedule', () => {
+    wf.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(1 minute)', Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ScaleTriggerFunction'), 'Arn'] } })] });
+    wf.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(6 hours)', Targets: [Match.objectLike({ Arn: { Ref: Match.stringLikeRegexp('^WorkflowsEvictToS3') } })] });
+    wf.hasResourceProperties('AWS::Lambda::Function', { Description: Match.stringLikeRegexp('scale-out trigger'), Environment: { Variables: Match.objectLike({ STRATA_SCALE_OUT_ARN: Match.anyValue(), STRATA_SCALE_TRIGGER: Match.stringLikeRegexp('"lowRate":50') }) } });
+  });
+
+  it('lets ScaleOut launch only from the fleet launch template, passing only the node role', () => {
+    const policies = JSON.stringify(wf.findResources('AWS::IAM::Policy'));
+    expect(policies).toContain('ec2:RunInstances');
+    expect(policies).toContain('ec2:TerminateInstances');
+    wf.hasResourceProperties('AWS::IAM::Policy', {
+      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Action: 'iam:PassRole', Resource: Match.anyValue() })]) },
+    });
+    wf.hasResourceProperties('AWS::IAM::Policy', {
+      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Action: 'ec2:CreateTags', Condition: { StringEquals: { 'ec2:CreateAction': 'RunInstances' } } })]) },
+    });
+  });
+});

@@ -1,0 +1,51 @@
+import { runScaleTrigger } from '../../layers/core/workflows/scale-trigger.js';
+import { RingView } from '../../layers/core/ring/view.js';
+import { WarmTier } from '../../layers/core/tiers/warm-tier.js';
+import { entry } from '../helpers/tiers.js';
+import { eventually, SECRET } from '../integration/warm-fixtures.js';
+import { harness } from './harness.js';
+
+/**
+ * The scheduled trigger against real nodes: it reads their fill and request counters, evaluates paper 000's T
+ * and starts ScaleOut executions on the local runner; the per-node lock keeps it to one scale-out per node.
+ */
+describe('scale-out trigger (paper 000 threshold on live node fill)', () => {
+  it('pre-launches for the node past T, not again while that scale-out runs, and nothing below T', async () => {
+    const h = await harness({ nodes: ['n1', 'n2'], rangesPerNode: 1 });
+    try {
+      const urls = await h.urls();
+      // 600 keys over the two nodes (one range each), through the ring.
+      const warm = new WarmTier({ ring: new RingView({ store: h.ring, refreshIntervalMs: 0 }), secret: SECRET });
+      await warm.putMany('ns', Array.from({ length: 600 }, (_, i) => ({ key: `k${i}`, entry: entry(i + 1) })));
+      await warm.close();
+      const stats = await Promise.all(Object.values(urls).map((u) => h.client.stats(u)));
+      expect(stats.some((s) => s.keys > 0)).toBe(true);
+
+      const started: { forNode: string; reason: string }[] = [];
+      const startScaleOut = async (input: { mode: 'incremental' | 'parallel'; forNode: string; reason: string }) => {
+        started.push(input);
+        return h.runner.start('scale-out', { ...input, streamMaxMs: 200, graceMs: 200 }).name;
+      };
+      const fullest = stats.reduce((a, s) => (s.keys > a.keys ? s : a));
+      // c = twice the fullest node less 10; δL = δH = 1 req/s: T = c/2 + (2 − R) ≤ fill − 3, just below it.
+      const settings = { unit: 'keys' as const, capacity: fullest.keys * 2 - 10, lowRate: 1, highRate: 1 };
+      const first = await runScaleTrigger({ ring: h.ring, nodes: h.client, locks: h.deps.locks, cas: h.cas, startScaleOut }, settings);
+      expect(first.decision).toMatchObject({ action: 'prelaunch', node: fullest.nodeId });
+      expect(started).toHaveLength(1);
+      expect(started[0]!.reason).toMatch(/^prelaunch: node .* passed T/);
+      // Once its first step holds the node's lock, the same node is not scaled out twice.
+      await eventually(async () => !!(await h.progress.get(first.started!)), 10_000, 'the scale-out began');
+      const again = await runScaleTrigger({ ring: h.ring, nodes: h.client, locks: h.deps.locks, cas: h.cas, startScaleOut }, settings);
+      expect(['in-flight', 'none']).toContain(again.decision.action);
+      expect(started).toHaveLength(1);
+      const done = await h.runner.wait(first.started!);
+      expect(done.status).toBe('SUCCEEDED');
+      // After the split the lock is released and the fleet is below T.
+      const after = await runScaleTrigger({ ring: h.ring, nodes: h.client, locks: h.deps.locks, cas: h.cas, startScaleOut }, { ...settings, capacity: fullest.keys * 4 });
+      expect(after.decision.action).toBe('none');
+      expect(after.loads).toHaveLength(3);
+    } finally {
+      await h.close();
+    }
+  }, 120_000);
+});
