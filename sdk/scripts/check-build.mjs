@@ -11,13 +11,14 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const require = createRequire(import.meta.url);
 
-const exported = ['StrataClient', 'StrataError', 'ValidationError', 'NotFoundError', 'VersionConflictError', 'TimeoutError', 'NetworkError', 'UnavailableError', 'RateLimitedError', 'WorkflowsUnavailableError', 'ExecutionExistsError', 'WorkflowsClient', 'renderProgressBar', 'formatBytes'];
+const exported = ['StrataClient', 'StrataError', 'ValidationError', 'NotFoundError', 'VersionConflictError', 'TimeoutError', 'NetworkError', 'UnavailableError', 'RateLimitedError', 'WorkflowsUnavailableError', 'ExecutionExistsError', 'WorkflowsClient', 'CostClient', 'renderProgressBar', 'formatBytes'];
 
 function check(label, mod) {
   for (const name of exported) assert.equal(typeof mod[name], 'function', `${label}: ${name} is not exported`);
   const client = new mod.StrataClient({ endpoint: 'http://127.0.0.1:1', namespace: 'check' });
   assert.equal(client.namespace, 'check');
   assert.equal(typeof client.workflows.start, 'function', `${label}: client.workflows is missing`);
+  assert.equal(typeof client.cost.placements, 'function', `${label}: client.cost is missing`);
   assert.match(mod.renderProgressBar({ status: 'RUNNING' }, { width: 4 }), /^\[----\] starting$/);
   assert.ok(new mod.VersionConflictError({ code: 'VERSION_CONFLICT', status: 409, message: 'x' }) instanceof mod.StrataError);
   assert.equal(mod.SDK_VERSION, pkg.version, `${label}: SDK_VERSION (src/version.ts) differs from package.json`);
@@ -41,4 +42,9 @@ console.log('ok  types dist/types/index.d.ts');
 const help = execFileSync(process.execPath, [join(root, pkg.bin.strata), '--help'], { encoding: 'utf8' });
 assert.match(help, /usage: strata/);
 assert.match(help, /workflow start <workflow>/);
+assert.match(help, /cost \[options\]/);
 console.log('ok  cli dist/esm/cli.js --help');
+const costHelp = execFileSync(process.execPath, [join(root, pkg.bin.strata), 'cost', '--help'], { encoding: 'utf8' });
+assert.match(costHelp, /usage: strata cost/);
+assert.match(costHelp, /--paper-2010/);
+console.log('ok  cli dist/esm/cli.js cost --help');

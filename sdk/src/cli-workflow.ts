@@ -33,8 +33,16 @@ export interface CliIo {
   stderr: ProgressOutput;
 }
 
-/** A usage error: the CLI prints it with the usage text and exits 2. */
-export class UsageError extends Error {}
+/** A usage error: the CLI prints it with the usage text (`usage`, else the CLI's) and exits 2. */
+export class UsageError extends Error {
+  constructor(
+    message: string,
+    /** The usage text of the command at fault. */
+    readonly usage?: string,
+  ) {
+    super(message);
+  }
+}
 
 function print(io: CliIo, v: unknown): void {
   io.stdout.write(`${JSON.stringify(v, null, 2)}\n`);

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-/** Minimal CLI over StrataClient: `strata get|put|delete|stats|health|workflow`. */
+/** Minimal CLI over StrataClient: `strata get|put|delete|stats|health|workflow|cost`. */
 import { parseArgs } from 'node:util';
+import { COST_OPTIONS, COST_USAGE, costCommand } from './cli-cost.js';
 import { UsageError, WORKFLOW_USAGE, workflowCommand } from './cli-workflow.js';
 import { StrataClient, StrataError } from './index.js';
 
@@ -10,6 +11,9 @@ const USAGE = `usage: strata <command> [args] [options]
   put <key> [value]    store value (read from stdin when omitted or "-"); prints the result as JSON
   delete <key>         delete; prints the tombstone version as JSON
   stats | health       print the service report as JSON
+  cost [options]       the server's cost model: placements ranked for a workload (--value-size 1MB --keys 500
+                       --requests-per-month 2000), paper 001's tables (--paper-2010 --tables), the price catalogs
+                       (--catalogs); the same flags and text as \`npm run cost\`. strata cost --help lists its options
 ${WORKFLOW_USAGE}
 
 options:
@@ -28,11 +32,26 @@ async function readStdin(): Promise<Uint8Array> {
   return Buffer.concat(chunks);
 }
 
+/** Options every command takes. */
+const CONNECTION_OPTIONS: ReadonlySet<string> = new Set(['endpoint', 'api-key', 'timeout', 'json', 'help']);
+
+/** Options of one command used with another: a usage error rather than silently ignored. */
+function checkOptions(command: string, given: readonly string[]): void {
+  if (command === 'cost') {
+    const foreign = given.find((o) => !CONNECTION_OPTIONS.has(o) && !(o in COST_OPTIONS));
+    if (foreign) throw new UsageError(`cost: --${foreign} is not an option of strata cost`, COST_USAGE);
+    return;
+  }
+  const cost = given.find((o) => o in COST_OPTIONS);
+  if (cost) throw new UsageError(`--${cost} is an option of strata cost, not of strata ${command}`);
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
     options: {
+      ...COST_OPTIONS,
       endpoint: { type: 'string' },
       'api-key': { type: 'string' },
       ns: { type: 'string' },
@@ -52,10 +71,16 @@ async function main(argv: string[]): Promise<number> {
     },
   });
   const [command, key, value] = positionals;
+  if (command === 'cost' && values.help) {
+    process.stdout.write(`${COST_USAGE}\n`);
+    return 0;
+  }
   if (values.help || !command) {
     process.stdout.write(`${USAGE}\n`);
     return values.help ? 0 : 2;
   }
+  checkOptions(command, Object.keys(values));
+  if (command === 'cost' && positionals.length > 1) throw new UsageError(`cost: unexpected argument '${positionals[1]}'`, COST_USAGE);
   const client = new StrataClient({
     endpoint: values.endpoint ?? process.env.STRATA_ENDPOINT ?? 'http://localhost:8080',
     apiKey: values['api-key'] ?? (command === 'workflow' ? process.env.STRATA_ADMIN_API_KEY : undefined) ?? process.env.STRATA_API_KEY,
@@ -96,6 +121,8 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     case 'workflow':
       return workflowCommand(client, positionals.slice(1), values, { stdout: process.stdout, stderr: process.stderr });
+    case 'cost':
+      return costCommand(client, values, { stdout: process.stdout, stderr: process.stderr });
     case 'health': {
       const h = await client.health();
       print(h);
@@ -113,7 +140,7 @@ main(process.argv.slice(2)).then(
   },
   (err: unknown) => {
     if (err instanceof UsageError) {
-      process.stderr.write(`strata: ${err.message}\n\n${USAGE}\n`);
+      process.stderr.write(`strata: ${err.message}\n\n${err.usage ?? USAGE}\n`);
       process.exitCode = 2;
       return;
     }

@@ -37,6 +37,7 @@ import type {
   StatsResponse,
   StrataClientOptions,
 } from './types.js';
+import { CostClient } from './cost.js';
 import { SDK_VERSION } from './version.js';
 import { WorkflowsClient } from './workflows.js';
 
@@ -199,6 +200,17 @@ export class StrataClient {
    * ```
    */
   readonly workflows: WorkflowsClient;
+  /**
+   * The deployment's cost model: cache placements ranked for a workload by monthly cost and C/S, paper 001's
+   * Tables III and IV recomputed, and the price catalogs. What the `strata cost` command prints.
+   *
+   * @example
+   * ```ts
+   * const { recommendations, text } = await strata.cost.placements({ valueSize: '1MB', keys: 500, requestsPerMonth: 2000, persistent: true });
+   * console.log(recommendations[0]?.placement.id); // s3:STANDARD
+   * ```
+   */
+  readonly cost: CostClient;
 
   /**
    * @throws {ValidationError} when an option is invalid (`status` 0).
@@ -234,7 +246,9 @@ export class StrataClient {
       maxRetryAfterMs: nonNegative('maxRetryAfterMs', options.maxRetryAfterMs, DEFAULTS.maxRetryAfterMs),
       onRetry: options.onRetry,
     });
-    this.workflows = new WorkflowsClient({ endpoint: this.endpoint, transport: this.transport, timeoutMs: this.timeoutMs });
+    const sub = { endpoint: this.endpoint, transport: this.transport, timeoutMs: this.timeoutMs };
+    this.workflows = new WorkflowsClient(sub);
+    this.cost = new CostClient(sub);
   }
 
   /**

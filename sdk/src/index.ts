@@ -63,6 +63,20 @@ export type {
   WorkflowStartOptions,
   WorkflowWaitOptions,
 } from './workflows.js';
+export { CostClient } from './cost.js';
+export type {
+  CostBreakdown,
+  CostCatalog,
+  CostCatalogsResult,
+  CostPlacement,
+  CostPlacementsResult,
+  CostRecommendation,
+  CostRequestOptions,
+  CostWorkload,
+  Paper2010Result,
+  PaperCell,
+  PaperDiscrepancy,
+} from './cost.js';
 export { formatBytes, renderProgressBar } from './progress.js';
 export type { ProgressBarOptions } from './progress.js';
 export { SDK_VERSION } from './version.js';

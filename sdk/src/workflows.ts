@@ -2,8 +2,9 @@
  * The admin API's workflows (`/v1/admin/workflows/...`): start scale-out, scale-in, evict-to-s3 and tier-migrate
  * executions, follow their progress, list recent ones. Reached as {@link StrataClient.workflows}.
  */
-import { errorFromResponse, NotFoundError, StrataServerError, TimeoutError, ValidationError } from './errors.js';
-import { requestIdOf, sleep, type HttpRequest, type RetryMode, type Transport } from './transport.js';
+import { errorFromResponse, NotFoundError, TimeoutError } from './errors.js';
+import { invalid, isObject, optionError, readBody, type Json, type SubClientTransport } from './json.js';
+import { requestIdOf, sleep, type HttpRequest, type RetryMode } from './transport.js';
 
 /** The workflows a deployment runs. */
 export type WorkflowName = 'scale-out' | 'scale-in' | 'evict-to-s3' | 'tier-migrate';
@@ -136,28 +137,10 @@ export interface WorkflowWaitOptions {
 }
 
 /** What the workflows client needs from {@link StrataClient}. @internal */
-export interface WorkflowsTransport {
-  endpoint: string;
-  transport: Transport;
-  timeoutMs: number;
-}
+export type WorkflowsTransport = SubClientTransport;
 
 const STATUSES: ReadonlySet<string> = new Set(['RUNNING', 'SUCCEEDED', 'FAILED', 'ABORTED', 'TIMED_OUT']);
 const EXECUTION_NAME = /^[A-Za-z0-9_-]{1,80}$/;
-
-type Json = Record<string, unknown>;
-
-function isObject(v: unknown): v is Json {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function invalid(status: number, message: string, requestId?: string): StrataServerError {
-  return new StrataServerError({ code: 'INVALID_RESPONSE', status, message, requestId });
-}
-
-function optionError(field: string, message: string): ValidationError {
-  return new ValidationError({ code: 'VALIDATION_FAILED', status: 0, message: `${field}: ${message}`, details: { field } });
-}
 
 function checkWorkflow(workflow: string, field = 'workflow'): WorkflowName {
   if (!(WORKFLOW_NAMES as readonly string[]).includes(workflow)) throw optionError(field, `unknown workflow '${workflow}'; workflows: ${WORKFLOW_NAMES.join(', ')}`);
@@ -219,16 +202,6 @@ function parseDetail(body: unknown, status: number): WorkflowExecutionDetail {
   if (progress) detail.progress = progress;
   return detail;
 }
-
-async function readBody(res: Response): Promise<unknown> {
-  const text = await res.text();
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw invalid(res.status, `expected JSON from the server (HTTP ${res.status}), got: ${text.slice(0, 200)}`, requestIdOf(res));
-  }
-}
-
 
 /**
  * The admin API's workflow executions. These routes are for operators: in AWS they need an admin API key (or

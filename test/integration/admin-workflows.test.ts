@@ -5,18 +5,13 @@
  * real local server (scripts/local/server.ts, which calls the admin Lambda handler), and on the client side the
  * SDK and the `strata` CLI as a separate process.
  */
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { localWorkflows, type LocalWorkflows } from '../../layers/core/workflows/local-service.js';
 import { StrataClient, type WorkflowExecutionDetail } from '../../sdk/src/index.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';
-import { ROOT } from '../helpers/services.js';
+import { runStrataCli, type CliRun } from '../helpers/strata-cli.js';
 import { Workload } from './warm-workload.js';
 import { definitions, harness, type Harness } from '../workflows/harness.js';
 import { SECRET } from './warm-fixtures.js';
-
-const run = promisify(execFile);
 
 /** Options that keep a local run quick: short stream steps and grace. */
 const FAST = { streamMaxMs: 150, graceMs: 500 };
@@ -27,17 +22,7 @@ let api: TestApi;
 let url: string;
 
 /** `strata <args>` in its own process (not a terminal: progress comes as plain lines). */
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env: NodeJS.ProcessEnv = { ...process.env, STRATA_ENDPOINT: url };
-  delete env.NODE_OPTIONS;
-  try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', join(ROOT, 'sdk/src/cli.ts'), ...args], { cwd: ROOT, env });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code?: number; stdout: string; stderr: string };
-    return { code: err.code ?? -1, stdout: err.stdout, stderr: err.stderr };
-  }
-}
+const cli = (...args: string[]): Promise<CliRun> => runStrataCli(url, args);
 
 beforeAll(async () => {
   h = await harness();

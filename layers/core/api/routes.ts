@@ -1,6 +1,7 @@
 import type { ApiContext } from './operations.js';
 import * as op from './operations.js';
 import * as admin from './admin-operations.js';
+import * as cost from './cost-operations.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { StrataError } from '../errors.js';
 
@@ -38,6 +39,9 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { method: 'GET', resource: '/v1/ns/{ns}/downloads/{key}', fn: 'transfer', run: op.downloadUrl },
   { method: 'GET', resource: '/v1/stats', fn: 'service', run: (ctx) => op.stats(ctx) },
   { method: 'GET', resource: '/v1/health', fn: 'service', run: (ctx) => op.health(ctx) },
+  { method: 'GET', resource: '/v1/cost/placements', fn: 'service', run: (_ctx, event) => cost.placements(event) },
+  { method: 'GET', resource: '/v1/cost/paper-2010', fn: 'service', run: () => cost.paper2010() },
+  { method: 'GET', resource: '/v1/cost/catalogs', fn: 'service', run: () => cost.catalogs() },
   { method: 'POST', resource: '/v1/admin/workflows/{workflow}/executions', fn: 'admin', auth: 'admin', run: admin.startExecution },
   { method: 'GET', resource: '/v1/admin/workflows/executions', fn: 'admin', auth: 'admin', run: admin.listExecutions },
   { method: 'GET', resource: '/v1/admin/workflows/executions/{execution}', fn: 'admin', auth: 'admin', run: admin.getExecution },

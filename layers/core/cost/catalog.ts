@@ -31,6 +31,32 @@ export function listCatalogs(): PriceCatalog[] {
   return [...CATALOGS.values()];
 }
 
+/** A catalog as `strata cost --catalogs` and `GET /v1/cost/catalogs` list it. */
+export interface CatalogSummary {
+  readonly id: string;
+  readonly version: string;
+  readonly hoursPerMonth: number;
+  readonly regions: readonly string[];
+  /** The distinct `asOf` months of its EC2 and S3 prices. */
+  readonly asOf: readonly string[];
+  readonly description: string;
+}
+
+/**
+ * Every catalog with its regions and price dates.
+ * @example catalogSummaries().map((c) => c.id) // ['aws-2026-11', 'paper-2010']
+ */
+export function catalogSummaries(): CatalogSummary[] {
+  return listCatalogs().map((c) => ({
+    id: c.id,
+    version: c.version,
+    hoursPerMonth: c.hoursPerMonth,
+    regions: Object.keys(c.regions),
+    asOf: [...new Set(Object.values(c.regions).flatMap((r) => [r.ec2.asOf, r.s3.asOf]))],
+    description: c.description,
+  }));
+}
+
 export function getCatalog(id: string = DEFAULT_CATALOG_ID): PriceCatalog {
   const c = CATALOGS.get(id);
   if (!c) throw new ValidationError('catalog', `unknown price catalog '${id}' (known: ${[...CATALOGS.keys()].join(', ')})`);

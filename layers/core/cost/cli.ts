@@ -8,11 +8,10 @@
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { DEFAULT_CATALOG_ID, DEFAULT_REGION, listCatalogs } from './catalog.js';
-import { renderDiscrepancies, renderPaperTables, renderRecommendations } from './format.js';
+import { catalogSummaries, DEFAULT_CATALOG_ID, DEFAULT_REGION } from './catalog.js';
+import { renderCatalogs, renderDiscrepancies, renderPaperTables, renderRecommendations } from './format.js';
 import { PAPER_DISCREPANCIES, paperCells } from './paper-2010.js';
-import { recommend, type RankBy } from './recommender.js';
-import { parseCount, parseDurationMs, parseSize } from './units.js';
+import { placementFlag, placementQueryFromFlags, recommendPlacements } from './placement-query.js';
 
 export const COST_USAGE = `usage: strata cost [options]        (in this repository: npm run cost -- [options])
 
@@ -57,7 +56,7 @@ export function runCostCli(argv: readonly string[], out: CliOutput = processOutp
   try {
     return run(args, out);
   } catch (e) {
-    // Bad flags (TypeError from parseArgs), values (RangeError) and unknown catalogs or regions (ValidationError).
+    // Bad flags (TypeError from parseArgs), values (PlacementQueryError) and unknown catalogs or regions (ValidationError).
     out.stderr(`strata cost: ${e instanceof Error ? e.message : String(e)}\n`);
     return 2;
   }
@@ -93,8 +92,7 @@ function run(args: string[], out: CliOutput): number {
     return 0;
   }
   if (values.catalogs) {
-    const rows = listCatalogs().map((c) => ({ id: c.id, version: c.version, hoursPerMonth: c.hoursPerMonth, regions: Object.keys(c.regions), asOf: [...new Set(Object.values(c.regions).flatMap((r) => [r.ec2.asOf, r.s3.asOf]))], description: c.description }));
-    out.stdout(values.json ? `${JSON.stringify(rows, null, 2)}\n` : `${rows.map((r) => `${r.id} (${r.version}, prices as of ${r.asOf.join(', ')}): ${r.regions.join(', ')}\n  ${r.description}`).join('\n')}\n`);
+    out.stdout(values.json ? `${JSON.stringify(catalogSummaries(), null, 2)}\n` : `${renderCatalogs()}\n`);
     return 0;
   }
   const workloadGiven = values['value-size'] !== undefined || values.keys !== undefined || values['requests-per-month'] !== undefined;
@@ -111,33 +109,12 @@ function run(args: string[], out: CliOutput): number {
     out.stderr(`strata cost: give a workload (--value-size, --keys, --requests-per-month) or --paper-2010 --tables\n\n${COST_USAGE}\n`);
     return 2;
   }
-  const need = (name: 'value-size' | 'keys' | 'requests-per-month'): string => {
-    const v = values[name];
-    if (v === undefined) throw new RangeError(`--${name} is required with a workload`);
-    return v;
-  };
-  const rankBy = values['rank-by'];
-  if (rankBy !== undefined && rankBy !== 'cs' && rankBy !== 'cost') throw new RangeError(`--rank-by must be cs or cost, got "${rankBy}"`);
-  const top = values.top === undefined ? undefined : parseCount(values.top);
-  const report = recommend(
-    {
-      valueBytes: parseSize(need('value-size')),
-      keys: parseCount(need('keys')),
-      requestsPerMonth: parseCount(need('requests-per-month')),
-      ...(values['writes-per-month'] !== undefined ? { writesPerMonth: parseCount(values['writes-per-month']) } : {}),
-      persistent: values.persistent ?? false,
-      ...(values['latency-target'] !== undefined ? { latencyTargetMs: parseDurationMs(values['latency-target']) } : {}),
-      ...(values['service-time'] !== undefined ? { serviceTimeMs: parseDurationMs(values['service-time']) } : {}),
-      transferOut: values['in-region'] ? 'in-region' : 'internet',
-    },
-    {
-      catalogId: values.catalog ?? (values['paper-2010'] ? 'paper-2010' : DEFAULT_CATALOG_ID),
-      region: values.region ?? DEFAULT_REGION,
-      rankBy: (rankBy === 'cost' ? 'cost' : 'cost-per-speedup') satisfies RankBy,
-    },
-  );
+  const { report, top, shown } = recommendPlacements(placementQueryFromFlags(values), {
+    label: placementFlag,
+    defaultCatalog: values['paper-2010'] ? 'paper-2010' : DEFAULT_CATALOG_ID,
+  });
   if (values.json) {
-    out.stdout(`${JSON.stringify({ ...report, recommendations: top === undefined ? report.recommendations : report.recommendations.slice(0, top) }, null, 2)}\n`);
+    out.stdout(`${JSON.stringify({ ...report, recommendations: shown }, null, 2)}\n`);
   } else {
     out.stdout(`${renderRecommendations(report, top)}\n`);
   }

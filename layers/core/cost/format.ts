@@ -1,3 +1,4 @@
+import { catalogSummaries, type CatalogSummary } from './catalog.js';
 import type { CostBreakdown } from './model.js';
 import { computePaperRow, findDiscrepancy, cellKey, PAPER_DISCREPANCIES, PAPER_KEYS, PAPER_ROWS, PAPER_REQUESTS, type PaperQuantity, type PaperRow, type PaperRowResult } from './paper-2010.js';
 import type { RecommendationReport } from './recommender.js';
@@ -156,4 +157,9 @@ export function renderRecommendations(report: RecommendationReport, top?: number
   for (const e of report.excluded) byReason.set(e.reason, [...(byReason.get(e.reason) ?? []), e.placement.id]);
   const excluded = [...byReason].map(([reason, ids]) => `\nNot ranked (${reason}): ${ids.join(', ')}`).join('');
   return `${head}\n\n${table}${excluded ? `\n${excluded}` : ''}`;
+}
+
+/** The catalogs, one paragraph each: id, version, price dates, regions, and the description. */
+export function renderCatalogs(rows: readonly CatalogSummary[] = catalogSummaries()): string {
+  return rows.map((r) => `${r.id} (${r.version}, prices as of ${r.asOf.join(', ')}): ${r.regions.join(', ')}\n  ${r.description}`).join('\n');
 }

@@ -9,3 +9,4 @@ export * from './paper-2010.js';
 export * from './recommender.js';
 export * from './format.js';
 export * from './units.js';
+export * from './placement-query.js';
