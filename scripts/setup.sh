@@ -61,7 +61,8 @@ fi
 LS_MARKER=.localstack/venv/.strata-installed
 if [ "${SKIP_LOCALSTACK:-}" != 1 ] && [ ! -f "$LS_MARKER" ]; then
   PY=""
-  for cand in "$(pyenv root 2>/dev/null)/versions/3.13.0/bin/python" python3.13; do
+  # pyenv's 3.13 (also when pyenv itself is not on PATH, as in a bare CI shell), else any python3.13.
+  for cand in "$(pyenv root 2>/dev/null)/versions/3.13.0/bin/python" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.13*/bin/python python3.13; do
     if [ -n "$cand" ] && command -v "$cand" >/dev/null 2>&1; then PY=$cand; break; fi
   done
   if [ -z "$PY" ]; then
