@@ -215,7 +215,16 @@ export function scaleSteps(d: ScaleDeps) {
         p.facts.instanceId = instanceId;
         p.facts.mode = i.mode;
       });
-      const plan = await d.migrator.planScaleIn({ node: nodeId, mode: i.mode });
+      const plan = await d.migrator.planScaleIn({ node: nodeId, mode: i.mode }).catch(async (e: unknown) => {
+        // Nothing began: the node serves as before (planning may have marked it LEAVING) and is not held locked.
+        await d.ring.update((doc) => {
+          const n = doc.nodes.find((x) => x.id === nodeId);
+          if (n?.state !== 'LEAVING') return false;
+          n.state = 'NORMAL';
+        }).catch(() => undefined);
+        await d.locks.release(nodeId!, i.execution);
+        throw e;
+      });
       return { nodeId, instanceId, options: normalisedOptions(i), ...(await recordPlan(i.execution, 'scale-in', plan.id, plan.sessions)) };
     },
 
