@@ -12,6 +12,7 @@ import { MonitoringStack } from './stacks/monitoring-stack.js';
 import { NetworkStack } from './stacks/network-stack.js';
 import { stackId } from './stacks/strata-stack.js';
 import { WorkflowsStack } from './stacks/workflows-stack.js';
+import { StrataWorkflows } from './constructs/workflows/strata-workflows.js';
 import { WORKFLOW_NAMES } from '../layers/core/workflows/progress.js';
 
 /** The cachenode daemon's entry point (cachenode/). */
@@ -38,7 +39,7 @@ export interface StrataStacks {
 export function buildStrataApp(app: App, options: StrataAppOptions): StrataStacks {
   const { config } = options;
   Tags.of(app).add('project', 'strata');
-  const network = new NetworkStack(app, stackId(config, 'Network'), { config, interfaceEndpoints: [...CacheNodeFleet.INTERFACE_ENDPOINTS, ...CostPublisher.INTERFACE_ENDPOINTS] });
+  const network = new NetworkStack(app, stackId(config, 'Network'), { config, interfaceEndpoints: [...CacheNodeFleet.INTERFACE_ENDPOINTS, ...CostPublisher.INTERFACE_ENDPOINTS, ...StrataWorkflows.INTERFACE_ENDPOINTS] });
   const data = new DataStack(app, stackId(config, 'Data'), { config, network });
   const fleet = new FleetStack(app, stackId(config, 'Fleet'), {
     config,

@@ -41,16 +41,16 @@ describe('Stacks', () => {
       for (const s of subnets) expect(s.Properties.MapPublicIpOnLaunch).toBe(false);
     });
 
-    it('reaches S3 through a gateway endpoint and only Secrets Manager, CloudWatch and EC2 through interface endpoints', () => {
+    it('reaches S3 through a gateway endpoint and only Secrets Manager, CloudWatch, EC2 and Step Functions through interface endpoints', () => {
       const t = prod.templates.network;
       t.hasResourceProperties('AWS::EC2::VPCEndpoint', { VpcEndpointType: 'Gateway', ServiceName: Match.objectLike({ 'Fn::Join': Match.arrayWith([Match.arrayWith([Match.stringLikeRegexp('\\.s3$')])]) }) });
       const interfaces = Object.values(t.findResources('AWS::EC2::VPCEndpoint', { Properties: { VpcEndpointType: 'Interface' } })) as { Properties: Json }[];
       // Secrets Manager for the cache nodes; CloudWatch (monitoring) and EC2 for the cost publisher.
-      expect(interfaces.map((i) => String(i.Properties.ServiceName).split('.').pop()).sort()).toEqual(['ec2', 'monitoring', 'secretsmanager']);
+      expect(interfaces.map((i) => String(i.Properties.ServiceName).split('.').pop()).sort()).toEqual(['ec2', 'monitoring', 'secretsmanager', 'states']);
       for (const i of interfaces) expect(i.Properties.SubnetIds).toHaveLength(3);
       // dev keeps its interface endpoints in one AZ (cost)
       const devInterfaces = Object.values(dev.templates.network.findResources('AWS::EC2::VPCEndpoint', { Properties: { VpcEndpointType: 'Interface' } })) as { Properties: Json }[];
-      expect(devInterfaces).toHaveLength(3);
+      expect(devInterfaces).toHaveLength(4);
       for (const i of devInterfaces) expect(i.Properties.SubnetIds).toHaveLength(1);
     });
 
