@@ -4,13 +4,14 @@
  * documents in a CAS store, and the real step handlers.
  */
 import { initialRing } from '../../layers/core/ring/document.js';
-import { InMemoryCasStore, RingStore, type CasStore } from '../../layers/core/ring/store.js';
-import { LocalWorkflowRunner, type LocalExecution, type SdkIntegration } from '../../layers/core/workflows/local-runner.js';
-import { ProgressStore, ScaleLocks } from '../../layers/core/workflows/progress.js';
-import { localFleetIntegration } from '../../layers/core/workflows/sdk-integrations.js';
-import { stepHandlers, type WorkflowDeps } from '../../layers/core/workflows/step-handlers.js';
-import { Migrator } from '../../layers/core/warm/migration.js';
-import { NodeClient } from '../../layers/core/warm/node-client.js';
+import { InMemoryCasStore, type CasStore, type RingStore } from '../../layers/core/ring/store.js';
+import type { LocalExecution, LocalWorkflowRunner, SdkIntegration } from '../../layers/core/workflows/local-runner.js';
+import { localWorkflows } from '../../layers/core/workflows/local-service.js';
+import type { ProgressStore } from '../../layers/core/workflows/progress.js';
+import type { StepHandlers } from '../../layers/core/workflows/steps.js';
+import type { WorkflowDeps } from '../../layers/core/workflows/step-handlers.js';
+import type { Migrator } from '../../layers/core/warm/migration.js';
+import type { NodeClient } from '../../layers/core/warm/node-client.js';
 import { synthesizeWorkflowDefinitions, type AslDefinition } from '../../cdk/lib/workflow-definitions.js';
 import type { WorkflowName } from '../../layers/core/workflows/progress.js';
 import { localFleet, SECRET } from '../integration/warm-fixtures.js';
@@ -39,46 +40,36 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function harness(o: { tiers?: WorkflowDeps['tiers']; fleet?: Parameters<typeof localFleet>[0]; nodes?: string[]; rangesPerNode?: number; sdk?: (fleetSdk: SdkIntegration) => SdkIntegration; wrapSteps?: (h: ReturnType<typeof stepHandlers>) => ReturnType<typeof stepHandlers> } = {}): Promise<Harness> {
+export async function harness(o: { tiers?: WorkflowDeps['tiers']; fleet?: Parameters<typeof localFleet>[0]; nodes?: string[]; rangesPerNode?: number; sdk?: (fleetSdk: SdkIntegration) => SdkIntegration; wrapSteps?: (h: StepHandlers) => StepHandlers } = {}): Promise<Harness> {
   const fleet = localFleet(o.fleet);
   const ids = o.nodes ?? ['n1', 'n2', 'n3'];
   const launched = await Promise.all(ids.map((id) => fleet.launch(id)));
   const cas = new InMemoryCasStore();
-  const ring = new RingStore(cas);
-  const doc = await ring.create(initialRing(launched.map((n) => ({ id: n.nodeId, url: n.url, instance: n.nodeId })), o.rangesPerNode ?? 2));
-  const client = new NodeClient({ secret: SECRET, timeoutMs: 5000 });
-  await Promise.all(launched.map((n) => client.pushRing(n.url, doc)));
-  const migrator = new Migrator({ ring, docs: cas, client });
-  const progress = new ProgressStore(cas);
   const metrics: Harness['metrics'] = [];
   const workloads: Workload[] = [];
-  const deps: WorkflowDeps = {
-    ring,
-    migrator,
-    nodes: client,
-    progress,
-    locks: new ScaleLocks(cas),
-    nodeUrl: async (n) => (await fleet.list()).find((x) => x.nodeId === n.nodeId)?.url,
-    metric: (key, value, dims) => metrics.push({ key, value, ...(dims ? { dims } : {}) }),
-    now: Date.now,
-    tiers: o.tiers ?? {},
-  };
-  const steps = stepHandlers(deps);
-  const fleetSdk = localFleetIntegration(fleet);
-  const runner = new LocalWorkflowRunner({
+  const local = localWorkflows({
     definitions: definitions(),
-    steps: o.wrapSteps ? o.wrapSteps(steps) : steps,
-    sdk: o.sdk ? o.sdk(fleetSdk) : fleetSdk,
+    cas,
+    fleet,
+    secret: SECRET,
+    tiers: o.tiers ?? {},
+    nodeTimeoutMs: 5000,
+    metric: (key, value, dims) => metrics.push({ key, value, ...(dims ? { dims } : {}) }),
     waitOverridesMs: { WaitForNode: 100 },
     retryIntervalMs: 20,
+    ...(o.wrapSteps ? { wrapSteps: o.wrapSteps } : {}),
+    ...(o.sdk ? { wrapSdk: o.sdk } : {}),
   });
+  const { deps, runner } = local;
+  const doc = await deps.ring.create(initialRing(launched.map((n) => ({ id: n.nodeId, url: n.url, instance: n.nodeId })), o.rangesPerNode ?? 2));
+  await Promise.all(launched.map((n) => deps.nodes.pushRing(n.url, doc)));
   return {
     fleet,
     cas,
-    ring,
-    client,
-    migrator,
-    progress,
+    ring: deps.ring,
+    client: deps.nodes,
+    migrator: deps.migrator,
+    progress: deps.progress,
     deps,
     runner,
     metrics,
@@ -86,8 +77,7 @@ export async function harness(o: { tiers?: WorkflowDeps['tiers']; fleet?: Parame
     urls: async () => Object.fromEntries((await fleet.list()).map((n) => [n.nodeId, n.url])),
     close: async () => {
       await Promise.all(workloads.map((w) => w.close()));
-      await runner.close();
-      await client.close();
+      await local.close();
       await fleet.closeAll();
     },
   };

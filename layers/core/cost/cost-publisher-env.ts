@@ -1,9 +1,9 @@
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { EC2Client } from '@aws-sdk/client-ec2';
 import { S3Client } from '@aws-sdk/client-s3';
-import { FileCasStore, RingStore, S3CasStore, type CasStore } from '../ring/store.js';
+import { RingStore, S3CasStore } from '../ring/store.js';
 import { loadRuntimeEnv } from '../runtime/config.js';
-import { readFleetSecret } from '../runtime/warm.js';
+import { casStoreFromEnv, readFleetSecret } from '../runtime/warm.js';
 import { NodeClient } from '../warm/node-client.js';
 import { CloudWatchMetricSource, Ec2FleetReader, S3ListingReader } from './aws-usage-readers.js';
 import type { CostPublisherDeps } from './cost-publisher.js';
@@ -42,11 +42,7 @@ export function costPublisherFromEnv(env: NodeJS.ProcessEnv = process.env): Cost
   const cloudWatch = new CloudWatchClient({ region });
   const metrics = new CloudWatchMetricSource(cloudWatch);
 
-  const cas: CasStore | undefined = runtime.STRATA_WARM_RING_BUCKET
-    ? new S3CasStore({ bucket: runtime.STRATA_WARM_RING_BUCKET, prefix: runtime.STRATA_WARM_RING_PREFIX, client: s3 })
-    : runtime.STRATA_WARM_RING_DIR
-      ? new FileCasStore(runtime.STRATA_WARM_RING_DIR)
-      : undefined;
+  const cas = casStoreFromEnv(runtime);
   const ring = cas ? new RingStore(cas) : undefined;
   // The fleet secret (from Secrets Manager by STRATA_WARM_SECRET_ARN in AWS) is read on the first node call.
   let nodes: Promise<NodeClient> | undefined;
@@ -66,6 +62,7 @@ export function costPublisherFromEnv(env: NodeJS.ProcessEnv = process.env): Cost
     extraFunctions,
     close: async () => {
       if (nodes) await (await nodes.catch(() => undefined))?.close();
+      if (cas instanceof S3CasStore) cas.close();
       s3.destroy();
       ec2.destroy();
       cloudWatch.destroy();

@@ -1,11 +1,8 @@
-import { RingStore } from '../ring/store.js';
 import { emfDocument, serializeEmf } from '../metrics/emf.js';
-import { Migrator } from '../warm/migration.js';
 import { NodeClient } from '../warm/node-client.js';
-import { ProgressStore, ScaleLocks } from '../workflows/progress.js';
-import { stepHandlers, type WorkflowDeps } from '../workflows/step-handlers.js';
+import { stepHandlers, workflowDeps, type WorkflowDeps } from '../workflows/step-handlers.js';
 import type { StepHandlers } from '../workflows/steps.js';
-import { buildApiContext } from './context.js';
+import { buildApiContext, type BuiltContext } from './context.js';
 import { ConfigError, loadRuntimeEnv, type RuntimeEnv } from './config.js';
 import { casStoreFromEnv, readFleetSecret, warmTierFromEnv } from './warm.js';
 
@@ -19,20 +16,27 @@ export async function workflowDepsFromEnv(env: RuntimeEnv, secret?: string): Pro
   const cas = casStoreFromEnv(env);
   if (!cas) throw new ConfigError('the workflow steps need the ring store: set STRATA_WARM_RING_BUCKET (or STRATA_WARM_RING_DIR)');
   const nodeSecret = secret ?? (await readFleetSecret(env));
-  const ring = new RingStore(cas);
-  const nodes = new NodeClient({ secret: nodeSecret, timeoutMs: env.STRATA_WARM_TIMEOUT_MS });
-  const ctx = buildApiContext({ ...env, STRATA_WARM_SECRET: nodeSecret }, { flushTimer: false, warmTier: warmTierFromEnv });
-  return {
-    ring,
-    migrator: new Migrator({ ring, docs: cas, client: nodes, onWarning: (m) => log('warn', m) }),
-    nodes,
-    progress: new ProgressStore(cas),
-    locks: new ScaleLocks(cas),
+  // The tiers (a Redis connection, S3 clients) only when an eviction or tier-migration step first needs them.
+  let ctx: BuiltContext | undefined;
+  const tier = (name: string) => (ctx ??= buildApiContext({ ...env, STRATA_WARM_SECRET: nodeSecret }, { flushTimer: false, warmTier: warmTierFromEnv })).tiers.find((t) => t.name === name);
+  return workflowDeps({
+    cas,
+    nodes: new NodeClient({ secret: nodeSecret, timeoutMs: env.STRATA_WARM_TIMEOUT_MS }),
+    onWarning: (m) => log('warn', m),
     nodeUrl: async (n) => (n.privateIp ? `http://${n.privateIp}:${env.STRATA_NODE_PORT}` : undefined),
     metric: (key, value, dims) => process.stdout.write(serializeEmf([emfDocument({ timestamp: Date.now(), dimensions: { Environment: env.STRATA_ENV, ...dims }, values: { [key]: value } })])),
-    now: Date.now,
-    tiers: { hot: ctx.tiers.find((t) => t.name === 'hot'), warm: ctx.tiers.find((t) => t.name === 'warm'), cold: ctx.tiers.find((t) => t.name === 'cold') },
-  };
+    tiers: {
+      get hot() {
+        return tier('hot');
+      },
+      get warm() {
+        return tier('warm');
+      },
+      get cold() {
+        return tier('cold');
+      },
+    },
+  });
 }
 
 function log(level: string, msg: string): void {

@@ -1,13 +1,13 @@
 import type { MetricKey } from '../metrics/catalog.js';
-import { RingStore, type CasStore } from '../ring/store.js';
+import type { CasStore } from '../ring/store.js';
 import type { FleetProvider } from '../warm/fleet.js';
-import { Migrator } from '../warm/migration.js';
 import { NodeClient } from '../warm/node-client.js';
-import { LocalWorkflowRunner, type AslDefinition } from './local-runner.js';
-import { ProgressStore, ScaleLocks, type WorkflowName } from './progress.js';
+import { LocalWorkflowRunner, type AslDefinition, type SdkIntegration } from './local-runner.js';
+import type { WorkflowName } from './progress.js';
 import { localFleetIntegration } from './sdk-integrations.js';
 import { LocalWorkflowService } from './service.js';
-import { stepHandlers, type WorkflowDeps } from './step-handlers.js';
+import { stepHandlers, workflowDeps, type WorkflowDeps } from './step-handlers.js';
+import type { StepHandlers } from './steps.js';
 
 export interface LocalWorkflowsOptions {
   /** The synthesized state machines: `synthesizeWorkflowDefinitions()` of cdk/lib/workflow-definitions.ts. */
@@ -24,12 +24,22 @@ export interface LocalWorkflowsOptions {
   waitOverridesMs?: Record<string, number>;
   /** Where the steps' metrics go. @default dropped */
   metric?: (key: MetricKey, value: number, dims?: Record<string, string>) => void;
+  /** Timeout of each cache-node call. @default NodeClient's */
+  nodeTimeoutMs?: number;
+  /** Pause between retries, ms. @default LocalWorkflowRunner's */
+  retryIntervalMs?: number;
+  /** Wraps the step handlers (tests inject failures here). */
+  wrapSteps?: (steps: StepHandlers) => StepHandlers;
+  /** Wraps the local fleet's stand-in for the EC2 SDK integrations (e.g. to call LocalStack instead). */
+  wrapSdk?: (fleetSdk: SdkIntegration) => SdkIntegration;
 }
 
 export interface LocalWorkflows {
   /** For the API context's `workflows` (what the admin routes use). */
   service: LocalWorkflowService;
   runner: LocalWorkflowRunner;
+  /** What the steps run with (the ring, the node client, the progress records, ...). */
+  deps: WorkflowDeps;
   /** Aborts running executions and closes the node client. */
   close(): Promise<void>;
 }
@@ -46,24 +56,27 @@ export interface LocalWorkflows {
  * ```
  */
 export function localWorkflows(o: LocalWorkflowsOptions): LocalWorkflows {
-  const ring = new RingStore(o.cas);
-  const client = new NodeClient({ secret: o.secret });
-  const progress = new ProgressStore(o.cas);
-  const steps = stepHandlers({
-    ring,
-    migrator: new Migrator({ ring, docs: o.cas, client }),
+  const client = new NodeClient({ secret: o.secret, ...(o.nodeTimeoutMs ? { timeoutMs: o.nodeTimeoutMs } : {}) });
+  const deps = workflowDeps({
+    cas: o.cas,
     nodes: client,
-    progress,
-    locks: new ScaleLocks(o.cas),
     nodeUrl: async (n) => (await o.fleet.list()).find((x) => x.nodeId === n.nodeId)?.url,
     metric: o.metric ?? (() => {}),
-    now: Date.now,
     tiers: o.tiers ?? {},
   });
-  const runner = new LocalWorkflowRunner({ definitions: o.definitions, steps, sdk: localFleetIntegration(o.fleet), waitOverridesMs: o.waitOverridesMs ?? { WaitForNode: 1000 } });
+  const steps = stepHandlers(deps);
+  const fleetSdk = localFleetIntegration(o.fleet);
+  const runner = new LocalWorkflowRunner({
+    definitions: o.definitions,
+    steps: o.wrapSteps ? o.wrapSteps(steps) : steps,
+    sdk: o.wrapSdk ? o.wrapSdk(fleetSdk) : fleetSdk,
+    waitOverridesMs: o.waitOverridesMs ?? { WaitForNode: 1000 },
+    ...(o.retryIntervalMs !== undefined ? { retryIntervalMs: o.retryIntervalMs } : {}),
+  });
   return {
-    service: new LocalWorkflowService({ runner, progress }),
+    service: new LocalWorkflowService({ runner, progress: deps.progress }),
     runner,
+    deps,
     close: async () => {
       await runner.close();
       await client.close();

@@ -1,9 +1,33 @@
+import { RingStore, type CasStore } from '../ring/store.js';
+import { Migrator } from '../warm/migration.js';
+import type { NodeClient } from '../warm/node-client.js';
 import { dataSteps, type DataStepDeps } from './data-steps.js';
+import { ProgressStore, ScaleLocks } from './progress.js';
 import { scaleSteps, type ScaleDeps } from './scale-steps.js';
 import type { StepHandlers } from './steps.js';
 
 /** What the step Lambda (or a local run) gives the steps. */
 export type WorkflowDeps = ScaleDeps & DataStepDeps;
+
+/**
+ * The steps' dependencies over one CAS store (ring, migration sessions, progress records and scale locks all live
+ * there) and one cache-node client; what differs between the step Lambda, a local run and the tests is how a
+ * launched node is reached, where metrics go and which tiers there are.
+ */
+export function workflowDeps(o: Pick<WorkflowDeps, 'nodeUrl' | 'metric' | 'tiers'> & { cas: CasStore; nodes: NodeClient; onWarning?: (message: string) => void; now?: () => number }): WorkflowDeps {
+  const ring = new RingStore(o.cas);
+  return {
+    ring,
+    migrator: new Migrator({ ring, docs: o.cas, client: o.nodes, ...(o.onWarning ? { onWarning: o.onWarning } : {}) }),
+    nodes: o.nodes,
+    progress: new ProgressStore(o.cas),
+    locks: new ScaleLocks(o.cas),
+    nodeUrl: o.nodeUrl,
+    metric: o.metric,
+    now: o.now ?? Date.now,
+    tiers: o.tiers,
+  };
+}
 
 /** Every step of every workflow, bound to `d`. */
 export function stepHandlers(d: WorkflowDeps): StepHandlers {

@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { StrataError, ValidationError } from '../errors.js';
+import { ValidationError } from '../errors.js';
 
 /**
  * Every step the state machines call, by name. One step Lambda (lambdas/workflows/steps.ts) serves them all:
@@ -52,9 +52,4 @@ export async function runStep(handlers: StepHandlers, event: unknown): Promise<u
     }
     throw e;
   }
-}
-
-/** Errors that retrying cannot fix: the state machines do not retry these (they roll back or fail). */
-export function isPermanentStepError(e: unknown): boolean {
-  return e instanceof StrataError && e.status < 500;
 }
