@@ -54,6 +54,15 @@ describe('Workflows stack', () => {
     wf.hasResourceProperties('AWS::Lambda::Function', { Description: Match.stringLikeRegexp('scale-out trigger'), Environment: { Variables: Match.objectLike({ STRATA_SCALE_OUT_ARN: Match.anyValue(), STRATA_SCALE_TRIGGER: Match.stringLikeRegexp('"lowRate":50') }) } });
   });
 
+  it('starts EvictToS3 when the node-fill alarm goes into ALARM (the configured response)', () => {
+    expect(prod.config.workflows.fillAlarmResponse).toBe('evict-to-s3');
+    const rules = Object.values(prod.templates.monitoring.findResources('AWS::Events::Rule', { Properties: { EventPattern: { 'detail-type': ['CloudWatch Alarm State Change'] } } })) as { Properties: { EventPattern: { resources: unknown }; Targets?: { Arn: unknown }[] } }[];
+    const withTargets = rules.filter((r) => (r.Properties.Targets ?? []).length > 0);
+    expect(withTargets).toHaveLength(1);
+    expect(JSON.stringify(withTargets[0]!.Properties.EventPattern.resources)).toMatch(/NodeFill/i);
+    expect(JSON.stringify(withTargets[0]!.Properties.Targets![0]!.Arn)).toMatch(/Strata-prod-Workflows.*EvictToS3/);
+  });
+
   it('lets ScaleOut launch only from the fleet launch template, passing only the node role', () => {
     const policies = JSON.stringify(wf.findResources('AWS::IAM::Policy'));
     expect(policies).toContain('ec2:RunInstances');
