@@ -9,6 +9,11 @@
  * node's first served request, and the node's allocation time. Target: incremental dip <= 5% and smaller than
  * parallel's.
  *
+ * Each node process gets a fixed CPU budget (cgroups, {@link NODE_CPUS} of a core), standing in for an instance
+ * of its own: on this 2-core host uncapped node processes all share the same cores, so a fourth node would add
+ * contention rather than capacity, and the test would measure the host instead of the migration. Where cgroups
+ * cannot be written the run is uncapped and its config says so.
+ *
  * The migration runs in its own process (the ring CLI, as Step Functions would run it in Lambda), with the ring
  * and session documents in a local CAS folder shared with the load generator. Each session streams at the same
  * rate in both modes, so the parallel baseline moves data three times as fast in aggregate (as in the paper).
@@ -27,6 +32,7 @@ import { WarmTier } from '../layers/core/tiers/warm-tier.js';
 import { LocalFleet } from '../layers/core/warm/local-fleet.js';
 import type { MigrationMode } from '../layers/core/warm/migration.js';
 import { NodeClient } from '../layers/core/warm/node-client.js';
+import { CpuCaps } from './lib/cpu-caps.js';
 import { round, table } from './lib/measure.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -38,9 +44,12 @@ const READ_RATIO = 0.95;
 const ZIPF_THETA = 0.99;
 /** Per migration session, bytes per second. */
 const RATE = 1024 * 1024;
-const WARMUP_S = 3;
+/** Unmeasured load before the minute of reference: JIT, page cache and connections settle (slower on capped nodes). */
+const WARMUP_S = 15;
 const TAIL_S = 10;
 const WINDOW_S = 5;
+/** CPU budget of each node process, in cores (STRATA_BENCH_NODE_CPUS; 0 = uncapped). */
+const NODE_CPUS = Number(process.env.STRATA_BENCH_NODE_CPUS ?? 0.25);
 
 /** YCSB's scrambled Zipfian: rank by Gray et al.'s Zipfian generator, then spread ranks over the key space. */
 export class ScrambledZipfian {
@@ -109,8 +118,14 @@ interface ModeResult {
 
 export async function scaleOut(opts: { seconds: number }): Promise<Record<string, unknown>> {
   const preSeconds = Math.min(60, Math.max(10, Math.round(opts.seconds * 6)));
+  const caps = NODE_CPUS > 0 ? CpuCaps.open('strata-bench-node') : undefined;
+  if (NODE_CPUS > 0 && !caps) console.log('cgroups are not writable here: node processes run without CPU caps');
   const modes: ModeResult[] = [];
-  for (const mode of ['incremental', 'parallel'] as const) modes.push(await runMode(mode, preSeconds));
+  try {
+    for (const mode of ['incremental', 'parallel'] as const) modes.push(await runMode(mode, preSeconds, caps));
+  } finally {
+    caps?.close();
+  }
   const [inc, par] = modes as [ModeResult, ModeResult];
 
   const length = Math.max(inc.perSecond.length, par.perSecond.length);
@@ -152,7 +167,7 @@ export async function scaleOut(opts: { seconds: number }): Promise<Record<string
   const summary = (m: ModeResult) => ({ ...m, perSecond: undefined, errorsPerSecond: undefined });
   return {
     scenario: 'scale-out',
-    config: { keys: KEYS, valueBytes: VALUE_BYTES, workload: 'YCSB-B: 95% reads, 5% updates, scrambled Zipfian 0.99', concurrency: CONCURRENCY, preSeconds, window: `${WINDOW_S} s`, ratePerSessionBytes: RATE, rangesPerNode: 2, nodes: '3 -> 4 local cachenode processes', client: 'WarmTier in the bench process; migration driven by the ring CLI in its own process', host: '2 shared cores' },
+    config: { keys: KEYS, valueBytes: VALUE_BYTES, workload: 'YCSB-B: 95% reads, 5% updates, scrambled Zipfian 0.99', concurrency: CONCURRENCY, preSeconds, window: `${WINDOW_S} s`, ratePerSessionBytes: RATE, rangesPerNode: 2, nodes: '3 -> 4 local cachenode processes', nodeCpus: caps ? NODE_CPUS : 'uncapped', client: 'WarmTier in the bench process; migration driven by the ring CLI in its own process', host: '2 shared cores' },
     baseline: { name: 'parallel migration (all sources at once, served at the end)', ...summary(par) },
     candidate: { name: 'incremental migration (one source at a time, served per session)', ...summary(inc) },
     ratios: {
@@ -167,8 +182,8 @@ export async function scaleOut(opts: { seconds: number }): Promise<Record<string
   };
 }
 
-async function runMode(mode: MigrationMode, preSeconds: number): Promise<ModeResult> {
-  console.log(`\n--- ${mode}: 3 nodes, ${KEYS} keys of ${VALUE_BYTES} B, ${preSeconds} s before the migration`);
+async function runMode(mode: MigrationMode, preSeconds: number, caps: CpuCaps | undefined): Promise<ModeResult> {
+  console.log(`\n--- ${mode}: 3 nodes${caps ? ` of ${NODE_CPUS} CPU each` : ''}, ${KEYS} keys of ${VALUE_BYTES} B, ${preSeconds} s before the migration`);
   const dir = mkdtempSync(join(tmpdir(), `strata-bench-scale-${mode}-`));
   const fleet = new LocalFleet({ rootDir: join(dir, 'nodes'), secret: SECRET, capacityBytes: 4 * 1024 ** 3 });
   const client = new NodeClient({ secret: SECRET });
@@ -177,7 +192,9 @@ async function runMode(mode: MigrationMode, preSeconds: number): Promise<ModeRes
   let warm: WarmTier | undefined;
   let child: ChildProcess | undefined;
   try {
+    const capped = (id: string) => caps?.cap(fleet.pid(id)!, id, NODE_CPUS);
     const nodes = await Promise.all(['n1', 'n2', 'n3'].map((id) => fleet.launch(id)));
+    for (const n of nodes) capped(n.nodeId);
     const ring = await store.create(initialRing(nodes.map((n) => ({ id: n.nodeId, url: n.url })), 2));
     await Promise.all(nodes.map((n) => client.pushRing(n.url, ring)));
     warm = new WarmTier({ ring: new RingView({ store, refreshIntervalMs: 1000 }), secret: SECRET, connectionsPerNode: 16, timeoutMs: 5000 });
@@ -213,6 +230,7 @@ async function runMode(mode: MigrationMode, preSeconds: number): Promise<ModeRes
     // The new node boots and the migration driver loads now, before the measured minute: in production both
     // happen on other machines (an EC2 instance, a Lambda), so their start-up is not migration work here.
     const n4 = await fleet.launch('n4');
+    capped('n4');
     const published: number[] = [];
     let moved = 0;
     let migrationStart = 0;

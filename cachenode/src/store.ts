@@ -8,11 +8,13 @@ import { Sieve } from './sieve.js';
 /**
  * The node's durable store: LMDB (a B+-tree in one memory-mapped file) on the data volume.
  *
- * Two databases share every key (8-byte ring position + ns + NUL + key, see `storeKey`), written in the same
- * transaction:
- * - `meta`: `[f64 version][f64 expiresAt, NaN = none][u32 accounted bytes]` + the header JSON. Small, so
- *   version checks, HEAD, the boot scan, victims and expiry sweeps never touch values;
- * - `data`: the value bytes.
+ * Every key (8-byte ring position + ns + NUL + key, see `storeKey`) has one record in `meta`, starting
+ * `[f64 version][f64 expiresAt, NaN = none][u32 accounted bytes]`, then one of two layouts:
+ * - *inline* (values up to {@link INLINE_VALUE_MAX_BYTES}): `[u8 1][u32 header length]` + the header JSON + the
+ *   value. One record, one B+-tree leaf touched per write: small writes cost half as much as with two;
+ * - *external* (larger values): the header JSON alone (it starts with `{`), and the value in `data` under the
+ *   same key, written in the same transaction. Version checks, HEAD, the boot scan, victims and expiry sweeps
+ *   then never read large values.
  *
  * Writes are versioned: a put applies only over an older (or expired) version. The decision is made on the main
  * thread against the newest state, committed or still queued (the `pending` overlay), and LMDB applies queued
@@ -62,31 +64,59 @@ interface Meta {
   version: number;
   expiresAt: number | null;
   bytes: number;
+  /** The value is in the `data` database (not inline). */
+  external: boolean;
 }
 
 const META_FIXED = 20;
+/** First byte after the fixed part of an inline record (an external record's header JSON starts with `{`). */
+const INLINE_MARK = 0x01;
+const INLINE_FIXED = META_FIXED + 5;
+/** Values up to this size are stored inside their record (see the class comment). */
+export const INLINE_VALUE_MAX_BYTES = 2048;
 /** Bookkeeping per entry in the accounting (B+-tree slots in two databases, overlay and SIEVE node). */
 export const ENTRY_OVERHEAD_BYTES = 96;
 const SCAN_CHUNK = 256;
+/** Keys read per event-loop turn by {@link NodeStore.rangeStats}. */
+const STATS_CHUNK = 2048;
 
-function encodeMeta(m: Meta, headerJson: string): Buffer {
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** A record: inline with `value` when given, else external (the value goes to `data`). */
+function encodeRecord(m: Meta, headerJson: string, value?: Buffer): Buffer {
   const hBytes = Buffer.byteLength(headerJson);
-  const out = Buffer.allocUnsafe(META_FIXED + hBytes);
+  const fixed = value ? INLINE_FIXED : META_FIXED;
+  const out = Buffer.allocUnsafe(fixed + hBytes + (value?.length ?? 0));
   out.writeDoubleBE(m.version, 0);
   out.writeDoubleBE(m.expiresAt ?? Number.NaN, 8);
   out.writeUInt32BE(m.bytes, 16);
-  out.write(headerJson, META_FIXED, 'utf8');
+  if (value) {
+    out[META_FIXED] = INLINE_MARK;
+    out.writeUInt32BE(hBytes, META_FIXED + 1);
+  }
+  out.write(headerJson, fixed, 'utf8');
+  if (value) out.set(value, fixed + hBytes);
   return out;
 }
 
 function decodeMetaFixed(b: Buffer): Meta {
   const e = b.readDoubleBE(8);
-  return { version: b.readDoubleBE(0), expiresAt: Number.isNaN(e) ? null : e, bytes: b.readUInt32BE(16) };
+  return { version: b.readDoubleBE(0), expiresAt: Number.isNaN(e) ? null : e, bytes: b.readUInt32BE(16), external: b[META_FIXED] !== INLINE_MARK };
+}
+
+/** Where an inline record's header ends and its value starts (undefined: external record). */
+function inlineValueAt(b: Buffer): number | undefined {
+  return b[META_FIXED] === INLINE_MARK ? INLINE_FIXED + b.readUInt32BE(META_FIXED + 1) : undefined;
 }
 
 function metaHeaderJson(b: Buffer): string {
-  return b.toString('utf8', META_FIXED);
+  const at = inlineValueAt(b);
+  return at === undefined ? b.toString('utf8', META_FIXED) : b.toString('utf8', INLINE_FIXED, at);
 }
+
+function noop(): void {}
 
 /** Whether a stored header JSON has the pinned flag (a cheap test first: few headers mention it). */
 function isPinnedJson(headerJson: string): boolean {
@@ -165,7 +195,7 @@ export class NodeStore {
     if (!mb) return undefined;
     if (this.expired(decodeMetaFixed(mb))) return undefined;
     const headerJson = metaHeaderJson(mb);
-    const value = this.data.getBinary(sk) ?? Buffer.alloc(0);
+    const value = this.valueOf(sk, mb);
     if (touch) this.order.touch(idOf(sk));
     return { headerJson, value };
   }
@@ -177,6 +207,12 @@ export class NodeStore {
     return this.expired(m) ? undefined : decodeHeader(metaHeaderJson(mb));
   }
 
+  /** The value of a record read from `meta` (a view into it when inline). */
+  private valueOf(sk: Buffer, record: Buffer): Buffer {
+    const at = inlineValueAt(record);
+    return at === undefined ? (this.data.getBinary(sk) ?? Buffer.alloc(0)) : record.subarray(at);
+  }
+
   private expired(m: Pick<Meta, 'expiresAt'>): boolean {
     return m.expiresAt !== null && m.expiresAt <= this.now();
   }
@@ -185,7 +221,8 @@ export class NodeStore {
   private current(sk: Buffer, id: string): Meta | null {
     const p = this.pending.get(id);
     if (p !== undefined) return p;
-    const mb = this.meta.getBinary(sk);
+    // Fixed fields only: LMDB's reused read buffer, not a copy of the record (value included when inline).
+    const mb = this.meta.getBinaryFast(sk);
     return mb ? decodeMetaFixed(mb) : null;
   }
 
@@ -201,45 +238,69 @@ export class NodeStore {
 
   /** As {@link put}, by storage key; `headerJson` is the header as received, when the caller has it. */
   putAt(sk: Buffer, entry: Entry, headerJson?: string): Promise<WriteOutcome> {
-    const decided = this.decidePut(sk, entry, headerJson);
-    return decided.commit ?? Promise.resolve(decided.outcome);
+    return this.putMany([{ ns: '', key: '', entry, sk, headerJson }]).then((o) => o[0]!);
   }
 
-  private decidePut(sk: Buffer, entry: Entry, headerJson: string | undefined): { outcome: WriteOutcome; commit?: Promise<WriteOutcome> } {
+  /**
+   * Versioned writes (single puts, batch puts, migration imports): every item is decided now, in order, and
+   * they are queued together (LMDB commits them in one or two transactions). Resolves once all are durable.
+   */
+  putMany(items: { ns: string; key: string; entry: Entry; sk?: Buffer; headerJson?: string }[]): Promise<WriteOutcome[]> {
     this.assertOpen();
-    const id = idOf(sk);
+    const outcomes: WriteOutcome[] = [];
+    const queued: { id: string; m: Meta }[] = [];
+    const commits = new Set<Promise<unknown>>();
+    for (const it of items) {
+      const sk = it.sk ?? storeKey(it.ns, it.key);
+      const id = idOf(sk);
+      const outcome = this.decidePut(sk, id, it.entry, it.headerJson, commits, queued);
+      outcomes.push(outcome);
+    }
+    if (queued.length === 0) return Promise.resolve(outcomes);
+    return this.durableAfter(commits, queued).then(() => outcomes);
+  }
+
+  /** Decides one write and queues it (adding its commit promise to `commits` and its overlay state to `queued`). */
+  private decidePut(sk: Buffer, id: string, entry: Entry, headerJson: string | undefined, commits: Set<Promise<unknown>>, queued: { id: string; m: Meta | null }[]): WriteOutcome {
     const cur = this.current(sk, id);
     const live = cur !== null && !this.expired(cur);
-    if (live && cur.version >= entry.header.version) return { outcome: { applied: false, current: cur.version } };
+    if (live && cur.version >= entry.header.version) return { applied: false, current: cur.version };
     const json = headerJson ?? JSON.stringify(entry.header);
     const bytes = sk.length + Buffer.byteLength(json) + entry.value.length + ENTRY_OVERHEAD_BYTES;
     const before = cur?.bytes ?? 0;
     const grows = bytes > before;
     const small = entry.value.length === 0; // tombstones and location markers always fit
     if (grows && !small && this.accounted - before + bytes > this.capacityBytes) {
-      return { outcome: { applied: false, current: live ? cur.version : null, full: true } };
+      return { applied: false, current: live ? cur.version : null, full: true };
     }
-    const m: Meta = { version: entry.header.version, expiresAt: entry.header.expiresAt, bytes };
+    const inline = entry.value.length <= INLINE_VALUE_MAX_BYTES;
+    const m: Meta = { version: entry.header.version, expiresAt: entry.header.expiresAt, bytes, external: !inline };
     this.pending.set(id, m);
+    queued.push({ id, m });
     this.accounted += bytes - before;
     if (cur === null) this.count++;
     if (entry.header.flags.pinned) this.order.remove(id);
     else this.order.insert(id);
-    const pm = this.meta.put(sk, encodeMeta(m, json));
-    const pd = this.data.put(sk, entry.value);
-    const commit = Promise.all([pm, pd])
-      .then(() => this.durable())
-      .then(
-        () => {
-          if (this.pending.get(id) === m) this.pending.delete(id);
-          return { applied: true, current: m.version };
-        },
-        (e: unknown) => {
-          if (this.pending.get(id) === m) this.pending.delete(id);
-          throw e;
-        },
-      );
-    return { outcome: { applied: true, current: m.version }, commit };
+    commits.add(this.meta.put(sk, encodeRecord(m, json, inline ? entry.value : undefined)));
+    if (!inline) commits.add(this.data.put(sk, entry.value));
+    else if (cur?.external) commits.add(this.data.remove(sk));
+    return { applied: true, current: m.version };
+  }
+
+  /**
+   * Resolves once the queued writes are committed and (per `sync`) flushed, then drops their overlay state. The
+   * flush promise is taken now, right after queuing: the one of the transaction these writes are in (one read
+   * later could be a newer transaction's, a whole commit later).
+   */
+  private durableAfter(commits: Set<Promise<unknown>>, queued: { id: string; m: Meta | null }[]): Promise<void> {
+    if (this.sync === 'flush') commits.add(this.env.flushed.then(noop));
+    const settled = (): void => {
+      for (const q of queued) if (this.pending.get(q.id) === q.m) this.pending.delete(q.id);
+    };
+    return Promise.all(commits).then(settled, (e: unknown) => {
+      settled();
+      throw e;
+    });
   }
 
   /** Removes the entry if its version is `version` (any when omitted). Resolves to whether it removed one. */
@@ -248,25 +309,33 @@ export class NodeStore {
   }
 
   removeKey(sk: Buffer, version?: number): Promise<boolean> {
+    return this.removeMany([{ sk, version }]).then((r) => r[0]!);
+  }
+
+  /** Removes each entry whose version is as given (any when undefined), queued together. */
+  removeMany(items: { sk: Buffer; version?: number | undefined }[]): Promise<boolean[]> {
     this.assertOpen();
-    const id = idOf(sk);
-    const cur = this.current(sk, id);
-    if (cur === null || (version !== undefined && cur.version !== version)) return Promise.resolve(false);
-    this.pending.set(id, null);
-    this.accounted -= cur.bytes;
-    this.count--;
-    this.order.remove(id);
-    const commit = Promise.all([this.meta.remove(sk), this.data.remove(sk)]).then(() => this.durable());
-    return commit.then(
-      () => {
-        if (this.pending.get(id) === null) this.pending.delete(id);
-        return true;
-      },
-      (e: unknown) => {
-        if (this.pending.get(id) === null) this.pending.delete(id);
-        throw e;
-      },
-    );
+    const removed: boolean[] = [];
+    const queued: { id: string; m: null }[] = [];
+    const commits = new Set<Promise<unknown>>();
+    for (const { sk, version } of items) {
+      const id = idOf(sk);
+      const cur = this.current(sk, id);
+      if (cur === null || (version !== undefined && cur.version !== version)) {
+        removed.push(false);
+        continue;
+      }
+      this.pending.set(id, null);
+      queued.push({ id, m: null });
+      this.accounted -= cur.bytes;
+      this.count--;
+      this.order.remove(id);
+      commits.add(this.meta.remove(sk));
+      if (cur.external) commits.add(this.data.remove(sk));
+      removed.push(true);
+    }
+    if (queued.length === 0) return Promise.resolve(removed);
+    return this.durableAfter(commits, queued).then(() => removed);
   }
 
   /**
@@ -294,26 +363,13 @@ export class NodeStore {
     else delete header.flags.pinned;
     const json = JSON.stringify(header);
     const nm: Meta = { ...m, bytes: m.bytes - Buffer.byteLength(oldJson) + Buffer.byteLength(json) };
+    const at = inlineValueAt(mb);
     this.pending.set(id, nm);
     this.accounted += nm.bytes - m.bytes;
     if (pinned) this.order.remove(id);
     else this.order.insert(id);
-    try {
-      await this.meta.put(sk, encodeMeta(nm, json));
-      await this.durable();
-    } finally {
-      if (this.pending.get(id) === nm) this.pending.delete(id);
-    }
+    await this.durableAfter(new Set([this.meta.put(sk, encodeRecord(nm, json, at === undefined ? undefined : mb.subarray(at)))]), [{ id, m: nm }]);
     return true;
-  }
-
-  /**
-   * Versioned bulk write (migration import, batch put): every item is decided now and they share one
-   * transaction. Resolves once all are durable.
-   */
-  putMany(items: { ns: string; key: string; entry: Entry; sk?: Buffer; headerJson?: string }[]): Promise<WriteOutcome[]> {
-    const decided = items.map((it) => this.decidePut(it.sk ?? storeKey(it.ns, it.key), it.entry, it.headerJson));
-    return Promise.all(decided.map((d) => d.commit ?? d.outcome));
   }
 
   /** Resolves when every write queued so far is committed (and flushed, per `sync`). */
@@ -347,30 +403,45 @@ export class NodeStore {
       if (m.expiresAt !== null && m.expiresAt <= now) continue;
       const headerJson = metaHeaderJson(value);
       const { ns, key: k } = parseStoreKey(key);
-      const v = withValues ? (this.data.getBinary(key) ?? Buffer.alloc(0)) : Buffer.alloc(0);
+      const v = withValues ? this.valueOf(key as Buffer, value) : Buffer.alloc(0);
       out.push({ sk: Buffer.from(key), ns, key: k, headerJson, value: v });
     }
     return out;
   }
 
-  /** Number of stored keys and accounted bytes in [start, end), and the position at quantile `q` of its keys. */
-  rangeStats(start: string, end: string | null, q = 0.5): { keys: number; bytes: number; cut: string | null } {
+  /**
+   * Number of stored keys and accounted bytes in [start, end), and the position at quantile `q` of its keys. Reads
+   * in chunks and yields to the event loop between them: a range can hold millions of keys, and the node keeps
+   * serving while it is measured (a migration plans on a live node).
+   */
+  async rangeStats(start: string, end: string | null, q = 0.5): Promise<{ keys: number; bytes: number; cut: string | null }> {
     const b = NodeStore.bounds(start, end);
     let keys = 0;
     let bytes = 0;
-    for (const { value } of this.meta.getRange({ ...b, snapshot: true })) {
-      keys++;
-      bytes += value.readUInt32BE(16);
+    for (let after: Buffer | undefined; ; await yieldToEventLoop()) {
+      let last: Buffer | undefined;
+      for (const { key, value } of this.meta.getRange({ ...b, ...(after ? { start: keyAfter(after) } : {}), limit: STATS_CHUNK })) {
+        keys++;
+        bytes += value.readUInt32BE(16);
+        last = key as Buffer;
+      }
+      if (!last) break;
+      after = Buffer.from(last); // keys are fresh buffers per entry (lmdb-js binary keys), copied to be safe
     }
     let cut: string | null = null;
     if (keys >= 2) {
-      const at = Math.min(keys - 1, Math.max(1, Math.floor(keys * q)));
-      let i = 0;
-      for (const k of this.meta.getKeys({ ...b, snapshot: true })) {
-        if (i++ === at) {
-          cut = (k as Buffer).toString('hex', 0, 8);
-          break;
+      let skip = Math.min(keys - 1, Math.max(1, Math.floor(keys * q)));
+      for (let after: Buffer | undefined; cut === null; await yieldToEventLoop()) {
+        let last: Buffer | undefined;
+        for (const k of this.meta.getKeys({ ...b, ...(after ? { start: keyAfter(after) } : {}), limit: STATS_CHUNK * 4 })) {
+          last = k as Buffer;
+          if (skip-- === 0) {
+            cut = last.toString('hex', 0, 8);
+            break;
+          }
         }
+        if (!last) break; // the range shrank meanwhile: no cut
+        after = Buffer.from(last);
       }
       // Keys sharing the cut position all stay on one side; a cut at the range start would move nothing.
       if (cut === start) cut = null;
@@ -387,7 +458,7 @@ export class NodeStore {
       const keys: Buffer[] = [];
       for (const k of this.meta.getKeys({ ...NodeStore.bounds(start, end, after), limit: SCAN_CHUNK * 4 })) keys.push(Buffer.from(k as Buffer));
       if (keys.length === 0) break;
-      const done = await Promise.all(keys.map((k) => this.removeKey(k)));
+      const done = await this.removeMany(keys.map((sk) => ({ sk })));
       removed += done.filter(Boolean).length;
       after = keys[keys.length - 1];
     }
@@ -407,7 +478,7 @@ export class NodeStore {
     const named = new Set(out.map((v) => v.position + v.ns + '\u0000' + v.key));
     for (const id of this.order.victims(limit - out.length)) {
       const sk = Buffer.from(id, 'latin1');
-      const mb = this.meta.getBinary(sk);
+      const mb = this.meta.getBinaryFast(sk);
       if (!mb) continue;
       const m = decodeMetaFixed(mb);
       const { ns, key, position } = parseStoreKey(sk);
@@ -452,7 +523,7 @@ export class NodeStore {
       if (m.expiresAt !== null && m.expiresAt <= now) expired.push({ sk: last, version: m.version });
     }
     this.sweepCursor = scanned < maxScan ? undefined : last;
-    const done = await Promise.all(expired.map((e) => this.removeKey(e.sk, e.version)));
+    const done = await this.removeMany(expired);
     return done.filter(Boolean).length;
   }
 

@@ -2,7 +2,7 @@ import { makeTombstone } from '../../layers/core/model/entry.js';
 import { RING_MIN } from '../../layers/core/ring/hash.js';
 import { encodeAbsentRecord, encodeEntryRecord, encodeTrailerRecord, RecordReader, storeKey } from '../../layers/core/warm/wire.js';
 import { Sieve } from '../../cachenode/src/sieve.js';
-import { ENTRY_OVERHEAD_BYTES, NodeStore } from '../../cachenode/src/store.js';
+import { ENTRY_OVERHEAD_BYTES, INLINE_VALUE_MAX_BYTES, NodeStore } from '../../cachenode/src/store.js';
 import { entry, tempDir } from './warm-fixtures.js';
 
 describe('NodeStore (LMDB on a temp dir)', () => {
@@ -21,6 +21,11 @@ describe('NodeStore (LMDB on a temp dir)', () => {
   });
 
   afterAll(() => tmp.remove());
+
+  async function reopenLarge(s: NodeStore): Promise<NodeStore> {
+    await s.close();
+    return new NodeStore({ dir: tmp.dir, capacityBytes: 1024 ** 3, sync: 'commit', now: () => now });
+  }
 
   it('decides concurrent writes of one key by version, whatever their order of arrival', async () => {
     const results = await Promise.all([store.put('n', 'k', entry(5, 'five')), store.put('n', 'k', entry(9, 'nine')), store.put('n', 'k', entry(7, 'seven'))]);
@@ -70,6 +75,83 @@ describe('NodeStore (LMDB on a temp dir)', () => {
     store.get('n', 'k1');
     // k0 and k1 were read: the hand clears their bits and first picks k2 (order of insertion otherwise).
     expect(store.victims(3).map((v) => v.key)).toEqual(['k2', 'k3', 'k4']);
+  });
+
+  it('measures a range across many read chunks: key count, bytes and the key at a quantile', async () => {
+    store = await reopenLarge(store);
+    const n = 9000;
+    for (let i = 0; i < n; i += 500) await store.putMany(Array.from({ length: 500 }, (_, j) => ({ ns: 'n', key: `q${i + j}`, entry: entry(1, 'x'.repeat((i + j) % 7)) })));
+    const all = store.scan(RING_MIN, null, undefined, n + 1, false);
+    expect(all).toHaveLength(n);
+    const expectedBytes = store.stats().bytes;
+    for (const q of [0.5, 0.95]) {
+      const s = await store.rangeStats(RING_MIN, null, q);
+      expect(s).toEqual({ keys: n, bytes: expectedBytes, cut: all[Math.floor(n * q)]!.sk.toString('hex', 0, 8) });
+    }
+  });
+
+  describe('record layouts (small values inline, large ones in the data database)', () => {
+    /** The store's LMDB databases, to look at what is on disk. */
+    const dbs = () => store as unknown as { meta: { getBinary(k: Buffer): Buffer | undefined; put(k: Buffer, v: Buffer): Promise<boolean> }; data: { getBinary(k: Buffer): Buffer | undefined; put(k: Buffer, v: Buffer): Promise<boolean> } };
+    const small = Buffer.alloc(INLINE_VALUE_MAX_BYTES, 0x61);
+    const large = Buffer.alloc(INLINE_VALUE_MAX_BYTES + 1, 0x62);
+
+    it('moves a value between the layouts as it changes size, leaving nothing behind in the data database', async () => {
+      const sk = storeKey('n', 'k');
+      await store.put('n', 'k', entry(1, small));
+      expect(dbs().data.getBinary(sk)).toBeUndefined();
+      expect(store.get('n', 'k')!.value.equals(small)).toBe(true);
+      await store.put('n', 'k', entry(2, large));
+      expect(dbs().data.getBinary(sk)!.equals(large)).toBe(true);
+      expect(store.get('n', 'k')).toMatchObject({ header: { version: 2, size: large.length } });
+      expect(store.get('n', 'k')!.value.equals(large)).toBe(true);
+      await store.put('n', 'k', entry(3, 'tiny'));
+      expect(dbs().data.getBinary(sk)).toBeUndefined();
+      expect(store.get('n', 'k')!.value.toString()).toBe('tiny');
+      await store.put('n', 'k', entry(4, large));
+      await store.remove('n', 'k');
+      expect(dbs().data.getBinary(sk)).toBeUndefined();
+      expect(dbs().meta.getBinary(sk)).toBeUndefined();
+      expect(store.stats()).toMatchObject({ keys: 0, bytes: 0 });
+    });
+
+    it('scans, pins and reopens both layouts with their values and headers intact', async () => {
+      await store.put('n', 'a', entry(1, small, { tags: ['t'] }));
+      await store.put('n', 'b', entry(1, large));
+      await expect(store.setPinned(storeKey('n', 'a'), 1, true)).resolves.toBe(true);
+      await store.close();
+      store = new NodeStore({ dir: tmp.dir, capacityBytes: 1024 * 1024, sync: 'commit', now: () => now });
+      const byKey = Object.fromEntries(store.scan(RING_MIN, null, undefined, 10).map((i) => [i.key, i]));
+      expect(byKey.a!.value.equals(small)).toBe(true);
+      expect(JSON.parse(byKey.a!.headerJson)).toMatchObject({ version: 1, tags: ['t'], flags: { pinned: true } });
+      expect(byKey.b!.value.equals(large)).toBe(true);
+      expect(store.get('n', 'a')!.value.equals(small)).toBe(true);
+      expect(store.head('n', 'b')).toMatchObject({ version: 1, size: large.length });
+      // Pinned entries are never victims; the other one is.
+      expect(store.victims(5).map((v) => v.key)).toEqual(['b']);
+    });
+
+    it('reads records written before values went inline (header JSON alone, value in the data database)', async () => {
+      const sk = storeKey('n', 'old');
+      const e = entry(7, 'legacy value');
+      const json = JSON.stringify(e.header);
+      const rec = Buffer.alloc(20 + Buffer.byteLength(json));
+      rec.writeDoubleBE(7, 0);
+      rec.writeDoubleBE(Number.NaN, 8);
+      rec.writeUInt32BE(sk.length + Buffer.byteLength(json) + e.value.length + ENTRY_OVERHEAD_BYTES, 16);
+      rec.write(json, 20, 'utf8');
+      await dbs().meta.put(sk, rec);
+      await dbs().data.put(sk, e.value);
+      await store.close();
+      store = new NodeStore({ dir: tmp.dir, capacityBytes: 1024 * 1024, sync: 'commit', now: () => now });
+      expect(store.stats().keys).toBe(1);
+      expect(store.get('n', 'old')).toEqual({ header: e.header, value: e.value });
+      expect(store.scan(RING_MIN, null, undefined, 10)[0]!.value.toString()).toBe('legacy value');
+      // Rewritten small: it goes inline and its old value leaves the data database.
+      await expect(store.put('n', 'old', entry(8, 'new'))).resolves.toEqual({ applied: true, current: 8 });
+      expect(dbs().data.getBinary(sk)).toBeUndefined();
+      expect(store.get('n', 'old')!.value.toString()).toBe('new');
+    });
   });
 });
 

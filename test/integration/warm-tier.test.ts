@@ -76,6 +76,27 @@ describe('WarmTier over three cache node processes', () => {
     await t.close();
   });
 
+  it('coalesces concurrent gets into batches sized by the values the node returned lately', async () => {
+    const t = tier();
+    const owner = ownerOf('big-0');
+    // Twelve keys on one node, 300 KB each: a 1 MiB batch holds three of them.
+    const keys: string[] = [];
+    for (let i = 0; keys.length < 12; i++) if (ownerOf(`big-${i}`) === owner) keys.push(`big-${i}`);
+    const value = Buffer.alloc(300 * 1024, 7);
+    await t.putMany('t', keys.map((key) => ({ key, entry: entry(1, value) })));
+    // Nothing learnt yet: one batch of twelve.
+    const first = { ...t.coalesced };
+    const got = await Promise.all(keys.map((k) => t.get('t', k)));
+    expect(got.every((e) => e?.value.equals(value))).toBe(true);
+    expect(t.coalesced.requests - first.requests).toBe(1);
+    // Now the node's values are known to be large: the same reads go as four batches of three.
+    const second = { ...t.coalesced };
+    const again = await Promise.all(keys.map((k) => t.get('t', k)));
+    expect(again.every((e) => e?.value.equals(value))).toBe(true);
+    expect({ requests: t.coalesced.requests - second.requests, operations: t.coalesced.operations - second.operations }).toEqual({ requests: 4, operations: 12 });
+    await t.close();
+  });
+
   it('retries after a stale route: adopts the ring a node sends back, or brings a lagging node up to date', async () => {
     const old = ring;
     // Move the range of key 'moved' to n4 (n4 has no data for it: fine for routing).

@@ -27,7 +27,11 @@ export interface WarmTierOptions {
    * turn (like a Redis client's auto-pipelining). @default true
    */
   coalesce?: boolean;
-  /** Largest coalesced batch, in value bytes. @default 1 MiB */
+  /**
+   * Largest coalesced batch, in value bytes: sent for puts, expected back for gets (from the mean size of the
+   * values the node returned lately), so a batch of large values is split and several are in flight while the
+   * client reads one. @default 1 MiB
+   */
   coalesceMaxBytes?: number;
   /**
    * Largest coalesced batch, in operations. Smaller batches keep several requests in flight, so the node works
@@ -96,6 +100,8 @@ export class WarmTier implements Tier, Scanning, Pinning {
   private readonly coalesceMaxOps: number;
   private readonly batches = new Map<string, Batch<unknown>>();
   private flushScheduled = false;
+  /** Per node (reader URL): moving mean of the value size of recent gets, to size get batches. */
+  private readonly getBytes = new Map<string, number>();
 
   constructor(opts: WarmTierOptions) {
     this.name = opts.name ?? 'warm';
@@ -238,7 +244,7 @@ export class WarmTier implements Tier, Scanning, Pinning {
     const id = `${op} ${router.version} ${dest} ${ns}`;
     return new Promise<T>((resolve, reject) => {
       let b = this.batches.get(id) as Batch<T> | undefined;
-      const size = entry?.value.length ?? 0;
+      const size = entry ? entry.value.length : (this.getBytes.get(route.reader.url) ?? 0);
       if (b && (b.bytes + size > this.coalesceMaxBytes || b.items.length >= this.coalesceMaxOps)) {
         this.batches.delete(id);
         this.sendBatch(b);
@@ -275,7 +281,10 @@ export class WarmTier implements Tier, Scanning, Pinning {
     const { ns, items } = b;
     if (items.length === 1) {
       const it = items[0]!;
-      this.read(it.position, (url, v) => this.client.get(url, ns, it.key, v)).then(it.resolve, it.reject);
+      this.read(it.position, (url, v) => this.client.get(url, ns, it.key, v)).then((e) => {
+        this.learnGetBytes(b.route.reader.url, [e]);
+        it.resolve(e);
+      }, it.reject);
       return;
     }
     this.coalesced.requests++;
@@ -296,7 +305,17 @@ export class WarmTier implements Tier, Scanning, Pinning {
       }
       return;
     }
+    this.learnGetBytes(b.route.reader.url, got);
     items.forEach((it, i) => it.resolve(got[i]));
+  }
+
+  /** Updates the node's moving mean value size with a batch's answers (misses count as empty). */
+  private learnGetBytes(url: string, got: (Entry | undefined)[]): void {
+    let sum = 0;
+    for (const e of got) sum += e?.value.length ?? 0;
+    const mean = sum / got.length;
+    const prev = this.getBytes.get(url);
+    this.getBytes.set(url, prev === undefined ? mean : prev + (mean - prev) * Math.min(1, got.length / 64));
   }
 
   private async sendPuts(b: Batch<WriteOutcome>): Promise<void> {
