@@ -490,41 +490,42 @@ export class NodeStore {
 
   /** Expired entries among the next `4 × limit` keys (at least 256, at most 8192) after the expiry cursor. */
   private expiredVictims(limit: number): Victim[] {
-    const out: Victim[] = [];
-    if (limit <= 0) return out;
-    const maxScan = Math.min(8192, Math.max(256, 4 * limit));
-    const now = this.now();
-    let scanned = 0;
-    let last: Buffer | undefined;
-    for (const { key, value } of this.meta.getRange({ ...(this.expiryCursor ? { start: keyAfter(this.expiryCursor) } : {}), limit: maxScan })) {
-      scanned++;
-      last = Buffer.from(key);
-      const m = decodeMetaFixed(value);
-      if (m.expiresAt !== null && m.expiresAt <= now) {
-        const { ns, key: k, position } = parseStoreKey(key);
-        out.push({ ns, key: k, version: m.version, bytes: m.bytes, position, expiresAt: m.expiresAt, expired: true });
-        if (out.length >= limit) break;
-      }
-    }
-    this.expiryCursor = scanned < maxScan && out.length < limit ? undefined : last;
-    return out;
+    if (limit <= 0) return [];
+    const { found, resume } = this.scanExpired(this.expiryCursor, Math.min(8192, Math.max(256, 4 * limit)), limit);
+    this.expiryCursor = resume;
+    return found.map(({ sk, m }) => {
+      const { ns, key, position } = parseStoreKey(sk);
+      return { ns, key, version: m.version, bytes: m.bytes, position, expiresAt: m.expiresAt, expired: true as const };
+    });
   }
 
   /** Removes up to `maxScan` keys' worth of expired entries, resuming where the last sweep stopped. */
   async sweepExpired(maxScan = 2000): Promise<number> {
+    const { found, resume } = this.scanExpired(this.sweepCursor, maxScan);
+    this.sweepCursor = resume;
+    const done = await this.removeMany(found.map(({ sk, m }) => ({ sk, version: m.version })));
+    return done.filter(Boolean).length;
+  }
+
+  /**
+   * Expired entries among up to `maxScan` keys after `cursor` (from the start when undefined), stopping once
+   * `stopAfter` are found; `resume` is where the next scan starts (undefined: this one reached the end).
+   */
+  private scanExpired(cursor: Buffer | undefined, maxScan: number, stopAfter = Number.POSITIVE_INFINITY): { found: { sk: Buffer; m: Meta }[]; resume: Buffer | undefined } {
     const now = this.now();
-    const expired: { sk: Buffer; version: number }[] = [];
+    const found: { sk: Buffer; m: Meta }[] = [];
     let scanned = 0;
     let last: Buffer | undefined;
-    for (const { key, value } of this.meta.getRange({ ...(this.sweepCursor ? { start: keyAfter(this.sweepCursor) } : {}), limit: maxScan })) {
+    for (const { key, value } of this.meta.getRange({ ...(cursor ? { start: keyAfter(cursor) } : {}), limit: maxScan })) {
       scanned++;
       last = Buffer.from(key);
       const m = decodeMetaFixed(value);
-      if (m.expiresAt !== null && m.expiresAt <= now) expired.push({ sk: last, version: m.version });
+      if (m.expiresAt !== null && m.expiresAt <= now) {
+        found.push({ sk: last, m });
+        if (found.length >= stopAfter) break;
+      }
     }
-    this.sweepCursor = scanned < maxScan ? undefined : last;
-    const done = await this.removeMany(expired);
-    return done.filter(Boolean).length;
+    return { found, resume: scanned < maxScan && found.length < stopAfter ? undefined : last };
   }
 
   // ------------------------------------------------------------------ stats and lifecycle
