@@ -4,6 +4,7 @@ import type { Entry, EntryHeader, WriteOutcome } from '../../layers/core/model/e
 import { decodeHeader } from '../../layers/core/model/entry.js';
 import { keyAfter, parseStoreKey, positionKey, storeKey } from '../../layers/core/warm/wire.js';
 import { Sieve } from './sieve.js';
+import { bucketStart, PositionHistogram, spanPieces, type SpanPieces } from './position-histogram.js';
 
 /**
  * The node's durable store: LMDB (a B+-tree in one memory-mapped file) on the data volume.
@@ -140,6 +141,8 @@ export class NodeStore {
   /** Writes queued but not yet committed: the newest state of their keys (null = removed). */
   private readonly pending = new Map<string, Meta | null>();
   private readonly order = new Sieve<string>();
+  /** Keys and bytes per ring bucket, for {@link rangeStats}. */
+  private readonly histogram = new PositionHistogram();
   private accounted = 0;
   private count = 0;
   private sweepCursor: Buffer | undefined;
@@ -164,10 +167,16 @@ export class NodeStore {
   private rebuild(): void {
     for (const { key, value } of this.meta.getRange({ snapshot: false })) {
       const m = decodeMetaFixed(value);
-      this.accounted += m.bytes;
-      this.count++;
+      this.account(key as Buffer, 1, m.bytes);
       if (!isPinnedJson(metaHeaderJson(value))) this.order.insert(idOf(key));
     }
+  }
+
+  /** Books `keys` and `bytes` (either may be negative) for storage key `sk`: totals and its ring bucket. */
+  private account(sk: Uint8Array, keys: number, bytes: number): void {
+    this.accounted += bytes;
+    this.count += keys;
+    this.histogram.add(sk, keys, bytes);
   }
 
   // ------------------------------------------------------------------ system values
@@ -277,8 +286,7 @@ export class NodeStore {
     const m: Meta = { version: entry.header.version, expiresAt: entry.header.expiresAt, bytes, external: !inline };
     this.pending.set(id, m);
     queued.push({ id, m });
-    this.accounted += bytes - before;
-    if (cur === null) this.count++;
+    this.account(sk, cur === null ? 1 : 0, bytes - before);
     if (entry.header.flags.pinned) this.order.remove(id);
     else this.order.insert(id);
     commits.add(this.meta.put(sk, encodeRecord(m, json, inline ? entry.value : undefined)));
@@ -327,8 +335,7 @@ export class NodeStore {
       }
       this.pending.set(id, null);
       queued.push({ id, m: null });
-      this.accounted -= cur.bytes;
-      this.count--;
+      this.account(sk, -1, -cur.bytes);
       this.order.remove(id);
       commits.add(this.meta.remove(sk));
       if (cur.external) commits.add(this.data.remove(sk));
@@ -365,7 +372,7 @@ export class NodeStore {
     const nm: Meta = { ...m, bytes: m.bytes - Buffer.byteLength(oldJson) + Buffer.byteLength(json) };
     const at = inlineValueAt(mb);
     this.pending.set(id, nm);
-    this.accounted += nm.bytes - m.bytes;
+    this.account(sk, 0, nm.bytes - m.bytes);
     if (pinned) this.order.remove(id);
     else this.order.insert(id);
     await this.durableAfter(new Set([this.meta.put(sk, encodeRecord(nm, json, at === undefined ? undefined : mb.subarray(at)))]), [{ id, m: nm }]);
@@ -410,11 +417,31 @@ export class NodeStore {
   }
 
   /**
-   * Number of stored keys and accounted bytes in [start, end), and the position at quantile `q` of its keys. Reads
-   * in chunks and yields to the event loop between them: a range can hold millions of keys, and the node keeps
-   * serving while it is measured (a migration plans on a live node).
+   * Number of stored keys and accounted bytes in [start, end), and the position at quantile `q` of its keys. The
+   * whole buckets of the span come from the position histogram; only the keys of the partial buckets at its ends
+   * and of the bucket the cut falls in are read (in chunks, yielding between them): a migration plans on a live
+   * node, and reading a whole range would stall its requests.
    */
   async rangeStats(start: string, end: string | null, q = 0.5): Promise<{ keys: number; bytes: number; cut: string | null }> {
+    // The buckets count queued writes at once; once those are committed, the reads of partial buckets agree.
+    await this.settle();
+    const pieces = spanPieces(start, end);
+    const head = pieces.head ? await this.countSpan(pieces.head.start, pieces.head.end) : { keys: 0, bytes: 0 };
+    const whole = this.histogram.sum(pieces.whole.from, pieces.whole.to);
+    const tail = pieces.tail ? await this.countSpan(pieces.tail.start, pieces.tail.end) : { keys: 0, bytes: 0 };
+    const keys = head.keys + whole.keys + tail.keys;
+    const bytes = head.bytes + whole.bytes + tail.bytes;
+    let cut: string | null = null;
+    if (keys >= 2) {
+      cut = await this.positionAt(pieces, head.keys, Math.min(keys - 1, Math.max(1, Math.floor(keys * q))));
+      // Keys sharing the cut position all stay on one side; a cut at the range start would move nothing.
+      if (cut === start) cut = null;
+    }
+    return { keys, bytes, cut };
+  }
+
+  /** Keys and accounted bytes of [start, end), read from the meta database. */
+  private async countSpan(start: string, end: string | null): Promise<{ keys: number; bytes: number }> {
     const b = NodeStore.bounds(start, end);
     let keys = 0;
     let bytes = 0;
@@ -425,28 +452,37 @@ export class NodeStore {
         bytes += value.readUInt32BE(16);
         last = key as Buffer;
       }
-      if (!last) break;
+      if (!last) return { keys, bytes };
       after = Buffer.from(last); // keys are fresh buffers per entry (lmdb-js binary keys), copied to be safe
     }
-    let cut: string | null = null;
-    if (keys >= 2) {
-      let skip = Math.min(keys - 1, Math.max(1, Math.floor(keys * q)));
-      for (let after: Buffer | undefined; cut === null; await yieldToEventLoop()) {
-        let last: Buffer | undefined;
-        for (const k of this.meta.getKeys({ ...b, ...(after ? { start: keyAfter(after) } : {}), limit: STATS_CHUNK * 4 })) {
-          last = k as Buffer;
-          if (skip-- === 0) {
-            cut = last.toString('hex', 0, 8);
-            break;
-          }
-        }
-        if (!last) break; // the range shrank meanwhile: no cut
-        after = Buffer.from(last);
-      }
-      // Keys sharing the cut position all stay on one side; a cut at the range start would move nothing.
-      if (cut === start) cut = null;
+  }
+
+  /** The position of the key `skip` keys into the span (0-based), reading only the piece it falls in. */
+  private async positionAt(pieces: SpanPieces, headKeys: number, skip: number): Promise<string | null> {
+    if (pieces.head && skip < headKeys) return this.nthPosition(pieces.head.start, pieces.head.end, skip);
+    let rest = skip - headKeys;
+    for (let b = pieces.whole.from; b < pieces.whole.to; b++) {
+      const n = this.histogram.keysIn(b);
+      if (rest < n) return this.nthPosition(bucketStart(b)!, bucketStart(b + 1), rest);
+      rest -= n;
     }
-    return { keys, bytes, cut };
+    return pieces.tail ? this.nthPosition(pieces.tail.start, pieces.tail.end, rest) : null;
+  }
+
+  /** The position of the key `skip` keys into [start, end); the last one when there are fewer (null: none). */
+  private async nthPosition(start: string, end: string | null, skip: number): Promise<string | null> {
+    const b = NodeStore.bounds(start, end);
+    let last: Buffer | undefined;
+    for (let after: Buffer | undefined; ; await yieldToEventLoop()) {
+      let seen = false;
+      for (const k of this.meta.getKeys({ ...b, ...(after ? { start: keyAfter(after) } : {}), limit: STATS_CHUNK * 4 })) {
+        last = k as Buffer;
+        seen = true;
+        if (skip-- === 0) return last.toString('hex', 0, 8);
+      }
+      if (!seen) return last ? last.toString('hex', 0, 8) : null;
+      after = Buffer.from(last!);
+    }
   }
 
   /** Deletes every key of [start, end) (committed and queued). Resolves to how many it removed. */

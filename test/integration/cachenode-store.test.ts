@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { makeTombstone } from '../../layers/core/model/entry.js';
-import { RING_MIN } from '../../layers/core/ring/hash.js';
+import { bigIntToPosition, positionToBigInt, RING_MIN } from '../../layers/core/ring/hash.js';
 import { encodeAbsentRecord, encodeEntryRecord, encodeTrailerRecord, RecordReader, storeKey } from '../../layers/core/warm/wire.js';
 import { Sieve } from '../../cachenode/src/sieve.js';
 import { ENTRY_OVERHEAD_BYTES, INLINE_VALUE_MAX_BYTES, NodeStore } from '../../cachenode/src/store.js';
@@ -88,6 +89,43 @@ describe('NodeStore (LMDB on a temp dir)', () => {
       const s = await store.rangeStats(RING_MIN, null, q);
       expect(s).toEqual({ keys: n, bytes: expectedBytes, cut: all[Math.floor(n * q)]!.sk.toString('hex', 0, 8) });
     }
+  });
+
+  it('answers range stats from its position buckets exactly as a full read would, wherever a range starts and ends', async () => {
+    store = await reopenLarge(store);
+    const n = 3000;
+    for (let i = 0; i < n; i += 500) await store.putMany(Array.from({ length: 500 }, (_, j) => ({ ns: 'n', key: `h${i + j}`, entry: entry(1, 'x'.repeat((i + j) % 11)) })));
+    // Overwrites that change sizes, and removes: the buckets must follow both.
+    for (let i = 0; i < n; i += 7) await store.put('n', `h${i}`, entry(2, 'y'.repeat(40)));
+    for (let i = 3; i < n; i += 13) await store.remove('n', `h${i}`);
+    const check = async (label: string) => {
+      const all = store.scan(RING_MIN, null, undefined, n + 1).map((it) => ({ pos: it.sk.toString('hex', 0, 8), bytes: it.sk.length + Buffer.byteLength(it.headerJson) + it.value.length + ENTRY_OVERHEAD_BYTES }));
+      const positions = all.map((a) => a.pos);
+      const shift = (pos: string, d: bigint) => bigIntToPosition(BigInt.asUintN(64, positionToBigInt(pos) + d));
+      // Boundaries: stored positions (a range may start exactly at a key), next to them, bucket starts, anywhere.
+      const boundary = fc.oneof(
+        fc.constantFrom(...positions),
+        fc.tuple(fc.constantFrom(...positions), fc.bigInt({ min: -(1n << 50n), max: 1n << 50n })).map(([p, d]) => shift(p, d)),
+        fc.integer({ min: 0, max: 0xffff }).map((b) => b.toString(16).padStart(4, '0') + '000000000000'),
+        fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }).map(bigIntToPosition),
+      );
+      await fc.assert(
+        fc.asyncProperty(boundary, fc.option(boundary, { nil: null }), fc.constantFrom(0.5, 0.25, 0.9), async (a, b, q) => {
+          let [start, end] = b === null ? [a, null] : a < b ? [a, b] : [b, a];
+          if (start === end) end = null;
+          const inSpan = all.filter((x) => x.pos >= start && (end === null || x.pos < end));
+          let cut: string | null = null;
+          if (inSpan.length >= 2) cut = inSpan[Math.min(inSpan.length - 1, Math.max(1, Math.floor(inSpan.length * q)))]!.pos;
+          if (cut === start) cut = null;
+          const expected = { keys: inSpan.length, bytes: inSpan.reduce((t, x) => t + x.bytes, 0), cut };
+          expect({ label, ...(await store.rangeStats(start, end, q)) }).toEqual({ label, ...expected });
+        }),
+        { numRuns: 300 },
+      );
+    };
+    await check('after writes');
+    store = await reopenLarge(store);
+    await check('after a reopen (buckets rebuilt from disk)');
   });
 
   describe('record layouts (small values inline, large ones in the data database)', () => {
