@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -67,7 +67,8 @@ export class CacheNode {
   readonly stats = new NodeStats();
   readonly ownership: Ownership;
   private readonly server: Server;
-  private readonly secretDigest: Buffer;
+  /** The shared secret's bytes (compared in constant time; its length is no secret). */
+  private readonly secretBytes: Buffer;
   private inFlight = 0;
   private draining = false;
   private idleWaiters: (() => void)[] = [];
@@ -82,7 +83,7 @@ export class CacheNode {
     const saved = store.getSys<string>('nodeId');
     this.nodeId = config.nodeId ?? saved ?? `node-${randomBytes(6).toString('hex')}`;
     this.ownership = new Ownership(this.nodeId, store);
-    this.secretDigest = createHash('sha256').update(config.secret).digest();
+    this.secretBytes = Buffer.from(config.secret, 'utf8');
     this.server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 }, (req, res) => this.onRequest(req, res));
   }
 
@@ -220,7 +221,9 @@ export class CacheNode {
   private authorized(req: IncomingMessage): boolean {
     const given = req.headers[SECRET_HEADER];
     if (typeof given !== 'string') return false;
-    return timingSafeEqual(createHash('sha256').update(given).digest(), this.secretDigest);
+    // A byte comparison, not a digest per request (a SHA-256 per request was ~4% of a busy node's CPU).
+    const bytes = Buffer.from(given, 'utf8');
+    return bytes.length === this.secretBytes.length && timingSafeEqual(bytes, this.secretBytes);
   }
 
   // ------------------------------------------------------------------ single keys

@@ -289,6 +289,9 @@ export class NodeStore {
     this.account(sk, cur === null ? 1 : 0, bytes - before);
     if (entry.header.flags.pinned) this.order.remove(id);
     else this.order.insert(id);
+    // The header and an external value are queued in the same event turn, so lmdb-js commits them in one
+    // transaction (its default `eventTurnBatching`; nothing here uses the synchronous transactions that could
+    // split a batch): a crash or a reader never sees one without the other.
     commits.add(this.meta.put(sk, encodeRecord(m, json, inline ? entry.value : undefined)));
     if (!inline) commits.add(this.data.put(sk, entry.value));
     else if (cur?.external) commits.add(this.data.remove(sk));

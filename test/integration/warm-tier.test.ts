@@ -97,6 +97,36 @@ describe('WarmTier over three cache node processes', () => {
     await t.close();
   });
 
+  it('holds batches for a node while coalesceMaxInFlight requests to it are out, and sends what gathered as one', async () => {
+    const view = new RingView({ store, refreshIntervalMs: 0 });
+    const t = new WarmTier({ ring: view, secret: SECRET, timeoutMs: 10_000, coalesceMaxInFlight: 1 });
+    const owner = ownerOf('held-0');
+    const keys: string[] = [];
+    for (let i = 0; keys.length < 6; i++) if (ownerOf(`held-${i}`) === owner) keys.push(`held-${i}`);
+    await t.putMany('t', keys.map((key, i) => ({ key, entry: entry(1, `h${i}`) })));
+    const before = { ...t.coalesced };
+    // The owner is stopped, so the first read stays in flight while the others arrive, each in a turn of its own.
+    const pid = fleet.pid(owner)!;
+    process.kill(pid, 'SIGSTOP');
+    let reads: Promise<unknown>[];
+    try {
+      reads = [t.get('t', keys[0]!)];
+      for (const k of keys.slice(1)) {
+        await new Promise((r) => setImmediate(r));
+        await new Promise((r) => setImmediate(r));
+        reads.push(t.get('t', k));
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    const got = (await Promise.all(reads)) as ({ value: Buffer } | undefined)[];
+    expect(got.map((e) => e?.value.toString())).toEqual(keys.map((_, i) => `h${i}`));
+    // One single read, then the five that waited in one batch (without the limit: five single reads).
+    expect({ requests: t.coalesced.requests - before.requests, operations: t.coalesced.operations - before.operations }).toEqual({ requests: 1, operations: 5 });
+    await t.close();
+  });
+
   it('retries after a stale route: adopts the ring a node sends back, or brings a lagging node up to date', async () => {
     const old = ring;
     // Move the range of key 'moved' to n4 (n4 has no data for it: fine for routing).

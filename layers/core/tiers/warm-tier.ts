@@ -38,6 +38,12 @@ export interface WarmTierOptions {
    * on one while the client handles another. @default 32
    */
   coalesceMaxOps?: number;
+  /**
+   * Coalesced requests in flight per destination node (and operation); further batches for it wait, growing, until
+   * one comes back (sent at once when they fill up). Under load, batches grow to what a node can take, so a
+   * node's per-request work is spread over more operations; under light load nothing waits. @default 4
+   */
+  coalesceMaxInFlight?: number;
 }
 
 interface Waiting<T> {
@@ -52,6 +58,8 @@ interface Waiting<T> {
 
 interface Batch<T> {
   op: 'get' | 'put';
+  /** Where it goes (reader, or owner and pending target): requests in flight are counted per destination. */
+  dest: string;
   router: RingRouter;
   route: Route;
   ns: string;
@@ -98,7 +106,10 @@ export class WarmTier implements Tier, Scanning, Pinning {
   private readonly coalesce: boolean;
   private readonly coalesceMaxBytes: number;
   private readonly coalesceMaxOps: number;
+  private readonly coalesceMaxInFlight: number;
   private readonly batches = new Map<string, Batch<unknown>>();
+  /** Coalesced requests in flight per batch destination. */
+  private readonly inFlight = new Map<string, number>();
   private flushScheduled = false;
   /** Per node (reader URL): moving mean of the value size of recent gets, to size get batches. */
   private readonly getBytes = new Map<string, number>();
@@ -114,6 +125,7 @@ export class WarmTier implements Tier, Scanning, Pinning {
     this.coalesce = opts.coalesce ?? true;
     this.coalesceMaxBytes = opts.coalesceMaxBytes ?? 1024 * 1024;
     this.coalesceMaxOps = opts.coalesceMaxOps ?? 32;
+    this.coalesceMaxInFlight = Math.max(1, opts.coalesceMaxInFlight ?? 4);
   }
 
   // ------------------------------------------------------------------ single keys
@@ -236,12 +248,14 @@ export class WarmTier implements Tier, Scanning, Pinning {
 
   /**
    * Queues a single get or put for the next flush (end of this event-loop turn). Operations with the same
-   * route (ring version, reader or owner and pending target, namespace) share a batch request.
+   * route (ring version, reader or owner and pending target, namespace) share a batch request. A batch whose
+   * destination has `coalesceMaxInFlight` requests out keeps collecting until one of them returns.
    */
   private enqueue<T>(op: 'get' | 'put', router: RingRouter, position: string, ns: string, key: string, entry: Entry | undefined, attempt = 0): Promise<T> {
     const route = router.route(position);
     const dest = op === 'get' ? route.reader.url : `${route.owner.url} ${route.pending?.url ?? ''}`;
-    const id = `${op} ${router.version} ${dest} ${ns}`;
+    const flightKey = `${op} ${dest}`;
+    const id = `${router.version} ${flightKey} ${ns}`;
     return new Promise<T>((resolve, reject) => {
       let b = this.batches.get(id) as Batch<T> | undefined;
       const size = entry ? entry.value.length : (this.getBytes.get(route.reader.url) ?? 0);
@@ -251,7 +265,7 @@ export class WarmTier implements Tier, Scanning, Pinning {
         b = undefined;
       }
       if (!b) {
-        b = { op, router, route, ns, items: [], bytes: 0 };
+        b = { op, dest: flightKey, router, route, ns, items: [], bytes: 0 };
         this.batches.set(id, b as Batch<unknown>);
       }
       b.items.push({ position, key, ...(entry ? { entry } : {}), attempt, resolve, reject });
@@ -263,17 +277,30 @@ export class WarmTier implements Tier, Scanning, Pinning {
     });
   }
 
+  /** Sends every queued batch whose destination has room for another request in flight. */
   private readonly flush = (): void => {
     this.flushScheduled = false;
-    const all = [...this.batches.values()];
-    this.batches.clear();
-    for (const b of all) this.sendBatch(b);
+    for (const [id, b] of this.batches) {
+      if ((this.inFlight.get(b.dest) ?? 0) >= this.coalesceMaxInFlight) continue;
+      this.batches.delete(id);
+      this.sendBatch(b);
+    }
   };
 
   private sendBatch(b: Batch<unknown>): void {
+    this.inFlight.set(b.dest, (this.inFlight.get(b.dest) ?? 0) + 1);
     const p = b.op === 'get' ? this.sendGets(b as Batch<Entry | undefined>) : this.sendPuts(b as Batch<WriteOutcome>);
     p.catch((e: unknown) => {
       for (const it of b.items) it.reject(this.unavailable(e));
+    }).finally(() => {
+      const n = (this.inFlight.get(b.dest) ?? 1) - 1;
+      if (n > 0) this.inFlight.set(b.dest, n);
+      else this.inFlight.delete(b.dest);
+      // Batches held back for this destination go now (at the end of this turn, with what else joins them).
+      if (this.batches.size > 0 && !this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(this.flush);
+      }
     });
   }
 
@@ -281,7 +308,7 @@ export class WarmTier implements Tier, Scanning, Pinning {
     const { ns, items } = b;
     if (items.length === 1) {
       const it = items[0]!;
-      this.read(it.position, (url, v) => this.client.get(url, ns, it.key, v)).then((e) => {
+      await this.read(it.position, (url, v) => this.client.get(url, ns, it.key, v)).then((e) => {
         this.learnGetBytes(b.route.reader.url, [e]);
         it.resolve(e);
       }, it.reject);
@@ -323,7 +350,7 @@ export class WarmTier implements Tier, Scanning, Pinning {
     const single = (it: Waiting<WriteOutcome>) => (url: string, v: number) => this.client.put(url, ns, it.key, it.entry!, v);
     if (items.length === 1) {
       const it = items[0]!;
-      this.write(it.position, single(it)).then(it.resolve, it.reject);
+      await this.write(it.position, single(it)).then(it.resolve, it.reject);
       return;
     }
     this.coalesced.requests++;
