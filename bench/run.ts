@@ -36,6 +36,10 @@ async function main(): Promise<void> {
     }
     console.log(`\n=== ${name} (${seconds} s per measurement) ===`);
     const result = await run({ seconds, runs });
+    if (result.partial) {
+      console.log('\na partial run (some modes or cases left out): results not written');
+      continue;
+    }
     const dir = join(import.meta.dirname, 'results');
     mkdirSync(dir, { recursive: true });
     const file = join(dir, `${name}.json`);
