@@ -3,6 +3,7 @@ import { Tags, Validations, type App } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { EnvironmentConfig } from './config/schema.js';
 import { CacheNodeBundle, CacheNodeFleet } from './constructs/cache-node-fleet.js';
+import { ColdTierBucket } from './constructs/cold-tier-bucket.js';
 import { CostPublisher } from './constructs/cost-publisher.js';
 import { REPO_ROOT } from './lib/packaging.js';
 import { ApiStack } from './stacks/api-stack.js';
@@ -45,6 +46,7 @@ export function buildStrataApp(app: App, options: StrataAppOptions): StrataStack
     config,
     network,
     bundle: options.cacheNodeBundle ?? CacheNodeBundle.fromEntry(CACHENODE_ENTRY, { nativeModules: ['lmdb'] }),
+    ringStore: { bucket: data.coldTier.bucket, prefix: ColdTierBucket.RING_PREFIX },
   });
   const api = new ApiStack(app, stackId(config, 'Api'), { config, network, data, fleet });
   const monitoring = new MonitoringStack(app, stackId(config, 'Monitoring'), { config, network, api, data, fleet });

@@ -29,6 +29,18 @@ export const nodeConfigSchema = z.object({
   STRATA_NODE_DRAIN_MS: z.coerce.number().int().min(0).default(10_000),
   /** Expiry sweep period (removes expired entries and tombstones). 0 = off. */
   STRATA_NODE_SWEEP_MS: z.coerce.number().int().min(0).default(10_000),
+  /**
+   * Where the ring document lives (`file:<dir>` or `s3://<bucket>/<prefix>`): the node reads it every
+   * STRATA_NODE_RING_POLL_MS and installs a newer version itself, besides the versions pushed to it.
+   */
+  STRATA_NODE_RING_STORE: z
+    .string()
+    .regex(/^(file:.+|s3:\/\/[^/]+.*)$/, 'must be file:<dir> or s3://<bucket>/<prefix>')
+    .optional(),
+  /** How often to read the ring store (ms). 0 = never (pushes only). */
+  STRATA_NODE_RING_POLL_MS: z.coerce.number().int().min(0).default(5000),
+  /** S3 endpoint for the ring store (LocalStack); the SDK's default otherwise. */
+  STRATA_NODE_S3_ENDPOINT: z.string().url().optional(),
 });
 
 export type NodeConfigEnv = z.infer<typeof nodeConfigSchema>;
@@ -46,6 +58,8 @@ export interface NodeConfig {
   exportRateBytesPerSec: number;
   drainMs: number;
   sweepMs: number;
+  /** Ring store to poll (see STRATA_NODE_RING_STORE). */
+  ringStore?: { uri: string; pollMs: number; s3Endpoint?: string };
 }
 
 export class NodeConfigError extends Error {
@@ -95,5 +109,6 @@ export function loadNodeConfig(env: NodeJS.ProcessEnv, argv: readonly string[] =
     exportRateBytesPerSec: c.STRATA_NODE_EXPORT_RATE,
     drainMs: c.STRATA_NODE_DRAIN_MS,
     sweepMs: c.STRATA_NODE_SWEEP_MS,
+    ...(c.STRATA_NODE_RING_STORE ? { ringStore: { uri: c.STRATA_NODE_RING_STORE, pollMs: c.STRATA_NODE_RING_POLL_MS, ...(c.STRATA_NODE_S3_ENDPOINT ? { s3Endpoint: c.STRATA_NODE_S3_ENDPOINT } : {}) } } : {}),
   };
 }

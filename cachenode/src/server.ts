@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { decodeHeader } from '../../layers/core/model/entry.js';
 import { validateKey, validateNamespace } from '../../layers/core/model/keys.js';
 import { isRingPosition, ringHashBytes } from '../../layers/core/ring/hash.js';
+import { casStoreFromUri, RingStore, type CasStore } from '../../layers/core/ring/store.js';
 import {
   asciiJsonText,
   encodeAbsentRecord,
@@ -73,6 +74,11 @@ export class CacheNode {
   private draining = false;
   private idleWaiters: (() => void)[] = [];
   private sweeper?: NodeJS.Timeout;
+  private ringPoller?: NodeJS.Timeout;
+  private ringStore?: RingStore;
+  private ringCas?: CasStore;
+  /** Ring store reads that failed in a row (logged on the first, then every 12th). */
+  private ringPollFailures = 0;
   private stopped?: Promise<void>;
 
   private constructor(
@@ -97,7 +103,36 @@ export class CacheNode {
       node.sweeper = setInterval(() => void store.sweepExpired().catch(() => undefined), config.sweepMs);
       node.sweeper.unref();
     }
+    if (config.ringStore) {
+      node.ringCas = casStoreFromUri(config.ringStore.uri, config.ringStore.s3Endpoint);
+      node.ringStore = new RingStore(node.ringCas);
+      await node.pollRing();
+      if (config.ringStore.pollMs > 0) {
+        node.ringPoller = setInterval(() => void node.pollRing(), config.ringStore.pollMs);
+        node.ringPoller.unref();
+      }
+    }
     return node;
+  }
+
+  /**
+   * Reads the ring store and installs a newer version than the node holds (as a push would). A node that missed
+   * pushes (it was down, or a push failed) catches up by itself instead of waiting for a refused caller to bring
+   * the ring. Never throws: a store outage is logged and the next poll tries again.
+   */
+  async pollRing(): Promise<boolean> {
+    if (!this.ringStore || this.draining) return false;
+    try {
+      const doc = await this.ringStore.load();
+      this.ringPollFailures = 0;
+      if (!doc || doc.version <= this.ownership.version) return false;
+      const installed = await this.ownership.install(doc);
+      if (installed) await this.store.settle();
+      return installed;
+    } catch (e) {
+      if (this.ringPollFailures++ % 12 === 0) console.error(JSON.stringify({ level: 'warn', msg: 'could not read the ring store', store: this.config.ringStore?.uri, error: e instanceof Error ? e.message : String(e) }));
+      return false;
+    }
   }
 
   get port(): number {
@@ -112,6 +147,7 @@ export class CacheNode {
     this.stopped ??= (async () => {
       this.draining = true;
       if (this.sweeper) clearInterval(this.sweeper);
+      if (this.ringPoller) clearInterval(this.ringPoller);
       const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
       this.server.closeIdleConnections();
       if (this.inFlight > 0) {
@@ -119,6 +155,7 @@ export class CacheNode {
       }
       this.server.closeAllConnections();
       await closed;
+      this.ringCas?.close?.();
       await this.store.close();
     })();
     return this.stopped;

@@ -3,10 +3,12 @@ import { dirname, join, relative } from 'node:path';
 import { AssetHashType, DockerImage, RemovalPolicy, Stack, Tags, Validations } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as s3 from 'aws-cdk-lib/aws-s3';
 import * as s3assets from 'aws-cdk-lib/aws-s3-assets';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct, type IConstruct } from 'constructs';
 import { buildSync } from 'esbuild';
+import { RING_KEY } from '../../layers/core/ring/store.js';
 import { ESM_REQUIRE_BANNER, REPO_ROOT } from '../lib/packaging.js';
 import { InvalidPropsError, check, intIn } from './validation.js';
 
@@ -155,6 +157,11 @@ export interface CacheNodeFleetProps {
   readonly nodePackage?: string;
   /** Of the shared secret. @default RemovalPolicy.DESTROY (nodes get the current one at boot) */
   readonly secretRemovalPolicy?: RemovalPolicy;
+  /**
+   * The ring store (bucket and prefix): nodes read its ring document every `pollMs` and install newer versions
+   * themselves, so a node that missed a push catches up without waiting for a caller. Read-only, one object.
+   */
+  readonly ringStore?: { readonly bucket: s3.IBucket; readonly prefix: string; readonly pollMs?: number };
 }
 
 /** Where the data volume is mounted on a node. */
@@ -231,6 +238,7 @@ export class CacheNodeFleet extends Construct {
 
     this.role = new iam.Role(this, 'Role', { assumedBy: new iam.ServicePrincipal('ec2.amazonaws.com'), description: `Strata cache node (${props.name})` });
     this.role.addToPolicy(new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [this.bundle.bucket.arnForObjects(this.bundle.s3ObjectKey)] }));
+    if (props.ringStore) this.role.addToPolicy(new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [props.ringStore.bucket.arnForObjects(`${props.ringStore.prefix}/${RING_KEY}`)] }));
     this.role.addToPolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [this.secret.secretArn] }));
 
     const region = Stack.of(this).region;
@@ -257,6 +265,7 @@ export class CacheNodeFleet extends Construct {
       `STRATA_NODE_CAPACITY_BYTES=${capacityBytes}`,
       'STRATA_NODE_SECRET_FILE=/run/strata/node-secret',
       `AWS_REGION=${region}`,
+      ...(props.ringStore ? [`STRATA_NODE_RING_STORE=s3://${props.ringStore.bucket.bucketName}/${props.ringStore.prefix}`, `STRATA_NODE_RING_POLL_MS=${props.ringStore.pollMs ?? 5000}`] : []),
     ];
     userData.addCommands(
       `rm -rf /opt/strata/cachenode && mkdir -p /opt/strata/cachenode && unzip -q ${zip} -d /opt/strata/cachenode`,

@@ -1,4 +1,5 @@
 import { CfnOutput, RemovalPolicy } from 'aws-cdk-lib';
+import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
 import { CacheNodeFleet, type CacheNodeBundle } from '../constructs/cache-node-fleet.js';
 import type { StrataNetwork } from './network-stack.js';
@@ -8,6 +9,8 @@ export interface FleetStackProps extends StrataStackProps {
   readonly network: StrataNetwork;
   /** The cachenode daemon. */
   readonly bundle: CacheNodeBundle;
+  /** Where the ring document lives (the nodes poll it). */
+  readonly ringStore?: { readonly bucket: s3.IBucket; readonly prefix: string };
 }
 
 /**
@@ -30,6 +33,7 @@ export class FleetStack extends StrataStack {
       coordinatorSecurityGroup: network.coordinatorSecurityGroup,
       bundle: props.bundle,
       secretRemovalPolicy: RemovalPolicy.DESTROY,
+      ...(props.ringStore ? { ringStore: props.ringStore } : {}),
     });
     new CfnOutput(this, 'LaunchTemplateId', { value: this.fleet.launchTemplate.launchTemplateId!, description: 'Launch template of the cache nodes' });
   }

@@ -201,6 +201,8 @@ describe('Stacks', () => {
         'STRATA_NODE_PORT=7070',
         `STRATA_NODE_CAPACITY_BYTES=${Math.floor(500 * 1024 ** 3 * 0.9)}`,
         'STRATA_NODE_SECRET_FILE=/run/strata/node-secret',
+        'STRATA_NODE_RING_STORE=s3://',
+        'STRATA_NODE_RING_POLL_MS=5000',
         'ExecStart=/usr/bin/node-24 --enable-source-maps /opt/strata/cachenode/main.mjs',
         'ProtectSystem=strict',
         'systemctl enable --now strata-cachenode.service',
@@ -218,14 +220,17 @@ describe('Stacks', () => {
       t.hasResourceProperties('AWS::EC2::SecurityGroupEgress', { FromPort: 7070, ToPort: 7070, DestinationSecurityGroupId: Match.anyValue() });
     });
 
-    it('lets the instance role read exactly its bundle object and its secret', () => {
+    it('lets the instance role read exactly its bundle object, the ring document and its secret', () => {
       const t = prod.templates.fleet;
       const role = only(t.findResources('AWS::IAM::Role')) as { Properties: Json };
       expect(role.Properties.ManagedPolicyArns).toBeUndefined();
       const s = statements(t.toJSON().Resources as Resources);
       expect(s).toHaveLength(2);
-      expect(s[0]).toMatchObject({ Action: 's3:GetObject', Effect: 'Allow' });
-      expect(JSON.stringify(s[0]!.Resource)).toMatch(/cdk-hnb659fds-assets-.*\/[0-9a-f]{64}\.zip"/);
+      // Two objects: the bundle, and the ring document only (the nodes poll it), not the rest of the cold bucket.
+      expect(s[0]).toMatchObject({ Action: 's3:GetObject', Effect: 'Allow', Resource: [expect.anything(), expect.anything()] });
+      const [bundle, ring] = (s[0]!.Resource as Json[]).map((r) => JSON.stringify(r));
+      expect(bundle).toMatch(/cdk-hnb659fds-assets-.*\/[0-9a-f]{64}\.zip"/);
+      expect(ring).toMatch(/ColdTierBucket.*"\/strata-ring\/ring\.json"/);
       expect(s[1]).toEqual({ Action: 'secretsmanager:GetSecretValue', Effect: 'Allow', Resource: { Ref: expect.stringMatching(/^CacheNodesSharedSecret/) } });
     });
   });

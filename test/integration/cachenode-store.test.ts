@@ -111,8 +111,8 @@ describe('NodeStore (LMDB on a temp dir)', () => {
       );
       await fc.assert(
         fc.asyncProperty(boundary, fc.option(boundary, { nil: null }), fc.constantFrom(0.5, 0.25, 0.9), async (a, b, q) => {
-          let [start, end] = b === null ? [a, null] : a < b ? [a, b] : [b, a];
-          if (start === end) end = null;
+          const [start, upper] = b === null ? [a, null] : a < b ? [a, b] : [b, a];
+          const end = upper === start ? null : upper;
           const inSpan = all.filter((x) => x.pos >= start && (end === null || x.pos < end));
           let cut: string | null = null;
           if (inSpan.length >= 2) cut = inSpan[Math.min(inSpan.length - 1, Math.max(1, Math.floor(inSpan.length * q)))]!.pos;

@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { request } from 'undici';
 import { makeTombstone } from '../../layers/core/model/entry.js';
-import { cloneRing, splitAt, type RingDocument } from '../../layers/core/ring/document.js';
+import { addNode, cloneRing, splitAt, type RingDocument } from '../../layers/core/ring/document.js';
+import { FileCasStore, RingStore } from '../../layers/core/ring/store.js';
+import { loadNodeConfig, NodeConfigError } from '../../cachenode/src/config.js';
 import { ringHash, RING_MIN } from '../../layers/core/ring/hash.js';
 import { NodeClient, NodeRequestError, StaleRouteError } from '../../layers/core/warm/node-client.js';
 import { encodeEntryRecord, RING_HEADER, SECRET_HEADER, storeKey, type EntryRecord } from '../../layers/core/warm/wire.js';
-import { entry, localFleet, SECRET, singleNodeRing } from './warm-fixtures.js';
+import { entry, eventually, localFleet, SECRET, singleNodeRing, tempDir } from './warm-fixtures.js';
 
 const MiB = 1024 * 1024;
 
@@ -329,5 +331,38 @@ describe('cachenode durability and shutdown (real process)', () => {
     expect(count).toBe(40);
     expect(r.value).toMatchObject({ done: true, keys: 40 });
     await expect(exit).resolves.toBe(0);
+  });
+});
+
+describe('cachenode ring polling (real process)', () => {
+  const ringDir = tempDir('strata-node-ring-');
+  const fleet = localFleet({ env: { STRATA_NODE_RING_STORE: `file:${ringDir.dir}`, STRATA_NODE_RING_POLL_MS: '100' } });
+  const client = new NodeClient({ secret: SECRET });
+
+  afterAll(async () => {
+    await client.close();
+    await fleet.closeAll();
+    ringDir.remove();
+  });
+
+  it('reads the ring store itself and installs newer versions without a push', async () => {
+    const n = await fleet.launch('poller');
+    const store = new RingStore(new FileCasStore(ringDir.dir));
+    // Nothing in the store yet: the node waits (no ring, no error).
+    await expect(client.ownership(n.url)).resolves.toMatchObject({ ringVersion: 0 });
+    const first = await store.create(singleNodeRing('poller', n.url));
+    await eventually(async () => (await client.ownership(n.url)).ringVersion === first.version, 10_000, 'the first ring version');
+    const second = await store.update((d) => addNode(d, { id: 'other', url: 'http://127.0.0.1:9', state: 'JOINING' }));
+    expect(second.version).toBeGreaterThan(first.version);
+    await eventually(async () => (await client.ownership(n.url)).ringVersion === second.version, 10_000, 'the second ring version');
+    // The node holds the document itself, not only its version number.
+    const res = await request(`${n.url}/v1/ring`, { headers: { [SECRET_HEADER]: SECRET } });
+    expect(res.statusCode).toBe(200);
+    await expect(res.body.json()).resolves.toMatchObject({ version: second.version, nodes: expect.arrayContaining([expect.objectContaining({ id: 'other' })]) });
+  });
+
+  it('refuses a ring store that is neither file: nor s3://', () => {
+    expect(() => loadNodeConfig({ STRATA_NODE_DATA_DIR: '/tmp/x', STRATA_NODE_SECRET: SECRET, STRATA_NODE_RING_STORE: 'http://example.invalid/ring' })).toThrow(NodeConfigError);
+    expect(loadNodeConfig({ STRATA_NODE_DATA_DIR: '/tmp/x', STRATA_NODE_SECRET: SECRET, STRATA_NODE_RING_STORE: 's3://bucket/strata-ring' }).ringStore).toEqual({ uri: 's3://bucket/strata-ring', pollMs: 5000 });
   });
 });

@@ -14,6 +14,8 @@ export interface CasStore {
   get(key: string): Promise<{ body: string; etag: string } | undefined>;
   /** Writes `body` if the stored etag is still `ifEtag` (null: only if absent). Returns the new etag. */
   put(key: string, body: string, ifEtag: string | null): Promise<string>;
+  /** Releases what the store holds open (an SDK client it created). */
+  close?(): void;
 }
 
 export class CasConflictError extends Error {
@@ -289,4 +291,12 @@ export class JsonDocStore<T> {
       }
     }
   }
+}
+
+/** A CAS store from a URI: `file:<dir>` or `s3://<bucket>/<prefix>` (an S3 endpoint for LocalStack and the like). */
+export function casStoreFromUri(uri: string, s3Endpoint?: string): CasStore {
+  if (uri.startsWith('file:')) return new FileCasStore(uri.slice('file:'.length));
+  const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(uri);
+  if (m) return new S3CasStore({ bucket: m[1]!, prefix: m[2] || 'strata-ring', ...(s3Endpoint ? { clientConfig: { endpoint: s3Endpoint } } : {}) });
+  throw new Error(`a ring store must be file:<dir> or s3://<bucket>/<prefix> (got '${uri}')`);
 }

@@ -18,7 +18,7 @@
  * Any command takes --wait-for-go: print {"event":"ready"}, then run when a line arrives on stdin.
  */
 import { initialRing } from '../ring/document.js';
-import { FileCasStore, RingStore, S3CasStore, type CasStore } from '../ring/store.js';
+import { casStoreFromUri, RingStore } from '../ring/store.js';
 import { Migrator, type MigrationMode } from './migration.js';
 import { NodeClient } from './node-client.js';
 
@@ -46,13 +46,6 @@ function parseArgs(argv: string[]): Args {
   return { positional, flags };
 }
 
-export function storeFromUri(uri: string, s3Endpoint?: string): CasStore {
-  if (uri.startsWith('file:')) return new FileCasStore(uri.slice('file:'.length));
-  const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(uri);
-  if (m) return new S3CasStore({ bucket: m[1]!, prefix: m[2] || 'strata-ring', ...(s3Endpoint ? { clientConfig: { endpoint: s3Endpoint } } : {}) });
-  throw new Error(`--store must be file:<dir> or s3://<bucket>/<prefix> (got '${uri}')`);
-}
-
 function print(o: unknown): void {
   process.stdout.write(JSON.stringify(o) + '\n');
 }
@@ -63,7 +56,7 @@ export async function main(argv: string[]): Promise<void> {
   const num = (n: string) => (flag(n) === undefined ? undefined : Number(flag(n)));
   const storeUri = flag('store') ?? process.env.STRATA_RING_STORE;
   if (!storeUri) throw new Error('--store (or STRATA_RING_STORE) is required');
-  const cas = storeFromUri(storeUri, flag('s3-endpoint') ?? process.env.AWS_ENDPOINT_URL_S3);
+  const cas = casStoreFromUri(storeUri, flag('s3-endpoint') ?? process.env.AWS_ENDPOINT_URL_S3);
   const ring = new RingStore(cas);
   const secret = process.env.STRATA_NODE_SECRET ?? '';
   const client = new NodeClient({ secret, timeoutMs: 5000 });
@@ -151,7 +144,7 @@ export async function main(argv: string[]): Promise<void> {
     }
   } finally {
     await client.close();
-    if (cas instanceof S3CasStore) cas.close();
+    cas.close?.();
   }
 }
 
