@@ -79,6 +79,8 @@ export class CacheNode {
   private ringCas?: CasStore;
   /** Ring store reads that failed in a row (logged on the first, then every 12th). */
   private ringPollFailures = 0;
+  /** A poll is under way (a slow store does not pile polls up). */
+  private ringPolling = false;
   private stopped?: Promise<void>;
 
   private constructor(
@@ -106,7 +108,7 @@ export class CacheNode {
     if (config.ringStore) {
       node.ringCas = casStoreFromUri(config.ringStore.uri, config.ringStore.s3Endpoint);
       node.ringStore = new RingStore(node.ringCas);
-      await node.pollRing();
+      void node.pollRing(); // not awaited: a slow or unreachable store must not hold up the start
       if (config.ringStore.pollMs > 0) {
         node.ringPoller = setInterval(() => void node.pollRing(), config.ringStore.pollMs);
         node.ringPoller.unref();
@@ -121,7 +123,8 @@ export class CacheNode {
    * the ring. Never throws: a store outage is logged and the next poll tries again.
    */
   async pollRing(): Promise<boolean> {
-    if (!this.ringStore || this.draining) return false;
+    if (!this.ringStore || this.draining || this.ringPolling) return false;
+    this.ringPolling = true;
     try {
       const doc = await this.ringStore.load();
       this.ringPollFailures = 0;
@@ -132,6 +135,8 @@ export class CacheNode {
     } catch (e) {
       if (this.ringPollFailures++ % 12 === 0) console.error(JSON.stringify({ level: 'warn', msg: 'could not read the ring store', store: this.config.ringStore?.uri, error: e instanceof Error ? e.message : String(e) }));
       return false;
+    } finally {
+      this.ringPolling = false;
     }
   }
 
