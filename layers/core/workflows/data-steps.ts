@@ -2,6 +2,7 @@ import * as z from 'zod';
 import type { Tier } from '../tiers/tier.js';
 import { ConfigError } from '../runtime/config.js';
 import { evictBatch, planEviction, type EvictBatchInput, type EvictBatchResult, type EvictReportLine, type PlannedNode } from './evict.js';
+import { appendWithinBudget } from './report-budget.js';
 import type { ScaleDeps } from './scale-steps.js';
 import { tierMigrateBatch, tierMigrateInput, type MigrateReportLine, type TierMigrateResult } from './tier-migrate.js';
 
@@ -16,6 +17,12 @@ export interface DataStepDeps extends Pick<ScaleDeps, 'ring' | 'nodes' | 'progre
 
 /** Report lines kept per node (evict) or per run (tier-migrate) in the execution's output. */
 const REPORT_LINES = 200;
+/**
+ * JSON bytes of report lines an execution carries in all (an EvictToS3 run splits them between its nodes): the
+ * lines ride in the state machine's state, and Step Functions refuses payloads over 256 KiB. Keys are up to 512
+ * bytes, so 200 lines of one node alone could approach that.
+ */
+const REPORT_BYTES = 96 * 1024;
 
 const execution = z.string().min(1).max(128);
 
@@ -25,17 +32,19 @@ const evictOptions = z.strictObject({
   maxKeys: z.number().int().positive().optional(),
   maxMs: z.number().int().min(100).max(900_000).default(60_000),
   verify: z.enum(['head', 'content']).default('head'),
+  /** This node's share of {@link REPORT_BYTES} (set by the plan). */
+  reportBytes: z.number().int().min(0).default(REPORT_BYTES),
 });
 
 const evictRequest = z.looseObject({ execution, workflow: z.literal('evict-to-s3').optional() });
 
 /** The counters of an eviction batch that add up over a node's batches. */
 const EVICT_COUNTS = ['keys', 'bytes', 'freedBytes', 'skippedChanged', 'skippedExpired', 'skippedPinned', 'skippedNotOwned', 'skippedMigrating', 'failed'] as const;
-type EvictTotals = Pick<EvictBatchResult, (typeof EVICT_COUNTS)[number]> & { nodeId: string; calls: number; reason?: string; report: EvictReportLine[] };
+type EvictTotals = Pick<EvictBatchResult, (typeof EVICT_COUNTS)[number]> & { nodeId: string; calls: number; reason?: string; report: EvictReportLine[]; reportOmitted: number };
 
 /** The counters of a tier-migration batch that add up over the run. */
 const MIGRATE_COUNTS = ['scanned', 'matched', 'moved', 'bytes', 'alreadyThere', 'skippedNewer', 'skippedChanged', 'skippedPinned', 'full', 'failed'] as const;
-type MigrateTotals = Pick<TierMigrateResult, (typeof MIGRATE_COUNTS)[number]> & { calls: number; report: MigrateReportLine[] };
+type MigrateTotals = Pick<TierMigrateResult, (typeof MIGRATE_COUNTS)[number]> & { calls: number; report: MigrateReportLine[]; reportOmitted: number };
 
 export function dataSteps(d: DataStepDeps) {
   const ringLoader = async () => {
@@ -54,6 +63,7 @@ export function dataSteps(d: DataStepDeps) {
       const { execution: exec, workflow: _w, rateBytesPerSec, maxKeys, maxMs, verify, ...planInput } = evictRequest.parse(raw);
       const options = evictOptions.parse({ rateBytesPerSec, maxKeys, maxMs, verify });
       const plan = await planEviction({ nodes: d.nodes, ring: ringLoader }, planInput);
+      options.reportBytes = Math.floor(REPORT_BYTES / Math.max(1, plan.nodes.length));
       await d.progress.update(exec, 'evict-to-s3', (p) => {
         p.total = plan.nodes.length;
         p.phase = plan.nodes.length ? `evicting from ${plan.nodes.length} node(s), ${plan.totalBytes} bytes planned` : 'no node needs eviction';
@@ -76,8 +86,9 @@ export function dataSteps(d: DataStepDeps) {
         .parse(raw);
       const prev = i.batch;
       const node = i.node as unknown as PlannedNode;
-      const r: EvictBatchResult = await evictBatch({ nodes: d.nodes, ring: ringLoader, cold: cold(), now: d.now }, { nodeId: node.nodeId, maxBytes: Math.max(1, node.targetBytes), ...i.options, reportLimit: REPORT_LINES, cursor: (prev.cursor as EvictBatchInput['cursor']) ?? null });
-      const t = addEvict(prev.totals && 'nodeId' in prev.totals ? (prev.totals as unknown as EvictTotals) : emptyEvict(node.nodeId), r);
+      const { reportBytes, ...options } = i.options;
+      const r: EvictBatchResult = await evictBatch({ nodes: d.nodes, ring: ringLoader, cold: cold(), now: d.now }, { nodeId: node.nodeId, maxBytes: Math.max(1, node.targetBytes), ...options, reportLimit: REPORT_LINES, cursor: (prev.cursor as EvictBatchInput['cursor']) ?? null });
+      const t = addEvict(prev.totals && 'nodeId' in prev.totals ? (prev.totals as unknown as EvictTotals) : emptyEvict(node.nodeId), r, reportBytes);
       d.metric('keysEvicted', r.keys);
       d.metric('bytesMoved', r.bytes, { Workflow: 'evict-to-s3' });
       await d.progress.update(i.execution, 'evict-to-s3', (p) => {
@@ -131,9 +142,14 @@ export function dataSteps(d: DataStepDeps) {
   };
 }
 
-/** `t` plus the batch `r`: its counters summed, its report lines appended (bounded). */
-function addUp<K extends string, T extends Record<K, number> & { calls: number; report: unknown[] }>(t: T, r: Record<K, number> & { report: unknown[] }, counts: readonly K[]): T {
-  const out = { ...t, calls: t.calls + 1, report: [...t.report, ...r.report].slice(0, REPORT_LINES) };
+/**
+ * `t` plus the batch `r`: its counters summed, its report lines appended while the report stays within
+ * {@link REPORT_LINES} lines and `maxBytes` of JSON; the lines left out are counted in `reportOmitted` (along
+ * with those the batch itself left out).
+ */
+function addUp<K extends string, T extends Record<K, number> & { calls: number; report: unknown[]; reportOmitted: number }>(t: T, r: Record<K, number> & { report: unknown[]; reportTruncated?: number }, counts: readonly K[], maxBytes: number): T {
+  const { report, omitted } = appendWithinBudget(t.report, r.report, { maxLines: REPORT_LINES, maxBytes });
+  const out = { ...t, calls: t.calls + 1, report, reportOmitted: t.reportOmitted + (r.reportTruncated ?? 0) + omitted };
   for (const k of counts) (out as Record<K, number>)[k] = t[k] + r[k];
   return out;
 }
@@ -143,17 +159,17 @@ function zeros<K extends string>(counts: readonly K[]): Record<K, number> {
 }
 
 function emptyEvict(nodeId: string): EvictTotals {
-  return { nodeId, ...zeros(EVICT_COUNTS), calls: 0, report: [] };
+  return { nodeId, ...zeros(EVICT_COUNTS), calls: 0, report: [], reportOmitted: 0 };
 }
 
-function addEvict(t: EvictTotals, r: EvictBatchResult): EvictTotals {
-  return { ...addUp(t, r, EVICT_COUNTS), reason: r.reason };
+function addEvict(t: EvictTotals, r: EvictBatchResult, maxBytes: number): EvictTotals {
+  return { ...addUp(t, r, EVICT_COUNTS, maxBytes), reason: r.reason };
 }
 
 function emptyMigrate(): MigrateTotals {
-  return { ...zeros(MIGRATE_COUNTS), calls: 0, report: [] };
+  return { ...zeros(MIGRATE_COUNTS), calls: 0, report: [], reportOmitted: 0 };
 }
 
 function addMigrate(t: MigrateTotals, r: TierMigrateResult): MigrateTotals {
-  return addUp(t, r, MIGRATE_COUNTS);
+  return addUp(t, r, MIGRATE_COUNTS, REPORT_BYTES);
 }
