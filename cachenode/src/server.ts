@@ -345,18 +345,27 @@ export class CacheNode {
 
   // ------------------------------------------------------------------ batches
 
-  private async batchGet(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = parseJson(batchGetSchema, await readBody(req, JSON_LIMIT));
+  /**
+   * The body of a JSON batch over keys (`{ ns, keys, ... }`), validated, with each key's storage key and its
+   * ownership role, checked against the caller's ring version (a refusal throws the 409).
+   */
+  private async keyedBatch<T extends { ns: string; keys: string[] }>(schema: z.ZodType<T>, req: IncomingMessage, write: boolean): Promise<{ body: T; ns: string; keys: string[]; sks: Buffer[]; roles: Role[] }> {
+    const body = parseJson(schema, await readBody(req, JSON_LIMIT));
     const ns = validated(() => validateNamespace(body.ns));
     const keys = body.keys.map((k) => validated(() => validateKey(k)));
     const clientVersion = ringVersionOf(req);
-    const hashes = keys.map((k) => ringHashBytes(ns, k));
-    for (const h of hashes) this.authorize(h.toString('hex'), clientVersion, false);
+    const sks = keys.map((k) => storeKeyAt(ringHashBytes(ns, k), ns, k));
+    const roles = sks.map((sk) => this.authorize(sk.toString('hex', 0, 8), clientVersion, write));
+    return { body, ns, keys, sks, roles };
+  }
+
+  private async batchGet(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const { ns, keys, sks } = await this.keyedBatch(batchGetSchema, req, false);
     const parts: Buffer[] = [];
     let bytes = 0;
     for (let i = 0; i < keys.length; i++) {
       const k = keys[i]!;
-      const e = this.store.getRaw(storeKeyAt(hashes[i]!, ns, k));
+      const e = this.store.getRaw(sks[i]!);
       if (e) {
         const [head, value] = encodeEntryRecordParts(ns, k, e.headerJson, e.value);
         parts.push(head, value);
@@ -398,12 +407,7 @@ export class CacheNode {
   }
 
   private async batchDelete(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = parseJson(batchDeleteSchema, await readBody(req, JSON_LIMIT));
-    const ns = validated(() => validateNamespace(body.ns));
-    const keys = body.keys.map((k) => validated(() => validateKey(k)));
-    const clientVersion = ringVersionOf(req);
-    const sks = keys.map((k) => storeKeyAt(ringHashBytes(ns, k), ns, k));
-    const roles = sks.map((sk) => this.authorize(sk.toString('hex', 0, 8), clientVersion, true));
+    const { body, sks, roles } = await this.keyedBatch(batchDeleteSchema, req, true);
     roles.forEach((r) => this.countRole(r));
     const removed = await this.store.removeMany(sks.map((sk, i) => ({ sk, version: body.versions?.[i] ?? undefined })));
     return this.json(res, 200, { removed });
@@ -414,12 +418,7 @@ export class CacheNode {
    * refused (409) for keys of ranges this node neither owns nor receives. Answers `{ updated: boolean[] }`.
    */
   private async batchPin(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = parseJson(batchPinSchema, await readBody(req, JSON_LIMIT));
-    const ns = validated(() => validateNamespace(body.ns));
-    const keys = body.keys.map((k) => validated(() => validateKey(k)));
-    const clientVersion = ringVersionOf(req);
-    const sks = keys.map((k) => storeKeyAt(ringHashBytes(ns, k), ns, k));
-    for (const sk of sks) this.authorize(sk.toString('hex', 0, 8), clientVersion, true);
+    const { body, sks } = await this.keyedBatch(batchPinSchema, req, true);
     const updated = await Promise.all(sks.map((sk, i) => this.store.setPinned(sk, body.versions[i]!, body.pinned)));
     return this.json(res, 200, { updated });
   }
