@@ -547,7 +547,6 @@ export class CacheNode {
     if (!isRingPosition(start) || (end !== null && !isRingPosition(end))) throw new HttpError(400, 'VALIDATION_FAILED', 'start and end must be ring positions (16 hex digits)');
     const qq = query.has('quantile') ? Number(query.get('quantile')) : 0.5;
     if (!(qq > 0 && qq < 1)) throw new HttpError(400, 'VALIDATION_FAILED', 'quantile must be in (0, 1)');
-    await this.store.settle();
     return this.json(res, 200, await this.store.rangeStats(start, end, qq));
   }
 
