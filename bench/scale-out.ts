@@ -40,7 +40,9 @@ const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SECRET = 'bench-secret-0123456789';
 const KEYS = 40_000;
 const VALUE_BYTES = 1024;
-const CONCURRENCY = 32;
+/** Closed-loop workers of the load (STRATA_BENCH_CONCURRENCY; recorded in the results' config). */
+const CONCURRENCY = Number(process.env.STRATA_BENCH_CONCURRENCY ?? 32);
+if (!Number.isInteger(CONCURRENCY) || CONCURRENCY < 1) throw new Error(`STRATA_BENCH_CONCURRENCY must be a whole number of workers >= 1 (got '${process.env.STRATA_BENCH_CONCURRENCY}')`);
 const READ_RATIO = 0.95;
 const ZIPF_THETA = 0.99;
 /** Per migration session, bytes per second (STRATA_BENCH_RATE). */
