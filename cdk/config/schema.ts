@@ -40,8 +40,10 @@ const functionSchema = z.strictObject({
 const tenantSchema = z.strictObject({
   /** Names the API key (`strata-<env>-<name>`) and usage plan. */
   name: z.string().regex(/^[a-z][a-z0-9-]{0,39}$/, 'tenant names are 1-40 characters of a-z, 0-9 and "-", starting with a letter'),
-  /** Namespaces this tenant's key may use (recorded on the key; enforced by the API once tenants are mapped). */
-  namespaces: z.array(z.string().regex(NAMESPACE_PATTERN, 'namespaces are 1-63 characters of a-z, 0-9, "_" and "-", starting with a letter or digit (as the API accepts them)')).min(1, 'a tenant needs at least one namespace'),
+  /** Namespaces this tenant's key may use: names, or a prefix ending in `*` (`web-*`); enforced by the API (api/tenant-access.ts). */
+  namespaces: z
+    .array(z.string().refine((n) => NAMESPACE_PATTERN.test(n.endsWith('*') ? n.slice(0, -1) || 'x' : n), 'namespaces are 1-63 characters of a-z, 0-9, "_" and "-", starting with a letter or digit (as the API accepts them), or such a prefix followed by "*" (or "*" alone for all)'))
+    .min(1, 'a tenant needs at least one namespace'),
   throttle: throttleSchema,
   /** Requests per period; omitted = no quota. */
   quota: z.strictObject({ limit: z.number().int().min(1), period: z.enum(['DAY', 'WEEK', 'MONTH']) }).optional(),

@@ -26,7 +26,7 @@ export interface RestThrottle {
 export interface RestTenant {
   /** Names the API key and usage plan (`<apiName>-<name>`). */
   readonly name: string;
-  /** Namespaces the key is for (recorded in the key's description). */
+  /** Namespaces the key is for (recorded in the key's description; the API stack gives the functions the key id's grants). */
   readonly namespaces: readonly string[];
   readonly throttle: RestThrottle;
   /** @default - no quota */

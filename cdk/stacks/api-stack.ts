@@ -1,8 +1,9 @@
-import { CfnOutput } from 'aws-cdk-lib';
+import { CfnOutput, Stack } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { API_ROUTES, type ApiFunction } from '../../layers/core/api/routes.js';
 import { StrataFunction } from '../constructs/strata-function.js';
 import { StrataRestApi } from '../constructs/strata-rest-api.js';
+import { check } from '../constructs/validation.js';
 import { apiLambdaEntry } from '../lib/packaging.js';
 import type { DataStack } from './data-stack.js';
 import type { FleetStack } from './fleet-stack.js';
@@ -73,12 +74,29 @@ export class ApiStack extends StrataStack {
       executionLogging: config.api.executionLogging,
     });
 
+    this.grantTenantNamespaces(config.tenants);
+
     new CfnOutput(this, 'ApiUrl', { value: this.restApi.url, description: 'Base URL of the Strata API (append v1/...)' });
     for (const [tenant, key] of Object.entries(this.restApi.apiKeys)) {
       new CfnOutput(this, `ApiKeyId${tenant.replace(/(^|-)([a-z0-9])/g, (_m, _d, c: string) => c.toUpperCase())}`, {
         value: key.keyId,
         description: `API key id of tenant ${tenant}: aws apigateway get-api-key --include-value --api-key <id>`,
       });
+    }
+  }
+
+  /**
+   * Gives the functions that serve namespaced routes the tenant map (STRATA_TENANT_ACCESS: each tenant's API key
+   * id and namespaces), so a key only reaches its own namespaces (layers/core/api/tenant-access.ts).
+   */
+  private grantTenantNamespaces(tenants: readonly { name: string; namespaces: readonly string[] }[]): void {
+    const grants = tenants.map((t) => ({ keyId: this.restApi.apiKeys[t.name]!.keyId, tenant: t.name, namespaces: t.namespaces }));
+    // Lambda allows 4 KB of environment in all; API Gateway key ids are 10 characters.
+    const estimate = JSON.stringify(tenants.map((t) => ({ keyId: 'x'.repeat(10), tenant: t.name, namespaces: t.namespaces }))).length;
+    check(this, estimate <= 2048, `the tenants' namespace lists take ${estimate} bytes of the API functions' environment (at most 2048): grant prefixes ("web-*") instead of listing every namespace`);
+    const value = Stack.of(this).toJsonString(grants);
+    for (const fn of apiFunctionGroups()) {
+      if (API_ROUTES.some((r) => r.fn === fn && r.resource.includes('{ns}'))) this.functions[fn].function.addEnvironment('STRATA_TENANT_ACCESS', value);
     }
   }
 }

@@ -8,6 +8,7 @@ export type ErrorCode =
   | 'NOT_FOUND'
   | 'ROUTE_NOT_FOUND'
   | 'METHOD_NOT_ALLOWED'
+  | 'NAMESPACE_FORBIDDEN'
   | 'VERSION_CONFLICT'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'
@@ -24,6 +25,8 @@ const STATUS: Record<ErrorCode, number> = {
   NOT_FOUND: 404,
   ROUTE_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
+  /** The caller's API key is not for this namespace (api/tenant-access.ts). */
+  NAMESPACE_FORBIDDEN: 403,
   VERSION_CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,

@@ -21,6 +21,7 @@ export function toApiGatewayEvent(req: IncomingMessage, body: Buffer, match: { r
     (mqs[k] ??= []).push(v);
   }
   const now = Date.now();
+  const apiKey = typeof req.headers['x-api-key'] === 'string' && req.headers['x-api-key'] ? req.headers['x-api-key'] : undefined;
   return {
     resource: match.resource,
     path,
@@ -39,7 +40,9 @@ export function toApiGatewayEvent(req: IncomingMessage, body: Buffer, match: { r
       authorizer: null,
       protocol: `HTTP/${req.httpVersion}`,
       httpMethod: req.method ?? 'GET',
-      identity: { sourceIp: req.socket.remoteAddress ?? '127.0.0.1', userAgent: req.headers['user-agent'] ?? null } as APIGatewayProxyEvent['requestContext']['identity'],
+      // API Gateway puts the id of the caller's key here. Locally there is no key store: a key sent in x-api-key
+      // is its own id, so STRATA_TENANT_ACCESS can name local keys (api/tenant-access.ts).
+      identity: { sourceIp: req.socket.remoteAddress ?? '127.0.0.1', userAgent: req.headers['user-agent'] ?? null, ...(apiKey ? { apiKey, apiKeyId: apiKey } : {}) } as APIGatewayProxyEvent['requestContext']['identity'],
       path,
       stage: 'local',
       requestId,

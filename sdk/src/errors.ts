@@ -17,6 +17,7 @@ export type ServerErrorCode =
   | 'NOT_FOUND'
   | 'ROUTE_NOT_FOUND'
   | 'METHOD_NOT_ALLOWED'
+  | 'NAMESPACE_FORBIDDEN'
   | 'VERSION_CONFLICT'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'
@@ -124,6 +125,24 @@ export class ValidationError extends StrataError {
 /** 401/403: the API key is missing or not accepted (API Gateway answers `{ "message": "Forbidden" }`). */
 export class AuthenticationError extends StrataError {}
 
+/**
+ * 403 `NAMESPACE_FORBIDDEN`: the API key is valid but not for this namespace (each tenant's key is granted a list
+ * of namespaces). A subclass of {@link AuthenticationError}; not retried.
+ */
+export class NamespaceForbiddenError extends AuthenticationError {
+  /** The namespace asked for (`details.namespace`). */
+  get namespace(): string | undefined {
+    const n = this.details?.namespace;
+    return typeof n === 'string' ? n : undefined;
+  }
+
+  /** What the key is granted (`details.allowed`: names and `prefix*`), when the server said. */
+  get allowed(): string[] | undefined {
+    const a = this.details?.allowed;
+    return Array.isArray(a) && a.every((x) => typeof x === 'string') ? (a as string[]) : undefined;
+  }
+}
+
 /** 404 `NOT_FOUND` (only raised where a miss is not a normal result, e.g. `delete`) or `ROUTE_NOT_FOUND` (wrong endpoint / base path). */
 export class NotFoundError extends StrataError {}
 
@@ -224,6 +243,7 @@ const BY_CODE: Record<string, ErrorClass> = {
   NOT_FOUND: NotFoundError,
   ROUTE_NOT_FOUND: NotFoundError,
   METHOD_NOT_ALLOWED: StrataServerError,
+  NAMESPACE_FORBIDDEN: NamespaceForbiddenError,
   VERSION_CONFLICT: VersionConflictError,
   PAYLOAD_TOO_LARGE: PayloadTooLargeError,
   UNSUPPORTED_MEDIA_TYPE: UnsupportedMediaTypeError,

@@ -13,6 +13,7 @@ export {
   StrataError,
   ValidationError,
   AuthenticationError,
+  NamespaceForbiddenError,
   NotFoundError,
   VersionConflictError,
   PayloadTooLargeError,

@@ -1,5 +1,6 @@
 import { ConfigurationError, ENVIRONMENTS, loadEnvironmentConfig } from '../../cdk/config/load.js';
 import { ENVIRONMENT_NAMES, type EnvironmentConfigInput } from '../../cdk/config/schema.js';
+import { parseTenantAccess } from '../../layers/core/api/tenant-access.js';
 
 /** A dev file with one change, for the rule under test. */
 function withDev(change: (c: EnvironmentConfigInput) => EnvironmentConfigInput): Record<string, EnvironmentConfigInput> {
@@ -130,6 +131,13 @@ describe('Environment configuration', () => {
 
     it('fails on a tenant namespace the API would reject', () => {
       expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, tenants: [{ ...c.tenants[0]!, namespaces: ['Bad NS'] }] }))))).toMatch(/tenants\.0\.namespaces\.0: namespaces are 1-63 characters/);
+    });
+
+    it('takes prefix grants ("web-*", "*") as tenant namespaces, in the form the API enforces them', () => {
+      const c = loadEnvironmentConfig('dev', {}, withDev((d) => ({ ...d, tenants: [{ ...d.tenants[0]!, namespaces: ['web-*', 'reports', '*'] }] })));
+      expect(c.tenants[0]!.namespaces).toEqual(['web-*', 'reports', '*']);
+      expect(parseTenantAccess(JSON.stringify([{ keyId: 'id', tenant: c.tenants[0]!.name, namespaces: c.tenants[0]!.namespaces }]))!.grantOf('id')!.namespaces).toEqual(['web-*', 'reports', '*']);
+      expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((d) => ({ ...d, tenants: [{ ...d.tenants[0]!, namespaces: ['-web*'] }] }))))).toMatch(/tenants\.0\.namespaces\.0: .*prefix followed by "\*"/);
     });
 
     it('fails on a non-positive throttle', () => {

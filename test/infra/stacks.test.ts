@@ -1,7 +1,10 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { API_ROUTES } from '../../layers/core/api/routes.js';
 import { S3Tier } from '../../layers/core/tiers/s3-tier.js';
-import { STACK_KEYS, synthesized } from './helpers/synth.js';
+import { App } from 'aws-cdk-lib';
+import { buildStrataApp } from '../../cdk/app.js';
+import { CacheNodeBundle } from '../../cdk/constructs/cache-node-fleet.js';
+import { cdkJsonContext, PLACEHOLDER_CACHENODE, STACK_KEYS, synthesized } from './helpers/synth.js';
 
 type Json = Record<string, unknown>;
 type Resources = Record<string, { Type: string; Properties: Json; DependsOn?: string[] }>;
@@ -258,6 +261,8 @@ describe('Stacks', () => {
         const vars = (functions()[id]!.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
         // The admin function also knows the workflows' state machines.
         const admin = id.startsWith('AdminFunction') ? ['STRATA_WORKFLOW_ARNS'] : [];
+        // Functions with namespaced routes also get the tenant map (see the tenant test below).
+        const tenants = /^(Keys|Batch|Transfer)Function/.test(id) ? ['STRATA_TENANT_ACCESS'] : [];
         expect(Object.keys(vars).sort()).toEqual([
           'NODE_OPTIONS',
           'STRATA_NEAR_CACHE_MB',
@@ -268,6 +273,7 @@ describe('Stacks', () => {
           'STRATA_REDIS_USERNAME',
           'STRATA_S3_BUCKET',
           'STRATA_S3_PREFIX',
+          ...tenants,
           'STRATA_URL_TTL_SECONDS',
           'STRATA_WARM_RING_BUCKET',
           'STRATA_WARM_RING_PREFIX',
@@ -362,6 +368,24 @@ describe('Stacks', () => {
       t.hasResourceProperties('AWS::ApiGateway::ApiKey', { Name: 'strata-prod-web', Enabled: true, Value: Match.absent() });
       t.hasResourceProperties('AWS::ApiGateway::UsagePlan', { UsagePlanName: 'strata-prod-web', Throttle: { RateLimit: 1000, BurstLimit: 2000 }, Quota: Match.absent() });
       t.hasResourceProperties('AWS::ApiGateway::UsagePlan', { UsagePlanName: 'strata-prod-analytics', Throttle: { RateLimit: 200, BurstLimit: 400 }, Quota: { Limit: 5_000_000, Period: 'DAY' } });
+    });
+
+    it('tells the functions with namespaced routes which namespaces each tenant key id may use', () => {
+      const keyIds = Object.keys(prod.templates.api.findResources('AWS::ApiGateway::ApiKey'));
+      for (const fn of ['keys', 'batch', 'transfer']) {
+        const vars = (functions()[fnLogicalId(fn)]!.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+        // CloudFormation renders the JSON with each key's id (a Ref to the ApiKey resource) in place.
+        const rendered = JSON.stringify(vars.STRATA_TENANT_ACCESS);
+        for (const t of prod.config.tenants) expect(rendered).toContain(JSON.stringify(`","tenant":"${t.name}","namespaces":${JSON.stringify(t.namespaces)}}`).slice(1, -1));
+        for (const id of keyIds) expect(rendered).toContain(`{"Ref":"${id}"}`);
+      }
+    });
+
+    it('refuses tenant namespace lists too long for a Lambda environment, pointing to prefix grants', () => {
+      const many = Array.from({ length: 150 }, (_, i) => `namespace-${i}`);
+      const config = { ...dev.config, tenants: [{ ...dev.config.tenants[0]!, namespaces: many }] };
+      const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] }, analyticsReporting: false });
+      expect(() => buildStrataApp(app, { config, cacheNodeBundle: CacheNodeBundle.fromEntry(PLACEHOLDER_CACHENODE), nag: false })).toThrow(/namespace lists take \d+ bytes .* grant prefixes \("web-\*"\)/);
     });
 
     it('outputs the API URL and every tenant\'s key id', () => {

@@ -143,6 +143,17 @@ describe('apportion', () => {
     expect(out).toEqual({ web: 2, analytics: 0, [OTHER]: 4 });
   });
 
+  it('follows prefix grants as the API enforces them: a listed name first, then the longest matching prefix', () => {
+    const grants = [{ name: 'web', namespaces: ['web-*'] }, { name: 'sessions', namespaces: ['web-sessions-*'] }, { name: 'ops', namespaces: ['web-admin', 'ops-*'] }];
+    const out = apportion(tiers({ cold: 10 }), [
+      { namespace: 'web-pages', requests: 0, bytes: 1 },
+      { namespace: 'web-sessions-eu', requests: 0, bytes: 2 },
+      { namespace: 'web-admin', requests: 0, bytes: 3 },
+      { namespace: 'billing', requests: 0, bytes: 4 },
+    ], grants);
+    expect(out).toEqual({ web: 1, sessions: 2, ops: 3, [OTHER]: 4 });
+  });
+
   it('falls back to the other driver, then to an even split when nothing happened', () => {
     expect(apportion(tiers({ hot: 9 }), [{ namespace: 'reports', requests: 3, bytes: 0 }], tenants)).toEqual({ web: 0, analytics: 9 });
     expect(apportion(tiers({ hot: 9, api: 1 }), [], tenants)).toEqual({ web: 5, analytics: 5 });

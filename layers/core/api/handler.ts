@@ -8,6 +8,7 @@ import { errorResponder, requestIdHeader, requestMetrics, writeBackFlush } from 
 import type { ApiContext } from './operations.js';
 import type { ApiFunction } from './routes.js';
 import { API_ROUTES, methodNotAllowed, routeNotFound } from './routes.js';
+import { checkNamespaceAccess } from './tenant-access.js';
 
 /**
  * Builds the Lambda handler of one API function: picks the route by API Gateway `resource` and method, runs its
@@ -25,6 +26,7 @@ export function apiHandler(fn: ApiFunction) {
     const route = forResource.find((r) => r.method === event.httpMethod);
     if (!route) throw methodNotAllowed(event.httpMethod, event.resource, forResource.map((r) => r.method));
     ctx = await getApiContext();
+    checkNamespaceAccess(ctx.tenantAccess, route.resource, event);
     return route.run(ctx, event);
   };
   return middy<ApiEvent, ApiResult, Error, Context>(dispatch)

@@ -7,6 +7,7 @@ import type { Presigning, Tier } from '../tiers/tier.js';
 import type { WorkflowService } from '../workflows/service.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { binary, bodyBytes, empty, json } from './http.js';
+import type { TenantAccess } from './tenant-access.js';
 import {
   batchKeysSchema,
   batchPutSchema,
@@ -36,6 +37,8 @@ export interface ApiContext {
    * use the runtime's service (Step Functions, see runtime/workflows.ts) or answer 503 WORKFLOWS_UNAVAILABLE.
    */
   workflows?: WorkflowService;
+  /** Which namespaces each API key may use (STRATA_TENANT_ACCESS); absent: not enforced (see api/tenant-access.ts). */
+  tenantAccess?: TenantAccess;
 }
 
 function entryHeaders(h: EntryHeader, served: ServedBy | string): Record<string, string> {

@@ -184,12 +184,11 @@ function cloudWatchCost(m: MonitoringUsage, book: PriceBook, unpriced: UnpricedI
  * driver, and when there was no traffic at all, evenly between the configured tenants (idle cost is everyone's).
  */
 export function apportion(tiers: Readonly<Record<CostTier, CostBreakdown>>, namespaces: readonly NamespaceUsage[], tenants: readonly TenantNamespaces[]): Record<string, number> {
-  const tenantOf = new Map<string, string>();
-  for (const t of tenants) for (const ns of t.namespaces) tenantOf.set(ns, t.name);
+  const tenantOf = tenantOfNamespace(tenants);
   const drivers = new Map<string, { bytes: number; requests: number }>();
   for (const t of tenants) drivers.set(t.name, { bytes: 0, requests: 0 });
   for (const n of namespaces) {
-    const name = tenantOf.get(n.namespace) ?? OTHER;
+    const name = tenantOf(n.namespace) ?? OTHER;
     const d = drivers.get(name) ?? { bytes: 0, requests: 0 };
     drivers.set(name, { bytes: d.bytes + n.bytes, requests: d.requests + n.requests });
   }
@@ -218,4 +217,21 @@ function sumOf(drivers: Map<string, { bytes: number; requests: number }>, key: '
   let s = 0;
   for (const d of drivers.values()) s += d[key];
   return s;
+}
+
+/**
+ * The tenant a namespace belongs to: the one that lists it by name, else the one with the longest matching prefix
+ * grant (`web-*`; `*` matches everything), as the API enforces them (api/tenant-access.ts).
+ */
+function tenantOfNamespace(tenants: readonly TenantNamespaces[]): (ns: string) => string | undefined {
+  const exact = new Map<string, string>();
+  const prefixes: { prefix: string; tenant: string }[] = [];
+  for (const t of tenants) {
+    for (const g of t.namespaces) {
+      if (g.endsWith('*')) prefixes.push({ prefix: g.slice(0, -1), tenant: t.name });
+      else if (!exact.has(g)) exact.set(g, t.name);
+    }
+  }
+  prefixes.sort((a, b) => b.prefix.length - a.prefix.length);
+  return (ns) => exact.get(ns) ?? prefixes.find((p) => ns.startsWith(p.prefix))?.tenant;
 }

@@ -46,6 +46,8 @@ export const runtimeEnvSchema = z.object({
   STRATA_PUBLIC_URL: z.string().url().optional(),
   /** Namespace policies as JSON (see NamespaceConfigInput), or a path to a JSON file. */
   STRATA_NAMESPACES: z.string().optional(),
+  /** Which namespaces each API key may use (JSON; api/tenant-access.ts). Unset: not enforced. */
+  STRATA_TENANT_ACCESS: z.string().optional(),
   STRATA_NAMESPACES_FILE: z.string().optional(),
   STRATA_INLINE_LIMIT_BYTES: z.coerce.number().int().min(1024).max(6 * MiB).default(4 * MiB),
   STRATA_URL_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(900),

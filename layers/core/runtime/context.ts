@@ -10,6 +10,7 @@ import { supportsPresigning } from '../tiers/tier.js';
 import type { RuntimeEnv } from './config.js';
 import { ConfigError, namespaceConfigFrom } from './config.js';
 import { loadRuntimeEnvWithFleetSecret, warmTierFromEnv } from './warm.js';
+import { parseTenantAccess } from '../api/tenant-access.js';
 
 const MiB = 1024 * 1024;
 
@@ -52,12 +53,14 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
   const nearCache = remoteHot && env.STRATA_NEAR_CACHE_MB > 0 ? new MemoryTier({ name: 'l1', maxBytes: env.STRATA_NEAR_CACHE_MB * MiB }) : undefined;
   const coordinator = new Coordinator({ tiers, nearCache, policies: new PolicyRegistry(namespaceConfigFrom(env)), flushTimer: opts.flushTimer });
   const presigner = tiers.find(supportsPresigning) as (Tier & Presigning) | undefined;
+  const tenantAccess = parseTenantAccess(env.STRATA_TENANT_ACCESS);
   return {
     coordinator,
     tiers,
     presigner,
     inlineLimitBytes: env.STRATA_INLINE_LIMIT_BYTES,
     urlTtlSeconds: env.STRATA_URL_TTL_SECONDS,
+    tenantAccess,
     describe: () => [
       ...(nearCache ? [`l1    memory, ${env.STRATA_NEAR_CACHE_MB} MiB per process`] : []),
       remoteHot ? `hot   redis ${redact(env.STRATA_REDIS_URL!)}${env.STRATA_REDIS_CLUSTER ? ' (cluster)' : ''}` : `hot   memory, ${env.STRATA_HOT_MEMORY_MB} MiB (embedded; set REDIS_URL for Redis)`,
@@ -67,6 +70,7 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
         : env.STRATA_LOCAL_DIR
           ? `cold  folder ${env.STRATA_LOCAL_DIR} (set STRATA_S3_BUCKET for S3)`
           : 'cold  none',
+      tenantAccess ? `auth  ${tenantAccess.keys} API key(s) mapped to their namespaces (STRATA_TENANT_ACCESS)` : 'auth  none: every namespace open (set STRATA_TENANT_ACCESS to map API keys to namespaces)',
     ],
   };
 }

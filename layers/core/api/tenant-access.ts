@@ -1,0 +1,96 @@
+import * as z from 'zod';
+import { StrataError } from '../errors.js';
+import { ConfigError } from '../runtime/config.js';
+import type { ApiEvent } from './http.js';
+
+/**
+ * Which namespaces each tenant's API key may touch (DESIGN.md, Auth). API Gateway checks that a request carries
+ * a valid key and applies the key's usage plan; it puts the key's id into `requestContext.identity.apiKeyId`.
+ * This module maps that id to its tenant and refuses a namespaced route (`/v1/ns/{ns}/...`) for a namespace the
+ * tenant was not given, with 403 `NAMESPACE_FORBIDDEN`.
+ *
+ * The map comes from `STRATA_TENANT_ACCESS` (JSON, written by the API stack from the environment's `tenants`,
+ * with each key's id): `[{ "keyId": "...", "tenant": "web", "namespaces": ["web-sessions", "web-*"] }]`. A
+ * namespace ending in `*` grants every namespace with that prefix. When the variable is unset (a local run
+ * without keys) nothing is enforced; when it is set, a request without a known key id is refused (fail closed).
+ *
+ * Routes without `{ns}` (stats, health, cost) carry no tenant data; admin routes need an IAM identity on top
+ * of the key (the API stack), and their inputs are the operator's to choose.
+ */
+export interface TenantGrant {
+  keyId: string;
+  tenant: string;
+  namespaces: string[];
+}
+
+export interface TenantAccess {
+  /** How many API keys are mapped. */
+  readonly keys: number;
+  /** The grant of an API key id, or undefined for a key the map does not know. */
+  grantOf(keyId: string): TenantGrant | undefined;
+}
+
+const NAMESPACE_GRANT = /^[a-z0-9][a-z0-9_-]{0,62}\*?$|^\*$/;
+
+const grantsSchema = z
+  .array(
+    z.strictObject({
+      keyId: z.string().min(1, 'keyId must not be empty'),
+      tenant: z.string().min(1, 'tenant must not be empty'),
+      namespaces: z.array(z.string().regex(NAMESPACE_GRANT, 'a namespace, or a prefix followed by "*"')).min(1, 'a tenant needs at least one namespace'),
+    }),
+  )
+  .superRefine((grants, ctx) => {
+    const seen = new Set<string>();
+    grants.forEach((g, i) => {
+      if (seen.has(g.keyId)) ctx.addIssue({ code: 'custom', path: [i, 'keyId'], message: `key id '${g.keyId}' is listed twice` });
+      seen.add(g.keyId);
+    });
+  });
+
+/** Parses `STRATA_TENANT_ACCESS`; undefined when unset or empty (nothing enforced). Throws ConfigError when bad. */
+export function parseTenantAccess(raw: string | undefined): TenantAccess | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  let data: unknown;
+  try {
+    data = JSON.parse(raw);
+  } catch (e) {
+    throw new ConfigError(`STRATA_TENANT_ACCESS is not valid JSON: ${(e as Error).message}`);
+  }
+  const r = grantsSchema.safeParse(data);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    throw new ConfigError(`invalid STRATA_TENANT_ACCESS at [${issue.path.join('].[')}]: ${issue.message} (expected [{ "keyId", "tenant", "namespaces": [...] }])`);
+  }
+  const byKey = new Map(r.data.map((g) => [g.keyId, g]));
+  return { keys: byKey.size, grantOf: (keyId) => byKey.get(keyId) };
+}
+
+/** Whether a grant list covers `ns` (exact names, `prefix*`, or `*`). */
+export function grants(namespaces: readonly string[], ns: string): boolean {
+  return namespaces.some((g) => (g.endsWith('*') ? ns.startsWith(g.slice(0, -1)) : g === ns));
+}
+
+/** 403 `NAMESPACE_FORBIDDEN`: the caller's API key is not for this namespace (or not known at all). */
+export class NamespaceForbiddenError extends StrataError {
+  constructor(message: string, details: Record<string, unknown>) {
+    super('NAMESPACE_FORBIDDEN', message, details);
+  }
+}
+
+/**
+ * Refuses the request when access is enforced and the route's `{ns}` is not granted to the caller's key. Routes
+ * without a namespace pass. Call after the route is matched (so `ns` is the route's parameter).
+ */
+export function checkNamespaceAccess(access: TenantAccess | undefined, resource: string, event: Pick<ApiEvent, 'pathParameters' | 'requestContext'>): void {
+  if (!access || !resource.includes('{ns}')) return;
+  const ns = event.pathParameters?.ns;
+  if (ns === undefined) return; // the route's own validation reports a missing namespace
+  const keyId = event.requestContext?.identity?.apiKeyId ?? undefined;
+  if (!keyId) throw new NamespaceForbiddenError('this request carries no API key id, so its namespaces cannot be checked; send the tenant API key in x-api-key', { namespace: ns });
+  const grant = access.grantOf(keyId);
+  if (!grant) throw new NamespaceForbiddenError(`the API key is not mapped to any tenant in this deployment; ask the operator to add it to the environment's tenants`, { namespace: ns });
+  if (!grants(grant.namespaces, ns)) {
+    throw new NamespaceForbiddenError(`tenant '${grant.tenant}' may not use namespace '${ns}'; its key is for: ${grant.namespaces.join(', ')}`, { namespace: ns, tenant: grant.tenant, allowed: grant.namespaces });
+  }
+}
