@@ -111,18 +111,17 @@ export class StrataFunction extends Construct {
   }
 
   /**
-   * Hot tier: STRATA_REDIS_URL (`rediss://`, cluster mode), user and password, and the network path from this
-   * function's security group to the cache. ElastiCache RBAC password auth needs no IAM permission.
+   * Hot tier: STRATA_REDIS_URL (`rediss://`, cluster mode), the user, the password's secret ARN
+   * (STRATA_REDIS_PASSWORD_SECRET_ARN, read once per container at start-up by runtime/secrets.ts: the password is
+   * never in the function's configuration) with read access to that secret, and the network path from this
+   * function's security group to the cache.
    */
   bindHotTier(cache: ValkeyServerlessCache): this {
     this.function.addEnvironment('STRATA_REDIS_URL', cache.connection.url);
     this.function.addEnvironment('STRATA_REDIS_CLUSTER', '1');
     this.function.addEnvironment('STRATA_REDIS_USERNAME', cache.connection.username);
-    // The runtime reads the password from its environment (layers/core/runtime/config.ts); CloudFormation
-    // resolves the reference at deploy time, so the template never holds it. It does end up in the function's
-    // configuration (encrypted at rest, readable with lambda:GetFunctionConfiguration): once the runtime can fetch
-    // it from Secrets Manager at cold start (or use IAM auth tokens), bind the secret ARN here instead.
-    this.function.addEnvironment('STRATA_REDIS_PASSWORD', cache.connection.password.unsafeUnwrap());
+    this.function.addEnvironment('STRATA_REDIS_PASSWORD_SECRET_ARN', cache.passwordSecret.secretArn);
+    cache.passwordSecret.grantRead(this.role);
     for (const sg of this.function.connections.securityGroups) cache.allowFrom(sg);
     return this;
   }

@@ -1,4 +1,4 @@
-import { RemovalPolicy, SecretValue, Validations } from 'aws-cdk-lib';
+import { RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as elasticache from 'aws-cdk-lib/aws-elasticache';
 import * as kms from 'aws-cdk-lib/aws-kms';
@@ -33,13 +33,14 @@ export interface ValkeyServerlessCacheProps {
   readonly removalPolicy?: RemovalPolicy;
 }
 
-/** The hot tier's connection settings, as the Lambda runtime reads them (layers/core/runtime/config.ts). */
+/**
+ * The hot tier's connection settings, as the Lambda runtime reads them (layers/core/runtime/config.ts). The password
+ * is read from {@link ValkeyServerlessCache.passwordSecret} at start-up (StrataFunction.bindHotTier).
+ */
 export interface HotTierConnection {
   /** `rediss://<endpoint>:<port>` (TLS is mandatory on ElastiCache Serverless). */
   readonly url: string;
   readonly username: string;
-  /** Resolved by CloudFormation at deploy time; the template holds a `{{resolve:secretsmanager:...}}` reference. */
-  readonly password: SecretValue;
 }
 
 const CACHE_PORTS = ec2.Port.tcpRange(6379, 6380); // 6379 primary endpoint, 6380 reader endpoint
@@ -84,7 +85,7 @@ export class ValkeyServerlessCache extends Construct {
       removalPolicy,
     });
     Validations.of(this.passwordSecret).acknowledge(
-      { id: 'AwsSolutions-SMG4', reason: 'The ElastiCache user password is applied by CloudFormation (dynamic reference) to the user and the API functions; rotating it needs a rotation function that calls ModifyUser with both passwords, planned with the ops issue. Access is also bounded by the security group (coordinators only) and TLS.' },
+      { id: 'AwsSolutions-SMG4', reason: 'The ElastiCache user password is applied by CloudFormation (dynamic reference) to the user, and the functions read it at start-up; rotating it needs a rotation function that calls ModifyUser with both passwords, planned with the ops issue. Access is also bounded by the security group (coordinators only) and TLS.' },
     );
 
     const username = `${props.cacheName}-app`;
@@ -132,7 +133,6 @@ export class ValkeyServerlessCache extends Construct {
     this.connection = {
       url: `rediss://${this.cache.attrEndpointAddress}:${this.cache.attrEndpointPort}`,
       username,
-      password: this.passwordSecret.secretValue,
     };
   }
 

@@ -268,7 +268,7 @@ describe('Stacks', () => {
           'STRATA_NEAR_CACHE_MB',
           'STRATA_NODE_PORT',
           'STRATA_REDIS_CLUSTER',
-          'STRATA_REDIS_PASSWORD',
+          'STRATA_REDIS_PASSWORD_SECRET_ARN',
           'STRATA_REDIS_URL',
           'STRATA_REDIS_USERNAME',
           'STRATA_S3_BUCKET',
@@ -287,7 +287,9 @@ describe('Stacks', () => {
         expect(vars.STRATA_REDIS_USERNAME).toBe('strata-prod-app');
         expect(vars.STRATA_S3_PREFIX).toBe('v1');
         expect(JSON.stringify(vars.STRATA_REDIS_URL)).toMatch(/^\{"Fn::Join":\["",\["rediss:\/\/",.*EndpointAddress.*":",.*EndpointPort/);
-        expect(JSON.stringify(vars.STRATA_REDIS_PASSWORD)).toContain('{{resolve:secretsmanager:');
+        // The password by ARN only: read at start-up (runtime/secrets.ts), never in the function's configuration.
+        expect(vars.STRATA_REDIS_PASSWORD_SECRET_ARN).toEqual({ 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Data', OutputName: expect.stringMatching(/^PublishOutputRefHotTierAppUserPassword/) }) });
+        expect(JSON.stringify(vars)).not.toContain('{{resolve:secretsmanager:');
         // The warm tier: the ring store in the cold tier's bucket, and the fleet secret by ARN only (read at start-up).
         expect(vars.STRATA_WARM_RING_BUCKET).toEqual(vars.STRATA_S3_BUCKET);
         expect(vars.STRATA_WARM_RING_PREFIX).toBe('strata-ring');
@@ -296,7 +298,7 @@ describe('Stacks', () => {
       }
     });
 
-    it('grants each function its logs, VPC networking, the cold-tier and ring-store policies and read of the fleet secret, nothing else', () => {
+    it('grants each function its logs, VPC networking, the cold-tier and ring-store policies and read of the hot-tier password and fleet secret, nothing else', () => {
       const t = prod.templates.api;
       const roles = t.findResources('AWS::IAM::Role', { Properties: { AssumeRolePolicyDocument: { Statement: [{ Principal: { Service: 'lambda.amazonaws.com' } }] } } }) as Record<string, { Properties: Json }>;
       expect(Object.keys(roles)).toHaveLength(new Set(API_ROUTES.map((r) => r.fn)).size);
@@ -308,11 +310,14 @@ describe('Stacks', () => {
         const [logsStatement, eni, secret] = p.Properties.PolicyDocument.Statement;
         expect(logsStatement).toEqual({ Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Effect: 'Allow', Resource: { 'Fn::GetAtt': [expect.stringMatching(/Logs/), 'Arn'] } });
         expect(eni!.Action).toEqual(['ec2:AssignPrivateIpAddresses', 'ec2:CreateNetworkInterface', 'ec2:DeleteNetworkInterface', 'ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets', 'ec2:UnassignPrivateIpAddresses']);
-        // The fleet's shared secret, that secret only (the warm tier reads it at start-up).
+        // The hot tier's password and the fleet's shared secret, those two only (read at start-up).
         expect(secret).toEqual({
           Action: ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'],
           Effect: 'Allow',
-          Resource: { 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Fleet', OutputName: expect.stringMatching(/^PublishOutputRefCacheNodesSharedSecret/) }) },
+          Resource: [
+            { 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Data', OutputName: expect.stringMatching(/^PublishOutputRefHotTierAppUserPassword/) }) },
+            { 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Fleet', OutputName: expect.stringMatching(/^PublishOutputRefCacheNodesSharedSecret/) }) },
+          ],
         });
         const rest = p.Properties.PolicyDocument.Statement.slice(3);
         if (rest.length === 0) continue;

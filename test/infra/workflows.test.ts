@@ -30,7 +30,7 @@ describe('Workflows stack', () => {
     for (const w of WORKFLOW_NAMES) expect(shape(deployed[`strata-prod-${w}`]!)).toEqual(shape(local[w]));
   });
 
-  it('gives the step Lambda the ring store, the fleet secret by ARN (not its value) and 5 minutes per step', () => {
+  it('gives the step Lambda the ring store, the fleet secret and hot-tier password by ARN (not their values) and 5 minutes per step', () => {
     wf.hasResourceProperties('AWS::Lambda::Function', {
       Description: Match.stringLikeRegexp('workflow steps'),
       Timeout: 300,
@@ -39,6 +39,7 @@ describe('Workflows stack', () => {
           STRATA_WARM_RING_BUCKET: Match.anyValue(),
           STRATA_WARM_RING_PREFIX: 'strata-ring',
           STRATA_WARM_SECRET_ARN: Match.anyValue(),
+          STRATA_REDIS_PASSWORD_SECRET_ARN: Match.anyValue(),
           STRATA_NODE_PORT: '7070',
           STRATA_ENV: 'prod',
         }),
@@ -46,6 +47,7 @@ describe('Workflows stack', () => {
     });
     const fns = Object.values(wf.findResources('AWS::Lambda::Function')) as { Properties: { Environment?: { Variables?: Record<string, unknown> } } }[];
     for (const f of fns) expect(Object.keys(f.Properties.Environment?.Variables ?? {})).not.toContain('STRATA_WARM_SECRET');
+    for (const f of fns) expect(Object.keys(f.Properties.Environment?.Variables ?? {})).not.toContain('STRATA_REDIS_PASSWORD');
   });
 
   it('runs the scale-out trigger every minute and EvictToS3 on a schedule', () => {

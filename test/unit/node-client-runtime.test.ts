@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadRuntimeEnv } from '../../layers/core/runtime/config.js';
 import { buildApiContext, getApiContext, setApiContext, type BuiltContext } from '../../layers/core/runtime/context.js';
-import { loadRuntimeEnvWithFleetSecret, readFleetSecret, warmTierFromEnv } from '../../layers/core/runtime/warm.js';
+import { loadRuntimeEnvWithSecrets } from '../../layers/core/runtime/secrets.js';
+import { readFleetSecret, warmTierFromEnv } from '../../layers/core/runtime/warm.js';
 
 const SECRET = 'fleet-secret-0123456789abcdef';
 const ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:strata-fleet-AbCdEf';
@@ -85,24 +86,24 @@ describe('warm tier in the API runtime', () => {
 
   it('validates what it reads and what it is given', async () => {
     answer = { status: 200, body: { ARN, Name: 'strata-fleet', SecretString: 'short' } };
-    await expect(loadRuntimeEnvWithFleetSecret(lambdaEnv())).rejects.toThrow(/STRATA_WARM_SECRET: the fleet secret must be at least 16 characters/);
+    await expect(loadRuntimeEnvWithSecrets(lambdaEnv())).rejects.toThrow(/STRATA_WARM_SECRET: the fleet secret must be at least 16 characters/);
     answer = { status: 200, body: { ARN, Name: 'strata-fleet', SecretBinary: 'AAAA' } };
-    await expect(loadRuntimeEnvWithFleetSecret(lambdaEnv())).rejects.toThrow(new ConfigError(`secret ${ARN} has no string value`));
-    await expect(loadRuntimeEnvWithFleetSecret({ ...lambdaEnv(), STRATA_WARM_SECRET_ARN: 'strata-fleet' })).rejects.toThrow(/STRATA_WARM_SECRET_ARN must be a secret ARN/);
+    await expect(loadRuntimeEnvWithSecrets(lambdaEnv())).rejects.toThrow(new ConfigError(`secret ${ARN} has no string value`));
+    await expect(loadRuntimeEnvWithSecrets({ ...lambdaEnv(), STRATA_WARM_SECRET_ARN: 'strata-fleet' })).rejects.toThrow(/STRATA_WARM_SECRET_ARN must be a secret ARN/);
     await expect(readFleetSecret(loadRuntimeEnv({}))).rejects.toThrow(/set STRATA_WARM_SECRET_ARN \(or STRATA_WARM_SECRET\)/);
     expect(calls).toHaveLength(2);
   });
 
   it('leaves Secrets Manager alone when the secret is given, or there is no warm tier', async () => {
-    await expect(loadRuntimeEnvWithFleetSecret({ ...lambdaEnv(), STRATA_WARM_SECRET: SECRET })).resolves.toMatchObject({ STRATA_WARM_SECRET: SECRET });
-    await expect(loadRuntimeEnvWithFleetSecret({ STRATA_WARM_SECRET_ARN: ARN })).resolves.toMatchObject({ STRATA_WARM_SECRET_ARN: ARN });
+    await expect(loadRuntimeEnvWithSecrets({ ...lambdaEnv(), STRATA_WARM_SECRET: SECRET })).resolves.toMatchObject({ STRATA_WARM_SECRET: SECRET });
+    await expect(loadRuntimeEnvWithSecrets({ STRATA_WARM_SECRET_ARN: ARN })).resolves.toMatchObject({ STRATA_WARM_SECRET_ARN: ARN });
     await expect(readFleetSecret({ STRATA_WARM_SECRET: SECRET, STRATA_WARM_SECRET_ARN: ARN, AWS_REGION: 'eu-west-1' })).resolves.toBe(SECRET);
     expect(calls).toHaveLength(0);
   });
 
   it('fails clearly when the warm tier is built from an environment whose secret was not read', () => {
     const env = { ...loadRuntimeEnv({ STRATA_WARM_SECRET: SECRET }), STRATA_WARM_RING_DIR: ringDir, STRATA_WARM_SECRET: undefined, STRATA_WARM_SECRET_ARN: ARN };
-    expect(() => buildApiContext(env, { warmTier: warmTierFromEnv })).toThrow(/loadRuntimeEnvWithFleetSecret/);
+    expect(() => buildApiContext(env, { warmTier: warmTierFromEnv })).toThrow(/loadRuntimeEnvWithSecrets/);
     expect(() => buildApiContext(env)).toThrow(/built without the warm tier/);
   });
 });

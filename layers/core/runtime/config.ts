@@ -18,6 +18,8 @@ export const runtimeEnvSchema = z.object({
   STRATA_REDIS_CLUSTER: bool.default(false),
   STRATA_REDIS_USERNAME: z.string().optional(),
   STRATA_REDIS_PASSWORD: z.string().optional(),
+  /** The password as a Secrets Manager secret (AWS); read at start-up. Takes the place of STRATA_REDIS_PASSWORD. */
+  STRATA_REDIS_PASSWORD_SECRET_ARN: z.string().startsWith('arn:', 'STRATA_REDIS_PASSWORD_SECRET_ARN must be a secret ARN').optional(),
   /** Embedded hot tier size when no Redis is configured. */
   STRATA_HOT_MEMORY_MB: z.coerce.number().int().min(1).max(65536).default(256),
   /** Per-container near cache (L1) size; 0 turns it off. Only used above a remote hot tier. */

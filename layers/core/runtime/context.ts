@@ -9,7 +9,8 @@ import type { Presigning, Tier } from '../tiers/tier.js';
 import { supportsPresigning } from '../tiers/tier.js';
 import type { RuntimeEnv } from './config.js';
 import { ConfigError, namespaceConfigFrom } from './config.js';
-import { loadRuntimeEnvWithFleetSecret, warmTierFromEnv } from './warm.js';
+import { loadRuntimeEnvWithSecrets } from './secrets.js';
+import { warmTierFromEnv } from './warm.js';
 import { parseTenantAccess } from '../api/tenant-access.js';
 
 const MiB = 1024 * 1024;
@@ -35,6 +36,9 @@ export interface BuildOptions {
 export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): BuiltContext {
   const tiers: Tier[] = [];
   const remoteHot = !!env.STRATA_REDIS_URL;
+  if (remoteHot && env.STRATA_REDIS_PASSWORD === undefined && env.STRATA_REDIS_PASSWORD_SECRET_ARN) {
+    throw new ConfigError('the hot tier needs its password: STRATA_REDIS_PASSWORD_SECRET_ARN is read at start-up by loadRuntimeEnvWithSecrets (runtime/secrets.ts), which this runtime did not use');
+  }
   tiers.push(
     remoteHot
       ? RedisTier.fromUrl(env.STRATA_REDIS_URL!, { cluster: env.STRATA_REDIS_CLUSTER, username: env.STRATA_REDIS_USERNAME, password: env.STRATA_REDIS_PASSWORD })
@@ -83,14 +87,14 @@ let current: Promise<ApiContext> | undefined;
 
 /**
  * The container's context: built from the environment on first use, unless one was installed. With a ring store
- * configured (STRATA_WARM_RING_BUCKET) it includes the warm tier, whose fleet secret is read from Secrets Manager
- * (STRATA_WARM_SECRET_ARN) here, once per container. A build that fails is not kept: the next call retries (a
+ * configured (STRATA_WARM_RING_BUCKET) it includes the warm tier; the fleet secret (STRATA_WARM_SECRET_ARN) and
+ * the hot tier's password (STRATA_REDIS_PASSWORD_SECRET_ARN) are read from Secrets Manager here, once per container. A build that fails is not kept: the next call retries (a
  * Secrets Manager or S3 hiccup at a cold start does not poison the container).
  */
 export function getApiContext(): Promise<ApiContext> {
   // Lambda: no flush timer (frozen between invocations); the handler flushes when due.
   if (!current) {
-    const building: Promise<ApiContext> = loadRuntimeEnvWithFleetSecret().then((env) => buildApiContext(env, { flushTimer: false, warmTier: warmTierFromEnv }));
+    const building: Promise<ApiContext> = loadRuntimeEnvWithSecrets().then((env) => buildApiContext(env, { flushTimer: false, warmTier: warmTierFromEnv }));
     current = building;
     building.catch(() => {
       if (current === building) current = undefined;

@@ -1,7 +1,8 @@
 import { FileCasStore, RingStore, S3CasStore, type CasStore } from '../ring/store.js';
 import { RingView } from '../ring/view.js';
 import { WarmTier } from '../tiers/warm-tier.js';
-import { ConfigError, loadRuntimeEnv, runtimeEnvSchema, type RuntimeEnv } from './config.js';
+import { ConfigError, type RuntimeEnv } from './config.js';
+import { readSecret } from './secrets.js';
 
 /** The ring's compare-and-set store: an S3 prefix (AWS) or a folder (local runs); undefined when neither is set. */
 export function casStoreFromEnv(env: RuntimeEnv): CasStore | undefined {
@@ -15,7 +16,7 @@ export function casStoreFromEnv(env: RuntimeEnv): CasStore | undefined {
  * The warm tier when a ring store is configured (STRATA_WARM_RING_BUCKET in AWS, STRATA_WARM_RING_DIR locally):
  * routes by the cached ring, refreshed from its compare-and-set store. Pass to buildApiContext as `warmTier`.
  * Needs the fleet secret in STRATA_WARM_SECRET: where only its ARN is configured (AWS), load the environment
- * with {@link loadRuntimeEnvWithFleetSecret}.
+ * with loadRuntimeEnvWithSecrets (runtime/secrets.ts).
  */
 export function warmTierFromEnv(env: RuntimeEnv): WarmTier | undefined {
   const cas = casStoreFromEnv(env);
@@ -23,7 +24,7 @@ export function warmTierFromEnv(env: RuntimeEnv): WarmTier | undefined {
   if (!env.STRATA_WARM_SECRET) {
     throw new ConfigError(
       env.STRATA_WARM_SECRET_ARN
-        ? 'the warm tier needs the fleet secret: STRATA_WARM_SECRET_ARN is read at start-up by loadRuntimeEnvWithFleetSecret (runtime/warm.ts), which this runtime did not use'
+        ? 'the warm tier needs the fleet secret: STRATA_WARM_SECRET_ARN is read at start-up by loadRuntimeEnvWithSecrets (runtime/secrets.ts), which this runtime did not use'
         : 'the warm tier needs the fleet secret: set STRATA_WARM_SECRET_ARN (or STRATA_WARM_SECRET)',
     );
   }
@@ -31,37 +32,9 @@ export function warmTierFromEnv(env: RuntimeEnv): WarmTier | undefined {
   return new WarmTier({ ring, ownsRing: true, secret: env.STRATA_WARM_SECRET, timeoutMs: env.STRATA_WARM_TIMEOUT_MS });
 }
 
-/**
- * loadRuntimeEnv for a process that reaches the cache nodes (the API Lambdas): when a ring store is configured
- * and only STRATA_WARM_SECRET_ARN names the fleet secret (AWS: the secret is never in a function's
- * configuration), reads the secret from Secrets Manager first and passes it on as STRATA_WARM_SECRET. Call it
- * once per container (the secret is not re-read).
- */
-export async function loadRuntimeEnvWithFleetSecret(raw: NodeJS.ProcessEnv = process.env): Promise<RuntimeEnv> {
-  const warm = !!(raw.STRATA_WARM_RING_BUCKET || raw.STRATA_WARM_RING_DIR);
-  if (!warm || raw.STRATA_WARM_SECRET || !raw.STRATA_WARM_SECRET_ARN) return loadRuntimeEnv(raw);
-  const fields = runtimeEnvSchema.pick({ STRATA_WARM_SECRET_ARN: true, AWS_REGION: true }).safeParse({ STRATA_WARM_SECRET_ARN: raw.STRATA_WARM_SECRET_ARN, AWS_REGION: raw.AWS_REGION || undefined });
-  if (!fields.success) throw new ConfigError(`invalid configuration: ${fields.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  const secret = await readFleetSecret({ STRATA_WARM_SECRET: undefined, ...fields.data });
-  return loadRuntimeEnv({ ...raw, STRATA_WARM_SECRET: secret });
-}
-
 /** The fleet secret: STRATA_WARM_SECRET, or the Secrets Manager secret STRATA_WARM_SECRET_ARN names. */
 export async function readFleetSecret(env: Pick<RuntimeEnv, 'STRATA_WARM_SECRET' | 'STRATA_WARM_SECRET_ARN' | 'AWS_REGION'>): Promise<string> {
   const secret = env.STRATA_WARM_SECRET ?? (env.STRATA_WARM_SECRET_ARN ? await readSecret(env.STRATA_WARM_SECRET_ARN, env.AWS_REGION) : undefined);
   if (!secret) throw new ConfigError('the fleet secret is needed: set STRATA_WARM_SECRET_ARN (or STRATA_WARM_SECRET)');
   return secret;
-}
-
-async function readSecret(arn: string, region: string): Promise<string> {
-  // Loaded only here: the Lambda runtime provides the SDK, and processes given the secret itself never load it.
-  const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
-  const client = new SecretsManagerClient({ region });
-  try {
-    const r = await client.send(new GetSecretValueCommand({ SecretId: arn }));
-    if (!r.SecretString) throw new ConfigError(`secret ${arn} has no string value`);
-    return r.SecretString;
-  } finally {
-    client.destroy();
-  }
 }

@@ -3,7 +3,8 @@ import { NodeClient } from '../warm/node-client.js';
 import { stepHandlers, workflowDeps, type WorkflowDeps } from '../workflows/step-handlers.js';
 import type { StepHandlers } from '../workflows/steps.js';
 import { buildApiContext, type BuiltContext } from './context.js';
-import { ConfigError, loadRuntimeEnv, type RuntimeEnv } from './config.js';
+import { ConfigError, type RuntimeEnv } from './config.js';
+import { loadRuntimeEnvWithSecrets } from './secrets.js';
 import { casStoreFromEnv, readFleetSecret, warmTierFromEnv } from './warm.js';
 
 /**
@@ -45,8 +46,17 @@ function log(level: string, msg: string): void {
 
 let current: Promise<StepHandlers> | undefined;
 
-/** The container's step handlers, built from the environment on first use. */
+/**
+ * The container's step handlers, built from the environment on first use (its secrets read from Secrets Manager,
+ * see runtime/secrets.ts). A build that fails is not kept: the next step retries it.
+ */
 export function getStepHandlers(): Promise<StepHandlers> {
-  current ??= workflowDepsFromEnv(loadRuntimeEnv()).then(stepHandlers);
+  if (!current) {
+    const building = loadRuntimeEnvWithSecrets().then(workflowDepsFromEnv).then(stepHandlers);
+    current = building;
+    building.catch(() => {
+      if (current === building) current = undefined;
+    });
+  }
   return current;
 }

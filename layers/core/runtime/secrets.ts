@@ -1,0 +1,42 @@
+import { ConfigError, loadRuntimeEnv, runtimeEnvSchema, type RuntimeEnv } from './config.js';
+
+/**
+ * Secrets a Lambda reads at start-up instead of holding them in its configuration (which anyone with
+ * lambda:GetFunctionConfiguration can read): the cache-node fleet's shared secret (STRATA_WARM_SECRET_ARN) and the
+ * hot tier's password (STRATA_REDIS_PASSWORD_SECRET_ARN). Each is read only when its tier is configured and the
+ * value itself is not given (local runs and tests pass STRATA_WARM_SECRET / STRATA_REDIS_PASSWORD directly).
+ */
+const SECRETS = [
+  { arn: 'STRATA_WARM_SECRET_ARN', value: 'STRATA_WARM_SECRET', needed: (raw: NodeJS.ProcessEnv) => !!(raw.STRATA_WARM_RING_BUCKET || raw.STRATA_WARM_RING_DIR) },
+  { arn: 'STRATA_REDIS_PASSWORD_SECRET_ARN', value: 'STRATA_REDIS_PASSWORD', needed: (raw: NodeJS.ProcessEnv) => !!(raw.STRATA_REDIS_URL || raw.REDIS_URL) },
+] as const;
+
+/**
+ * loadRuntimeEnv for a Lambda: first reads, from Secrets Manager and in parallel, every secret whose tier is
+ * configured and whose value is named only by ARN, and passes it on as the value variable. Call it once per
+ * container (nothing is re-read).
+ */
+export async function loadRuntimeEnvWithSecrets(raw: NodeJS.ProcessEnv = process.env): Promise<RuntimeEnv> {
+  const wanted = SECRETS.filter((s) => s.needed(raw) && !raw[s.value] && raw[s.arn]);
+  if (wanted.length === 0) return loadRuntimeEnv(raw);
+  const shape = Object.fromEntries(wanted.map((s) => [s.arn, true])) as Record<(typeof wanted)[number]['arn'], true>;
+  const fields = runtimeEnvSchema.pick({ ...shape, AWS_REGION: true }).safeParse({ ...Object.fromEntries(wanted.map((s) => [s.arn, raw[s.arn]])), AWS_REGION: raw.AWS_REGION || undefined });
+  if (!fields.success) throw new ConfigError(`invalid configuration: ${fields.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  const region = fields.data.AWS_REGION;
+  const values = await Promise.all(wanted.map((s) => readSecret(raw[s.arn]!, region)));
+  return loadRuntimeEnv({ ...raw, ...Object.fromEntries(wanted.map((s, i) => [s.value, values[i]])) });
+}
+
+/** A Secrets Manager secret's string value. */
+export async function readSecret(arn: string, region: string): Promise<string> {
+  // Loaded only here: the Lambda runtime provides the SDK, and processes given the secret itself never load it.
+  const { SecretsManagerClient, GetSecretValueCommand } = await import('@aws-sdk/client-secrets-manager');
+  const client = new SecretsManagerClient({ region });
+  try {
+    const r = await client.send(new GetSecretValueCommand({ SecretId: arn }));
+    if (!r.SecretString) throw new ConfigError(`secret ${arn} has no string value`);
+    return r.SecretString;
+  } finally {
+    client.destroy();
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * The Lambdas' secrets, read at start-up from Secrets Manager (LocalStack) instead of their configuration: the hot
+ * tier's password (STRATA_REDIS_PASSWORD_SECRET_ARN) against a real redis-server whose application user needs it
+ * (ElastiCache's RBAC user, as an ACL user here), and the fleet secret (STRATA_WARM_SECRET_ARN), for the API
+ * context and the workflow steps.
+ */
+import { CreateSecretCommand, DeleteSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { contentHash } from '../../layers/core/model/keys.js';
+import { initialRing } from '../../layers/core/ring/document.js';
+import { FileCasStore, RingStore } from '../../layers/core/ring/store.js';
+import { ConfigError, loadRuntimeEnv } from '../../layers/core/runtime/config.js';
+import { buildApiContext, getApiContext, setApiContext, type BuiltContext } from '../../layers/core/runtime/context.js';
+import { loadRuntimeEnvWithSecrets } from '../../layers/core/runtime/secrets.js';
+import { workflowDepsFromEnv } from '../../layers/core/runtime/workflow-steps.js';
+import type { Tier } from '../../layers/core/tiers/tier.js';
+import { startRedis, type RedisHandle } from '../helpers/services.js';
+import { testS3Endpoint, uniqueName } from '../helpers/env.js';
+
+const PASSWORD = 'valkey-app-password-0123456789';
+const FLEET_SECRET = 'fleet-secret-0123456789abcdef';
+
+let redis: RedisHandle;
+let sm: SecretsManagerClient;
+const arns: Record<'password' | 'fleet' | 'wrong', string> = { password: '', fleet: '', wrong: '' };
+let ringDir: string;
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  // The application user needs the password; the default user stays open for the helper's readiness probe only.
+  redis = await startRedis(['--user', 'app', 'on', `>${PASSWORD}`, '~*', '&*', '+@all']);
+  sm = new SecretsManagerClient({ endpoint: testS3Endpoint(), region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+  for (const [k, value] of [['password', PASSWORD], ['fleet', FLEET_SECRET], ['wrong', 'not-the-password-0123456789']] as const) {
+    arns[k] = (await sm.send(new CreateSecretCommand({ Name: uniqueName(`strata-${k}`), SecretString: value }))).ARN!;
+  }
+  ringDir = mkdtempSync(join(tmpdir(), 'strata-ring-'));
+  // A ring with a node nobody reaches here: the warm tier is built, not used.
+  await new RingStore(new FileCasStore(ringDir)).create(initialRing([{ id: 'n1', url: 'http://127.0.0.1:9' }], 1));
+});
+
+afterAll(async () => {
+  for (const arn of Object.values(arns)) if (arn) await sm.send(new DeleteSecretCommand({ SecretId: arn, ForceDeleteWithoutRecovery: true })).catch(() => undefined);
+  sm?.destroy();
+  await redis?.stop();
+  rmSync(ringDir, { recursive: true, force: true });
+});
+
+beforeEach(() => {
+  // The SDK's own settings (it reads them from the process): LocalStack's endpoint and credentials.
+  Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_ENDPOINT_URL_SECRETS_MANAGER: testS3Endpoint() });
+});
+
+afterEach(async () => {
+  const ctx = (await getApiContext().catch(() => undefined)) as BuiltContext | undefined;
+  for (const t of ctx?.tiers ?? []) await t.close?.();
+  setApiContext(undefined);
+  for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+  Object.assign(process.env, saved);
+});
+
+/** What CDK's bindHotTier and bindRingStore/bindFleet give a function (a folder stands in for the ring bucket). */
+const lambdaEnv = (password = arns.password) => ({
+  STRATA_REDIS_URL: redis.url,
+  STRATA_REDIS_USERNAME: 'app',
+  STRATA_REDIS_PASSWORD_SECRET_ARN: password,
+  STRATA_WARM_RING_DIR: ringDir,
+  STRATA_WARM_SECRET_ARN: arns.fleet,
+  AWS_REGION: 'us-east-1',
+});
+
+const value = Buffer.from('secret-checked');
+const entry = (version: number) => ({ header: { version, expiresAt: null, size: value.length, hash: contentHash(value), tags: [], flags: {} }, value });
+
+async function roundTrip(hot: Tier | undefined): Promise<string | undefined> {
+  await hot!.put('app', 'k', entry(Date.now()));
+  return (await hot!.get('app', 'k'))?.value.toString();
+}
+
+describe('secrets read at start-up', () => {
+  it('gives the API context the hot tier password and the fleet secret from Secrets Manager', async () => {
+    Object.assign(process.env, lambdaEnv());
+    const ctx = (await getApiContext()) as BuiltContext;
+    expect(ctx.tiers.map((t) => t.name)).toEqual(['hot', 'warm']);
+    expect(await roundTrip(ctx.tiers[0])).toBe('secret-checked');
+  });
+
+  it('gives the workflow steps the same, for the tiers an eviction or tier move touches', async () => {
+    const env = await loadRuntimeEnvWithSecrets(lambdaEnv());
+    expect(env).toMatchObject({ STRATA_REDIS_PASSWORD: PASSWORD, STRATA_WARM_SECRET: FLEET_SECRET });
+    const deps = await workflowDepsFromEnv(env);
+    try {
+      expect(await roundTrip(deps.tiers.hot)).toBe('secret-checked');
+    } finally {
+      for (const t of [deps.tiers.hot, deps.tiers.warm, deps.tiers.cold]) await t?.close?.();
+    }
+  });
+
+  it('is the real check: the wrong password is refused by the server', async () => {
+    const env = await loadRuntimeEnvWithSecrets(lambdaEnv(arns.wrong));
+    const ctx = buildApiContext(env, { flushTimer: false, warmTier: () => undefined });
+    try {
+      await expect(roundTrip(ctx.tiers[0])).rejects.toThrow();
+    } finally {
+      for (const t of ctx.tiers) await t.close?.();
+    }
+  });
+
+  it('reads nothing for a tier that is not configured or whose value is given, and refuses a runtime that skipped the read', async () => {
+    const { STRATA_WARM_RING_DIR: _dir, ...noWarm } = lambdaEnv();
+    const given = await loadRuntimeEnvWithSecrets({ ...noWarm, STRATA_REDIS_PASSWORD: 'given' });
+    expect([given.STRATA_REDIS_PASSWORD, given.STRATA_WARM_SECRET]).toEqual(['given', undefined]);
+    await expect(loadRuntimeEnvWithSecrets({ ...lambdaEnv(), STRATA_REDIS_PASSWORD_SECRET_ARN: 'strata-password' })).rejects.toThrow(/STRATA_REDIS_PASSWORD_SECRET_ARN must be a secret ARN/);
+    const skipped = loadRuntimeEnv({ STRATA_REDIS_URL: redis.url, STRATA_REDIS_PASSWORD_SECRET_ARN: arns.password });
+    expect(() => buildApiContext(skipped)).toThrow(ConfigError);
+    expect(() => buildApiContext(skipped)).toThrow(/STRATA_REDIS_PASSWORD_SECRET_ARN is read at start-up by loadRuntimeEnvWithSecrets/);
+  });
+});
