@@ -99,7 +99,9 @@ describe('EvictToS3 and TierMigrate state machines (real nodes, LocalStack S3)',
     const readCold = new S3Tier({ bucket: cold.bucket, endpoint: testS3Endpoint(), region: 'us-east-1' });
     const readWarm = new WarmTier({ ring: new RingView({ store: h.ring, refreshIntervalMs: 0 }), secret: SECRET });
     const coordinator = new Coordinator({ tiers: [new MemoryTier({ name: 'hot', maxBytes: 1 << 20 }), readWarm, readCold], policies: new PolicyRegistry({}), flushTimer: false });
-    const some = [...movedKeys].slice(0, 5);
+    // Keys without the 'hot' tag (not every tenth): a read from S3 promotes the key back up into the warm tier, and
+    // the TierMigrate test below counts tagged keys found there.
+    const some = [...movedKeys].filter((k) => Number(k.slice(1)) % 10 !== 0).slice(0, 5);
     for (const k of some) {
       const r = await coordinator.get(NS, k);
       expect(r?.tier).toBe('cold');

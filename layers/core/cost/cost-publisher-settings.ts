@@ -26,7 +26,12 @@ export const costPublisherSettingsSchema = z.strictObject({
   /** ElastiCache Serverless cache of the hot tier. */
   hot: z.strictObject({
     cacheName: z.string().min(1),
-    /** CloudWatch dimension naming a serverless cache in AWS/ElastiCache. @default 'clusterId' */
+    /**
+     * CloudWatch dimension naming a serverless cache in AWS/ElastiCache: serverless caches publish under `clusterId`
+     * (the cache's name), not the node-based clusters' `CacheClusterId` (AWS's serverless metrics page; seen in
+     * `aws cloudwatch list-metrics` output quoted in open-constructs/aws-cdk-library#68 and
+     * cdklabs/cdk-monitoring-constructs#766, which fixed the same mix-up). @default 'clusterId'
+     */
     dimension: z.string().min(1).default('clusterId'),
   }).optional(),
   /** S3 bucket of the cold tier. */
