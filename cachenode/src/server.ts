@@ -25,6 +25,7 @@ import {
 import type { NodeConfig } from './config.js';
 import { Ownership, type Refusal, type Role } from './ownership.js';
 import { NodeStats, type Op } from './stats.js';
+import { SlabPool, SlabWriter } from './slab-pool.js';
 import { NodeStore } from './store.js';
 
 const MiB = 1024 * 1024;
@@ -70,6 +71,11 @@ export class CacheNode {
   private readonly server: Server;
   /** The shared secret's bytes (compared in constant time; its length is no secret). */
   private readonly secretBytes: Buffer;
+  /**
+   * Response buffers of batch reads: 2 MiB each (a WarmTier batch asks for about 1 MiB of values), at most 16
+   * (32 MiB) out at once; beyond that, responses copy per value.
+   */
+  private readonly slabs = new SlabPool(2 * 1024 * 1024, 16);
   private inFlight = 0;
   private draining = false;
   private idleWaiters: (() => void)[] = [];
@@ -242,7 +248,7 @@ export class CacheNode {
             p = this.json(res, this.draining ? 503 : 200, { status: this.draining ? 'draining' : 'ok', nodeId: this.nodeId, ringVersion: this.ownership.version });
             break;
           case 'GET /stats':
-            p = this.json(res, 200, { nodeId: this.nodeId, ringVersion: this.ownership.version, ...this.store.stats(), ...this.stats.snapshot() });
+            p = this.json(res, 200, { nodeId: this.nodeId, ringVersion: this.ownership.version, ...this.store.stats(), ...this.stats.snapshot(), responseSlabs: this.slabs.stats });
             break;
           default:
             throw new HttpError(404, 'ROUTE_NOT_FOUND', `no route ${route}`);
@@ -363,14 +369,19 @@ export class CacheNode {
     const { ns, keys, sks } = await this.keyedBatch(batchGetSchema, req, false);
     const parts: Buffer[] = [];
     let bytes = 0;
+    // Values are copied once, from the store's transient views into a pooled slab, which goes back to the pool
+    // when the response is done ('close' follows 'finish', when the last write has reached the socket, or an abort).
+    const slab = new SlabWriter(this.slabs);
+    res.once('close', () => slab.done());
     for (let i = 0; i < keys.length; i++) {
       const k = keys[i]!;
-      const e = this.store.getRaw(sks[i]!);
-      if (e) {
-        const [head, value] = encodeEntryRecordParts(ns, k, e.headerJson, e.value);
+      const found = this.store.readRaw(sks[i]!, (headerJson, view) => {
+        const [head, value] = encodeEntryRecordParts(ns, k, headerJson, slab.copy(view));
         parts.push(head, value);
         bytes += head.length + value.length;
-      } else {
+        return true;
+      });
+      if (!found) {
         parts.push(encodeAbsentRecord());
         bytes += parts[parts.length - 1]!.length;
       }
@@ -379,7 +390,7 @@ export class CacheNode {
     res.statusCode = 200;
     res.setHeader('content-type', RECORDS_CONTENT_TYPE);
     res.setHeader('content-length', bytes);
-    // One writev of all parts: values are sent from the buffers the store returned, not copied again.
+    // One writev of all parts: values are sent from the slab, not copied again.
     res.cork();
     for (const p of parts) res.write(p);
     res.end();

@@ -119,6 +119,16 @@ function metaHeaderJson(b: Buffer): string {
 
 function noop(): void {}
 
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * lmdb-js's reusable read buffer reports the value's size as an own `length` property over a larger memory area,
+ * which not every Buffer method honours (`toString` reads the whole area): a plain view of exactly the value.
+ */
+function exactView(b: Buffer | undefined): Buffer | undefined {
+  return b && b.subarray(0, b.length);
+}
+
 /** Whether a stored header JSON has the pinned flag (a cheap test first: few headers mention it). */
 function isPinnedJson(headerJson: string): boolean {
   return headerJson.includes('"pinned"') && decodeHeader(headerJson).flags.pinned === true;
@@ -207,6 +217,23 @@ export class NodeStore {
     const value = this.valueOf(sk, mb);
     if (touch) this.order.touch(idOf(sk));
     return { headerJson, value };
+  }
+
+  /**
+   * As {@link getRaw}, but hands the value to `take` as a transient view (into LMDB's memory map for large values,
+   * into lmdb-js's read buffer for small ones): valid only during the call, so `take` copies it where it is needed,
+   * e.g. into a pooled response buffer. This skips the allocation and copy {@link getRaw} makes per value.
+   */
+  readRaw<T>(sk: Buffer, take: (headerJson: string, value: Buffer) => T, touch = true): T | undefined {
+    const mb = exactView(this.meta.getBinaryFast(sk));
+    if (!mb) return undefined;
+    if (this.expired(decodeMetaFixed(mb))) return undefined;
+    const headerJson = metaHeaderJson(mb);
+    const at = inlineValueAt(mb);
+    // The next read may reuse the meta buffer: the header is a string already, an inline value is taken now.
+    const value = at === undefined ? (exactView(this.data.getBinaryFast(sk)) ?? EMPTY) : mb.subarray(at);
+    if (touch) this.order.touch(idOf(sk));
+    return take(headerJson, value);
   }
 
   head(ns: string, key: string): EntryHeader | undefined {

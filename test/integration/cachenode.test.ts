@@ -163,6 +163,32 @@ describe('cachenode daemon (real process)', () => {
     });
   });
 
+  describe('batch reads from pooled response buffers', () => {
+    it('serves overlapping batches of large and small values intact, and gives every buffer back, after aborts too', async () => {
+      const v = ring.version;
+      // Distinct contents per key, large (external) and small (inline): a buffer reused too early would mix them.
+      const items = Array.from({ length: 24 }, (_, i) => ({ key: `slab${i}`, entry: entry(10, i % 3 === 0 ? `small ${i}` : randomBytes(150_000 + i)) }));
+      await client.putMany(url, 't', items, v);
+      const want = new Map(items.map((it) => [it.key, it.entry.value]));
+      // 40 batches at once, more than the pool's 16 buffers, each asking for more than one buffer holds.
+      const batches = Array.from({ length: 40 }, (_, b) => Array.from({ length: 16 }, (_, j) => items[(b * 5 + j) % items.length]!.key));
+      const results = await Promise.all(batches.map((keys) => client.getMany(url, 't', keys, v)));
+      results.forEach((got, b) => got.forEach((e, j) => expect(e?.value.equals(want.get(batches[b]![j]!)!)).toBe(true)));
+
+      // Responses the caller walks away from mid-body: their buffers come back once the connection closes.
+      const body = JSON.stringify({ ns: 't', keys: items.map((it) => it.key) });
+      for (let i = 0; i < 4; i++) {
+        const res = await request(`${url}/v1/batch/get`, { method: 'POST', headers: { [SECRET_HEADER]: SECRET, [RING_HEADER]: String(v), 'content-type': 'application/json' }, body });
+        expect(res.statusCode).toBe(200);
+        res.body.destroy();
+      }
+      await eventually(async () => {
+        const slabs = ((await client.stats(url)) as unknown as { responseSlabs: { slabs: number; out: number } }).responseSlabs;
+        return slabs.slabs > 0 && slabs.slabs <= 16 && slabs.out === 0;
+      }, 10_000, 'every response buffer back in the pool');
+    });
+  });
+
   describe('ranges', () => {
     it('exports a range in key order with a resumable cursor, and imports with version checks', async () => {
       const v = ring.version;
