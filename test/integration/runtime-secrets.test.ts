@@ -12,12 +12,13 @@ import { contentHash } from '../../layers/core/model/keys.js';
 import { initialRing } from '../../layers/core/ring/document.js';
 import { FileCasStore, RingStore } from '../../layers/core/ring/store.js';
 import { ConfigError, loadRuntimeEnv } from '../../layers/core/runtime/config.js';
-import { buildApiContext, getApiContext, setApiContext, type BuiltContext } from '../../layers/core/runtime/context.js';
+import { buildApiContext, getApiContext, type BuiltContext } from '../../layers/core/runtime/context.js';
 import { loadRuntimeEnvWithSecrets } from '../../layers/core/runtime/secrets.js';
 import { workflowDepsFromEnv } from '../../layers/core/runtime/workflow-steps.js';
 import type { Tier } from '../../layers/core/tiers/tier.js';
 import { startRedis, type RedisHandle } from '../helpers/services.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
+import { resetApiRuntime } from '../helpers/api-runtime.js';
 
 const PASSWORD = 'valkey-app-password-0123456789';
 const FLEET_SECRET = 'fleet-secret-0123456789abcdef';
@@ -52,13 +53,7 @@ beforeEach(() => {
   Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_ENDPOINT_URL_SECRETS_MANAGER: testS3Endpoint() });
 });
 
-afterEach(async () => {
-  const ctx = (await getApiContext().catch(() => undefined)) as BuiltContext | undefined;
-  for (const t of ctx?.tiers ?? []) await t.close?.();
-  setApiContext(undefined);
-  for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
-  Object.assign(process.env, saved);
-});
+afterEach(() => resetApiRuntime(saved));
 
 /** What CDK's bindHotTier and bindRingStore/bindFleet give a function (a folder stands in for the ring bucket). */
 const lambdaEnv = (password = arns.password) => ({

@@ -9,9 +9,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadRuntimeEnv } from '../../layers/core/runtime/config.js';
-import { buildApiContext, getApiContext, setApiContext, type BuiltContext } from '../../layers/core/runtime/context.js';
+import { buildApiContext, getApiContext, type BuiltContext } from '../../layers/core/runtime/context.js';
 import { loadRuntimeEnvWithSecrets } from '../../layers/core/runtime/secrets.js';
 import { readFleetSecret, warmTierFromEnv } from '../../layers/core/runtime/warm.js';
+import { resetApiRuntime } from '../helpers/api-runtime.js';
 
 const SECRET = 'fleet-secret-0123456789abcdef';
 const ARN = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:strata-fleet-AbCdEf';
@@ -52,13 +53,7 @@ beforeEach(() => {
   Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_ENDPOINT_URL_SECRETS_MANAGER: endpoint, AWS_MAX_ATTEMPTS: '1' });
 });
 
-afterEach(async () => {
-  const ctx = (await getApiContext().catch(() => undefined)) as BuiltContext | undefined;
-  for (const t of ctx?.tiers ?? []) await t.close?.();
-  setApiContext(undefined);
-  for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
-  Object.assign(process.env, saved);
-});
+afterEach(() => resetApiRuntime(saved));
 
 /** What CDK's bindRingStore/bindFleet give an API function (a folder stands in for the ring bucket). */
 const lambdaEnv = () => ({ STRATA_WARM_RING_DIR: ringDir, STRATA_WARM_SECRET_ARN: ARN, AWS_REGION: 'eu-west-1', STRATA_NODE_PORT: '7070' });
