@@ -220,9 +220,9 @@ export class NodeStore {
   }
 
   /**
-   * As {@link getRaw}, but hands the value to `take` as a transient view (into LMDB's memory map for large values,
-   * into lmdb-js's read buffer for small ones): valid only during the call, so `take` copies it where it is needed,
-   * e.g. into a pooled response buffer. This skips the allocation and copy {@link getRaw} makes per value.
+   * As {@link getRaw}, but hands the value to `take` as a transient view (lmdb-js's reusable read buffer, or its
+   * memory map): valid only during the call, so `take` copies it where it is needed, e.g. into a pooled response
+   * buffer. This skips the buffer {@link getRaw} allocates per record and per value.
    */
   readRaw<T>(sk: Buffer, take: (headerJson: string, value: Buffer) => T, touch = true): T | undefined {
     const mb = exactView(this.meta.getBinaryFast(sk));
