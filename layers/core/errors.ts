@@ -19,7 +19,8 @@ export type ErrorCode =
   | 'WORKFLOWS_UNAVAILABLE'
   | 'INTERNAL';
 
-const STATUS: Record<ErrorCode, number> = {
+/** HTTP status of every error code (the public contract: docs/API.md, the OpenAPI document). */
+export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   VALIDATION_FAILED: 400,
   MALFORMED_JSON: 400,
   NOT_FOUND: 404,
@@ -50,7 +51,7 @@ export class StrataError extends Error {
     super(message, options);
     this.name = 'StrataError';
     this.code = code;
-    this.status = STATUS[code];
+    this.status = ERROR_STATUS[code];
     this.details = details;
     this.expose = code !== 'INTERNAL';
   }

@@ -6,6 +6,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import { StrataError, ValidationError } from '../../layers/core/errors.js';
 import { errorResult } from '../../layers/core/api/http.js';
 import type { ApiFunction } from '../../layers/core/api/routes.js';
+import { openApiDocument } from '../../layers/core/api/openapi.js';
 import { matchRoute, methodNotAllowed, routeNotFound } from '../../layers/core/api/routes.js';
 import { setApiContext } from '../../layers/core/runtime/context.js';
 import type { ApiContext } from '../../layers/core/api/operations.js';
@@ -106,7 +107,10 @@ async function handle(req: IncomingMessage, res: ServerResponse, blobs: LocalFol
   }
 
   if (path === '/' || path === '') {
-    return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ service: 'strata', api: '/v1', health: '/v1/health', stats: '/v1/stats', dashboard: '/dashboard', docs: 'docs/API.md' }) }, isHead);
+    return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ service: 'strata', api: '/v1', health: '/v1/health', stats: '/v1/stats', dashboard: '/dashboard', docs: 'docs/API.md', openapi: '/openapi.json' }) }, isHead);
+  }
+  if (path === '/openapi.json' && (req.method === 'GET' || isHead)) {
+    return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(openApiDocument()) }, isHead);
   }
   if (isDashboardPath(path)) return send(res, dashboardResponse(req.method ?? 'GET', path, query, dashboard), isHead);
 

@@ -1,0 +1,17 @@
+// `npm run openapi`: writes docs/openapi.json, the OpenAPI 3.1 document generated from the route table and the
+// request schemas (layers/core/api/openapi.ts). A test fails while the committed file differs from what this writes.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openApiDocument } from '../layers/core/api/openapi.js';
+
+export const OPENAPI_FILE = join(import.meta.dirname, '..', 'docs', 'openapi.json');
+
+/** The file's exact text. */
+export function openApiText(): string {
+  return `${JSON.stringify(openApiDocument(), null, 2)}\n`;
+}
+
+if (process.argv[1] && import.meta.filename === process.argv[1]) {
+  writeFileSync(OPENAPI_FILE, openApiText());
+  console.log(`written ${OPENAPI_FILE}`);
+}
