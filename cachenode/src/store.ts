@@ -210,19 +210,13 @@ export class NodeStore {
 
   /** As {@link get}, by storage key, with the header as stored (JSON): what a response needs, unparsed. */
   getRaw(sk: Buffer, touch = true): { headerJson: string; value: Buffer } | undefined {
-    const mb = this.meta.getBinary(sk);
-    if (!mb) return undefined;
-    if (this.expired(decodeMetaFixed(mb))) return undefined;
-    const headerJson = metaHeaderJson(mb);
-    const value = this.valueOf(sk, mb);
-    if (touch) this.order.touch(idOf(sk));
-    return { headerJson, value };
+    return this.readRaw(sk, (headerJson, view) => ({ headerJson, value: Buffer.from(view) }), touch);
   }
 
   /**
    * As {@link getRaw}, but hands the value to `take` as a transient view (lmdb-js's reusable read buffer, or its
    * memory map): valid only during the call, so `take` copies it where it is needed, e.g. into a pooled response
-   * buffer. This skips the buffer {@link getRaw} allocates per record and per value.
+   * buffer (getRaw copies it into a buffer of its own).
    */
   readRaw<T>(sk: Buffer, take: (headerJson: string, value: Buffer) => T, touch = true): T | undefined {
     const mb = exactView(this.meta.getBinaryFast(sk));
