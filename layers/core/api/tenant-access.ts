@@ -66,9 +66,19 @@ export function parseTenantAccess(raw: string | undefined): TenantAccess | undef
   return { keys: byKey.size, grantOf: (keyId) => byKey.get(keyId) };
 }
 
+/**
+ * How closely one grant (a name, `prefix*`, or `*`) covers `ns`: -1 not at all, the prefix's length for a prefix
+ * grant, Infinity for the name itself. The most specific grant decides which tenant a namespace belongs to.
+ */
+export function grantSpecificity(grant: string, ns: string): number {
+  if (!grant.endsWith('*')) return grant === ns ? Number.POSITIVE_INFINITY : -1;
+  const prefix = grant.slice(0, -1);
+  return ns.startsWith(prefix) ? prefix.length : -1;
+}
+
 /** Whether a grant list covers `ns` (exact names, `prefix*`, or `*`). */
 export function grants(namespaces: readonly string[], ns: string): boolean {
-  return namespaces.some((g) => (g.endsWith('*') ? ns.startsWith(g.slice(0, -1)) : g === ns));
+  return namespaces.some((g) => grantSpecificity(g, ns) >= 0);
 }
 
 /** 403 `NAMESPACE_FORBIDDEN`: the caller's API key is not for this namespace (or not known at all). */

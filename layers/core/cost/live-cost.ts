@@ -2,6 +2,7 @@ import { COST_TIERS, OTHER, type CostTier } from '../metrics/catalog.js';
 import type { PriceBook } from './catalog.js';
 import { addBreakdowns, allocationCost, breakdown, requestCost, storageCost, type CostBreakdown } from './model.js';
 import type { LiveUsage, NamespaceUsage } from './usage.js';
+import { grantSpecificity } from '../api/tenant-access.js';
 
 /**
  * Live cost: one window of actual usage ({@link LiveUsage}) priced with the catalog and the cost model's formulas,
@@ -220,18 +221,18 @@ function sumOf(drivers: Map<string, { bytes: number; requests: number }>, key: '
 }
 
 /**
- * The tenant a namespace belongs to: the one that lists it by name, else the one with the longest matching prefix
- * grant (`web-*`; `*` matches everything), as the API enforces them (api/tenant-access.ts).
+ * The tenant a namespace belongs to: the one whose grant covers it most specifically (its name, else the longest
+ * matching prefix such as `web-*`; `*` matches everything; the first tenant on a tie), as the API enforces them.
  */
 function tenantOfNamespace(tenants: readonly TenantNamespaces[]): (ns: string) => string | undefined {
-  const exact = new Map<string, string>();
-  const prefixes: { prefix: string; tenant: string }[] = [];
-  for (const t of tenants) {
-    for (const g of t.namespaces) {
-      if (g.endsWith('*')) prefixes.push({ prefix: g.slice(0, -1), tenant: t.name });
-      else if (!exact.has(g)) exact.set(g, t.name);
+  return (ns) => {
+    let best: { tenant: string; specificity: number } | undefined;
+    for (const t of tenants) {
+      for (const g of t.namespaces) {
+        const specificity = grantSpecificity(g, ns);
+        if (specificity >= 0 && (!best || specificity > best.specificity)) best = { tenant: t.name, specificity };
+      }
     }
-  }
-  prefixes.sort((a, b) => b.prefix.length - a.prefix.length);
-  return (ns) => exact.get(ns) ?? prefixes.find((p) => ns.startsWith(p.prefix))?.tenant;
+    return best?.tenant;
+  };
 }
