@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
-import { decodeHeader } from '../../layers/core/model/entry.js';
+import { decodeHeader, type WriteOutcome } from '../../layers/core/model/entry.js';
 import { validateKey, validateNamespace } from '../../layers/core/model/keys.js';
 import { isRingPosition, ringHashBytes } from '../../layers/core/ring/hash.js';
 import { casStoreFromUri, RingStore, type CasStore } from '../../layers/core/ring/store.js';
@@ -76,6 +76,12 @@ export class CacheNode {
    * (32 MiB) out at once; beyond that, responses copy per value.
    */
   private readonly slabs = new SlabPool(2 * 1024 * 1024, 16);
+  /**
+   * Request bodies of writes (batch and single puts): 2 MiB each, at most 16 out. The store references a large
+   * value in place until its transaction commits, so a slab goes back only once the write has settled; beyond
+   * 16, bodies get buffers of their own.
+   */
+  private readonly bodySlabs = new SlabPool(2 * 1024 * 1024, 16);
   private inFlight = 0;
   private draining = false;
   private idleWaiters: (() => void)[] = [];
@@ -248,7 +254,7 @@ export class CacheNode {
             p = this.json(res, this.draining ? 503 : 200, { status: this.draining ? 'draining' : 'ok', nodeId: this.nodeId, ringVersion: this.ownership.version });
             break;
           case 'GET /stats':
-            p = this.json(res, 200, { nodeId: this.nodeId, ringVersion: this.ownership.version, ...this.store.stats(), ...this.stats.snapshot(), responseSlabs: this.slabs.stats });
+            p = this.json(res, 200, { nodeId: this.nodeId, ringVersion: this.ownership.version, ...this.store.stats(), ...this.stats.snapshot(), responseSlabs: this.slabs.stats, requestSlabs: this.bodySlabs.stats });
             break;
           default:
             throw new HttpError(404, 'ROUTE_NOT_FOUND', `no route ${route}`);
@@ -316,10 +322,11 @@ export class CacheNode {
       } catch {
         throw new HttpError(400, 'VALIDATION_FAILED', `${ENTRY_HEADER} is not a valid entry header`);
       }
-      const value = await readBody(req, this.config.maxValueBytes);
-      // Ownership check and write decision in one synchronous step (see the class comment).
-      this.countRole(this.authorize(position, clientVersion, true));
-      const outcome = await this.store.putAt(sk, { header, value });
+      const outcome = await this.withPooledBody(req, this.config.maxValueBytes, (value) => {
+        // Ownership check and write decision in one synchronous step (see the class comment).
+        this.countRole(this.authorize(position, clientVersion, true));
+        return this.store.putAt(sk, { header, value });
+      });
       return this.json(res, 200, outcome);
     }
     // delete
@@ -398,9 +405,14 @@ export class CacheNode {
   }
 
   private async batchPut(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const buf = await readBody(req, this.config.maxValueBytes + JSON_LIMIT);
+    const outcomes = await this.withPooledBody(req, this.config.maxValueBytes + JSON_LIMIT, (buf) => this.putRecords(req, buf));
+    return this.json(res, 200, { outcomes });
+  }
+
+  /** The writes of a batch put body (entry records, values viewed in place). */
+  private putRecords(req: IncomingMessage, buf: Buffer): Promise<WriteOutcome[]> {
     const reader = new RecordReader();
-    const records = reader.push(buf);
+    const records = pushRecords(reader, buf);
     if (reader.pending > 0) throw new HttpError(400, 'VALIDATION_FAILED', 'body ends inside a record');
     const items: EntryRecord[] = [];
     for (const r of records) {
@@ -413,9 +425,39 @@ export class CacheNode {
     const keyed = items.map((it) => ({ ...it, sk: storeKeyAt(ringHashBytes(it.ns, it.key), it.ns, it.key) }));
     const roles = keyed.map((it) => this.authorize(it.sk.toString('hex', 0, 8), clientVersion, true));
     roles.forEach((r) => this.countRole(r));
-    const outcomes = await this.store.putMany(keyed);
-    return this.json(res, 200, { outcomes });
+    return this.store.putMany(keyed);
   }
+
+  /**
+   * Reads a write's body into a pooled slab (when one is free and the declared length fits), runs `write` on it
+   * and gives the slab back once nothing refers to it: after the write settled, or at once when `write` threw
+   * before queuing anything (validation, ownership). If it failed after queuing, the slab waits for the store
+   * to settle, since queued writes still read their values from it.
+   */
+  private async withPooledBody<T>(req: IncomingMessage, limit: number, write: (body: Buffer) => Promise<T>): Promise<T> {
+    const slab = pooledBodyFits(req, this.bodySlabs.slabBytes, limit) ? this.bodySlabs.acquire() : undefined;
+    if (!slab) return write(await readBody(req, limit));
+    let body: Buffer;
+    try {
+      body = await readBody(req, limit, slab);
+    } catch (e) {
+      this.bodySlabs.release(slab);
+      throw e;
+    }
+    let out: T;
+    try {
+      out = await write(body);
+    } catch (e) {
+      // Whatever it queued before failing still reads its values from the slab until the store settles (a
+      // closed store never does: the slab is dropped with it).
+      this.store.settle().then(() => this.bodySlabs.release(slab), () => undefined);
+      throw e;
+    }
+    // Resolved: its writes are committed (and flushed), so the store holds no reference into the slab.
+    this.bodySlabs.release(slab);
+    return out;
+  }
+
 
   private async batchDelete(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { body, sks, roles } = await this.keyedBatch(batchDeleteSchema, req, true);
@@ -515,7 +557,7 @@ export class CacheNode {
     for await (const chunk of req as AsyncIterable<Buffer>) {
       bytes += chunk.length;
       const items: (EntryRecord & { sk: Buffer })[] = [];
-      for (const r of reader.push(chunk)) {
+      for (const r of pushRecords(reader, chunk)) {
         if (r.type !== RECORD_ENTRY) continue;
         const sk = storeKeyAt(ringHashBytes(r.ns, r.key), r.ns, r.key);
         const check = this.ownership.check(sk.toString('hex', 0, 8), Number.MAX_SAFE_INTEGER, true);
@@ -613,6 +655,15 @@ function ringVersionOf(req: IncomingMessage): number {
   return Number.isSafeInteger(n) && n > 0 ? n : 0;
 }
 
+/** The records completed by `chunk`; a body that is not a sequence of wire records is the caller's error (400). */
+function pushRecords(reader: RecordReader, chunk: Buffer): ReturnType<RecordReader['push']> {
+  try {
+    return reader.push(chunk);
+  } catch (e) {
+    throw new HttpError(400, 'VALIDATION_FAILED', `body is not a sequence of records: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
 function validated<T>(fn: () => T): T {
   try {
     return fn();
@@ -638,13 +689,21 @@ function parseJson<T>(schema: z.ZodType<T>, buf: Buffer): T {
  * Event callbacks rather than an async iterator: this runs on every write and the iterator costs more than
  * the copy.
  */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+/** Whether `req` declares a body length that fits a pooled slab of `slabBytes` (and the route's `limit`). */
+function pooledBodyFits(req: IncomingMessage, slabBytes: number, limit: number): boolean {
+  const declared = req.headers['content-length'];
+  if (declared === undefined) return false;
+  const n = Number(declared);
+  return Number.isSafeInteger(n) && n > 0 && n <= slabBytes && n <= limit;
+}
+
+function readBody(req: IncomingMessage, limit: number, into?: Buffer): Promise<Buffer> {
   const declared = req.headers['content-length'];
   const length = declared === undefined ? undefined : Number(declared);
   if (length !== undefined && length > limit) return Promise.reject(new HttpError(413, 'PAYLOAD_TOO_LARGE', `body of ${length} bytes exceeds the limit of ${limit}`));
   return new Promise((resolve, reject) => {
     const sized = length !== undefined && Number.isSafeInteger(length);
-    const out = sized ? Buffer.allocUnsafe(length) : undefined;
+    const out = sized ? (into && length <= into.length ? into.subarray(0, length) : Buffer.allocUnsafe(length)) : undefined;
     const chunks: Buffer[] = [];
     let at = 0;
     let failed = false;
@@ -674,6 +733,10 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       } else resolve(Buffer.concat(chunks, at));
     });
     req.once('error', (e) => fail(new HttpError(400, 'VALIDATION_FAILED', `request body failed: ${e.message}`)));
+    // A request aborted mid-body ends in 'close' without 'end' (and not always with 'error').
+    req.once('close', () => {
+      if (!req.complete) fail(new HttpError(400, 'VALIDATION_FAILED', 'request aborted before its body ended'));
+    });
   });
 }
 

@@ -105,7 +105,12 @@ export interface ImportResult {
 }
 
 type Method = 'GET' | 'HEAD' | 'PUT' | 'POST' | 'DELETE';
-type RequestBody = Buffer | string | AsyncIterable<Buffer> | null;
+/** A body: one buffer or string, parts sent back to back (one writev), or a stream. */
+type RequestBody = Buffer | readonly Buffer[] | string | AsyncIterable<Buffer> | null;
+
+function isParts(b: RequestBody): b is readonly Buffer[] {
+  return Array.isArray(b);
+}
 
 interface RequestSpec {
   path: string;
@@ -299,7 +304,7 @@ export class NodeClient {
   }
 
   async putMany(url: string, ns: string, items: { key: string; entry: Entry }[], ringVersion: number): Promise<WriteOutcome[]> {
-    const body = Buffer.concat(items.flatMap((it) => encodeEntryRecordParts(ns, it.key, JSON.stringify(it.entry.header), it.entry.value)));
+    const body = items.flatMap((it) => encodeEntryRecordParts(ns, it.key, JSON.stringify(it.entry.header), it.entry.value));
     const res = await this.request(url, { path: '/v1/batch/put', method: 'POST', headers: { [RING_HEADER]: String(ringVersion), 'content-type': RECORDS_CONTENT_TYPE }, body });
     if (res.statusCode !== 200) return this.fail(url, res);
     return (await this.json<{ outcomes: WriteOutcome[] }>(url, res)).outcomes;
@@ -531,6 +536,7 @@ class Exchange {
     if (spec.headers) for (const k in spec.headers) headers.push(k, spec.headers[k]!);
     if (typeof body === 'string') headers.push('content-length', String(Buffer.byteLength(body)));
     else if (Buffer.isBuffer(body)) headers.push('content-length', String(body.length));
+    else if (isParts(body)) headers.push('content-length', String(body.reduce((n, b) => n + b.length, 0)));
     const req: Req = target.request({ agent: target.agent, host: target.host, port: target.port, path: spec.path, method: spec.method, headers });
     this.req = req;
     req[kExchange] = this;
@@ -546,7 +552,13 @@ class Exchange {
     }
     if (body === null) req.end();
     else if (typeof body === 'string' || Buffer.isBuffer(body)) req.end(body);
-    else void this.pump(body);
+    else if (isParts(body)) {
+      // Parts go out in one writev, so values are not first copied into one buffer.
+      req.cork();
+      for (const b of body) req.write(b);
+      req.uncork();
+      req.end();
+    } else void this.pump(body);
   }
 
   get statusCode(): number {
