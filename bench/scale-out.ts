@@ -26,6 +26,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { HybridLogicalClock } from '../layers/core/model/hlc.js';
 import { initialRing } from '../layers/core/ring/document.js';
+import { ringHash } from '../layers/core/ring/hash.js';
 import { FileCasStore, RingStore } from '../layers/core/ring/store.js';
 import { RingView } from '../layers/core/ring/view.js';
 import { WarmTier } from '../layers/core/tiers/warm-tier.js';
@@ -207,7 +208,8 @@ async function runMode(mode: MigrationMode, preSeconds: number, caps: CpuCaps | 
     for (const n of nodes) capped(n.nodeId);
     const ring = await store.create(initialRing(nodes.map((n) => ({ id: n.nodeId, url: n.url })), 2));
     await Promise.all(nodes.map((n) => client.pushRing(n.url, ring)));
-    warm = new WarmTier({ ring: new RingView({ store, refreshIntervalMs: 1000 }), secret: SECRET, connectionsPerNode: 16, timeoutMs: 5000 });
+    const ringView = new RingView({ store, refreshIntervalMs: 1000 });
+    warm = new WarmTier({ ring: ringView, secret: SECRET, connectionsPerNode: 16, timeoutMs: 5000 });
     const clock = new HybridLogicalClock();
     const value = Buffer.alloc(VALUE_BYTES, 0x61);
     const entry = () => ({ header: { version: clock.next(), expiresAt: null, size: VALUE_BYTES, hash: '', tags: [], flags: {} }, value });
@@ -235,7 +237,7 @@ async function runMode(mode: MigrationMode, preSeconds: number, caps: CpuCaps | 
         } catch {
           ok = false;
         }
-        trace?.op(read ? 'read' : 'write', performance.now() - t0);
+        trace?.op(read ? 'read' : 'write', performance.now() - t0, ringView.current()?.route(ringHash('ycsb', key)).reader.id);
         const s = Math.floor((Date.now() - started) / 1000);
         if (ok) perSecond[s] = (perSecond[s] ?? 0) + 1;
         else errorsPerSecond[s] = (errorsPerSecond[s] ?? 0) + 1;
@@ -287,6 +289,7 @@ async function runMode(mode: MigrationMode, preSeconds: number, caps: CpuCaps | 
     await Promise.all(workers);
     trace?.stop();
     trace?.print(migrationStart);
+    if (trace) console.log(`  trace: stale retries ${(await warm.stats()).staleRetries}; refused by node: ${(await Promise.all((await fleet.list()).map(async (n) => `${n.nodeId} ${((await client.stats(n.url)) as { refused?: number }).refused}`))).join(' ')}`);
     const stats = await client.stats(n4.url);
 
     const sec = (t: number) => Math.floor((t - started) / 1000);

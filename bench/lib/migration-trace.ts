@@ -10,6 +10,8 @@ import { performance } from 'node:perf_hooks';
 export class MigrationTrace {
   private readonly tenths: number[] = [];
   private readonly latency: { reads: number; readMs: number; writes: number; writeMs: number; maxMs: number }[] = [];
+  /** Per second, per node that served the read (its owner or reader when it was routed): reads and their summed latency. */
+  private readonly perNode: Map<string, { reads: number; ms: number }>[] = [];
   private readonly events: string[] = [];
   private readonly cpu = new Map<string, number[]>();
   private readonly loop: number[] = [];
@@ -18,8 +20,15 @@ export class MigrationTrace {
 
   constructor(private readonly startedAt: () => number) {}
 
-  op(kind: 'read' | 'write', ms: number): void {
+  op(kind: 'read' | 'write', ms: number, node?: string): void {
     const now = Date.now() - this.startedAt();
+    if (kind === 'read' && node !== undefined) {
+      const m = (this.perNode[Math.floor(now / 1000)] ??= new Map());
+      const n = m.get(node) ?? { reads: 0, ms: 0 };
+      n.reads++;
+      n.ms += ms;
+      m.set(node, n);
+    }
     const tenth = Math.floor(now / 100);
     this.tenths[tenth] = (this.tenths[tenth] ?? 0) + 1;
     const l = (this.latency[Math.floor(now / 1000)] ??= { reads: 0, readMs: 0, writes: 0, writeMs: 0, maxMs: 0 });
@@ -82,7 +91,9 @@ export class MigrationTrace {
     for (let s = g0 - before; s < g0 + after; s++) {
       const l = this.latency[s];
       if (!l) continue;
-      console.log(`  trace: t=${s - g0}s reads ${l.reads} (mean ${(l.readMs / Math.max(1, l.reads)).toFixed(2)} ms) writes ${l.writes} (mean ${(l.writeMs / Math.max(1, l.writes)).toFixed(2)} ms) max ${l.maxMs.toFixed(0)} ms`);
+      const nodes = [...(this.perNode[s] ?? new Map<string, { reads: number; ms: number }>())].sort(([a], [b]) => a.localeCompare(b));
+      const byNode = nodes.map(([id, n]) => `${id} ${n.reads}/${(n.ms / n.reads).toFixed(2)}`).join(' ');
+      console.log(`  trace: t=${s - g0}s reads ${l.reads} (mean ${(l.readMs / Math.max(1, l.reads)).toFixed(2)} ms) writes ${l.writes} (mean ${(l.writeMs / Math.max(1, l.writes)).toFixed(2)} ms) max ${l.maxMs.toFixed(0)} ms${byNode ? ` | reads/mean ms by node: ${byNode}` : ''}`);
     }
   }
 }
