@@ -430,9 +430,9 @@ export class CacheNode {
 
   /**
    * Reads a write's body into a pooled slab (when one is free and the declared length fits), runs `write` on it
-   * and gives the slab back once nothing refers to it: after the write settled, or at once when `write` threw
-   * before queuing anything (validation, ownership). If it failed after queuing, the slab waits for the store
-   * to settle, since queued writes still read their values from it.
+   * and gives the slab back once nothing refers to it: at once when reading the body failed or `write` resolved
+   * (its writes are then durable); when `write` failed, once the store has settled, since it may have queued
+   * writes that still read their values from the slab.
    */
   private async withPooledBody<T>(req: IncomingMessage, limit: number, write: (body: Buffer) => Promise<T>): Promise<T> {
     const slab = pooledBodyFits(req, this.bodySlabs.slabBytes, limit) ? this.bodySlabs.acquire() : undefined;
@@ -457,7 +457,6 @@ export class CacheNode {
     this.bodySlabs.release(slab);
     return out;
   }
-
 
   private async batchDelete(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const { body, sks, roles } = await this.keyedBatch(batchDeleteSchema, req, true);
@@ -684,11 +683,6 @@ function parseJson<T>(schema: z.ZodType<T>, buf: Buffer): T {
   return r.data;
 }
 
-/**
- * Reads a request body into one buffer (preallocated from content-length when given), up to `limit` bytes.
- * Event callbacks rather than an async iterator: this runs on every write and the iterator costs more than
- * the copy.
- */
 /** Whether `req` declares a body length that fits a pooled slab of `slabBytes` (and the route's `limit`). */
 function pooledBodyFits(req: IncomingMessage, slabBytes: number, limit: number): boolean {
   const declared = req.headers['content-length'];
@@ -697,6 +691,12 @@ function pooledBodyFits(req: IncomingMessage, slabBytes: number, limit: number):
   return Number.isSafeInteger(n) && n > 0 && n <= slabBytes && n <= limit;
 }
 
+/**
+ * Reads a request body into one buffer (preallocated from content-length when given: `into` when it is large
+ * enough, else a new one), up to `limit` bytes.
+ * Event callbacks rather than an async iterator: this runs on every write and the iterator costs more than
+ * the copy.
+ */
 function readBody(req: IncomingMessage, limit: number, into?: Buffer): Promise<Buffer> {
   const declared = req.headers['content-length'];
   const length = declared === undefined ? undefined : Number(declared);
