@@ -412,7 +412,7 @@ export class CacheNode {
   /** The writes of a batch put body (entry records, values viewed in place). */
   private putRecords(req: IncomingMessage, buf: Buffer): Promise<WriteOutcome[]> {
     const reader = new RecordReader();
-    const records = pushRecords(reader, buf);
+    const records = validated(() => reader.push(buf), NOT_RECORDS);
     if (reader.pending > 0) throw new HttpError(400, 'VALIDATION_FAILED', 'body ends inside a record');
     const items: EntryRecord[] = [];
     for (const r of records) {
@@ -556,7 +556,7 @@ export class CacheNode {
     for await (const chunk of req as AsyncIterable<Buffer>) {
       bytes += chunk.length;
       const items: (EntryRecord & { sk: Buffer })[] = [];
-      for (const r of pushRecords(reader, chunk)) {
+      for (const r of validated(() => reader.push(chunk), NOT_RECORDS)) {
         if (r.type !== RECORD_ENTRY) continue;
         const sk = storeKeyAt(ringHashBytes(r.ns, r.key), r.ns, r.key);
         const check = this.ownership.check(sk.toString('hex', 0, 8), Number.MAX_SAFE_INTEGER, true);
@@ -648,26 +648,22 @@ export class CacheNode {
   }
 }
 
+/** What a body that is not a sequence of wire records is told. */
+const NOT_RECORDS = 'body is not a sequence of records';
+
 function ringVersionOf(req: IncomingMessage): number {
   const v = req.headers[RING_HEADER];
   const n = typeof v === 'string' ? Number(v) : 0;
   return Number.isSafeInteger(n) && n > 0 ? n : 0;
 }
 
-/** The records completed by `chunk`; a body that is not a sequence of wire records is the caller's error (400). */
-function pushRecords(reader: RecordReader, chunk: Buffer): ReturnType<RecordReader['push']> {
-  try {
-    return reader.push(chunk);
-  } catch (e) {
-    throw new HttpError(400, 'VALIDATION_FAILED', `body is not a sequence of records: ${e instanceof Error ? e.message : String(e)}`);
-  }
-}
-
-function validated<T>(fn: () => T): T {
+/** `fn()`, with what it throws turned into the caller's error (400), its message after `context` when given. */
+function validated<T>(fn: () => T, context?: string): T {
   try {
     return fn();
   } catch (e) {
-    throw new HttpError(400, 'VALIDATION_FAILED', e instanceof Error ? e.message : 'invalid input');
+    const message = e instanceof Error ? e.message : 'invalid input';
+    throw new HttpError(400, 'VALIDATION_FAILED', context ? `${context}: ${message}` : message);
   }
 }
 
@@ -685,10 +681,14 @@ function parseJson<T>(schema: z.ZodType<T>, buf: Buffer): T {
 
 /** Whether `req` declares a body length that fits a pooled slab of `slabBytes` (and the route's `limit`). */
 function pooledBodyFits(req: IncomingMessage, slabBytes: number, limit: number): boolean {
+  const n = declaredLength(req);
+  return n !== undefined && Number.isSafeInteger(n) && n > 0 && n <= slabBytes && n <= limit;
+}
+
+/** The body length `req` declares (content-length; NaN when that is not a number), or undefined without one. */
+function declaredLength(req: IncomingMessage): number | undefined {
   const declared = req.headers['content-length'];
-  if (declared === undefined) return false;
-  const n = Number(declared);
-  return Number.isSafeInteger(n) && n > 0 && n <= slabBytes && n <= limit;
+  return declared === undefined ? undefined : Number(declared);
 }
 
 /**
@@ -698,8 +698,7 @@ function pooledBodyFits(req: IncomingMessage, slabBytes: number, limit: number):
  * the copy.
  */
 function readBody(req: IncomingMessage, limit: number, into?: Buffer): Promise<Buffer> {
-  const declared = req.headers['content-length'];
-  const length = declared === undefined ? undefined : Number(declared);
+  const length = declaredLength(req);
   if (length !== undefined && length > limit) return Promise.reject(new HttpError(413, 'PAYLOAD_TOO_LARGE', `body of ${length} bytes exceeds the limit of ${limit}`));
   return new Promise((resolve, reject) => {
     const sized = length !== undefined && Number.isSafeInteger(length);
