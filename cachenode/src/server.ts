@@ -10,7 +10,6 @@ import { casStoreFromUri, RingStore, type CasStore } from '../../layers/core/rin
 import {
   asciiJsonText,
   encodeAbsentRecord,
-  encodeEntryRecord,
   encodeEntryRecordParts,
   encodeTrailerRecord,
   ENTRY_HEADER,
@@ -25,6 +24,7 @@ import {
 import type { NodeConfig } from './config.js';
 import { Ownership, type Refusal, type Role } from './ownership.js';
 import { NodeStats, type Op } from './stats.js';
+import { PooledRecordWriter } from './record-writer.js';
 import { SlabPool, SlabWriter } from './slab-pool.js';
 import { NodeStore } from './store.js';
 
@@ -82,6 +82,8 @@ export class CacheNode {
    * 16, bodies get buffers of their own.
    */
   private readonly bodySlabs = new SlabPool(2 * 1024 * 1024, 16);
+  /** Export write buffers (see PooledRecordWriter). */
+  private readonly exportSlabs = new SlabPool(EXPORT_WRITE_BYTES, 16);
   private inFlight = 0;
   private draining = false;
   private idleWaiters: (() => void)[] = [];
@@ -503,42 +505,31 @@ export class CacheNode {
     res.once('close', () => (aborted = true));
     req.resume();
     const started = performance.now();
-    let sent = 0;
-    let keys = 0;
+    const out = new PooledRecordWriter(res, this.exportSlabs);
     let cursor: Buffer | undefined = after;
     let done = false;
-    // Rate-capped exports read small chunks (a few tens of ms of transfer each) so the pacing stays smooth.
+    // Rate-capped exports read small chunks (a few tens of ms of transfer each) so the pacing stays smooth. Each
+    // chunk's records are encoded into pooled buffers as they are read, and sent EXPORT_WRITE_BYTES per write.
     const chunkKeys = rate > 0 ? EXPORT_PACED_CHUNK : SCAN_CHUNK;
     while (!aborted) {
-      const chunk = this.store.scan(start, end, cursor, Math.min(chunkKeys, limit - keys), withValues);
-      if (chunk.length === 0) {
-        done = true;
-        break;
+      let full = false;
+      // A sweep stops early when a write finds the socket full (large values): then it waits for 'drain'.
+      const swept = this.store.visitRange(start, end, cursor, Math.min(chunkKeys, limit - out.records), withValues, (sk, header, value) => {
+        if (!out.add(sk, header, value)) full = true;
+        return !full;
+      });
+      if (swept.last) cursor = swept.last;
+      if (!out.flush()) full = true;
+      done = swept.exhausted;
+      if (done || out.records >= limit) break;
+      if (full && !aborted) await drained(res);
+      if (rate > 0 && !aborted) {
+        const ahead = (out.bytes / rate) * 1000 - (performance.now() - started);
+        if (ahead > 5) await new Promise((r) => setTimeout(r, ahead));
       }
-      // Records go out in groups of up to EXPORT_WRITE_BYTES, one write each: per-record writes cost a syscall
-      // (and an HTTP chunk header) each, paid by a node that keeps serving while it exports.
-      for (let i = 0; i < chunk.length && !aborted; ) {
-        const group: Buffer[] = [];
-        let bytes = 0;
-        while (i < chunk.length && (group.length === 0 || bytes < EXPORT_WRITE_BYTES)) {
-          const item = chunk[i++]!;
-          const rec = encodeEntryRecord(item.ns, item.key, item, item.headerJson);
-          group.push(rec);
-          bytes += rec.length;
-          cursor = item.sk;
-        }
-        sent += bytes;
-        keys += group.length;
-        if (!res.write(group.length === 1 ? group[0]! : Buffer.concat(group, bytes))) await drained(res);
-        if (rate > 0 && !aborted) {
-          const ahead = (sent / rate) * 1000 - (performance.now() - started);
-          if (ahead > 5) await new Promise((r) => setTimeout(r, ahead));
-        }
-      }
-      if (aborted || keys >= limit) break;
     }
     if (aborted) return;
-    res.end(encodeTrailerRecord({ done, next: done ? null : (cursor?.toString('hex') ?? null), keys, bytes: sent }));
+    res.end(encodeTrailerRecord({ done, next: done ? null : (cursor?.toString('hex') ?? null), keys: out.records, bytes: out.bytes }));
   }
 
   /**

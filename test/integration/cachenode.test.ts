@@ -270,15 +270,39 @@ describe('cachenode daemon (real process)', () => {
 
     it('caps the export rate in bytes per second', async () => {
       const v = ring.version;
-      await client.putMany(url, 'slow', Array.from({ length: 100 }, (_, i) => ({ key: `s${i}`, entry: entry(1, randomBytes(1000)) })), v);
+      await client.putMany(url, 'slow', Array.from({ length: 1600 }, (_, i) => ({ key: `s${i}`, entry: entry(1, randomBytes(1000)) })), v);
       const started = Date.now();
-      const it = client.exportRange(url, { start: RING_MIN, end: null, rate: 100_000 });
+      // A sixteenth of the ring: about 100 of these, and little of what earlier tests stored (large values).
+      const it = client.exportRange(url, { start: RING_MIN, end: '1000000000000000', rate: 100_000 });
       let r = await it.next();
       while (!r.done) r = await it.next();
       const bytes = r.value.bytes;
       const seconds = (Date.now() - started) / 1000;
       expect(bytes).toBeGreaterThan(100_000);
       expect(bytes / seconds).toBeLessThan(100_000 * 1.3);
+    });
+
+    it('exports every live entry past long runs of expired ones, large values whole', async () => {
+      const v = ring.version;
+      const soon = Date.now() + 400;
+      // Far more expired entries than live ones: runs of them longer than an export's read chunk.
+      await client.putMany(url, 'gap', Array.from({ length: 1500 }, (_, i) => ({ key: `x${i}`, entry: entry(1, `expiring ${i}`, { expiresAt: soon }) })), v);
+      const live = new Map<string, Buffer>();
+      for (let i = 0; i < 40; i++) live.set(`l${i}`, randomBytes(i % 8 === 0 ? 100_000 : i % 8 === 1 ? 5000 : 300));
+      await client.putMany(url, 'gap', [...live].map(([key, value]) => ({ key, entry: entry(2, value) })), v);
+      await new Promise((r) => setTimeout(r, Math.max(0, soon - Date.now()) + 50));
+      for (const rate of [20 * MiB, undefined]) {
+        const got = new Map<string, Buffer>();
+        const it = client.exportRange(url, { start: RING_MIN, end: null, ...(rate ? { rate } : {}) });
+        let r = await it.next();
+        while (!r.done) {
+          if (r.value.ns === 'gap') got.set(r.value.key, Buffer.from(r.value.entry.value));
+          r = await it.next();
+        }
+        expect(r.value).toMatchObject({ done: true, next: null });
+        expect([...got.keys()].sort()).toEqual([...live.keys()].sort());
+        for (const [k, value] of live) expect(got.get(k)!.equals(value)).toBe(true);
+      }
     });
 
     it('reports range statistics with a median cut, and deletes a range only when it no longer holds it', async () => {
