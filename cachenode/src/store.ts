@@ -187,7 +187,8 @@ export class NodeStore {
     this.watermark = opts.watermark ?? 0.85;
     this.sync = opts.sync ?? 'flush';
     this.now = opts.now ?? Date.now;
-    this.env = open({ path: opts.dir, maxDbs: 4 });
+    // noSubdir false: lmdb-js otherwise takes a path with a dot in its last part (`/data/strata.v1`) for a file.
+    this.env = open({ path: opts.dir, maxDbs: 4, noSubdir: false });
     this.meta = this.env.openDB<Buffer, Buffer>({ name: 'meta', encoding: 'binary', keyEncoding: 'binary' });
     this.data = this.env.openDB<Buffer, Buffer>({ name: 'data', encoding: 'binary', keyEncoding: 'binary' });
     // (lmdb-js's typings do not list `encoder` and `keyEncoder`, which its `openDB` takes.)

@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import fc from 'fast-check';
 import { makeTombstone } from '../../layers/core/model/entry.js';
 import { bigIntToPosition, positionToBigInt, RING_MIN } from '../../layers/core/ring/hash.js';
@@ -27,6 +28,20 @@ describe('NodeStore (LMDB on a temp dir)', () => {
     await s.close();
     return new NodeStore({ dir: tmp.dir, capacityBytes: 1024 ** 3, sync: 'commit', now: () => now });
   }
+
+  it('opens a data directory whose name has a dot in it (a directory, not a file name with an extension)', async () => {
+    const dotted = `${tmp.dir}.v1`;
+    const s = new NodeStore({ dir: dotted, capacityBytes: 1024 * 1024, sync: 'commit' });
+    try {
+      await s.put('n', 'k', entry(1, 'kept'));
+      await s.close();
+      const again = new NodeStore({ dir: dotted, capacityBytes: 1024 * 1024, sync: 'commit' });
+      expect(again.get('n', 'k')!.value.toString()).toBe('kept');
+      await again.close();
+    } finally {
+      rmSync(dotted, { recursive: true, force: true });
+    }
+  });
 
   it('decides concurrent writes of one key by version, whatever their order of arrival', async () => {
     const results = await Promise.all([store.put('n', 'k', entry(5, 'five')), store.put('n', 'k', entry(9, 'nine')), store.put('n', 'k', entry(7, 'seven'))]);
