@@ -27,6 +27,12 @@ export const nodeConfigSchema = z.object({
   STRATA_NODE_EXPORT_RATE: z.coerce.number().int().min(0).default(32 * 1024 * 1024),
   /** How long a graceful shutdown waits for in-flight requests. */
   STRATA_NODE_DRAIN_MS: z.coerce.number().int().min(0).default(10_000),
+  /**
+   * Time budget of the boot warm-up (ms): before listening, the node serves a short workload of every request
+   * kind to a scratch node of its own, so V8 has compiled the hot paths before real traffic (see warmup.ts).
+   * 0 = off.
+   */
+  STRATA_NODE_WARMUP_MS: z.coerce.number().int().min(0).max(60_000).default(2000),
   /** Expiry sweep period (removes expired entries and tombstones). 0 = off. */
   STRATA_NODE_SWEEP_MS: z.coerce.number().int().min(0).default(10_000),
   /**
@@ -58,6 +64,8 @@ export interface NodeConfig {
   exportRateBytesPerSec: number;
   drainMs: number;
   sweepMs: number;
+  /** Boot warm-up budget, ms (0 = off). */
+  warmupMs: number;
   /** Ring store to poll (see STRATA_NODE_RING_STORE). */
   ringStore?: { uri: string; pollMs: number; s3Endpoint?: string };
 }
@@ -109,6 +117,7 @@ export function loadNodeConfig(env: NodeJS.ProcessEnv, argv: readonly string[] =
     exportRateBytesPerSec: c.STRATA_NODE_EXPORT_RATE,
     drainMs: c.STRATA_NODE_DRAIN_MS,
     sweepMs: c.STRATA_NODE_SWEEP_MS,
+    warmupMs: c.STRATA_NODE_WARMUP_MS,
     ...(c.STRATA_NODE_RING_STORE ? { ringStore: { uri: c.STRATA_NODE_RING_STORE, pollMs: c.STRATA_NODE_RING_POLL_MS, ...(c.STRATA_NODE_S3_ENDPOINT ? { s3Endpoint: c.STRATA_NODE_S3_ENDPOINT } : {}) } } : {}),
   };
 }

@@ -3,11 +3,13 @@
  *
  *   STRATA_NODE_SECRET=... node --import tsx cachenode/src/main.ts --data-dir /data/strata --port 7070
  *
+ * Runs a short warm-up first (STRATA_NODE_WARMUP_MS, see warmup.ts) and prints `{"event":"warmed-up",...}`.
  * Prints one JSON line `{"event":"listening",...}` when it accepts requests. SIGTERM/SIGINT shut it down
  * gracefully (in-flight requests drain, the store is flushed); exit code 0 after a clean shutdown.
  */
 import { loadNodeConfig, NodeConfigError } from './config.js';
 import { CacheNode } from './server.js';
+import { warmUp } from './warmup.js';
 
 async function main(): Promise<void> {
   let config;
@@ -19,6 +21,15 @@ async function main(): Promise<void> {
       process.exit(2);
     }
     throw e;
+  }
+  if (config.warmupMs > 0) {
+    try {
+      const w = await warmUp(config, config.warmupMs);
+      process.stdout.write(JSON.stringify({ event: 'warmed-up', ...w }) + '\n');
+    } catch (e) {
+      // A warm-up is an optimization: a node that could not run it still serves.
+      console.error('[cachenode] warm-up failed (starting without it):', e);
+    }
   }
   const node = await CacheNode.start(config);
   process.stdout.write(JSON.stringify({ event: 'listening', nodeId: node.nodeId, port: node.port, host: config.host, pid: process.pid, ringVersion: node.ownership.version, keys: node.store.stats().keys }) + '\n');

@@ -9,6 +9,8 @@ const state = globalThis as { __strataTestServices?: TestServices };
  * and make sure LocalStack is up. Workers read STRATA_TEST_REDIS_URL and STRATA_TEST_S3_ENDPOINT.
  */
 export default async function globalSetup(): Promise<void> {
+  // Cache nodes that tests start skip the boot warm-up (seconds per node over a run); its own test turns it on.
+  process.env.STRATA_NODE_WARMUP_MS ??= '0';
   if (process.env.STRATA_TEST_SERVICES === 'none') return;
   const started = Date.now();
   const [redis, localstackPid] = await Promise.all([startRedis(), ensureLocalStack()]);

@@ -1,4 +1,9 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { request as httpRequest } from 'node:http';
 import { request } from 'undici';
 import { makeTombstone } from '../../layers/core/model/entry.js';
@@ -458,5 +463,52 @@ describe('cachenode ring polling (real process)', () => {
   it('refuses a ring store that is neither file: nor s3://', () => {
     expect(() => loadNodeConfig({ STRATA_NODE_DATA_DIR: '/tmp/x', STRATA_NODE_SECRET: SECRET, STRATA_NODE_RING_STORE: 'http://example.invalid/ring' })).toThrow(NodeConfigError);
     expect(loadNodeConfig({ STRATA_NODE_DATA_DIR: '/tmp/x', STRATA_NODE_SECRET: SECRET, STRATA_NODE_RING_STORE: 's3://bucket/strata-ring' }).ringStore).toEqual({ uri: 's3://bucket/strata-ring', pollMs: 5000 });
+  });
+});
+
+describe('cachenode boot warm-up (real process)', () => {
+  const tmp = tempDir('strata-node-warmup-');
+  const client = new NodeClient({ secret: SECRET });
+
+  afterAll(async () => {
+    await client.close();
+    tmp.remove();
+  });
+
+  it('serves a workload to a scratch node of its own before it listens, then leaves nothing of it behind', async () => {
+    const scratchRoot = join(tmp.dir, 'tmp');
+    mkdirSync(scratchRoot);
+    const child = spawn(process.execPath, ['--import', 'tsx', 'cachenode/src/main.ts', '--data-dir', join(tmp.dir, 'data'), '--port', '0', '--node-id', 'warm'], {
+      cwd: fileURLToPath(new URL('../../', import.meta.url)),
+      env: { ...process.env, NODE_OPTIONS: '', STRATA_NODE_SECRET: SECRET, STRATA_NODE_WARMUP_MS: '1500', TMPDIR: scratchRoot },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      const events: { event: string; port?: number; requests?: number; rounds?: number }[] = [];
+      const lines = createInterface({ input: child.stdout! });
+      await new Promise<void>((resolve, reject) => {
+        lines.on('line', (line) => {
+          const ev = JSON.parse(line) as (typeof events)[number];
+          events.push(ev);
+          if (ev.event === 'listening') resolve();
+        });
+        void exit.then((code) => reject(new Error(`exited ${code} before listening`)));
+      });
+      expect(events.map((e) => e.event)).toEqual(['warmed-up', 'listening']);
+      // Every kind of request went round at least once (a round is about 70 requests).
+      expect(events[0]!.rounds).toBeGreaterThanOrEqual(1);
+      expect(events[0]!.requests).toBeGreaterThan(10);
+      expect(readdirSync(scratchRoot).filter((f) => f.startsWith('strata-warmup-'))).toEqual([]);
+      // The real node starts empty and serves as usual.
+      const url = `http://127.0.0.1:${events[1]!.port}`;
+      await expect(client.stats(url)).resolves.toMatchObject({ nodeId: 'warm', keys: 0, ringVersion: 0 });
+      await client.pushRing(url, singleNodeRing('warm', url));
+      await client.put(url, 'w', 'k', entry(1, 'after warm-up'), 1);
+      await expect(client.get(url, 'w', 'k', 1)).resolves.toMatchObject({ header: { version: 1 } });
+    } finally {
+      child.kill('SIGTERM');
+    }
+    await expect(exit).resolves.toBe(0);
   });
 });
