@@ -516,7 +516,7 @@ export class NodeStore {
     let bytes = 0;
     for (let after: Buffer | undefined; ; await yieldToEventLoop()) {
       let last: Buffer | undefined;
-      for (const { key, value } of this.meta.getRange({ ...b, ...(after ? { start: keyAfter(after) } : {}), limit: STATS_CHUNK })) {
+      for (const { key, value } of this.metaViews.getRange({ ...b, ...(after ? { start: keyAfter(after) } : {}), limit: STATS_CHUNK })) {
         keys++;
         bytes += value.readUInt32BE(16);
         last = key as Buffer;
@@ -621,9 +621,11 @@ export class NodeStore {
     const found: { sk: Buffer; m: Meta }[] = [];
     let scanned = 0;
     let last: Buffer | undefined;
-    for (const { key, value } of this.meta.getRange({ ...(cursor ? { start: keyAfter(cursor) } : {}), limit: maxScan })) {
+    // Values as views: a sweep reads only their fixed part, and copying each (a node sweeps every few seconds)
+    // cost a buffer per key in garbage collection.
+    for (const { key, value } of this.metaViews.getRange({ ...(cursor ? { start: keyAfter(cursor) } : {}), limit: maxScan })) {
       scanned++;
-      last = Buffer.from(key);
+      last = key;
       const m = decodeMetaFixed(value);
       if (m.expiresAt !== null && m.expiresAt <= now) {
         found.push({ sk: last, m });
