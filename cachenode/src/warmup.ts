@@ -40,7 +40,13 @@ const PEER = 'warmup-peer';
 export async function warmUp(config: NodeConfig, budgetMs: number): Promise<WarmupReport> {
   const started = performance.now();
   const dir = mkdtempSync(join(tmpdir(), 'strata-warmup-'));
-  const scratch = await CacheNode.start({ ...config, dataDir: dir, port: 0, host: '127.0.0.1', nodeId: 'warmup', sweepMs: 0, ringStore: undefined, capacityBytes: 256 * 1024 * 1024 });
+  let scratch: CacheNode;
+  try {
+    scratch = await CacheNode.start({ ...config, dataDir: dir, port: 0, host: '127.0.0.1', nodeId: 'warmup', sweepMs: 0, ringStore: undefined, capacityBytes: 256 * 1024 * 1024 });
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
   const client = new NodeClient({ secret: config.secret, connectionsPerNode: 8 });
   const url = `http://127.0.0.1:${scratch.port}`;
   let rounds = 0;
