@@ -103,8 +103,13 @@ function encodeRecord(m: Meta, headerJson: string, value?: Buffer): Buffer {
 }
 
 function decodeMetaFixed(b: Buffer): Meta {
+  return { version: b.readDoubleBE(0), expiresAt: expiresAtOf(b), bytes: b.readUInt32BE(16), external: b[META_FIXED] !== INLINE_MARK };
+}
+
+/** A record's expiry (ms since the epoch), null for none: read alone where a whole Meta is not needed. */
+function expiresAtOf(b: Buffer): number | null {
   const e = b.readDoubleBE(8);
-  return { version: b.readDoubleBE(0), expiresAt: Number.isNaN(e) ? null : e, bytes: b.readUInt32BE(16), external: b[META_FIXED] !== INLINE_MARK };
+  return Number.isNaN(e) ? null : e;
 }
 
 /** Where an inline record's header ends and its value starts (undefined: external record). */
@@ -469,8 +474,8 @@ export class NodeStore {
     for (const { key, value } of this.metaViews.getRange({ ...NodeStore.bounds(start, end, after), limit })) {
       seen++;
       last = key;
-      const e = value.readDoubleBE(8);
-      if (!Number.isNaN(e) && e <= now) continue;
+      const e = expiresAtOf(value);
+      if (e !== null && e <= now) continue;
       const at = inlineValueAt(value);
       let more: boolean | void;
       if (at !== undefined) {

@@ -86,13 +86,14 @@ export async function warmUp(config: NodeConfig, budgetMs: number): Promise<Warm
       if (r % 4 === 0) {
         const exported: Buffer[] = [];
         for await (const rec of client.exportRangeRaw(url, { start: RING_MIN, end: null, limit: 256 })) exported.push(rec.raw);
+        requests++;
         for await (const rec of client.exportRangeRaw(url, { start: RING_MIN, end: null, limit: 64, rate: 64 * 1024 * 1024 })) void rec;
+        requests++;
         // Back into itself: records it holds are stale there; a few fresh ones are applied (or refused).
         await call(client.importRecords(url, [...exported, ...batch.slice(0, 4).map((k) => encodeEntryRecord('w', `${k}-imported-${r}`, entry(small)))]));
         await call(client.rangeStats(url, RING_MIN, null));
         await call(client.victims(url, 16));
         await call(client.stats(url));
-        requests += 2;
       }
       if (r % 8 === 0) {
         ring = rings[(r / 8 + 1) % rings.length]!;
