@@ -9,6 +9,7 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct, type IConstruct } from 'constructs';
 import { buildSync } from 'esbuild';
 import { RING_KEY } from '../../layers/core/ring/store.js';
+import { CACHE_NODE_V8_FLAGS } from '../../layers/core/warm/node-process.js';
 import { ESM_REQUIRE_BANNER, REPO_ROOT } from '../lib/packaging.js';
 import { InvalidPropsError, check, intIn } from './validation.js';
 
@@ -322,7 +323,7 @@ function systemdUnit(node: string, secretArn: string): string {
     'RuntimeDirectory=strata',
     'RuntimeDirectoryMode=0700',
     `ExecStartPre=+/usr/local/libexec/strata-node-secret ${secretArn}`,
-    `ExecStart=${node} --enable-source-maps /opt/strata/cachenode/${MAIN}`,
+    `ExecStart=${node} ${CACHE_NODE_V8_FLAGS.join(' ')} --enable-source-maps /opt/strata/cachenode/${MAIN}`,
     'Restart=always',
     'RestartSec=2',
     'TimeoutStopSec=30',

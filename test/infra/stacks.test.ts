@@ -5,6 +5,7 @@ import { App } from 'aws-cdk-lib';
 import { buildStrataApp } from '../../cdk/app.js';
 import { CacheNodeBundle } from '../../cdk/constructs/cache-node-fleet.js';
 import { cdkJsonContext, PLACEHOLDER_CACHENODE, STACK_KEYS, synthesized } from './helpers/synth.js';
+import { CACHE_NODE_V8_FLAGS } from '../../layers/core/warm/node-process.js';
 
 type Json = Record<string, unknown>;
 type Resources = Record<string, { Type: string; Properties: Json; DependsOn?: string[] }>;
@@ -206,7 +207,7 @@ describe('Stacks', () => {
         'STRATA_NODE_SECRET_FILE=/run/strata/node-secret',
         'STRATA_NODE_RING_STORE=s3://',
         'STRATA_NODE_RING_POLL_MS=5000',
-        'ExecStart=/usr/bin/node-24 --enable-source-maps /opt/strata/cachenode/main.mjs',
+        `ExecStart=/usr/bin/node-24 ${CACHE_NODE_V8_FLAGS.join(' ')} --enable-source-maps /opt/strata/cachenode/main.mjs`,
         'ProtectSystem=strict',
         'systemctl enable --now strata-cachenode.service',
       ]) expect(userData).toContain(step);

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +12,7 @@ import { FileCasStore, RingStore } from '../../layers/core/ring/store.js';
 import { loadNodeConfig, NodeConfigError } from '../../cachenode/src/config.js';
 import { ringHash, RING_MIN } from '../../layers/core/ring/hash.js';
 import { NodeClient, NodeRequestError, StaleRouteError } from '../../layers/core/warm/node-client.js';
+import { CACHE_NODE_V8_FLAGS } from '../../layers/core/warm/node-process.js';
 import { encodeEntryRecord, RING_HEADER, SECRET_HEADER, storeKey, type EntryRecord } from '../../layers/core/warm/wire.js';
 import { entry, eventually, localFleet, SECRET, singleNodeRing, tempDir } from './warm-fixtures.js';
 
@@ -40,6 +41,18 @@ describe('cachenode daemon (real process)', () => {
   afterAll(async () => {
     await client.close();
     await fleet.closeAll();
+  });
+
+  it('runs with the cache node V8 heap flags, which take effect (a young generation of 16 MiB from the start)', async () => {
+    const argv = readFileSync(`/proc/${fleet.pid('n1')}/cmdline`, 'utf8').split('\0');
+    expect(argv).toEqual(expect.arrayContaining([...CACHE_NODE_V8_FLAGS]));
+    expect(argv.indexOf(CACHE_NODE_V8_FLAGS[0]!)).toBeLessThan(argv.indexOf('--import'));
+    // The flags are V8's, not the script's: a child run with them reports the heap they ask for.
+    const probe = spawn(process.execPath, [...CACHE_NODE_V8_FLAGS, '-e', "process.stdout.write(String(require('v8').getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size))"], { env: { PATH: process.env.PATH } });
+    let out = '';
+    probe.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    await new Promise((resolve) => probe.once('exit', resolve));
+    expect(Number(out)).toBeGreaterThanOrEqual(16 * MiB);
   });
 
   describe('authentication', () => {

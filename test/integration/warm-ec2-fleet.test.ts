@@ -1,5 +1,6 @@
 import { CreateLaunchTemplateCommand, DeleteLaunchTemplateCommand, DescribeInstanceAttributeCommand, DescribeInstancesCommand, DescribeVolumesCommand, EC2Client } from '@aws-sdk/client-ec2';
 import { defaultUserData, Ec2Fleet, FLEET_TAG, NODE_ID_TAG } from '../../layers/core/warm/ec2-fleet.js';
+import { CACHE_NODE_V8_FLAGS } from '../../layers/core/warm/node-process.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
 
 /**
@@ -64,6 +65,7 @@ describe('Ec2Fleet (LocalStack EC2 API)', () => {
     expect(script).toContain("NODE_ID='node-a'");
     expect(script).toContain("--name '/strata/test/secret'");
     expect(script).not.toMatch(/STRATA_NODE_SECRET=/);
+    expect(script).toContain(`ExecStart=/usr/bin/node ${CACHE_NODE_V8_FLAGS.join(' ')} --import tsx /opt/strata/cachenode/src/main.ts`);
 
     await expect(f.list()).resolves.toEqual([node]);
     await f.terminate('node-a');

@@ -9,6 +9,7 @@ import {
   type Tag,
 } from '@aws-sdk/client-ec2';
 import { waitUntil, type FleetProvider, type LaunchedNode } from './fleet.js';
+import { CACHE_NODE_V8_FLAGS } from './node-process.js';
 
 export const NODE_ID_TAG = 'strata:node-id';
 export const FLEET_TAG = 'strata:fleet';
@@ -216,7 +217,7 @@ Description=Strata cache node
 After=network-online.target data-strata.mount
 [Service]
 EnvironmentFile=/etc/strata/node.env
-ExecStart=/usr/bin/node --import tsx /opt/strata/cachenode/src/main.ts
+ExecStart=/usr/bin/node ${CACHE_NODE_V8_FLAGS.join(' ')} --import tsx /opt/strata/cachenode/src/main.ts
 WorkingDirectory=/opt/strata
 Restart=always
 KillSignal=SIGTERM

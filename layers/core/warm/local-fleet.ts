@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { FleetProvider, LaunchedNode } from './fleet.js';
+import { CACHE_NODE_V8_FLAGS } from './node-process.js';
 
 /** The repository root, from this file's place in it (layers/core/warm). */
 const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -75,7 +76,7 @@ export class LocalFleet implements FleetProvider {
     const inherited: NodeJS.ProcessEnv = { ...process.env };
     delete inherited.NODE_OPTIONS; // Jest's --experimental-vm-modules is not for the daemon
     const env: NodeJS.ProcessEnv = { ...inherited, ...this.opts.env, STRATA_NODE_SECRET: this.opts.secret };
-    const args = ['--import', 'tsx', this.entry, '--data-dir', node.dir, '--port', String(node.port), '--host', this.host, '--node-id', node.nodeId, '--capacity-bytes', String(this.opts.capacityBytes ?? 1024 ** 3)];
+    const args = [...CACHE_NODE_V8_FLAGS, '--import', 'tsx', this.entry, '--data-dir', node.dir, '--port', String(node.port), '--host', this.host, '--node-id', node.nodeId, '--capacity-bytes', String(this.opts.capacityBytes ?? 1024 ** 3)];
     const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     node.child = child;
     node.stderr = [];
