@@ -1,6 +1,6 @@
 /**
- * The Node.js flags every cache-node process starts with, whichever fleet provider starts it (local processes,
- * the EC2 unit file).
+ * The Node.js flags every cache-node process starts with, whoever starts it: the local fleet provider, the EC2
+ * provider's unit file and the CDK fleet's unit file.
  *
  * The V8 heap flags give the node a young generation large enough to hold what its requests allocate and drop
  * within a few milliseconds (record objects of a migration's import, response bookkeeping), and an old
@@ -10,8 +10,8 @@
  * each 30–90 ms of wall time, which showed as 140–160 ms request stalls and seconds at −15–30% throughput. With
  * the flags, none ran in those 12 s, scavenges halved on every node, and the worst stall fell to 69 ms.
  *
- * The cost is memory: up to about 100 MiB more heap reserved per node, small beside the page cache of the
- * store it serves.
+ * The cost is memory: a node's heap may now reach about 200 MiB (64 MiB of young generation, 128 MiB of old)
+ * before its first full collection, small beside the page cache of the store it serves.
  */
 export const CACHE_NODE_V8_FLAGS: readonly string[] = [
   // MiB per semi-space: the young generation starts at 16 (V8 starts it at 1 and grows it under load) and grows
@@ -21,4 +21,3 @@ export const CACHE_NODE_V8_FLAGS: readonly string[] = [
   // MiB: the old generation's first collection limit.
   '--initial-old-space-size=128',
 ];
-
