@@ -124,18 +124,25 @@ export function encodeEntryRecordParts(ns: string, key: string, headerJson: stri
   return [encodeEntryRecordHead(ns, key, headerJson, value, false), value];
 }
 
+/**
+ * Writes an entry record's length prefix, type and field lengths into `out` at `at`; answers where its ns bytes
+ * go (the one place that knows the layout's fixed part).
+ */
+function writeEntryRecordFixed(out: Buffer, at: number, nsBytes: number, keyBytes: number, headerBytes: number, valueBytes: number): number {
+  out.writeUInt32BE(1 + ENTRY_FIXED + nsBytes + keyBytes + headerBytes + valueBytes, at);
+  out[at + 4] = RECORD_ENTRY;
+  out.writeUInt16BE(nsBytes, at + 5);
+  out.writeUInt16BE(keyBytes, at + 7);
+  out.writeUInt32BE(headerBytes, at + 9);
+  return at + PREFIX_BYTES + ENTRY_FIXED;
+}
+
 function encodeEntryRecordHead(ns: string, key: string, h: string, value: Buffer, withValue = true): Buffer {
   const nsBytes = Buffer.byteLength(ns);
   const keyBytes = Buffer.byteLength(key);
   const hBytes = Buffer.byteLength(h);
-  const total = 1 + ENTRY_FIXED + nsBytes + keyBytes + hBytes + value.length;
-  const out = Buffer.allocUnsafe(4 + total - (withValue ? 0 : value.length));
-  out.writeUInt32BE(total, 0);
-  out[4] = RECORD_ENTRY;
-  out.writeUInt16BE(nsBytes, 5);
-  out.writeUInt16BE(keyBytes, 7);
-  out.writeUInt32BE(hBytes, 9);
-  let at = PREFIX_BYTES + ENTRY_FIXED;
+  const out = Buffer.allocUnsafe(PREFIX_BYTES + ENTRY_FIXED + nsBytes + keyBytes + hBytes + (withValue ? value.length : 0));
+  let at = writeEntryRecordFixed(out, 0, nsBytes, keyBytes, hBytes, value.length);
   at += out.write(ns, at, 'utf8');
   at += out.write(key, at, 'utf8');
   at += out.write(h, at, 'utf8');
@@ -160,12 +167,7 @@ export function writeStoredEntryRecord(out: Buffer, at: number, sk: Buffer, head
   if (sep < 0) throw new Error('corrupt storage key');
   const nsBytes = sep - HASH_BYTES;
   const keyBytes = sk.length - sep - 1;
-  out.writeUInt32BE(1 + ENTRY_FIXED + nsBytes + keyBytes + headerJson.length + value.length, at);
-  out[at + 4] = RECORD_ENTRY;
-  out.writeUInt16BE(nsBytes, at + 5);
-  out.writeUInt16BE(keyBytes, at + 7);
-  out.writeUInt32BE(headerJson.length, at + 9);
-  let p = at + PREFIX_BYTES + ENTRY_FIXED;
+  let p = writeEntryRecordFixed(out, at, nsBytes, keyBytes, headerJson.length, value.length);
   out.set(sk.subarray(HASH_BYTES, sep), p);
   p += nsBytes;
   out.set(sk.subarray(sep + 1), p);
