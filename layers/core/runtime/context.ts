@@ -88,8 +88,9 @@ let current: Promise<ApiContext> | undefined;
 /**
  * The container's context: built from the environment on first use, unless one was installed. With a ring store
  * configured (STRATA_WARM_RING_BUCKET) it includes the warm tier; the fleet secret (STRATA_WARM_SECRET_ARN) and
- * the hot tier's password (STRATA_REDIS_PASSWORD_SECRET_ARN) are read from Secrets Manager here, once per container. A build that fails is not kept: the next call retries (a
- * Secrets Manager or S3 hiccup at a cold start does not poison the container).
+ * the hot tier's password (STRATA_REDIS_PASSWORD_SECRET_ARN) are read from Secrets Manager here, once per
+ * container. A build that fails is not kept: the next call retries (a Secrets Manager or S3 hiccup at a cold
+ * start does not poison the container).
  */
 export function getApiContext(): Promise<ApiContext> {
   // Lambda: no flush timer (frozen between invocations); the handler flushes when due.
