@@ -4,7 +4,8 @@
  * 100 KB values at concurrency 64. Targets (issue 3): GET >= 0.5x Redis, durable PUT >= 0.3x Redis. For the PUTs a
  * second, durable Redis (append-only file, `appendfsync always`: a write is acknowledged after it is fsynced, as
  * the cache node's are) is measured too and reported as an extra ratio, like for like; the targets stay against
- * the in-memory Redis.
+ * the in-memory Redis. First, the disk's own cost of a group commit is probed (see `lib/fsync-probe.ts`) and
+ * reported beside the figures.
  */
 import { Redis } from 'ioredis';
 import { HybridLogicalClock } from '../layers/core/model/hlc.js';
@@ -19,6 +20,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { probeFsync } from './lib/fsync-probe.js';
 import { closedLoop, round, table, type LoadResult } from './lib/measure.js';
 
 const CONCURRENCY = 64;
@@ -36,6 +38,9 @@ export async function warmNode(opts: { seconds: number; runs?: number }): Promis
   const seconds = Math.max(1, opts.seconds / 2);
   const rounds = opts.runs ?? 3;
   const dir = mkdtempSync(join(tmpdir(), 'strata-bench-warm-'));
+  // Before anything else runs: the disk's own cost of a group commit, for the PUT figures' context.
+  const fsync = probeFsync(dir);
+  for (const f of fsync) console.log(`disk under the node's data directory: ${f.pattern}: p50 ${f.p50Ms} ms, p99 ${f.p99Ms} ms`);
   const redis = await startRedis();
   const raw = new Redis(redis.url, { enableAutoPipelining: true });
   const aofDir = join(dir, 'redis-aof');
@@ -123,6 +128,7 @@ export async function warmNode(opts: { seconds: number; runs?: number }): Promis
         durableRedis: 'PUT only: a second redis-server with appendonly yes, appendfsync always (acknowledged after fsync), via ioredis with auto-pipelining',
         host: '2 shared cores; client, node and redis-server run on them together',
       },
+      host: { fsync },
       baseline: { name: 'redis-server via ioredis', ...Object.fromEntries(Object.entries(results).map(([k, r]) => [k, r.baseline])), rounds: Object.fromEntries(Object.entries(results).map(([k, r]) => [k, r.rounds.baseline])) },
       candidate: { name: 'cachenode via WarmTier', ...Object.fromEntries(Object.entries(results).map(([k, r]) => [k, r.candidate])), rounds: Object.fromEntries(Object.entries(results).map(([k, r]) => [k, r.rounds.candidate])), nodeOps: nodeStats.ops, coalesced: warmStats.coalesced },
       durableBaseline: { name: 'redis-server appendfsync always via ioredis', ...Object.fromEntries(Object.entries(results).filter(([, r]) => r.durableBaseline).map(([k, r]) => [k, r.durableBaseline])) },
