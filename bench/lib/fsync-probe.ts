@@ -13,15 +13,15 @@ export interface FsyncFigures {
 
 const PAGE = 4096;
 const FILE_PAGES = 4096; // a 16 MiB file: about the size of the 1 KB bench's LMDB file
-const GROUP_BYTES = 64 * 1024; // what a group of 64 puts of 1 KB appends to a log
+const GROUP_BYTES = 36 * 1024; // what ~32 puts of 1 KB (with keys and headers) append to a log
 const PAGES_PER_GROUP = 35; // leaf and branch pages one LMDB commit of ~32 puts of 1 KB dirties (hash-ordered keys)
 
 /**
- * What one durable group commit costs on the disk under `dir`, measured directly: a sequential 64 KiB write and
+ * What one durable group commit costs on the disk under `dir`, measured directly: a sequential 36 KiB write and
  * 35 scattered 4 KiB page writes, each followed by fdatasync, in a preallocated file (so neither changes the
  * file's size). A B+-tree keyed by hash (LMDB, as the cache node stores) dirties one random leaf page per small
- * put, so its commits are the second pattern; a log's are the first. The warm-node benchmark prints both beside
- * its PUT figures: they bound what any store acknowledging after fsync can do on this host.
+ * put, so its commits are the second pattern; a log's are the first (the same ~32 puts either way). The warm-node
+ * benchmark prints both beside its PUT figures: how long a durable group commit takes on this host's disk.
  */
 export function probeFsync(dir: string, syncs = 300): FsyncFigures[] {
   const file = join(dir, 'fsync-probe.bin');
@@ -31,7 +31,7 @@ export function probeFsync(dir: string, syncs = 300): FsyncFigures[] {
     for (let p = 0; p < FILE_PAGES; p++) writeSync(fd, page, 0, PAGE, p * PAGE);
     fdatasyncSync(fd);
     const group = Buffer.alloc(GROUP_BYTES, 0x5a);
-    const groupsInFile = (FILE_PAGES * PAGE) / GROUP_BYTES;
+    const groupsInFile = Math.floor((FILE_PAGES * PAGE) / GROUP_BYTES);
     // A fixed pseudo-random page sequence (32-bit LCG, high bits), so runs are comparable.
     let seed = 12345;
     const nextPage = () => {

@@ -12,7 +12,7 @@ describe('probeFsync (warm-node benchmark context)', () => {
 
   it('times both commit patterns on the given directory and leaves nothing behind', () => {
     const figures = probeFsync(dir, 10);
-    expect(figures.map((f) => f.pattern)).toEqual(['sequential 64 KiB + fdatasync', '35 random 4 KiB pages + fdatasync']);
+    expect(figures.map((f) => f.pattern)).toEqual(['sequential 36 KiB + fdatasync', '35 random 4 KiB pages + fdatasync']);
     for (const f of figures) {
       expect(f.syncs).toBe(10);
       expect(f.p50Ms).toBeGreaterThan(0);
