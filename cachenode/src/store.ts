@@ -524,10 +524,10 @@ export class NodeStore {
       for (const { key, value } of this.metaViews.getRange({ ...b, ...(after ? { start: keyAfter(after) } : {}), limit: STATS_CHUNK })) {
         keys++;
         bytes += value.readUInt32BE(16);
-        last = key as Buffer;
+        last = key;
       }
       if (!last) return { keys, bytes };
-      after = Buffer.from(last); // keys are fresh buffers per entry (lmdb-js binary keys), copied to be safe
+      after = last; // a sweep's keys are copies (see VIEW_VALUES), as scanExpired relies on too
     }
   }
 
