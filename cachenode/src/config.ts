@@ -22,6 +22,12 @@ export const nodeConfigSchema = z.object({
   STRATA_NODE_WATERMARK: z.coerce.number().gt(0).max(1).default(0.85),
   /** 'flush': acknowledge writes once fsynced; 'commit': once committed (survives a process crash only). */
   STRATA_NODE_SYNC: z.enum(['flush', 'commit']).default('flush'),
+  /**
+   * How often small writes, durable in the write journal once acknowledged, are applied to LMDB (ms). Longer:
+   * fewer, larger LMDB transactions (a page written by many puts is written once) and more memory for the
+   * writes waiting (bounded: see cachenode/README.md).
+   */
+  STRATA_NODE_APPLY_INTERVAL_MS: z.coerce.number().int().min(1).max(60_000).default(1000),
   STRATA_NODE_MAX_VALUE_BYTES: z.coerce.number().int().min(1024).max(2 ** 31).default(512 * 1024 * 1024),
   /** Upper bound of a range export's rate, bytes per second (a request may ask for less). 0 = unlimited. */
   STRATA_NODE_EXPORT_RATE: z.coerce.number().int().min(0).default(32 * 1024 * 1024),
@@ -60,6 +66,8 @@ export interface NodeConfig {
   capacityBytes: number;
   watermark: number;
   sync: 'flush' | 'commit';
+  /** Journal apply interval, ms (see STRATA_NODE_APPLY_INTERVAL_MS). */
+  applyIntervalMs: number;
   maxValueBytes: number;
   exportRateBytesPerSec: number;
   drainMs: number;
@@ -113,6 +121,7 @@ export function loadNodeConfig(env: NodeJS.ProcessEnv, argv: readonly string[] =
     capacityBytes: c.STRATA_NODE_CAPACITY_BYTES,
     watermark: c.STRATA_NODE_WATERMARK,
     sync: c.STRATA_NODE_SYNC,
+    applyIntervalMs: c.STRATA_NODE_APPLY_INTERVAL_MS,
     maxValueBytes: c.STRATA_NODE_MAX_VALUE_BYTES,
     exportRateBytesPerSec: c.STRATA_NODE_EXPORT_RATE,
     drainMs: c.STRATA_NODE_DRAIN_MS,

@@ -110,7 +110,7 @@ export class CacheNode {
   }
 
   static async start(config: NodeConfig): Promise<CacheNode> {
-    const store = new NodeStore({ dir: config.dataDir, capacityBytes: config.capacityBytes, watermark: config.watermark, sync: config.sync });
+    const store = new NodeStore({ dir: config.dataDir, capacityBytes: config.capacityBytes, watermark: config.watermark, sync: config.sync, applyIntervalMs: config.applyIntervalMs });
     const node = new CacheNode(config, store);
     if (store.getSys<string>('nodeId') !== node.nodeId) await store.putSys('nodeId', node.nodeId);
     node.server.listen(config.port, config.host);
@@ -559,7 +559,8 @@ export class CacheNode {
       }
       if (items.length === 0) continue;
       commits.push(
-        this.store.putMany(items).then((outcomes) => {
+        // Bulk: straight to LMDB (large transactions already; the journal would only write them twice).
+        this.store.putMany(items, { bulk: true }).then((outcomes) => {
           for (const o of outcomes) {
             if (o.applied) applied++;
             else if (o.full) full++;
@@ -613,6 +614,8 @@ export class CacheNode {
 
   private async victims(query: URLSearchParams, res: ServerResponse): Promise<void> {
     const limit = Math.min(10_000, Math.max(1, Number(query.get('limit') ?? 100) || 100));
+    // Expired entries are found by a scan of LMDB: journaled writes waiting to be applied are applied first.
+    await this.store.settle();
     const s = this.store.stats();
     return this.json(res, 200, { ...s, victims: this.store.victims(limit) });
   }

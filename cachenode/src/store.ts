@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
+import { FRAME_BYTES, Journal, readJournal } from './journal.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../../layers/core/model/entry.js';
 import { decodeHeader } from '../../layers/core/model/entry.js';
 import { keyAfter, parseStoreKey, positionKey, storeKey } from '../../layers/core/warm/wire.js';
@@ -18,10 +19,20 @@ import { bucketStart, PositionHistogram, spanPieces, type SpanPieces } from './p
  *   then never read large values.
  *
  * Writes are versioned: a put applies only over an older (or expired) version. The decision is made on the main
- * thread against the newest state, committed or still queued (the `pending` overlay), and LMDB applies queued
- * writes in call order, so the decision holds at commit. A write is acknowledged after its transaction commits
- * (`sync: 'commit'`: survives a crash of the process) or after it is flushed to disk too (`sync: 'flush'`, the
- * default: survives a crash of the machine).
+ * thread against the newest state, committed or still queued (the `pending` overlay), and every decided write
+ * reaches LMDB in decision order, so the decision holds. Decided writes take one of two paths:
+ * - *journaled* (small values up to {@link INLINE_VALUE_MAX_BYTES}, removals, pin changes): appended to the
+ *   write-ahead {@link Journal} and acknowledged once their group is on disk (`sync: 'flush'`, the default:
+ *   survives a crash of the machine) or written (`sync: 'commit'`: survives a crash of the process). Until LMDB
+ *   holds them they are served from the overlay, which keeps their records. They are applied to LMDB in large
+ *   transactions about once per `applyIntervalMs` (sooner when someone waits for them: {@link NodeStore.settle}),
+ *   so a leaf page written by many puts is written once, and superseded writes to a key are skipped. Each apply
+ *   records the number of the last journal record it holds (`journal.appliedSeq`, in the same transaction), and a
+ *   restart replays only the journal records after it;
+ * - *direct* (larger values, and migration imports: `bulk`): queued to LMDB at once and acknowledged after their
+ *   transaction commits (and is flushed, per `sync`). A large value written once, or thousands of writes in one
+ *   call, cost about the same either way, and the journal would only write them twice. A key with a journaled write still waiting for LMDB takes the journal for its next writes too, so
+ *   its writes reach LMDB in order.
  *
  * Capacity: the accounted bytes (key + header + value + a fixed overhead per entry) never exceed
  * `capacityBytes`; a write that would is refused with `full` (the caller places it elsewhere). Nothing is ever
@@ -36,6 +47,8 @@ export interface NodeStoreOptions {
   watermark?: number;
   /** @default 'flush' */
   sync?: 'flush' | 'commit';
+  /** How often journaled writes are applied to LMDB when nobody waits for them (ms). @default 1000 */
+  applyIntervalMs?: number;
   now?: () => number;
 }
 
@@ -69,6 +82,58 @@ interface Meta {
   external: boolean;
 }
 
+/** A key's newest state while a write of it waits for LMDB. */
+interface PendingState {
+  /** null: removed. */
+  m: Meta | null;
+  /** Journaled writes: the record as it will be stored in `meta` (puts; reads are served from it). */
+  rec?: Buffer;
+  /** Journaled puts of external values: the value as it will be stored in `data`. */
+  value?: Buffer;
+  /** Written through the journal (else queued to LMDB directly). */
+  journaled: boolean;
+}
+
+/** What a journal record does to LMDB (bits). */
+const OP_META_PUT = 1;
+const OP_META_DEL = 2;
+const OP_DATA_PUT = 4;
+const OP_DATA_DEL = 8;
+const OP_DATA = OP_DATA_PUT | OP_DATA_DEL;
+/** A journal record: `[u8 ops][u8 0][u16 key length][u32 record length][u32 value length]`, key, record, value. */
+const OP_FIXED = 12;
+
+/** A journaled write, waiting to be applied to LMDB. */
+interface WriteOp {
+  sk: Buffer;
+  id: string;
+  ops: number;
+  state: PendingState;
+  /** Its journal record (framed), until appended. */
+  framed: Buffer | undefined;
+  /** Its journal record's number. */
+  seq: number;
+}
+
+function decodeOp(p: Buffer): { ops: number; sk: Buffer; rec: Buffer; value: Buffer } {
+  const skLen = p.readUInt16BE(2);
+  const recLen = p.readUInt32BE(4);
+  const valLen = p.readUInt32BE(8);
+  const at = OP_FIXED + skLen;
+  return { ops: p[0]!, sk: p.subarray(OP_FIXED, at), rec: p.subarray(at, at + recLen), value: p.subarray(at + recLen, at + recLen + valLen) };
+}
+
+/** Journaled writes applied per LMDB transaction at most (a backlog takes several). */
+const APPLY_BATCH_OPS = 100_000;
+/** Writes queued to LMDB per event-loop turn while applying, so requests are not held up behind a large apply. */
+const APPLY_CHUNK_OPS = 2_000;
+/** Bytes of journaled records and values waiting for LMDB beyond which an apply starts at once. */
+const APPLY_EARLY_BYTES = 64 * 1024 * 1024;
+/** Beyond this, writes are acknowledged only once applied (LMDB falling behind slows writers, not memory). */
+const OVERLAY_LIMIT_BYTES = 256 * 1024 * 1024;
+/** `sys` entry: number of the last journal record LMDB holds (written in the transaction that applies it). */
+const APPLIED_SEQ = 'journal.appliedSeq';
+
 const META_FIXED = 20;
 /** First byte after the fixed part of an inline record (an external record's header JSON starts with `{`). */
 const INLINE_MARK = 0x01;
@@ -85,21 +150,58 @@ function yieldToEventLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-/** A record: inline with `value` when given, else external (the value goes to `data`). */
-function encodeRecord(m: Meta, headerJson: string, value?: Buffer): Buffer {
-  const hBytes = Buffer.byteLength(headerJson);
-  const fixed = value ? INLINE_FIXED : META_FIXED;
-  const out = Buffer.allocUnsafe(fixed + hBytes + (value?.length ?? 0));
-  out.writeDoubleBE(m.version, 0);
-  out.writeDoubleBE(m.expiresAt ?? Number.NaN, 8);
-  out.writeUInt32BE(m.bytes, 16);
+/** What a `meta` record holds: inline with `value` when given, else external (the value goes to `data`). */
+interface RecordParts {
+  m: Meta;
+  headerJson: string;
+  value?: Buffer | undefined;
+}
+
+function recordLength(hBytes: number, value: Buffer | undefined): number {
+  return (value ? INLINE_FIXED : META_FIXED) + hBytes + (value?.length ?? 0);
+}
+
+/** Writes the record of `parts` (header JSON `hBytes` long) at byte `at` of `out`. */
+function writeRecord(out: Buffer, at: number, { m, headerJson, value }: RecordParts, hBytes: number): void {
+  out.writeDoubleBE(m.version, at);
+  out.writeDoubleBE(m.expiresAt ?? Number.NaN, at + 8);
+  out.writeUInt32BE(m.bytes, at + 16);
   if (value) {
-    out[META_FIXED] = INLINE_MARK;
-    out.writeUInt32BE(hBytes, META_FIXED + 1);
+    out[at + META_FIXED] = INLINE_MARK;
+    out.writeUInt32BE(hBytes, at + META_FIXED + 1);
   }
-  out.write(headerJson, fixed, 'utf8');
-  if (value) out.set(value, fixed + hBytes);
+  const h = at + (value ? INLINE_FIXED : META_FIXED);
+  out.write(headerJson, h, 'utf8');
+  if (value) out.set(value, h + hBytes);
+}
+
+function encodeRecord(parts: RecordParts): Buffer {
+  const hBytes = Buffer.byteLength(parts.headerJson);
+  const out = Buffer.allocUnsafe(recordLength(hBytes, parts.value));
+  writeRecord(out, 0, parts, hBytes);
   return out;
+}
+
+/**
+ * A journal record in one buffer, with the space for its frame in front (see {@link Journal.append}): `[u8
+ * ops][u8 0][u16 key length][u32 record length][u32 value length]`, then the storage key, the `meta` record and the
+ * external value, if any. Answers views of the record and value too, which the overlay keeps (no second copy).
+ */
+function journalRecord(sk: Buffer, ops: number, record?: RecordParts, external?: Buffer): { framed: Buffer; rec?: Buffer; value?: Buffer } {
+  const hBytes = record ? Buffer.byteLength(record.headerJson) : 0;
+  const recLen = record ? recordLength(hBytes, record.value) : 0;
+  const valLen = external?.length ?? 0;
+  const at = FRAME_BYTES + OP_FIXED + sk.length;
+  const out = Buffer.allocUnsafe(at + recLen + valLen);
+  out[FRAME_BYTES] = ops;
+  out[FRAME_BYTES + 1] = 0;
+  out.writeUInt16BE(sk.length, FRAME_BYTES + 2);
+  out.writeUInt32BE(recLen, FRAME_BYTES + 4);
+  out.writeUInt32BE(valLen, FRAME_BYTES + 8);
+  out.set(sk, FRAME_BYTES + OP_FIXED);
+  if (record) writeRecord(out, at, record, hBytes);
+  if (external) out.set(external, at + recLen);
+  return { framed: out, ...(record ? { rec: out.subarray(at, at + recLen) } : {}), ...(external ? { value: out.subarray(at + recLen) } : {}) };
 }
 
 function decodeMetaFixed(b: Buffer): Meta {
@@ -123,6 +225,12 @@ function metaHeaderJson(b: Buffer): string {
 }
 
 function noop(): void {}
+
+/** The writes of one call queued to LMDB directly: their commit promises and overlay states. */
+interface Direct {
+  commits: Set<Promise<unknown>>;
+  queued: { id: string; state: PendingState }[];
+}
 
 const EMPTY = Buffer.alloc(0);
 
@@ -174,8 +282,25 @@ export class NodeStore {
   private readonly sys: Database<unknown, string>;
   private readonly sync: 'flush' | 'commit';
   private readonly now: () => number;
-  /** Writes queued but not yet committed: the newest state of their keys (null = removed). */
-  private readonly pending = new Map<string, Meta | null>();
+  /** Writes decided but not yet committed to LMDB: the newest state of their keys. */
+  private readonly pending = new Map<string, PendingState>();
+  private readonly journal: Journal;
+  private readonly applyIntervalMs: number;
+  /** Journaled writes not yet applied to LMDB, in decision order. */
+  private applyQueue: WriteOp[] = [];
+  /** The apply loop, while it runs. */
+  private applying: Promise<void> | undefined;
+  private applyTimer: NodeJS.Timeout | undefined;
+  private lastApplyAt = 0;
+  /** Bytes of records and values in {@link applyQueue}. */
+  private queuedBytes = 0;
+  /** Every journaled write up to this record number is committed to LMDB. */
+  private committedSeq: number;
+  /** Number of the last journal record appended. */
+  private lastSeq: number;
+  private commitWaiters: { seq: number; resolve: () => void; reject: (e: unknown) => void }[] = [];
+  /** Set when the journal or LMDB failed a journaled write: every later write is refused. */
+  private failure: Error | undefined;
   private readonly order = new Sieve<string>();
   /** Keys and bytes per ring bucket, for {@link rangeStats}. */
   private readonly histogram = new PositionHistogram();
@@ -200,7 +325,48 @@ export class NodeStore {
     const viewCodecs = { name: 'meta', keyEncoding: 'binary' as const, encoder: VIEW_VALUES };
     this.metaViews = this.env.openDB<Buffer, Buffer>(viewCodecs);
     this.sys = this.env.openDB<unknown, string>({ name: 'sys', encoding: 'json' });
+    this.applyIntervalMs = opts.applyIntervalMs ?? 1000;
+    this.committedSeq = this.lastSeq = this.replayJournal(opts.dir);
+    this.journal = new Journal({ dir: opts.dir, fsync: this.sync === 'flush', firstSeq: this.lastSeq + 1, onDurable: () => this.kickApply(), onError: (e) => this.fail(e) });
     this.rebuild();
+  }
+
+  /**
+   * Boot: applies the journal records LMDB does not hold yet (those after its `journal.appliedSeq`), in order, in
+   * synchronous transactions that record their progress, then deletes the segments. Answers the number of the
+   * last record applied or seen (the journal numbers on from there).
+   */
+  private replayJournal(dir: string): number {
+    const applied = (this.sys.get(APPLIED_SEQ) as number | undefined) ?? 0;
+    const j = readJournal(dir, applied);
+    if (j.segments.length === 0) return applied;
+    let batch: { seq: number; payload: Buffer }[] = [];
+    let replayed = 0;
+    const flush = (): void => {
+      const records = batch;
+      batch = [];
+      this.env.transactionSync(() => {
+        for (const r of records) this.applyOpSync(decodeOp(r.payload));
+        this.sys.putSync(APPLIED_SEQ, records[records.length - 1]!.seq);
+      });
+      replayed += records.length;
+    };
+    for (const r of j.records) {
+      batch.push(r);
+      if (batch.length >= APPLY_BATCH_OPS) flush();
+    }
+    if (batch.length > 0) flush();
+    const last = Math.max(applied, j.lastSeq());
+    j.done();
+    console.error(JSON.stringify({ level: 'info', msg: 'replayed the write journal', records: replayed, segments: j.segments.length, lastSeq: last }));
+    return last;
+  }
+
+  private applyOpSync(op: { ops: number; sk: Buffer; rec: Buffer; value: Buffer }): void {
+    if (op.ops & OP_META_PUT) this.meta.putSync(op.sk, op.rec);
+    if (op.ops & OP_META_DEL) this.meta.removeSync(op.sk);
+    if (op.ops & OP_DATA_PUT) this.data.putSync(op.sk, op.value);
+    if (op.ops & OP_DATA_DEL) this.data.removeSync(op.sk);
   }
 
   /** Boot: byte accounting and eviction order from the meta database (values are not read). */
@@ -249,19 +415,22 @@ export class NodeStore {
    * buffer (getRaw copies it into a buffer of its own).
    */
   readRaw<T>(sk: Buffer, take: (headerJson: string, value: Buffer) => T, touch = true): T | undefined {
-    const mb = exactView(this.meta.getBinaryFast(sk));
+    const p = this.journaledState(sk);
+    const mb = p ? p.rec : exactView(this.meta.getBinaryFast(sk));
     if (!mb) return undefined;
     if (this.expired(decodeMetaFixed(mb))) return undefined;
     const headerJson = metaHeaderJson(mb);
     const at = inlineValueAt(mb);
     // The next read may reuse the meta buffer: the header is a string already, an inline value is taken now.
-    const value = at === undefined ? (exactView(this.data.getBinaryFast(sk)) ?? EMPTY) : mb.subarray(at);
+    const value = at !== undefined ? mb.subarray(at) : (p?.value ?? exactView(this.data.getBinaryFast(sk)) ?? EMPTY);
     if (touch) this.order.touch(idOf(sk));
     return take(headerJson, value);
   }
 
   head(ns: string, key: string): EntryHeader | undefined {
-    const mb = this.meta.getBinary(storeKey(ns, key));
+    const sk = storeKey(ns, key);
+    const p = this.journaledState(sk);
+    const mb = p ? p.rec : this.meta.getBinary(sk);
     if (!mb) return undefined;
     const m = decodeMetaFixed(mb);
     return this.expired(m) ? undefined : decodeHeader(metaHeaderJson(mb));
@@ -271,10 +440,20 @@ export class NodeStore {
     return m.expiresAt !== null && m.expiresAt <= this.now();
   }
 
+  /**
+   * A journaled write of the key that LMDB does not hold yet: reads are answered from it (its record; undefined
+   * when it removed the key). Writes queued to LMDB directly are read from LMDB once committed, as before.
+   */
+  private journaledState(sk: Buffer): PendingState | undefined {
+    if (this.applyQueue.length === 0 && !this.applying) return undefined;
+    const p = this.pending.get(idOf(sk));
+    return p?.journaled ? p : undefined;
+  }
+
   /** The newest state of a key, queued writes included. */
   private current(sk: Buffer, id: string): Meta | null {
     const p = this.pending.get(id);
-    if (p !== undefined) return p;
+    if (p !== undefined) return p.m;
     // Fixed fields only: LMDB's reused read buffer, not a copy of the record (value included when inline).
     const mb = this.meta.getBinaryFast(sk);
     return mb ? decodeMetaFixed(mb) : null;
@@ -297,26 +476,26 @@ export class NodeStore {
 
   /**
    * Versioned writes (single puts, batch puts, migration imports): every item is decided now, in order, and
-   * they are queued together (LMDB commits them in one or two transactions). Resolves once all are durable.
+   * they are journaled or queued to LMDB together. Resolves once all are durable. `bulk` (migration imports:
+   * thousands of writes per call, in large transactions anyway) queues small values to LMDB directly too, except
+   * behind a journaled write of the same key.
    */
-  putMany(items: { ns: string; key: string; entry: Entry; sk?: Buffer; headerJson?: string }[]): Promise<WriteOutcome[]> {
-    this.assertOpen();
+  putMany(items: { ns: string; key: string; entry: Entry; sk?: Buffer; headerJson?: string }[], opts: { bulk?: boolean } = {}): Promise<WriteOutcome[]> {
+    this.assertWritable();
     const outcomes: WriteOutcome[] = [];
-    const queued: { id: string; m: Meta }[] = [];
-    const commits = new Set<Promise<unknown>>();
+    const journaled: WriteOp[] = [];
+    const direct: Direct = { commits: new Set(), queued: [] };
     for (const it of items) {
       const sk = it.sk ?? storeKey(it.ns, it.key);
-      const id = idOf(sk);
-      const outcome = this.decidePut(sk, id, it.entry, it.headerJson, commits, queued);
-      outcomes.push(outcome);
+      outcomes.push(this.decidePut(sk, idOf(sk), it.entry, it.headerJson, opts.bulk === true, journaled, direct));
     }
-    if (queued.length === 0) return Promise.resolve(outcomes);
-    return this.durableAfter(commits, queued).then(() => outcomes);
+    return this.afterDecided(journaled, direct).then(() => outcomes);
   }
 
-  /** Decides one write and queues it (adding its commit promise to `commits` and its overlay state to `queued`). */
-  private decidePut(sk: Buffer, id: string, entry: Entry, headerJson: string | undefined, commits: Set<Promise<unknown>>, queued: { id: string; m: Meta | null }[]): WriteOutcome {
-    const cur = this.current(sk, id);
+  /** Decides one write and, when it applies, adds it to `journaled` or `direct` (and to the overlay). */
+  private decidePut(sk: Buffer, id: string, entry: Entry, headerJson: string | undefined, bulk: boolean, journaled: WriteOp[], direct: Direct): WriteOutcome {
+    const prev = this.pending.get(id);
+    const cur = prev !== undefined ? prev.m : this.current(sk, id);
     const live = cur !== null && !this.expired(cur);
     if (live && cur.version >= entry.header.version) return { applied: false, current: cur.version };
     const json = headerJson ?? JSON.stringify(entry.header);
@@ -329,34 +508,185 @@ export class NodeStore {
     }
     const inline = entry.value.length <= INLINE_VALUE_MAX_BYTES;
     const m: Meta = { version: entry.header.version, expiresAt: entry.header.expiresAt, bytes, external: !inline };
-    this.pending.set(id, m);
-    queued.push({ id, m });
     this.account(sk, cur === null ? 1 : 0, bytes - before);
     if (entry.header.flags.pinned) this.order.remove(id);
     else this.order.insert(id);
-    // The header and an external value are queued in the same event turn, so lmdb-js commits them in one
-    // transaction (its default `eventTurnBatching`; nothing here uses the synchronous transactions that could
-    // split a batch): a crash or a reader never sees one without the other.
-    commits.add(this.meta.put(sk, encodeRecord(m, json, inline ? entry.value : undefined)));
-    if (!inline) commits.add(this.data.put(sk, entry.value));
-    else if (cur?.external) commits.add(this.data.remove(sk));
+    const dataOps = inline ? (cur?.external ? OP_DATA_DEL : 0) : OP_DATA_PUT;
+    if ((inline && !bulk) || prev?.journaled) {
+      // A large value (or a bulk write) behind a journaled write of the same key is journaled too, so it reaches
+      // LMDB after it. Either way the record (and value) are copied into the journal record: the caller's buffer
+      // may be a pooled request body, reused once this is acknowledged.
+      journaled.push(this.decided(sk, id, OP_META_PUT | dataOps, m, { m, headerJson: json, value: inline ? entry.value : undefined }, inline ? undefined : entry.value));
+    } else {
+      const state: PendingState = { m, journaled: false };
+      this.pending.set(id, state);
+      direct.queued.push({ id, state });
+      // The header and the value are queued in the same event turn, so lmdb-js commits them in one transaction
+      // (its default `eventTurnBatching`; nothing here uses the synchronous transactions that could split a
+      // batch): a crash or a reader never sees one without the other.
+      direct.commits.add(this.meta.put(sk, encodeRecord({ m, headerJson: json, value: inline ? entry.value : undefined })));
+      if (!inline) direct.commits.add(this.data.put(sk, entry.value));
+      else if (cur?.external) direct.commits.add(this.data.remove(sk));
+    }
     return { applied: true, current: m.version };
   }
 
   /**
-   * Resolves once the queued writes are committed and (per `sync`) flushed, then drops their overlay state. The
-   * flush promise is taken now, right after queuing: the one of the transaction these writes are in (one read
-   * later could be a newer transaction's, a whole commit later).
+   * A decided journaled write (`m` null: a removal): its journal record, and its state, now the key's newest (the
+   * overlay). {@link submit} journals it.
    */
-  private durableAfter(commits: Set<Promise<unknown>>, queued: { id: string; m: Meta | null }[]): Promise<void> {
+  private decided(sk: Buffer, id: string, ops: number, m: Meta | null, record?: RecordParts, external?: Buffer): WriteOp {
+    const { framed, rec, value } = journalRecord(sk, ops, record, external);
+    const state: PendingState = { m, rec, value, journaled: true };
+    this.pending.set(id, state);
+    return { sk, id, ops, state, framed, seq: 0 };
+  }
+
+  /** Resolves once the decided writes are durable: journaled ones in the journal, direct ones in LMDB. */
+  private afterDecided(journaled: WriteOp[], direct: Direct): Promise<void> {
+    const j = journaled.length > 0 ? this.submit(journaled) : undefined;
+    const d = direct.queued.length > 0 ? this.durableAfter(direct) : undefined;
+    return j && d ? Promise.all([j, d]).then(noop) : (j ?? d ?? Promise.resolve());
+  }
+
+  /**
+   * Resolves once the directly queued writes are committed and (per `sync`) flushed, then drops their overlay
+   * state. The flush promise is taken now, right after queuing: the one of the transaction these writes are in
+   * (one read later could be a newer transaction's, a whole commit later).
+   */
+  private durableAfter({ commits, queued }: Direct): Promise<void> {
     if (this.sync === 'flush') commits.add(this.env.flushed.then(noop));
     const settled = (): void => {
-      for (const q of queued) if (this.pending.get(q.id) === q.m) this.pending.delete(q.id);
+      for (const q of queued) if (this.pending.get(q.id) === q.state) this.pending.delete(q.id);
     };
     return Promise.all(commits).then(settled, (e: unknown) => {
       settled();
       throw e;
     });
+  }
+
+  /**
+   * Journals decided writes (in the order given, after every write decided before them) and queues them for
+   * LMDB. Resolves once they are durable in the journal; when the overlay holds more than its limit, only once
+   * they are committed to LMDB too.
+   */
+  private submit(ops: WriteOp[]): Promise<void> {
+    const { seq, durable } = this.journal.append(ops.map((op) => op.framed!));
+    let s = seq - ops.length;
+    for (const op of ops) {
+      op.seq = ++s;
+      op.framed = undefined;
+      this.queuedBytes += (op.state.rec?.length ?? 0) + (op.state.value?.length ?? 0);
+      this.applyQueue.push(op);
+    }
+    this.lastSeq = seq;
+    if (this.queuedBytes > OVERLAY_LIMIT_BYTES) return durable.then(() => this.committedThrough(seq));
+    return durable;
+  }
+
+  /** Resolves once every journaled write up to record `seq` is committed to LMDB. */
+  private committedThrough(seq: number): Promise<void> {
+    if (this.committedSeq >= seq) return Promise.resolve();
+    if (this.failure) return Promise.reject(this.failure);
+    const committed = new Promise<void>((resolve, reject) => this.commitWaiters.push({ seq, resolve, reject }));
+    this.kickApply();
+    return committed;
+  }
+
+  /** Starts applying durable journaled writes to LMDB: now when someone waits or much is queued, else on schedule. */
+  private kickApply(): void {
+    if (this.applying || this.closed || this.applyQueue.length === 0) return;
+    const urgent = this.commitWaiters.length > 0 || this.queuedBytes > APPLY_EARLY_BYTES;
+    const wait = urgent ? 0 : this.lastApplyAt + this.applyIntervalMs - performance.now();
+    if (wait > 0) {
+      this.applyTimer ??= setTimeout(() => {
+        this.applyTimer = undefined;
+        this.kickApply();
+      }, wait);
+      return;
+    }
+    clearTimeout(this.applyTimer);
+    this.applyTimer = undefined;
+    this.applying = this.applyLoop().finally(() => {
+      this.applying = undefined;
+      if (this.applyQueue[0] && this.applyQueue[0].seq <= this.journal.durableSeq) this.kickApply();
+    });
+  }
+
+  /**
+   * Applies the durable journaled writes to LMDB, in order, up to {@link APPLY_BATCH_OPS} per transaction: a write
+   * superseded by a later one of the same key in the batch is skipped (the later one takes over its `data`
+   * removal), the rest are queued {@link APPLY_CHUNK_OPS} per event-loop turn, then the batch's last record number
+   * (so a restart does not apply them again over newer direct writes). Once committed, their overlay states go;
+   * once flushed, the journal releases their records.
+   */
+  private async applyLoop(): Promise<void> {
+    try {
+      for (;;) {
+        const durableSeq = this.journal.durableSeq;
+        let n = 0;
+        while (n < this.applyQueue.length && n < APPLY_BATCH_OPS && this.applyQueue[n]!.seq <= durableSeq) n++;
+        if (n === 0) return;
+        const batch = this.applyQueue.splice(0, n);
+        this.lastApplyAt = performance.now();
+        const newest = new Map<string, WriteOp>();
+        for (const op of batch) {
+          const before = newest.get(op.id);
+          if (before && before.ops & OP_DATA && !(op.ops & OP_DATA)) op.ops |= OP_DATA_DEL;
+          newest.set(op.id, op);
+        }
+        let queued = 0;
+        for (const op of batch) {
+          if (newest.get(op.id) !== op) continue;
+          this.applyOp(op);
+          if (++queued % APPLY_CHUNK_OPS === 0) await yieldToEventLoop();
+        }
+        const last = batch[batch.length - 1]!.seq;
+        const committed = this.sys.put(APPLIED_SEQ, last);
+        // Taken now, right after queuing: the flush of the transaction these writes end in.
+        const flushed = this.env.flushed;
+        await committed;
+        for (const op of batch) {
+          this.queuedBytes -= (op.state.rec?.length ?? 0) + (op.state.value?.length ?? 0);
+          if (this.pending.get(op.id) === op.state) this.pending.delete(op.id);
+        }
+        this.committedSeq = last;
+        this.resolveCommitWaiters();
+        await flushed;
+        this.journal.release(last);
+        if (this.commitWaiters.length === 0 && this.queuedBytes <= APPLY_EARLY_BYTES) return;
+      }
+    } catch (e) {
+      this.fail(e instanceof Error ? e : new Error(String(e)));
+    }
+  }
+
+  /** Queues one journaled write to LMDB (lmdb-js commits in call order). */
+  private applyOp(op: WriteOp): void {
+    if (op.ops & OP_META_PUT) void this.meta.put(op.sk, op.state.rec!);
+    if (op.ops & OP_META_DEL) void this.meta.remove(op.sk);
+    if (op.ops & OP_DATA_PUT) void this.data.put(op.sk, op.state.value!);
+    if (op.ops & OP_DATA_DEL) void this.data.remove(op.sk);
+  }
+
+  private resolveCommitWaiters(): void {
+    if (this.commitWaiters.length === 0) return;
+    const still: typeof this.commitWaiters = [];
+    for (const w of this.commitWaiters) {
+      if (w.seq <= this.committedSeq) w.resolve();
+      else still.push(w);
+    }
+    this.commitWaiters = still;
+  }
+
+  /** The journal or LMDB failed a journaled write: the store refuses writes from now on (a restart replays). */
+  private fail(e: Error): void {
+    if (this.failure) return;
+    this.failure = e;
+    console.error(JSON.stringify({ level: 'error', msg: 'the node store failed a write; it refuses writes until restarted', error: e.message }));
+    const waiters = this.commitWaiters;
+    this.commitWaiters = [];
+    for (const w of waiters) w.reject(e);
   }
 
   /** Removes the entry if its version is `version` (any when omitted). Resolves to whether it removed one. */
@@ -368,12 +698,11 @@ export class NodeStore {
     return this.removeMany([{ sk, version }]).then((r) => r[0]!);
   }
 
-  /** Removes each entry whose version is as given (any when undefined), queued together. */
+  /** Removes each entry whose version is as given (any when undefined), journaled together. */
   removeMany(items: { sk: Buffer; version?: number | undefined }[]): Promise<boolean[]> {
-    this.assertOpen();
+    this.assertWritable();
     const removed: boolean[] = [];
-    const queued: { id: string; m: null }[] = [];
-    const commits = new Set<Promise<unknown>>();
+    const ops: WriteOp[] = [];
     for (const { sk, version } of items) {
       const id = idOf(sk);
       const cur = this.current(sk, id);
@@ -381,16 +710,13 @@ export class NodeStore {
         removed.push(false);
         continue;
       }
-      this.pending.set(id, null);
-      queued.push({ id, m: null });
       this.account(sk, -1, -cur.bytes);
       this.order.remove(id);
-      commits.add(this.meta.remove(sk));
-      if (cur.external) commits.add(this.data.remove(sk));
+      ops.push(this.decided(sk, id, OP_META_DEL | (cur.external ? OP_DATA_DEL : 0), null));
       removed.push(true);
     }
-    if (queued.length === 0) return Promise.resolve(removed);
-    return this.durableAfter(commits, queued).then(() => removed);
+    if (ops.length === 0) return Promise.resolve(removed);
+    return this.submit(ops).then(() => removed);
   }
 
   /**
@@ -400,9 +726,9 @@ export class NodeStore {
    * version).
    */
   async setPinned(sk: Buffer, version: number, pinned: boolean): Promise<boolean> {
-    this.assertOpen();
+    this.assertWritable();
     const id = idOf(sk);
-    // The header JSON of a queued write is only readable once committed: let queued writes of the key settle.
+    // Reads the committed record: let queued writes of the key settle first.
     for (let attempt = 0; this.pending.has(id); attempt++) {
       if (attempt >= 3) return false;
       await this.settle();
@@ -419,16 +745,21 @@ export class NodeStore {
     const json = JSON.stringify(header);
     const nm: Meta = { ...m, bytes: m.bytes - Buffer.byteLength(oldJson) + Buffer.byteLength(json) };
     const at = inlineValueAt(mb);
-    this.pending.set(id, nm);
+    // The record is rewritten whole (an inline value with it); an external value stays where it is in `data`.
+    const op = this.decided(sk, id, OP_META_PUT, nm, { m: nm, headerJson: json, value: at === undefined ? undefined : mb.subarray(at) });
     this.account(sk, 0, nm.bytes - m.bytes);
     if (pinned) this.order.remove(id);
     else this.order.insert(id);
-    await this.durableAfter(new Set([this.meta.put(sk, encodeRecord(nm, json, at === undefined ? undefined : mb.subarray(at)))]), [{ id, m: nm }]);
+    await this.submit([op]);
     return true;
   }
 
-  /** Resolves when every write queued so far is committed (and flushed, per `sync`). */
+  /**
+   * Resolves when every write decided so far is committed to LMDB (and flushed, per `sync`): range sweeps, which
+   * read LMDB, then see them all.
+   */
   async settle(): Promise<void> {
+    await this.committedThrough(this.lastSeq);
     await this.env.committed;
     await this.durable();
   }
@@ -578,8 +909,9 @@ export class NodeStore {
   // ------------------------------------------------------------------ eviction and expiry
 
   /**
-   * Up to `limit` victims (not removed): expired entries first (found by a bounded scan that resumes where the
-   * last one stopped, so repeated calls cover the whole store), then the next keys in SIEVE order. Naming a SIEVE
+   * Up to `limit` victims (not removed): expired entries first (found by a bounded scan of LMDB, which holds
+   * journaled writes once the store has settled; it resumes where the last one stopped, so repeated calls cover
+   * the whole store), then the next keys in SIEVE order. Naming a SIEVE
    * victim moves the hand past it, so consecutive calls name consecutive victims. Pinned entries are never named
    * (they are not in the order; an expired pinned entry is dead all the same and is named).
    */
@@ -588,9 +920,8 @@ export class NodeStore {
     const named = new Set(out.map((v) => v.position + v.ns + '\u0000' + v.key));
     for (const id of this.order.victims(limit - out.length)) {
       const sk = Buffer.from(id, 'latin1');
-      const mb = this.meta.getBinaryFast(sk);
-      if (!mb) continue;
-      const m = decodeMetaFixed(mb);
+      const m = this.current(sk, id);
+      if (!m) continue;
       const { ns, key, position } = parseStoreKey(sk);
       if (named.has(position + ns + '\u0000' + key)) continue;
       out.push({ ns, key, version: m.version, bytes: m.bytes, position, expiresAt: m.expiresAt, ...(this.expired(m) ? { expired: true as const } : {}) });
@@ -603,10 +934,15 @@ export class NodeStore {
     if (limit <= 0) return [];
     const { found, resume } = this.scanExpired(this.expiryCursor, Math.min(8192, Math.max(256, 4 * limit)), limit);
     this.expiryCursor = resume;
-    return found.map(({ sk, m }) => {
+    const out: Victim[] = [];
+    for (const { sk, m } of found) {
+      // LMDB may not hold the newest write yet: one waiting (a removal, a newer version) wins.
+      const p = this.pending.get(idOf(sk));
+      if (p && p.m?.version !== m.version) continue;
       const { ns, key, position } = parseStoreKey(sk);
-      return { ns, key, version: m.version, bytes: m.bytes, position, expiresAt: m.expiresAt, expired: true as const };
-    });
+      out.push({ ns, key, version: m.version, bytes: m.bytes, position, expiresAt: m.expiresAt, expired: true });
+    }
+    return out;
   }
 
   /** Removes up to `maxScan` keys' worth of expired entries, resuming where the last sweep stopped. */
@@ -655,14 +991,24 @@ export class NodeStore {
     };
   }
 
-  private assertOpen(): void {
+  private assertWritable(): void {
     if (this.closed) throw new Error('the store is closed');
+    if (this.failure) throw this.failure;
   }
 
+  /**
+   * Applies and flushes every write decided so far, deletes the journal (nothing is left to replay) and closes
+   * LMDB. After a failed write, the journal is kept for the next start to replay.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
-    await this.settle();
+    if (!this.failure) await this.settle();
     this.closed = true;
+    clearTimeout(this.applyTimer);
+    await this.applying;
+    await this.env.flushed;
+    if (!this.failure) this.journal.release(this.lastSeq);
+    await this.journal.close();
     await this.env.close();
   }
 }

@@ -76,6 +76,8 @@ describe('NodeStore (LMDB on a temp dir)', () => {
   it('scans a ring range in position order, after a cursor, skipping expired entries', async () => {
     for (let i = 0; i < 50; i++) await store.put('n', `k${i}`, entry(1, `v${i}`, i === 3 ? { expiresAt: now + 1000 } : {}));
     now += 2000;
+    // Scans read LMDB: journaled writes are there once applied.
+    await store.settle();
     const first = store.scan(RING_MIN, null, undefined, 20);
     const rest = store.scan(RING_MIN, null, first[first.length - 1]!.sk, 100);
     const all = [...first, ...rest];
@@ -97,6 +99,7 @@ describe('NodeStore (LMDB on a temp dir)', () => {
     store = await reopenLarge(store);
     const n = 9000;
     for (let i = 0; i < n; i += 500) await store.putMany(Array.from({ length: 500 }, (_, j) => ({ ns: 'n', key: `q${i + j}`, entry: entry(1, 'x'.repeat((i + j) % 7)) })));
+    await store.settle();
     const all = store.scan(RING_MIN, null, undefined, n + 1, false);
     expect(all).toHaveLength(n);
     const expectedBytes = store.stats().bytes;
@@ -114,6 +117,7 @@ describe('NodeStore (LMDB on a temp dir)', () => {
     for (let i = 0; i < n; i += 7) await store.put('n', `h${i}`, entry(2, 'y'.repeat(40)));
     for (let i = 3; i < n; i += 13) await store.remove('n', `h${i}`);
     const check = async (label: string) => {
+      await store.settle();
       const all = store.scan(RING_MIN, null, undefined, n + 1).map((it) => ({ pos: it.sk.toString('hex', 0, 8), bytes: it.sk.length + Buffer.byteLength(it.headerJson) + it.value.length + ENTRY_OVERHEAD_BYTES }));
       const positions = all.map((a) => a.pos);
       const shift = (pos: string, d: bigint) => bigIntToPosition(BigInt.asUintN(64, positionToBigInt(pos) + d));
@@ -151,18 +155,23 @@ describe('NodeStore (LMDB on a temp dir)', () => {
 
     it('moves a value between the layouts as it changes size, leaving nothing behind in the data database', async () => {
       const sk = storeKey('n', 'k');
+      // dbs() reads LMDB: each step settles first (journaled writes are applied later).
       await store.put('n', 'k', entry(1, small));
+      await store.settle();
       expect(dbs().data.getBinary(sk)).toBeUndefined();
       expect(store.get('n', 'k')!.value.equals(small)).toBe(true);
       await store.put('n', 'k', entry(2, large));
+      await store.settle();
       expect(dbs().data.getBinary(sk)!.equals(large)).toBe(true);
       expect(store.get('n', 'k')).toMatchObject({ header: { version: 2, size: large.length } });
       expect(store.get('n', 'k')!.value.equals(large)).toBe(true);
       await store.put('n', 'k', entry(3, 'tiny'));
+      await store.settle();
       expect(dbs().data.getBinary(sk)).toBeUndefined();
       expect(store.get('n', 'k')!.value.toString()).toBe('tiny');
       await store.put('n', 'k', entry(4, large));
       await store.remove('n', 'k');
+      await store.settle();
       expect(dbs().data.getBinary(sk)).toBeUndefined();
       expect(dbs().meta.getBinary(sk)).toBeUndefined();
       expect(store.stats()).toMatchObject({ keys: 0, bytes: 0 });
@@ -202,6 +211,7 @@ describe('NodeStore (LMDB on a temp dir)', () => {
       expect(store.scan(RING_MIN, null, undefined, 10)[0]!.value.toString()).toBe('legacy value');
       // Rewritten small: it goes inline and its old value leaves the data database.
       await expect(store.put('n', 'old', entry(8, 'new'))).resolves.toEqual({ applied: true, current: 8 });
+      await store.settle();
       expect(dbs().data.getBinary(sk)).toBeUndefined();
       expect(store.get('n', 'old')!.value.toString()).toBe('new');
     });

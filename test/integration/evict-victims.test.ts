@@ -25,6 +25,7 @@ describe('NodeStore victims and pins (LMDB on a temp dir)', () => {
   it('names expired entries first (marked expired), then live ones in SIEVE order', async () => {
     for (let i = 0; i < 6; i++) await store.put('n', `k${i}`, entry(1, 'v', i === 4 ? { expiresAt: now + 10 } : {}));
     now += 20; // k4 expired
+    await store.settle(); // the expiry scan reads LMDB (the node's victims endpoint settles first too)
     const v = store.victims(3);
     expect(v.map((x) => x.key)).toEqual(['k4', 'k0', 'k1']);
     expect(v[0]).toMatchObject({ expired: true, expiresAt: 1_000_010, version: 1 });
@@ -74,6 +75,7 @@ describe('NodeStore victims and pins (LMDB on a temp dir)', () => {
 
   it('scans headers without values when asked', async () => {
     await store.put('n', 'a', entry(1, 'some value'));
+    await store.settle(); // scans read LMDB
     const [withValue] = store.scan(RING_MIN, null, undefined, 10);
     const [headerOnly] = store.scan(RING_MIN, null, undefined, 10, false);
     expect(withValue!.value.toString()).toBe('some value');
