@@ -31,8 +31,8 @@ import { bucketStart, PositionHistogram, spanPieces, type SpanPieces } from './p
  *   restart replays only the journal records after it;
  * - *direct* (larger values, and migration imports: `bulk`): queued to LMDB at once and acknowledged after their
  *   transaction commits (and is flushed, per `sync`). A large value written once, or thousands of writes in one
- *   call, cost about the same either way, and the journal would only write them twice. A key with a journaled write still waiting for LMDB takes the journal for its next writes too, so
- *   its writes reach LMDB in order.
+ *   call, cost about the same either way, and the journal would only write them twice. A key with a journaled
+ *   write still waiting for LMDB takes the journal for its next writes too, so its writes reach LMDB in order.
  *
  * Capacity: the accounted bytes (key + header + value + a fixed overhead per entry) never exceed
  * `capacityBytes`; a write that would is refused with `full` (the caller places it elsewhere). Nothing is ever
@@ -301,6 +301,8 @@ export class NodeStore {
   private commitWaiters: { seq: number; resolve: () => void; reject: (e: unknown) => void }[] = [];
   /** Set when the journal or LMDB failed a journaled write: every later write is refused. */
   private failure: Error | undefined;
+  /** After a replay at boot: flushing LMDB, then deleting the replayed segments. */
+  private replayCleanup: Promise<void> | undefined;
   private readonly order = new Sieve<string>();
   /** Keys and bytes per ring bucket, for {@link rangeStats}. */
   private readonly histogram = new PositionHistogram();
@@ -357,7 +359,17 @@ export class NodeStore {
     }
     if (batch.length > 0) flush();
     const last = Math.max(applied, j.lastSeq());
-    j.done();
+    // lmdb-js's overlapping sync does not flush synchronous transactions: the segments go only once a forced sync
+    // has put the replayed records on disk (until then a crash finds them again, after an older appliedSeq).
+    // (lmdb-js's typings do not list `sync`: a forced mdb_env_sync on a worker thread, calling back when done.)
+    const env = this.env as unknown as { sync(done: (err?: Error) => void): void };
+    this.replayCleanup = new Promise<void>((resolve) =>
+      env.sync((err?: Error) => {
+        if (err) console.error(JSON.stringify({ level: 'warn', msg: 'could not flush the replayed journal; its segments are kept', error: err.message }));
+        else j.done();
+        resolve();
+      }),
+    );
     console.error(JSON.stringify({ level: 'info', msg: 'replayed the write journal', records: replayed, segments: j.segments.length, lastSeq: last }));
     return last;
   }
@@ -453,7 +465,11 @@ export class NodeStore {
   /** The newest state of a key, queued writes included. */
   private current(sk: Buffer, id: string): Meta | null {
     const p = this.pending.get(id);
-    if (p !== undefined) return p.m;
+    return p !== undefined ? p.m : this.committedMeta(sk);
+  }
+
+  /** The state of a key in LMDB. */
+  private committedMeta(sk: Buffer): Meta | null {
     // Fixed fields only: LMDB's reused read buffer, not a copy of the record (value included when inline).
     const mb = this.meta.getBinaryFast(sk);
     return mb ? decodeMetaFixed(mb) : null;
@@ -495,7 +511,7 @@ export class NodeStore {
   /** Decides one write and, when it applies, adds it to `journaled` or `direct` (and to the overlay). */
   private decidePut(sk: Buffer, id: string, entry: Entry, headerJson: string | undefined, bulk: boolean, journaled: WriteOp[], direct: Direct): WriteOutcome {
     const prev = this.pending.get(id);
-    const cur = prev !== undefined ? prev.m : this.current(sk, id);
+    const cur = prev !== undefined ? prev.m : this.committedMeta(sk);
     const live = cur !== null && !this.expired(cur);
     if (live && cur.version >= entry.header.version) return { applied: false, current: cur.version };
     const json = headerJson ?? JSON.stringify(entry.header);
@@ -1009,6 +1025,7 @@ export class NodeStore {
     await this.env.flushed;
     if (!this.failure) this.journal.release(this.lastSeq);
     await this.journal.close();
+    await this.replayCleanup;
     await this.env.close();
   }
 }

@@ -131,16 +131,19 @@ describe('NodeStore with its write journal', () => {
     expect(store.head('n', 'b')).toBeUndefined();
     // LMDB has none of it yet: a sweep (which reads LMDB) sees nothing until the store settles.
     expect(store.scan('0000000000000000', null, undefined, 10)).toHaveLength(0);
-    const crashed = open(crashCopy());
+    const dir = crashCopy();
+    const crashed = open(dir);
     try {
       expect(crashed.get('n', 'a')!.value.toString()).toBe('small v2');
       expect(crashed.get('n', 'b')).toBeUndefined();
       expect(crashed.stats().keys).toBe(1);
-      // Replayed and deleted; the reopened store journals on from record 5.
-      expect(segments(copies[copies.length - 1]!)).toEqual(['journal-0000000000000005.log']);
+      // The reopened store journals on from record 5.
+      expect(segments(dir)).toContain('journal-0000000000000005.log');
     } finally {
       await crashed.close();
     }
+    // The replayed segment went once LMDB was flushed, the new one at a clean close.
+    expect(segments(dir)).toEqual([]);
     await store.settle();
     expect(store.scan('0000000000000000', null, undefined, 10).map((i) => i.key)).toEqual(['a']);
   });
