@@ -5,10 +5,13 @@
  *
  * Runs a short warm-up first (STRATA_NODE_WARMUP_MS, see warmup.ts) and prints `{"event":"warmed-up",...}`.
  * Prints one JSON line `{"event":"listening",...}` when it accepts requests. SIGTERM/SIGINT shut it down
- * gracefully (in-flight requests drain, the store is flushed); exit code 0 after a clean shutdown.
+ * gracefully (in-flight requests drain, the store is flushed); exit code 0 after a clean shutdown. Exit codes: 2 for
+ * bad configuration, 3 for a data directory the node cannot use (another build's key order, a damaged journal).
  */
 import { loadNodeConfig, NodeConfigError } from './config.js';
+import { JournalCorruptError } from './journal.js';
 import { CacheNode } from './server.js';
+import { StoreLayoutError } from './store.js';
 import { warmUp } from './warmup.js';
 
 async function main(): Promise<void> {
@@ -53,6 +56,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
+  // A data directory the node cannot use is the operator's to fix: the message says how, a stack would not help.
+  if (e instanceof StoreLayoutError || e instanceof JournalCorruptError) {
+    console.error(`[cachenode] cannot open the store: ${e.message}`);
+    process.exit(3);
+  }
   console.error('[cachenode] failed to start:', e);
   process.exit(1);
 });

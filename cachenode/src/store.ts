@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { FRAME_BYTES, Journal, readJournal } from './journal.js';
+import { RING_HASH } from '../../layers/core/ring/hash.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../../layers/core/model/entry.js';
 import { decodeHeader } from '../../layers/core/model/entry.js';
 import { keyAfter, parseStoreKey, positionKey, storeKey } from '../../layers/core/warm/wire.js';
@@ -133,6 +134,8 @@ const APPLY_EARLY_BYTES = 64 * 1024 * 1024;
 const OVERLAY_LIMIT_BYTES = 256 * 1024 * 1024;
 /** `sys` entry: number of the last journal record LMDB holds (written in the transaction that applies it). */
 const APPLIED_SEQ = 'journal.appliedSeq';
+/** `sys` entry: the ring hash that ordered this store's keys ({@link StoreLayoutError} when it is not ours). */
+const KEY_HASH = 'store.keyHash';
 
 const META_FIXED = 20;
 /** First byte after the fixed part of an inline record (an external record's header JSON starts with `{`). */
@@ -271,6 +274,9 @@ function idOf(sk: Buffer): string {
   return sk.toString('latin1');
 }
 
+/** The data directory was written by a build that orders keys by another ring hash. */
+export class StoreLayoutError extends Error {}
+
 export class NodeStore {
   readonly capacityBytes: number;
   readonly watermark: number;
@@ -327,10 +333,28 @@ export class NodeStore {
     const viewCodecs = { name: 'meta', keyEncoding: 'binary' as const, encoder: VIEW_VALUES };
     this.metaViews = this.env.openDB<Buffer, Buffer>(viewCodecs);
     this.sys = this.env.openDB<unknown, string>({ name: 'sys', encoding: 'json' });
+    this.checkKeyHash(opts.dir);
     this.applyIntervalMs = opts.applyIntervalMs ?? 1000;
     this.committedSeq = this.lastSeq = this.replayJournal(opts.dir);
     this.journal = new Journal({ dir: opts.dir, fsync: this.sync === 'flush', firstSeq: this.lastSeq + 1, onDurable: () => this.kickApply(), onError: (e) => this.fail(e) });
     this.rebuild();
+  }
+
+  /**
+   * Boot: a store's keys are ordered by ring position, so a data directory whose keys another ring hash placed
+   * would answer every lookup with a miss and export the wrong ranges. Stamps a new store with {@link RING_HASH};
+   * refuses a store stamped otherwise, or one that holds data but no stamp (written before the stamp existed,
+   * when positions were the first 64 bits of SHA-256).
+   */
+  private checkKeyHash(dir: string): void {
+    const stamped = this.sys.get(KEY_HASH) as string | undefined;
+    if (stamped === RING_HASH) return;
+    const holdsData = stamped !== undefined || this.meta.getKeysCount({ limit: 1 }) > 0 || readJournal(dir).segments.length > 0;
+    if (holdsData) {
+      this.env.close();
+      throw new StoreLayoutError(`the data directory ${dir} holds keys placed by ring hash "${stamped ?? 'sha256-64'}", but this build places them by "${RING_HASH}": its entries cannot be found. Drain the node with the build that wrote it (scale-in), or empty the directory to start the node afresh.`);
+    }
+    this.sys.putSync(KEY_HASH, RING_HASH);
   }
 
   /**

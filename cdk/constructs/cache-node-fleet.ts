@@ -326,6 +326,8 @@ function systemdUnit(node: string, secretArn: string): string {
     `ExecStart=${node} ${CACHE_NODE_V8_FLAGS.join(' ')} --enable-source-maps /opt/strata/cachenode/${MAIN}`,
     'Restart=always',
     'RestartSec=2',
+    // 2: bad configuration, 3: a data directory the node cannot use. Restarting does not fix either.
+    'RestartPreventExitStatus=2 3',
     'TimeoutStopSec=30',
     'LimitNOFILE=65536',
     'NoNewPrivileges=yes',

@@ -1,10 +1,11 @@
 import { rmSync } from 'node:fs';
 import fc from 'fast-check';
 import { makeTombstone } from '../../layers/core/model/entry.js';
-import { bigIntToPosition, positionToBigInt, RING_MIN } from '../../layers/core/ring/hash.js';
+import { open as openLmdb } from 'lmdb';
+import { bigIntToPosition, positionToBigInt, RING_HASH, RING_MIN } from '../../layers/core/ring/hash.js';
 import { encodeAbsentRecord, encodeEntryRecord, encodeTrailerRecord, RecordReader, storeKey } from '../../layers/core/warm/wire.js';
 import { Sieve } from '../../cachenode/src/sieve.js';
-import { ENTRY_OVERHEAD_BYTES, INLINE_VALUE_MAX_BYTES, NodeStore } from '../../cachenode/src/store.js';
+import { ENTRY_OVERHEAD_BYTES, INLINE_VALUE_MAX_BYTES, NodeStore, StoreLayoutError } from '../../cachenode/src/store.js';
 import { entry, tempDir } from './warm-fixtures.js';
 
 describe('NodeStore (LMDB on a temp dir)', () => {
@@ -28,6 +29,28 @@ describe('NodeStore (LMDB on a temp dir)', () => {
     await s.close();
     return new NodeStore({ dir: tmp.dir, capacityBytes: 1024 ** 3, sync: 'commit', now: () => now });
   }
+
+  it('stamps a new store with its ring hash and refuses a directory whose keys another hash ordered', async () => {
+    const reopen = () => new NodeStore({ dir: tmp.dir, capacityBytes: 1024 * 1024, sync: 'commit' });
+    expect(store.getSys('store.keyHash')).toBe(RING_HASH);
+    await store.put('n', 'k', entry(1, 'v'));
+    await store.settle();
+    // Another build's stamp.
+    await store.putSys('store.keyHash', 'murmur3-64');
+    await store.close();
+    expect(reopen).toThrow(StoreLayoutError);
+    expect(reopen).toThrow(/placed by ring hash "murmur3-64", but this build places them by "xxh64"/);
+    // A store from before the stamp (positions were SHA-256): data but no stamp. The refusal writes nothing.
+    const lmdb = openLmdb({ path: tmp.dir, maxDbs: 4, noSubdir: false });
+    lmdb.openDB<unknown, string>({ name: 'sys', encoding: 'json' }).removeSync('store.keyHash');
+    await lmdb.close();
+    expect(reopen).toThrow(/placed by ring hash "sha256-64"/);
+    expect(reopen).toThrow(/placed by ring hash "sha256-64"/);
+    // Emptied, the directory opens afresh and is stamped.
+    tmp.remove();
+    store = reopen();
+    expect(store.getSys('store.keyHash')).toBe(RING_HASH);
+  });
 
   it('opens a data directory whose name has a dot in it (a directory, not a file name with an extension)', async () => {
     const dotted = `${tmp.dir}.v1`;

@@ -5,11 +5,13 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { request as httpRequest } from 'node:http';
+import { open as openLmdb } from 'lmdb';
 import { request } from 'undici';
 import { makeTombstone } from '../../layers/core/model/entry.js';
 import { addNode, cloneRing, splitAt, type RingDocument } from '../../layers/core/ring/document.js';
 import { FileCasStore, RingStore } from '../../layers/core/ring/store.js';
 import { loadNodeConfig, NodeConfigError } from '../../cachenode/src/config.js';
+import { NodeStore } from '../../cachenode/src/store.js';
 import { ringHash, RING_MIN } from '../../layers/core/ring/hash.js';
 import { NodeClient, NodeRequestError, StaleRouteError } from '../../layers/core/warm/node-client.js';
 import { CACHE_NODE_V8_FLAGS } from '../../layers/core/warm/node-process.js';
@@ -479,7 +481,7 @@ describe('cachenode ring polling (real process)', () => {
   });
 });
 
-describe('cachenode boot warm-up (real process)', () => {
+describe('cachenode boot (real process)', () => {
   const tmp = tempDir('strata-node-warmup-');
   const client = new NodeClient({ secret: SECRET });
 
@@ -523,5 +525,28 @@ describe('cachenode boot warm-up (real process)', () => {
       child.kill('SIGTERM');
     }
     await expect(exit).resolves.toBe(0);
+  });
+
+  it('exits 3 with an actionable message on a data directory another ring hash ordered, leaving it as it was', async () => {
+    const dir = join(tmp.dir, 'foreign');
+    const foreign = new NodeStore({ dir, capacityBytes: 1024 * 1024 });
+    await foreign.put('n', 'k', entry(1, 'v'));
+    await foreign.putSys('store.keyHash', 'murmur3-64');
+    await foreign.close();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'cachenode/src/main.ts', '--data-dir', dir, '--port', '0'], {
+      cwd: fileURLToPath(new URL('../../', import.meta.url)),
+      env: { ...process.env, NODE_OPTIONS: '', STRATA_NODE_SECRET: SECRET, STRATA_NODE_WARMUP_MS: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    expect(code).toBe(3);
+    expect(stderr).toContain(`[cachenode] cannot open the store: the data directory ${dir} holds keys placed by ring hash "murmur3-64"`);
+    expect(stderr).toContain('Drain the node with the build that wrote it');
+    expect(stderr).not.toMatch(/^\s+at /m);
+    const lmdb = openLmdb({ path: dir, maxDbs: 4, noSubdir: false });
+    expect(lmdb.openDB<unknown, string>({ name: 'sys', encoding: 'json' }).get('store.keyHash')).toBe('murmur3-64');
+    await lmdb.close();
   });
 });

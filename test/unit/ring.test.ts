@@ -11,7 +11,7 @@ import {
   splitAt,
   type RingDocument,
 } from '../../layers/core/ring/document.js';
-import { bigIntToPosition, evenStarts, positionToBigInt, RING_MIN, ringHash, ringHashBytes } from '../../layers/core/ring/hash.js';
+import { bigIntToPosition, evenStarts, positionToBigInt, RING_HASH, RING_MIN, ringHash, ringHashBytes } from '../../layers/core/ring/hash.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,7 +25,14 @@ const nodes = [
 ];
 
 describe('ring hash', () => {
-  it('is 64 bits of SHA-256 over ns NUL key, as hex and as bytes', () => {
+  it('is XXH64 (seed 0) over the UTF-8 of ns NUL key, as hex and as bytes', () => {
+    // Reference values from an independent XXH64 implementation (the native @node-rs/xxhash), not from this one.
+    expect(RING_HASH).toBe('xxh64');
+    expect(ringHash('ns', 'key')).toBe('60e2dfd02ffe05b3');
+    expect(ringHash('t', 'user42')).toBe('b8e5441aa735f144');
+    expect(ringHash('ns', 'ключ🔑')).toBe('3c9865cd1b4c31e8');
+    expect(ringHashBytes('ns', 'ключ🔑').toString('hex')).toBe('3c9865cd1b4c31e8');
+
     const h = ringHash('ns', 'key');
     expect(h).toMatch(/^[0-9a-f]{16}$/);
     expect(ringHashBytes('ns', 'key').toString('hex')).toBe(h);

@@ -1,5 +1,6 @@
 import { runScaleTrigger } from '../../layers/core/workflows/scale-trigger.js';
-import { RingView } from '../../layers/core/ring/view.js';
+import { ringHash } from '../../layers/core/ring/hash.js';
+import { RingRouter, RingView } from '../../layers/core/ring/view.js';
 import { WarmTier } from '../../layers/core/tiers/warm-tier.js';
 import { entry } from '../helpers/tiers.js';
 import { eventually, SECRET } from '../integration/warm-fixtures.js';
@@ -14,12 +15,22 @@ describe('scale-out trigger (paper 000 threshold on live node fill)', () => {
     const h = await harness({ nodes: ['n1', 'n2'], rangesPerNode: 1 });
     try {
       const urls = await h.urls();
-      // 600 keys over the two nodes (one range each), through the ring.
+      // 600 keys through the ring, 400 in n1's range and 200 in n2's: only n1 comes near T below.
+      const router = new RingRouter((await h.ring.load())!);
+      const wanted: Record<string, number> = { n1: 400, n2: 200 };
+      const keys: string[] = [];
+      for (let i = 0; keys.length < 600; i++) {
+        const owner = router.route(ringHash('ns', `k${i}`)).owner.id;
+        if (wanted[owner]! > 0) {
+          wanted[owner]!--;
+          keys.push(`k${i}`);
+        }
+      }
       const warm = new WarmTier({ ring: new RingView({ store: h.ring, refreshIntervalMs: 0 }), secret: SECRET });
-      await warm.putMany('ns', Array.from({ length: 600 }, (_, i) => ({ key: `k${i}`, entry: entry(i + 1) })));
+      await warm.putMany('ns', keys.map((key, i) => ({ key, entry: entry(i + 1) })));
       await warm.close();
       const stats = await Promise.all(Object.values(urls).map((u) => h.client.stats(u)));
-      expect(stats.some((s) => s.keys > 0)).toBe(true);
+      expect(stats.map((s) => s.keys).sort()).toEqual([200, 400]);
 
       const started: { forNode: string; reason: string }[] = [];
       const startScaleOut = async (input: { mode: 'incremental' | 'parallel'; forNode: string; reason: string }) => {

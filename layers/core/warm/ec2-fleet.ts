@@ -220,6 +220,7 @@ EnvironmentFile=/etc/strata/node.env
 ExecStart=/usr/bin/node ${CACHE_NODE_V8_FLAGS.join(' ')} --import tsx /opt/strata/cachenode/src/main.ts
 WorkingDirectory=/opt/strata
 Restart=always
+RestartPreventExitStatus=2 3
 KillSignal=SIGTERM
 TimeoutStopSec=30
 LimitNOFILE=65536
