@@ -1,5 +1,6 @@
-import { closeSync, constants, openSync, readdirSync, readFileSync, unlink, unlinkSync, writev } from 'node:fs';
+import { close, closeSync, constants, fsync, fsyncSync, open, openSync, readdirSync, readFileSync, rename, renameSync, unlink, unlinkSync, writev } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { crc32 } from 'node:zlib';
 
 /**
@@ -16,14 +17,23 @@ import { crc32 } from 'node:zlib';
  * record. After a crash, {@link readJournal} hands back the records of the segments left, in order, with their
  * numbers, so the store can skip those its LMDB already holds.
  *
+ * Segment files are recycled: up to {@link MAX_SPARES} released segments are renamed to spares
+ * (`journal-spare-<n>.log`) instead of deleted, and a new segment is a spare renamed (the directory synced before
+ * any record goes in). Overwriting blocks a file already has is one device write per group; appending to a new
+ * file also commits the file system's own journal (the file's size and blocks) on every `O_DSYNC` write, which on
+ * ext4 here took 2.4× as long at p50 and 5× at p90 for a 36 KiB group (0.51 against 0.22 ms; 2.0 against 0.36).
+ * A recycled file still holds its old records past the new ones: every record's checksum covers its number too,
+ * so an old record never reads as the next one.
+ *
  * Why: a 1 KB put into a hash-ordered B+-tree dirties its own 4 KiB leaf page, and LMDB syncs once per
  * transaction, so acknowledging after LMDB's flush costs a scattered page write and a share of two syncs per
  * put. The journal acknowledges after a sequential append instead, and the transactions that apply it are large,
  * so a leaf page written by several puts is written once (see `cachenode/README.md`).
  *
- * Record framing: `[u32 payload length][u32 CRC-32 of the payload][payload]`, big-endian. A record cut short or
- * failing its checksum ends the journal when it is in the last segment (the tail of a group under way at a
- * crash, never acknowledged); in any other segment it is corruption, and {@link readJournal} refuses it.
+ * Record framing: `[u32 payload length][u32 CRC-32 of (record number as u64 ‖ payload)][payload]`, big-endian. A
+ * record cut short or failing its checksum ends its segment: the tail of a group under way at a crash (never
+ * acknowledged), or a recycled file's old records. The next segment must then start with the next number, so a
+ * damaged record before the last segment shows as a gap, which {@link readJournal} refuses.
  */
 export interface JournalOptions {
   dir: string;
@@ -47,10 +57,40 @@ const IOV_MAX = 1024;
 const MAX_IN_FLIGHT = 2;
 /** A fully released active segment is replaced by a new file once it holds this many bytes. */
 const RECYCLE_BYTES = 4 * 1024 * 1024;
+/** Released segment files kept for reuse (each as large as a segment: 128 MiB of the data volume by default). */
+const MAX_SPARES = 2;
 const SEGMENT = /^journal-(\d{16})\.log$/;
+const SPARE = /^journal-spare-(\d+)\.log$/;
 
 function segmentName(firstSeq: number): string {
   return `journal-${String(firstSeq).padStart(16, '0')}.log`;
+}
+
+function spareName(n: number): string {
+  return `journal-spare-${n}.log`;
+}
+
+/** Deletes a released segment file. Left behind, it is replayed harmlessly at the next start: a warning only. */
+function removeFile(file: string): Promise<void> {
+  return new Promise<void>((resolve) =>
+    unlink(file, (err) => {
+      if (err) console.error(JSON.stringify({ level: 'warn', msg: 'could not delete a released journal segment', file, error: err.message }));
+      resolve();
+    }),
+  );
+}
+
+const closeAsync = promisify(close);
+const fsyncAsync = promisify(fsync);
+const openAsync = promisify(open);
+const renameAsync = promisify(rename);
+
+const seqBytes = Buffer.alloc(8);
+/** A record's checksum: CRC-32 of its number (u64, big-endian) followed by its payload. */
+function recordCrc(seq: number, payload: Uint8Array): number {
+  seqBytes.writeUInt32BE(Math.floor(seq / 0x1_0000_0000), 0);
+  seqBytes.writeUInt32BE(seq >>> 0, 4);
+  return crc32(payload, crc32(seqBytes));
 }
 
 /** Writes `bufs` at byte `position` of the file, in order, whatever the platform's limits and short writes. */
@@ -115,17 +155,35 @@ export class Journal {
   private readonly unlinking = new Set<Promise<void>>();
   private idle: (() => void)[] = [];
   private isClosed = false;
+  /** Spare segment files (names), ready to become the next segment. */
+  private readonly spares: string[] = [];
+  /** Released segments being renamed to spares. */
+  private sparing = 0;
+  private nextSpare: number;
+  /** The data directory, open for syncing new segment names. */
+  private readonly dirFd: number;
+  /** Closing the active segment and opening the next, off the main thread (appends queue meanwhile). */
+  private rotating: Promise<void> | undefined;
 
   constructor(private readonly opts: JournalOptions) {
     this.segmentBytes = opts.segmentBytes ?? 64 * 1024 * 1024;
     this.seq = this.durableSeq = this.releasedSeq = opts.firstSeq - 1;
+    const names = readdirSync(opts.dir);
+    const spareNumbers = names.flatMap((f) => SPARE.exec(f)?.[1] ?? []).map(Number);
+    this.spares.push(...spareNumbers.map(spareName));
+    this.nextSpare = Math.max(0, ...spareNumbers) + 1;
+    this.dirFd = openSync(opts.dir, 'r');
     this.active = { name: segmentName(opts.firstSeq), lastSeq: this.seq, bytes: 0 };
-    this.fd = this.openSegment(this.active.name);
+    // At boot a file by this name holds no record the store kept (readJournal's `done` leaves it): replaced.
+    const spare = this.spares.shift();
+    if (spare) renameSync(join(opts.dir, spare), join(opts.dir, this.active.name));
+    this.fd = openSync(join(opts.dir, this.active.name), this.segmentFlags(!spare), 0o600);
+    fsyncSync(this.dirFd);
   }
 
-  private openSegment(name: string): number {
-    const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | (this.opts.fsync ? constants.O_DSYNC : 0);
-    return openSync(join(this.opts.dir, name), flags, 0o600);
+  /** A new file is created empty; a spare keeps its blocks (and old records, which no longer check out). */
+  private segmentFlags(create: boolean): number {
+    return constants.O_WRONLY | (create ? constants.O_CREAT | constants.O_TRUNC : 0) | (this.opts.fsync ? constants.O_DSYNC : 0);
   }
 
   /** Bytes in segments not yet deleted. */
@@ -142,12 +200,13 @@ export class Journal {
   append(records: Buffer[]): { seq: number; durable: Promise<void> } {
     if (this.isClosed) return { seq: this.seq, durable: Promise.reject(new Error('the journal is closed')) };
     if (this.failed) return { seq: this.seq, durable: Promise.reject(this.failed) };
+    let seq = this.seq;
     for (const r of records) {
       r.writeUInt32BE(r.length - FRAME_BYTES, 0);
-      r.writeUInt32BE(crc32(r.subarray(FRAME_BYTES)), 4);
+      r.writeUInt32BE(recordCrc(++seq, r.subarray(FRAME_BYTES)), 4);
       this.queued.push(r);
     }
-    const seq = (this.seq += records.length);
+    this.seq = seq;
     const durable = new Promise<void>((resolve, reject) => {
       this.queuedWaiters.push(resolve);
       this.queuedRejecters.push(reject);
@@ -165,10 +224,10 @@ export class Journal {
 
   /** Starts writing what is queued as one group, while fewer than {@link MAX_IN_FLIGHT} groups are under way. */
   private pump(): void {
-    while (this.queued.length > 0 && !this.failed && this.groups.length < MAX_IN_FLIGHT) {
+    while (this.queued.length > 0 && !this.failed && this.groups.length < MAX_IN_FLIGHT && !this.rotating) {
       if (this.offset >= this.segmentBytes) {
-        if (this.groups.length > 0) return; // rotated once the groups under way are done
-        this.rotate();
+        if (this.groups.length === 0) this.rotate(); // else rotated once the groups under way are done
+        return;
       }
       const bufs = this.queued;
       const group: Group = { lastSeq: this.seq, bytes: 0, waiters: this.queuedWaiters, rejecters: this.queuedRejecters, done: false };
@@ -188,7 +247,11 @@ export class Journal {
         (e: unknown) => this.fail(e instanceof Error ? e : new Error(String(e))),
       );
     }
-    if (this.groups.length === 0 && this.queued.length === 0 && !this.scheduled) this.notifyIdle();
+    if (this.isIdle()) this.notifyIdle();
+  }
+
+  private isIdle(): boolean {
+    return this.groups.length === 0 && this.queued.length === 0 && !this.scheduled && !this.rotating;
   }
 
   /** Acknowledges the groups at the head of the line that are on disk (a group waits for those before it). */
@@ -224,14 +287,35 @@ export class Journal {
     this.notifyIdle();
   }
 
-  /** Closes the active segment and starts the next (with no group under way). */
+  /**
+   * Closes the active segment and starts the next (with no group under way), on the thread pool: a spare renamed,
+   * or a new file, and in either case the directory synced before any record goes in, so a crash cannot leave
+   * acknowledged records in a file under another name. Appends queue meanwhile; a failure fails the journal.
+   */
   private rotate(): void {
-    closeSync(this.fd);
+    const oldFd = this.fd;
+    this.fd = -1;
     this.closed.push(this.active);
     this.active = { name: segmentName(this.durableSeq + 1), lastSeq: this.durableSeq, bytes: 0 };
-    this.fd = this.openSegment(this.active.name);
     this.offset = 0;
-    void this.deleteReleased();
+    const path = join(this.opts.dir, this.active.name);
+    const spare = this.spares.shift();
+    this.rotating = (async () => {
+      await closeAsync(oldFd);
+      if (spare) await renameAsync(join(this.opts.dir, spare), path);
+      this.fd = await openAsync(path, this.segmentFlags(!spare), 0o600);
+      await fsyncAsync(this.dirFd);
+    })().then(
+      () => {
+        this.rotating = undefined;
+        void this.deleteReleased();
+        this.pump();
+      },
+      (e: unknown) => {
+        this.rotating = undefined;
+        this.fail(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
   }
 
   /**
@@ -241,35 +325,56 @@ export class Journal {
   release(seq: number): Promise<void> {
     if (this.isClosed) return Promise.resolve();
     this.releasedSeq = Math.max(this.releasedSeq, seq);
-    const idle = this.groups.length === 0 && this.queued.length === 0 && !this.scheduled;
-    if (idle && !this.failed && this.active.lastSeq <= this.releasedSeq && this.offset >= RECYCLE_BYTES) this.rotate();
+    if (this.isIdle() && !this.failed && this.active.lastSeq <= this.releasedSeq && this.offset >= RECYCLE_BYTES) this.rotate();
     return this.deleteReleased();
   }
 
-  /** Deletes the closed segments whose records are all released, off the main thread. */
+  /**
+   * Disposes of the closed segments whose records are all released, off the main thread: renamed to spares while
+   * fewer than {@link MAX_SPARES} are kept (and the segment is large enough to be worth reusing), else deleted.
+   */
   private deleteReleased(): Promise<void> {
     while (this.closed.length > 0 && this.closed[0]!.lastSeq <= this.releasedSeq) {
-      const file = join(this.opts.dir, this.closed.shift()!.name);
-      const done: Promise<void> = new Promise<void>((resolve) =>
-        unlink(file, (err) => {
-          // Left behind, it is replayed harmlessly at the next start (its records are applied): worth a warning only.
-          if (err) console.error(JSON.stringify({ level: 'warn', msg: 'could not delete a released journal segment', file, error: err.message }));
-          resolve();
-        }),
-      ).finally(() => this.unlinking.delete(done));
-      this.unlinking.add(done);
+      const segment = this.closed.shift()!;
+      const file = join(this.opts.dir, segment.name);
+      const done = this.worthSparing(segment.bytes) ? this.spare(file) : removeFile(file);
+      const tracked: Promise<void> = done.finally(() => this.unlinking.delete(tracked));
+      this.unlinking.add(tracked);
     }
     return Promise.all(this.unlinking).then(() => undefined);
+  }
+
+  private worthSparing(bytes: number): boolean {
+    return this.spares.length + this.sparing < MAX_SPARES && bytes >= Math.min(RECYCLE_BYTES, this.segmentBytes);
+  }
+
+  /** Renames a released segment to a spare (deleted instead if that fails). */
+  private async spare(file: string): Promise<void> {
+    const name = spareName(this.nextSpare++);
+    this.sparing++;
+    try {
+      await renameAsync(file, join(this.opts.dir, name));
+      this.spares.push(name);
+    } catch {
+      await removeFile(file);
+    } finally {
+      this.sparing--;
+    }
   }
 
   /** Waits for the writes under way, then closes the file; deletes every segment whose records are released. */
   async close(): Promise<void> {
     if (this.isClosed) return;
-    if (this.groups.length > 0 || this.queued.length > 0 || this.scheduled) await new Promise<void>((resolve) => this.idle.push(resolve));
+    if (!this.isIdle()) await new Promise<void>((resolve) => this.idle.push(resolve));
     this.isClosed = true;
-    closeSync(this.fd);
+    if (this.fd >= 0) closeSync(this.fd);
     await this.deleteReleased();
-    if (this.active.lastSeq <= this.releasedSeq && this.durableSeq === this.seq) unlinkSync(join(this.opts.dir, this.active.name));
+    if (this.active.lastSeq <= this.releasedSeq && this.durableSeq === this.seq) {
+      const file = join(this.opts.dir, this.active.name);
+      if (this.worthSparing(this.active.bytes)) await this.spare(file);
+      else unlinkSync(file);
+    }
+    closeSync(this.dirFd);
   }
 }
 
@@ -286,8 +391,11 @@ export interface JournalRecord {
  * The records numbered after `afterSeq` (those the caller does not hold yet) in the journal segments of `dir`,
  * oldest first, for replay at boot; `lastSeq` is the number of the last record read once `records` is consumed
  * (0 with no segments), and `done` deletes the segments once the caller has made their records durable
- * elsewhere. A torn record at the end of the last segment ends the journal (it was never acknowledged); one
- * anywhere else throws {@link JournalCorruptError}, as does a gap in the numbers after `afterSeq`.
+ * elsewhere; all but one named for the record after the last (a {@link Journal} started there takes that name
+ * over). A record cut short or failing its checksum ends its segment (a group under way at a crash, never
+ * acknowledged, or a recycled file's old records); a gap in the numbers after `afterSeq` between one segment's
+ * last record and the next segment's first, which is what damage before the last segment leaves, throws
+ * {@link JournalCorruptError}.
  */
 export function readJournal(dir: string, afterSeq = 0): { records: Generator<JournalRecord>; segments: string[]; lastSeq: () => number; done: () => void } {
   const segments = readdirSync(dir).filter((f) => SEGMENT.test(f)).sort();
@@ -296,7 +404,7 @@ export function readJournal(dir: string, afterSeq = 0): { records: Generator<Jou
     for (let s = 0; s < segments.length; s++) {
       const first = Number(SEGMENT.exec(segments[s]!)![1]);
       if (s > 0 && first - 1 > Math.max(lastSeq, afterSeq)) {
-        throw new JournalCorruptError(`journal segment ${segments[s]} in ${dir} starts at record ${first}, but the segment before it ends at ${lastSeq}: refusing to start without the records between. Restore the data volume, or remove the journal segments to accept their loss.`);
+        throw new JournalCorruptError(`journal segment ${segments[s]} in ${dir} starts at record ${first}, but the segment before it ends at ${lastSeq} (missing, or damaged after that record): refusing to start without the records between. Restore the data volume, or remove the journal segments to accept their loss.`);
       }
       lastSeq = first - 1;
       const buf = readFileSync(join(dir, segments[s]!));
@@ -304,14 +412,15 @@ export function readJournal(dir: string, afterSeq = 0): { records: Generator<Jou
       while (at < buf.length) {
         const len = at + FRAME_BYTES <= buf.length ? buf.readUInt32BE(at) : -1;
         const end = at + FRAME_BYTES + len;
-        if (len < 0 || end > buf.length || crc32(buf.subarray(at + FRAME_BYTES, end)) !== buf.readUInt32BE(at + 4)) {
-          if (s === segments.length - 1) return;
-          throw new JournalCorruptError(`journal segment ${segments[s]} in ${dir} is damaged at byte ${at} (not its last segment): refusing to start without the writes after it. Restore the data volume, or remove the segment to accept their loss.`);
-        }
+        if (len < 0 || end > buf.length || recordCrc(lastSeq + 1, buf.subarray(at + FRAME_BYTES, end)) !== buf.readUInt32BE(at + 4)) break;
         if (++lastSeq > afterSeq) yield { seq: lastSeq, payload: buf.subarray(at + FRAME_BYTES, end) };
         at = end;
       }
     }
   }
-  return { records: records(), segments, lastSeq: () => lastSeq, done: () => segments.forEach((f) => unlinkSync(join(dir, f))) };
+  const done = (): void => {
+    const reused = segmentName(Math.max(lastSeq, afterSeq) + 1);
+    for (const f of segments) if (f !== reused) unlinkSync(join(dir, f));
+  };
+  return { records: records(), segments, lastSeq: () => lastSeq, done };
 }

@@ -50,6 +50,8 @@ export interface NodeStoreOptions {
   sync?: 'flush' | 'commit';
   /** How often journaled writes are applied to LMDB when nobody waits for them (ms). @default 1000 */
   applyIntervalMs?: number;
+  /** Size at which a journal segment is closed and the next begun (tests use small ones). @default 64 MiB */
+  journalSegmentBytes?: number;
   now?: () => number;
 }
 
@@ -336,7 +338,7 @@ export class NodeStore {
     this.checkKeyHash(opts.dir);
     this.applyIntervalMs = opts.applyIntervalMs ?? 1000;
     this.committedSeq = this.lastSeq = this.replayJournal(opts.dir);
-    this.journal = new Journal({ dir: opts.dir, fsync: this.sync === 'flush', firstSeq: this.lastSeq + 1, onDurable: () => this.kickApply(), onError: (e) => this.fail(e) });
+    this.journal = new Journal({ dir: opts.dir, fsync: this.sync === 'flush', firstSeq: this.lastSeq + 1, segmentBytes: opts.journalSegmentBytes, onDurable: () => this.kickApply(), onError: (e) => this.fail(e) });
     this.rebuild();
   }
 

@@ -5,7 +5,8 @@ import { INLINE_VALUE_MAX_BYTES, NodeStore } from '../../cachenode/src/store.js'
 import { storeKey } from '../../layers/core/warm/wire.js';
 import { entry, tempDir } from './warm-fixtures.js';
 
-const segments = (dir: string) => readdirSync(dir).filter((f) => f.startsWith('journal-')).sort();
+const segments = (dir: string) => readdirSync(dir).filter((f) => /^journal-\d{16}\.log$/.test(f)).sort();
+const spares = (dir: string) => readdirSync(dir).filter((f) => f.startsWith('journal-spare-')).sort();
 /** A record to append: its payload behind the space for its frame. */
 const rec = (payload: string) => Buffer.concat([Buffer.alloc(FRAME_BYTES), Buffer.from(payload)]);
 const payloads = (dir: string) => [...readJournal(dir).records].map((r) => [r.seq, r.payload.toString()]);
@@ -48,7 +49,7 @@ describe('write journal (segment files on a temp dir)', () => {
     expect(r.lastSeq()).toBe(1);
   });
 
-  it('refuses a damaged record before the last segment, and a gap between segments', async () => {
+  it('refuses a damaged record before the last segment (a gap before the next one), and any other gap', async () => {
     const j = new Journal({ dir: tmp.dir, fsync: false, firstSeq: 1, segmentBytes: 16 });
     await j.append([rec('first segment')]).durable;
     await j.append([rec('second segment')]).durable;
@@ -59,8 +60,15 @@ describe('write journal (segment files on a temp dir)', () => {
       [1, 'first segment'],
       [2, 'second segment'],
     ]);
+    // Bytes after a segment's last record end it (a recycled file's old records look the same).
     appendFileSync(join(tmp.dir, first!), 'garbage');
+    expect(payloads(tmp.dir)).toHaveLength(2);
+    // A damaged record does too, and the next segment then starts after a gap.
+    const damaged = readFileSync(join(tmp.dir, first!));
+    damaged[FRAME_BYTES + 2] = damaged[FRAME_BYTES + 2]! ^ 0xff;
+    writeFileSync(join(tmp.dir, first!), damaged);
     expect(() => payloads(tmp.dir)).toThrow(JournalCorruptError);
+    expect(() => payloads(tmp.dir)).toThrow(/starts at record 2, but the segment before it ends at 0 \(missing, or damaged after that record\)/);
     rmSync(join(tmp.dir, first!));
     writeFileSync(join(tmp.dir, 'journal-0000000000000001.log'), ''); // records 1.. but none in it
     expect(() => payloads(tmp.dir)).toThrow(/starts at record 2, but the segment before it ends at 0/);
@@ -75,16 +83,55 @@ describe('write journal (segment files on a temp dir)', () => {
     expect(() => [...readJournal(tmp.dir, 1).records]).toThrow(JournalCorruptError);
   });
 
-  it('deletes a segment once all its records are released', async () => {
+  it('disposes of a segment once all its records are released: kept as one of two spares, else deleted', async () => {
     const j = new Journal({ dir: tmp.dir, fsync: false, firstSeq: 1, segmentBytes: 16 });
-    await j.append([rec('one, long enough to fill a segment')]).durable;
-    await j.append([rec('two')]).durable;
-    expect(segments(tmp.dir)).toHaveLength(2);
+    for (const p of ['one, long enough to fill a segment', 'two, long enough to fill a segment', 'three, long enough to fill a segment']) await j.append([rec(p)]).durable;
+    await j.append([rec('four')]).durable;
+    expect(segments(tmp.dir)).toHaveLength(4);
     await j.release(1);
-    expect(segments(tmp.dir)).toEqual(['journal-0000000000000002.log']);
-    await j.release(2);
+    expect(segments(tmp.dir)).toEqual(['journal-0000000000000002.log', 'journal-0000000000000003.log', 'journal-0000000000000004.log']);
+    expect(spares(tmp.dir)).toEqual(['journal-spare-1.log']);
+    await j.release(3);
+    expect(segments(tmp.dir)).toEqual(['journal-0000000000000004.log']);
+    expect(spares(tmp.dir)).toHaveLength(2); // the third released segment was deleted
+    await j.release(4);
     await j.close();
     expect(segments(tmp.dir)).toEqual([]);
+    expect(spares(tmp.dir)).toHaveLength(2);
+  });
+
+  it('reuses a spare file for a new segment, and never reads its old records as new ones', async () => {
+    const record = (i: number) => rec(`record ${String(i).padStart(4, '0')} `.padEnd(20, '.')); // 20-byte payloads, 28 on disk
+    // 8 records per segment: it is full at 224 bytes.
+    const j = new Journal({ dir: tmp.dir, fsync: true, firstSeq: 1, segmentBytes: 224 });
+    for (let i = 1; i <= 16; i++) await j.append([record(i)]).durable;
+    await j.release(16);
+    expect(spares(tmp.dir)).toEqual(['journal-spare-1.log']); // records 1-8, still in the file
+    for (let i = 17; i <= 19; i++) await j.append([record(i)]).durable;
+    // Spare 1 became segment 17; segment 9, released and now closed, the next spare.
+    expect(spares(tmp.dir)).toEqual(['journal-spare-2.log']);
+    // The spare became the new segment: records 17-19 over 1-3, and 4-8 behind them, whole, at record boundaries.
+    expect(statSync(join(tmp.dir, 'journal-0000000000000017.log')).size).toBe(224);
+    const read = readJournal(tmp.dir, 16);
+    expect([...read.records].map((r) => [r.seq, r.payload.toString()])).toEqual([17, 18, 19].map((i) => [i, record(i).subarray(FRAME_BYTES).toString()]));
+    expect(read.lastSeq()).toBe(19);
+    await j.close();
+  });
+
+  it('at boot, takes over a last segment that holds no record, and the replay leaves it in place', async () => {
+    const j = new Journal({ dir: tmp.dir, fsync: false, firstSeq: 1 });
+    await j.append([rec('one'), rec('two')]).durable;
+    await j.close();
+    // A segment begun at a crash whose first record never made it (a write of a previous life would look the same).
+    writeFileSync(join(tmp.dir, 'journal-0000000000000003.log'), Buffer.from([0, 0, 0, 5, 1, 2, 3, 4, 0x61]));
+    const replay = readJournal(tmp.dir);
+    expect([...replay.records].map((r) => r.seq)).toEqual([1, 2]);
+    const next = new Journal({ dir: tmp.dir, fsync: false, firstSeq: replay.lastSeq() + 1 });
+    await next.append([rec('three')]).durable;
+    replay.done(); // after the replayed records are safe elsewhere
+    expect(segments(tmp.dir)).toEqual(['journal-0000000000000003.log']);
+    expect(payloads(tmp.dir)).toEqual([[3, 'three']]);
+    await next.close();
   });
 });
 
@@ -96,13 +143,22 @@ describe('NodeStore with its write journal', () => {
   const open = (dir: string) => new NodeStore({ dir, capacityBytes: 16 * 1024 * 1024, applyIntervalMs: 3_600_000 });
   /**
    * The data directory as a crash would leave it: a copy taken now, while the store is open (LMDB's committed
-   * state and the journal segments as written; LMDB's lock file is left behind, as after a reboot).
+   * state and the journal segments as written; LMDB's lock file is left behind, as after a reboot). The copy is
+   * synchronous, so the store changes nothing meanwhile, except for a released segment being deleted or renamed
+   * to a spare on the thread pool, which can pull a file from under it: then it is taken again.
    */
   function crashCopy(): string {
     const dir = `${tmp.dir}-crash${copies.length}`;
     copies.push(dir);
-    cpSync(tmp.dir, dir, { recursive: true, filter: (src) => !src.endsWith('lock.mdb') });
-    return dir;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        cpSync(tmp.dir, dir, { recursive: true, filter: (src) => !src.endsWith('lock.mdb') });
+        return dir;
+      } catch (e) {
+        rmSync(dir, { recursive: true, force: true });
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || attempt === 5) throw e;
+      }
+    }
   }
 
   beforeEach(() => {
@@ -159,6 +215,33 @@ describe('NodeStore with its write journal', () => {
       expect(crashed.get('n', 'k')!.value.equals(large(2).value)).toBe(true);
     } finally {
       await crashed.close();
+    }
+  });
+
+  it('replays every acknowledged write from crash copies taken while segments are rotated, recycled and released', async () => {
+    await store.close();
+    // 16 KiB segments: about a dozen records each, so a few thousand writes rotate, release and recycle many times.
+    store = new NodeStore({ dir: tmp.dir, capacityBytes: 64 * 1024 * 1024, applyIntervalMs: 3_600_000, journalSegmentBytes: 16 * 1024 });
+    const latest = new Map<string, number>();
+    const checks: { dir: string; expected: Map<string, number> }[] = [];
+    for (let round = 0; round < 12; round++) {
+      // Records all of one size, so a recycled file's old records sit exactly where new ones would start.
+      // Rounds of different sizes: a segment recycled from a larger round keeps that round's last records behind.
+      const writes = Array.from({ length: [150, 60, 110, 40][round % 4]! }, (_, i) => ({ ns: 'n', key: `k${String((round * 97 + i * 13) % 400).padStart(3, '0')}`, entry: small(100_000 + round * 1000 + i) }));
+      await Promise.all(writes.map((w) => store.put(w.ns, w.key, w.entry)));
+      for (const w of writes) latest.set(w.key, w.entry.header.version);
+      if (round % 3 === 2) await store.settle(); // applied and released: segments become spares, spares segments
+      if (round % 2 === 1) checks.push({ dir: crashCopy(), expected: new Map(latest) });
+    }
+    expect(readdirSync(tmp.dir).some((f) => f.startsWith('journal-spare-'))).toBe(true);
+    for (const { dir, expected } of checks) {
+      const crashed = new NodeStore({ dir, capacityBytes: 64 * 1024 * 1024, applyIntervalMs: 3_600_000, journalSegmentBytes: 16 * 1024 });
+      try {
+        for (const [key, version] of expected) expect([key, crashed.head('n', key)?.version]).toEqual([key, version]);
+        expect(crashed.stats().keys).toBe(expected.size);
+      } finally {
+        await crashed.close();
+      }
     }
   });
 
