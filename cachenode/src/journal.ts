@@ -302,8 +302,9 @@ export class Journal {
     const spare = this.spares.shift();
     this.rotating = (async () => {
       await closeAsync(oldFd);
-      if (spare) await renameAsync(join(this.opts.dir, spare), path);
-      this.fd = await openAsync(path, this.segmentFlags(!spare), 0o600);
+      // A spare that cannot be renamed (gone from under the node) is dropped: the segment starts as a new file.
+      const recycled = spare !== undefined && (await renameAsync(join(this.opts.dir, spare), path).then(() => true, () => false));
+      this.fd = await openAsync(path, this.segmentFlags(!recycled), 0o600);
       await fsyncAsync(this.dirFd);
     })().then(
       () => {

@@ -118,6 +118,21 @@ describe('write journal (segment files on a temp dir)', () => {
     await j.close();
   });
 
+  it('starts a new file when a spare has gone from under it', async () => {
+    const j = new Journal({ dir: tmp.dir, fsync: true, firstSeq: 1, segmentBytes: 16 });
+    await j.append([rec('one, long enough to fill a segment')]).durable;
+    await j.append([rec('two, long enough to fill a segment')]).durable;
+    await j.release(1);
+    expect(spares(tmp.dir)).toEqual(['journal-spare-1.log']);
+    rmSync(join(tmp.dir, 'journal-spare-1.log'));
+    await j.append([rec('three')]).durable;
+    expect(payloads(tmp.dir)).toEqual([
+      [2, 'two, long enough to fill a segment'],
+      [3, 'three'],
+    ]);
+    await j.close();
+  });
+
   it('at boot, takes over a last segment that holds no record, and the replay leaves it in place', async () => {
     const j = new Journal({ dir: tmp.dir, fsync: false, firstSeq: 1 });
     await j.append([rec('one'), rec('two')]).durable;
