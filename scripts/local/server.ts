@@ -107,7 +107,7 @@ async function handle(req: IncomingMessage, res: ServerResponse, blobs: LocalFol
   }
 
   if (path === '/' || path === '') {
-    return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ service: 'strata', api: '/v1', health: '/v1/health', stats: '/v1/stats', dashboard: '/dashboard', docs: 'docs/API.md', openapi: '/openapi.json' }) }, isHead);
+    return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ service: 'strata', api: '/v1', health: '/v1/health', stats: '/v1/stats', dashboard: '/dashboard', docs: 'docs/API.md', openapi: '/v1/openapi.json' }) }, isHead);
   }
   if (path === '/openapi.json' && (req.method === 'GET' || isHead)) {
     return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(openApiDocument()) }, isHead);

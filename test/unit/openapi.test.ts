@@ -39,12 +39,18 @@ describe('OpenAPI document (docs/openapi.json)', () => {
     expect(readFileSync(OPENAPI_FILE, 'utf8') === openApiText()).toBe(true);
   });
 
-  it('is served by the local server at /openapi.json', async () => {
+  it('is served by the API at /v1/openapi.json (as deployed), and by the local server at /openapi.json too', async () => {
     const api = await startTestApi('embedded');
     try {
       const res = await fetch(`${api.url}/openapi.json`);
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual(doc);
+      const routed = await fetch(`${api.url}/v1/openapi.json`);
+      expect(routed.status).toBe(200);
+      expect(routed.headers.get('cache-control')).toBe('public, max-age=300');
+      expect(await routed.json()).toEqual(doc);
+      // Served twice from one serialization, with headers of its own each time.
+      expect((await fetch(`${api.url}/v1/openapi.json`)).headers.get('x-request-id')).not.toBe(routed.headers.get('x-request-id'));
     } finally {
       await api.close();
     }

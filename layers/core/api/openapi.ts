@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { ERROR_STATUS, type ErrorCode } from '../errors.js';
 import { MAX_KEY_BYTES, NAMESPACE_PATTERN } from '../model/keys.js';
 import { WORKFLOW_NAMES } from '../workflows/progress.js';
+import type { ApiResult } from './http.js';
 import { API_ROUTES, type ApiRoute } from './routes.js';
 import { batchKeysSchema, batchPutSchema, completeUploadSchema, MAX_TTL_SECONDS, TAG_PATTERN, uploadRequestSchema } from './validation.js';
 
@@ -139,6 +140,11 @@ const ROUTE_DOCS: Record<string, RouteDoc> = {
     summary: 'Health of every tier',
     responses: { '200': json(ref('Health'), 'At least one tier is up (`ok` or `degraded`)'), '503': json(ref('Health'), 'No tier is up (`down`)') },
   },
+  'GET /v1/openapi.json': {
+    operationId: 'openApi',
+    summary: 'This document: the OpenAPI 3.1 description of the API, generated from its route table and request schemas',
+    responses: { '200': json({ type: 'object', required: ['openapi', 'info', 'paths'] }, 'The OpenAPI document') },
+  },
   'GET /v1/cost/placements': {
     operationId: 'costPlacements',
     summary: 'Rank placements (tiers and instance types) for a workload by cost per unit of speedup or by cost',
@@ -219,6 +225,14 @@ function errorResponses(codes: ErrorCode[]): Record<string, Json> {
   return Object.fromEntries(
     [...byStatus].sort(([a], [b]) => a - b).map(([status, cs]) => [String(status), json({ allOf: [ref('Error'), { type: 'object', properties: { error: { type: 'object', properties: { code: { enum: cs } } } } }] }, cs.join(', '))]),
   );
+}
+
+let servedBody: string | undefined;
+
+/** `GET /v1/openapi.json`: the document, serialized once per process (it only changes with the code). */
+export function openApiResult(): Promise<ApiResult> {
+  servedBody ??= JSON.stringify(openApiDocument());
+  return Promise.resolve({ statusCode: 200, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'public, max-age=300' }, body: servedBody });
 }
 
 export function openApiDocument(): Json {

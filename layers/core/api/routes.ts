@@ -42,6 +42,8 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { method: 'GET', resource: '/v1/cost/placements', fn: 'service', run: (_ctx, event) => cost.placements(event) },
   { method: 'GET', resource: '/v1/cost/paper-2010', fn: 'service', run: () => cost.paper2010() },
   { method: 'GET', resource: '/v1/cost/catalogs', fn: 'service', run: () => cost.catalogs() },
+  // Loaded on first use: the document module reads this table (no import cycle at load time).
+  { method: 'GET', resource: '/v1/openapi.json', fn: 'service', run: () => import('./openapi.js').then((m) => m.openApiResult()) },
   { method: 'POST', resource: '/v1/admin/workflows/{workflow}/executions', fn: 'admin', auth: 'admin', run: admin.startExecution },
   { method: 'GET', resource: '/v1/admin/workflows/executions', fn: 'admin', auth: 'admin', run: admin.listExecutions },
   { method: 'GET', resource: '/v1/admin/workflows/executions/{execution}', fn: 'admin', auth: 'admin', run: admin.getExecution },

@@ -28,10 +28,11 @@ export const OPERATION_BY_ROUTE: Readonly<Record<string, Operation>> = {
   'GET /v1/ns/{ns}/downloads/{key}': 'download-url',
   'GET /v1/stats': 'stats',
   'GET /v1/health': 'health',
-  // The cost model's reports (service function): counted with the other service reports.
+  // The cost model's reports and the API's OpenAPI document (service function): counted with the other service reports.
   'GET /v1/cost/placements': 'stats',
   'GET /v1/cost/paper-2010': 'stats',
   'GET /v1/cost/catalogs': 'stats',
+  'GET /v1/openapi.json': 'stats',
   'POST /v1/admin/workflows/{workflow}/executions': 'admin',
   'GET /v1/admin/workflows/executions': 'admin',
   'GET /v1/admin/workflows/executions/{execution}': 'admin',
