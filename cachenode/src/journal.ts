@@ -151,8 +151,8 @@ export class Journal {
   /** Closed segments, oldest first, waiting for their records to be released. */
   private readonly closed: Segment[] = [];
   private readonly segmentBytes: number;
-  /** Segment deletions under way (asynchronous: unlinking a large file takes a while). */
-  private readonly unlinking = new Set<Promise<void>>();
+  /** Released segments being deleted or renamed to spares (asynchronous: unlinking a large file takes a while). */
+  private readonly disposing = new Set<Promise<void>>();
   private idle: (() => void)[] = [];
   private isClosed = false;
   /** Spare segment files (names), ready to become the next segment. */
@@ -184,11 +184,6 @@ export class Journal {
   /** A new file is created empty; a spare keeps its blocks (and old records, which no longer check out). */
   private segmentFlags(create: boolean): number {
     return constants.O_WRONLY | (create ? constants.O_CREAT | constants.O_TRUNC : 0) | (this.opts.fsync ? constants.O_DSYNC : 0);
-  }
-
-  /** Bytes in segments not yet deleted. */
-  get retainedBytes(): number {
-    return this.closed.reduce((n, s) => n + s.bytes, this.active.bytes);
   }
 
   /**
@@ -309,7 +304,7 @@ export class Journal {
     })().then(
       () => {
         this.rotating = undefined;
-        void this.deleteReleased();
+        void this.disposeReleased();
         this.pump();
       },
       (e: unknown) => {
@@ -320,29 +315,30 @@ export class Journal {
   }
 
   /**
-   * Records up to `seq` are applied and flushed elsewhere: segments holding nothing newer are deleted (the active
-   * one is replaced by a new file once it is large enough to be worth it). Resolves once they are gone.
+   * Records up to `seq` are applied and flushed elsewhere: segments holding nothing newer are disposed of (kept as
+   * spares or deleted; the active one is replaced by the next segment once it is large enough to be worth it).
+   * Resolves once they are gone.
    */
   release(seq: number): Promise<void> {
     if (this.isClosed) return Promise.resolve();
     this.releasedSeq = Math.max(this.releasedSeq, seq);
     if (this.isIdle() && !this.failed && this.active.lastSeq <= this.releasedSeq && this.offset >= RECYCLE_BYTES) this.rotate();
-    return this.deleteReleased();
+    return this.disposeReleased();
   }
 
   /**
    * Disposes of the closed segments whose records are all released, off the main thread: renamed to spares while
    * fewer than {@link MAX_SPARES} are kept (and the segment is large enough to be worth reusing), else deleted.
    */
-  private deleteReleased(): Promise<void> {
+  private disposeReleased(): Promise<void> {
     while (this.closed.length > 0 && this.closed[0]!.lastSeq <= this.releasedSeq) {
       const segment = this.closed.shift()!;
       const file = join(this.opts.dir, segment.name);
       const done = this.worthSparing(segment.bytes) ? this.spare(file) : removeFile(file);
-      const tracked: Promise<void> = done.finally(() => this.unlinking.delete(tracked));
-      this.unlinking.add(tracked);
+      const tracked: Promise<void> = done.finally(() => this.disposing.delete(tracked));
+      this.disposing.add(tracked);
     }
-    return Promise.all(this.unlinking).then(() => undefined);
+    return Promise.all(this.disposing).then(() => undefined);
   }
 
   private worthSparing(bytes: number): boolean {
@@ -363,13 +359,13 @@ export class Journal {
     }
   }
 
-  /** Waits for the writes under way, then closes the file; deletes every segment whose records are released. */
+  /** Waits for the writes under way, then closes the file; disposes of every segment whose records are released. */
   async close(): Promise<void> {
     if (this.isClosed) return;
     if (!this.isIdle()) await new Promise<void>((resolve) => this.idle.push(resolve));
     this.isClosed = true;
     if (this.fd >= 0) closeSync(this.fd);
-    await this.deleteReleased();
+    await this.disposeReleased();
     if (this.active.lastSeq <= this.releasedSeq && this.durableSeq === this.seq) {
       const file = join(this.opts.dir, this.active.name);
       if (this.worthSparing(this.active.bytes)) await this.spare(file);

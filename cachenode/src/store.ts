@@ -118,6 +118,11 @@ interface WriteOp {
   seq: number;
 }
 
+/** Bytes a journaled write keeps in the overlay until it is applied: its record and external value. */
+function overlayBytes(op: WriteOp): number {
+  return (op.state.rec?.length ?? 0) + (op.state.value?.length ?? 0);
+}
+
 function decodeOp(p: Buffer): { ops: number; sk: Buffer; rec: Buffer; value: Buffer } {
   const skLen = p.readUInt16BE(2);
   const recLen = p.readUInt32BE(4);
@@ -618,7 +623,7 @@ export class NodeStore {
     for (const op of ops) {
       op.seq = ++s;
       op.framed = undefined;
-      this.queuedBytes += (op.state.rec?.length ?? 0) + (op.state.value?.length ?? 0);
+      this.queuedBytes += overlayBytes(op);
       this.applyQueue.push(op);
     }
     this.lastSeq = seq;
@@ -689,7 +694,7 @@ export class NodeStore {
         const flushed = this.env.flushed;
         await committed;
         for (const op of batch) {
-          this.queuedBytes -= (op.state.rec?.length ?? 0) + (op.state.value?.length ?? 0);
+          this.queuedBytes -= overlayBytes(op);
           if (this.pending.get(op.id) === op.state) this.pending.delete(op.id);
         }
         this.committedSeq = last;
