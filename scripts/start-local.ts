@@ -5,13 +5,14 @@
  * switches the cold tier to S3. STRATA_LOCAL_NODES=N adds a warm tier of N local cache-node processes, and with
  * it the workflows (scale-out/in, evict to S3, tier migration) behind the admin API.
  */
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { ConfigError, loadRuntimeEnv } from '../layers/core/runtime/config.js';
 import { buildApiContext } from '../layers/core/runtime/context.js';
 import { warmTierFromEnv } from '../layers/core/runtime/warm.js';
 import { LocalFolderTier } from '../layers/core/tiers/local-folder-tier.js';
+import { LOCAL_WARM_FOLDER } from '../layers/core/tiers/storage-key.js';
 import { startFleetSampler } from './local/fleet-sampler.js';
-import { startLocalWarm, startLocalWorkflows } from './local/local-warm.js';
+import { removeLegacyWarmFolders, startLocalWarm, startLocalWorkflows } from './local/local-warm.js';
 import { startLocalServer } from './local/server.js';
 
 async function main(): Promise<void> {
@@ -21,6 +22,10 @@ async function main(): Promise<void> {
   const localNodes = Number(process.env.STRATA_LOCAL_NODES ?? 0);
   if (!Number.isInteger(localNodes) || localNodes < 0 || localNodes > 16) throw new ConfigError(`STRATA_LOCAL_NODES must be a whole number from 0 to 16 (got '${process.env.STRATA_LOCAL_NODES}')`);
   if (localNodes > 0 && (process.env.STRATA_WARM_RING_DIR || process.env.STRATA_WARM_RING_BUCKET)) throw new ConfigError('STRATA_LOCAL_NODES starts its own cache nodes and ring: unset STRATA_WARM_RING_DIR / STRATA_WARM_RING_BUCKET');
+  // Earlier versions kept the local warm tier in <dataDir>/warm, the folder of a namespace named `warm`.
+  if (removeLegacyWarmFolders(dataDir)) {
+    console.log(`strata: removed an earlier version's local warm tier from ${join(dataDir, 'warm')} (now in ${LOCAL_WARM_FOLDER}/)`);
+  }
   const warm = localNodes > 0 ? await startLocalWarm({ nodes: localNodes, dataDir, log: (l) => console.log(`strata: ${l}`) }) : undefined;
   const env = loadRuntimeEnv({
     ...process.env,

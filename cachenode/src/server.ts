@@ -7,6 +7,7 @@ import { decodeHeader, type WriteOutcome } from '../../layers/core/model/entry.j
 import { validateKey, validateNamespace } from '../../layers/core/model/keys.js';
 import { isRingPosition, ringHashBytes } from '../../layers/core/ring/hash.js';
 import { casStoreFromUri, RingStore, type CasStore } from '../../layers/core/ring/store.js';
+import { ErrorLogLimiter, formatErrorLogEntry } from '../../layers/core/util/error-log-limiter.js';
 import {
   asciiJsonText,
   encodeAbsentRecord,
@@ -96,6 +97,11 @@ export class CacheNode {
   /** A poll is under way (a slow store does not pile polls up). */
   private ringPolling = false;
   private stopped?: Promise<void>;
+  /**
+   * Unexpected request failures (a failing disk fails every write): the first of each kind with its stack, then
+   * one line per kind per 10 s with the count, not a stack per request.
+   */
+  private readonly failureLog = new ErrorLogLimiter({ write: (e) => console.error(formatErrorLogEntry(e, '[cachenode]')) });
 
   private constructor(
     readonly config: NodeConfig,
@@ -637,7 +643,7 @@ export class CacheNode {
     }
     const he = e instanceof HttpError ? e : new HttpError(500, 'INTERNAL', 'internal error');
     if (he.status === 409) res.setHeader(RING_HEADER, String(this.ownership.version));
-    if (!(e instanceof HttpError)) console.error('[cachenode] request failed:', e);
+    if (!(e instanceof HttpError)) this.failureLog.report(e, 'request');
     void this.json(res, he.status, { error: { code: he.code, message: he.message }, ...he.extra });
   }
 }

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { existsSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { initialRing } from '../../layers/core/ring/document.js';
 import { FileCasStore, RingStore } from '../../layers/core/ring/store.js';
+import { LOCAL_WARM_FOLDER } from '../../layers/core/tiers/storage-key.js';
 import type { Tier } from '../../layers/core/tiers/tier.js';
 import { LocalFleet } from '../../layers/core/warm/local-fleet.js';
 import { NodeClient } from '../../layers/core/warm/node-client.js';
@@ -10,9 +11,10 @@ import { localWorkflows, type LocalWorkflows } from '../../layers/core/workflows
 
 /**
  * The warm tier of `npm start` when STRATA_LOCAL_NODES=N: N cache-node processes (the local fleet provider) with
- * their data under `<dataDir>/warm/nodes`, a ring over them in `<dataDir>/warm/ring`, and the shared secret —
+ * their data under `<dataDir>/_warm/nodes`, a ring over them in `<dataDir>/_warm/ring`, and the shared secret —
  * started fresh on every run. The same fleet then stands in for EC2 in the workflows, so the admin API can
- * scale the local warm tier out and in.
+ * scale the local warm tier out and in. `<dataDir>` is also the folder tier's, one folder per namespace: the
+ * warm tier's folder starts with '_' (LOCAL_WARM_FOLDER), so it is never a namespace's.
  */
 export interface LocalWarm {
   fleet: LocalFleet;
@@ -23,7 +25,7 @@ export interface LocalWarm {
 }
 
 export async function startLocalWarm(o: { nodes: number; dataDir: string; capacityBytes?: number; log?: (line: string) => void }): Promise<LocalWarm> {
-  const root = join(o.dataDir, 'warm');
+  const root = join(o.dataDir, LOCAL_WARM_FOLDER);
   rmSync(root, { recursive: true, force: true });
   const secret = randomBytes(24).toString('hex');
   const fleet = new LocalFleet({ rootDir: join(root, 'nodes'), secret, ...(o.capacityBytes ? { capacityBytes: o.capacityBytes } : {}) });
@@ -40,6 +42,26 @@ export async function startLocalWarm(o: { nodes: number; dataDir: string; capaci
     await fleet.close();
     throw e;
   }
+}
+
+/**
+ * Removes what local warm tiers before this layout left in `<dataDir>/warm` (its `nodes` and `ring` folders, and
+ * the folder itself when nothing else is in it); returns whether there was anything. Those runs wiped the whole
+ * folder at every start, with the entries of a namespace named `warm` in it; now that namespace's folder is its
+ * own. Its entries live in two-hex-digit shard folders, never in `nodes` or `ring`, so they stay.
+ */
+export function removeLegacyWarmFolders(dataDir: string): boolean {
+  const legacy = join(dataDir, 'warm');
+  const leftovers = ['nodes', 'ring'].map((f) => join(legacy, f)).filter((p) => existsSync(p));
+  for (const p of leftovers) rmSync(p, { recursive: true, force: true });
+  if (leftovers.length > 0) {
+    try {
+      rmdirSync(legacy);
+    } catch {
+      // Not empty: the namespace `warm` has entries there.
+    }
+  }
+  return leftovers.length > 0;
 }
 
 /**

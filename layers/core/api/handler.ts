@@ -8,7 +8,7 @@ import { errorResponder, requestIdHeader, requestMetrics, writeBackFlush } from 
 import type { ApiContext } from './operations.js';
 import type { ApiFunction } from './routes.js';
 import { API_ROUTES, methodNotAllowed, routeNotFound } from './routes.js';
-import { checkNamespaceAccess } from './tenant-access.js';
+import { checkAdminAccess, checkNamespaceAccess } from './tenant-access.js';
 
 /**
  * Builds the Lambda handler of one API function: picks the route by API Gateway `resource` and method, runs its
@@ -27,6 +27,7 @@ export function apiHandler(fn: ApiFunction) {
     if (!route) throw methodNotAllowed(event.httpMethod, event.resource, forResource.map((r) => r.method));
     ctx = await getApiContext();
     checkNamespaceAccess(ctx.tenantAccess, route.resource, event);
+    if (route.auth === 'admin') checkAdminAccess(ctx.tenantAccess, event);
     return route.run(ctx, event);
   };
   return middy<ApiEvent, ApiResult, Error, Context>(dispatch)

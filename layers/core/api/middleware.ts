@@ -8,21 +8,42 @@ import { metricsSink } from '../metrics/sink.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { errorResult } from './http.js';
 import type { ApiContext } from './operations.js';
+import { ErrorLogLimiter, type ErrorLogLimiterOptions } from '../util/error-log-limiter.js';
 
 type Mw = middy.MiddlewareObj<ApiEvent, ApiResult, Error, Context>;
 
 /**
  * Turns thrown errors into the JSON error shape. Typed errors keep their code and message; anything else is a
  * bug and becomes a 500 whose body carries only the request id (the details go to the log, never the client).
+ *
+ * A typed 5xx (TIER_UNAVAILABLE while no tier answers) comes once per request for as long as the outage lasts:
+ * the first of each kind is logged with its request id, then one line per kind per 10 s with the count
+ * (util/error-log-limiter.ts; the Errors metric counts each request). A 500 is a bug, rare, and its body tells the
+ * client to quote its request id: each is logged.
  */
-export function errorResponder(log: (msg: string, data: Record<string, unknown>) => void = defaultLog): Mw {
+export function errorResponder(
+  log: (msg: string, data: Record<string, unknown>) => void = defaultLog,
+  o: Pick<ErrorLogLimiterOptions, 'now' | 'schedule'> = {},
+): Mw {
+  const failures = new ErrorLogLimiter({
+    ...o,
+    write: (e) => {
+      const err = e.error as StrataError;
+      const requestId = e.details?.requestId;
+      if (e.type === 'first') log('request failed', { requestId, code: err.code, error: String(err), cause: String(err.cause ?? '') });
+      else {
+        const repeated = { code: err.code, count: e.count, periodMs: e.periodMs, error: e.summary, lastRequestId: requestId };
+        log('request failed repeatedly', { ...repeated, ...(e.otherKinds ? { otherKinds: true } : {}) });
+      }
+    },
+  });
   return {
     onError: async (request) => {
       const err = request.error;
       const requestId = request.context?.awsRequestId;
       if (isStrataError(err) && err.expose) {
         request.response = errorResult(err, err.status >= 500 ? requestId : undefined);
-        if (err.status >= 500) log('request failed', { requestId, code: err.code, error: String(err), cause: String(err.cause ?? '') });
+        if (err.status >= 500) failures.report(err, err.code, { requestId });
         return;
       }
       log('unhandled error', { requestId, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
