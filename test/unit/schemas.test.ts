@@ -1,6 +1,7 @@
 import { PolicyConfigError, PolicyRegistry } from '../../layers/core/coordinator/policy.js';
 import { ConfigError, loadRuntimeEnv, namespaceConfigFrom } from '../../layers/core/runtime/config.js';
 import { ifMatchHeader, ifNoneMatchHeader, jsonBody, tagsHeader, ttlHeader, valueContentType, batchPutSchema } from '../../layers/core/api/validation.js';
+import { BASE64_PATTERN, batchKeysSchema, isCanonicalBase64 } from '../../layers/core/api/validation.js';
 import { validateKey, validateNamespace } from '../../layers/core/model/keys.js';
 import { matchRoute } from '../../layers/core/api/routes.js';
 import type { ApiEvent } from '../../layers/core/api/http.js';
@@ -74,6 +75,50 @@ describe('request validation', () => {
     expect(fieldOf(() => jsonBody(ev({ 'content-type': 'application/json; charset=utf-8' }, bad), batchPutSchema))).toBe('body.items[1].ttl');
     expect(valueContentType(ev({}))).toBe('application/octet-stream');
     expect(() => valueContentType(ev({ 'content-type': 'multipart/form-data; boundary=x' }))).toThrow(expect.objectContaining({ status: 415 }));
+  });
+});
+
+describe('inputs that must be refused', () => {
+  it('If-Match: * (the key must exist) or one version, bare or as an ETag; a list of ETags is a 400 that says so', () => {
+    expect(ifMatchHeader(ev({ 'if-match': '*' }))).toBe('*');
+    expect(ifMatchHeader(ev({ 'If-Match': ' * ' }))).toBe('*');
+    expect(ifMatchHeader(ev({ 'if-match': '"42"' }))).toBe(42);
+    expect(ifMatchHeader(ev({ 'if-match': '42' }))).toBe(42);
+    // Above 2^53-1 no version can be stored: it is a precondition that fails (409), not a malformed header.
+    expect(ifMatchHeader(ev({ 'if-match': '9999999999999999' }))).toBeGreaterThan(Number.MAX_SAFE_INTEGER);
+    for (const bad of ['"1", "2"', '*, "1"', '"42', '**', '', '"abc"', '12345678901234567']) {
+      expect(fieldOf(() => ifMatchHeader(ev({ 'if-match': bad })))).toBe('if-match');
+    }
+    expect(() => ifMatchHeader(ev({ 'if-match': '"1", "2"' }))).toThrow(/not a list/);
+  });
+
+  it('batch values are canonical base64: what the pattern in the document says, also for values of megabytes', () => {
+    const exact = new RegExp(BASE64_PATTERN);
+    for (const n of [0, 1, 2, 3, 4, 5, 100]) {
+      const b64 = Buffer.alloc(n, 0xa7).toString('base64');
+      expect(isCanonicalBase64(b64)).toBe(true);
+      expect(exact.test(b64)).toBe(true);
+    }
+    for (const bad of ['a', 'aGk', 'aGk=a', 'aR==', 'aGl=', 'aGk-', 'a_8=', '====', 'aGk==', ' aGk=', 'aGk=\n']) {
+      expect({ bad, ok: isCanonicalBase64(bad) }).toEqual({ bad, ok: false });
+      expect(exact.test(bad)).toBe(false);
+    }
+    // The document's pattern with its repeated group overflows V8's backtracking stack on large values; the check does not.
+    expect(isCanonicalBase64(Buffer.alloc(8 * 1024 * 1024, 1).toString('base64'))).toBe(true);
+    const unpadded = JSON.stringify({ items: [{ key: 'a', value: 'aGk' }] });
+    expect(fieldOf(() => jsonBody(ev({ 'content-type': 'application/json' }, unpadded), batchPutSchema))).toBe('body.items[0].value');
+  });
+
+  it('a JSON body that is not UTF-8 is MALFORMED_JSON, never decoded with replacement characters', () => {
+    const body = (bytes: number[]) => {
+      const raw = Buffer.concat([Buffer.from('{"keys":["a'), Buffer.from(bytes), Buffer.from('"]}')]);
+      const event = { headers: { 'content-type': 'application/json' }, body: raw.toString('base64'), isBase64Encoded: true };
+      return event as unknown as ApiEvent;
+    };
+    for (const bytes of [[0xff], [0xc3], [0xed, 0xa0, 0x80], [0xc0, 0xaf], [0xf8, 0x88, 0x80, 0x80, 0x80]]) {
+      expect(() => jsonBody(body(bytes), batchKeysSchema)).toThrow(expect.objectContaining({ code: 'MALFORMED_JSON', status: 400 }));
+    }
+    expect(jsonBody(body([0xc3, 0xbf]), batchKeysSchema)).toEqual({ keys: ['aÿ'] });
   });
 });
 

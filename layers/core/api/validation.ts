@@ -1,6 +1,7 @@
+import { isUtf8 } from 'node:buffer';
 import * as z from 'zod';
 import { StrataError, ValidationError } from '../errors.js';
-import { validateKey, validateNamespace } from '../model/keys.js';
+import { MAX_KEY_BYTES, validateKey, validateNamespace } from '../model/keys.js';
 import type { ApiEvent } from './http.js';
 import { bodyBytes, header } from './http.js';
 
@@ -12,13 +13,44 @@ export const ttlSchema = z.number().int().min(1).max(MAX_TTL_SECONDS);
 export const tagsSchema = z.array(z.string().regex(TAG_PATTERN, 'tags are 1-64 characters of A-Z, a-z, 0-9, "_", ".", ":" or "-"')).max(MAX_TAGS);
 const contentTypeSchema = z.string().min(1).max(200).regex(/^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;.*)?$/, 'must be a media type like text/plain');
 
-export const batchKeysSchema = z.strictObject({ keys: z.array(z.string()).min(1).max(100) });
+/**
+ * A key in a JSON body. The handlers check it with validateKey (naming the item, with the byte limit in the details);
+ * the metadata states the same rule in the OpenAPI document. JSON Schema counts code points, not bytes, so the
+ * byte limit is the extension keyword `x-strata-max-utf8-bytes` (maxLength only bounds what can fit).
+ */
+export const KEY_JSON_SCHEMA = {
+  minLength: 1,
+  maxLength: MAX_KEY_BYTES,
+  pattern: '^[^\\u0000]+$',
+  'x-strata-max-utf8-bytes': MAX_KEY_BYTES,
+  description: `1-${MAX_KEY_BYTES} bytes of UTF-8, no NUL, well-formed Unicode (no lone surrogates)`,
+} as const;
+const keySchema = z.string().meta(KEY_JSON_SCHEMA);
+
+/**
+ * Standard base64 (RFC 4648 §4) in its one canonical form: padded to a multiple of 4 characters, pad bits zero.
+ * Node's decoder skips what it does not understand and drops a trailing partial byte, so anything looser would
+ * store other bytes than the client meant; non-canonical pad bits would let two strings decode to one value.
+ * The document states it as one regular expression; the server checks the same language without the repeated
+ * group, which V8 cannot match against a multi-megabyte value (its backtracking stack overflows).
+ */
+export const BASE64_PATTERN = '^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$';
+const BASE64_FLAT = /^[A-Za-z0-9+/]*(?:[AQgw]==|[AEIMQUYcgkosw048]=)?$/;
+export function isCanonicalBase64(s: string): boolean {
+  return s.length % 4 === 0 && BASE64_FLAT.test(s);
+}
+const base64Schema = z
+  .string()
+  .refine(isCanonicalBase64, 'value must be standard base64 (RFC 4648: A-Z a-z 0-9 + /, padded with = to a multiple of 4 characters)')
+  .meta({ pattern: BASE64_PATTERN, contentEncoding: 'base64' });
+
+export const batchKeysSchema = z.strictObject({ keys: z.array(keySchema).min(1).max(100) });
 export const batchPutSchema = z.strictObject({
   items: z
     .array(
       z.strictObject({
-        key: z.string(),
-        value: z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, 'value must be base64'),
+        key: keySchema,
+        value: base64Schema,
         ttl: ttlSchema.nullable().optional(),
         tags: tagsSchema.optional(),
         contentType: contentTypeSchema.optional(),
@@ -48,6 +80,9 @@ export function jsonBody<T extends z.ZodType>(event: ApiEvent, schema: T, { opti
   if (!/^application\/json\s*(;|$)/i.test(type)) {
     throw new StrataError('UNSUPPORTED_MEDIA_TYPE', `this endpoint takes application/json, not '${type || 'no content-type'}'`, { expected: 'application/json' });
   }
+  // JSON text is UTF-8 (RFC 8259 §8.1). Decoding invalid bytes would replace them with U+FFFD, so two different
+  // keys could arrive as one: refuse the body instead.
+  if (!isUtf8(raw)) throw new StrataError('MALFORMED_JSON', 'body is not valid UTF-8 (JSON text must be UTF-8)');
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw.toString('utf8'));
@@ -81,13 +116,24 @@ export function tagsHeader(event: ApiEvent): string[] | undefined {
   return parseWith(tagsSchema, raw.split(',').map((t) => t.trim()), 'tags');
 }
 
-/** If-Match: a version, bare or as an ETag ("123", W/"123"). */
-export function ifMatchHeader(event: ApiEvent): number | undefined {
+/**
+ * If-Match (RFC 9110 §13.1.1): `*` (the key must exist) or one version, bare or as an ETag (`123`, `"123"`,
+ * `W/"123"`). A version above 2^53-1 cannot be stored, so it never matches: 409 like any other stale version.
+ * A list of ETags is refused: the coordinator checks one expected version under the key's lock.
+ */
+export const IF_MATCH_PATTERN = /^\s*(?:(\*)|(?:W\/)?"(\d{1,16})"|(\d{1,16}))\s*$/;
+export function ifMatchHeader(event: ApiEvent): number | '*' | undefined {
   const raw = header(event, 'if-match');
   if (raw === undefined) return undefined;
-  const m = /^\s*(?:W\/)?"?(\d{1,16})"?\s*$/.exec(raw);
-  if (!m || !Number.isSafeInteger(Number(m[1]))) throw new ValidationError('if-match', 'If-Match must be a version number returned by an earlier read or write', { value: raw.slice(0, 40) });
-  return Number(m[1]);
+  const m = IF_MATCH_PATTERN.exec(raw);
+  if (!m) {
+    const list = raw.includes(',');
+    const message = list
+      ? 'If-Match takes one version (or *), not a list of ETags'
+      : 'If-Match must be * or a version returned by an earlier read or write';
+    throw new ValidationError('if-match', message, { value: raw.slice(0, 40) });
+  }
+  return m[1] ? '*' : Number(m[2] ?? m[3]);
 }
 
 export function ifNoneMatchHeader(event: ApiEvent): boolean {
