@@ -10,7 +10,7 @@ import { openApiDocument } from '../../layers/core/api/openapi.js';
 import { matchRoute, methodNotAllowed, routeNotFound } from '../../layers/core/api/routes.js';
 import { setApiContext } from '../../layers/core/runtime/context.js';
 import type { ApiContext } from '../../layers/core/api/operations.js';
-import { LocalFolderTier } from '../../layers/core/tiers/local-folder-tier.js';
+import { LocalFolderTier, StagedUploadExistsError } from '../../layers/core/tiers/local-folder-tier.js';
 import { handler as keys } from '../../lambdas/api/keys.js';
 import { handler as batch } from '../../lambdas/api/batch.js';
 import { handler as transfer } from '../../lambdas/api/transfer.js';
@@ -129,18 +129,40 @@ async function handle(req: IncomingMessage, res: ServerResponse, blobs: LocalFol
 
 async function serveBlob(req: IncomingMessage, res: ServerResponse, blobs: LocalFolderTier, token: string): Promise<void> {
   const isHead = req.method === 'HEAD';
-  const claims = blobs.verifyBlobToken(decodeURIComponent(token));
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(token);
+  } catch {
+    // A malformed escape (`%zz`, a lone `%E2`) is the client's error, not a 500: refuse it as the API does a path parameter.
+    req.resume();
+    return send(res, errorResult(new ValidationError('token', 'is not valid percent-encoding')), isHead);
+  }
+  const claims = blobs.verifyBlobToken(decoded);
   const allowed = claims && (claims.op === 'put' ? req.method === 'PUT' : req.method === 'GET' || isHead);
   if (!claims || !allowed) {
     req.resume();
     return send(res, { statusCode: 403, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: { code: 'FORBIDDEN', message: 'the blob URL is invalid, expired, or used with the wrong method' } }) }, isHead);
   }
   if (claims.op === 'put') {
-    const { size } = await blobs.writeStagedUpload(claims.uploadId, req, { maxBytes: MAX_UPLOAD_BYTES });
+    let size: number;
+    try {
+      ({ size } = await blobs.writeStagedUpload(claims.uploadId, req, { maxBytes: MAX_UPLOAD_BYTES }));
+    } catch (e) {
+      if (!(e instanceof StagedUploadExistsError)) throw e;
+      // The URL takes one PUT, as the S3 tier's (If-None-Match: * signed in): bytes are staged, or the upload is completed.
+      req.resume();
+      return send(res, preconditionFailed('this upload URL was used already (bytes are staged, or the upload is completed)'), false);
+    }
     return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ uploadId: claims.uploadId, size }) }, false);
   }
   const blob = await blobs.readBlob(claims.ns, claims.key);
-  if (!blob) return send(res, errorResult(new StrataError('NOT_FOUND', 'the value is gone (deleted, expired or replaced by a newer upload)')), isHead);
+  if (!blob) return send(res, errorResult(new StrataError('NOT_FOUND', 'the value is gone (deleted or expired)')), isHead);
+  if (blob.header.version !== claims.version) {
+    // The URL serves the version it was made for or nothing, as S3 does with the If-Match the S3 tier signs in.
+    blob.body.destroy();
+    const message = `the key holds version ${blob.header.version} now; this URL was made for version ${claims.version}`;
+    return send(res, preconditionFailed(message), isHead);
+  }
   res.writeHead(200, { 'content-type': blob.header.contentType ?? 'application/octet-stream', 'content-length': blob.size, 'x-strata-version': String(blob.header.version) });
   if (isHead) {
     blob.body.destroy();
@@ -148,6 +170,15 @@ async function serveBlob(req: IncomingMessage, res: ServerResponse, blobs: Local
     return;
   }
   await pipeline(blob.body, res);
+}
+
+/**
+ * 412 of a blob URL. These URLs stand in for S3 presigned URLs and answer with S3's statuses (403 invalid, 404 gone,
+ * 412 precondition failed), not with the API's error codes (docs/API.md, Large values).
+ */
+function preconditionFailed(message: string): APIGatewayProxyResult {
+  const body = JSON.stringify({ error: { code: 'PRECONDITION_FAILED', message } });
+  return { statusCode: 412, headers: { 'content-type': 'application/json' }, body };
 }
 
 function send(res: ServerResponse, result: APIGatewayProxyResult, isHead: boolean): void {

@@ -114,6 +114,76 @@ describe.each<Backend>(['embedded', 'redis+s3'])('API through the SDK (%s)', (ba
     expect(Buffer.from(got.value).equals(large)).toBe(true);
   });
 
+  it('keeps the TTL, tags and content type of a large put through the upload, and lets it expire', async () => {
+    const large = Buffer.alloc(INLINE_LIMIT + 4096, 5);
+    const before = Date.now();
+    const w = await client.put('large-ttl', large, { ttl: 1, tags: ['big', 'x:y'], contentType: 'application/x-big' });
+    expect(w.expiresAt!.getTime()).toBeGreaterThanOrEqual(before + 1000);
+    expect(w.expiresAt!.getTime()).toBeLessThan(Date.now() + 1000 + 1000);
+    const got = (await client.get('large-ttl'))!;
+    expect(got).toMatchObject({ version: w.version, tags: ['big', 'x:y'], contentType: 'application/x-big' });
+    expect(got.expiresAt!.getTime()).toBe(w.expiresAt!.getTime());
+    await new Promise((r) => setTimeout(r, w.expiresAt!.getTime() - Date.now() + 300));
+    expect(await client.get('large-ttl')).toBeUndefined();
+  });
+
+  it('completes an upload with the metadata given at its creation; fields given at completion win', async () => {
+    const post = (path: string, body: unknown) => {
+      const headers = { 'content-type': 'application/json' };
+      return fetch(`${api.url}/v1/ns/app/uploads/${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
+    };
+    const upload = async (key: string, created: Record<string, unknown>, completion: Record<string, unknown>) => {
+      const t = (await (await post(key, created)).json()) as { uploadId: string; url: string; headers: Record<string, string> };
+      const put = await fetch(new URL(t.url, api.url), { method: 'PUT', headers: t.headers, body: Buffer.alloc(INLINE_LIMIT + 1, 1) });
+      expect(put.status).toBe(200);
+      const res = await post(`${key}/complete`, { uploadId: t.uploadId, ...completion });
+      expect(res.status).toBe(200);
+      return (await fetch(`${api.url}/v1/ns/app/keys/${key}`, { method: 'HEAD' })).headers;
+    };
+    const kept = await upload('meta-kept', { ttl: 600, tags: ['a', 'b'], contentType: 'text/csv' }, {});
+    expect(kept.get('x-strata-tags')).toBe('a,b');
+    expect(kept.get('content-type')).toBe('text/csv');
+    expect(Date.parse(kept.get('x-strata-expires-at')!)).toBeGreaterThan(Date.now() + 590_000);
+    const overridden = await upload('meta-over', { ttl: 600, tags: ['a'], contentType: 'text/csv' }, { ttl: null, tags: ['c'] });
+    expect(overridden.get('x-strata-tags')).toBe('c');
+    expect(overridden.get('content-type')).toBe('text/csv');
+    expect(overridden.get('x-strata-expires-at')).toBeNull();
+  });
+
+  it('serves a download URL made before an overwrite with 412, never the newer bytes', async () => {
+    const oldBytes = Buffer.alloc(INLINE_LIMIT + 10, 0x61);
+    const newBytes = Buffer.alloc(INLINE_LIMIT + 20, 0x62);
+    const w1 = await client.put('dl-race', oldBytes);
+    const res = await fetch(`${api.url}/v1/ns/app/downloads/dl-race`);
+    const dl = (await res.json()) as { url: string; headers: Record<string, string>; version: number; size: number };
+    expect(dl).toMatchObject({ version: w1.version, size: oldBytes.length });
+    const first = await fetch(dl.url, { headers: dl.headers });
+    expect(Buffer.from(await first.arrayBuffer()).equals(oldBytes)).toBe(true);
+    // The 303 of a GET: its location needs the headers named x-strata-location-* (S3: the signed If-Match).
+    const redirect = await fetch(`${api.url}/v1/ns/app/keys/dl-race`, { redirect: 'manual' });
+    expect(redirect.status).toBe(303);
+    expect(redirect.headers.get('x-strata-version')).toBe(String(w1.version));
+    const locationHeaders: Record<string, string> = {};
+    redirect.headers.forEach((v, k) => {
+      if (k.startsWith('x-strata-location-')) locationHeaders[k.slice('x-strata-location-'.length)] = v;
+    });
+    expect(Object.keys(locationHeaders)).toEqual(backend === 'embedded' ? [] : ['if-match']);
+
+    const w2 = await client.put('dl-race', newBytes);
+    for (const [url, headers] of [[dl.url, dl.headers], [redirect.headers.get('location')!, locationHeaders]] as const) {
+      const stale = await fetch(new URL(url, api.url), { headers });
+      expect(stale.status).toBe(412);
+      expect(Buffer.from(await stale.arrayBuffer()).includes(newBytes.subarray(0, 64))).toBe(false);
+    }
+    // Asked again, the API hands out URLs for the new version.
+    const again = (await (await fetch(`${api.url}/v1/ns/app/downloads/dl-race`)).json()) as typeof dl;
+    expect(again.version).toBe(w2.version);
+    expect(Buffer.from(await (await fetch(again.url, { headers: again.headers })).arrayBuffer()).equals(newBytes)).toBe(true);
+    const got = (await client.get('dl-race'))!;
+    expect(got.version).toBe(w2.version);
+    expect(Buffer.from(got.value).equals(newBytes)).toBe(true);
+  });
+
   it('keeps large writes out of the hot tier (write-around) and serves them from cold', async () => {
     await client.put('medium', Buffer.alloc(200 * 1024, 1), { ns: 'nol1' });
     const hot = api.ctx.coordinator.tierList()[0]!;

@@ -15,6 +15,7 @@ import type { Entry, EntryHeader } from '../../layers/core/model/entry.js';
 import { makeLocationMarker, makeTombstone } from '../../layers/core/model/entry.js';
 import { contentHash } from '../../layers/core/model/keys.js';
 import { S3Tier } from '../../layers/core/tiers/s3-tier.js';
+import { MAX_UPLOAD_URL_SECONDS, type NewUpload, type UploadClaim, type UploadRecord } from '../../layers/core/tiers/tier.js';
 import { parseS3ObjectKey, s3ObjectKey } from '../../layers/core/tiers/storage-key.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { freePort } from '../helpers/services.js';
@@ -183,28 +184,73 @@ describe('S3Tier (LocalStack)', () => {
     expect(got.map((e) => e?.value.toString())).toEqual(keys.map((k, i) => (i % 3 !== 0 ? `v-${k}` : undefined)));
   });
 
-  it('hands out a presigned download URL that returns the exact bytes', async () => {
+  // Presigned URLs with headers signed in: SigV4 query authentication covers every header listed in
+  // X-Amz-SignedHeaders, so on AWS a request without them (or with other values) fails with 403
+  // (https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-query-string-auth.html). LocalStack does not check
+  // presigned signatures, so these tests check that the header is signed into the URL, and send it.
+  const signedHeaders = (url: string): string[] => (new URL(url).searchParams.get('X-Amz-SignedHeaders') ?? '').split(';');
+
+  it('hands out a presigned download URL that returns the exact bytes of the version it was made for', async () => {
     const bin = randomBytes(50_000);
     await tier.put('ns', 'dl/🙂', entry(1, bin, { contentType: 'image/png' }));
     const dl = await tier.presignDownload('ns', 'dl/🙂', 60);
-    expect(dl).toMatchObject({ method: 'GET', headers: {} });
+    const etag = expect.stringMatching(/^"[0-9a-f]{32}"$/);
+    expect(dl).toMatchObject({ method: 'GET', headers: { 'if-match': etag }, header: { version: 1, size: bin.length } });
     expect(dl.url).not.toContain('x-amz-checksum');
-    const res = await fetch(dl.url);
+    expect(signedHeaders(dl.url)).toContain('if-match');
+    const res = await fetch(dl.url, { headers: dl.headers });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('image/png');
     expect(Buffer.from(await res.arrayBuffer()).equals(bin)).toBe(true);
     await expect(tier.presignDownload('ns', 'nope', 60)).rejects.toThrow(NotFoundError);
   });
 
-  it('commits a presigned upload into place with a version', async () => {
+  it('answers 412 on a download URL made before an overwrite or a delete, never the newer bytes', async () => {
+    // GetObject with If-Match: "Return the object only if its entity tag (ETag) is the same as the one specified
+    // in this header; otherwise, return a 412 Precondition Failed error"
+    // (https://docs.aws.amazon.com/sdk-for-kotlin/api/latest/s3/aws.sdk.kotlin.services.s3.model/-get-object-request/if-match.html).
+    await tier.put('ns', 'dl-replaced', entry(1, 'old bytes'));
+    const before = await tier.presignDownload('ns', 'dl-replaced', 60);
+    await tier.put('ns', 'dl-replaced', entry(2, 'new bytes'));
+    const res = await fetch(before.url, { headers: before.headers });
+    expect(res.status).toBe(412);
+    expect(await res.text()).not.toContain('new bytes');
+    const after = await tier.presignDownload('ns', 'dl-replaced', 60);
+    expect(after.header.version).toBe(2);
+    expect(await (await fetch(after.url, { headers: after.headers })).text()).toBe('new bytes');
+    await tier.put('ns', 'dl-replaced', makeTombstone(3, 600_000));
+    expect((await fetch(after.url, { headers: after.headers })).status).toBe(412);
+  });
+
+  const upload = (uploadId: string, ns: string, key: string, extra: Partial<NewUpload> = {}): NewUpload => {
+    return { uploadId, owner: 'tenant:a', ns, key, ...extra };
+  };
+  const mine = (r: UploadRecord): boolean => r.owner === 'tenant:a';
+  const claimFor = async (uploadId: string): Promise<UploadClaim> => (await tier.claimUpload(uploadId, mine))!;
+
+  it('commits a claimed upload into place with a version, once', async () => {
     const uploadId = uniqueName('up').replace(/[^A-Za-z0-9_-]/g, '_');
-    const up = await tier.presignUpload(uploadId, 300, 'text/csv');
-    expect(up).toMatchObject({ method: 'PUT', headers: { 'content-type': 'text/csv' } });
+    const up = await tier.presignUpload(upload(uploadId, 'ns', 'uploaded', { contentType: 'text/csv', ttlSeconds: 60, tags: ['t'] }), 300);
+    expect(up).toMatchObject({ method: 'PUT', headers: { 'content-type': 'text/csv', 'if-none-match': '*' } });
     expect(up.url).toContain(`/v1/_uploads/${uploadId}`);
     expect(up.url).not.toContain('x-amz-checksum');
+    // PutObject with If-None-Match: * "prevents overwrites of existing data by validating that there's not an object
+    // with the same key name already in your bucket" (https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html),
+    // signed into the URL so a client cannot drop it on AWS (see signedHeaders above).
+    expect(signedHeaders(up.url)).toContain('if-none-match');
     const bytes = randomBytes(300_000);
-    const put = await fetch(up.url, { method: 'PUT', body: bytes, headers: up.headers });
-    expect(put.status).toBe(200);
+    expect((await fetch(up.url, { method: 'PUT', body: bytes, headers: up.headers })).status).toBe(200);
+    // One PUT per URL: a second one (other bytes) is refused before and after the completion.
+    expect((await fetch(up.url, { method: 'PUT', body: Buffer.from('evil'), headers: up.headers })).status).toBe(412);
+
+    // Not claimed (or claimed for another key): the tier refuses the commit.
+    await expect(tier.commitUpload(uploadId, 'ns', 'uploaded', commitHeader(6))).rejects.toThrow(NotFoundError);
+    expect(await tier.claimUpload(uploadId, (r) => r.owner === 'tenant:b')).toBeUndefined();
+    const claim = await claimFor(uploadId);
+    const record = { uploadId, owner: 'tenant:a', ns: 'ns', key: 'uploaded', ttlSeconds: 60, tags: ['t'], contentType: 'text/csv' };
+    expect(claim.record).toMatchObject(record);
+    await expect(tier.claimUpload(uploadId, mine)).rejects.toMatchObject({ code: 'VERSION_CONFLICT' });
+    await expect(tier.commitUpload(uploadId, 'ns', 'elsewhere', commitHeader(6))).rejects.toThrow(NotFoundError);
 
     await tier.put('ns', 'uploaded', entry(5, 'old'));
     const out = await tier.commitUpload(uploadId, 'ns', 'uploaded', commitHeader(6, { tags: ['t'], contentType: 'text/csv' }));
@@ -213,29 +259,59 @@ describe('S3Tier (LocalStack)', () => {
     expect(got!.value.equals(bytes)).toBe(true);
     expect(got!.header).toMatchObject({ version: 6, size: bytes.length, tags: ['t'], contentType: 'text/csv' });
     expect(got!.header.hash).toMatch(/^etag:[0-9a-f]{32}/);
-    // The staging object is gone: a second commit finds nothing.
+    // Completed: the record cannot be claimed nor committed again, and a marker holds the staging key against PUTs.
+    expect(await tier.claimUpload(uploadId, mine)).toBeUndefined();
     await expect(tier.commitUpload(uploadId, 'ns', 'uploaded', commitHeader(7))).rejects.toThrow(NotFoundError);
+    expect((await fetch(up.url, { method: 'PUT', body: Buffer.from('evil'), headers: up.headers })).status).toBe(412);
+    const marker = await admin.send(new HeadObjectCommand({ Bucket: bucket, Key: `v1/_uploads/${uploadId}` }));
+    expect(marker.ContentLength).toBeLessThan(100);
+    expect((await tier.get('ns', 'uploaded'))!.value.equals(bytes)).toBe(true);
+  });
 
-    // An older commit is refused and keeps the staging object, so the coordinator can re-stamp and commit again.
-    const stale = `${uploadId}-stale`;
-    const up2 = await tier.presignUpload(stale, 60);
-    await fetch(up2.url, { method: 'PUT', body: Buffer.from('restamped') });
-    await expect(tier.commitUpload(stale, 'ns', 'uploaded', commitHeader(3))).resolves.toEqual({ applied: false, current: 6, size: 9 });
-    expect((await tier.get('ns', 'uploaded'))!.header.version).toBe(6);
-    await expect(tier.commitUpload(stale, 'ns', 'uploaded', commitHeader(8))).resolves.toEqual({ applied: true, current: 8, size: 9 });
-    expect((await tier.get('ns', 'uploaded'))!.value.toString()).toBe('restamped');
-    await expect(admin.send(new HeadObjectCommand({ Bucket: bucket, Key: `v1/_uploads/${stale}` }))).rejects.toMatchObject({ name: 'NotFound' });
+  it('keeps the staged bytes of an older commit so the coordinator can re-stamp, and gives claims back', async () => {
+    const stale = uniqueName('stale').replace(/[^A-Za-z0-9_-]/g, '_');
+    await tier.put('ns', 'restamped', entry(6, 'current'));
+    const up = await tier.presignUpload(upload(stale, 'ns', 'restamped'), 60);
+    await fetch(up.url, { method: 'PUT', body: Buffer.from('restamped'), headers: up.headers });
+    const claim = await claimFor(stale);
+    await expect(tier.commitUpload(stale, 'ns', 'restamped', commitHeader(3))).resolves.toEqual({ applied: false, current: 6, size: 9 });
+    expect((await tier.get('ns', 'restamped'))!.header.version).toBe(6);
+    // A failed completion gives its claim back; the next claim (a retry) proceeds.
+    await tier.releaseUpload(claim);
+    await claimFor(stale);
+    await expect(tier.commitUpload(stale, 'ns', 'restamped', commitHeader(8))).resolves.toEqual({ applied: true, current: 8, size: 9 });
+    expect((await tier.get('ns', 'restamped'))!.value.toString()).toBe('restamped');
 
     // A commit onto an absent key uses If-None-Match.
-    const fresh = `${uploadId}-fresh`;
-    await fetch((await tier.presignUpload(fresh, 60)).url, { method: 'PUT', body: Buffer.from('fresh bytes') });
+    const fresh = `${stale}-fresh`;
+    const up2 = await tier.presignUpload(upload(fresh, 'ns', 'fresh-upload'), 60);
+    await fetch(up2.url, { method: 'PUT', body: Buffer.from('fresh bytes'), headers: up2.headers });
+    await claimFor(fresh);
     await expect(tier.commitUpload(fresh, 'ns', 'fresh-upload', commitHeader(1))).resolves.toEqual({ applied: true, current: 1, size: 11 });
     expect((await tier.get('ns', 'fresh-upload'))!.value.toString()).toBe('fresh bytes');
   });
 
-  it('rejects a commit of an upload that never happened, and bad upload ids', async () => {
+  it('lets exactly one of concurrent claims of an upload win (If-Match on its record)', async () => {
+    // PutObject with If-Match "uploads the object only if the ETag ... matches the ETag of the object in S3. If the
+    // ETag values do not match, the operation returns a 412 Precondition Failed error"
+    // (https://docs.aws.amazon.com/sdk-for-kotlin/api/latest/s3/aws.sdk.kotlin.services.s3.model/-put-object-request/if-match.html).
+    const id = uniqueName('race').replace(/[^A-Za-z0-9_-]/g, '_');
+    await tier.presignUpload(upload(id, 'ns', 'raced'), 60);
+    const results = await Promise.allSettled(Array.from({ length: 6 }, () => tier.claimUpload(id, mine)));
+    expect(results.filter((r) => r.status === 'fulfilled' && r.value !== undefined)).toHaveLength(1);
+    for (const r of results.filter((x) => x.status === 'rejected')) {
+      expect((r as PromiseRejectedResult).reason).toMatchObject({ code: 'VERSION_CONFLICT' });
+    }
+  });
+
+  it('caps upload URLs below the staging lifecycle, and rejects unknown uploads and bad ids', async () => {
+    const id = uniqueName('cap').replace(/[^A-Za-z0-9_-]/g, '_');
+    const up = await tier.presignUpload(upload(id, 'ns', 'x'), 7 * 24 * 3600);
+    expect(up.expiresAt).toBeLessThanOrEqual(Date.now() + MAX_UPLOAD_URL_SECONDS * 1000);
+    await expect(tier.presignUpload(upload(id, 'ns', 'x'), 60)).rejects.toThrow(ValidationError);
     await expect(tier.commitUpload('never-uploaded-1', 'ns', 'x', commitHeader(1))).rejects.toThrow(NotFoundError);
-    await expect(tier.presignUpload('../../etc', 60)).rejects.toThrow(ValidationError);
+    expect(await tier.claimUpload('never-uploaded-1', () => true)).toBeUndefined();
+    await expect(tier.presignUpload(upload('../../etc', 'ns', 'x'), 60)).rejects.toThrow(ValidationError);
   });
 
   it('ignores objects it did not write', async () => {

@@ -6,7 +6,14 @@ import { NotFoundError, ValidationError } from '../../layers/core/errors.js';
 import type { Entry, EntryHeader } from '../../layers/core/model/entry.js';
 import { makeLocationMarker, makeTombstone } from '../../layers/core/model/entry.js';
 import { contentHash } from '../../layers/core/model/keys.js';
-import { LocalFolderTier } from '../../layers/core/tiers/local-folder-tier.js';
+import { LocalFolderTier, StagedUploadExistsError } from '../../layers/core/tiers/local-folder-tier.js';
+import {
+  MAX_UPLOAD_URL_SECONDS,
+  UPLOAD_CLAIM_LEASE_MS,
+  UPLOAD_COMPLETE_GRACE_MS,
+  type NewUpload,
+  type UploadRecord,
+} from '../../layers/core/tiers/tier.js';
 
 function entry(version: number, value: Buffer | string, extra: Partial<EntryHeader> = {}): Entry {
   const v = Buffer.isBuffer(value) ? value : Buffer.from(value);
@@ -162,12 +169,16 @@ describe('LocalFolderTier', () => {
     expect(dl.expiresAt).toBe(now + 120_000);
     expect(dl.url).toMatch(/^http:\/\/localhost:9999\/local-blobs\/[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
     const token = dl.url.split('/local-blobs/')[1]!;
-    expect(tier.verifyBlobToken(token)).toEqual({ op: 'get', ns: 'ns', key: 'a/b 🙂', exp: now + 120_000 });
+    // The token names the version it was made for: the local server answers 412 once the key holds another one.
+    expect(tier.verifyBlobToken(token)).toEqual({ op: 'get', ns: 'ns', key: 'a/b 🙂', version: 1, exp: now + 120_000 });
+    expect(dl.header).toMatchObject({ version: 1, size: 7 });
 
     const [payload, sig] = token.split('.') as [string, string];
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as { path: string };
     const evil = Buffer.from(JSON.stringify({ ...claims, path: 'ns/' + Buffer.from('other').toString('base64url') })).toString('base64url');
     expect(tier.verifyBlobToken(`${evil}.${sig}`)).toBeNull();
+    const otherVersion = Buffer.from(JSON.stringify({ ...claims, v: 2 })).toString('base64url');
+    expect(tier.verifyBlobToken(`${otherVersion}.${sig}`)).toBeNull();
     const flipped = sig.slice(0, -2) + (sig.at(-2) === 'A' ? 'B' : 'A') + sig.at(-1);
     expect(tier.verifyBlobToken(`${payload}.${flipped}`)).toBeNull();
     expect(tier.verifyBlobToken(`${payload}.`)).toBeNull();
@@ -207,8 +218,14 @@ describe('LocalFolderTier', () => {
     expect(await tier.readBlob('ns', 'nope')).toBeUndefined();
   });
 
-  it('stages and commits uploads with the versioned-put rule', async () => {
-    const up = await tier.presignUpload('upload-0001', 300, 'text/csv');
+  const upload = (uploadId: string, key: string, extra: Partial<NewUpload> = {}): NewUpload => {
+    return { uploadId, owner: 'tenant:a', ns: 'ns', key, ...extra };
+  };
+  const mine = (r: UploadRecord): boolean => r.owner === 'tenant:a';
+  const header = (version: number, extra: Partial<EntryHeader> = {}) => ({ version, expiresAt: null, tags: [], flags: {}, ...extra });
+
+  it('stages an upload once and commits it once, when claimed for its key, with the versioned-put rule', async () => {
+    const up = await tier.presignUpload(upload('upload-0001', 'file', { contentType: 'text/csv', ttlSeconds: 30, tags: ['t'] }), 300);
     expect(up).toMatchObject({ method: 'PUT', headers: { 'content-type': 'text/csv' }, expiresAt: now + 300_000 });
     const claims = tier.verifyBlobToken(up.url.split('/local-blobs/')[1]!);
     expect(claims).toEqual({ op: 'put', uploadId: 'upload-0001', contentType: 'text/csv', exp: now + 300_000 });
@@ -219,28 +236,70 @@ describe('LocalFolderTier', () => {
       for (let i = 0; i < bytes.length; i += 65_536) yield bytes.subarray(i, i + 65_536);
     }
     await expect(tier.writeStagedUpload('upload-0001', chunks())).resolves.toEqual({ size: bytes.length });
+    // The URL takes one PUT (as S3's with If-None-Match: *), streamed or not.
+    await expect(tier.writeStagedUpload('upload-0001', Buffer.from('evil'))).rejects.toBeInstanceOf(StagedUploadExistsError);
+    await expect(tier.writeStagedUpload('upload-0001', chunks())).rejects.toBeInstanceOf(StagedUploadExistsError);
+
     await tier.put('ns', 'file', entry(5, 'old'));
-    const out = await tier.commitUpload('upload-0001', 'ns', 'file', { version: 6, expiresAt: null, tags: ['t'], contentType: 'text/csv', flags: {} });
+    // Not claimed, or claimed for another key: refused.
+    await expect(tier.commitUpload('upload-0001', 'ns', 'file', header(6))).rejects.toThrow(NotFoundError);
+    expect(await tier.claimUpload('upload-0001', (r) => r.owner === 'tenant:b')).toBeUndefined();
+    const claim = (await tier.claimUpload('upload-0001', mine))!;
+    const record = { uploadId: 'upload-0001', owner: 'tenant:a', key: 'file', ttlSeconds: 30, tags: ['t'], contentType: 'text/csv' };
+    expect(claim.record).toMatchObject(record);
+    await expect(tier.claimUpload('upload-0001', mine)).rejects.toMatchObject({ code: 'VERSION_CONFLICT' });
+    await expect(tier.commitUpload('upload-0001', 'ns', 'other', header(6))).rejects.toThrow(NotFoundError);
+
+    const out = await tier.commitUpload('upload-0001', 'ns', 'file', header(6, { tags: ['t'], contentType: 'text/csv' }));
     expect(out).toEqual({ applied: true, current: 6, size: bytes.length });
     const got = await tier.get('ns', 'file');
     expect(got!.value.equals(bytes)).toBe(true);
     expect(got!.header).toMatchObject({ version: 6, size: bytes.length, hash: contentHash(bytes), tags: ['t'], contentType: 'text/csv' });
 
-    // Committed uploads are consumed.
-    await expect(tier.commitUpload('upload-0001', 'ns', 'file', { version: 7, expiresAt: null, tags: [], flags: {} })).rejects.toThrow(NotFoundError);
-    await expect(tier.commitUpload('never-uploaded', 'ns', 'file', { version: 8, expiresAt: null, tags: [], flags: {} })).rejects.toThrow(NotFoundError);
+    // Completed: never claimed nor committed again, and the marker left at the staging path refuses a PUT.
+    expect(await tier.claimUpload('upload-0001', mine)).toBeUndefined();
+    await expect(tier.commitUpload('upload-0001', 'ns', 'file', header(7))).rejects.toThrow(NotFoundError);
+    await expect(tier.writeStagedUpload('upload-0001', Buffer.from('evil'))).rejects.toBeInstanceOf(StagedUploadExistsError);
+    expect((await tier.get('ns', 'file'))!.value.equals(bytes)).toBe(true);
+    await expect(tier.commitUpload('never-uploaded', 'ns', 'file', header(8))).rejects.toThrow(NotFoundError);
+  });
 
-    // An older commit is refused and keeps the staged bytes, so the coordinator can re-stamp and commit again.
+  it('keeps the staged bytes of an older commit for the re-stamp, gives claims back, and lets one of racing claims win', async () => {
+    await tier.put('ns', 'file', entry(6, 'current'));
+    await tier.presignUpload(upload('upload-0002', 'file'), 60);
     await tier.writeStagedUpload('upload-0002', Buffer.from('restamped'));
-    await expect(tier.commitUpload('upload-0002', 'ns', 'file', { version: 3, expiresAt: null, tags: [], flags: {} })).resolves.toEqual({ applied: false, current: 6, size: 9 });
+    const claim = (await tier.claimUpload('upload-0002', mine))!;
+    await expect(tier.commitUpload('upload-0002', 'ns', 'file', header(3))).resolves.toEqual({ applied: false, current: 6, size: 9 });
     expect((await tier.get('ns', 'file'))!.header.version).toBe(6);
-    await expect(tier.commitUpload('upload-0002', 'ns', 'file', { version: 9, expiresAt: null, tags: [], flags: {} })).resolves.toEqual({ applied: true, current: 9, size: 9 });
+    await tier.releaseUpload(claim);
+    const results = await Promise.allSettled(Array.from({ length: 5 }, () => tier.claimUpload('upload-0002', mine)));
+    expect(results.filter((r) => r.status === 'fulfilled' && r.value)).toHaveLength(1);
+    expect(results.filter((r) => r.status === 'rejected')).toHaveLength(4);
+    await expect(tier.commitUpload('upload-0002', 'ns', 'file', header(9))).resolves.toEqual({ applied: true, current: 9, size: 9 });
     expect((await tier.get('ns', 'file'))!.value.toString()).toBe('restamped');
-    expect(readdirSync(join(dir, '_uploads'))).toEqual([]);
+    // The record and the marker stay until the sweep; no commit leaves a temp file behind.
+    expect(readdirSync(join(dir, '_uploads')).sort()).toEqual(['upload-0002', 'upload-0002.json']);
     expect(allFiles(dir).filter((p) => p.includes('.tmp-'))).toEqual([]);
+  });
 
+  it('lets a stale claim be taken over, refuses completion past the deadline, and caps upload URLs', async () => {
+    await tier.presignUpload(upload('upload-0004', 'late'), 60);
+    await tier.writeStagedUpload('upload-0004', Buffer.from('x'));
+    await tier.claimUpload('upload-0004', mine);
+    await expect(tier.claimUpload('upload-0004', mine)).rejects.toMatchObject({ code: 'VERSION_CONFLICT' });
+    now += UPLOAD_CLAIM_LEASE_MS;
+    expect(await tier.claimUpload('upload-0004', mine)).toBeDefined();
+    now += 60_000 + UPLOAD_COMPLETE_GRACE_MS;
+    await tier.presignUpload(upload('upload-0005', 'late'), 60);
+    now += 60_001 + UPLOAD_COMPLETE_GRACE_MS;
+    expect(await tier.claimUpload('upload-0005', mine)).toBeUndefined();
+    expect((await tier.presignUpload(upload('upload-0006', 'k'), 7 * 86_400)).expiresAt).toBe(now + MAX_UPLOAD_URL_SECONDS * 1000);
+    await expect(tier.presignUpload(upload('upload-0006', 'k'), 60)).rejects.toThrow(ValidationError);
+  });
+
+  it('refuses bad upload ids and oversized uploads', async () => {
     await expect(tier.writeStagedUpload('../../etc', Buffer.from('x'))).rejects.toThrow(ValidationError);
-    await expect(tier.presignUpload('bad id!', 60)).rejects.toThrow(ValidationError);
+    await expect(tier.presignUpload(upload('bad id!', 'k'), 60)).rejects.toThrow(ValidationError);
     await expect(tier.writeStagedUpload('upload-0003', Buffer.alloc(11), { maxBytes: 10 })).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
     expect(existsSync(join(dir, '_uploads', 'upload-0003'))).toBe(false);
   });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import { StrataError } from '../errors.js';
 import { ConfigError } from '../runtime/config.js';
@@ -14,18 +15,24 @@ import type { ApiEvent } from './http.js';
  * namespace ending in `*` grants every namespace with that prefix. When the variable is unset (a local run
  * without keys) nothing is enforced; when it is set, a request without a known key id is refused (fail closed).
  *
- * Routes without `{ns}` (stats, health, cost) carry no tenant data; admin routes need an IAM identity on top
- * of the key (the API stack), and their inputs are the operator's to choose.
+ * Routes without `{ns}` (stats, health, cost) carry no tenant data. Admin routes (`auth: 'admin'`) need an
+ * operator: in AWS an IAM identity on top of the key (the API stack gives those methods IAM authorization, and
+ * their function no tenant map); where the map is set and no IAM stands in front (`npm start`), a key marked
+ * `"admin": true` in it, see {@link checkAdminAccess}.
  */
 export interface TenantGrant {
   keyId: string;
   tenant: string;
   namespaces: string[];
+  /** The key may call the admin routes (`"admin": true`; an admin-only key may list no namespace). */
+  admin: boolean;
 }
 
 export interface TenantAccess {
   /** How many API keys are mapped. */
   readonly keys: number;
+  /** How many of them are admin keys. */
+  readonly adminKeys: number;
   /** The grant of an API key id, or undefined for a key the map does not know. */
   grantOf(keyId: string): TenantGrant | undefined;
 }
@@ -37,7 +44,8 @@ const grantsSchema = z
     z.strictObject({
       keyId: z.string().min(1, 'keyId must not be empty'),
       tenant: z.string().min(1, 'tenant must not be empty'),
-      namespaces: z.array(z.string().regex(NAMESPACE_GRANT, 'a namespace, or a prefix followed by "*"')).min(1, 'a tenant needs at least one namespace'),
+      namespaces: z.array(z.string().regex(NAMESPACE_GRANT, 'a namespace, or a prefix followed by "*"')).default([]),
+      admin: z.boolean({ error: '"admin" must be true or false' }).default(false),
     }),
   )
   .superRefine((grants, ctx) => {
@@ -45,6 +53,10 @@ const grantsSchema = z
     grants.forEach((g, i) => {
       if (seen.has(g.keyId)) ctx.addIssue({ code: 'custom', path: [i, 'keyId'], message: `key id '${g.keyId}' is listed twice` });
       seen.add(g.keyId);
+      if (g.namespaces.length === 0 && !g.admin) {
+        const message = 'a tenant needs at least one namespace (an operator key with none: "admin": true)';
+        ctx.addIssue({ code: 'custom', path: [i, 'namespaces'], message });
+      }
     });
   });
 
@@ -60,10 +72,11 @@ export function parseTenantAccess(raw: string | undefined): TenantAccess | undef
   const r = grantsSchema.safeParse(data);
   if (!r.success) {
     const issue = r.error.issues[0]!;
-    throw new ConfigError(`invalid STRATA_TENANT_ACCESS at [${issue.path.join('].[')}]: ${issue.message} (expected [{ "keyId", "tenant", "namespaces": [...] }])`);
+    const expected = '(expected [{ "keyId", "tenant", "namespaces": [...], "admin"?: true }])';
+    throw new ConfigError(`invalid STRATA_TENANT_ACCESS at [${issue.path.join('].[')}]: ${issue.message} ${expected}`);
   }
   const byKey = new Map(r.data.map((g) => [g.keyId, g]));
-  return { keys: byKey.size, grantOf: (keyId) => byKey.get(keyId) };
+  return { keys: byKey.size, adminKeys: r.data.filter((g) => g.admin).length, grantOf: (keyId) => byKey.get(keyId) };
 }
 
 /**
@@ -101,6 +114,52 @@ export function checkNamespaceAccess(access: TenantAccess | undefined, resource:
   const grant = access.grantOf(keyId);
   if (!grant) throw new NamespaceForbiddenError(`the API key is not mapped to any tenant in this deployment; ask the operator to add it to the environment's tenants`, { namespace: ns });
   if (!grants(grant.namespaces, ns)) {
-    throw new NamespaceForbiddenError(`tenant '${grant.tenant}' may not use namespace '${ns}'; its key is for: ${grant.namespaces.join(', ')}`, { namespace: ns, tenant: grant.tenant, allowed: grant.namespaces });
+    const allowed = grant.namespaces.join(', ') || 'no namespace (an admin-only key)';
+    throw new NamespaceForbiddenError(`tenant '${grant.tenant}' may not use namespace '${ns}'; its key is for: ${allowed}`, {
+      namespace: ns,
+      tenant: grant.tenant,
+      allowed: grant.namespaces,
+    });
   }
+}
+
+const ADMIN_SCOPE = { scope: 'admin' } as const;
+
+/**
+ * Refuses an admin route (`auth: 'admin'`) to a caller that is not an operator, when access is enforced: 403
+ * `NAMESPACE_FORBIDDEN` with `details.scope: 'admin'` (the admin routes reach every namespace's data, so they are
+ * refused like a namespace the key was not given). An operator is a key marked `"admin": true`, or an IAM
+ * principal: in AWS those methods use IAM authorization, so API Gateway has checked the caller's SigV4 signature
+ * before the function runs and names the principal in `identity.userArn` (which the local server never sets).
+ * Without a map nothing is enforced, as for namespaces: the deployed admin function gets none (IAM guards it).
+ */
+export function checkAdminAccess(access: TenantAccess | undefined, event: Pick<ApiEvent, 'requestContext'>): void {
+  if (!access) return;
+  const identity = event.requestContext?.identity;
+  if (identity?.userArn) return;
+  const keyId = identity?.apiKeyId ?? undefined;
+  const how = 'send a key marked "admin": true in STRATA_TENANT_ACCESS in x-api-key';
+  if (!keyId) throw new NamespaceForbiddenError(`the admin routes need an admin API key and this request has none; ${how}`, ADMIN_SCOPE);
+  const grant = access.grantOf(keyId);
+  if (!grant) {
+    const message = `the API key is not mapped to any tenant in this deployment, and the admin routes need an admin key; ${how}`;
+    throw new NamespaceForbiddenError(message, ADMIN_SCOPE);
+  }
+  if (!grant.admin) {
+    const message = `tenant '${grant.tenant}' may not use the admin routes: its key is not an admin key; ${how}`;
+    throw new NamespaceForbiddenError(message, { scope: 'admin', tenant: grant.tenant });
+  }
+}
+
+/**
+ * Who is calling, for state a request creates and a later one must match (uploads, api/operations.ts): the tenant
+ * when access is enforced (any of the tenant's keys is the tenant), else a hash of the API key id (locally the key
+ * itself: never stored as is), else null (no key: only the namespace and key bind what was created).
+ */
+export function callerIdentity(access: TenantAccess | undefined, event: Pick<ApiEvent, 'requestContext'>): string | null {
+  const keyId = event.requestContext?.identity?.apiKeyId ?? undefined;
+  if (!keyId) return null;
+  const grant = access?.grantOf(keyId);
+  if (grant) return `tenant:${grant.tenant}`;
+  return `key:${createHash('sha256').update(keyId).digest('base64url').slice(0, 22)}`;
 }

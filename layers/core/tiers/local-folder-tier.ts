@@ -1,15 +1,47 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { constants as fsConstants, createReadStream } from 'node:fs';
-import { access, mkdir, open, opendir, readdir, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { access, link, mkdir, open, opendir, readdir, readFile, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { NotFoundError, StrataError, TierUnavailableError, ValidationError } from '../errors.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { decodeHeader, encodeHeader, isExpired, isLive, isNewer } from '../model/entry.js';
 import { decodeKey, encodeKey, NAMESPACE_PATTERN, validateNamespace } from '../model/keys.js';
-import { LOCAL_ENTRY_SUFFIX, localEntrySegments, parseLocalEntrySegments, UPLOADS_FOLDER, validateUploadId } from './storage-key.js';
+import {
+  LOCAL_ENTRY_SUFFIX,
+  localEntrySegments,
+  parseLocalEntrySegments,
+  UPLOAD_RECORD_SUFFIX,
+  UPLOADS_FOLDER,
+  validateUploadId,
+} from './storage-key.js';
 import { mapLimit } from '../util/concurrency.js';
-import type { PresignedUrl, Presigning, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
+import type {
+  NewUpload,
+  PresignedDownload,
+  PresignedUrl,
+  Presigning,
+  ScanOptions,
+  ScanPage,
+  Scanning,
+  Tier,
+  TierName,
+  TierStats,
+  UploadClaim,
+  UploadRecord,
+} from './tier.js';
+import {
+  claimed,
+  claimOf,
+  committable,
+  completed,
+  decodeUpload,
+  encodeUpload,
+  openUpload,
+  released,
+  uploadUrlSeconds,
+  type StoredUpload,
+} from './upload-record.js';
 
 export interface LocalFolderTierOptions {
   /** @default 'cold' */
@@ -28,7 +60,7 @@ export interface LocalFolderTierOptions {
 
 /** What a valid `/local-blobs/<token>` token allows. */
 export type BlobTokenClaims =
-  | { op: 'get'; ns: string; key: string; exp: number }
+  | { op: 'get'; ns: string; key: string; version: number; exp: number }
   | { op: 'put'; uploadId: string; contentType?: string; exp: number };
 
 /** A live value to stream to a client. Consume or destroy `body` (it holds an open file). */
@@ -193,23 +225,46 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
 
   // ---- presigning (served by the local HTTP server) -----------------------------------------------------
 
-  async presignDownload(ns: string, key: string, expiresInSec: number): Promise<PresignedUrl> {
+  /**
+   * The token names the version it was made for (`v`): the local server answers 412 when the key holds another
+   * one by then (404 when none), as S3 does for the `If-Match` the S3 tier signs into its URLs.
+   */
+  async presignDownload(ns: string, key: string, expiresInSec: number): Promise<PresignedDownload> {
     const path = this.entryPath(ns, key);
     const now = this.now();
     const h = await this.readHeader(path);
     if (!h || !isLive(h, now)) throw new NotFoundError(`key not found in tier '${this.name}'`, { ns, key });
     const seconds = presignSeconds(expiresInSec, h.expiresAt, now);
     const exp = now + seconds * 1000;
-    const token = this.sign({ op: 'get', path: `${ns}/${encodeKey(key)}`, exp });
-    return { url: `${this.publicBaseUrl}/local-blobs/${token}`, method: 'GET', headers: {}, expiresAt: exp };
+    const token = this.sign({ op: 'get', path: `${ns}/${encodeKey(key)}`, exp, v: h.version });
+    return { url: `${this.publicBaseUrl}/local-blobs/${token}`, method: 'GET', headers: {}, expiresAt: exp, header: h };
   }
 
-  async presignUpload(uploadId: string, expiresInSec: number, contentType?: string): Promise<PresignedUrl> {
-    validateUploadId(uploadId);
+  /** Writes the upload's record (`_uploads/<id>.json`), then signs a PUT token for its staging file. */
+  async presignUpload(upload: NewUpload, expiresInSec: number): Promise<PresignedUrl> {
+    validateUploadId(upload.uploadId);
     const now = this.now();
-    const exp = now + presignSeconds(expiresInSec, null, now) * 1000;
-    const token = this.sign({ op: 'put', path: `${UPLOADS_FOLDER}/${uploadId}`, exp, ...(contentType ? { ct: contentType } : {}) });
-    return { url: `${this.publicBaseUrl}/local-blobs/${token}`, method: 'PUT', headers: contentType ? { 'content-type': contentType } : {}, expiresAt: exp };
+    const seconds = uploadUrlSeconds(expiresInSec);
+    const stored = openUpload(upload, now, seconds);
+    try {
+      await this.writeAtomic(this.uploadRecordPath(upload.uploadId), [Buffer.from(encodeUpload(stored))], undefined, true);
+    } catch (e) {
+      throw e instanceof StagedUploadExistsError ? new ValidationError('uploadId', 'this upload id is taken') : e;
+    }
+    const exp = stored.urlExpiresAt;
+    const ct = upload.contentType;
+    const token = this.sign({ op: 'put', path: `${UPLOADS_FOLDER}/${upload.uploadId}`, exp, ...(ct ? { ct } : {}) });
+    return { url: `${this.publicBaseUrl}/local-blobs/${token}`, method: 'PUT', headers: ct ? { 'content-type': ct } : {}, expiresAt: exp };
+  }
+
+  async claimUpload(uploadId: string, accept: (r: UploadRecord) => boolean): Promise<UploadClaim | undefined> {
+    validateUploadId(uploadId);
+    const u = await this.changeUpload(uploadId, (cur) => claimed(cur, accept, this.now()));
+    return u ? claimOf(u) : undefined;
+  }
+
+  async releaseUpload(claim: UploadClaim): Promise<void> {
+    await this.changeUpload(claim.record.uploadId, (cur) => released(cur, claim));
   }
 
   /**
@@ -224,7 +279,7 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
     const given = Buffer.from(token.slice(dot + 1), 'base64url');
     const expected = this.mac(payload);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
-    let claims: { op?: unknown; path?: unknown; exp?: unknown; ct?: unknown };
+    let claims: { op?: unknown; path?: unknown; exp?: unknown; ct?: unknown; v?: unknown };
     try {
       claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as typeof claims;
     } catch {
@@ -236,10 +291,10 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
     const head = claims.path.slice(0, slash);
     const rest = claims.path.slice(slash + 1);
     if (claims.op === 'get') {
-      if (!NAMESPACE_PATTERN.test(head) || !/^[A-Za-z0-9_-]+$/.test(rest)) return null;
+      if (!NAMESPACE_PATTERN.test(head) || !/^[A-Za-z0-9_-]+$/.test(rest) || !Number.isSafeInteger(claims.v)) return null;
       const key = decodeKey(rest);
       if (encodeKey(key) !== rest) return null;
-      return { op: 'get', ns: head, key, exp: claims.exp };
+      return { op: 'get', ns: head, key, version: claims.v as number, exp: claims.exp };
     }
     if (claims.op === 'put') {
       if (head !== UPLOADS_FOLDER) return null;
@@ -270,13 +325,16 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
   }
 
   /**
-   * For the local server: stores the bytes of a presigned upload (atomically; a repeated upload replaces the
-   * earlier one). Accepts a Buffer or a stream. Throws PAYLOAD_TOO_LARGE past `maxBytes`.
+   * For the local server: stores the bytes of a presigned upload, once (like the S3 tier's `If-None-Match: *` URL):
+   * StagedUploadExistsError when something is already staged, the bytes of an earlier PUT or the marker a
+   * completed upload leaves. Accepts a Buffer or a stream. Throws PAYLOAD_TOO_LARGE past `maxBytes`.
    */
   async writeStagedUpload(uploadId: string, body: Buffer | AsyncIterable<Uint8Array>, opts: { maxBytes?: number } = {}): Promise<{ size: number }> {
     validateUploadId(uploadId);
     const path = join(this.dir, UPLOADS_FOLDER, uploadId);
-    const size = await this.writeAtomic(path, Buffer.isBuffer(body) ? [body] : body, opts.maxBytes);
+    // Refuse before reading the body when we can; the exclusive link below decides races.
+    if (await stat(path).then(() => true, () => false)) throw new StagedUploadExistsError(path);
+    const size = await this.writeAtomic(path, Buffer.isBuffer(body) ? [body] : body, opts.maxBytes, true);
     return { size };
   }
 
@@ -284,6 +342,7 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
     validateUploadId(uploadId);
     const staged = join(this.dir, UPLOADS_FOLDER, uploadId);
     const path = this.entryPath(ns, key);
+    if (!committable(await this.readUpload(uploadId), ns, key)) throw this.uploadNotFound(uploadId);
     return this.withLock(path, async () => {
       // Under the key lock the stored version cannot change: decide first, so a refused commit leaves the staged
       // upload in place (the coordinator re-stamps a newer version and commits the same upload again).
@@ -295,32 +354,71 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
           throw isMissing(e) ? this.uploadNotFound(uploadId) : this.unavailable(e);
         }
       }
-      // Claim the staged file (rename is atomic), so a concurrent re-upload or a second commit of the same upload
-      // cannot change the bytes under us; after a crash the claimed file is an orphan temp file.
-      const claimed = join(dirname(path), `${TEMP_PREFIX}commit-${randomBytes(6).toString('hex')}`);
+      // From here the write applies. Take the bytes (a hard link: the staging path keeps existing, so the URL cannot
+      // PUT again in between) and mark the record completed, together under the record's lock: of two commits of
+      // one upload only one gets past this. After a crash the claimed file is an orphan temp file.
+      const claimedFile = join(dirname(path), `${TEMP_PREFIX}commit-${randomBytes(6).toString('hex')}`);
+      const recordPath = this.uploadRecordPath(uploadId);
+      await this.withLock(recordPath, async () => {
+        const u = await this.readUpload(uploadId);
+        if (!committable(u, ns, key)) throw this.uploadNotFound(uploadId);
+        try {
+          await mkdir(dirname(path), { recursive: true });
+          await link(staged, claimedFile);
+        } catch (e) {
+          throw isMissing(e) ? this.uploadNotFound(uploadId) : this.unavailable(e);
+        }
+        try {
+          await this.writeAtomic(recordPath, [Buffer.from(encodeUpload(completed(u!)))]);
+        } catch (e) {
+          await this.unlinkQuiet(claimedFile).catch(() => {});
+          throw e;
+        }
+      });
       try {
-        await mkdir(dirname(path), { recursive: true });
-        await rename(staged, claimed);
-      } catch (e) {
-        throw isMissing(e) ? this.uploadNotFound(uploadId) : this.unavailable(e);
-      }
-      try {
-        const { size, hash } = await hashFile(claimed);
+        // The marker replaces the staged bytes (an atomic rename over them): the upload URL now refuses a PUT.
+        await this.writeAtomic(staged, [Buffer.from(COMPLETED_MARKER)]);
+        const { size, hash } = await hashFile(claimedFile);
         const full: EntryHeader = { ...header, size, hash, tags: [...header.tags], flags: { ...header.flags } };
-        const fh = await open(claimed, 'a');
+        const fh = await open(claimedFile, 'a');
         try {
           await fh.writeFile(trailer(full));
           if (this.fsync) await fh.sync();
         } finally {
           await fh.close();
         }
-        await rename(claimed, path);
+        await rename(claimedFile, path);
         await this.syncDir(dirname(path));
         return { applied: true, current: full.version, size };
       } catch (e) {
-        await this.unlinkQuiet(claimed).catch(() => {});
+        await this.unlinkQuiet(claimedFile).catch(() => {});
         throw this.unavailable(e);
       }
+    });
+  }
+
+  private uploadRecordPath(uploadId: string): string {
+    return join(this.dir, UPLOADS_FOLDER, `${validateUploadId(uploadId)}${UPLOAD_RECORD_SUFFIX}`);
+  }
+
+  private async readUpload(uploadId: string): Promise<StoredUpload | undefined> {
+    try {
+      return decodeUpload(await readFile(this.uploadRecordPath(uploadId), 'utf8'), uploadId);
+    } catch (e) {
+      if (isMissing(e)) return undefined;
+      throw this.unavailable(e);
+    }
+  }
+
+  /** Read-modify-write of an upload's record under its lock (one process per directory, see the class comment). */
+  private async changeUpload(uploadId: string, change: (u: StoredUpload) => StoredUpload | undefined): Promise<StoredUpload | undefined> {
+    const recordPath = this.uploadRecordPath(uploadId);
+    return this.withLock(recordPath, async () => {
+      const cur = await this.readUpload(uploadId);
+      const next = cur && change(cur);
+      if (!next) return undefined;
+      await this.writeAtomic(recordPath, [Buffer.from(encodeUpload(next))]);
+      return next;
     });
   }
 
@@ -336,7 +434,8 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
     let bytes = 0;
     try {
       await walk(this.dir, async (path, name, depth) => {
-        if (depth === 0 && name === UPLOADS_FOLDER) return false;
+        // Only namespace folders hold entries (not _uploads, nor the local run's _warm: storage-key.ts).
+        if (depth === 0 && !NAMESPACE_PATTERN.test(name)) return false;
         if (name.startsWith('.')) return false;
         if (name.endsWith('.e')) {
           try {
@@ -368,8 +467,9 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
   }
 
   /**
-   * Removes crash leftovers: temp files older than `tempMaxAgeMs` (default 1 h) and staged uploads never
-   * committed, older than `uploadMaxAgeMs` (default 24 h). Returns how many files it removed.
+   * Removes crash leftovers: temp files older than `tempMaxAgeMs` (default 1 h), and the files of `_uploads/` (staged
+   * bytes, upload records, completed-markers) older than `uploadMaxAgeMs` (default 24 h: longer than an upload URL
+   * lives, MAX_UPLOAD_URL_SECONDS, so a marker outlives its URL). Returns how many files it removed.
    */
   async sweep(opts: { tempMaxAgeMs?: number; uploadMaxAgeMs?: number } = {}): Promise<number> {
     const now = this.now();
@@ -393,6 +493,8 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
           await removeIfOlder(path, tempBefore);
           return false;
         }
+        // Other folders of the data folder are not the tier's (the local run's cache nodes live in _warm).
+        if (depth === 0 && name !== UPLOADS_FOLDER && !NAMESPACE_PATTERN.test(name)) return false;
         if (depth === 1 && parentName === UPLOADS_FOLDER) {
           await removeIfOlder(path, uploadBefore);
           return false;
@@ -471,8 +573,17 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
     return file.header;
   }
 
-  /** temp file in the target's directory → write → fsync → rename → fsync dir. Returns the bytes written. */
-  private async writeAtomic(path: string, parts: Iterable<Uint8Array> | AsyncIterable<Uint8Array>, maxBytes?: number): Promise<number> {
+  /**
+   * temp file in the target's directory → write → fsync → rename → fsync dir. Returns the bytes written.
+   * `exclusive`: create only, with link() instead of rename() (atomic, fails when the target exists:
+   * StagedUploadExistsError).
+   */
+  private async writeAtomic(
+    path: string,
+    parts: Iterable<Uint8Array> | AsyncIterable<Uint8Array>,
+    maxBytes?: number,
+    exclusive = false,
+  ): Promise<number> {
     const dir = dirname(path);
     const tmp = join(dir, `${TEMP_PREFIX}${randomBytes(6).toString('hex')}`);
     let written = 0;
@@ -489,11 +600,22 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
       } finally {
         await fh.close();
       }
-      await rename(tmp, path);
+      if (exclusive) {
+        try {
+          await link(tmp, path);
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new StagedUploadExistsError(path);
+          throw e;
+        }
+        await unlink(tmp);
+      } else {
+        await rename(tmp, path);
+      }
       await this.syncDir(dir);
       return written;
     } catch (e) {
-      await this.unlinkQuiet(tmp);
+      await this.unlinkQuiet(tmp).catch(() => {});
+      if (e instanceof StagedUploadExistsError) throw e;
       throw this.unavailable(e);
     }
   }
@@ -520,7 +642,7 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
     }
   }
 
-  private sign(claims: { op: 'get' | 'put'; path: string; exp: number; ct?: string }): string {
+  private sign(claims: { op: 'get' | 'put'; path: string; exp: number; ct?: string; v?: number }): string {
     const payload = Buffer.from(JSON.stringify(claims), 'utf8').toString('base64url');
     return `${payload}.${this.mac(payload).toString('base64url')}`;
   }
@@ -536,6 +658,17 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
 }
 
 class CorruptEntry extends Error {}
+
+/** A staged upload (or the marker of a completed one) is already there: the upload URL takes one PUT (the server answers 412). */
+export class StagedUploadExistsError extends Error {
+  constructor(path: string) {
+    super(`already staged: ${path}`);
+    this.name = 'StagedUploadExistsError';
+  }
+}
+
+/** What a completed upload leaves at its staging path until the sweep removes it. */
+const COMPLETED_MARKER = 'strata:upload-completed\n';
 
 function trailer(h: EntryHeader): Buffer {
   const json = Buffer.from(encodeHeader(h), 'utf8');

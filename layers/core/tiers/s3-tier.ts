@@ -17,9 +17,34 @@ import { NotFoundError, StrataError, TierUnavailableError, ValidationError } fro
 import type { Entry, EntryFlags, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive, isNewer } from '../model/entry.js';
 import { validateNamespace } from '../model/keys.js';
-import { DEFAULT_S3_PREFIX, normalizePrefix, parseS3ObjectKey, s3ObjectKey, s3StagingKey } from './storage-key.js';
+import { DEFAULT_S3_PREFIX, normalizePrefix, parseS3ObjectKey, s3ObjectKey, s3StagingKey, s3UploadRecordKey } from './storage-key.js';
 import { mapLimit } from '../util/concurrency.js';
-import type { PresignedUrl, Presigning, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
+import type {
+  NewUpload,
+  PresignedDownload,
+  PresignedUrl,
+  Presigning,
+  ScanOptions,
+  ScanPage,
+  Scanning,
+  Tier,
+  TierName,
+  TierStats,
+  UploadClaim,
+  UploadRecord,
+} from './tier.js';
+import {
+  claimed,
+  claimOf,
+  committable,
+  completed,
+  decodeUpload,
+  encodeUpload,
+  openUpload,
+  released,
+  uploadUrlSeconds,
+  type StoredUpload,
+} from './upload-record.js';
 
 const MiB = 1024 * 1024;
 
@@ -56,6 +81,10 @@ export interface S3TierOptions {
 /** User-metadata names (S3 lower-cases them; sent as x-amz-meta-*). */
 const META_VERSION = 'strata-version';
 const META_HEADER = 'strata';
+/** On a staging key: `completed` once the upload was committed (the marker that refuses a second PUT). */
+const META_UPLOAD = 'strata-upload';
+const COMPLETED_MARKER_BODY = 'strata:upload-completed';
+const JSON_TYPE = 'application/json';
 /** S3 allows 2 KB of user metadata (names + values); stay well below. */
 const META_BUDGET_BYTES = 1800;
 const TOMBSTONE_TAG = 'strata-tombstone';
@@ -85,6 +114,8 @@ interface HeadResult {
   etag: string;
   size: number;
   contentType?: string;
+  /** A completed upload's marker at its staging key (see {@link S3Tier.commitUpload}). */
+  completedMarker?: boolean;
 }
 
 /**
@@ -269,32 +300,64 @@ export class S3Tier implements Tier, Presigning, Scanning {
 
   // ---- presigning -----------------------------------------------------------------------------------------
 
-  async presignDownload(ns: string, key: string, expiresInSec: number): Promise<PresignedUrl> {
+  /**
+   * A GET URL bound to the object as it is now: `If-Match: <its ETag>` is signed into the URL (a signed header
+   * the client must send, see `headers`), so S3 answers 412 once the key was overwritten or deleted (a tombstone is
+   * an object too) instead of serving other bytes than the version this URL was made for. ETags are content
+   * hashes: a later version with identical bytes still downloads, and they are the same bytes.
+   */
+  async presignDownload(ns: string, key: string, expiresInSec: number): Promise<PresignedDownload> {
     const objectKey = s3ObjectKey(this.prefix, ns, key);
     const cur = await this.headObject(objectKey);
     const now = Date.now();
     if (!cur?.header || !isLive(cur.header, now)) throw new NotFoundError(`key not found in tier '${this.name}'`, { ns, key });
     const expiresIn = presignSeconds(expiresInSec, cur.header.expiresAt, now);
-    const url = await this.presign(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey }), expiresIn);
-    return { url, method: 'GET', headers: {}, expiresAt: now + expiresIn * 1000 };
+    const url = await this.presign(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey, IfMatch: cur.etag }), expiresIn);
+    return { url, method: 'GET', headers: { 'if-match': cur.etag }, expiresAt: now + expiresIn * 1000, header: cur.header };
   }
 
-  async presignUpload(uploadId: string, expiresInSec: number, contentType?: string): Promise<PresignedUrl> {
-    const stagingKey = s3StagingKey(this.prefix, uploadId);
+  /**
+   * Writes the upload's record (`_uploads/<id>.json`) and presigns a PUT of the staging object with
+   * `If-None-Match: *` signed in: the URL creates the staging object once, and refuses any later PUT while
+   * something is there (the bytes, then the completed-marker that replaces them).
+   */
+  async presignUpload(upload: NewUpload, expiresInSec: number): Promise<PresignedUrl> {
+    const stagingKey = s3StagingKey(this.prefix, upload.uploadId);
     const now = Date.now();
-    const expiresIn = presignSeconds(expiresInSec, null, now);
-    const ct = contentType && isHeaderValue(contentType) ? contentType : undefined;
-    const url = await this.presign(new PutObjectCommand({ Bucket: this.bucket, Key: stagingKey, ...(ct ? { ContentType: ct } : {}) }), expiresIn);
-    // S3 presigning never signs content-type; sending it makes the staged object carry it.
-    return { url, method: 'PUT', headers: ct ? { 'content-type': ct } : {}, expiresAt: now + expiresIn * 1000 };
+    const expiresIn = uploadUrlSeconds(expiresInSec);
+    const stored = openUpload(upload, now, expiresIn);
+    try {
+      // Ids are random: a record already there means a reused id, which must not take over another upload.
+      const recordKey = s3UploadRecordKey(this.prefix, upload.uploadId);
+      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: recordKey, Body: encodeUpload(stored), ContentType: JSON_TYPE, IfNoneMatch: '*' }));
+    } catch (e) {
+      throw isConflict(e) ? new ValidationError('uploadId', 'this upload id is taken') : this.unavailable(e);
+    }
+    const ct = upload.contentType && isHeaderValue(upload.contentType) ? upload.contentType : undefined;
+    const put = new PutObjectCommand({ Bucket: this.bucket, Key: stagingKey, IfNoneMatch: '*', ...(ct ? { ContentType: ct } : {}) });
+    const url = await this.presign(put, expiresIn);
+    // S3 presigning never signs content-type; sending it makes the staged object carry it. If-None-Match is signed.
+    const headers = { 'if-none-match': '*', ...(ct ? { 'content-type': ct } : {}) };
+    return { url, method: 'PUT', headers, expiresAt: now + expiresIn * 1000 };
+  }
+
+  async claimUpload(uploadId: string, accept: (r: UploadRecord) => boolean): Promise<UploadClaim | undefined> {
+    const now = Date.now();
+    const u = await this.changeUpload(uploadId, (cur) => claimed(cur, accept, now));
+    return u ? claimOf(u) : undefined;
+  }
+
+  async releaseUpload(claim: UploadClaim): Promise<void> {
+    await this.changeUpload(claim.record.uploadId, (cur) => released(cur, claim));
   }
 
   async commitUpload(uploadId: string, ns: string, key: string, header: Omit<EntryHeader, 'size' | 'hash'>): Promise<WriteOutcome & { size: number }> {
     const stagingKey = s3StagingKey(this.prefix, uploadId);
     const objectKey = s3ObjectKey(this.prefix, ns, key);
+    if (!committable((await this.readUpload(uploadId))?.upload, ns, key)) throw uploadNotFound(uploadId);
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const staged = await this.headObject(stagingKey);
-      if (!staged) throw new NotFoundError(`upload '${uploadId}' not found (nothing was uploaded, it expired, or it was already committed)`, { uploadId });
+      if (!staged || staged.completedMarker) throw uploadNotFound(uploadId);
       if (staged.size > MAX_COPY_BYTES) throw new StrataError('PAYLOAD_TOO_LARGE', `uploads above ${MAX_COPY_BYTES} bytes are not supported`, { limit: MAX_COPY_BYTES });
       const full: EntryHeader = {
         version: header.version,
@@ -325,13 +388,13 @@ export class S3Tier implements Tier, Presigning, Scanning {
           ...(cur ? { IfMatch: cur.etag } : { IfNoneMatch: '*' }),
         }));
       } catch (e) {
-        // 412: the target changed (a concurrent writer) or the staging object was re-uploaded; 404: the staging
-        // object vanished (a concurrent commit) or the target was deleted. Re-HEAD both and decide again.
+        // 412: the target changed (a concurrent writer); 404: the target was deleted meanwhile (or the staging
+        // object vanished). Re-HEAD both and decide again.
         if (!isConflict(e) && !isNotFound(e)) throw this.unavailable(e);
         await backoff(attempt);
         continue;
       }
-      await this.deleteStaging(stagingKey);
+      await this.settleCommitted(uploadId, stagingKey);
       return { applied: true, current: full.version, size: staged.size };
     }
     throw this.contention(objectKey);
@@ -393,7 +456,13 @@ export class S3Tier implements Tier, Presigning, Scanning {
     if (!res) return undefined;
     const size = res.ContentLength ?? 0;
     const header = decodeStored(res.Metadata, size);
-    return { ...(header ? { header } : {}), etag: res.ETag ?? '', size, ...(res.ContentType ? { contentType: res.ContentType } : {}) };
+    return {
+      ...(header ? { header } : {}),
+      etag: res.ETag ?? '',
+      size,
+      ...(res.ContentType ? { contentType: res.ContentType } : {}),
+      ...(res.Metadata?.[META_UPLOAD] === 'completed' ? { completedMarker: true } : {}),
+    };
   }
 
   private encodeMeta(h: EntryHeader, placeholder: boolean): { meta: Record<string, string>; contentType: string } {
@@ -452,11 +521,57 @@ export class S3Tier implements Tier, Presigning, Scanning {
     return (await this.unlessNotFound(this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey })))) !== undefined;
   }
 
-  private async deleteStaging(stagingKey: string): Promise<void> {
+  /** The upload's record and the ETag it was read at; undefined when there is none (or it is not a record). */
+  private async readUpload(uploadId: string): Promise<{ upload: StoredUpload; etag: string } | undefined> {
+    const recordKey = s3UploadRecordKey(this.prefix, uploadId);
+    const res = await this.unlessNotFound(this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: recordKey })));
+    if (!res) return undefined;
+    let text: string;
     try {
-      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: stagingKey }));
+      text = await res.Body!.transformToString();
+    } catch (e) {
+      throw this.unavailable(e);
+    }
+    const upload = decodeUpload(text, uploadId);
+    return upload ? { upload, etag: res.ETag ?? '' } : undefined;
+  }
+
+  /**
+   * Read-modify-write of an upload's record, made atomic by `If-Match` on the ETag it was read at (a 412 means
+   * another request changed it: read again and decide again). Returns the record written, or undefined when there
+   * is none or `change` declines.
+   */
+  private async changeUpload(uploadId: string, change: (u: StoredUpload) => StoredUpload | undefined): Promise<StoredUpload | undefined> {
+    const recordKey = s3UploadRecordKey(this.prefix, uploadId);
+    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
+      const cur = await this.readUpload(uploadId);
+      if (!cur) return undefined;
+      const next = change(cur.upload);
+      if (!next) return undefined;
+      try {
+        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: recordKey, Body: encodeUpload(next), ContentType: JSON_TYPE, IfMatch: cur.etag }));
+        return next;
+      } catch (e) {
+        if (!isConflict(e) && !isNotFound(e)) throw this.unavailable(e);
+        await backoff(attempt);
+      }
+    }
+    throw this.contention(recordKey);
+  }
+
+  /**
+   * After a commit: the record says completed (no claim can take it again) and a small marker replaces the staged
+   * bytes (the upload URL's `If-None-Match: *` then refuses a second PUT; the `_uploads/` lifecycle rule removes
+   * both after the URL expired). The value is already in place, so a failure here is not the caller's: the staged
+   * bytes then stay (the URL still cannot PUT over them) and the record stays claimed by this completion.
+   */
+  private async settleCommitted(uploadId: string, stagingKey: string): Promise<void> {
+    try {
+      await this.changeUpload(uploadId, (u) => (u.state === 'claimed' ? completed(u) : undefined));
+      const marker = { Bucket: this.bucket, Key: stagingKey, Body: COMPLETED_MARKER_BODY, Metadata: { [META_UPLOAD]: 'completed' } };
+      await this.client.send(new PutObjectCommand(marker));
     } catch {
-      // Best effort: a leftover staging object is only garbage (a lifecycle rule on <prefix>/_uploads/ can expire it).
+      // Best effort, see above.
     }
   }
 
@@ -564,6 +679,10 @@ function presignSeconds(requested: number, expiresAt: number | null, now: number
   let s = Number.isFinite(requested) ? Math.floor(requested) : 900;
   if (expiresAt !== null) s = Math.min(s, Math.floor((expiresAt - now) / 1000));
   return Math.max(1, Math.min(MAX_PRESIGN_SECONDS, s));
+}
+
+function uploadNotFound(uploadId: string): NotFoundError {
+  return new NotFoundError(`upload '${uploadId}' not found (nothing was uploaded, it expired, or it was already completed)`, { uploadId });
 }
 
 function discard(body: unknown): void {

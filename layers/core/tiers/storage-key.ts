@@ -67,7 +67,25 @@ export function s3StagingKey(prefix: string, uploadId: string): string {
   return join(prefix, `${UPLOADS_FOLDER}/${validateUploadId(uploadId)}`);
 }
 
+/** Suffix of an upload's record beside its staging object (upload ids have no '.', so the two never collide). */
+export const UPLOAD_RECORD_SUFFIX = '.json';
+
+/** `<prefix>/_uploads/<uploadId>.json`: the upload's record (tiers/upload-record.ts). */
+export function s3UploadRecordKey(prefix: string, uploadId: string): string {
+  return join(prefix, `${UPLOADS_FOLDER}/${validateUploadId(uploadId)}${UPLOAD_RECORD_SUFFIX}`);
+}
+
 // ---- Local folder layout ----------------------------------------------------------------------------------
+
+/**
+ * The local run's warm tier (`STRATA_LOCAL_NODES`: cache-node data and ring, wiped at every start) inside the
+ * local data folder, next to the folder tier's namespaces. Like every folder of the data folder that is not a
+ * namespace, it starts with '_', which no namespace can (NAMESPACE_PATTERN): a namespace's folder can never be
+ * one the local run owns, and so never be wiped with it.
+ */
+export const LOCAL_WARM_FOLDER = '_warm';
+/** Every folder of the local data folder that is not a namespace (a test checks that none can be one). */
+export const RESERVED_LOCAL_FOLDERS: readonly string[] = [UPLOADS_FOLDER, LOCAL_WARM_FOLDER];
 
 const B32 = 'abcdefghijklmnopqrstuvwxyz234567';
 const B32_INDEX = new Map([...B32].map((c, i) => [c, i] as const));
