@@ -7,12 +7,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { coldStart } from './cold-start.js';
 import { elasticity } from './elasticity.js';
+import { hotFault } from './hot-fault.js';
 import { hotPath } from './hot-path.js';
 import { scaleOut } from './scale-out.js';
 import { warmNode } from './warm-node.js';
 
 const SCENARIOS: Record<string, (opts: { seconds: number; runs?: number }) => Promise<Record<string, unknown>>> = {
   'hot-path': hotPath,
+  'hot-fault': hotFault,
   'warm-node': warmNode,
   'scale-out': scaleOut,
   'cold-start': coldStart,

@@ -1,6 +1,7 @@
 import {
   errorFromResponse,
   PayloadTooLargeError,
+  StrataError,
   StrataServerError,
   ValidationError,
   VersionConflictError,
@@ -47,6 +48,22 @@ import { WorkflowsClient } from './workflows.js';
  * the batch endpoints, where keys travel in the JSON body.
  */
 const DOT_KEYS: ReadonlySet<string> = new Set(['.', '..']);
+
+/** A presigned download answered 412: the key was replaced between the redirect and the download. */
+const REPLACED = Symbol('replaced');
+/** How often `get` asks again when the value keeps being replaced under its download. */
+const MAX_REPLACED_RETRIES = 3;
+/** Prefix of the 303 headers that name headers the `location` needs (`x-strata-location-if-match` → `if-match`). */
+const LOCATION_HEADER_PREFIX = 'x-strata-location-';
+
+/** The headers a 303's location must be requested with (S3 URLs with a signed `If-Match`). */
+function locationHeaders(res: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  res.forEach((value, name) => {
+    if (name.toLowerCase().startsWith(LOCATION_HEADER_PREFIX)) out[name.slice(LOCATION_HEADER_PREFIX.length).toLowerCase()] = value;
+  });
+  return out;
+}
 
 /** Items per batch request (the API's limit). */
 export const BATCH_SIZE = 100;
@@ -149,6 +166,8 @@ function putResult(body: JsonObject, ns: string, key: string, status: number): P
     expiresAt: parseDate(body.expiresAt),
     size: asNumber(body.size) ?? 0,
     tiers: stringArray(body.tiers),
+    // Servers before `durable` existed acknowledged write-through writes only once durable.
+    durable: body.durable !== false,
   };
 }
 
@@ -189,6 +208,8 @@ export class StrataClient {
   private readonly transferTimeoutMs: number;
   private inlineLimitBytes: number;
   private readonly inflight = new Map<string, Promise<CacheItem>>();
+  /** Fresh uploads tried after an ambiguous failure of one (`retries`). */
+  private readonly uploadRetries: number;
   /**
    * The admin API's workflows: start scale-out / scale-in / evict-to-s3 / tier-migrate executions, follow their
    * progress, list recent ones. Needs an admin API key in AWS.
@@ -236,6 +257,7 @@ export class StrataClient {
     const fetchImpl = options.fetch ?? globalThis.fetch;
     if (typeof fetchImpl !== 'function') throw optionError('fetch', 'no global fetch: pass options.fetch');
     const runtime = typeof process !== 'undefined' && process.version ? ` node/${process.version}` : '';
+    this.uploadRetries = Math.floor(nonNegative('retries', options.retries, DEFAULTS.retries));
     this.transport = new Transport({
       fetch: fetchImpl,
       apiKey: options.apiKey,
@@ -265,33 +287,50 @@ export class StrataClient {
   async get(key: string, opts: RequestOptions = {}): Promise<CacheItem | undefined> {
     if (DOT_KEYS.has(key)) return (await this.getMany([key], opts)).get(key);
     const url = this.keyUrl(this.ns(opts), key);
-    const first = await this.transport.send(this.req('GET', url, opts, { accept: [303, 404] }), async (res) => {
-      if (res.status === 404) {
-        const err = errorFromResponse({ status: 404, body: await res.text(), requestId: requestIdOf(res), context: `GET ${url}` });
-        if (err.code === 'NOT_FOUND') return undefined;
-        throw err;
-      }
-      if (res.status === 303) {
-        const location = res.headers.get('location');
-        await discard(res);
-        if (!location) throw invalidResponse(303, 'redirect without a location header', requestIdOf(res));
-        return { location: new URL(location, url).toString(), meta: res.headers };
-      }
-      return itemFromHeaders(key, new Uint8Array(await res.arrayBuffer()), res.headers);
-    });
-    if (first === undefined || !('location' in first)) return first;
-    const { location, meta } = first;
-    return this.transport.send(
-      { method: 'GET', url: location, auth: false, retryMode: 'idempotent', signal: opts.signal, timeoutMs: this.transferTimeoutMs, accept: [404] },
-      async (res) => {
+    for (let attempt = 0; ; attempt++) {
+      const first = await this.transport.send(this.req('GET', url, opts, { accept: [303, 404] }), async (res) => {
         if (res.status === 404) {
-          // The object behind the presigned URL vanished (deleted or expired since the redirect): a miss.
-          await discard(res);
-          return undefined;
+          const err = errorFromResponse({ status: 404, body: await res.text(), requestId: requestIdOf(res), context: `GET ${url}` });
+          if (err.code === 'NOT_FOUND') return undefined;
+          throw err;
         }
-        return itemFromHeaders(key, new Uint8Array(await res.arrayBuffer()), meta, res.headers);
-      },
-    );
+        if (res.status === 303) {
+          const location = res.headers.get('location');
+          await discard(res);
+          if (!location) throw invalidResponse(303, 'redirect without a location header', requestIdOf(res));
+          return { location: new URL(location, url).toString(), meta: res.headers };
+        }
+        return itemFromHeaders(key, new Uint8Array(await res.arrayBuffer()), res.headers);
+      });
+      if (first === undefined || !('location' in first)) return first;
+      const { location, meta } = first;
+      const got = await this.transport.send(
+        // The location serves the version the redirect describes, given the headers it names (S3: a signed If-Match).
+        {
+          method: 'GET',
+          url: location,
+          headers: locationHeaders(meta),
+          auth: false,
+          retryMode: 'idempotent',
+          signal: opts.signal,
+          timeoutMs: this.transferTimeoutMs,
+          accept: [404, 412],
+        },
+        async (res) => {
+          if (res.status === 404 || res.status === 412) {
+            // 404: deleted or expired since the redirect, a miss. 412: replaced since the redirect: ask again.
+            await discard(res);
+            return res.status === 404 ? undefined : REPLACED;
+          }
+          return itemFromHeaders(key, new Uint8Array(await res.arrayBuffer()), meta, res.headers);
+        },
+      );
+      if (got !== REPLACED) return got;
+      if (attempt >= MAX_REPLACED_RETRIES) {
+        const message = `'${key}' kept being replaced between the redirect and its download; read it again`;
+        throw new VersionConflictError({ code: 'VERSION_CONFLICT', status: 412, message });
+      }
+    }
   }
 
   /**
@@ -635,18 +674,44 @@ export class StrataClient {
     return { ...putResult(r!, ns, key, 200), size: asNumber(r!.size) ?? enc.bytes.byteLength };
   }
 
-  /** Large values: request an upload URL, PUT the bytes there (no API key), then complete. */
+  /**
+   * Large values: request an upload URL, PUT the bytes there (no API key), then complete. The URL takes one PUT and
+   * an upload completes once, so neither step is repeated after a failure that may have reached the server (the
+   * repeat would be refused); the whole flow is, with a new upload (at worst the value is written twice, alike).
+   */
   private async upload(ns: string, key: string, enc: EncodedValue, opts: PutOptions): Promise<PutResult> {
     if (opts.ifMatch !== undefined || opts.ifNoneMatch !== undefined) {
       throw optionError(opts.ifMatch !== undefined ? 'if-match' : 'if-none-match', `conditional writes are not supported for values above the inline limit (${enc.bytes.byteLength} bytes)`);
     }
     const base = `${this.endpoint}/v1/ns/${ns}/uploads/${encodeKey(key)}`;
-    const ticket = await this.sendJson(this.req('POST', base, opts), { contentType: enc.contentType, ttl: opts.ttl, tags: opts.tags }, (body, status): UploadTicket => {
-      if (typeof body.uploadId !== 'string' || typeof body.url !== 'string') throw invalidResponse(status, 'upload response without uploadId/url');
-      const headers: Record<string, string> = {};
-      if (isObject(body.headers)) for (const [k, v] of Object.entries(body.headers)) if (typeof v === 'string') headers[k] = v;
-      return { uploadId: body.uploadId, url: body.url, method: typeof body.method === 'string' ? body.method : 'PUT', headers };
-    });
+    for (let attempt = 0; ; attempt++) {
+      // Requesting a ticket is retried by the transport (an unused ticket is only garbage).
+      const request = { contentType: enc.contentType, ttl: opts.ttl, tags: opts.tags };
+      const ticket = await this.sendJson(this.req('POST', base, opts), request, (body, status): UploadTicket => {
+        if (typeof body.uploadId !== 'string' || typeof body.url !== 'string') {
+          throw invalidResponse(status, 'upload response without uploadId/url');
+        }
+        const headers: Record<string, string> = {};
+        if (isObject(body.headers)) for (const [k, v] of Object.entries(body.headers)) if (typeof v === 'string') headers[k] = v;
+        return { uploadId: body.uploadId, url: body.url, method: typeof body.method === 'string' ? body.method : 'PUT', headers };
+      });
+      try {
+        return await this.uploadWith(ticket, base, ns, key, enc, opts);
+      } catch (err) {
+        if (!(err instanceof StrataError) || !err.retryable || attempt >= this.uploadRetries) throw err;
+      }
+    }
+  }
+
+  /** PUT the bytes to the ticket's URL (no API key), then complete: each once (see `upload`). */
+  private async uploadWith(
+    ticket: UploadTicket,
+    base: string,
+    ns: string,
+    key: string,
+    enc: EncodedValue,
+    opts: PutOptions,
+  ): Promise<PutResult> {
     await this.transport.send(
       {
         method: ticket.method,
@@ -654,12 +719,13 @@ export class StrataClient {
         headers: ticket.headers,
         body: enc.bytes,
         auth: false,
-        retryMode: 'idempotent',
+        retryMode: 'conditional',
         signal: opts.signal,
         timeoutMs: this.transferTimeoutMs,
       },
       discard,
     );
-    return this.sendJson(this.req('POST', `${base}/complete`, opts), { uploadId: ticket.uploadId }, (body, status) => putResult(body, ns, key, status));
+    const complete = this.req('POST', `${base}/complete`, opts, { retryMode: 'conditional' });
+    return this.sendJson(complete, { uploadId: ticket.uploadId }, (body, status) => putResult(body, ns, key, status));
   }
 }

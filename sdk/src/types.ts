@@ -63,16 +63,16 @@ export interface PutOptions extends RequestOptions {
   tags?: readonly string[];
   /** Overrides the content type derived from the value (bytes: `application/octet-stream`, string: `text/plain; charset=utf-8`, other: `application/json`). */
   contentType?: string;
-  /** Write only if the stored version is this one (`if-match`). */
-  ifMatch?: number;
+  /** Write only if the stored version is this one, or with `'*'` only if the key exists (`if-match`). */
+  ifMatch?: number | '*';
   /** `'*'`: write only if the key does not exist (`if-none-match: *`). */
   ifNoneMatch?: '*';
 }
 
 /** Options of {@link StrataClient.delete}. */
 export interface DeleteOptions extends RequestOptions {
-  /** Delete only if the stored version is this one (`if-match`). */
-  ifMatch?: number;
+  /** Delete only if the stored version is this one, or with `'*'` only if the key exists (`if-match`). */
+  ifMatch?: number | '*';
 }
 
 /** Options of {@link StrataClient.putMany}: defaults applied to items that do not set their own. */
@@ -116,6 +116,11 @@ export interface PutResult {
   size: number;
   /** Tiers written (`hot`, `cold`, ...). */
   tiers: string[];
+  /**
+   * False while the write lives in the hot tier alone (a write-back namespace, not yet flushed): it is lost if
+   * the hot tier loses it first. True once a durable tier holds it (always, for write-through namespaces).
+   */
+  durable: boolean;
 }
 
 /** One item of {@link StrataClient.putMany}. */

@@ -27,6 +27,15 @@ describe('API Lambda handlers (in-process, API Gateway proxy events)', () => {
     expect(get.headers!['x-strata-expires-at']).toMatch(/^\d{4}-\d\d-\d\dT/);
   });
 
+  it("refuses the namespace Strata keeps its own records in (the hot-fence document), so no tenant can touch them", async () => {
+    setApiContext({ coordinator: new Coordinator({ tiers: [new MemoryTier()], flushTimer: false }), inlineLimitBytes: 1024, urlTtlSeconds: 60 });
+    for (const method of ['GET', 'PUT', 'DELETE']) {
+      const res = (await keys(event(method, '/v1/ns/{ns}/keys/{key}', { ns: 'strata-system', key: 'hot-fence' }, method === 'PUT' ? Buffer.from('[]') : undefined), ctx)) as ApiResult;
+      expect(res.statusCode).toBe(400);
+      expect(JSON.parse(res.body)).toMatchObject({ error: { code: 'VALIDATION_FAILED', details: { field: 'ns' } } });
+    }
+  });
+
   it('turns a failing tier into a typed error that leaks none of the failure details', async () => {
     const broken = new MemoryTier();
     broken.get = async () => {

@@ -5,12 +5,13 @@ import { MemoryTier } from '../../layers/core/tiers/memory-tier.js';
 import { StrataError, TierUnavailableError, VersionConflictError } from '../../layers/core/errors.js';
 import { HybridLogicalClock } from '../../layers/core/model/hlc.js';
 import { SwitchableTier, entry } from '../helpers/tiers.js';
+import type { Entry } from '../../layers/core/model/entry.js';
 
 function setup(defaults: NamespacePolicyInput = {}, opts: { l1?: boolean } = {}) {
   const hot = new SwitchableTier('hot');
   const cold = new SwitchableTier('cold', 64 * 1024 * 1024);
   const l1 = opts.l1 ? new MemoryTier({ name: 'l1', maxBytes: 1024 * 1024 }) : undefined;
-  const c = new Coordinator({ tiers: [hot, cold], nearCache: l1, policies: new PolicyRegistry({ defaults }), flushTimer: false, onBackgroundError: () => {} });
+  const c = new Coordinator({ tiers: [hot, cold], nearCache: l1, policies: new PolicyRegistry({ defaults }), flushTimer: false, onBackgroundError: () => {}, hotFence: { leaseMs: 20 } });
   return { c, hot, cold, l1 };
 }
 
@@ -91,6 +92,7 @@ describe('Coordinator', () => {
       hot.down = true;
       expect((await c.put('ns', 'k', buf('v'))).tiers).toEqual(['cold']);
       hot.down = false;
+      expect((await c.stats()).hotFence).toMatchObject({ bumps: 1, unknownHotCopies: 1 });
       cold.down = true;
       await expect(c.put('ns', 'k', buf('v'))).rejects.toBeInstanceOf(TierUnavailableError);
     });
@@ -99,6 +101,7 @@ describe('Coordinator', () => {
       const { c, hot, cold } = setup({ writeMode: 'write-back' });
       const w = await c.put('ns', 'k', buf('v'));
       expect(w.tiers).toEqual(['hot']);
+      expect(w.durable).toBe(false); // acknowledged from hot alone: said in the result
       expect(await cold.get('ns', 'k')).toBeUndefined();
       expect(await hot.listDirty(10)).toEqual([{ ns: 'ns', key: 'k' }]);
       expect(await c.flushDirty()).toBe(1);
@@ -242,6 +245,173 @@ describe('Coordinator', () => {
       const c = new Coordinator({ tiers: [hot], nearCache: l1, policies: new PolicyRegistry({ namespaces: { nol1: { nearCache: { enabled: false } } } }), flushTimer: false });
       await c.put('nol1', 'k', buf('v'));
       expect((await c.get('nol1', 'k'))!.tier).toBe('hot');
+    });
+  });
+
+  describe('hot copies never undo an acknowledged write', () => {
+    /** Two coordinators (two containers) over one hot and one durable tier. */
+    function pair(defaults: NamespacePolicyInput = {}) {
+      const hot = new SwitchableTier('hot');
+      const cold = new SwitchableTier('cold', 64 * 1024 * 1024);
+      const make = () => new Coordinator({ tiers: [hot, cold], policies: new PolicyRegistry({ defaults }), flushTimer: false, onBackgroundError: () => {}, hotFence: { leaseMs: 30 } });
+      return { hot, cold, a: make(), b: make() };
+    }
+
+    it('a write whose hot copy failed is not shadowed by the older hot copy, for any coordinator', async () => {
+      const { hot, a, b } = pair();
+      await a.put('ns', 'k', buf('v1'));
+      await b.ready();
+      expect((await b.get('ns', 'k'))!.entry.value.toString()).toBe('v1');
+      hot.down = true; // stalled or partitioned: the hot copy of v2 is never written
+      const v2 = await a.put('ns', 'k', buf('v2'));
+      expect(v2.tiers).toEqual(['cold']);
+      hot.down = false; // hot answers again, still holding v1
+      expect((await hot.get('ns', 'k'))!.value.toString()).toBe('v1');
+      for (const c of [a, b]) {
+        const r = await c.get('ns', 'k');
+        expect(r!.entry.header.version).toBe(v2.version);
+        expect((await c.head('ns', 'k'))!.header.version).toBe(v2.version);
+      }
+    });
+
+    it('a delete whose hot tombstone failed does not bring the key back', async () => {
+      const { hot, a, b } = pair();
+      await a.put('ns', 'k', buf('v1'));
+      hot.down = true;
+      await a.delete('ns', 'k');
+      hot.down = false;
+      expect(await b.get('ns', 'k')).toBeUndefined();
+      expect(await a.get('ns', 'k')).toBeUndefined();
+      expect(await b.head('ns', 'k')).toBeUndefined();
+    });
+
+    it('a dirty write-back copy stays readable after its shard is fenced, unless a newer durable write exists', async () => {
+      const { hot, a, b } = pair({ writeMode: 'write-back' });
+      const dirty = await a.put('ns', 'k', buf('dirty'));
+      expect(dirty.durable).toBe(false);
+      // Another key of any shard fails its hot copy: every shard may be bumped, the dirty copy must still win.
+      hot.down = true;
+      for (let i = 0; i < 64; i++) await a.put('ns', `other-${i}`, buf('x'));
+      hot.down = false;
+      expect((await b.get('ns', 'k'))!.entry.value.toString()).toBe('dirty');
+      // A write-through of the key while hot is down makes the durable copy the newest: it wins over the dirty one.
+      hot.down = true;
+      const newer = await a.put('ns', 'k', buf('newer'));
+      hot.down = false;
+      expect((await b.get('ns', 'k'))!.entry.header.version).toBe(newer.version);
+    });
+
+    it('does not acknowledge a write whose hot copy failed when the fence cannot be raised', async () => {
+      const hot = new SwitchableTier('hot');
+      const cold = new SwitchableTier('cold');
+      const c = new Coordinator({ tiers: [hot, cold], flushTimer: false, onBackgroundError: () => {}, hotFence: { leaseMs: 20 } });
+      await c.put('ns', 'k', buf('v1'));
+      hot.down = true;
+      const putFence = cold.put.bind(cold);
+      cold.put = async (ns: string, key: string, e: Entry) => (ns === 'strata-system' ? Promise.reject(new TierUnavailableError('cold')) : putFence(ns, key, e));
+      await expect(c.put('ns', 'k', buf('v2'))).rejects.toMatchObject({ code: 'TIER_UNAVAILABLE' });
+    });
+
+    it('a promotion that raced a newer write and its eviction does not install the older version', async () => {
+      const { c, hot, cold } = setup();
+      await cold.put('ns', 'k', entry(1, 'old'));
+      await c.ready();
+      // The read of cold is held until a newer write has landed and its hot copy has been evicted.
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      const coldGet = cold.get.bind(cold);
+      cold.get = async (ns: string, key: string) => {
+        const e = await coldGet(ns, key);
+        await gate;
+        return e;
+      };
+      const racing = c.get('ns', 'k');
+      await new Promise((r) => setTimeout(r, 5));
+      cold.get = coldGet;
+      const w = await c.put('ns', 'k', buf('new'));
+      await hot.delete('ns', 'k'); // evicted
+      release();
+      expect((await racing)!.entry.value.toString()).toBe('old'); // that read began before the write
+      await c.drain();
+      expect((await c.get('ns', 'k'))!.entry.header.version).toBe(w.version);
+      await c.drain(); // the newer version is promoted and confirmed
+      expect((await hot.get('ns', 'k'))!.header).toMatchObject({ version: w.version, flags: {} });
+    });
+
+    it('serves hot copies again once the fence has been read, and counts the writes whose hot outcome was unknown', async () => {
+      const { hot, a } = pair();
+      await a.put('ns', 'k', buf('v1'));
+      await a.ready();
+      expect((await a.get('ns', 'k'))!.tier).toBe('hot');
+      hot.down = true;
+      await a.put('ns', 'k', buf('v2'));
+      hot.down = false;
+      expect((await a.get('ns', 'k'))!.tier).toBe('cold'); // the stale hot copy is skipped
+      await a.drain(); // the promotion re-installs v2 under the new epoch
+      expect((await a.get('ns', 'k'))!).toMatchObject({ tier: 'hot' });
+      expect((await a.stats()).hotFence).toMatchObject({ unknownHotCopies: 1, bumps: 1 });
+    });
+  });
+
+  describe('a full durable tier is not a written one', () => {
+    it('shadows the older copy in a full tier with a marker and acknowledges with the tiers that took the value', async () => {
+      const warm = new SwitchableTier('warm', 4000);
+      const cold = new SwitchableTier('cold');
+      const c = new Coordinator({ tiers: [warm, cold], flushTimer: false });
+      const v1 = await c.put('ns', 'k', Buffer.alloc(1000, 1));
+      expect(v1.tiers).toEqual(['warm', 'cold']);
+      for (let i = 0; i < 2; i++) await warm.put('ns', `filler-${i}`, entry(1, Buffer.alloc(1000), { flags: { pinned: true } }));
+      const v2 = await c.put('ns', 'k', Buffer.alloc(3000, 2)); // does not fit in warm any more
+      expect(v2.tiers).toEqual(['cold']);
+      expect((await warm.get('ns', 'k'))!.header).toMatchObject({ version: v2.version, flags: { elsewhere: true } });
+      const r = await c.get('ns', 'k');
+      expect(r!.entry.header.version).toBe(v2.version);
+      expect(r!.tier).toBe('cold');
+    });
+
+    it('refuses with a typed 503 when no durable tier could take the value, leaving the old one intact', async () => {
+      const warm = new SwitchableTier('warm', 2000);
+      const c = new Coordinator({ tiers: [warm], flushTimer: false, policies: new PolicyRegistry({ defaults: { writeTiers: ['warm'] } }) });
+      const v1 = await c.put('ns', 'k', Buffer.alloc(100));
+      await expect(c.put('ns', 'k', Buffer.alloc(5000))).rejects.toMatchObject({ status: 503, code: 'TIER_UNAVAILABLE', details: { reason: 'full' } });
+      expect((await c.get('ns', 'k'))!.entry.header.version).toBe(v1.version);
+    });
+  });
+
+  describe('one tier walk: get, head, getMany and preconditions agree', () => {
+    it('head fails with 503 exactly when get does', async () => {
+      const { c, cold } = setup();
+      await cold.put('ns', 'only-cold', entry(5, 'v'));
+      cold.down = true;
+      await expect(c.get('ns', 'only-cold')).rejects.toMatchObject({ status: 503 });
+      await expect(c.head('ns', 'only-cold')).rejects.toMatchObject({ status: 503 });
+      await expect(c.getMany('ns', ['only-cold'])).rejects.toMatchObject({ status: 503 });
+    });
+
+    it('decides no precondition on a partial view', async () => {
+      const { c, cold } = setup();
+      await cold.put('ns', 'k', entry(5, 'v'));
+      cold.down = true;
+      await expect(c.put('ns', 'k', buf('x'), { ifMatch: 5 })).rejects.toMatchObject({ status: 503 });
+      await expect(c.put('ns', 'k', buf('x'), { ifNoneMatch: true })).rejects.toMatchObject({ status: 503 });
+      await expect(c.delete('ns', 'k', { ifMatch: 5 })).rejects.toMatchObject({ status: 503 });
+    });
+
+    it("answers a miss while only the hot tier is down, for a write-through namespace (hot never leads)", async () => {
+      const { c, hot } = setup();
+      hot.down = true;
+      expect(await c.get('ns', 'absent')).toBeUndefined();
+      expect(await c.head('ns', 'absent')).toBeUndefined();
+    });
+
+    it('If-Match: * applies only to a key that exists', async () => {
+      const { c } = setup();
+      await expect(c.put('ns', 'k', buf('x'), { ifMatch: '*' })).rejects.toBeInstanceOf(VersionConflictError);
+      await c.put('ns', 'k', buf('v1'));
+      const w = await c.put('ns', 'k', buf('v2'), { ifMatch: '*' });
+      expect((await c.get('ns', 'k'))!.entry.header.version).toBe(w.version);
+      await c.delete('ns', 'k', { ifMatch: '*' });
+      await expect(c.delete('ns', 'k', { ifMatch: '*' })).rejects.toBeInstanceOf(VersionConflictError);
     });
   });
 });

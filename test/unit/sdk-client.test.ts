@@ -118,6 +118,11 @@ describe('key encoding on the wire', () => {
 });
 
 describe('requests and values', () => {
+  it('says when a write is not durable yet (write-back, held by the hot tier alone)', async () => {
+    suite.server.script((req, res) => sendJson(res, 200, { ...putResponse(req, 3), tiers: ['hot'], durable: false }));
+    expect(await client().put('k', 'v')).toMatchObject({ tiers: ['hot'], durable: false });
+  });
+
   it('sends the api key, ttl, tags, preconditions, content type and user agent on PUT', async () => {
     suite.server.script((req, res) => sendJson(res, 200, { ...putResponse(req, 12), expiresAt: '2030-01-02T03:04:05.000Z' }));
     const res = await client().put('k', 'hello', { ns: 'other', ttl: 60, tags: ['a', 'b:c'], ifMatch: 11 });
@@ -132,7 +137,7 @@ describe('requests and values', () => {
     expect(req.headers['content-type']).toBe('text/plain; charset=utf-8');
     expect(req.headers['user-agent']).toMatch(/^strata-sdk-js\/0\.1\.0/);
     expect(req.body.toString()).toBe('hello');
-    expect(res).toEqual({ ns: 'app', key: 'k', version: 12, expiresAt: new Date('2030-01-02T03:04:05.000Z'), size: 5, tiers: ['hot', 'cold'] });
+    expect(res).toEqual({ ns: 'app', key: 'k', version: 12, expiresAt: new Date('2030-01-02T03:04:05.000Z'), size: 5, tiers: ['hot', 'cold'], durable: true });
 
     await client({ apiKey: undefined, userAgent: 'custom/1' }).put('k', 'v', { ifNoneMatch: '*' });
     const second = suite.server.requests[1]!;
@@ -459,7 +464,7 @@ describe('large values', () => {
       return sendError(res, 500, 'INTERNAL', `unexpected ${req.method} ${req.url}`);
     });
     const res = await client({ inlineLimitBytes: 1024 }).put('big/one', big, { ttl: 600, tags: ['big'] });
-    expect(res).toEqual({ ns: 'app', key: 'big/one', version: 77, expiresAt: null, size: 5000, tiers: ['cold'] });
+    expect(res).toEqual({ ns: 'app', key: 'big/one', version: 77, expiresAt: null, size: 5000, tiers: ['cold'], durable: true });
     const [ticket, upload, complete] = suite.server.requests;
     expect(suite.server.requests).toHaveLength(3);
     expect(JSON.parse(ticket!.body.toString())).toEqual({ contentType: 'application/octet-stream', ttl: 600, tags: ['big'] });
@@ -507,6 +512,58 @@ describe('large values', () => {
     expect(suite.server.requests[1]!.headers['x-api-key']).toBeUndefined();
     // The object vanished between redirect and download: a miss.
     expect(await client().get('vanished')).toBeUndefined();
+  });
+
+  it('sends the headers a 303 names for its location, and asks again when the location answers 412 (replaced meanwhile)', async () => {
+    let version = 40;
+    suite.server.script((req, res) => {
+      if (req.path === '/v1/ns/app/keys/raced') {
+        version++;
+        const headers = { location: `/fake-s3/raced-${version}`, 'x-strata-version': `${version}` };
+        return sendRaw(res, 303, '', { ...headers, 'x-strata-location-if-match': `"etag-${version}"` });
+      }
+      // The first download finds the key replaced (S3: If-Match fails), the second one the version it asks for.
+      if (req.path === '/fake-s3/raced-41') {
+        return sendRaw(res, 412, '<Error><Code>PreconditionFailed</Code></Error>', { 'content-type': 'application/xml' });
+      }
+      return sendRaw(res, 200, `bytes of ${req.headers['if-match']}`);
+    });
+    const item = (await client().get('raced'))!;
+    expect(item.version).toBe(42);
+    expect(item.text()).toBe('bytes of "etag-42"');
+    const urls = ['/v1/ns/app/keys/raced', '/fake-s3/raced-41', '/v1/ns/app/keys/raced', '/fake-s3/raced-42'];
+    expect(suite.server.requests.map((r) => r.url)).toEqual(urls);
+    expect(suite.server.requests[1]!.headers['if-match']).toBe('"etag-41"');
+  });
+
+  it('never repeats the PUT of an upload URL or its completion after an ambiguous failure: a fresh upload is made', async () => {
+    let tickets = 0;
+    let completes = 0;
+    suite.server.script((req, res) => {
+      if (req.path.endsWith('/complete')) {
+        completes++;
+        // The first completion fails after the server may have acted on it.
+        if (completes === 1) return sendError(res, 503, 'TIER_UNAVAILABLE', 'tier down');
+        return sendJson(res, 200, { ns: 'app', key: 'k', version: 9, expiresAt: null, size: 20, tiers: ['cold'] });
+      }
+      if (req.method === 'POST') {
+        tickets++;
+        const ticket = { uploadId: `u${tickets}`, url: `/fake-s3/u${tickets}`, method: 'PUT', headers: { 'if-none-match': '*' } };
+        return sendJson(res, 200, ticket);
+      }
+      // The first upload URL fails once with a 500 (did the bytes land? the URL would refuse a second PUT).
+      if (req.path === '/fake-s3/u1') return sendRaw(res, 500, 'InternalError');
+      return sendRaw(res, 200, '');
+    });
+    const res = await client({ inlineLimitBytes: 10 }).put('k', 'x'.repeat(20));
+    expect(res.version).toBe(9);
+    expect(suite.server.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      'POST /v1/ns/app/uploads/k', 'PUT /fake-s3/u1',
+      'POST /v1/ns/app/uploads/k', 'PUT /fake-s3/u2', 'POST /v1/ns/app/uploads/k/complete',
+      'POST /v1/ns/app/uploads/k', 'PUT /fake-s3/u3', 'POST /v1/ns/app/uploads/k/complete',
+    ]);
+    expect(suite.server.requests[3]!.headers['if-none-match']).toBe('*');
+    expect(JSON.parse(suite.server.requests[7]!.body.toString())).toEqual({ uploadId: 'u3' });
   });
 });
 

@@ -4,7 +4,9 @@ import { MAX_KEY_BYTES, NAMESPACE_PATTERN } from '../model/keys.js';
 import { WORKFLOW_NAMES } from '../workflows/progress.js';
 import type { ApiResult } from './http.js';
 import { API_ROUTES, type ApiRoute } from './routes.js';
+import { EXECUTION_NAME } from '../workflows/service.js';
 import { batchKeysSchema, batchPutSchema, completeUploadSchema, MAX_TTL_SECONDS, TAG_PATTERN, uploadRequestSchema } from './validation.js';
+import { IF_MATCH_PATTERN, KEY_JSON_SCHEMA, MAX_TAGS } from './validation.js';
 
 /**
  * The OpenAPI 3.1 document of the HTTP API (DESIGN.md, Interfaces), generated from the route table (`API_ROUTES`:
@@ -29,7 +31,7 @@ interface RouteDoc {
   errors?: ErrorCode[];
 }
 
-/** What any route can answer: a throttled key, an internal error. Namespaced routes add NAMESPACE_FORBIDDEN. */
+/** What any route can answer: a throttled key, an internal error. Namespaced and admin routes add NAMESPACE_FORBIDDEN. */
 const COMMON_ERRORS: ErrorCode[] = ['RATE_LIMITED', 'INTERNAL'];
 const KEY_ERRORS: ErrorCode[] = ['VALIDATION_FAILED', 'TIER_UNAVAILABLE'];
 
@@ -52,10 +54,27 @@ const ENTRY_HEADERS: Json = {
 
 const WRITE_HEADERS = [
   header('x-strata-ttl', `Time to live in whole seconds (1..${MAX_TTL_SECONDS}); absent: the namespace default`, { type: 'integer', minimum: 1, maximum: MAX_TTL_SECONDS }),
-  header('x-strata-tags', `Comma-separated tags (at most 16, each matching ${TAG_PATTERN.source})`),
-  header('if-match', 'Write only if the stored version is this one (409 VERSION_CONFLICT otherwise)', { type: 'string', pattern: '^[0-9]+$' }),
+  // A list in a header: comma-separated (style simple), as the server splits it (spaces around commas are trimmed).
+  {
+    ...header('x-strata-tags', `Comma-separated tags (at most ${MAX_TAGS}; spaces around the commas are ignored)`, {
+      type: 'array',
+      maxItems: MAX_TAGS,
+      items: { type: 'string', pattern: TAG_PATTERN.source },
+    }),
+    style: 'simple',
+    explode: false,
+  },
+  ifMatchParam('Write'),
   header('if-none-match', 'With `*`: create only (409 VERSION_CONFLICT when the key exists)', { type: 'string', enum: ['*'] }),
 ];
+
+/** If-Match as the server parses it (validation.ts): `*` or one version, bare or as an ETag; a list is a 400. */
+function ifMatchParam(verb: string): Json {
+  const version = '(`123`, `"123"` or `W/"123"`, as in `etag`)';
+  const what = `${verb} only if the key exists (\`*\`), or only if the stored version is this one ${version}`;
+  const description = `${what}; 409 VERSION_CONFLICT otherwise. One version only: a list of ETags is 400 VALIDATION_FAILED`;
+  return header('if-match', description, { type: 'string', pattern: IF_MATCH_PATTERN.source });
+}
 
 const ROUTE_DOCS: Record<string, RouteDoc> = {
   'GET /v1/ns/{ns}/keys/{key}': {
@@ -64,28 +83,52 @@ const ROUTE_DOCS: Record<string, RouteDoc> = {
     description: 'Walks the tiers (near cache, hot, warm, cold); a hit below the top is promoted. A namespace with an origin reads through on a miss.',
     responses: {
       '200': { description: 'The value bytes, with the content type they were stored with', headers: ENTRY_HEADERS, content: { '*/*': { schema: { type: 'string', format: 'binary' } } } },
-      '303': { description: 'The value is above the inline limit: `location` is a presigned download URL', headers: { location: { schema: { type: 'string', format: 'uri' } } } },
+      '303': {
+        description:
+          'The value is above the inline limit: `location` is a presigned download URL for the version the headers describe (412 once ' +
+          'that version is replaced)',
+        headers: {
+          location: { schema: { type: 'string', format: 'uri' } },
+          'x-strata-location-if-match': {
+            description: 'Send as `if-match` with the request to `location` (S3 deployments: a signed header)',
+            schema: { type: 'string' },
+          },
+        },
+      },
     },
     errors: ['NOT_FOUND', 'ORIGIN_FAILED', ...KEY_ERRORS],
   },
   'HEAD /v1/ns/{ns}/keys/{key}': {
     operationId: 'headKey',
     summary: 'Read the headers of a value',
-    responses: { '200': { description: 'The entry headers, no body', headers: { ...ENTRY_HEADERS, 'x-strata-size': { description: 'Value size in bytes', schema: { type: 'string' } } } } },
+    responses: {
+      // The headers GET would send, content type included; a HEAD response never has a body (nor its 404).
+      '200': {
+        description: "The entry headers and the value's content type, no body",
+        headers: { ...ENTRY_HEADERS, 'x-strata-size': { description: 'Value size in bytes', schema: { type: 'string' } } },
+        content: { '*/*': {} },
+      },
+    },
     errors: ['NOT_FOUND', ...KEY_ERRORS],
   },
   'PUT /v1/ns/{ns}/keys/{key}': {
     operationId: 'putKey',
     summary: 'Write a value',
     parameters: WRITE_HEADERS,
-    requestBody: { required: true, description: 'The raw value bytes (any content type except multipart/form-data), up to the inline limit', content: { '*/*': { schema: { type: 'string', format: 'binary' } } } },
+    requestBody: {
+      required: true,
+      description:
+        'The raw value bytes, up to the inline limit, with their media type (`type/subtype[; parameters]`, at most 200 characters; ' +
+        'none: application/octet-stream). multipart/form-data is 415, a content type that is not a media type 400',
+      content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
+    },
     responses: { '200': json(ref('WriteResult'), 'Written') },
     errors: ['VERSION_CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', ...KEY_ERRORS],
   },
   'DELETE /v1/ns/{ns}/keys/{key}': {
     operationId: 'deleteKey',
     summary: 'Delete a value (writes a tombstone)',
-    parameters: [WRITE_HEADERS[2]!],
+    parameters: [ifMatchParam('Delete')],
     responses: { '204': { description: 'Deleted', headers: { 'x-strata-version': ENTRY_HEADERS['x-strata-version'] } } },
     errors: ['VERSION_CONFLICT', ...KEY_ERRORS],
   },
@@ -113,6 +156,9 @@ const ROUTE_DOCS: Record<string, RouteDoc> = {
   'POST /v1/ns/{ns}/uploads/{key}': {
     operationId: 'createUpload',
     summary: 'Get a presigned URL to upload a large value',
+    description:
+      'The upload belongs to the caller (its tenant), this namespace and key; `ttl`, `tags` and `contentType` are applied at ' +
+      'completion. The URL takes one PUT, with `headers`.',
     requestBody: { required: false, content: { 'application/json': { schema: fromZod(uploadRequestSchema) } } },
     responses: { '200': json({ type: 'object', required: ['uploadId', 'url', 'method', 'headers', 'expiresAt'], properties: { uploadId: { type: 'string' }, url: { type: 'string', format: 'uri' }, method: { const: 'PUT' }, headers: { type: 'object', additionalProperties: { type: 'string' } }, expiresAt: { type: 'string', format: 'date-time' } } }, 'PUT the bytes to `url` with `headers`, then complete the upload') },
     errors: ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', ...KEY_ERRORS],
@@ -120,14 +166,37 @@ const ROUTE_DOCS: Record<string, RouteDoc> = {
   'POST /v1/ns/{ns}/uploads/{key}/complete': {
     operationId: 'completeUpload',
     summary: 'Complete an upload: the uploaded bytes become the value',
+    description:
+      'Once, by the tenant that created the upload, for its namespace and key (otherwise 404 NOT_FOUND, as for an unknown id); ' +
+      '409 VERSION_CONFLICT while another completion of it runs. `ttl`, `tags` and `contentType` given here replace those given ' +
+      'at creation.',
     requestBody: { required: true, content: { 'application/json': { schema: fromZod(completeUploadSchema) } } },
     responses: { '200': json(ref('WriteResult'), 'Written') },
-    errors: ['NOT_FOUND', 'MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', ...KEY_ERRORS],
+    errors: ['NOT_FOUND', 'VERSION_CONFLICT', 'MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', ...KEY_ERRORS],
   },
   'GET /v1/ns/{ns}/downloads/{key}': {
     operationId: 'downloadUrl',
     summary: 'Get a presigned URL to download a value',
-    responses: { '200': json({ type: 'object', required: ['url', 'method', 'expiresAt', 'version', 'size'], properties: { url: { type: 'string', format: 'uri' }, method: { const: 'GET' }, expiresAt: { type: 'string', format: 'date-time' }, version: { type: 'integer' }, size: { type: 'integer' } } }, 'A URL to GET the bytes from') },
+    description:
+      'The URL serves the version it was made for (`version`, `size`), given `headers`; once the key holds another version it ' +
+      'answers 412.',
+    responses: {
+      '200': json(
+        {
+          type: 'object',
+          required: ['url', 'method', 'headers', 'expiresAt', 'version', 'size'],
+          properties: {
+            url: { type: 'string', format: 'uri' },
+            method: { const: 'GET' },
+            headers: { type: 'object', additionalProperties: { type: 'string' } },
+            expiresAt: { type: 'string', format: 'date-time' },
+            version: { type: 'integer' },
+            size: { type: 'integer' },
+          },
+        },
+        'A URL to GET the bytes from, with `headers`',
+      ),
+    },
     errors: ['NOT_FOUND', ...KEY_ERRORS],
   },
   'GET /v1/stats': {
@@ -182,7 +251,7 @@ const ROUTE_DOCS: Record<string, RouteDoc> = {
     parameters: [query('name', 'Execution name (1-80 of A-Z a-z 0-9 _ -); default generated', { type: 'string', pattern: '^[A-Za-z0-9_-]{1,80}$' })],
     requestBody: { required: false, description: "The workflow's input", content: { 'application/json': { schema: { type: 'object' } } } },
     responses: { '202': { ...json(ref('ExecutionSummary'), 'Started'), headers: { location: { description: 'The execution URL', schema: { type: 'string' } } } } },
-    errors: ['VALIDATION_FAILED', 'MALFORMED_JSON', 'EXECUTION_EXISTS', 'WORKFLOWS_UNAVAILABLE'],
+    errors: ['VALIDATION_FAILED', 'MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'EXECUTION_EXISTS', 'WORKFLOWS_UNAVAILABLE'],
   },
   'GET /v1/admin/workflows/executions': {
     operationId: 'listExecutions',
@@ -195,15 +264,28 @@ const ROUTE_DOCS: Record<string, RouteDoc> = {
     operationId: 'getExecution',
     summary: 'An execution with its input, progress, output or error',
     responses: { '200': json({ allOf: [ref('ExecutionSummary'), { type: 'object', properties: { input: {}, progress: { type: 'object' }, output: {}, error: { type: 'object' } } }] }, 'The execution') },
-    errors: ['NOT_FOUND', 'WORKFLOWS_UNAVAILABLE'],
+    errors: ['NOT_FOUND', 'VALIDATION_FAILED', 'WORKFLOWS_UNAVAILABLE'],
   },
 };
 
 const PATH_PARAMS: Record<string, Json> = {
   ns: { description: 'Namespace', schema: { type: 'string', pattern: NAMESPACE_PATTERN.source } },
-  key: { description: `Key: 1-${MAX_KEY_BYTES} bytes of UTF-8 (no NUL), percent-encoded as one segment (\`.\` and \`..\` only through the batch routes)`, schema: { type: 'string', minLength: 1 } },
+  key: {
+    description:
+      `Key: 1-${MAX_KEY_BYTES} bytes of UTF-8 (no NUL), percent-encoded as one segment ` +
+      '(`.` and `..` only through the batch routes)',
+    // The rule of keys in JSON bodies; URL parsers remove `.` and `..` segments, so a path cannot carry those two.
+    schema: {
+      type: 'string',
+      minLength: KEY_JSON_SCHEMA.minLength,
+      maxLength: KEY_JSON_SCHEMA.maxLength,
+      pattern: KEY_JSON_SCHEMA.pattern,
+      'x-strata-max-utf8-bytes': MAX_KEY_BYTES,
+      not: { enum: ['.', '..'] },
+    },
+  },
   workflow: { description: 'Workflow', schema: { type: 'string', enum: [...WORKFLOW_NAMES] } },
-  execution: { description: 'Execution name', schema: { type: 'string' } },
+  execution: { description: 'Execution name', schema: { type: 'string', pattern: EXECUTION_NAME.source } },
 };
 
 /** The route's doc, or an error naming the route (a route added to API_ROUTES needs an entry here). */
@@ -241,7 +323,9 @@ export function openApiDocument(): Json {
     const d = docOf(r);
     const params = [...r.resource.matchAll(/\{([A-Za-z0-9]+)\}/g)].map((m) => ({ name: m[1]!, in: 'path', required: true, ...PATH_PARAMS[m[1]!] }));
     const namespaced = r.resource.includes('{ns}');
-    const errors = [...(d.errors ?? []), ...(namespaced ? (['NAMESPACE_FORBIDDEN'] as ErrorCode[]) : []), ...COMMON_ERRORS];
+    // Admin routes too: with a tenant map and no IAM in front (`npm start`), a key that is not an admin key is refused.
+    const forbidden = namespaced || r.auth === 'admin' ? (['NAMESPACE_FORBIDDEN'] as ErrorCode[]) : [];
+    const errors = [...(d.errors ?? []), ...forbidden, ...COMMON_ERRORS];
     (paths[r.resource] ??= {})[r.method.toLowerCase()] = {
       operationId: d.operationId,
       summary: d.summary,
@@ -281,8 +365,17 @@ export function openApiDocument(): Json {
         },
         WriteResult: {
           type: 'object',
-          required: ['key', 'version', 'expiresAt', 'size'],
-          properties: { ns: { type: 'string' }, key: { type: 'string' }, version: { type: 'integer' }, expiresAt: { type: ['string', 'null'], format: 'date-time' }, size: { type: 'integer' }, tiers: { type: 'array', items: { type: 'string' } }, superseded: { type: 'boolean' } },
+          required: ['key', 'version', 'expiresAt', 'size', 'tiers', 'durable'],
+          properties: {
+            ns: { type: 'string' },
+            key: { type: 'string' },
+            version: { type: 'integer' },
+            expiresAt: { type: ['string', 'null'], format: 'date-time' },
+            size: { type: 'integer' },
+            tiers: { type: 'array', items: { type: 'string' } },
+            durable: { type: 'boolean', description: 'false while the write lives in the hot tier alone (write-back, not yet flushed): lost if the hot tier loses it first' },
+            superseded: { type: 'boolean' },
+          },
         },
         BatchGetResult: {
           type: 'object',

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { NotFoundError, StrataError } from '../errors.js';
-import type { Coordinator, ServedBy } from '../coordinator/coordinator.js';
+import type { Coordinator, ServedBy, WriteResult } from '../coordinator/coordinator.js';
 import type { EntryHeader } from '../model/entry.js';
 import { validateKey } from '../model/keys.js';
-import type { Presigning, Tier } from '../tiers/tier.js';
+import type { NewUpload, PresignedDownload, PresignedUrl, Presigning, Tier } from '../tiers/tier.js';
 import type { WorkflowService } from '../workflows/service.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { binary, bodyBytes, empty, json } from './http.js';
-import type { TenantAccess } from './tenant-access.js';
+import { callerIdentity, type TenantAccess } from './tenant-access.js';
 import {
   batchKeysSchema,
   batchPutSchema,
@@ -52,6 +52,14 @@ function entryHeaders(h: EntryHeader, served: ServedBy | string): Record<string,
   return out;
 }
 
+/**
+ * What every write answers (PUT, batch put, upload completion): `durable: false` while it lives in the hot tier
+ * alone (write-back, not yet flushed: docs/API.md, "Consistency").
+ */
+function writeBody(w: WriteResult): Record<string, unknown> {
+  return { version: w.version, expiresAt: iso(w.expiresAt), size: w.size, tiers: w.tiers, durable: w.durable, ...(w.superseded ? { superseded: true } : {}) };
+}
+
 function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();
 }
@@ -66,8 +74,10 @@ export async function getKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResul
   if (!r) throw new NotFoundError(`key '${key}' not found in namespace '${ns}'`, { ns, key });
   const h = r.entry.header;
   if (h.size > ctx.inlineLimitBytes && ctx.presigner) {
-    const url = await ctx.presigner.presignDownload(ns, key, ctx.urlTtlSeconds);
-    return empty(303, { ...entryHeaders(h, r.tier), location: url.url });
+    const url = await presignCurrent(ctx, ctx.presigner, ns, key, h.version);
+    // The headers describe the version the location serves (which fails once that version is replaced).
+    const served = url.header.version === h.version ? r.tier : ctx.presigner.name;
+    return empty(303, { ...entryHeaders(url.header, served), location: url.url, ...locationHeaders(url) });
   }
   return binary(200, r.entry.value, h.contentType ?? 'application/octet-stream', entryHeaders(h, r.tier));
 }
@@ -75,7 +85,8 @@ export async function getKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResul
 export async function headKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
   const { ns, key } = keyParams(event);
   const r = await ctx.coordinator.head(ns, key);
-  if (!r) return empty(404);
+  // The same answer as GET (RFC 9110 §9.3.2), so the JSON content type the document states: HTTP drops the body.
+  if (!r) throw new NotFoundError(`key '${key}' not found in namespace '${ns}'`, { ns, key });
   return empty(200, { ...entryHeaders(r.header, r.tier), 'content-type': r.header.contentType ?? 'application/octet-stream', 'x-strata-size': String(r.header.size) });
 }
 
@@ -92,7 +103,7 @@ export async function putKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResul
   }
   const w = await ctx.coordinator.put(ns, key, value, { ttlSeconds, tags, contentType, ifMatch, ifNoneMatch });
   const headers = entryHeaders({ version: w.version, expiresAt: w.expiresAt, tags: tags ?? [], size: w.size, hash: '', flags: {} }, w.tiers.join(','));
-  return json(200, { ns, key, version: w.version, expiresAt: iso(w.expiresAt), size: w.size, tiers: w.tiers, ...(w.superseded ? { superseded: true } : {}) }, headers);
+  return json(200, { ns, key, ...writeBody(w) }, headers);
 }
 
 export async function deleteKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
@@ -137,7 +148,7 @@ export async function batchPut(ctx: ApiContext, event: ApiEvent): Promise<ApiRes
     return { key, value, opts: { ttlSeconds: it.ttl, tags: it.tags, contentType: it.contentType ?? 'application/octet-stream' } };
   });
   const written = await ctx.coordinator.putMany(ns, items);
-  return json(200, { items: written.map((w, i) => ({ key: items[i]!.key, version: w.version, expiresAt: iso(w.expiresAt), size: w.size, tiers: w.tiers })) });
+  return json(200, { items: written.map((w, i) => ({ key: items[i]!.key, ...writeBody(w) })) });
 }
 
 export async function batchDelete(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
@@ -152,32 +163,108 @@ function requirePresigner(ctx: ApiContext): Tier & Presigning {
   return ctx.presigner;
 }
 
+/**
+ * Headers the client must send to the 303's location (S3 signs `If-Match` into its URLs), each as
+ * `x-strata-location-<name>`: a redirect cannot carry request headers, so the client copies them (the SDK does).
+ */
+function locationHeaders(url: PresignedUrl): Record<string, string> {
+  return Object.fromEntries(Object.entries(url.headers).map(([k, v]) => [`x-strata-location-${k.toLowerCase()}`, v]));
+}
+
+/**
+ * A download URL for the live version, which the presigning tier serves until that version is replaced (then 412).
+ * Usually the presigner holds the version `wanted` (uploads commit there, writes go through it); when it is behind,
+ * the value is copied down first, so the URL never serves an older version than the one the caller just saw.
+ */
+async function presignCurrent(
+  ctx: ApiContext,
+  presigner: Tier & Presigning,
+  ns: string,
+  key: string,
+  wanted: number,
+): Promise<PresignedDownload> {
+  const first = await presigner.presignDownload(ns, key, ctx.urlTtlSeconds).catch((e: unknown) => {
+    if (e instanceof NotFoundError) return undefined;
+    throw e;
+  });
+  if (first && first.header.version >= wanted) return first;
+  await ctx.coordinator.ensureIn(presigner.name, ns, key);
+  return presigner.presignDownload(ns, key, ctx.urlTtlSeconds);
+}
+
+/**
+ * Hands out an upload URL bound to its creator: the upload's record (tiers/upload-record.ts) holds the caller's
+ * identity (api/tenant-access.ts `callerIdentity`), ns, key and the metadata given here, which the completion
+ * applies. The id is random (144 bits) but is no capability: the URL only takes the bytes, once.
+ */
 export async function createUpload(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
   const { ns, key } = keyParams(event);
   const opts = jsonBody(event, uploadRequestSchema, { optional: true });
   const presigner = requirePresigner(ctx);
   const uploadId = randomBytes(18).toString('base64url');
-  const url = await presigner.presignUpload(uploadId, ctx.urlTtlSeconds, opts.contentType);
+  const upload: NewUpload = {
+    uploadId,
+    owner: callerIdentity(ctx.tenantAccess, event),
+    ns,
+    key,
+    ...(opts.ttl !== undefined ? { ttlSeconds: opts.ttl } : {}),
+    ...(opts.tags !== undefined ? { tags: opts.tags } : {}),
+    ...(opts.contentType !== undefined ? { contentType: opts.contentType } : {}),
+  };
+  const url = await presigner.presignUpload(upload, ctx.urlTtlSeconds);
   return json(200, { uploadId, ns, key, ...url, expiresAt: iso(url.expiresAt), completeUrl: `${uploadPath(ns, key)}/complete` });
 }
 
+/**
+ * Completes the caller's own upload of this key, once: the record is claimed atomically (of concurrent completions
+ * exactly one proceeds; the others get 409 VERSION_CONFLICT, and 404 once it is completed), then committed with the
+ * metadata given at creation; a field given again here wins (`ttl: null` included). An upload that is unknown,
+ * expired, completed, or was created by another tenant (or key) or for another ns/key is 404 NOT_FOUND: which of
+ * these is not said, so another tenant learns nothing about it.
+ */
 export async function completeUpload(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
   const { ns, key } = keyParams(event);
   const body = jsonBody(event, completeUploadSchema);
-  requirePresigner(ctx);
-  const w = await ctx.coordinator.commitUpload(ns, key, body.uploadId, { ttlSeconds: body.ttl, tags: body.tags, contentType: body.contentType });
-  return json(200, { ns, key, version: w.version, expiresAt: iso(w.expiresAt), size: w.size, tiers: w.tiers });
+  const presigner = requirePresigner(ctx);
+  const owner = callerIdentity(ctx.tenantAccess, event);
+  const claim = await presigner.claimUpload(body.uploadId, (r) => r.owner === owner && r.ns === ns && r.key === key);
+  if (!claim) {
+    throw new NotFoundError(
+      `upload '${body.uploadId}' not found for key '${key}' in namespace '${ns}': unknown, expired, already completed, ` +
+        'created by another tenant, or created for another namespace or key',
+      { uploadId: body.uploadId },
+    );
+  }
+  const rec = claim.record;
+  const opts = {
+    ttlSeconds: body.ttl !== undefined ? body.ttl : rec.ttlSeconds,
+    tags: body.tags ?? rec.tags,
+    contentType: body.contentType ?? rec.contentType,
+  };
+  let w;
+  try {
+    w = await ctx.coordinator.commitUpload(ns, key, body.uploadId, opts);
+  } catch (e) {
+    // Not completed (or completed and the tier already marked it so, which this leaves alone): the owner may retry.
+    await presigner.releaseUpload(claim).catch(() => {});
+    throw e;
+  }
+  return json(200, { ns, key, ...writeBody(w) });
 }
 
+/**
+ * A URL for the current version, bound to it (S3: signed `If-Match`, sent with `headers`; the local folder: the
+ * version in the token): once the key holds another version the URL answers 412 (404 once it is gone), never
+ * other bytes than `version` and `size` describe.
+ */
 export async function downloadUrl(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
   const { ns, key } = keyParams(event);
   const presigner = requirePresigner(ctx);
   const h = await ctx.coordinator.head(ns, key);
   if (!h) throw new NotFoundError(`key '${key}' not found in namespace '${ns}'`, { ns, key });
-  // Presigned URLs read the cold copy: make sure a value that so far lives only in upper tiers is there.
-  await ctx.coordinator.ensureIn(presigner.name, ns, key);
-  const url = await presigner.presignDownload(ns, key, ctx.urlTtlSeconds);
-  return json(200, { url: url.url, method: 'GET', expiresAt: iso(url.expiresAt), version: h.header.version, size: h.header.size });
+  const url = await presignCurrent(ctx, presigner, ns, key, h.header.version);
+  const { version, size } = url.header;
+  return json(200, { url: url.url, method: 'GET', headers: url.headers, expiresAt: iso(url.expiresAt), version, size });
 }
 
 export async function stats(ctx: ApiContext): Promise<ApiResult> {

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import * as z from 'zod';
 import { StrataError, ValidationError } from '../errors.js';
-import { MAX_KEY_BYTES, validateKey, validateNamespace } from '../model/keys.js';
+import { MAX_KEY_BYTES, validateKey, validateUserNamespace } from '../model/keys.js';
 import type { ApiEvent } from './http.js';
 import { bodyBytes, header } from './http.js';
 
@@ -65,11 +65,11 @@ export const completeUploadSchema = uploadRequestSchema.extend({ uploadId: z.str
 /** Path parameters ns and key, validated (the key arrives URL-decoded). */
 export function keyParams(event: ApiEvent): { ns: string; key: string } {
   const p = event.pathParameters ?? {};
-  return { ns: validateNamespace(p.ns), key: validateKey(p.key) };
+  return { ns: validateUserNamespace(p.ns), key: validateKey(p.key) };
 }
 
 export function nsParam(event: ApiEvent): string {
-  return validateNamespace(event.pathParameters?.ns);
+  return validateUserNamespace(event.pathParameters?.ns);
 }
 
 /** Parses a JSON body against a schema; 415 for another content type, 400 naming the first bad field. */

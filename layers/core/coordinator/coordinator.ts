@@ -2,15 +2,17 @@ import { StrataError, TierUnavailableError, VersionConflictError } from '../erro
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isLive, makeLocationMarker, makeTombstone } from '../model/entry.js';
 import { HybridLogicalClock } from '../model/hlc.js';
-import { contentHash } from '../model/keys.js';
+import { contentHash, keyShardIndex } from '../model/keys.js';
 import type { MemoryTier } from '../tiers/memory-tier.js';
 import type { Tier, TierName, TierStats } from '../tiers/tier.js';
-import { supportsDirtyTracking, supportsPresigning } from '../tiers/tier.js';
+import { supportsConfirming, supportsDirtyTracking, supportsIncarnations, supportsPresigning } from '../tiers/tier.js';
+import { mapLimit, withTimeout } from '../util/concurrency.js';
+import { HotFence, tierFenceRegister, type FenceEvent } from './hot-fence.js';
 import { Coalescer, KeyedMutex } from './keyed-mutex.js';
 import { fetchFromOrigin } from './origin.js';
-import { mapLimit, withTimeout } from '../util/concurrency.js';
 import type { NamespacePolicy } from './policy.js';
 import { PolicyRegistry } from './policy.js';
+import { WriteBackFlusher } from './write-back.js';
 
 export interface CoordinatorOptions {
   /** Tiers top-down (hot, warm, cold); each name at most once. */
@@ -23,7 +25,21 @@ export interface CoordinatorOptions {
   onBackgroundError?: (error: unknown, what: string) => void;
   /** Start the write-back flush timer (off for Lambda, which flushes at the end of an invocation). @default true */
   flushTimer?: boolean;
+  /**
+   * Fencing of hot copies (coordinator/hot-fence.ts): a fence, its lease, or false. @default a fence with a
+   * 2000 ms lease, kept in the lowest tier, whenever there is a hot tier above a durable one
+   */
+  hotFence?: HotFence | { leaseMs?: number } | false;
+  /** What the coordinator did on its own (fence bumps, hot copies whose outcome was unknown): metrics and logs. */
+  onEvent?: (event: CoordinatorEvent) => void;
 }
+
+export type CoordinatorEvent =
+  | FenceEvent
+  /** A write acknowledged from the durable tiers whose hot copy failed or whose outcome was unknown (fenced first). */
+  | { type: 'hot-copy-unknown'; ns: string; error: unknown }
+  /** Dirty write-back entries found gone (evicted or expired) before their flush: acknowledged writes lost. */
+  | { type: 'write-back-lost'; count: number };
 
 export type ServedBy = TierName | 'origin';
 
@@ -37,8 +53,8 @@ export interface WriteOptions {
   ttlSeconds?: number | null;
   tags?: string[];
   contentType?: string;
-  /** Apply only if the current version is exactly this one. */
-  ifMatch?: number;
+  /** Apply only if the current version is exactly this one, or ('*') only if the key exists. */
+  ifMatch?: number | '*';
   /** Apply only if the key does not exist. */
   ifNoneMatch?: boolean;
 }
@@ -48,6 +64,11 @@ export interface WriteResult {
   expiresAt: number | null;
   size: number;
   tiers: TierName[];
+  /**
+   * False when the write is acknowledged from the hot tier alone (write-back) and not yet flushed to a durable
+   * tier: it is lost if the hot tier loses it first (docs/API.md, "Write-back").
+   */
+  durable: boolean;
   /** Concurrent writers in other processes got newer versions in first; theirs is what readers see. */
   superseded?: boolean;
 }
@@ -62,27 +83,50 @@ interface TierCounters {
   errors: number;
 }
 
-type Attempt = { ok: true; tiers: TierName[] } | { ok: false; current: number };
+type Attempt = { ok: true; tiers: TierName[]; durable: boolean } | { ok: false; current: number };
+
+/** What the tier walk found for one key. */
+interface Walked<H> {
+  hit?: { item: H; level: number; tier: TierName };
+  /** A tombstone ended the walk: the key is deleted. */
+  deleted: boolean;
+  /** Tiers that could not answer before the walk ended. */
+  failed: TierName[];
+  /** Tiers that answered (a miss included) before the walk ended. */
+  answered: TierName[];
+  /** A dirty hot copy the fence could not confirm: the newest version unless a lower tier holds a newer one. */
+  candidate?: { item: H; level: number; tier: TierName };
+  /** The hot epochs taken before anything was read (a promotion is stamped with its shard's). */
+  epochs?: readonly number[];
+  /** Version of a clean hot copy the fence did not confirm (a promotion of that same version replaces it). */
+  staleHot?: number;
+}
 
 const MAX_RESTAMPS = 8;
 
 /**
  * Routes reads and writes over the ordered tiers by namespace policy.
  *
- * Reads: L1 → hot → warm → cold; a hit below the top is promoted upwards in the background (versioned puts,
- * so a promotion can never replace a newer write); a tombstone stops the walk; a miss may read through the
- * namespace's origin, coalesced per key.
- * Writes: every write gets a hybrid-logical-clock version. A tier refusing it as stale means another writer got
- * a newer version in first: the write is re-stamped above that version and retried, so an acknowledged write
- * is never silently dropped and the last write to be acknowledged is the one readers see.
+ * Reads: L1 → hot → warm → cold, one walk for get, head, getMany and preconditions; a hit below the top is
+ * promoted upwards in the background (versioned puts, so a promotion can never replace a newer write); a
+ * tombstone stops the walk; a miss may read through the namespace's origin, coalesced per key. A clean hot copy
+ * is served alone only when the hot fence confirms it (see hot-fence.ts).
+ * Writes: every write gets a hybrid-logical-clock version and is made durable first (warm, cold), then copied to
+ * hot; a hot copy that fails or whose outcome is unknown is fenced off before the write is acknowledged. A tier
+ * refusing a write as stale means another writer got a newer version in first: the write is re-stamped above
+ * that version and retried, so an acknowledged write is never silently dropped and the last write to be
+ * acknowledged is the one readers see.
  */
 export class Coordinator {
   readonly policies: PolicyRegistry;
   private readonly tiers: Tier[];
   private readonly byName = new Map<TierName, Tier>();
+  private readonly hot?: Tier;
+  private readonly fence?: HotFence;
   private readonly l1?: MemoryTier;
   private readonly clock: HybridLogicalClock;
   private readonly onBackgroundError: (error: unknown, what: string) => void;
+  private readonly onEvent: (event: CoordinatorEvent) => void;
   private readonly background = new Set<Promise<unknown>>();
   /** Writes of one key from this process go one at a time: exact local order, and no herd of re-stamps. */
   private readonly writeLocks = new KeyedMutex();
@@ -90,11 +134,10 @@ export class Coordinator {
   private readonly originLoads = new Coalescer<ReadResult | undefined>();
   private readonly counters = new Map<ServedBy, TierCounters>();
   private readonly started = Date.now();
-  private flushTimer?: NodeJS.Timeout;
-  private flushing?: Promise<number>;
-  private lastFlush = 0;
+  private readonly flusher?: WriteBackFlusher;
+  private readonly settled: Promise<void>;
   private promotions = 0;
-  private flushed = 0;
+  private hotUnknown = 0;
 
   constructor(opts: CoordinatorOptions) {
     if (opts.tiers.length === 0) throw new Error('Coordinator needs at least one tier');
@@ -103,15 +146,43 @@ export class Coordinator {
       if (this.byName.has(t.name)) throw new Error(`Coordinator: tier '${t.name}' given twice`);
       this.byName.set(t.name, t);
     }
+    this.hot = this.byName.get('hot');
     this.l1 = opts.nearCache;
     this.policies = opts.policies ?? new PolicyRegistry();
     this.clock = opts.clock ?? new HybridLogicalClock();
     this.onBackgroundError = opts.onBackgroundError ?? ((e, what) => console.error(`[strata] background ${what} failed:`, e));
-    const interval = this.policies.minFlushIntervalMs();
-    if (interval !== null && opts.flushTimer !== false) {
-      this.flushTimer = setInterval(() => void this.flushDirty().catch((e) => this.onBackgroundError(e, 'write-back flush')), interval);
-      this.flushTimer.unref();
+    this.onEvent = opts.onEvent ?? (() => {});
+    this.fence = this.makeFence(opts.hotFence);
+    this.settled = this.fence ? this.fence.settle() : Promise.resolve();
+    const hot = this.hot;
+    if (hot && supportsDirtyTracking(hot)) {
+      this.flusher = new WriteBackFlusher({
+        hot,
+        policies: this.policies,
+        writeBelow: (ns, key, entry, policy) => this.writeBelow(ns, key, entry, policy),
+        residencyMs: (policy) => policy.hotResidencySeconds * 1000,
+        intervalMs: opts.flushTimer === false ? null : this.policies.minFlushIntervalMs(),
+        onError: (e) => this.onBackgroundError(e, 'write-back flush'),
+        onLost: (count) => this.onEvent({ type: 'write-back-lost', count }),
+      });
     }
+  }
+
+  private makeFence(opt: CoordinatorOptions['hotFence']): HotFence | undefined {
+    if (opt instanceof HotFence) return opt;
+    const lowest = this.tiers[this.tiers.length - 1]!;
+    if (opt === false || !this.hot || lowest === this.hot) return undefined;
+    return new HotFence({
+      register: tierFenceRegister(lowest),
+      leaseMs: opt?.leaseMs,
+      incarnations: supportsIncarnations(this.hot) ? this.hot : undefined,
+      onEvent: (e) => this.onEvent(e),
+    });
+  }
+
+  /** Resolves once the hot fence has read its epochs and checked the hot tier's incarnation (start-up, tests). */
+  ready(): Promise<void> {
+    return this.settled;
   }
 
   /** The configured tiers, top-down. */
@@ -125,83 +196,139 @@ export class Coordinator {
     const policy = this.policies.for(ns);
     const near = this.nearGet(ns, key, policy);
     if (near !== undefined) return near ?? undefined;
-    const found = await this.lookup(ns, key);
-    if (found.hit) {
-      this.afterHit(ns, key, found.hit, found.index, policy);
-      return found.hit;
-    }
-    if (policy.origin) return this.loadFromOrigin(ns, key, policy);
-    if (found.errors > 0) throw new TierUnavailableError(found.failed.join(','));
-    return undefined;
+    const [w] = await this.walk(ns, [key], policy, readOne, entryHeader);
+    return this.settleRead(ns, key, w!, policy);
   }
 
-  /** Header of the live entry, without the value and without promotion. */
+  /** Header of the live entry, without the value and without promotion. Fails exactly when get() would. */
   async head(ns: string, key: string): Promise<{ header: EntryHeader; tier: ServedBy } | undefined> {
     const policy = this.policies.for(ns);
     const near = this.nearGet(ns, key, policy);
     if (near) return { header: near.entry.header, tier: near.tier };
     if (near === null) return undefined;
-    let errors = 0;
-    for (const tier of this.tiers) {
-      let h: EntryHeader | undefined;
-      try {
-        h = await tier.head(ns, key);
-      } catch (e) {
-        errors++;
-        this.count(tier.name, 'errors');
-        continue;
-      }
-      if (!h || h.flags.elsewhere) continue;
-      if (h.flags.tombstone) return undefined;
-      if (isLive(h)) return { header: h, tier: tier.name };
-    }
-    if (errors === this.tiers.length) throw new TierUnavailableError(this.tiers.map((t) => t.name).join(','));
+    const [w] = await this.walk(ns, [key], policy, headOne, (h) => h);
+    if (w!.hit) return { header: w!.hit.item, tier: w!.hit.tier };
+    this.assertCertainMiss(w!, policy);
     return undefined;
   }
 
   async getMany(ns: string, keys: string[]): Promise<(ReadResult | undefined)[]> {
     const policy = this.policies.for(ns);
     const out: (ReadResult | undefined)[] = new Array(keys.length).fill(undefined);
-    let pending: number[] = [];
+    const pending: number[] = [];
     keys.forEach((k, i) => {
       const near = this.nearGet(ns, k, policy);
       if (near) out[i] = near;
       else if (near === undefined) pending.push(i);
     });
-    const failedAt = new Set<number>();
+    const walked = await this.walk(ns, pending.map((i) => keys[i]!), policy, (t, n, ks) => t.getMany(n, ks), entryHeader);
+    // Every key is settled before any origin load, so a 503 never leaves origin loads half done.
+    const uncertain = walked.findIndex((w) => !w.hit && !w.deleted && !policy.origin && !this.certainMiss(w, policy));
+    if (uncertain >= 0) throw new TierUnavailableError(walked[uncertain]!.failed.join(','));
+    await Promise.all(pending.map(async (i, j) => (out[i] = await this.settleRead(ns, keys[i]!, walked[j]!, policy))));
+    return out;
+  }
+
+  /** A walk's answer for a read: the hit (promoted), the origin's value, a miss, or a 503 when a miss is unsure. */
+  private async settleRead(ns: string, key: string, w: Walked<Entry>, policy: NamespacePolicy): Promise<ReadResult | undefined> {
+    if (w.hit) {
+      const hit: ReadResult = { entry: w.hit.item, tier: w.hit.tier };
+      const epoch = w.epochs ? w.epochs[keyShardIndex(ns, key)]! : 0;
+      this.afterHit(ns, key, hit, w.hit.level, epoch, policy, w.staleHot);
+      return hit;
+    }
+    if (policy.origin) return this.loadFromOrigin(ns, key, policy);
+    this.assertCertainMiss(w, policy);
+    return undefined;
+  }
+
+  /**
+   * The one tier walk behind get, head, getMany and preconditions: each tier in turn, for the keys no tier above
+   * has settled. `read` fetches entries or headers of some keys from one tier.
+   */
+  private async walk<H>(ns: string, keys: string[], policy: NamespacePolicy, read: (t: Tier, ns: string, keys: string[]) => Promise<(H | undefined)[]>, headerOf: (item: H) => EntryHeader): Promise<Walked<H>[]> {
+    const fence = this.hot ? this.fence : undefined;
+    let view = fence?.readerView() ?? null;
+    if (view instanceof Promise) {
+      await view;
+      view = fence!.readerView();
+      if (view instanceof Promise) view = null;
+    }
+    // Taken before anything is read: the epochs a promotion of what this walk finds is stamped with.
+    const epochs = view ?? fence?.current();
+    const out: Walked<H>[] = keys.map(() => ({ deleted: false, failed: [], answered: [], epochs }));
+    let pending = keys.map((_, i) => i);
     for (let level = 0; level < this.tiers.length && pending.length > 0; level++) {
       const tier = this.tiers[level]!;
-      let entries: (Entry | undefined)[];
+      let found: (H | undefined)[];
       try {
-        entries = await tier.getMany(ns, pending.map((i) => keys[i]!));
+        found = await read(tier, ns, pending.length === keys.length ? keys : pending.map((i) => keys[i]!));
       } catch {
         this.count(tier.name, 'errors');
-        pending.forEach((i) => failedAt.add(i));
+        for (const i of pending) out[i]!.failed.push(tier.name);
         continue;
       }
       const next: number[] = [];
       pending.forEach((i, j) => {
-        const e = entries[j];
-        if (e?.header.flags.tombstone) return; // deleted: stop here
-        if (e && isLive(e.header)) {
-          const hit: ReadResult = { entry: e, tier: tier.name };
-          this.count(tier.name, 'hits');
-          this.afterHit(ns, keys[i]!, hit, level, policy);
-          out[i] = hit;
+        const w = out[i]!;
+        w.answered.push(tier.name);
+        const item = found[j];
+        const h = item === undefined ? undefined : headerOf(item);
+        if (h && tier === this.hot && (h.flags.pending || (fence && !(view && (h.hotEpoch ?? 0) >= view[keyShardIndex(ns, keys[i]!)]!)))) {
+          // Not confirmed by the fence: a clean copy may be older than an acknowledged write and is skipped; a
+          // dirty one is the newest unless a lower tier proves otherwise.
+          if (h.flags.dirty && isLive(h)) w.candidate = { item: item!, level, tier: tier.name };
+          else if (!h.flags.pending) w.staleHot = h.version;
+          this.count(tier.name, 'misses');
+          next.push(i);
           return;
         }
-        this.count(tier.name, 'misses');
-        next.push(i);
+        const cand = w.candidate && headerOf(w.candidate.item).version;
+        if (h?.flags.tombstone) {
+          if (cand !== undefined && cand > h.version) w.hit = w.candidate;
+          else w.deleted = true;
+        } else if (h && isLive(h)) {
+          w.hit = cand !== undefined && cand > h.version ? w.candidate : { item: item!, level, tier: tier.name };
+          this.clock.observe(h.version);
+        } else {
+          this.count(tier.name, 'misses');
+          next.push(i);
+          return;
+        }
+        if (w.hit) this.count(w.hit.tier, 'hits');
+        else this.count(tier.name, 'misses');
       });
       pending = next;
     }
-    if (policy.origin) {
-      await Promise.all(pending.map(async (i) => (out[i] = await this.loadFromOrigin(ns, keys[i]!, policy))));
-    } else if (pending.some((i) => failedAt.has(i))) {
-      // As for get: a key we could not find while some tier failed may well exist there.
-      throw new TierUnavailableError(this.tiers.map((t) => t.name).join(','));
+    for (const i of pending) {
+      const w = out[i]!;
+      if (w.candidate) {
+        w.hit = w.candidate;
+        this.count(w.candidate.tier, 'hits');
+      }
     }
     return out;
+  }
+
+  /**
+   * Whether a walk that found nothing may say so. A miss is sure when a tier that every acknowledged write of the
+   * namespace reaches answered, or when no tier that might hold a newer version failed: a failed hot tier counts
+   * only where hot can lead the durable tiers (write-back, or no durable tier).
+   */
+  private certainMiss(w: Walked<unknown>, policy: NamespacePolicy): boolean {
+    if (w.deleted || w.failed.length === 0) return true;
+    const durable = this.durableTargets(policy);
+    if (w.answered.some((n) => durable.some((t) => t.name === n))) return true;
+    return w.failed.every((n) => n === 'hot' && !this.hotMayLead(policy));
+  }
+
+  private assertCertainMiss(w: Walked<unknown>, policy: NamespacePolicy): void {
+    if (!this.certainMiss(w, policy)) throw new TierUnavailableError(w.failed.join(','));
+  }
+
+  /** Whether the hot tier may hold a version no durable tier has (write-back, or a namespace with no durable tier). */
+  private hotMayLead(policy: NamespacePolicy): boolean {
+    return policy.writeMode === 'write-back' || this.durableTargets(policy).length === 0;
   }
 
   // ------------------------------------------------------------------ writes
@@ -218,19 +345,30 @@ export class Coordinator {
       if (first) return first;
     }
     return this.writeLocks.run(lockId(ns, key), async () => {
-      if (conditional) await this.checkPrecondition(ns, key, opts);
+      if (conditional) await this.checkPrecondition(ns, key, opts, policy);
       return (await this.write(ns, key, value, opts, policy, conditional, false))!;
     });
   }
 
   /**
    * If-Match / If-None-Match, checked under the key's lock so no local write interleaves; a writer in another
-   * process that slips in afterwards is caught by the versioned write and reported as a conflict too.
+   * process that slips in afterwards is caught by the versioned write and reported as a conflict too. Decided on
+   * the same walk as head(): when a tier that might hold the key cannot answer, the write is refused with 503
+   * rather than decided on a partial view.
    */
-  private async checkPrecondition(ns: string, key: string, opts: Pick<WriteOptions, 'ifMatch' | 'ifNoneMatch'>): Promise<void> {
-    const current = (await this.head(ns, key))?.header.version ?? null;
+  private async checkPrecondition(ns: string, key: string, opts: Pick<WriteOptions, 'ifMatch' | 'ifNoneMatch'>, policy: NamespacePolicy): Promise<void> {
+    const near = this.nearGet(ns, key, policy);
+    let current: number | null;
+    if (near) current = near.entry.header.version;
+    else if (near === null) current = null;
+    else {
+      const [w] = await this.walk(ns, [key], policy, headOne, (h) => h);
+      if (!w!.hit) this.assertCertainMiss(w!, policy);
+      current = w!.hit ? w!.hit.item.version : null;
+    }
     if (opts.ifNoneMatch && current !== null) throw new VersionConflictError(`key '${key}' already exists`, { expected: '*', current });
-    if (opts.ifMatch !== undefined && current !== opts.ifMatch) {
+    if (opts.ifMatch === '*' && current === null) throw new VersionConflictError(`key '${key}' does not exist`, { expected: '*', current });
+    if (typeof opts.ifMatch === 'number' && current !== opts.ifMatch) {
       throw new VersionConflictError(`key '${key}' is at version ${current ?? 'none'}, not ${opts.ifMatch}`, { expected: opts.ifMatch, current });
     }
   }
@@ -239,16 +377,24 @@ export class Coordinator {
     return mapLimit(items, 32, (i) => this.put(ns, i.key, i.value, i.opts));
   }
 
-  async delete(ns: string, key: string, opts: { ifMatch?: number } = {}): Promise<DeleteResult> {
+  async delete(ns: string, key: string, opts: { ifMatch?: number | '*' } = {}): Promise<DeleteResult> {
     const policy = this.policies.for(ns);
     return this.writeLocks.run(lockId(ns, key), async () => {
       const conditional = opts.ifMatch !== undefined;
-      if (conditional) await this.checkPrecondition(ns, key, opts);
+      if (conditional) await this.checkPrecondition(ns, key, opts, policy);
+      const below = this.tiers.filter((t) => t !== this.hot);
       let version = this.clock.next();
       for (let attempt = 0; ; attempt++) {
+        const epoch = this.epochOf(ns, key);
         const tomb = makeTombstone(version, policy.tombstoneTtlMs);
-        const results = await Promise.allSettled(this.tiers.map((t) => t.put(ns, key, tomb)));
-        const stale = maxStale(results);
+        // Durable tiers first: once they hold the tombstone no reader can find the old value there.
+        const results = await Promise.allSettled(below.map((t) => t.put(ns, key, tomb)));
+        let stale = maxStale(results);
+        const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [below[i]!.name] : []));
+        if (stale === null && failed.length === 0 && this.hot) {
+          const o = await this.copyToHot(ns, key, stampEpoch(tomb, epoch), policy, below.length > 0);
+          if (o === 'stale') stale = (await this.hot.head(ns, key).catch(() => undefined))?.version ?? version;
+        }
         if (stale !== null) {
           if (conditional) throw new VersionConflictError(`key '${key}' changed during the delete`, { expected: opts.ifMatch, current: stale });
           if (attempt >= MAX_RESTAMPS) return { version }; // superseded by concurrent writers (see write())
@@ -256,12 +402,9 @@ export class Coordinator {
           version = this.clock.next();
           continue;
         }
-        const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [this.tiers[i]!.name] : []));
         failed.forEach((n) => this.count(n, 'errors'));
-        if (failed.length === this.tiers.length || failed.some((n) => n !== 'hot')) {
-          // A durable tier may still hold the old value: the delete is not acknowledged.
-          throw new TierUnavailableError(failed.join(','));
-        }
+        // A durable tier may still hold the old value: the delete is not acknowledged.
+        if (failed.length > 0) throw new TierUnavailableError(failed.join(','));
         this.l1?.putSync(ns, key, makeTombstone(version, policy.nearCache.ttlMs), policy.nearCache.ttlMs);
         return { version };
       }
@@ -276,7 +419,8 @@ export class Coordinator {
 
   /**
    * Moves a value uploaded through a presigned URL into place in the presigning (cold) tier, as a versioned
-   * write like any other: upper tiers get a location marker first so no older copy there outlives the ack.
+   * write like any other: durable tiers above it get a location marker first, the hot tier one after the commit,
+   * so no older copy anywhere outlives the ack.
    */
   async commitUpload(ns: string, key: string, uploadId: string, opts: Omit<WriteOptions, 'ifMatch' | 'ifNoneMatch'> = {}): Promise<WriteResult> {
     const policy = this.policies.for(ns);
@@ -284,18 +428,22 @@ export class Coordinator {
     if (!target || !supportsPresigning(target)) throw new StrataError('TIER_UNAVAILABLE', 'no tier supports uploads');
     const ttl = opts.ttlSeconds === undefined ? policy.defaultTtlSeconds : opts.ttlSeconds;
     const expiresAt = ttl === null ? null : Date.now() + ttl * 1000;
-    const upper = this.tiers.slice(0, this.tiers.indexOf(target));
+    const upper = this.tiers.slice(0, this.tiers.indexOf(target)).filter((t) => t !== this.hot);
     return this.writeLocks.run(lockId(ns, key), async () => {
       let version = this.clock.next();
       for (let attempt = 0; ; attempt++) {
+        const epoch = this.epochOf(ns, key);
         const marker = makeLocationMarker(version, expiresAt);
         const shadows = await Promise.allSettled(upper.map((t) => t.put(ns, key, marker)));
         let stale = maxStale(shadows);
+        const failed = shadows.flatMap((r, i) => (r.status === 'rejected' ? [upper[i]!.name] : []));
+        if (failed.length > 0) throw new TierUnavailableError(failed.join(','));
         if (stale === null) {
           const o = await target.commitUpload(uploadId, ns, key, { version, expiresAt, tags: opts.tags ?? [], ...(opts.contentType ? { contentType: opts.contentType } : {}), flags: {} });
           if (o.applied) {
+            if (this.hot && target !== this.hot) await this.copyToHot(ns, key, stampEpoch(marker, epoch), policy, true);
             this.l1?.putSync(ns, key, marker, policy.nearCache.ttlMs);
-            return { version, expiresAt, size: o.size, tiers: [target.name] };
+            return { version, expiresAt, size: o.size, tiers: [target.name], durable: true };
           }
           stale = o.current ?? version;
         }
@@ -314,7 +462,8 @@ export class Coordinator {
     if (!r) return;
     const there = await tier.head(ns, key);
     if (there && there.version >= r.entry.header.version) return;
-    await tier.put(ns, key, { header: { ...r.entry.header, flags: {} }, value: r.entry.value });
+    const { hotEpoch: _epoch, ...header } = r.entry.header;
+    await tier.put(ns, key, { header: { ...header, flags: {} }, value: r.entry.value });
   }
 
   // ------------------------------------------------------------------ write-back
@@ -324,37 +473,12 @@ export class Coordinator {
    * clean. Safe to call concurrently (calls share one pass). Returns how many entries were flushed.
    */
   async flushDirty(limit = 1000): Promise<number> {
-    this.flushing ??= this.flushPass(limit).finally(() => (this.flushing = undefined));
-    return this.flushing;
+    return this.flusher ? this.flusher.flush(limit) : 0;
   }
 
   /** Flushes if write-back is in use and the shortest flush interval has passed (for Lambda's end of invocation). */
   async flushIfDue(): Promise<number> {
-    const interval = this.policies.minFlushIntervalMs();
-    if (interval === null || Date.now() - this.lastFlush < interval) return 0;
-    return this.flushDirty();
-  }
-
-  private async flushPass(limit: number): Promise<number> {
-    this.lastFlush = Date.now();
-    const hot = this.byName.get('hot');
-    if (!hot || !supportsDirtyTracking(hot)) return 0;
-    const dirty = await hot.listDirty(limit);
-    let done = 0;
-    await mapLimit(dirty, 16, async ({ ns, key }) => {
-      const e = await hot.get(ns, key);
-      if (!e || !e.header.flags.dirty) return;
-      const clean: Entry = { header: { ...e.header, flags: { ...e.header.flags, dirty: false } }, value: e.value };
-      delete clean.header.flags.dirty;
-      const below = this.durableTargets(this.policies.for(ns));
-      const results = await Promise.all(below.map((t) => t.put(ns, key, clean)));
-      // Applied, or refused because a newer version is already below: either way this version is safe.
-      if (results.every((r) => r.applied || (r.current !== null && r.current >= e.header.version))) {
-        if (await hot.markClean(ns, key, e.header.version)) done++;
-      }
-    });
-    this.flushed += done;
-    return done;
+    return this.flusher ? this.flusher.flushIfDue() : 0;
   }
 
   // ------------------------------------------------------------------ lifecycle and stats
@@ -365,13 +489,19 @@ export class Coordinator {
   }
 
   async close(): Promise<void> {
-    if (this.flushTimer) clearInterval(this.flushTimer);
+    this.flusher?.stop();
     await this.drain();
     if (this.policies.minFlushIntervalMs() !== null) await this.flushDirty().catch((e) => this.onBackgroundError(e, 'final flush'));
     await Promise.allSettled([...this.tiers, ...(this.l1 ? [this.l1] : [])].map((t) => t.close()));
   }
 
-  async stats(): Promise<{ uptimeSeconds: number; tiers: (TierStats & TierCounters & { ok: boolean })[]; promotions: number; flushed: number }> {
+  async stats(): Promise<{
+    uptimeSeconds: number;
+    tiers: (TierStats & TierCounters & { ok: boolean })[];
+    promotions: number;
+    flushed: number;
+    hotFence?: { active: boolean; leaseMs: number; bumps: number; unknownHotCopies: number };
+  }> {
     const all: Tier[] = [...(this.l1 ? [this.l1] : []), ...this.tiers];
     const tiers = await Promise.all(
       all.map(async (t) => {
@@ -383,7 +513,8 @@ export class Coordinator {
         }
       }),
     );
-    return { uptimeSeconds: Math.round((Date.now() - this.started) / 1000), tiers, promotions: this.promotions, flushed: this.flushed };
+    const fence = this.fence ? { hotFence: { active: this.fence.active, leaseMs: this.fence.leaseMs, bumps: this.fence.bumpCount, unknownHotCopies: this.hotUnknown } } : {};
+    return { uptimeSeconds: Math.round((Date.now() - this.started) / 1000), tiers, promotions: this.promotions, flushed: this.flusher?.flushed ?? 0, ...fence };
   }
 
   async health(): Promise<{ status: 'ok' | 'degraded' | 'down'; tiers: Record<string, { kind: string; ok: boolean }> }> {
@@ -416,44 +547,49 @@ export class Coordinator {
     this.l1.putSync(ns, key, { header: { ...entry.header, flags: {} }, value: entry.value }, policy.nearCache.ttlMs);
   }
 
-  private async lookup(ns: string, key: string): Promise<{ hit?: ReadResult; index: number; errors: number; failed: TierName[] }> {
-    const failed: TierName[] = [];
-    for (let i = 0; i < this.tiers.length; i++) {
-      const tier = this.tiers[i]!;
-      let e: Entry | undefined;
-      try {
-        e = await tier.get(ns, key);
-      } catch {
-        this.count(tier.name, 'errors');
-        failed.push(tier.name);
-        continue;
-      }
-      if (e?.header.flags.tombstone) {
-        this.count(tier.name, 'misses');
-        return { index: i, errors: 0, failed: [] }; // deleted: authoritative, whatever lower tiers say
-      }
-      if (e && isLive(e.header)) {
-        this.count(tier.name, 'hits');
-        this.clock.observe(e.header.version);
-        return { hit: { entry: e, tier: tier.name }, index: i, errors: failed.length, failed };
-      }
-      this.count(tier.name, 'misses');
-    }
-    return { index: this.tiers.length, errors: failed.length, failed };
-  }
-
-  private afterHit(ns: string, key: string, hit: ReadResult, level: number, policy: NamespacePolicy): void {
+  /**
+   * Promotes a hit from below into the upper tiers the namespace writes to. The hot copy carries the epoch taken
+   * before the walk read anything: if a write's hot copy failed meanwhile, its bump makes this one stale too.
+   */
+  private afterHit(ns: string, key: string, hit: ReadResult, level: number, epoch: number, policy: NamespacePolicy, staleHot?: number): void {
     this.nearFill(ns, key, hit.entry, policy);
     if (!policy.promoteOnRead || level === 0) return;
-    const upper = this.tiers.slice(0, level).filter((t) => policy.writeTiers.includes(t.name as 'hot' | 'warm' | 'cold') && !(t.name === 'hot' && hit.entry.value.length >= policy.writeAroundBytes));
+    const upper = this.tiers.slice(0, level).filter((t) => policy.writeTiers.includes(t.name as 'hot' | 'warm' | 'cold') && !(t === this.hot && hit.entry.value.length >= policy.writeAroundBytes));
     if (upper.length === 0) return;
-    const entry: Entry = { header: { ...hit.entry.header, flags: {} }, value: hit.entry.value };
+    const { hotEpoch: _epoch, ...header } = hit.entry.header;
+    const entry: Entry = { header: { ...header, flags: {} }, value: hit.entry.value };
+    const residency = { residencyMs: policy.hotResidencySeconds * 1000 };
+    const version = hit.entry.header.version;
+    const toHot = async (t: Tier): Promise<WriteOutcome> => {
+      // Equal versions never replace each other: a fenced-off copy of this very version is removed first (only
+      // that exact version, so a newer write landing meanwhile stays).
+      if (staleHot === version) await t.delete(ns, key, staleHot);
+      if (!supportsConfirming(t)) return t.put(ns, key, stampEpoch(entry, epoch), residency);
+      // Pending until the tiers below still say this is the newest version: a write that came after our read and
+      // whose hot copy was evicted since would otherwise be shadowed by this older one.
+      const pending = stampEpoch({ header: { ...entry.header, flags: { pending: true } }, value: entry.value }, epoch);
+      const o = await t.put(ns, key, pending, residency);
+      if (!o.applied && o.current !== version) return o;
+      if (await this.stillNewest(ns, key, version, level)) return { applied: await t.confirm(ns, key, version), current: version };
+      await t.delete(ns, key, version);
+      return { applied: false, current: null };
+    };
     this.track(
-      Promise.all(upper.map((t) => t.put(ns, key, entry))).then((rs) => {
+      Promise.all(upper.map((t) => (t === this.hot ? toHot(t) : t.put(ns, key, entry)))).then((rs) => {
         if (rs.some((r) => r.applied)) this.promotions++;
       }),
       'promotion',
     );
+  }
+
+  /** Whether the tiers below hot, down to `level`, still hold `version` as the key's newest (promotion check). */
+  private async stillNewest(ns: string, key: string, version: number, level: number): Promise<boolean> {
+    for (let i = 1; i <= level; i++) {
+      const h = await this.tiers[i]!.head(ns, key);
+      if (h && h.version > version) return false;
+      if (i === level) return h?.version === version && !h.flags.tombstone;
+    }
+    return false;
   }
 
   private loadFromOrigin(ns: string, key: string, policy: NamespacePolicy): Promise<ReadResult | undefined> {
@@ -488,7 +624,7 @@ export class Coordinator {
       const r = await this.writeOnce(ns, key, entry, policy);
       if (r.ok) {
         this.nearFill(ns, key, entry, policy);
-        return { version, expiresAt: base.expiresAt, size: value.length, tiers: r.tiers };
+        return { version, expiresAt: base.expiresAt, size: value.length, tiers: r.tiers, durable: r.durable };
       }
       if (conditional) throw new VersionConflictError(`key '${key}' changed during the write`, { current: r.current });
       if (firstTryOnly) {
@@ -498,7 +634,7 @@ export class Coordinator {
       // Each re-stamp put us above every version seen so far; losing again means writers in other processes
       // wrote concurrently. Ordering this write just before theirs is a valid linearisation: it is acknowledged
       // as superseded rather than failed (it did not come after them, so readers rightly see theirs).
-      if (attempt >= MAX_RESTAMPS) return { version, expiresAt: base.expiresAt, size: value.length, tiers: [], superseded: true };
+      if (attempt >= MAX_RESTAMPS) return { version, expiresAt: base.expiresAt, size: value.length, tiers: [], durable: true, superseded: true };
       this.clock.observe(r.current);
       version = this.clock.next();
     }
@@ -508,23 +644,29 @@ export class Coordinator {
   private durableTargets(policy: NamespacePolicy): Tier[] {
     let targets = this.durableByPolicy.get(policy);
     if (!targets) {
-      targets = this.tiers.filter((t) => t.name !== 'hot' && policy.writeTiers.includes(t.name as 'warm' | 'cold'));
+      targets = this.tiers.filter((t) => t !== this.hot && policy.writeTiers.includes(t.name as 'warm' | 'cold'));
       this.durableByPolicy.set(policy, targets);
     }
     return targets;
   }
 
+  /** The hot epoch of a key's shard now (0 without a fence): taken before an attempt writes or reads anything. */
+  private epochOf(ns: string, key: string): number {
+    return this.fence && this.hot ? this.fence.current()[keyShardIndex(ns, key)]! : 0;
+  }
+
   private async writeOnce(ns: string, key: string, entry: Entry, policy: NamespacePolicy): Promise<Attempt> {
-    const hot = policy.writeTiers.includes('hot') ? this.byName.get('hot') : undefined;
+    const hot = policy.writeTiers.includes('hot') ? this.hot : undefined;
     const durable = this.durableTargets(policy);
     // With nowhere else to go, a large value still lands in hot.
     const around = durable.length > 0 && entry.value.length >= policy.writeAroundBytes;
+    const epoch = this.epochOf(ns, key);
 
     if (hot && !around && policy.writeMode === 'write-back' && supportsDirtyTracking(hot) && durable.length > 0) {
-      const dirty: Entry = { header: { ...entry.header, flags: { dirty: true } }, value: entry.value };
+      const dirty = stampEpoch({ header: { ...entry.header, flags: { dirty: true } }, value: entry.value }, epoch);
       try {
         const o = await hot.put(ns, key, dirty);
-        if (o.applied) return { ok: true, tiers: ['hot'] };
+        if (o.applied) return { ok: true, tiers: ['hot'], durable: false };
         if (!o.full) return { ok: false, current: o.current! };
         // No room for more dirty data: write this one through instead.
       } catch {
@@ -532,27 +674,38 @@ export class Coordinator {
       }
     }
 
-    const tiers: TierName[] = [];
-    let hotFailed = false;
-    if (hot) {
-      // Hot first: it arbitrates concurrent writers cheaply before the slower tiers are touched.
-      try {
-        const marker = makeLocationMarker(entry.header.version, entry.header.expiresAt);
-        const o = await hot.put(ns, key, around ? marker : entry);
-        if (!o.applied && !o.full) return { ok: false, current: o.current! };
-        if (o.applied && !around) tiers.push('hot');
-        // No room for the value: a marker (never larger than the entry it replaces) shadows older copies.
-        if (o.full && durable.length > 0) await hot.put(ns, key, marker);
-      } catch {
-        hotFailed = true;
-        this.count('hot', 'errors');
-      }
-    }
     if (durable.length === 0) {
-      if (hotFailed || !hot) throw new TierUnavailableError('hot');
-      if (tiers.length === 0) throw new StrataError('TIER_UNAVAILABLE', 'the hot tier is full and the namespace writes to no other tier', { tier: 'hot' });
-      return { ok: true, tiers };
+      // Hot is the only copy: it must take the value itself.
+      if (!hot) throw new StrataError('TIER_UNAVAILABLE', 'the namespace writes to no configured tier', { tier: 'none' });
+      let o: WriteOutcome;
+      try {
+        o = await hot.put(ns, key, entry);
+      } catch (e) {
+        this.count('hot', 'errors');
+        throw e instanceof TierUnavailableError ? e : new TierUnavailableError('hot', e);
+      }
+      if (o.applied) return { ok: true, tiers: ['hot'], durable: false };
+      if (o.full) throw new StrataError('TIER_UNAVAILABLE', 'the hot tier is full and the namespace writes to no other tier', { tier: 'hot' });
+      return { ok: false, current: o.current! };
     }
+
+    const below = await this.putDurable(ns, key, entry, durable);
+    if (!below.ok) return below;
+    const tiers = below.tiers;
+    if (hot) {
+      const copy = around ? makeLocationMarker(entry.header.version, entry.header.expiresAt) : entry;
+      const o = await this.copyToHot(ns, key, stampEpoch(copy, epoch), policy, true);
+      if (o === 'applied' && !around) tiers.unshift('hot');
+    }
+    return { ok: true, tiers, durable: true };
+  }
+
+  /**
+   * Writes an entry to the durable tiers. A tier that refuses it for lack of room (a full cache node) gets a
+   * location marker instead, which always fits and shadows any older copy there; the write stands as long as
+   * another durable tier took the value, and is refused with 503 otherwise, before anything is changed.
+   */
+  private async putDurable(ns: string, key: string, entry: Entry, durable: Tier[]): Promise<Attempt & { ok: true } | Attempt & { ok: false }> {
     const results = await Promise.allSettled(durable.map((t) => t.put(ns, key, entry)));
     const stale = maxStale(results);
     if (stale !== null) return { ok: false, current: stale };
@@ -561,8 +714,59 @@ export class Coordinator {
       failed.forEach((n) => this.count(n, 'errors'));
       throw new TierUnavailableError(failed.join(','));
     }
-    tiers.push(...durable.map((t) => t.name));
-    return { ok: true, tiers };
+    const full = durable.filter((_, i) => (results[i] as PromiseFulfilledResult<WriteOutcome>).value.full);
+    const tiers = durable.filter((t) => !full.includes(t)).map((t) => t.name);
+    if (full.length > 0) {
+      if (tiers.length === 0) {
+        throw new StrataError('TIER_UNAVAILABLE', `tier '${full.map((t) => t.name).join(',')}' is full and the namespace writes to no other durable tier`, { tier: full.map((t) => t.name).join(','), reason: 'full' });
+      }
+      const marker = makeLocationMarker(entry.header.version, entry.header.expiresAt);
+      const shadows = await Promise.allSettled(full.map((t) => t.put(ns, key, marker)));
+      const shadowStale = maxStale(shadows);
+      if (shadowStale !== null) return { ok: false, current: shadowStale };
+      const unshadowed = full.filter((_, i) => { const r = shadows[i]!; return r.status === 'rejected' || !r.value.applied; });
+      if (unshadowed.length > 0) {
+        // An older copy would stay readable there: the write is not acknowledged.
+        throw new StrataError('TIER_UNAVAILABLE', `tier '${unshadowed.map((t) => t.name).join(',')}' is full and could not be shadowed`, { tier: unshadowed.map((t) => t.name).join(','), reason: 'full' });
+      }
+    }
+    return { ok: true, tiers, durable: true };
+  }
+
+  /** The write-back flusher's write below: true when the entry's version (or a newer one) is safe there. */
+  private async writeBelow(ns: string, key: string, entry: Entry, policy: NamespacePolicy): Promise<boolean> {
+    const r = await this.putDurable(ns, key, entry, this.durableTargets(policy));
+    return r.ok || r.current >= entry.header.version;
+  }
+
+  /**
+   * Copies a durable write (value, marker or tombstone) to hot. When hot cannot take it (down, stalled, OOM, full
+   * and unshadowable), the older copy it may hold is fenced off before this resolves: the caller acknowledges
+   * after. 'stale': hot holds a newer version (a newer write, already durable).
+   */
+  private async copyToHot(ns: string, key: string, copy: Entry, policy: NamespacePolicy, fenceOnFailure: boolean): Promise<'applied' | 'stale' | 'fenced'> {
+    const hot = this.hot!;
+    const residency = { residencyMs: policy.hotResidencySeconds * 1000 };
+    try {
+      const o = await hot.put(ns, key, copy, residency);
+      if (o.applied) return 'applied';
+      if (!o.full) return 'stale';
+      // No room for the value: a marker (never larger than the entry it replaces) shadows older copies.
+      const marker = stampEpoch(makeLocationMarker(copy.header.version, copy.header.expiresAt), copy.header.hotEpoch ?? 0);
+      const m = await hot.put(ns, key, marker, residency);
+      if (m.applied) return 'fenced';
+      if (!m.full) return 'stale';
+      throw new StrataError('TIER_UNAVAILABLE', 'the hot tier has no room even for a location marker', { tier: 'hot' });
+    } catch (error) {
+      this.count('hot', 'errors');
+      if (!fenceOnFailure) throw error;
+      this.hotUnknown++;
+      this.onEvent({ type: 'hot-copy-unknown', ns, error });
+      if (!this.fence) throw error instanceof TierUnavailableError ? error : new TierUnavailableError('hot', error);
+      // The write is durable; hot may still serve an older copy: raise the shard's epoch for every reader.
+      await this.fence.invalidate([keyShardIndex(ns, key)]);
+      return 'fenced';
+    }
   }
 
   private track(p: Promise<unknown>, what: string): void {
@@ -575,6 +779,23 @@ export class Coordinator {
     if (!c) this.counters.set(tier, (c = { hits: 0, misses: 0, errors: 0 }));
     c[what]++;
   }
+}
+
+function readOne(t: Tier, ns: string, keys: string[]): Promise<(Entry | undefined)[]> {
+  return t.get(ns, keys[0]!).then((e) => [e]);
+}
+
+function headOne(t: Tier, ns: string, keys: string[]): Promise<(EntryHeader | undefined)[]> {
+  return t.head(ns, keys[0]!).then((h) => [h]);
+}
+
+function entryHeader(e: Entry): EntryHeader {
+  return e.header;
+}
+
+/** A copy for the hot tier, stamped with its shard's epoch. */
+function stampEpoch(e: Entry, epoch: number): Entry {
+  return { header: { ...e.header, hotEpoch: epoch }, value: e.value };
 }
 
 /** The highest version a tier reported when it refused a write as stale, or null when none did. */

@@ -5,6 +5,9 @@ const MiB = 1024 * 1024;
 
 const tierName = z.enum(['hot', 'warm', 'cold']);
 
+/** A day: the default of `hotResidencySeconds` (also used by tier migration, which copies into hot outside any policy). */
+export const DEFAULT_HOT_RESIDENCY_SECONDS = 86_400;
+
 /** Per-namespace placement and lifetime policy (validated; replaceable at runtime). */
 export const namespacePolicySchema = z.strictObject({
   /**
@@ -20,6 +23,12 @@ export const namespacePolicySchema = z.strictObject({
   flushIntervalMs: z.number().int().min(50).max(3_600_000).default(1000),
   /** TTL applied when a write names none; null = no expiry. */
   defaultTtlSeconds: z.number().int().min(1).max(31_536_000).nullable().default(null),
+  /**
+   * Longest a copy stays in the hot tier (its Redis TTL), never past the entry's own expiry. ElastiCache Serverless
+   * evicts only keys with a TTL (volatile-lru) and refuses writes once full; with a residency every clean hot copy
+   * is evictable. Dirty write-back copies get theirs when flushed.
+   */
+  hotResidencySeconds: z.number().int().min(1).max(31_536_000).default(DEFAULT_HOT_RESIDENCY_SECONDS),
   /** Promote lower-tier hits into upper tiers (off the critical path). */
   promoteOnRead: z.boolean().default(true),
   nearCache: z.strictObject({

@@ -5,8 +5,9 @@
  * checks that each one here has a publisher).
  *
  * Dimensions are bounded: `Environment` (dev/staging/prod), `Tier` (a fixed set), `Operation` (a fixed set),
- * `ErrorCode` (the API's stable codes), `Namespace`/`Tenant` (the configured ones; anything else is reported as
- * `other`), `Node` (the fleet's nodes, a few dozen at most).
+ * `ErrorCode` (the API's stable codes), `Activity` (the coordinator's kinds of background work, a fixed set),
+ * `Namespace`/`Tenant` (the configured ones; anything else is reported as `other`), `Node` (the fleet's nodes, a
+ * few dozen at most).
  */
 
 export const METRIC_NAMESPACES = {
@@ -61,6 +62,16 @@ export const METRICS = {
   bytesOut: def(R, 'BytesOut', 'Bytes', [['Environment'], ['Environment', 'Namespace']], 'value bytes read'),
   errors: def(R, 'Errors', 'Count', [['Environment'], ['Environment', 'ErrorCode']], 'requests answered with an error (4xx and 5xx)'),
   serverErrors: def(R, 'ServerErrors', 'Count', [['Environment']], 'requests answered with a 5xx'),
+  // Not per request: the coordinator's background-error log (runtime/context.ts), one record per log line with its count.
+  backgroundErrors: def(R, 'BackgroundErrors', 'Count', [['Environment'], ['Environment', 'Activity']],
+    'failed background work (promotions, write-back flushes), by activity; never a failed request'),
+  // Not per request either: the coordinator's own actions (runtime/context.ts coordinatorEventLog), one record per log line.
+  hotCopiesUnknown: def(R, 'HotCopiesUnknown', 'Count', [['Environment']],
+    'writes acknowledged from the durable tiers whose hot copy failed or timed out (each fenced off before the ack)'),
+  hotFenceBumps: def(R, 'HotFenceBumps', 'Count', [['Environment']],
+    'hot-fence epoch raises written (each covers one or more writes, or a restarted or failed-over hot tier)'),
+  writeBackLost: def(R, 'WriteBackLost', 'Count', [['Environment']],
+    'write-back entries found gone (evicted or expired) from the hot tier before they were flushed'),
 
   // ---- Strata/Cost: the scheduled cost publisher (lambdas/ops).
   costPerHour: def(C, 'CostPerHour', 'None', [['Environment', 'Tier'], ['Environment', 'Tenant']], 'USD per hour, by tier and by tenant'),

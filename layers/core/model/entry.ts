@@ -18,6 +18,12 @@ export interface EntryFlags {
    * cleared in place by tier migration's pin/unpin (see Pinning in tiers/tier.ts); a newer write starts unpinned.
    */
   pinned?: boolean;
+  /**
+   * A promoted hot copy not yet confirmed against the tier it came from: never served. The promotion confirms it
+   * (Confirming in tiers/tier.ts) only if its source still holds that version, so a promotion that races a newer
+   * write and that write's eviction cannot install an older version.
+   */
+  pending?: boolean;
 }
 
 export interface EntryHeader {
@@ -35,6 +41,11 @@ export interface EntryHeader {
   tags: string[];
   contentType?: string;
   flags: EntryFlags;
+  /**
+   * On hot-tier copies only: the epoch of the key's shard when the copy's data was taken (coordinator/hot-fence.ts).
+   * A clean copy whose epoch is below the shard's current one may be older than an acknowledged write.
+   */
+  hotEpoch?: number;
 }
 
 export interface Entry {

@@ -3,6 +3,11 @@ import { ValidationError } from '../errors.js';
 
 /** Namespaces: lowercase DNS-label-like names, safe as path segments, Redis prefixes and S3 prefixes. */
 export const NAMESPACE_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+/**
+ * Strata's own records kept in the tiers (the hot-fence document). Valid for the tiers, refused by the API
+ * (validateUserNamespace), so no tenant can read or overwrite them.
+ */
+export const SYSTEM_NAMESPACE = 'strata-system';
 /** Keys: 1..512 bytes of UTF-8 (any characters; tiers never use raw keys as paths). */
 export const MAX_KEY_BYTES = 512;
 
@@ -11,6 +16,13 @@ export function validateNamespace(ns: unknown, field = 'ns'): string {
     throw new ValidationError(field, 'namespace must be 1-63 characters of a-z, 0-9, "_" or "-", starting with a letter or digit', { value: typeof ns === 'string' ? ns.slice(0, 80) : undefined });
   }
   return ns;
+}
+
+/** A namespace a request may name: valid, and not the one Strata keeps its own records in. */
+export function validateUserNamespace(ns: unknown, field = 'ns'): string {
+  validateNamespace(ns, field);
+  if (ns === SYSTEM_NAMESPACE) throw new ValidationError(field, `namespace '${SYSTEM_NAMESPACE}' is reserved for Strata's own records`, { value: ns });
+  return ns as string;
 }
 
 export function validateKey(key: unknown, field = 'key'): string {
@@ -37,6 +49,11 @@ export function decodeKey(encoded: string): string {
  * UTF-16 code units: it only has to spread keys evenly, and it runs on every request, so no crypto hash.
  */
 export function keyShard(ns: string, key: string): string {
+  return keyShardIndex(ns, key).toString(16).padStart(2, '0');
+}
+
+/** {@link keyShard} as a number, 0..255 (the hot fence indexes its epochs by it). */
+export function keyShardIndex(ns: string, key: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < ns.length; i++) h = Math.imul(h ^ ns.charCodeAt(i), 0x01000193);
   h = Math.imul(h ^ 0, 0x01000193);
@@ -45,7 +62,7 @@ export function keyShard(ns: string, key: string): string {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
-  return ((h >>> 0) & 0xff).toString(16).padStart(2, '0');
+  return (h >>> 0) & 0xff;
 }
 
 export function contentHash(value: Buffer): string {

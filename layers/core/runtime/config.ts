@@ -25,6 +25,11 @@ export const runtimeEnvSchema = z.object({
   /** Per-container near cache (L1) size; 0 turns it off. Only used above a remote hot tier. */
   STRATA_NEAR_CACHE_MB: z.coerce.number().int().min(0).max(4096).default(64),
   /**
+   * Hot fence lease (coordinator/hot-fence.ts): how long a container trusts the epochs it read, and how long a
+   * write whose hot copy failed waits after fencing it before it is acknowledged. Absent = 2000 ms.
+   */
+  STRATA_HOT_FENCE_LEASE_MS: z.coerce.number().int().min(100).max(60_000).optional(),
+  /**
    * Warm tier (EC2 cache nodes): where the ring document lives — an S3 bucket (AWS; with STRATA_WARM_RING_PREFIX)
    * or a folder (local runs) — and the fleet's shared secret. Absent = no warm tier.
    */

@@ -1,4 +1,4 @@
-import { Coordinator } from '../coordinator/coordinator.js';
+import { Coordinator, type CoordinatorEvent } from '../coordinator/coordinator.js';
 import { PolicyRegistry } from '../coordinator/policy.js';
 import type { ApiContext } from '../api/operations.js';
 import { LocalFolderTier } from '../tiers/local-folder-tier.js';
@@ -11,7 +11,10 @@ import type { RuntimeEnv } from './config.js';
 import { ConfigError, namespaceConfigFrom } from './config.js';
 import { loadRuntimeEnvWithSecrets } from './secrets.js';
 import { warmTierFromEnv } from './warm.js';
-import { parseTenantAccess } from '../api/tenant-access.js';
+import { parseTenantAccess, type TenantAccess } from '../api/tenant-access.js';
+import { emfDocument } from '../metrics/emf.js';
+import { metricsSink } from '../metrics/sink.js';
+import { ErrorLogLimiter, formatErrorLogEntry, type ErrorLogLimiterOptions } from '../util/error-log-limiter.js';
 
 const MiB = 1024 * 1024;
 
@@ -31,6 +34,10 @@ export interface BuildOptions {
    * steps, the local server). Without it, a configured warm tier is a ConfigError rather than silently ignored.
    */
   warmTier?: (env: RuntimeEnv) => Tier | undefined;
+  /** Where the coordinator's background failures go. @default {@link backgroundErrorLog} on stderr */
+  onBackgroundError?: (error: unknown, what: string) => void;
+  /** What the coordinator does on its own (hot fence, write-back losses). @default {@link coordinatorEventLog} */
+  onEvent?: (event: CoordinatorEvent) => void;
 }
 
 export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): BuiltContext {
@@ -55,7 +62,15 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
   }
   // An L1 in front of an in-process hot tier would only copy it.
   const nearCache = remoteHot && env.STRATA_NEAR_CACHE_MB > 0 ? new MemoryTier({ name: 'l1', maxBytes: env.STRATA_NEAR_CACHE_MB * MiB }) : undefined;
-  const coordinator = new Coordinator({ tiers, nearCache, policies: new PolicyRegistry(namespaceConfigFrom(env)), flushTimer: opts.flushTimer });
+  const coordinator = new Coordinator({
+    tiers,
+    nearCache,
+    policies: new PolicyRegistry(namespaceConfigFrom(env)),
+    flushTimer: opts.flushTimer,
+    onBackgroundError: opts.onBackgroundError ?? backgroundErrorLog({ environment: env.STRATA_ENV }),
+    onEvent: opts.onEvent ?? coordinatorEventLog({ environment: env.STRATA_ENV }),
+    hotFence: env.STRATA_HOT_FENCE_LEASE_MS === undefined ? undefined : { leaseMs: env.STRATA_HOT_FENCE_LEASE_MS },
+  });
   const presigner = tiers.find(supportsPresigning) as (Tier & Presigning) | undefined;
   const tenantAccess = parseTenantAccess(env.STRATA_TENANT_ACCESS);
   return {
@@ -74,10 +89,96 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
         : env.STRATA_LOCAL_DIR
           ? `cold  folder ${env.STRATA_LOCAL_DIR} (set STRATA_S3_BUCKET for S3)`
           : 'cold  none',
-      tenantAccess ? `auth  ${tenantAccess.keys} API key(s) mapped to their namespaces (STRATA_TENANT_ACCESS)` : 'auth  none: every namespace open (set STRATA_TENANT_ACCESS to map API keys to namespaces)',
+      tenantAccess ? `auth  ${tenantAccess.keys} API key(s) mapped to namespaces (STRATA_TENANT_ACCESS), ${admins(tenantAccess)}` : NO_AUTH,
     ],
   };
 }
+
+const NO_AUTH = 'auth  none: every namespace and the admin routes open (set STRATA_TENANT_ACCESS to map API keys to namespaces)';
+
+function admins(access: TenantAccess): string {
+  if (access.adminKeys > 0) return `${access.adminKeys} of them admin keys`;
+  return 'no admin key: the admin routes refuse every request (mark one "admin": true)';
+}
+
+/**
+ * The coordinator's `onBackgroundError`: background work (a promotion per read, the write-back flush) fails once
+ * per attempt while a tier is down, so each failure is not logged whole. The first of a kind is logged with its
+ * stack, then one line per kind per 10 s with the count ({@link ErrorLogLimiter}), and each line publishes its
+ * count as `BackgroundErrors` by `Activity` (one EMF document per log line: the metric costs no more than the log).
+ */
+export function backgroundErrorLog(
+  o: { environment: string; log?: (line: string) => void } & Pick<ErrorLogLimiterOptions, 'now' | 'schedule' | 'intervalMs'>,
+): (error: unknown, what: string) => void {
+  const log = o.log ?? ((line: string) => console.error(line));
+  const now = o.now ?? Date.now;
+  const limiter = new ErrorLogLimiter({
+    now,
+    ...(o.schedule !== undefined ? { schedule: o.schedule } : {}),
+    ...(o.intervalMs !== undefined ? { intervalMs: o.intervalMs } : {}),
+    write: (entry) => {
+      log(formatErrorLogEntry(entry));
+      try {
+        const dimensions = { Environment: o.environment, Activity: entry.what };
+        metricsSink().write([emfDocument({ timestamp: now(), dimensions, values: { backgroundErrors: entry.count } })]);
+      } catch {
+        // The log line is written; a metrics sink that fails must not turn a background error into a thrown one.
+      }
+    },
+  });
+  return (error, what) => limiter.report(error, what);
+}
+
+/**
+ * The coordinator's `onEvent`: a log line and a metric for what it does on its own. Hot copies whose outcome was
+ * unknown come one per write during an outage, so they go through an {@link ErrorLogLimiter} like background
+ * errors (first with its stack, then a count per 10 s); fence bumps come at most one per lease per process.
+ */
+export function coordinatorEventLog(
+  o: { environment: string; log?: (line: string) => void } & Pick<ErrorLogLimiterOptions, 'now' | 'schedule' | 'intervalMs'>,
+): (event: CoordinatorEvent) => void {
+  const log = o.log ?? ((line: string) => console.error(line));
+  const now = o.now ?? Date.now;
+  const publish = (values: Partial<Record<'hotCopiesUnknown' | 'hotFenceBumps' | 'writeBackLost', number>>) => {
+    try {
+      metricsSink().write([emfDocument({ timestamp: now(), dimensions: { Environment: o.environment }, values })]);
+    } catch {
+      // The log line is written; a failing metrics sink must not fail the write that reported the event.
+    }
+  };
+  const limiter = new ErrorLogLimiter({
+    now,
+    ...(o.schedule !== undefined ? { schedule: o.schedule } : {}),
+    ...(o.intervalMs !== undefined ? { intervalMs: o.intervalMs } : {}),
+    write: (entry) => {
+      log(formatErrorLogEntry(entry, '[strata] hot fence:'));
+      if (entry.what === HOT_COPY) publish({ hotCopiesUnknown: entry.count });
+    },
+  });
+  return (e) => {
+    switch (e.type) {
+      case 'hot-copy-unknown':
+        return limiter.report(e.error, HOT_COPY);
+      case 'refresh-failed':
+        return limiter.report(e.error, 'reading the fence document');
+      case 'incarnation-check-failed':
+        return limiter.report(e.error, 'checking the hot tier incarnation');
+      case 'bump': {
+        const why = [e.writes > 0 ? `${e.writes} write(s) whose hot copy failed` : '', e.incarnation ? 'a new hot-tier incarnation' : ''].filter(Boolean).join(' and ');
+        log(`[strata] hot fence: raised the epoch of ${e.shards} shard(s) for ${why} (fence document v${e.version})`);
+        return publish({ hotFenceBumps: 1 });
+      }
+      case 'incarnation':
+        if (e.first) return log('[strata] hot fence: first use of this hot tier recorded (its incarnation is checked after every reconnect)');
+        return log('[strata] hot fence: the hot tier is a new incarnation (restarted or failed over): every shard was fenced; write-back entries it had not flushed are lost');
+      case 'write-back-lost':
+        log(`[strata] write-back: ${e.count} dirty entr${e.count === 1 ? 'y was' : 'ies were'} gone from the hot tier before their flush (evicted or expired)`);
+        return publish({ writeBackLost: e.count });
+    }
+  };
+}
+
+const HOT_COPY = 'hot copy of an acknowledged write (fenced before the ack)';
 
 function redact(url: string): string {
   return url.replace(/\/\/([^@/]*)@/, '//***@');

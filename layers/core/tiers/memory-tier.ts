@@ -2,7 +2,7 @@ import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive, isNewer } from '../model/entry.js';
 import { S3Fifo } from '../eviction/s3fifo.js';
 import { decodeKey, encodeKey } from '../model/keys.js';
-import type { DirtyTracking, KeyRef, Pinning, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
+import type { Confirming, DirtyTracking, KeyRef, Pinning, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
 
 export interface MemoryTierOptions {
   /** 'l1' for the per-container near cache, 'hot' when it is the embedded hot tier. @default 'hot' */
@@ -32,7 +32,7 @@ const SEP = '\u0000';
  * callers cannot mutate cached bytes. Neither dirty (write-back) nor pinned entries are ever evicted: when only
  * they are left, a write that does not fit is refused with `full`.
  */
-export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning {
+export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confirming {
   readonly name: TierName;
   readonly kind = 'memory';
   private readonly entries = new Map<string, Stored>();
@@ -118,6 +118,13 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning {
 
   async delete(ns: string, key: string, version?: number): Promise<boolean> {
     return this.deleteSync(ns, key, version);
+  }
+
+  async confirm(ns: string, key: string, version: number): Promise<boolean> {
+    const e = this.live(ns + SEP + key);
+    if (!e || e.header.version !== version || !e.header.flags.pending) return false;
+    delete e.header.flags.pending;
+    return true;
   }
 
   deleteSync(ns: string, key: string, version?: number): boolean {

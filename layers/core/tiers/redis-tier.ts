@@ -5,7 +5,7 @@ import { Cluster, Command, Redis, type ChainableCommander, type RedisOptions } f
 import { TierUnavailableError, ValidationError } from '../errors.js';
 import { decodeHeader, isExpired, isLive, type Entry, type EntryHeader, type WriteOutcome } from '../model/entry.js';
 import { decodeKey, encodeKey, keyShard, validateNamespace } from '../model/keys.js';
-import type { DirtyTracking, KeyRef, ScanItem, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
+import type { Confirming, DirtyTracking, Incarnations, KeyRef, PutOptions, ScanItem, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
 
 /** Options for {@link RedisTier}. */
 export interface RedisTierOptions {
@@ -143,6 +143,7 @@ const HEAD_READ_BYTES = 4096;
 const ZEROS = '0'.repeat(VERSION_DIGITS);
 const CHAR_0 = 0x30;
 const CHAR_1 = 0x31;
+const CHAR_2 = 0x32;
 
 function checkVersion(version: number): void {
   if (!Number.isSafeInteger(version) || version < 0) throw new Error(`RedisTier: a version must be a non-negative safe integer (got ${version})`);
@@ -167,15 +168,15 @@ function writeDigits(buf: Buffer, n: number, at: number, width: number): void {
 const BASE64URL = /^[A-Za-z0-9_-]*$/;
 
 /**
- * The header JSON as stored: without the dirty flag (byte 16 holds it). The usual header (numbers, a base64url
- * hash, no tags, no flag but dirty) is written by hand, at half the cost of JSON.stringify; anything else goes
+ * The header JSON as stored: without the dirty and pending flags (byte 16 holds them). The usual header (numbers, a
+ * base64url hash, no tags, no other flag) is written by hand, at half the cost of JSON.stringify; anything else goes
  * through JSON.stringify. Either way it is plain JSON that decodeHeader() reads back to an equal header.
  */
 function storedHeaderJson(h: EntryHeader): string {
   const { version, expiresAt, size, hash, tags, contentType, flags } = h;
   let plainFlags = true;
   for (const flag in flags) {
-    if (flag !== 'dirty') {
+    if (flag !== 'dirty' && flag !== 'pending') {
       plainFlags = false;
       break;
     }
@@ -187,12 +188,14 @@ function storedHeaderJson(h: EntryHeader): string {
     Number.isSafeInteger(version) &&
     Number.isFinite(size) &&
     (expiresAt === null || Number.isFinite(expiresAt)) &&
-    BASE64URL.test(hash)
+    BASE64URL.test(hash) &&
+    (h.hotEpoch === undefined || Number.isSafeInteger(h.hotEpoch))
   ) {
-    return `{"version":${version},"expiresAt":${expiresAt},"size":${size},"hash":"${hash}","tags":[],"flags":{}}`;
+    const epoch = h.hotEpoch === undefined ? '' : `,"hotEpoch":${h.hotEpoch}`;
+    return `{"version":${version},"expiresAt":${expiresAt},"size":${size},"hash":"${hash}","tags":[],"flags":{}${epoch}}`;
   }
-  if (flags.dirty === undefined) return JSON.stringify(h);
-  const { dirty: _dirty, ...rest } = flags;
+  if (flags.dirty === undefined && flags.pending === undefined) return JSON.stringify(h);
+  const { dirty: _dirty, pending: _pending, ...rest } = flags;
   return JSON.stringify({ ...h, flags: rest });
 }
 
@@ -207,7 +210,7 @@ function checkedJsonBytes(h: EntryHeader, json: string): number {
 /** Writes the stored form of an entry at `at` (BLOB_PREFIX_BYTES + jsonBytes + value length bytes). */
 function writeBlob(buf: Buffer, at: number, h: EntryHeader, json: string, jsonBytes: number, value: Buffer): void {
   writeDigits(buf, h.version, at, VERSION_DIGITS);
-  buf[at + DIRTY_AT] = h.flags.dirty ? CHAR_1 : CHAR_0;
+  buf[at + DIRTY_AT] = h.flags.dirty ? CHAR_1 : h.flags.pending ? CHAR_2 : CHAR_0;
   writeDigits(buf, jsonBytes, at + HEADER_LENGTH_AT, HEADER_LENGTH_DIGITS);
   buf.write(json, at + BLOB_PREFIX_BYTES, 'utf8');
   buf.set(value, at + BLOB_PREFIX_BYTES + jsonBytes);
@@ -249,6 +252,7 @@ function headerEnd(blob: Buffer): number {
 function blobHeader(blob: Buffer, end: number): EntryHeader {
   const h = decodeHeader(blob.toString('utf8', BLOB_PREFIX_BYTES, end));
   if (blob[DIRTY_AT] === CHAR_1) h.flags.dirty = true;
+  else if (blob[DIRTY_AT] === CHAR_2) h.flags.pending = true;
   return h;
 }
 
@@ -302,7 +306,11 @@ redis.call('ZREM', KEYS[2], member(KEYS[1]))
 return redis.call('DEL', KEYS[1])
 `;
 
-/** KEYS: entry, dirty set. ARGV: version (16 digits). Clears the dirty byte in place (the TTL stays). */
+/**
+ * KEYS: entry, dirty set. ARGV: version (16 digits), residency deadline ms ('' = none). Clears the dirty byte in
+ * place; the deadline then caps the TTL (PEXPIREAT … LT: a key without a TTL counts as infinite), so a flushed
+ * copy becomes evictable under volatile-lru.
+ */
 const MARK_CLEAN_LUA = `${MEMBER_FN}
 local cur = redis.pcall('GETRANGE', KEYS[1], 0, 16)
 if cur == '' then
@@ -311,14 +319,27 @@ if cur == '' then
 end
 if type(cur) ~= 'string' or string.sub(cur, 1, 16) ~= ARGV[1] then return 0 end
 if string.byte(cur, 17) == 49 then redis.call('SETRANGE', KEYS[1], 16, '0') end
+if ARGV[2] ~= nil and ARGV[2] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[2], 'LT') end
 redis.call('ZREM', KEYS[2], member(KEYS[1]))
 return 1
 `;
 
-/** KEYS: entry, dirty set. Drops a member whose entry is gone (expired) or clean; 1 if the entry is dirty. */
+/** KEYS: entry, dirty set. ARGV: version (16 digits). A pending copy of exactly that version becomes servable. */
+const CONFIRM_LUA = `
+if redis.pcall('GETRANGE', KEYS[1], 0, 16) ~= ARGV[1] .. '2' then return 0 end
+redis.call('SETRANGE', KEYS[1], 16, '0')
+return 1
+`;
+
+/**
+ * KEYS: entry, dirty set. Drops a member whose entry is clean (0) or gone (2: expired or evicted before it was
+ * flushed, a write-back loss); 1 if the entry is dirty.
+ */
 const DIRTY_CHECK_LUA = `${MEMBER_FN}
-if redis.pcall('GETRANGE', KEYS[1], 16, 16) == '1' then return 1 end
+local b = redis.pcall('GETRANGE', KEYS[1], 16, 16)
+if b == '1' then return 1 end
 redis.call('ZREM', KEYS[2], member(KEYS[1]))
+if b == '' then return 2 end
 return 0
 `;
 
@@ -334,6 +355,7 @@ function lua(source: string): Lua {
 const PUT = lua(PUT_LUA);
 const DELETE = lua(DELETE_LUA);
 const MARK_CLEAN = lua(MARK_CLEAN_LUA);
+const CONFIRM = lua(CONFIRM_LUA);
 
 /** The Lua commands defined on the client for pipelines (prefixed so they cannot clash with an injected client's own). */
 interface StrataCommands<R> {
@@ -364,9 +386,14 @@ function isWrongType(e: unknown): boolean {
   return e instanceof Error && e.message.startsWith('WRONGTYPE');
 }
 
-/** PXAT takes whole milliseconds (> 0); round up so Redis never expires an entry before isExpired() would. */
-function expiryArg(h: EntryHeader): string {
-  return h.expiresAt === null ? '' : String(Math.max(1, Math.ceil(h.expiresAt)));
+/**
+ * PXAT takes whole milliseconds (> 0); round up so Redis never expires an entry before isExpired() would. A
+ * residency bound caps it (never for a dirty entry: its only copy is here until it is flushed).
+ */
+function expiryArg(h: EntryHeader, residencyMs?: number): string {
+  let at = h.expiresAt;
+  if (residencyMs !== undefined && !h.flags.dirty) at = Math.min(at ?? Infinity, Date.now() + residencyMs);
+  return at === null ? '' : String(Math.max(1, Math.ceil(at)));
 }
 
 /** The PUT script's reply: the new version when applied, else -1 - the stored one. */
@@ -415,12 +442,12 @@ const PUT_FRAME_START = `${evalshaFrameHead(PUT)}$1\r\n2\r\n`;
  * EVALSHA of the put script as one RESP frame: the entry is laid out in place, so the value is copied once (into
  * the frame) and nothing is converted per argument. Exported for tests.
  */
-export function putCommand(id: string, dirty: string, entry: Entry): Command {
+export function putCommand(id: string, dirty: string, entry: Entry, residencyMs?: number): Command {
   const h = entry.header;
   const json = storedHeaderJson(h);
   const jsonBytes = checkedJsonBytes(h, json);
   const blobBytes = BLOB_PREFIX_BYTES + jsonBytes + entry.value.length;
-  const expiresAt = expiryArg(h);
+  const expiresAt = expiryArg(h, residencyMs);
   const idBytes = Buffer.byteLength(id);
   const dirtyBytes = Buffer.byteLength(dirty);
   const head = `${PUT_FRAME_START}$${idBytes}\r\n${id}\r\n$${dirtyBytes}\r\n${dirty}\r\n$${blobBytes}\r\n`;
@@ -502,7 +529,7 @@ interface Progress {
  *
  * Calls are bounded by a stall watchdog instead of per-command timers: see {@link RedisTierOptions.commandTimeoutMs}.
  */
-export class RedisTier implements Tier, DirtyTracking, Scanning {
+export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, Confirming {
   readonly name: TierName;
   readonly kind = 'redis';
   private readonly client: Client;
@@ -525,6 +552,12 @@ export class RedisTier implements Tier, DirtyTracking, Scanning {
     s?.uncork();
   };
   private connecting: Promise<void> | undefined;
+  private readonly lostListeners: (() => void)[] = [];
+  /** Dirty entries found gone before their flush, not yet taken by {@link takeLostDirty}. */
+  private dirtyLost = 0;
+  private readonly connectionLost = (): void => {
+    for (const l of this.lostListeners) l();
+  };
   /** Rejection handler: any connection or server error becomes TierUnavailableError (script bugs stay as they are). */
   private readonly fail = (e: unknown): never => {
     throw this.unavailable(e);
@@ -538,6 +571,7 @@ export class RedisTier implements Tier, DirtyTracking, Scanning {
   private readonly putFailed = (e: unknown): Promise<WriteOutcome> => this.rerun(e, PUT).then(writeOutcome, this.fail);
   private readonly deleteFailed = (e: unknown): Promise<boolean> => this.rerun(e, DELETE).then(isOne, this.fail);
   private readonly markCleanFailed = (e: unknown): Promise<boolean> => this.rerun(e, MARK_CLEAN).then(isOne, this.fail);
+  private readonly confirmFailed = (e: unknown): Promise<boolean> => this.rerun(e, CONFIRM).then(isOne, this.fail);
 
   constructor(opts: RedisTierOptions = {}) {
     this.name = opts.name ?? 'hot';
@@ -548,6 +582,9 @@ export class RedisTier implements Tier, DirtyTracking, Scanning {
     // Errors surface on each call as TierUnavailableError; without a listener ioredis would log every failed reconnect.
     if (this.ownsClient) client.on('error', () => {});
     this.client = defineCommands(client);
+    // A reconnect may reach a restarted or failed-over server (see Incarnations): tell the hot fence.
+    if (client.isCluster) (client as Cluster).on('+node', (node: Redis) => node.on('close', this.connectionLost));
+    else client.on('close', this.connectionLost);
     this.lean = !client.isCluster && !(client as Redis).options.keyPrefix;
     this.stallMs = opts.commandTimeoutMs ?? 1000;
     if (this.ownsClient || opts.commandTimeoutMs !== undefined) {
@@ -596,15 +633,15 @@ export class RedisTier implements Tier, DirtyTracking, Scanning {
     return h !== undefined && isLive(h);
   }
 
-  put(ns: string, key: string, entry: Entry): Promise<WriteOutcome> {
+  put(ns: string, key: string, entry: Entry, opts?: PutOptions): Promise<WriteOutcome> {
     const shard = keyShard(ns, key);
     const id = `${this.prefix}:{${shard}}:${ns}:${encodeKey(key)}`;
     const dirty = dirtySetKey(this.prefix, shard);
     let sent: Promise<unknown>;
     try {
       sent = this.lean && this.client.status === 'ready'
-        ? this.sendNow(putCommand(id, dirty, entry))
-        : this.evalsha(PUT, id, dirty, encodeEntryBlob(entry), expiryArg(entry.header));
+        ? this.sendNow(putCommand(id, dirty, entry, opts?.residencyMs))
+        : this.evalsha(PUT, id, dirty, encodeEntryBlob(entry), expiryArg(entry.header, opts?.residencyMs));
     } catch (e) {
       return Promise.reject(e);
     }
@@ -658,10 +695,17 @@ export class RedisTier implements Tier, DirtyTracking, Scanning {
     const oldest = candidates.slice(0, limit);
     const dirty = await this.pipelined(oldest, (c) => c.shard, (p, c) =>
       p.strataTierDirtyCheck(`${this.prefix}:{${c.shard}}:${c.member}`, dirtySetKey(this.prefix, c.shard)));
+    this.dirtyLost += dirty.filter((d) => d === 2).length;
     return oldest.filter((_, i) => dirty[i] === 1).map((c) => parseDirtyMember(c.member));
   }
 
-  markClean(ns: string, key: string, version: number): Promise<boolean> {
+  takeLostDirty(): number {
+    const n = this.dirtyLost;
+    this.dirtyLost = 0;
+    return n;
+  }
+
+  markClean(ns: string, key: string, version: number, residencyMs?: number): Promise<boolean> {
     const k = redisEntryKeys(this.prefix, ns, key);
     let expected: string;
     try {
@@ -669,7 +713,8 @@ export class RedisTier implements Tier, DirtyTracking, Scanning {
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.evalsha(MARK_CLEAN, k.entry, k.dirty, expected).then(isOne, this.markCleanFailed);
+    const deadline = residencyMs === undefined ? '' : String(Math.ceil(Date.now() + residencyMs));
+    return this.evalsha(MARK_CLEAN, k.entry, k.dirty, expected, deadline).then(isOne, this.markCleanFailed);
   }
 
   /**
@@ -757,6 +802,47 @@ export class RedisTier implements Tier, DirtyTracking, Scanning {
     } catch {
       return base;
     }
+  }
+
+  confirm(ns: string, key: string, version: number): Promise<boolean> {
+    const k = redisEntryKeys(this.prefix, ns, key);
+    let expected: string;
+    try {
+      expected = versionDigits(version);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.evalsha(CONFIRM, k.entry, k.dirty, expected).then(isOne, this.confirmFailed);
+  }
+
+  // ------------------------------------------------------------------ incarnations
+
+  onConnectionLost(listener: () => void): void {
+    this.lostListeners.push(listener);
+  }
+
+  /**
+   * The incarnation is the `run_id` of every master (INFO server): a new one on every restart, whatever the server
+   * restored from disk, and another on a replica promoted by a failover. The last confirmed one is kept in Redis
+   * itself (`<prefix>:incarnation`): a restored snapshot or a promoted replica brings back an old value, which no
+   * longer matches.
+   */
+  async checkIncarnation(): Promise<{ same: true } | { same: false; token: string; previous: string | null }> {
+    const token = await this.call(async () => {
+      const nodes = this.client.isCluster ? (this.client as Cluster).nodes('master') : [this.client as Redis];
+      const ids = await Promise.all(nodes.map(async (n) => runId(await n.info('server'))));
+      return ids.sort().join(',');
+    });
+    const stored = await this.call(() => this.client.get(this.incarnationKey()));
+    return stored === token ? { same: true } : { same: false, token, previous: stored };
+  }
+
+  async confirmIncarnation(token: string): Promise<void> {
+    await this.call(() => this.client.set(this.incarnationKey(), token));
+  }
+
+  private incarnationKey(): string {
+    return `${this.prefix}:incarnation`;
   }
 
   async ping(): Promise<void> {
@@ -939,6 +1025,12 @@ function globEscape(s: string): string {
 
 function isOne(reply: unknown): boolean {
   return reply === 1;
+}
+
+function runId(info: string): string {
+  const m = /^run_id:([0-9a-f]+)/m.exec(info);
+  if (!m) throw new Error('INFO server has no run_id: a restarted Redis cannot be told apart, so hot copies are not served alone');
+  return m[1]!;
 }
 
 function usedMemory(info: string): number | undefined {

@@ -25,6 +25,16 @@ export interface PresignedUrl {
   expiresAt: number;
 }
 
+/** How long a tier may keep a copy (a cache tier's own residency, below the entry's expiry). */
+export interface PutOptions {
+  /**
+   * A cache tier that evicts only entries with a TTL (ElastiCache Serverless: volatile-lru) keeps this copy at
+   * most this long, never past the entry's own expiry; dirty (write-back) entries are exempt until marked clean.
+   * Tiers that never evict on their own ignore it.
+   */
+  residencyMs?: number;
+}
+
 /**
  * One storage tier. Every write is versioned: a tier applies a write only when its version is newer than the
  * live entry it holds (expired entries count as absent), atomically with respect to other writers of the same
@@ -40,7 +50,7 @@ export interface Tier {
   head(ns: string, key: string): Promise<EntryHeader | undefined>;
   has(ns: string, key: string): Promise<boolean>;
   /** Versioned write (also used for tombstones and location markers). */
-  put(ns: string, key: string, entry: Entry): Promise<WriteOutcome>;
+  put(ns: string, key: string, entry: Entry, opts?: PutOptions): Promise<WriteOutcome>;
   /** Removes the entry only if its version is exactly `version` (or any version when omitted). Returns whether it removed one. */
   delete(ns: string, key: string, version?: number): Promise<boolean>;
 
@@ -58,17 +68,123 @@ export interface Tier {
 export interface DirtyTracking {
   /** Up to `limit` dirty entries, oldest first. */
   listDirty(limit: number): Promise<KeyRef[]>;
-  /** Clears the dirty flag if the entry still has `version` (a newer write keeps its own flag). */
-  markClean(ns: string, key: string, version: number): Promise<boolean>;
+  /**
+   * Clears the dirty flag if the entry still has `version` (a newer write keeps its own flag); `residencyMs`
+   * then applies to the now clean copy as in {@link PutOptions}.
+   */
+  markClean(ns: string, key: string, version: number, residencyMs?: number): Promise<boolean>;
+  /**
+   * Dirty entries found gone (evicted, or expired) before they were flushed since the last call: acknowledged
+   * write-back writes that never reached a durable tier. Optional: a tier that never loses dirty entries omits it.
+   */
+  takeLostDirty?(): number;
 }
 
-/** A tier that can hand out presigned URLs for large values (S3, or the local folder through the local server). */
+/** A presigned download: the URL, and the header of exactly the entry version it serves (and nothing else). */
+export interface PresignedDownload extends PresignedUrl {
+  header: EntryHeader;
+}
+
+/**
+ * What the API records when it hands out an upload URL (api/operations.ts), kept next to the staging object until
+ * the upload is completed or cleaned up: who may complete it, where to, and the metadata given at creation.
+ */
+export interface UploadRecord {
+  uploadId: string;
+  /** The creator's identity (api/tenant-access.ts `callerIdentity`), or null when the request carried none. */
+  owner: string | null;
+  ns: string;
+  key: string;
+  /** TTL as given at creation: seconds, null = never expires, absent = the namespace default (counted from completion). */
+  ttlSeconds?: number | null;
+  tags?: string[];
+  contentType?: string;
+  /** When the upload URL stops accepting the bytes (epoch ms). */
+  urlExpiresAt: number;
+  /** Completion is refused after this (epoch ms). */
+  completeBy: number;
+}
+
+/** A completion in progress: the upload's record, taken by one caller (see {@link Presigning.claimUpload}). */
+export interface UploadClaim {
+  record: UploadRecord;
+  claimId: string;
+}
+
+/** What {@link Presigning.presignUpload} records: the record without its deadlines (the tier sets them). */
+export type NewUpload = Omit<UploadRecord, 'urlExpiresAt' | 'completeBy'>;
+
+/**
+ * A tier that can hand out presigned URLs for large values (S3, or the local folder through the local server).
+ *
+ * Uploads are single-use and bound to their creator: `presignUpload` stores an {@link UploadRecord} and returns a
+ * URL that accepts one PUT; completing takes the record with `claimUpload` (of concurrent claims exactly one
+ * wins), then moves the bytes into place with `commitUpload`, which refuses an upload not claimed for that ns/key
+ * and marks it completed once the bytes are in place; a failed completion gives the claim back (`releaseUpload`) so
+ * the owner may try again. A completed upload's staging object is replaced by a small marker, so its URL refuses a
+ * second PUT for as long as the URL lives.
+ */
 export interface Presigning {
-  presignDownload(ns: string, key: string, expiresInSec: number): Promise<PresignedUrl>;
-  /** URL to upload bytes to a staging object; `commitUpload` then moves it into place with a version. */
-  presignUpload(uploadId: string, expiresInSec: number, contentType?: string): Promise<PresignedUrl>;
-  /** Moves a staged upload into (ns, key) as `header` (versioned like put). Throws NotFound if nothing was uploaded. */
+  /** A URL that serves the live version of (ns, key) as it is now, and fails (412 or 404) once it changed. */
+  presignDownload(ns: string, key: string, expiresInSec: number): Promise<PresignedDownload>;
+  /** Records the upload and returns a URL that accepts one PUT of the bytes (URLs last at most {@link MAX_UPLOAD_URL_SECONDS}). */
+  presignUpload(upload: NewUpload, expiresInSec: number): Promise<PresignedUrl>;
+  /**
+   * Takes the upload for completion when `accept(record)` holds and it is neither completed, past `completeBy`, nor
+   * taken by another completion (whose claim has not gone stale). Undefined when unknown or not accepted; throws
+   * VERSION_CONFLICT when an accepted upload is being completed by another request.
+   */
+  claimUpload(uploadId: string, accept: (r: UploadRecord) => boolean): Promise<UploadClaim | undefined>;
+  /** Gives a claim back after a failed completion (best effort; a stale claim is taken over anyway). */
+  releaseUpload(claim: UploadClaim): Promise<void>;
+  /**
+   * Moves a claimed upload into (ns, key) as `header` (versioned like put; a refused commit keeps the bytes staged so
+   * the coordinator can re-stamp and commit again) and marks the upload completed. Throws NotFound if nothing was
+   * uploaded, the upload is not claimed for (ns, key), or it was already completed.
+   */
   commitUpload(uploadId: string, ns: string, key: string, header: Omit<EntryHeader, 'size' | 'hash'>): Promise<WriteOutcome & { size: number }>;
+}
+
+/**
+ * Longest life of an upload URL. Staged objects, upload records and completed-markers live at least a day (the
+ * bucket's lifecycle rule on `_uploads/`, the folder tier's sweep), so a completed upload's marker outlives its URL.
+ */
+export const MAX_UPLOAD_URL_SECONDS = 12 * 3600;
+/** How long after its URL expired an upload can still be completed (the bytes may have arrived just in time). */
+export const UPLOAD_COMPLETE_GRACE_MS = 3600_000;
+/** A claim older than this is taken to belong to a completion that died (a Lambda is cut off after 15 minutes). */
+export const UPLOAD_CLAIM_LEASE_MS = 15 * 60_000;
+
+/**
+ * A tier whose backend can restart or fail over and come back with older contents (Redis restored from a
+ * snapshot, a replica promoted before it caught up). The coordinator's hot fence checks it after every
+ * (re)connect: see coordinator/hot-fence.ts.
+ */
+export interface Incarnations {
+  /** Calls `listener` whenever a connection to the backend is lost or reset (a reconnect follows). */
+  onConnectionLost(listener: () => void): void;
+  /**
+   * Whether the backend is the incarnation last confirmed with {@link confirmIncarnation}; `token` names the
+   * current one, `previous` the one recorded (null: none, a backend never used before). Throws
+   * TierUnavailableError when the backend cannot be reached.
+   */
+  checkIncarnation(): Promise<{ same: true } | { same: false; token: string; previous: string | null }>;
+  /** Records `token` as the incarnation whose contents the caller has made safe to read. */
+  confirmIncarnation(token: string): Promise<void>;
+}
+
+export function supportsIncarnations(t: Tier): t is Tier & Incarnations {
+  return typeof (t as Partial<Incarnations>).checkIncarnation === 'function';
+}
+
+/** A cache tier that can hold promoted copies as pending (EntryFlags.pending) until they are confirmed. */
+export interface Confirming {
+  /** Makes a pending copy of exactly `version` servable; false when the key holds anything else. */
+  confirm(ns: string, key: string, version: number): Promise<boolean>;
+}
+
+export function supportsConfirming(t: Tier): t is Tier & Confirming {
+  return typeof (t as Partial<Confirming>).confirm === 'function';
 }
 
 export function supportsDirtyTracking(t: Tier): t is Tier & DirtyTracking {

@@ -4,8 +4,9 @@ import { StrataError, TierUnavailableError, ValidationError } from '../errors.js
 import type { Entry, EntryHeader } from '../model/entry.js';
 import { isLive } from '../model/entry.js';
 import { MAX_KEY_BYTES, NAMESPACE_PATTERN } from '../model/keys.js';
-import type { Pinning, Tier } from '../tiers/tier.js';
-import { supportsPinning, supportsScan } from '../tiers/tier.js';
+import type { Confirming, Pinning, Tier } from '../tiers/tier.js';
+import { supportsConfirming, supportsPinning, supportsScan } from '../tiers/tier.js';
+import { DEFAULT_HOT_RESIDENCY_SECONDS } from '../coordinator/policy.js';
 import { mapLimit } from '../util/concurrency.js';
 import { TokenBucket } from './token-bucket.js';
 import { checksumMatches, copyHeader, copyVerified } from './verified-copy.js';
@@ -168,11 +169,34 @@ export async function tierMigrateBatch(deps: TierMigrateDeps, raw: unknown): Pro
 
   const copyUp = async (key: string, e: Entry): Promise<MigrateReportLine | undefined> => {
     if (bucket) await bucket.take(e.value.length);
+    if (target === deps.hot && supportsConfirming(target)) return copyToHot(target, key, e);
     const o = await target.put(ns, key, { header: copyHeader(e.header, e.value.length), value: e.value });
     if (o.applied) return undefined;
     if (o.full) return line(key, e.header.version, 'full', 0, `tier '${target.name}' has no room`);
     if (o.current !== null && o.current > e.header.version) return line(key, e.header.version, 'newer', 0, `tier '${target.name}' holds version ${o.current}`);
     return undefined; // the same version was there already
+  };
+
+  /**
+   * A copy into the hot tier is pending (never served) until the tiers below, down to the source, still hold its
+   * version as the newest: a write that lands meanwhile and whose hot copy is evicted must not be shadowed by it.
+   * It carries the hot residency TTL, as the coordinator's copies do, so a full Redis can evict it.
+   */
+  const copyToHot = async (hot: Tier & Confirming, key: string, e: Entry): Promise<MigrateReportLine | undefined> => {
+    const header = copyHeader(e.header, e.value.length);
+    const v = header.version;
+    const o = await hot.put(ns, key, { header: { ...header, flags: { ...header.flags, pending: true } }, value: e.value }, { residencyMs: DEFAULT_HOT_RESIDENCY_SECONDS * 1000 });
+    if (!o.applied && o.full) return line(key, v, 'full', 0, `tier '${hot.name}' has no room`);
+    if (!o.applied && o.current !== null && o.current > v) return line(key, v, 'newer', 0, `tier '${hot.name}' holds version ${o.current}`);
+    for (const name of TIER_ORDER.slice(1, TIER_ORDER.indexOf(i.from) + 1)) {
+      const below = await deps[name]?.head(ns, key);
+      if (below && below.version > v) {
+        await hot.delete(ns, key, v);
+        return line(key, v, 'newer', 0, `tier '${name}' holds version ${below.version}`);
+      }
+    }
+    await hot.confirm(ns, key, v);
+    return undefined;
   };
 
   const promote = async (key: string, h: EntryHeader): Promise<MigrateReportLine> => {
