@@ -3,8 +3,9 @@
  * (`hotFence: false`, mode `refuse`: a write whose hot copy fails is refused with 503 instead of fenced). Both are
  * safe; the code before issue 19 acknowledged such writes and left the older hot copy readable.
  *
- * 1. Steady state: GET (hot hits) and PUT of 1 KB values at concurrency 64 over redis-server + a local-folder
- *    durable tier, interleaved rounds, medians: the per-read epoch check and the epoch in every hot header.
+ * 1. Steady state: GET (hot hits) and PUT of 1 KB values at concurrency 64 over redis-server + an in-process
+ *    durable tier (so that the coordinator's own work shows, not a disk's), interleaved rounds, medians: the
+ *    per-read epoch check and the epoch in every hot header.
  * 2. A Redis paused with SIGSTOP for `--pause-seconds` (default 5) under a mixed load (24 reading and 8 writing
  *    workers) with production timers (stall watchdog 1000 ms, lease 2000 ms): reads and writes before, during and
  *    after the pause, errors, and how long after SIGCONT reads are served from hot again.
@@ -16,6 +17,7 @@ import { join } from 'node:path';
 import { Coordinator } from '../layers/core/coordinator/coordinator.js';
 import { PolicyRegistry } from '../layers/core/coordinator/policy.js';
 import { LocalFolderTier } from '../layers/core/tiers/local-folder-tier.js';
+import { MemoryTier } from '../layers/core/tiers/memory-tier.js';
 import { RedisTier } from '../layers/core/tiers/redis-tier.js';
 import { freePort } from '../test/helpers/services.js';
 import { closedLoop, round, table, type LoadResult } from './lib/measure.js';
@@ -35,9 +37,10 @@ export async function hotFault(opts: { seconds: number }): Promise<Record<string
   const url = `redis://127.0.0.1:${port}`;
   const dir = mkdtempSync(join(tmpdir(), 'strata-bench-hot-fault-'));
   const made: Coordinator[] = [];
-  const make = async (mode: Mode, prefix: string) => {
+  const make = async (mode: Mode, prefix: string, durable: 'memory' | 'folder') => {
+    const below = durable === 'memory' ? new MemoryTier({ name: 'cold', maxBytes: 1 << 30 }) : new LocalFolderTier({ dir: join(dir, prefix), fsync: false });
     const c = new Coordinator({
-      tiers: [RedisTier.fromUrl(url, { keyPrefix: prefix }), new LocalFolderTier({ dir: join(dir, prefix), fsync: false })],
+      tiers: [RedisTier.fromUrl(url, { keyPrefix: prefix }), below],
       policies: new PolicyRegistry({ defaults: { nearCache: { enabled: false } } }),
       flushTimer: false,
       onBackgroundError: () => {},
@@ -49,7 +52,7 @@ export async function hotFault(opts: { seconds: number }): Promise<Record<string
     return c;
   };
   try {
-    const sides = { fence: await make('fence', 'f'), refuse: await make('refuse', 'n') };
+    const sides = { fence: await make('fence', 'f', 'memory'), refuse: await make('refuse', 'n', 'memory') };
     const key = (i: number) => `k${(i * 7919) % KEYS}`;
     const load = { concurrency: 64, seconds: opts.seconds, warmupSeconds: Math.min(2, opts.seconds / 2) };
     const rounds: Record<string, LoadResult[]> = {};
@@ -75,14 +78,15 @@ export async function hotFault(opts: { seconds: number }): Promise<Record<string
 
     const pause: Record<Mode, unknown> = { fence: undefined, refuse: undefined };
     for (const mode of ['fence', 'refuse'] as const) {
-      pause[mode] = await pausedRedis(sides[mode], redis.pid!, pauseSeconds, key);
+      // A real durable tier below (a local folder), as a deployment has.
+      pause[mode] = await pausedRedis(await make(mode, `${mode}-pause`, 'folder'), redis.pid!, pauseSeconds, key);
       console.log(`\npause (${mode}):`);
       console.log(table((pause[mode] as { phases: Record<string, string | number>[] }).phases));
       console.log(`  reads served from hot again ${(pause[mode] as { hotAgainMs: number }).hotAgainMs} ms after SIGCONT`);
     }
     return {
       scenario: 'hot-fault',
-      config: { keys: KEYS, valueBytes: VALUE.length, concurrency: 64, seconds: opts.seconds, rounds: ROUNDS, statistic: 'median of interleaved rounds', pauseSeconds, durable: 'local folder (fsync off)', timers: { stallMs: 1000, leaseMs: 2000 } },
+      config: { keys: KEYS, valueBytes: VALUE.length, concurrency: 64, seconds: opts.seconds, rounds: ROUNDS, statistic: 'median of interleaved rounds', pauseSeconds, durable: { steady: 'in-process memory tier', pause: 'local folder (fsync off)' }, timers: { stallMs: 1000, leaseMs: 2000 } },
       rounds,
       baseline: { name: 'coordinator without the hot fence (a write whose hot copy fails is refused with 503)', get: med['refuse get'], put: med['refuse put'] },
       candidate: { name: 'coordinator with the hot fence (epoch per shard, 2000 ms lease)', get: med['fence get'], put: med['fence put'] },
