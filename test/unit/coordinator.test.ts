@@ -388,6 +388,22 @@ describe('Coordinator', () => {
       await expect(c.getMany('ns', ['only-cold'])).rejects.toMatchObject({ status: 503 });
     });
 
+    it('gives a hit from below a failed tier only when every acknowledged write reaches the tier it came from', async () => {
+      const hot = new SwitchableTier('hot');
+      const warm = new SwitchableTier('warm');
+      const cold = new SwitchableTier('cold');
+      const make = (writeTiers: ('hot' | 'warm' | 'cold')[]) => new Coordinator({ tiers: [hot, warm, cold], policies: new PolicyRegistry({ defaults: { writeTiers } }), flushTimer: false, onBackgroundError: () => {}, hotFence: { leaseMs: 20 } });
+      await cold.put('ns', 'k', entry(1, 'evicted to cold long ago'));
+      warm.down = true; // may hold a newer version
+      const warmOnly = make(['hot', 'warm']);
+      await expect(warmOnly.get('ns', 'k')).rejects.toMatchObject({ status: 503 });
+      await expect(warmOnly.head('ns', 'k')).rejects.toMatchObject({ status: 503 });
+      // A namespace that writes to cold too: cold has every acknowledged write, so its answer stands.
+      const both = make(['hot', 'warm', 'cold']);
+      expect((await both.get('ns', 'k'))!.tier).toBe('cold');
+      expect((await both.head('ns', 'k'))!.tier).toBe('cold');
+    });
+
     it('decides no precondition on a partial view', async () => {
       const { c, cold } = setup();
       await cold.put('ns', 'k', entry(5, 'v'));

@@ -90,6 +90,8 @@ interface Walked<H> {
   hit?: { item: H; level: number; tier: TierName };
   /** A tombstone ended the walk: the key is deleted. */
   deleted: boolean;
+  /** The tier whose answer ended the walk (a hit or a tombstone); undefined: every tier missed or failed. */
+  at?: TierName;
   /** Tiers that could not answer before the walk ended. */
   failed: TierName[];
   /** Tiers that answered (a miss included) before the walk ended. */
@@ -207,9 +209,8 @@ export class Coordinator {
     if (near) return { header: near.entry.header, tier: near.tier };
     if (near === null) return undefined;
     const [w] = await this.walk(ns, [key], policy, headOne, (h) => h);
-    if (w!.hit) return { header: w!.hit.item, tier: w!.hit.tier };
-    this.assertCertainMiss(w!, policy);
-    return undefined;
+    this.assertCertain(w!, policy);
+    return w!.hit ? { header: w!.hit.item, tier: w!.hit.tier } : undefined;
   }
 
   async getMany(ns: string, keys: string[]): Promise<(ReadResult | undefined)[]> {
@@ -223,7 +224,7 @@ export class Coordinator {
     });
     const walked = await this.walk(ns, pending.map((i) => keys[i]!), policy, (t, n, ks) => t.getMany(n, ks), entryHeader);
     // Every key is settled before any origin load, so a 503 never leaves origin loads half done.
-    const uncertain = walked.findIndex((w) => !w.hit && !w.deleted && !policy.origin && !this.certainMiss(w, policy));
+    const uncertain = walked.findIndex((w) => !(policy.origin && !w.hit && !w.deleted) && !this.certain(w, policy));
     if (uncertain >= 0) throw new TierUnavailableError(walked[uncertain]!.failed.join(','));
     await Promise.all(pending.map(async (i, j) => (out[i] = await this.settleRead(ns, keys[i]!, walked[j]!, policy))));
     return out;
@@ -231,6 +232,7 @@ export class Coordinator {
 
   /** A walk's answer for a read: the hit (promoted), the origin's value, a miss, or a 503 when a miss is unsure. */
   private async settleRead(ns: string, key: string, w: Walked<Entry>, policy: NamespacePolicy): Promise<ReadResult | undefined> {
+    if (!(policy.origin && !w.hit && !w.deleted)) this.assertCertain(w, policy);
     if (w.hit) {
       const hit: ReadResult = { entry: w.hit.item, tier: w.hit.tier };
       const epoch = w.epochs ? w.epochs[keyShardIndex(ns, key)]! : 0;
@@ -238,7 +240,6 @@ export class Coordinator {
       return hit;
     }
     if (policy.origin) return this.loadFromOrigin(ns, key, policy);
-    this.assertCertainMiss(w, policy);
     return undefined;
   }
 
@@ -284,6 +285,7 @@ export class Coordinator {
           return;
         }
         const cand = w.candidate && headerOf(w.candidate.item).version;
+        w.at = tier.name;
         if (h?.flags.tombstone) {
           if (cand !== undefined && cand > h.version) w.hit = w.candidate;
           else w.deleted = true;
@@ -291,6 +293,7 @@ export class Coordinator {
           w.hit = cand !== undefined && cand > h.version ? w.candidate : { item: item!, level, tier: tier.name };
           this.clock.observe(h.version);
         } else {
+          w.at = undefined;
           this.count(tier.name, 'misses');
           next.push(i);
           return;
@@ -311,19 +314,22 @@ export class Coordinator {
   }
 
   /**
-   * Whether a walk that found nothing may say so. A miss is sure when a tier that every acknowledged write of the
-   * namespace reaches answered, or when no tier that might hold a newer version failed: a failed hot tier counts
-   * only where hot can lead the durable tiers (write-back, or no durable tier).
+   * Whether a walk's answer (a hit, a tombstone or a miss) may be given while some tier above it failed. It is sure
+   * when it comes from a tier that every acknowledged write of the namespace reaches (a durable target, or a hot
+   * copy the fence confirmed), for a miss when such a tier answered, or when no failed tier might hold a newer
+   * version: a failed hot tier counts only where hot can lead the durable tiers (write-back, or no durable tier).
+   * Otherwise get, head, getMany and preconditions all answer 503.
    */
-  private certainMiss(w: Walked<unknown>, policy: NamespacePolicy): boolean {
-    if (w.deleted || w.failed.length === 0) return true;
+  private certain(w: Walked<unknown>, policy: NamespacePolicy): boolean {
+    if (w.failed.length === 0) return true;
     const durable = this.durableTargets(policy);
-    if (w.answered.some((n) => durable.some((t) => t.name === n))) return true;
+    const reachedByAll = (n: TierName) => durable.some((t) => t.name === n);
+    if (w.at !== undefined ? w.at === 'hot' || reachedByAll(w.at) : w.answered.some(reachedByAll)) return true;
     return w.failed.every((n) => n === 'hot' && !this.hotMayLead(policy));
   }
 
-  private assertCertainMiss(w: Walked<unknown>, policy: NamespacePolicy): void {
-    if (!this.certainMiss(w, policy)) throw new TierUnavailableError(w.failed.join(','));
+  private assertCertain(w: Walked<unknown>, policy: NamespacePolicy): void {
+    if (!this.certain(w, policy)) throw new TierUnavailableError(w.failed.join(','));
   }
 
   /** Whether the hot tier may hold a version no durable tier has (write-back, or a namespace with no durable tier). */
@@ -363,7 +369,7 @@ export class Coordinator {
     else if (near === null) current = null;
     else {
       const [w] = await this.walk(ns, [key], policy, headOne, (h) => h);
-      if (!w!.hit) this.assertCertainMiss(w!, policy);
+      this.assertCertain(w!, policy);
       current = w!.hit ? w!.hit.item.version : null;
     }
     if (opts.ifNoneMatch && current !== null) throw new VersionConflictError(`key '${key}' already exists`, { expected: '*', current });

@@ -706,6 +706,16 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
   }
 
   markClean(ns: string, key: string, version: number, residencyMs?: number): Promise<boolean> {
+    const deadline = residencyMs === undefined ? '' : String(Math.ceil(Date.now() + residencyMs));
+    return this.atVersion(MARK_CLEAN, this.markCleanFailed, ns, key, version, deadline);
+  }
+
+  confirm(ns: string, key: string, version: number): Promise<boolean> {
+    return this.atVersion(CONFIRM, this.confirmFailed, ns, key, version);
+  }
+
+  /** Runs a script over an entry and its dirty set whose first argument is an exact version (reply 1 = done). */
+  private atVersion(s: Lua, failed: (e: unknown) => Promise<boolean>, ns: string, key: string, version: number, arg2?: string): Promise<boolean> {
     const k = redisEntryKeys(this.prefix, ns, key);
     let expected: string;
     try {
@@ -713,8 +723,7 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
     } catch (e) {
       return Promise.reject(e);
     }
-    const deadline = residencyMs === undefined ? '' : String(Math.ceil(Date.now() + residencyMs));
-    return this.evalsha(MARK_CLEAN, k.entry, k.dirty, expected, deadline).then(isOne, this.markCleanFailed);
+    return this.evalsha(s, k.entry, k.dirty, expected, arg2).then(isOne, failed);
   }
 
   /**
@@ -802,17 +811,6 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
     } catch {
       return base;
     }
-  }
-
-  confirm(ns: string, key: string, version: number): Promise<boolean> {
-    const k = redisEntryKeys(this.prefix, ns, key);
-    let expected: string;
-    try {
-      expected = versionDigits(version);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    return this.evalsha(CONFIRM, k.entry, k.dirty, expected).then(isOne, this.confirmFailed);
   }
 
   // ------------------------------------------------------------------ incarnations
