@@ -115,6 +115,22 @@ export const PERFORMANCE_DASHBOARD: DashboardSpec = {
       series: [metric('errors', 'errors', 'Sum', 'errors', { splitBy: 'ErrorCode' }), metric('server_errors', 'serverErrors', 'Sum', '5xx (all codes)')],
     },
     {
+      // The hot fence at work (docs/API.md, Consistency): writes fenced because their hot copy failed, the epoch
+      // raises that covered them, and write-back entries lost before their flush. All zero while Redis is healthy.
+      id: 'performance.hot-fence',
+      title: 'Hot tier faults: fenced writes, epoch raises, write-back losses',
+      view: 'line',
+      periodSeconds: PERIOD,
+      unit: 'Count',
+      width: 12,
+      series: [
+        metric('hot_copies_unknown', 'hotCopiesUnknown', 'Sum', 'writes fenced (hot copy failed)'),
+        metric('hot_fence_bumps', 'hotFenceBumps', 'Sum', 'epoch raises'),
+        metric('write_back_lost', 'writeBackLost', 'Sum', 'write-back entries lost'),
+        metric('background_errors', 'backgroundErrors', 'Sum', 'background errors', { splitBy: 'Activity' }),
+      ],
+    },
+    {
       id: 'performance.bytes',
       title: 'Value bytes in and out',
       view: 'line',

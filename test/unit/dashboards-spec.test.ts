@@ -21,6 +21,7 @@ import {
   toMetricMath,
 } from '../../dashboards/index.js';
 import { METRICS, METRIC_NAMESPACES, SERVED_TIERS, type MetricKey } from '../../layers/core/metrics/catalog.js';
+import { backgroundErrorLog, coordinatorEventLog } from '../../layers/core/runtime/context.js';
 import { mixedTraffic, startTraffic } from './metrics-traffic.js';
 
 function allMetricSeries(dashboards: readonly DashboardSpec[] = DASHBOARDS): { widget: string; s: MetricSeries }[] {
@@ -43,6 +44,12 @@ describe('Dashboards as data', () => {
     const traffic = startTraffic({ namespaces: ['app'] });
     try {
       await mixedTraffic(traffic);
+      // The coordinator's own records (not per request) go to the same sink: one event of each kind.
+      const events = coordinatorEventLog({ environment: 'test', log: () => {}, schedule: null, intervalMs: 1 });
+      events({ type: 'hot-copy-unknown', ns: 'app', error: new Error('stalled') });
+      events({ type: 'bump', shards: 1, writes: 1, incarnation: false, version: 2 });
+      events({ type: 'write-back-lost', count: 1 });
+      backgroundErrorLog({ environment: 'test', log: () => {}, schedule: null })(new Error('down'), 'promotion');
     } finally {
       await traffic.close();
     }
