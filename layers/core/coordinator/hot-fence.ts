@@ -97,7 +97,7 @@ export type FenceEvent =
   | { type: 'refresh-failed'; error: unknown }
   | { type: 'incarnation-check-failed'; error: unknown };
 
-const MAX_CAS_TRIES = 16;
+const MAX_CAS_TRIES = 24;
 /** A failed incarnation check or refresh is retried on demand, at most this often. */
 const RETRY_MS = 250;
 
@@ -246,6 +246,8 @@ export class HotFence {
         this.adopt(next, started);
         return next.version;
       }
+      // Another container raised epochs meanwhile (after a Redis outage many do at once): back off with jitter.
+      await this.sleep(Math.random() * Math.min(500, 10 * 2 ** attempt));
     }
     throw new TierUnavailableError('hot-fence', new Error(`the hot-fence document kept changing under ${MAX_CAS_TRIES} compare-and-set attempts`));
   }
