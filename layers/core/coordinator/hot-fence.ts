@@ -98,6 +98,8 @@ export type FenceEvent =
   | { type: 'incarnation-check-failed'; error: unknown };
 
 const MAX_CAS_TRIES = 24;
+/** Readers trust the epochs for this much less than a lease (see readerLeaseMs). */
+const LEASE_MARGIN = 0.05;
 /** A failed incarnation check or refresh is retried on demand, at most this often. */
 const RETRY_MS = 250;
 
@@ -224,7 +226,7 @@ export class HotFence {
         try {
           const version = await this.bump(round.shards);
           this.onEvent({ type: 'bump', shards: round.shards.size, writes: round.writes, incarnation: round.incarnation, version });
-          void this.sleep(this.leaseMs).then(round.resolve);
+          void this.waitUntil(this.now() + this.leaseMs).then(round.resolve);
         } catch (e) {
           round.reject(e);
         }
@@ -232,6 +234,14 @@ export class HotFence {
     } finally {
       this.bumping = false;
     }
+  }
+
+  /**
+   * Waits until the monotonic clock reaches `at`. A timer alone is not enough: Node schedules it against the event
+   * loop's cached time, so under load it can fire a few milliseconds before the lease has really passed.
+   */
+  private async waitUntil(at: number): Promise<void> {
+    for (let left = at - this.now(); left > 0; left = at - this.now()) await this.sleep(Math.ceil(left));
   }
 
   private async bump(shards: Set<number>): Promise<number> {
@@ -268,7 +278,7 @@ export class HotFence {
     const started = this.now();
     const doc = await this.register.read();
     if (doc) this.adopt(doc, started);
-    else this.validUntil = Math.max(this.validUntil, started + this.leaseMs);
+    else this.validUntil = Math.max(this.validUntil, started + this.readerLeaseMs());
   }
 
   /** Takes a document read (or written) from `started` on; epochs never go backwards locally. */
@@ -277,7 +287,15 @@ export class HotFence {
       this.epochs = this.epochs.map((e, s) => Math.max(e, doc.epochs[s]!));
       this.docVersion = doc.version;
     }
-    this.validUntil = Math.max(this.validUntil, started + this.leaseMs);
+    this.validUntil = Math.max(this.validUntil, started + this.readerLeaseMs());
+  }
+
+  /**
+   * How long a reader trusts what it read: a little less than the writers' wait, so that timer imprecision and
+   * the clocks of two machines running at slightly different rates can never make a reader outlast a writer.
+   */
+  private readerLeaseMs(): number {
+    return this.leaseMs * (1 - LEASE_MARGIN);
   }
 
   /**
