@@ -8,6 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer, connect, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { Coordinator, type CoordinatorEvent } from '../../layers/core/coordinator/coordinator.js';
@@ -77,6 +78,46 @@ class OwnRedis {
   }
 }
 
+/**
+ * A TCP endpoint standing in for the one a managed failover repoints (ElastiCache's primary endpoint): `switchTo`
+ * sends new connections to another server and drops the open ones, as a failover does.
+ */
+class Endpoint {
+  port = 0;
+  private target = 0;
+  private readonly open = new Set<Socket>();
+  private server?: Server;
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  async start(targetPort: number): Promise<void> {
+    this.target = targetPort;
+    this.server = createServer((client) => {
+      const upstream = connect(this.target, '127.0.0.1');
+      for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
+        this.open.add(a);
+        a.pipe(b);
+        a.on('error', () => b.destroy());
+        a.on('close', () => (this.open.delete(a), b.destroy()));
+      }
+    });
+    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', r));
+    this.port = (this.server.address() as { port: number }).port;
+  }
+
+  switchTo(targetPort: number): void {
+    this.target = targetPort;
+    for (const s of this.open) s.destroy();
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.open) s.destroy();
+    await new Promise((r) => this.server?.close(r));
+  }
+}
+
 describe('hot-tier faults never undo an acknowledged write', () => {
   const cleanups: (() => Promise<unknown>)[] = [];
   afterEach(async () => {
@@ -84,7 +125,7 @@ describe('hot-tier faults never undo an acknowledged write', () => {
   });
 
   /** Two coordinators (two containers) over one Redis and one durable folder. */
-  async function deployment(redis: OwnRedis, defaults: NamespacePolicyInput = {}) {
+  async function deployment(redis: { url: string }, defaults: NamespacePolicyInput = {}) {
     const dir = mkdtempSync(join(tmpdir(), 'strata-hot-faults-cold-'));
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
     const make = async () => {
@@ -232,6 +273,33 @@ describe('hot-tier faults never undo an acknowledged write', () => {
       return r.pttl(found[0]!);
     });
     expect(ttl).toBeGreaterThan(0);
+  });
+
+  it('a failover to a replica that lags does not surface older versions', async () => {
+    const primary = new OwnRedis();
+    cleanups.push(() => primary.stop());
+    await primary.start();
+    const replica = new OwnRedis(['--replicaof', '127.0.0.1', String(primary.port)]);
+    cleanups.push(() => replica.stop());
+    await replica.start();
+    const endpoint = new Endpoint();
+    cleanups.push(() => endpoint.stop());
+    await endpoint.start(primary.port);
+    const { a, make } = await deployment(endpoint);
+    const keys = Array.from({ length: 200 }, (_, i) => `key-${i}`);
+    await mapLimit(keys, 16, (k) => a.put('ns', k, Buffer.from(`v1 ${k}`)));
+    // The replica has caught up (v1 and the recorded incarnation), then falls behind: it stops replicating.
+    const target = await primary.admin((r) => r.dbsize());
+    for (let i = 0; i < 100 && (await replica.admin((r) => r.dbsize())) < target; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await replica.admin((r) => r.dbsize())).toBe(target);
+    await replica.admin((r) => r.replicaof('NO', 'ONE'));
+    const acked: Acked = new Map();
+    await mapLimit(keys, 16, async (k) => acked.set(k, { version: (await a.put('ns', k, Buffer.from(`v2 ${k}`))).version, deleted: false }));
+    expect((await a.get('ns', keys[0]!))!.tier).toBe('hot');
+    endpoint.switchTo(replica.port); // the failover: the endpoint now leads to the replica, which holds v1
+    await new Promise((r) => setTimeout(r, STALL_MS));
+    expect(await checkAll(a, keys, acked)).toEqual([]);
+    expect(await checkAll(await make(), keys, acked)).toEqual([]);
   });
 
   it('a Redis restarted from an older snapshot does not bring older versions back, for running or new coordinators', async () => {
