@@ -302,6 +302,34 @@ describe('hot-tier faults never undo an acknowledged write', () => {
     expect(await checkAll(await make(), keys, acked)).toEqual([]);
   });
 
+  it("with incarnationCheck 'reconnect', a lost connection fences the hot tier whole even when run_id stays the same", async () => {
+    const redis = new OwnRedis();
+    cleanups.push(() => redis.stop());
+    await redis.start();
+    const dir = mkdtempSync(join(tmpdir(), 'strata-hot-faults-cold-'));
+    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const events: CoordinatorEvent[] = [];
+    const c = new Coordinator({
+      tiers: [RedisTier.fromUrl(redis.url, { commandTimeoutMs: STALL_MS, incarnationCheck: 'reconnect' }), new LocalFolderTier({ dir, fsync: false })],
+      policies: new PolicyRegistry({ defaults: { nearCache: { enabled: false } } }),
+      flushTimer: false,
+      onBackgroundError: () => {},
+      onEvent: (e) => events.push(e),
+      hotFence: { leaseMs: LEASE_MS },
+    });
+    cleanups.push(() => c.close());
+    await c.ready();
+    await c.put('ns', 'k', Buffer.from('v1'));
+    expect((await c.get('ns', 'k'))!.tier).toBe('hot');
+    const raisesBefore = events.filter((e) => e.type === 'bump').length;
+    // A proxy in front of a failed-over server would look like this: the connection drops, the run_id does not change.
+    await redis.admin((r) => r.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes'));
+    await new Promise((r) => setTimeout(r, 300)); // the client reconnects
+    expect((await c.get('ns', 'k'))!.tier).toBe('cold'); // the old hot copy is not trusted any more
+    expect(events.filter((e) => e.type === 'bump' && e.incarnation).length).toBeGreaterThan(0);
+    expect(events.filter((e) => e.type === 'bump').length).toBeGreaterThan(raisesBefore);
+  });
+
   it('a Redis restarted from an older snapshot does not bring older versions back, for running or new coordinators', async () => {
     const redis = new OwnRedis();
     cleanups.push(() => redis.stop());

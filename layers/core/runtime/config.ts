@@ -16,6 +16,11 @@ export const runtimeEnvSchema = z.object({
   /** Hot tier: Redis/Valkey URL (`rediss://` for TLS). Absent = embedded in-process memory tier. */
   STRATA_REDIS_URL: z.string().url().optional(),
   STRATA_REDIS_CLUSTER: bool.default(false),
+  /**
+   * How the hot fence tells a restarted or failed-over Redis (docs/API.md, Consistency): `run-id` (every master's
+   * INFO run_id) or `reconnect` (every lost connection fences the hot tier once: for proxies that hide run_ids).
+   */
+  STRATA_REDIS_INCARNATION: z.enum(['run-id', 'reconnect']).default('run-id'),
   STRATA_REDIS_USERNAME: z.string().optional(),
   STRATA_REDIS_PASSWORD: z.string().optional(),
   /** The password as a Secrets Manager secret (AWS); read at start-up. Takes the place of STRATA_REDIS_PASSWORD. */

@@ -48,7 +48,12 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
   }
   tiers.push(
     remoteHot
-      ? RedisTier.fromUrl(env.STRATA_REDIS_URL!, { cluster: env.STRATA_REDIS_CLUSTER, username: env.STRATA_REDIS_USERNAME, password: env.STRATA_REDIS_PASSWORD })
+      ? RedisTier.fromUrl(env.STRATA_REDIS_URL!, {
+          cluster: env.STRATA_REDIS_CLUSTER,
+          username: env.STRATA_REDIS_USERNAME,
+          password: env.STRATA_REDIS_PASSWORD,
+          incarnationCheck: env.STRATA_REDIS_INCARNATION,
+        })
       : new MemoryTier({ name: 'hot', maxBytes: env.STRATA_HOT_MEMORY_MB * MiB }),
   );
   const wantsWarm = !!(env.STRATA_WARM_RING_BUCKET ?? env.STRATA_WARM_RING_DIR);

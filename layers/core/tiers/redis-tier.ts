@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Socket as NetStream } from 'node:net';
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import { Cluster, Command, Redis, type ChainableCommander, type RedisOptions } from 'ioredis';
@@ -32,6 +32,13 @@ export interface RedisTierOptions {
    * the watchdog only runs when this is given (otherwise the client's own options apply).
    */
   commandTimeoutMs?: number;
+  /**
+   * How a restarted or failed-over server is told apart (see {@link RedisTier.checkIncarnation}): `run-id` compares
+   * every master's INFO run_id with the one recorded in Redis; `reconnect` treats every lost connection as a
+   * possibly new server (for endpoints behind a proxy that hides the servers' run_ids: each reconnect then fences
+   * the whole hot tier once). @default 'run-id'
+   */
+  incarnationCheck?: 'run-id' | 'reconnect';
   /** TCP/TLS connect timeout (default 2000 ms). */
   connectTimeoutMs?: number;
   /**
@@ -556,8 +563,12 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
   /** Dirty entries found gone before their flush, not yet taken by {@link takeLostDirty}. */
   private dirtyLost = 0;
   private readonly connectionLost = (): void => {
+    this.lostSinceCheck = true;
     for (const l of this.lostListeners) l();
   };
+  private readonly incarnationCheck: 'run-id' | 'reconnect';
+  /** A connection was lost since the last incarnation check (for `incarnationCheck: 'reconnect'`). */
+  private lostSinceCheck = false;
   /** Rejection handler: any connection or server error becomes TierUnavailableError (script bugs stay as they are). */
   private readonly fail = (e: unknown): never => {
     throw this.unavailable(e);
@@ -587,6 +598,7 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
     else client.on('close', this.connectionLost);
     this.lean = !client.isCluster && !(client as Redis).options.keyPrefix;
     this.stallMs = opts.commandTimeoutMs ?? 1000;
+    this.incarnationCheck = opts.incarnationCheck ?? 'run-id';
     if (this.ownsClient || opts.commandTimeoutMs !== undefined) {
       this.watchdog = setInterval(() => this.checkStalls(), Math.min(250, Math.max(50, Math.floor(this.stallMs / 4))));
       this.watchdog.unref();
@@ -826,6 +838,12 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
    * longer matches.
    */
   async checkIncarnation(): Promise<{ same: true } | { same: false; token: string; previous: string | null }> {
+    if (this.incarnationCheck === 'reconnect') {
+      const lost = this.lostSinceCheck;
+      this.lostSinceCheck = false;
+      const stored = await this.call(() => this.client.get(this.incarnationKey()));
+      return stored !== null && !lost ? { same: true } : { same: false, token: randomUUID(), previous: stored };
+    }
     const token = await this.call(async () => {
       const nodes = this.client.isCluster ? (this.client as Cluster).nodes('master') : [this.client as Redis];
       const ids = await Promise.all(nodes.map(async (n) => runId(await n.info('server'))));
