@@ -1,6 +1,6 @@
 import { StrataError, TierUnavailableError, VersionConflictError } from '../errors.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
-import { isLive, makeLocationMarker, makeTombstone } from '../model/entry.js';
+import { copyForTier, isLive, makeLocationMarker, makeTombstone } from '../model/entry.js';
 import { HybridLogicalClock } from '../model/hlc.js';
 import { contentHash, keyShardIndex } from '../model/keys.js';
 import type { MemoryTier } from '../tiers/memory-tier.js';
@@ -8,6 +8,7 @@ import type { Tier, TierName, TierStats } from '../tiers/tier.js';
 import { supportsConfirming, supportsDirtyTracking, supportsIncarnations, supportsPresigning } from '../tiers/tier.js';
 import { mapLimit, withTimeout } from '../util/concurrency.js';
 import { HotFence, tierFenceRegister, type FenceEvent } from './hot-fence.js';
+import { copyPendingToHot } from './hot-promotion.js';
 import { Coalescer, KeyedMutex } from './keyed-mutex.js';
 import { fetchFromOrigin } from './origin.js';
 import type { NamespacePolicy } from './policy.js';
@@ -468,8 +469,7 @@ export class Coordinator {
     if (!r) return;
     const there = await tier.head(ns, key);
     if (there && there.version >= r.entry.header.version) return;
-    const { hotEpoch: _epoch, ...header } = r.entry.header;
-    await tier.put(ns, key, { header: { ...header, flags: {} }, value: r.entry.value });
+    await tier.put(ns, key, copyForTier(r.entry));
   }
 
   // ------------------------------------------------------------------ write-back
@@ -550,7 +550,7 @@ export class Coordinator {
 
   private nearFill(ns: string, key: string, entry: Entry, policy: NamespacePolicy): void {
     if (!this.l1 || !policy.nearCache.enabled || entry.value.length > policy.nearCache.maxValueBytes) return;
-    this.l1.putSync(ns, key, { header: { ...entry.header, flags: {} }, value: entry.value }, policy.nearCache.ttlMs);
+    this.l1.putSync(ns, key, copyForTier(entry), policy.nearCache.ttlMs);
   }
 
   /**
@@ -562,40 +562,22 @@ export class Coordinator {
     if (!policy.promoteOnRead || level === 0) return;
     const upper = this.tiers.slice(0, level).filter((t) => policy.writeTiers.includes(t.name as 'hot' | 'warm' | 'cold') && !(t === this.hot && hit.entry.value.length >= policy.writeAroundBytes));
     if (upper.length === 0) return;
-    const { hotEpoch: _epoch, ...header } = hit.entry.header;
-    const entry: Entry = { header: { ...header, flags: {} }, value: hit.entry.value };
-    const residency = { residencyMs: policy.hotResidencySeconds * 1000 };
-    const version = hit.entry.header.version;
-    const toHot = async (t: Tier): Promise<WriteOutcome> => {
+    const entry = copyForTier(hit.entry);
+    const residencyMs = policy.hotResidencySeconds * 1000;
+    const toHot = async (t: Tier): Promise<boolean> => {
       // Equal versions never replace each other: a fenced-off copy of this very version is removed first (only
       // that exact version, so a newer write landing meanwhile stays).
-      if (staleHot === version) await t.delete(ns, key, staleHot);
-      if (!supportsConfirming(t)) return t.put(ns, key, stampEpoch(entry, epoch), residency);
-      // Pending until the tiers below still say this is the newest version: a write that came after our read and
-      // whose hot copy was evicted since would otherwise be shadowed by this older one.
-      const pending = stampEpoch({ header: { ...entry.header, flags: { pending: true } }, value: entry.value }, epoch);
-      const o = await t.put(ns, key, pending, residency);
-      if (!o.applied && o.current !== version) return o;
-      if (await this.stillNewest(ns, key, version, level)) return { applied: await t.confirm(ns, key, version), current: version };
-      await t.delete(ns, key, version);
-      return { applied: false, current: null };
+      if (staleHot === entry.header.version) await t.delete(ns, key, staleHot);
+      const copy = stampEpoch(entry, epoch);
+      if (!supportsConfirming(t)) return (await t.put(ns, key, copy, { residencyMs })).applied;
+      return (await copyPendingToHot(t, ns, key, copy, this.tiers.slice(1, level + 1), residencyMs)).result === 'confirmed';
     };
     this.track(
-      Promise.all(upper.map((t) => (t === this.hot ? toHot(t) : t.put(ns, key, entry)))).then((rs) => {
-        if (rs.some((r) => r.applied)) this.promotions++;
+      Promise.all(upper.map((t) => (t === this.hot ? toHot(t) : t.put(ns, key, entry).then((o) => o.applied)))).then((applied) => {
+        if (applied.includes(true)) this.promotions++;
       }),
       'promotion',
     );
-  }
-
-  /** Whether the tiers below hot, down to `level`, still hold `version` as the key's newest (promotion check). */
-  private async stillNewest(ns: string, key: string, version: number, level: number): Promise<boolean> {
-    for (let i = 1; i <= level; i++) {
-      const h = await this.tiers[i]!.head(ns, key);
-      if (h && h.version > version) return false;
-      if (i === level) return h?.version === version && !h.flags.tombstone;
-    }
-    return false;
   }
 
   private loadFromOrigin(ns: string, key: string, policy: NamespacePolicy): Promise<ReadResult | undefined> {

@@ -1,4 +1,4 @@
-import type { Entry } from '../model/entry.js';
+import { copyForTier, type Entry } from '../model/entry.js';
 import type { DirtyTracking, Tier } from '../tiers/tier.js';
 import { mapLimit } from '../util/concurrency.js';
 import type { NamespacePolicy, PolicyRegistry } from './policy.js';
@@ -74,8 +74,7 @@ export class WriteBackFlusher {
       const e = await hot.get(ns, key);
       if (!e || !e.header.flags.dirty) return;
       const { dirty: _dirty, ...flags } = e.header.flags;
-      const { hotEpoch: _epoch, ...header } = e.header;
-      const clean: Entry = { header: { ...header, flags }, value: e.value };
+      const clean = copyForTier(e, flags);
       const policy = policies.for(ns);
       if (await this.opts.writeBelow(ns, key, clean, policy)) {
         if (await hot.markClean(ns, key, e.header.version, this.opts.residencyMs(policy))) done++;

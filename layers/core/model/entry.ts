@@ -98,6 +98,15 @@ export function decodeHeader(s: string): EntryHeader {
   return h;
 }
 
+/**
+ * An entry as another tier gets it (a promotion, a flush, a copy before presigning): the same version and value,
+ * with `flags`, and without the hot copy's epoch, which only means something in the hot tier.
+ */
+export function copyForTier(e: Entry, flags: EntryFlags = {}): Entry {
+  const { hotEpoch: _epoch, ...header } = e.header;
+  return { header: { ...header, flags }, value: e.value };
+}
+
 export function makeTombstone(version: number, ttlMs: number, now = Date.now()): Entry {
   return { header: { version, expiresAt: now + ttlMs, size: 0, hash: '', tags: [], flags: { tombstone: true } }, value: Buffer.alloc(0) };
 }

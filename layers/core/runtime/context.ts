@@ -14,7 +14,8 @@ import { warmTierFromEnv } from './warm.js';
 import { parseTenantAccess, type TenantAccess } from '../api/tenant-access.js';
 import { emfDocument } from '../metrics/emf.js';
 import { metricsSink } from '../metrics/sink.js';
-import { ErrorLogLimiter, formatErrorLogEntry, type ErrorLogLimiterOptions } from '../util/error-log-limiter.js';
+import { ErrorLogLimiter, formatErrorLogEntry, type ErrorLogEntry, type ErrorLogLimiterOptions } from '../util/error-log-limiter.js';
+import type { MetricKey } from '../metrics/catalog.js';
 
 const MiB = 1024 * 1024;
 
@@ -112,26 +113,39 @@ function admins(access: TenantAccess): string {
  * stack, then one line per kind per 10 s with the count ({@link ErrorLogLimiter}), and each line publishes its
  * count as `BackgroundErrors` by `Activity` (one EMF document per log line: the metric costs no more than the log).
  */
-export function backgroundErrorLog(
-  o: { environment: string; log?: (line: string) => void } & Pick<ErrorLogLimiterOptions, 'now' | 'schedule' | 'intervalMs'>,
-): (error: unknown, what: string) => void {
+export function backgroundErrorLog(o: CoordinatorLogOptions): (error: unknown, what: string) => void {
+  const { log, publish, limiter } = coordinatorLog(o, (entry) => {
+    log(formatErrorLogEntry(entry));
+    publish({ backgroundErrors: entry.count }, { Activity: entry.what });
+  });
+  return (error, what) => limiter.report(error, what);
+}
+
+/** Options of the coordinator's logs: the environment (metric dimension), and a log line sink, clock and timer for tests. */
+type CoordinatorLogOptions = { environment: string; log?: (line: string) => void } & Pick<ErrorLogLimiterOptions, 'now' | 'schedule' | 'intervalMs'>;
+
+/**
+ * What both coordinator logs are built on: the line sink, a metric publisher that never throws (the log line is
+ * written; a failing metrics sink must not fail the request or the background work that reported), and an
+ * {@link ErrorLogLimiter} writing through `write`.
+ */
+function coordinatorLog(o: CoordinatorLogOptions, write: (entry: ErrorLogEntry) => void) {
   const log = o.log ?? ((line: string) => console.error(line));
   const now = o.now ?? Date.now;
+  const publish = (values: Partial<Record<MetricKey, number>>, dimensions: Record<string, string> = {}): void => {
+    try {
+      metricsSink().write([emfDocument({ timestamp: now(), dimensions: { Environment: o.environment, ...dimensions }, values })]);
+    } catch {
+      // The log line is written; a metrics sink that fails must not turn what it reports into a thrown error.
+    }
+  };
   const limiter = new ErrorLogLimiter({
     now,
     ...(o.schedule !== undefined ? { schedule: o.schedule } : {}),
     ...(o.intervalMs !== undefined ? { intervalMs: o.intervalMs } : {}),
-    write: (entry) => {
-      log(formatErrorLogEntry(entry));
-      try {
-        const dimensions = { Environment: o.environment, Activity: entry.what };
-        metricsSink().write([emfDocument({ timestamp: now(), dimensions, values: { backgroundErrors: entry.count } })]);
-      } catch {
-        // The log line is written; a metrics sink that fails must not turn a background error into a thrown one.
-      }
-    },
+    write,
   });
-  return (error, what) => limiter.report(error, what);
+  return { log, publish, limiter };
 }
 
 /**
@@ -139,26 +153,10 @@ export function backgroundErrorLog(
  * unknown come one per write during an outage, so they go through an {@link ErrorLogLimiter} like background
  * errors (first with its stack, then a count per 10 s); fence bumps come at most one per lease per process.
  */
-export function coordinatorEventLog(
-  o: { environment: string; log?: (line: string) => void } & Pick<ErrorLogLimiterOptions, 'now' | 'schedule' | 'intervalMs'>,
-): (event: CoordinatorEvent) => void {
-  const log = o.log ?? ((line: string) => console.error(line));
-  const now = o.now ?? Date.now;
-  const publish = (values: Partial<Record<'hotCopiesUnknown' | 'hotFenceBumps' | 'writeBackLost', number>>) => {
-    try {
-      metricsSink().write([emfDocument({ timestamp: now(), dimensions: { Environment: o.environment }, values })]);
-    } catch {
-      // The log line is written; a failing metrics sink must not fail the write that reported the event.
-    }
-  };
-  const limiter = new ErrorLogLimiter({
-    now,
-    ...(o.schedule !== undefined ? { schedule: o.schedule } : {}),
-    ...(o.intervalMs !== undefined ? { intervalMs: o.intervalMs } : {}),
-    write: (entry) => {
-      log(formatErrorLogEntry(entry, '[strata] hot fence:'));
-      if (entry.what === HOT_COPY) publish({ hotCopiesUnknown: entry.count });
-    },
+export function coordinatorEventLog(o: CoordinatorLogOptions): (event: CoordinatorEvent) => void {
+  const { log, publish, limiter } = coordinatorLog(o, (entry) => {
+    log(formatErrorLogEntry(entry, '[strata] hot fence:'));
+    if (entry.what === HOT_COPY) publish({ hotCopiesUnknown: entry.count });
   });
   return (e) => {
     switch (e.type) {

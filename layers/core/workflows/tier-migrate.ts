@@ -6,6 +6,7 @@ import { isLive } from '../model/entry.js';
 import { MAX_KEY_BYTES, NAMESPACE_PATTERN } from '../model/keys.js';
 import type { Confirming, Pinning, Tier } from '../tiers/tier.js';
 import { supportsConfirming, supportsPinning, supportsScan } from '../tiers/tier.js';
+import { copyPendingToHot } from '../coordinator/hot-promotion.js';
 import { DEFAULT_HOT_RESIDENCY_SECONDS } from '../coordinator/policy.js';
 import { mapLimit } from '../util/concurrency.js';
 import { TokenBucket } from './token-bucket.js';
@@ -177,25 +178,14 @@ export async function tierMigrateBatch(deps: TierMigrateDeps, raw: unknown): Pro
     return undefined; // the same version was there already
   };
 
-  /**
-   * A copy into the hot tier is pending (never served) until the tiers below, down to the source, still hold its
-   * version as the newest: a write that lands meanwhile and whose hot copy is evicted must not be shadowed by it.
-   * It carries the hot residency TTL, as the coordinator's copies do, so a full Redis can evict it.
-   */
+  /** Into the hot tier: pending until the tiers below still hold the version (coordinator/hot-promotion.ts). */
   const copyToHot = async (hot: Tier & Confirming, key: string, e: Entry): Promise<MigrateReportLine | undefined> => {
-    const header = copyHeader(e.header, e.value.length);
-    const v = header.version;
-    const o = await hot.put(ns, key, { header: { ...header, flags: { ...header.flags, pending: true } }, value: e.value }, { residencyMs: DEFAULT_HOT_RESIDENCY_SECONDS * 1000 });
-    if (!o.applied && o.full) return line(key, v, 'full', 0, `tier '${hot.name}' has no room`);
-    if (!o.applied && o.current !== null && o.current > v) return line(key, v, 'newer', 0, `tier '${hot.name}' holds version ${o.current}`);
-    for (const name of TIER_ORDER.slice(1, TIER_ORDER.indexOf(i.from) + 1)) {
-      const below = await deps[name]?.head(ns, key);
-      if (below && below.version > v) {
-        await hot.delete(ns, key, v);
-        return line(key, v, 'newer', 0, `tier '${name}' holds version ${below.version}`);
-      }
-    }
-    await hot.confirm(ns, key, v);
+    const v = e.header.version;
+    const below = TIER_ORDER.slice(1, TIER_ORDER.indexOf(i.from) + 1).flatMap((n) => (deps[n] ? [deps[n]] : []));
+    const o = await copyPendingToHot(hot, ns, key, { header: copyHeader(e.header, e.value.length), value: e.value }, below, DEFAULT_HOT_RESIDENCY_SECONDS * 1000);
+    if (o.result === 'full') return line(key, v, 'full', 0, `tier '${hot.name}' has no room`);
+    if (o.result === 'newer') return line(key, v, 'newer', 0, `tier '${o.tier}' holds version ${o.version}`);
+    if (o.result === 'changed') return line(key, v, 'changed', 0, `no longer in tier '${o.tier}' at this version`);
     return undefined;
   };
 
