@@ -13,6 +13,7 @@ import { Coalescer, KeyedMutex } from './keyed-mutex.js';
 import { fetchFromOrigin } from './origin.js';
 import type { NamespacePolicy } from './policy.js';
 import { PolicyRegistry } from './policy.js';
+import { entryHeader, headOne, readOne, TierWalk, type Walked } from './tier-walk.js';
 import { WriteBackFlusher } from './write-back.js';
 
 export interface CoordinatorOptions {
@@ -86,25 +87,6 @@ interface TierCounters {
 
 type Attempt = { ok: true; tiers: TierName[]; durable: boolean } | { ok: false; current: number };
 
-/** What the tier walk found for one key. */
-interface Walked<H> {
-  hit?: { item: H; level: number; tier: TierName };
-  /** A tombstone ended the walk: the key is deleted. */
-  deleted: boolean;
-  /** The tier whose answer ended the walk (a hit or a tombstone); undefined: every tier missed or failed. */
-  at?: TierName;
-  /** Tiers that could not answer before the walk ended. */
-  failed: TierName[];
-  /** Tiers that answered (a miss included) before the walk ended. */
-  answered: TierName[];
-  /** A dirty hot copy the fence could not confirm: the newest version unless a lower tier holds a newer one. */
-  candidate?: { item: H; level: number; tier: TierName };
-  /** The hot epochs taken before anything was read (a promotion is stamped with its shard's). */
-  epochs?: readonly number[];
-  /** Version of a clean hot copy the fence did not confirm (a promotion of that same version replaces it). */
-  staleHot?: number;
-}
-
 const MAX_RESTAMPS = 8;
 
 /**
@@ -113,7 +95,7 @@ const MAX_RESTAMPS = 8;
  * Reads: L1 → hot → warm → cold, one walk for get, head, getMany and preconditions; a hit below the top is
  * promoted upwards in the background (versioned puts, so a promotion can never replace a newer write); a
  * tombstone stops the walk; a miss may read through the namespace's origin, coalesced per key. A clean hot copy
- * is served alone only when the hot fence confirms it (see hot-fence.ts).
+ * is served alone only when the hot fence confirms it (see tier-walk.ts and hot-fence.ts).
  * Writes: every write gets a hybrid-logical-clock version and is made durable first (warm, cold), then copied to
  * hot; a hot copy that fails or whose outcome is unknown is fenced off before the write is acknowledged. A tier
  * refusing a write as stale means another writer got a newer version in first: the write is re-stamped above
@@ -138,6 +120,7 @@ export class Coordinator {
   private readonly counters = new Map<ServedBy, TierCounters>();
   private readonly started = Date.now();
   private readonly flusher?: WriteBackFlusher;
+  private readonly reads: TierWalk;
   private readonly settled: Promise<void>;
   private promotions = 0;
   private hotUnknown = 0;
@@ -157,6 +140,14 @@ export class Coordinator {
     this.onEvent = opts.onEvent ?? (() => {});
     this.fence = this.makeFence(opts.hotFence);
     this.settled = this.fence ? this.fence.settle() : Promise.resolve();
+    this.reads = new TierWalk({
+      tiers: this.tiers,
+      hot: this.hot,
+      fence: this.fence,
+      count: (tier, what) => this.count(tier, what),
+      observe: (version) => this.clock.observe(version),
+      durableTargets: (policy) => this.durableTargets(policy),
+    });
     const hot = this.hot;
     if (hot && supportsDirtyTracking(hot)) {
       this.flusher = new WriteBackFlusher({
@@ -199,7 +190,7 @@ export class Coordinator {
     const policy = this.policies.for(ns);
     const near = this.nearGet(ns, key, policy);
     if (near !== undefined) return near ?? undefined;
-    const [w] = await this.walk(ns, [key], policy, readOne, entryHeader);
+    const [w] = await this.reads.walk(ns, [key], readOne, entryHeader);
     return this.settleRead(ns, key, w!, policy);
   }
 
@@ -209,8 +200,8 @@ export class Coordinator {
     const near = this.nearGet(ns, key, policy);
     if (near) return { header: near.entry.header, tier: near.tier };
     if (near === null) return undefined;
-    const [w] = await this.walk(ns, [key], policy, headOne, (h) => h);
-    this.assertCertain(w!, policy);
+    const [w] = await this.reads.walk(ns, [key], headOne, (h) => h);
+    this.reads.assertCertain(w!, policy);
     return w!.hit ? { header: w!.hit.item, tier: w!.hit.tier } : undefined;
   }
 
@@ -223,9 +214,9 @@ export class Coordinator {
       if (near) out[i] = near;
       else if (near === undefined) pending.push(i);
     });
-    const walked = await this.walk(ns, pending.map((i) => keys[i]!), policy, (t, n, ks) => t.getMany(n, ks), entryHeader);
+    const walked = await this.reads.walk(ns, pending.map((i) => keys[i]!), (t, n, ks) => t.getMany(n, ks), entryHeader);
     // Every key is settled before any origin load, so a 503 never leaves origin loads half done.
-    const uncertain = walked.findIndex((w) => !(policy.origin && !w.hit && !w.deleted) && !this.certain(w, policy));
+    const uncertain = walked.findIndex((w) => !(policy.origin && !w.hit && !w.deleted) && !this.reads.certain(w, policy));
     if (uncertain >= 0) throw new TierUnavailableError(walked[uncertain]!.failed.join(','));
     await Promise.all(pending.map(async (i, j) => (out[i] = await this.settleRead(ns, keys[i]!, walked[j]!, policy))));
     return out;
@@ -233,7 +224,7 @@ export class Coordinator {
 
   /** A walk's answer for a read: the hit (promoted), the origin's value, a miss, or a 503 when a miss is unsure. */
   private async settleRead(ns: string, key: string, w: Walked<Entry>, policy: NamespacePolicy): Promise<ReadResult | undefined> {
-    if (!(policy.origin && !w.hit && !w.deleted)) this.assertCertain(w, policy);
+    if (!(policy.origin && !w.hit && !w.deleted)) this.reads.assertCertain(w, policy);
     if (w.hit) {
       const hit: ReadResult = { entry: w.hit.item, tier: w.hit.tier };
       const epoch = w.epochs ? w.epochs[keyShardIndex(ns, key)]! : 0;
@@ -242,100 +233,6 @@ export class Coordinator {
     }
     if (policy.origin) return this.loadFromOrigin(ns, key, policy);
     return undefined;
-  }
-
-  /**
-   * The one tier walk behind get, head, getMany and preconditions: each tier in turn, for the keys no tier above
-   * has settled. `read` fetches entries or headers of some keys from one tier.
-   */
-  private async walk<H>(ns: string, keys: string[], policy: NamespacePolicy, read: (t: Tier, ns: string, keys: string[]) => Promise<(H | undefined)[]>, headerOf: (item: H) => EntryHeader): Promise<Walked<H>[]> {
-    const fence = this.hot ? this.fence : undefined;
-    let view = fence?.readerView() ?? null;
-    if (view instanceof Promise) {
-      await view;
-      view = fence!.readerView();
-      if (view instanceof Promise) view = null;
-    }
-    // Taken before anything is read: the epochs a promotion of what this walk finds is stamped with.
-    const epochs = view ?? fence?.current();
-    const out: Walked<H>[] = keys.map(() => ({ deleted: false, failed: [], answered: [], epochs }));
-    let pending = keys.map((_, i) => i);
-    for (let level = 0; level < this.tiers.length && pending.length > 0; level++) {
-      const tier = this.tiers[level]!;
-      let found: (H | undefined)[];
-      try {
-        found = await read(tier, ns, pending.length === keys.length ? keys : pending.map((i) => keys[i]!));
-      } catch {
-        this.count(tier.name, 'errors');
-        for (const i of pending) out[i]!.failed.push(tier.name);
-        continue;
-      }
-      const next: number[] = [];
-      pending.forEach((i, j) => {
-        const w = out[i]!;
-        w.answered.push(tier.name);
-        const item = found[j];
-        const h = item === undefined ? undefined : headerOf(item);
-        if (h && tier === this.hot && (h.flags.pending || (fence && !(view && (h.hotEpoch ?? 0) >= view[keyShardIndex(ns, keys[i]!)]!)))) {
-          // Not confirmed by the fence: a clean copy may be older than an acknowledged write and is skipped; a
-          // dirty one is the newest unless a lower tier proves otherwise.
-          if (h.flags.dirty && isLive(h)) w.candidate = { item: item!, level, tier: tier.name };
-          else if (!h.flags.pending) w.staleHot = h.version;
-          this.count(tier.name, 'misses');
-          next.push(i);
-          return;
-        }
-        const cand = w.candidate && headerOf(w.candidate.item).version;
-        w.at = tier.name;
-        if (h?.flags.tombstone) {
-          if (cand !== undefined && cand > h.version) w.hit = w.candidate;
-          else w.deleted = true;
-        } else if (h && isLive(h)) {
-          w.hit = cand !== undefined && cand > h.version ? w.candidate : { item: item!, level, tier: tier.name };
-          this.clock.observe(h.version);
-        } else {
-          w.at = undefined;
-          this.count(tier.name, 'misses');
-          next.push(i);
-          return;
-        }
-        if (w.hit) this.count(w.hit.tier, 'hits');
-        else this.count(tier.name, 'misses');
-      });
-      pending = next;
-    }
-    for (const i of pending) {
-      const w = out[i]!;
-      if (w.candidate) {
-        w.hit = w.candidate;
-        this.count(w.candidate.tier, 'hits');
-      }
-    }
-    return out;
-  }
-
-  /**
-   * Whether a walk's answer (a hit, a tombstone or a miss) may be given while some tier above it failed. It is sure
-   * when it comes from a tier that every acknowledged write of the namespace reaches (a durable target, or a hot
-   * copy the fence confirmed), for a miss when such a tier answered, or when no failed tier might hold a newer
-   * version: a failed hot tier counts only where hot can lead the durable tiers (write-back, or no durable tier).
-   * Otherwise get, head, getMany and preconditions all answer 503.
-   */
-  private certain(w: Walked<unknown>, policy: NamespacePolicy): boolean {
-    if (w.failed.length === 0) return true;
-    const durable = this.durableTargets(policy);
-    const reachedByAll = (n: TierName) => durable.some((t) => t.name === n);
-    if (w.at !== undefined ? w.at === 'hot' || reachedByAll(w.at) : w.answered.some(reachedByAll)) return true;
-    return w.failed.every((n) => n === 'hot' && !this.hotMayLead(policy));
-  }
-
-  private assertCertain(w: Walked<unknown>, policy: NamespacePolicy): void {
-    if (!this.certain(w, policy)) throw new TierUnavailableError(w.failed.join(','));
-  }
-
-  /** Whether the hot tier may hold a version no durable tier has (write-back, or a namespace with no durable tier). */
-  private hotMayLead(policy: NamespacePolicy): boolean {
-    return policy.writeMode === 'write-back' || this.durableTargets(policy).length === 0;
   }
 
   // ------------------------------------------------------------------ writes
@@ -369,8 +266,8 @@ export class Coordinator {
     if (near) current = near.entry.header.version;
     else if (near === null) current = null;
     else {
-      const [w] = await this.walk(ns, [key], policy, headOne, (h) => h);
-      this.assertCertain(w!, policy);
+      const [w] = await this.reads.walk(ns, [key], headOne, (h) => h);
+      this.reads.assertCertain(w!, policy);
       current = w!.hit ? w!.hit.item.version : null;
     }
     if (opts.ifNoneMatch && current !== null) throw new VersionConflictError(`key '${key}' already exists`, { expected: '*', current });
@@ -767,18 +664,6 @@ export class Coordinator {
     if (!c) this.counters.set(tier, (c = { hits: 0, misses: 0, errors: 0 }));
     c[what]++;
   }
-}
-
-function readOne(t: Tier, ns: string, keys: string[]): Promise<(Entry | undefined)[]> {
-  return t.get(ns, keys[0]!).then((e) => [e]);
-}
-
-function headOne(t: Tier, ns: string, keys: string[]): Promise<(EntryHeader | undefined)[]> {
-  return t.head(ns, keys[0]!).then((h) => [h]);
-}
-
-function entryHeader(e: Entry): EntryHeader {
-  return e.header;
 }
 
 /** A copy for the hot tier, stamped with its shard's epoch. */
