@@ -125,15 +125,19 @@ describe('hot-tier faults never undo an acknowledged write', () => {
   });
 
   /** Two coordinators (two containers) over one Redis and one durable folder. */
-  async function deployment(redis: { url: string }, defaults: NamespacePolicyInput = {}) {
+  async function deployment(
+    redis: { url: string },
+    o: { defaults?: NamespacePolicyInput; incarnationCheck?: 'run-id' | 'reconnect'; onEvent?: (e: CoordinatorEvent) => void } = {},
+  ) {
     const dir = mkdtempSync(join(tmpdir(), 'strata-hot-faults-cold-'));
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
     const make = async () => {
       const c = new Coordinator({
-        tiers: [RedisTier.fromUrl(redis.url, { commandTimeoutMs: STALL_MS }), new LocalFolderTier({ dir, fsync: false })],
-        policies: new PolicyRegistry({ defaults: { nearCache: { enabled: false }, ...defaults } }),
+        tiers: [RedisTier.fromUrl(redis.url, { commandTimeoutMs: STALL_MS, incarnationCheck: o.incarnationCheck }), new LocalFolderTier({ dir, fsync: false })],
+        policies: new PolicyRegistry({ defaults: { nearCache: { enabled: false }, ...o.defaults } }),
         flushTimer: false,
         onBackgroundError: () => {},
+        ...(o.onEvent ? { onEvent: o.onEvent } : {}),
         hotFence: { leaseMs: LEASE_MS },
       });
       cleanups.push(() => c.close());
@@ -243,19 +247,8 @@ describe('hot-tier faults never undo an acknowledged write', () => {
     const redis = new OwnRedis();
     cleanups.push(() => redis.stop());
     await redis.start();
-    const dir = mkdtempSync(join(tmpdir(), 'strata-hot-faults-cold-'));
-    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
     const events: CoordinatorEvent[] = [];
-    const c = new Coordinator({
-      tiers: [RedisTier.fromUrl(redis.url, { commandTimeoutMs: STALL_MS }), new LocalFolderTier({ dir, fsync: false })],
-      policies: new PolicyRegistry({ defaults: { writeMode: 'write-back', nearCache: { enabled: false } } }),
-      flushTimer: false,
-      onBackgroundError: () => {},
-      onEvent: (e) => events.push(e),
-      hotFence: { leaseMs: LEASE_MS },
-    });
-    cleanups.push(() => c.close());
-    await c.ready();
+    const { a: c } = await deployment(redis, { defaults: { writeMode: 'write-back' }, onEvent: (e) => events.push(e) });
     const writes = await Promise.all(Array.from({ length: 20 }, (_, i) => c.put('ns', `k${i}`, Buffer.from(`v${i}`))));
     expect(writes.every((w) => w.durable === false && w.tiers.join() === 'hot')).toBe(true);
     // Five dirty entries vanish before the flush (as an allkeys-* eviction or a lost replica would do).
@@ -306,19 +299,8 @@ describe('hot-tier faults never undo an acknowledged write', () => {
     const redis = new OwnRedis();
     cleanups.push(() => redis.stop());
     await redis.start();
-    const dir = mkdtempSync(join(tmpdir(), 'strata-hot-faults-cold-'));
-    cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
     const events: CoordinatorEvent[] = [];
-    const c = new Coordinator({
-      tiers: [RedisTier.fromUrl(redis.url, { commandTimeoutMs: STALL_MS, incarnationCheck: 'reconnect' }), new LocalFolderTier({ dir, fsync: false })],
-      policies: new PolicyRegistry({ defaults: { nearCache: { enabled: false } } }),
-      flushTimer: false,
-      onBackgroundError: () => {},
-      onEvent: (e) => events.push(e),
-      hotFence: { leaseMs: LEASE_MS },
-    });
-    cleanups.push(() => c.close());
-    await c.ready();
+    const { a: c } = await deployment(redis, { incarnationCheck: 'reconnect', onEvent: (e) => events.push(e) });
     await c.put('ns', 'k', Buffer.from('v1'));
     expect((await c.get('ns', 'k'))!.tier).toBe('hot');
     const raisesBefore = events.filter((e) => e.type === 'bump').length;
