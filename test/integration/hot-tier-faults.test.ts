@@ -269,7 +269,8 @@ describe('hot-tier faults never undo an acknowledged write', () => {
   });
 
   it('a failover to a replica that lags does not surface older versions', async () => {
-    const primary = new OwnRedis();
+    // No diskless-sync delay: by default a primary waits 5 s for more replicas before the first full sync.
+    const primary = new OwnRedis(['--repl-diskless-sync-delay', '0']);
     cleanups.push(() => primary.stop());
     await primary.start();
     const replica = new OwnRedis(['--replicaof', '127.0.0.1', String(primary.port)]);
@@ -283,7 +284,7 @@ describe('hot-tier faults never undo an acknowledged write', () => {
     await mapLimit(keys, 16, (k) => a.put('ns', k, Buffer.from(`v1 ${k}`)));
     // The replica has caught up (v1 and the recorded incarnation), then falls behind: it stops replicating.
     const target = await primary.admin((r) => r.dbsize());
-    for (let i = 0; i < 100 && (await replica.admin((r) => r.dbsize())) < target; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 400 && (await replica.admin((r) => r.dbsize())) < target; i++) await new Promise((r) => setTimeout(r, 50));
     expect(await replica.admin((r) => r.dbsize())).toBe(target);
     await replica.admin((r) => r.replicaof('NO', 'ONE'));
     const acked: Acked = new Map();
