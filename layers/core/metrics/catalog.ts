@@ -84,6 +84,7 @@ export const METRICS = {
   nodeFill: def(F, 'NodeFillPercent', 'Percent', [['Environment', 'Node']], 'fill of each node (bytes used / capacity)'),
   maxNodeFill: def(F, 'MaxNodeFillPercent', 'Percent', [['Environment']], 'fill of the fullest node'),
   migrationsInProgress: def(F, 'MigrationsInProgress', 'Count', [['Environment']], 'migration sessions prepared but not yet published'),
+  silentNodes: def(F, 'SilentNodes', 'Count', [['Environment']], 'nodes of the ring whose stats report is missing or older than its staleness bound'),
 
   // ---- Strata/Workflows: progress of the Step Functions workflows (emitted by their step Lambdas).
   sessionsDone: def(W, 'MigrationSessionsDone', 'Count', [['Environment', 'Workflow']], 'migration sessions published'),
