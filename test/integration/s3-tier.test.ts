@@ -222,6 +222,37 @@ describe('S3Tier (LocalStack)', () => {
     expect((await fetch(after.url, { headers: after.headers })).status).toBe(412);
   });
 
+  // "If you created a presigned URL by using temporary credentials, the URL expires when the credentials expire.
+  // This is true even if the URL was created with a later expiration time."
+  // (https://docs.aws.amazon.com/AmazonS3/latest/userguide/using-presigned-url.html, "Expiration time for presigned
+  // URLs"). The API reports expiresAt and derives the upload's completion deadline from it: both must be true.
+  it('never signs a URL past the expiry of the credentials that sign it', async () => {
+    const expiration = new Date(Date.now() + 120_000);
+    const client = new S3Client({
+      endpoint: testS3Endpoint(),
+      forcePathStyle: true,
+      region: 'us-east-1',
+      credentials: async () => ({ accessKeyId: 'test', secretAccessKey: 'test', sessionToken: 'session', expiration }),
+    });
+    const shortLived = new S3Tier({ bucket, client });
+    try {
+      await tier.put('ns', 'dl-short', entry(1, 'bytes'));
+      const dl = await shortLived.presignDownload('ns', 'dl-short', 3600);
+      const dlSeconds = Number(new URL(dl.url).searchParams.get('X-Amz-Expires'));
+      expect(dlSeconds).toBeLessThanOrEqual(120);
+      expect(dl.expiresAt).toBeLessThanOrEqual(expiration.getTime());
+      const up = await shortLived.presignUpload(upload(`short-${uniqueName('u')}`, 'ns', 'up-short'), 3600);
+      expect(Number(new URL(up.url).searchParams.get('X-Amz-Expires'))).toBeLessThanOrEqual(120);
+      expect(up.expiresAt).toBeLessThanOrEqual(expiration.getTime());
+      // Long-term keys (no expiry) keep the requested lifetime.
+      const long = await tier.presignDownload('ns', 'dl-short', 3600);
+      expect(Number(new URL(long.url).searchParams.get('X-Amz-Expires'))).toBe(3600);
+    } finally {
+      await shortLived.close();
+      client.destroy();
+    }
+  });
+
   const upload = (uploadId: string, ns: string, key: string, extra: Partial<NewUpload> = {}): NewUpload => {
     return { uploadId, owner: 'tenant:a', ns, key, ...extra };
   };

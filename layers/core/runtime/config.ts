@@ -62,7 +62,8 @@ export const runtimeEnvSchema = z.object({
   STRATA_TENANT_ACCESS: z.string().optional(),
   STRATA_NAMESPACES_FILE: z.string().optional(),
   STRATA_INLINE_LIMIT_BYTES: z.coerce.number().int().min(1024).max(6 * MiB).default(4 * MiB),
-  STRATA_URL_TTL_SECONDS: z.coerce.number().int().min(60).max(7 * 24 * 3600).default(900),
+  // At most 12 h: a presigned URL dies with the role session that signed it (cdk/config/schema.ts urlTtlSeconds).
+  STRATA_URL_TTL_SECONDS: z.coerce.number().int().min(60).max(12 * 3600).default(900),
   AWS_REGION: z.string().default('us-east-1'),
   /** Deployment environment (`dev`, `staging`, `prod`): the `Environment` dimension of every metric. */
   STRATA_ENV: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'lowercase letters, digits and dashes, at most 32').default('local'),

@@ -90,6 +90,8 @@ const META_BUDGET_BYTES = 1800;
 const TOMBSTONE_TAG = 'strata-tombstone';
 const MAX_CAS_ATTEMPTS = 8;
 const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
+/** Kept between a URL's expiry and its credentials' expiry: clocks differ, and a client needs time to start. */
+const CREDENTIAL_MARGIN_SECONDS = 30;
 const MAX_COPY_BYTES = 5 * 1024 * MiB;
 
 /** The JSON stored in x-amz-meta-strata (the version travels separately in x-amz-meta-strata-version). */
@@ -311,7 +313,7 @@ export class S3Tier implements Tier, Presigning, Scanning {
     const cur = await this.headObject(objectKey);
     const now = Date.now();
     if (!cur?.header || !isLive(cur.header, now)) throw new NotFoundError(`key not found in tier '${this.name}'`, { ns, key });
-    const expiresIn = presignSeconds(expiresInSec, cur.header.expiresAt, now);
+    const expiresIn = await this.withinCredentials(presignSeconds(expiresInSec, cur.header.expiresAt, now), now);
     const url = await this.presign(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey, IfMatch: cur.etag }), expiresIn);
     return { url, method: 'GET', headers: { 'if-match': cur.etag }, expiresAt: now + expiresIn * 1000, header: cur.header };
   }
@@ -324,7 +326,8 @@ export class S3Tier implements Tier, Presigning, Scanning {
   async presignUpload(upload: NewUpload, expiresInSec: number): Promise<PresignedUrl> {
     const stagingKey = s3StagingKey(this.prefix, upload.uploadId);
     const now = Date.now();
-    const expiresIn = uploadUrlSeconds(expiresInSec);
+    // Capped before the record is written, so its completion deadline follows the URL's real lifetime.
+    const expiresIn = await this.withinCredentials(uploadUrlSeconds(expiresInSec), now);
     const stored = openUpload(upload, now, expiresIn);
     try {
       // Ids are random: a record already there means a reused id, which must not take over another upload.
@@ -573,6 +576,25 @@ export class S3Tier implements Tier, Presigning, Scanning {
     } catch {
       // Best effort, see above.
     }
+  }
+
+  /**
+   * `seconds`, shortened to what the signing credentials have left. A URL signed with temporary credentials (a
+   * Lambda's role, an instance profile) stops working when they expire, whatever its X-Amz-Expires says
+   * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/using-presigned-url.html, "Expiration time for
+   * presigned URLs"), so the expiry we report and the upload's completion deadline would otherwise be lies.
+   * Credentials without a known expiry (long-term keys, Lambda's environment credentials) leave it unchanged.
+   */
+  private async withinCredentials(seconds: number, now: number): Promise<number> {
+    let expiration: Date | undefined;
+    try {
+      expiration = (await this.client.config.credentials()).expiration;
+    } catch (e) {
+      throw this.unavailable(e);
+    }
+    if (!expiration) return seconds;
+    const left = Math.floor((expiration.getTime() - now) / 1000) - CREDENTIAL_MARGIN_SECONDS;
+    return Math.max(1, Math.min(seconds, left));
   }
 
   private async presign(command: GetObjectCommand | PutObjectCommand, expiresIn: number): Promise<string> {
