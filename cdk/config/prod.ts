@@ -13,7 +13,14 @@ export const prod: EnvironmentConfigInput = {
   fleet: { instanceType: 'r7g.large', dataVolume: { sizeGiB: 500, iops: 6000, throughputMiBps: 250 } },
   api: {
     throttle: { rateLimit: 2000, burstLimit: 4000 },
-    functions: { keys: { memoryMb: 1769, nearCacheMb: 256 }, batch: { memoryMb: 1769, nearCacheMb: 256 }, transfer: { memoryMb: 512, nearCacheMb: 0 }, service: { memoryMb: 256, nearCacheMb: 0 } },
+    // Reserved concurrency caps the API at 560 of the account's 1,000 and holds 20 for the workflow steps.
+    functions: {
+      keys: { memoryMb: 1769, nearCacheMb: 256, reservedConcurrency: 300 },
+      batch: { memoryMb: 1769, nearCacheMb: 256, reservedConcurrency: 100 },
+      transfer: { memoryMb: 512, nearCacheMb: 0, reservedConcurrency: 100 },
+      service: { memoryMb: 256, nearCacheMb: 0, reservedConcurrency: 50 },
+      admin: { reservedConcurrency: 10 },
+    },
     executionLogging: 'ERROR',
   },
   tenants: [
@@ -22,4 +29,5 @@ export const prod: EnvironmentConfigInput = {
   ],
   budgets: { monthlyUsd: 1000, warningFraction: 0.8, criticalFraction: 1 },
   monitoring: { costPublisher: { scheduleMinutes: 5 }, alarms: { hitRatioFloorPercent: 70, errorRateCeilingPercent: 2, minRequestsPerPeriod: 500 } },
+  workflows: { stepReservedConcurrency: 20 },
 };

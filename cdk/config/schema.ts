@@ -35,6 +35,12 @@ const functionSchema = z.strictObject({
   timeoutSeconds: z.number().int().min(1).max(29, 'API functions cannot outlive API Gateway\'s 29 s integration timeout').default(29),
   /** Per-container near cache (L1); must leave room for the request buffers. @default 64 */
   nearCacheMb: z.number().int().min(0).default(64),
+  /**
+   * Reserved concurrency: the most instances this function may run at once, held for it alone. A cap on the API
+   * functions keeps one tenant's flood from taking the concurrency the workflows need. @default - none (shares
+   * the account's unreserved pool)
+   */
+  reservedConcurrency: z.number().int().min(1).optional(),
 });
 
 const tenantSchema = z.strictObject({
@@ -43,7 +49,9 @@ const tenantSchema = z.strictObject({
   /** Namespaces this tenant's key may use: names, or a prefix ending in `*` (`web-*`); enforced by the API (api/tenant-access.ts). */
   namespaces: z
     .array(z.string().refine((n) => NAMESPACE_PATTERN.test(n.endsWith('*') ? n.slice(0, -1) || 'x' : n), 'namespaces are 1-63 characters of a-z, 0-9, "_" and "-", starting with a letter or digit (as the API accepts them), or such a prefix followed by "*" (or "*" alone for all)'))
-    .min(1, 'a tenant needs at least one namespace'),
+    .default([]),
+  /** The key may call the admin routes (/v1/admin/*: start and follow workflows). @default false */
+  admin: z.boolean().default(false),
   throttle: throttleSchema,
   /** Requests per period; omitted = no quota. */
   quota: z.strictObject({ limit: z.number().int().min(1), period: z.enum(['DAY', 'WEEK', 'MONTH']) }).optional(),
@@ -58,6 +66,8 @@ export const environmentConfigSchema = z
     account: z.string().regex(/^\d{12}$/, 'account must be a 12-digit AWS account id').optional(),
     /** AZs of the VPC (2-3): ElastiCache Serverless and the API Lambdas span them. */
     availabilityZones: z.array(z.string()).min(2, 'give at least 2 availability zones: ElastiCache Serverless needs subnets in 2 or more').max(3, 'at most 3 availability zones (ElastiCache Serverless takes 2-3 subnets)'),
+    /** The account's Lambda concurrency quota in the region (reservations must leave 100 of it unreserved). @default 1000 */
+    lambdaAccountConcurrency: z.number().int().min(100).default(1000),
     /** What deleting the stack does to data (bucket, cache, logs). */
     removalPolicy: z.enum(['destroy', 'retain']),
     logRetentionDays,
@@ -113,8 +123,17 @@ export const environmentConfigSchema = z
       functions: z
         .strictObject({ keys: functionSchema.prefault({}), batch: functionSchema.prefault({}), transfer: functionSchema.prefault({}), service: functionSchema.prefault({}), admin: functionSchema.prefault({}) })
         .prefault({}),
-      /** Lifetime of presigned upload/download URLs (STRATA_URL_TTL_SECONDS). @default 900 */
-      urlTtlSeconds: z.number().int().min(60).max(7 * 24 * 3600).default(900),
+      /**
+       * Lifetime of presigned upload/download URLs (STRATA_URL_TTL_SECONDS). A URL signed with temporary credentials
+       * (the functions' role) dies with them, whatever it says: at most 12 hours, the longest role session, and the
+       * runtime shortens each URL to what its signing credentials have left (s3-tier.ts). @default 900
+       */
+      urlTtlSeconds: z
+        .number()
+        .int()
+        .min(60)
+        .max(12 * 3600, 'urlTtlSeconds is at most 43200 (12 h): presigned URLs die with the role session that signs them')
+        .default(900),
       /** Namespace policies (STRATA_NAMESPACES); omitted = every namespace write-through. */
       namespaces: namespaceConfigSchema.optional(),
       /** API Gateway execution logs (needs the account-wide API Gateway CloudWatch role). @default 'ERROR' */
@@ -163,6 +182,11 @@ export const environmentConfigSchema = z
       .prefault({}),
     workflows: z
       .strictObject({
+        /**
+         * Reserved concurrency of the workflow step function: held for it alone, so a flood of API requests cannot
+         * stall a scale-out or an eviction. @default - none
+         */
+        stepReservedConcurrency: z.number().int().min(1).optional(),
         /** Paper 000's scale-out trigger (layers/core/workflows/scale-trigger.ts). */
         scaleTrigger: z
           .strictObject({
@@ -205,6 +229,11 @@ export const environmentConfigSchema = z
     if (c.hotTier.dailySnapshotTime && c.hotTier.snapshotRetentionDays === 0) {
       ctx.addIssue({ code: 'custom', path: ['hotTier', 'dailySnapshotTime'], message: 'dailySnapshotTime needs snapshotRetentionDays > 0' });
     }
+    for (const [i, t] of c.tenants.entries()) {
+      if (t.namespaces.length === 0 && !t.admin) {
+        ctx.addIssue({ code: 'custom', path: ['tenants', i, 'namespaces'], message: 'a tenant needs at least one namespace (an operator key with none: "admin": true)' });
+      }
+    }
     const names = c.tenants.map((t) => t.name);
     for (const dup of names.filter((n, i) => names.indexOf(n) !== i)) ctx.addIssue({ code: 'custom', path: ['tenants'], message: `tenant '${dup}' is defined twice` });
     if (c.budgets.warningFraction >= c.budgets.criticalFraction) {
@@ -218,6 +247,18 @@ export const environmentConfigSchema = z
       if (f.nearCacheMb > f.memoryMb / 2) {
         ctx.addIssue({ code: 'custom', path: ['api', 'functions', fn, 'nearCacheMb'], message: `nearCacheMb (${f.nearCacheMb}) must be at most half of memoryMb (${f.memoryMb}): the rest holds request and response buffers` });
       }
+    }
+    // "You can reserve up to the Unreserved account concurrency value that is shown, minus 100 for functions that
+    // don't have reserved concurrency" (https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html);
+    // the default account concurrency is 1,000 per region (Lambda quotas). A larger sum fails at deploy time.
+    const reserved = [...Object.values(c.api.functions).map((f) => f.reservedConcurrency ?? 0), c.workflows.stepReservedConcurrency ?? 0];
+    const sum = reserved.reduce((a, b) => a + b, 0);
+    if (sum > c.lambdaAccountConcurrency - 100) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['api', 'functions'],
+        message: `the functions reserve ${sum} concurrent executions, but Lambda keeps 100 of the account's ${c.lambdaAccountConcurrency} unreserved: lower reservedConcurrency, or raise lambdaAccountConcurrency after a quota increase`,
+      });
     }
   });
 

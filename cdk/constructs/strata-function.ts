@@ -34,6 +34,8 @@ export interface StrataFunctionProps {
   readonly environment?: Readonly<Record<string, string>>;
   /** @default CHOSEN_PACKAGING (cdk/lib/packaging.ts) */
   readonly packaging?: LambdaPackaging;
+  /** Concurrent executions reserved for (and capping) this function. @default - none: the account's unreserved pool */
+  readonly reservedConcurrency?: number;
 }
 
 /**
@@ -56,6 +58,8 @@ export class StrataFunction extends Construct {
     check(this, intIn(memoryMb, 128, 10240), `memoryMb must be a whole number from 128 to 10240 (got ${memoryMb})`);
     check(this, intIn(timeoutSeconds, 1, maxTimeout), `timeoutSeconds must be 1-${maxTimeout}${maxTimeout === 29 ? ' (API Gateway gives up after 29 s)' : ''} (got ${timeoutSeconds})`);
     for (const k of Object.keys(props.environment ?? {})) check(this, !k.startsWith('AWS_'), `environment variable ${k} is reserved by Lambda`);
+    const reserved = props.reservedConcurrency;
+    check(this, reserved === undefined || (Number.isInteger(reserved) && reserved >= 1), `reservedConcurrency must be a whole number >= 1 (got ${reserved}); leave it out for none`);
 
     this.logGroup = new logs.LogGroup(this, 'Logs', { retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH, removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.RETAIN });
 
@@ -80,6 +84,7 @@ export class StrataFunction extends Construct {
       architecture: lambda.Architecture.ARM_64,
       memorySize: memoryMb,
       timeout: Duration.seconds(timeoutSeconds),
+      ...(props.reservedConcurrency !== undefined ? { reservedConcurrentExecutions: props.reservedConcurrency } : {}),
       role: this.role,
       logGroup: this.logGroup,
       vpc: props.vpc,

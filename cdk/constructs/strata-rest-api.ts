@@ -177,7 +177,11 @@ export class StrataRestApi extends Construct {
     this.usagePlans = plans;
 
     Validations.of(this.api).acknowledge(
-      { id: 'AwsSolutions-APIG4', reason: 'Callers authenticate with per-tenant API keys (required on every method, usage plans throttle each key); an IAM/Cognito authorizer for admin identities comes with the admin endpoints (DESIGN.md, Auth).' },
+      {
+        id: 'AwsSolutions-APIG4',
+        reason:
+          'Callers are services holding per-tenant API keys (required on every method; usage plans throttle each key). The functions authorize every request by its key (layers/core/api/tenant-access.ts): namespaced routes only for the key\'s namespaces, /v1/admin/* only for keys granted "admin" in the environment configuration. There is no end-user identity for an IAM or Cognito authorizer to check.',
+      },
       { id: 'AwsSolutions-COG4', reason: 'No Cognito user pool: tenants are services holding API keys, not end users.' },
       { id: 'AwsSolutions-APIG3', reason: 'No WAF web ACL by default (fixed monthly cost per ACL and rule); per-key usage-plan throttles and the stage throttle bound abuse. Attach a web ACL to the stage where a WAF policy exists.' },
     );

@@ -48,6 +48,7 @@ export class ApiStack extends StrataStack {
         securityGroup: network.coordinatorSecurityGroup,
         memoryMb: settings.memoryMb,
         timeoutSeconds: settings.timeoutSeconds,
+        ...(settings.reservedConcurrency !== undefined ? { reservedConcurrency: settings.reservedConcurrency } : {}),
         maxTimeoutSeconds: 29,
         logRetention: logRetention(config),
         logRemovalPolicy: removalPolicy(config),
@@ -89,14 +90,16 @@ export class ApiStack extends StrataStack {
    * Gives the functions that serve namespaced routes the tenant map (STRATA_TENANT_ACCESS: each tenant's API key
    * id and namespaces), so a key only reaches its own namespaces (layers/core/api/tenant-access.ts).
    */
-  private grantTenantNamespaces(tenants: readonly { name: string; namespaces: readonly string[] }[]): void {
-    const grants = tenants.map((t) => ({ keyId: this.restApi.apiKeys[t.name]!.keyId, tenant: t.name, namespaces: t.namespaces }));
+  private grantTenantNamespaces(tenants: readonly { name: string; namespaces: readonly string[]; admin?: boolean }[]): void {
+    const grants = tenants.map((t) => ({ keyId: this.restApi.apiKeys[t.name]!.keyId, tenant: t.name, namespaces: t.namespaces, ...(t.admin ? { admin: true } : {}) }));
     // Lambda allows 4 KB of environment in all; API Gateway key ids are 10 characters.
     const estimate = JSON.stringify(tenants.map((t) => ({ keyId: 'x'.repeat(10), tenant: t.name, namespaces: t.namespaces }))).length;
     check(this, estimate <= 2048, `the tenants' namespace lists take ${estimate} bytes of the API functions' environment (at most 2048): grant prefixes ("web-*") instead of listing every namespace`);
     const value = Stack.of(this).toJsonString(grants);
     for (const fn of apiFunctionGroups()) {
-      if (API_ROUTES.some((r) => r.fn === fn && r.resource.includes('{ns}'))) this.functions[fn].function.addEnvironment('STRATA_TENANT_ACCESS', value);
+      // Namespaced routes check the key's namespaces; admin routes check its admin grant: both read the map.
+      const needs = API_ROUTES.some((r) => r.fn === fn && (r.resource.includes('{ns}') || r.auth === 'admin'));
+      if (needs) this.functions[fn].function.addEnvironment('STRATA_TENANT_ACCESS', value);
     }
   }
 }

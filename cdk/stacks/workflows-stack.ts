@@ -55,6 +55,7 @@ export class WorkflowsStack extends StrataStack {
       memoryMb: 1024,
       // A stream or eviction step returns after its maxMs (60 s by default); the rest is headroom.
       timeoutSeconds: 300,
+      ...(config.workflows.stepReservedConcurrency !== undefined ? { reservedConcurrency: config.workflows.stepReservedConcurrency } : {}),
       logRetention: logRetention(config),
       logRemovalPolicy: removalPolicy(config),
       environment: { STRATA_ENV: config.name },
