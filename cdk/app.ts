@@ -4,7 +4,6 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import type { EnvironmentConfig } from './config/schema.js';
 import { CacheNodeBundle, CacheNodeFleet } from './constructs/cache-node-fleet.js';
 import { ColdTierBucket } from './constructs/cold-tier-bucket.js';
-import { CostPublisher } from './constructs/cost-publisher.js';
 import { REPO_ROOT } from './lib/packaging.js';
 import { ApiStack } from './stacks/api-stack.js';
 import { DataStack } from './stacks/data-stack.js';
@@ -13,7 +12,6 @@ import { MonitoringStack } from './stacks/monitoring-stack.js';
 import { NetworkStack } from './stacks/network-stack.js';
 import { stackId } from './stacks/strata-stack.js';
 import { WorkflowsStack } from './stacks/workflows-stack.js';
-import { StrataWorkflows } from './constructs/workflows/strata-workflows.js';
 import { WORKFLOW_NAMES } from '../layers/core/workflows/progress.js';
 
 /** The cachenode daemon's entry point (cachenode/). */
@@ -40,7 +38,10 @@ export interface StrataStacks {
 export function buildStrataApp(app: App, options: StrataAppOptions): StrataStacks {
   const { config } = options;
   Tags.of(app).add('project', 'strata');
-  const network = new NetworkStack(app, stackId(config, 'Network'), { config, interfaceEndpoints: [...CacheNodeFleet.INTERFACE_ENDPOINTS, ...CostPublisher.INTERFACE_ENDPOINTS, ...StrataWorkflows.INTERFACE_ENDPOINTS] });
+  // Interface endpoints only for what must call an AWS API from inside the VPC. The cost publisher (CloudWatch, EC2),
+  // the scale-out trigger and the admin API (Step Functions) run outside it, where those APIs need no endpoint.
+  const interfaceEndpoints = [...CacheNodeFleet.INTERFACE_ENDPOINTS];
+  const network = new NetworkStack(app, stackId(config, 'Network'), { config, interfaceEndpoints });
   const data = new DataStack(app, stackId(config, 'Data'), { config, network });
   const fleet = new FleetStack(app, stackId(config, 'Fleet'), {
     config,
@@ -49,8 +50,10 @@ export function buildStrataApp(app: App, options: StrataAppOptions): StrataStack
     ringStore: { bucket: data.coldTier.bucket, prefix: ColdTierBucket.RING_PREFIX },
   });
   const api = new ApiStack(app, stackId(config, 'Api'), { config, network, data, fleet });
-  const monitoring = new MonitoringStack(app, stackId(config, 'Monitoring'), { config, network, api, data, fleet });
   const workflows = new WorkflowsStack(app, stackId(config, 'Workflows'), { config, network, data, fleet });
+  // Monitoring alarms on the workflows' functions and state machines (and its node-fill rule targets one): it
+  // depends on the Workflows stack, never the reverse.
+  const monitoring = new MonitoringStack(app, stackId(config, 'Monitoring'), { config, network, api, data, fleet, workflows });
   // The admin API starts and follows the workflows; the node-fill alarm starts the configured response.
   api.functions.admin.bindWorkflows(Object.fromEntries(WORKFLOW_NAMES.map((w) => [w, { machine: workflows.stateMachines[w], name: `strata-${config.name}-${w}` }])));
   const response = config.workflows.fillAlarmResponse;

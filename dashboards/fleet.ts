@@ -15,7 +15,17 @@ export const FLEET_DASHBOARD: DashboardSpec = {
     { id: 'fleet.nodes-now', title: 'Cache nodes', view: 'number', periodSeconds: 300, unit: 'Count', width: 8, height: 4, series: [metric('nodes', 'nodes', 'Maximum', 'nodes')] },
     { id: 'fleet.max-fill-now', title: 'Fullest node', view: 'number', periodSeconds: 300, unit: 'Percent', width: 8, height: 4, series: [metric('max_fill', 'maxNodeFill', 'Maximum', 'fill %')] },
     { id: 'fleet.migrations-now', title: 'Migrations in progress', view: 'number', periodSeconds: 300, unit: 'Count', width: 8, height: 4, series: [metric('migrations', 'migrationsInProgress', 'Maximum', 'sessions')] },
-    { id: 'fleet.nodes', title: 'Cache nodes in the ring', view: 'line', periodSeconds: PERIOD, unit: 'Count', yMin: 0, width: 12, series: [metric('nodes', 'nodes', 'Maximum', 'nodes')] },
+    // Silent: in the ring without a fresh stats report (stopped, cut off from S3): their fill is not on the chart below.
+    {
+      id: 'fleet.nodes',
+      title: 'Cache nodes in the ring',
+      view: 'line',
+      periodSeconds: PERIOD,
+      unit: 'Count',
+      yMin: 0,
+      width: 12,
+      series: [metric('nodes', 'nodes', 'Maximum', 'nodes'), metric('silent', 'silentNodes', 'Maximum', 'silent (no fresh stats report)')],
+    },
     {
       id: 'fleet.fill',
       title: 'Node fill (%)',

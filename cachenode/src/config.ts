@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { DEFAULT_NODE_STATS_INTERVAL_MS, nodeStatsKey } from '../../layers/core/ring/node-reports.js';
 
 /**
  * Cache node configuration: environment variables, each overridable by a command-line flag of the same name
@@ -14,6 +15,12 @@ export const nodeConfigSchema = z.object({
   STRATA_NODE_DATA_DIR: z.string().min(1),
   STRATA_NODE_SECRET: z.string().min(16, 'the shared secret must be at least 16 characters').optional(),
   STRATA_NODE_SECRET_FILE: z.string().optional(),
+  /**
+   * `1`: read the shared secret from the ring store (its `fleet/secret` document, ring/fleet-secret.ts) at start,
+   * waiting while it does not exist yet. How fleet nodes get it (the workflow steps create it), so that no node
+   * needs Secrets Manager. Needs STRATA_NODE_RING_STORE; excludes STRATA_NODE_SECRET and STRATA_NODE_SECRET_FILE.
+   */
+  STRATA_NODE_SECRET_FROM_RING: z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true').default(false),
   /** Stable node id; default: the one stored in the data dir, else a new random one. */
   STRATA_NODE_ID: z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/).optional(),
   /** Accounted bytes the node may hold (keys + headers + values + per-entry overhead). */
@@ -53,7 +60,31 @@ export const nodeConfigSchema = z.object({
   STRATA_NODE_RING_POLL_MS: z.coerce.number().int().min(0).default(5000),
   /** S3 endpoint for the ring store (LocalStack); the SDK's default otherwise. */
   STRATA_NODE_S3_ENDPOINT: z.string().url().optional(),
+  /**
+   * How often the node writes its statistics report (its /stats body) to the ring store (ms), so that readers
+   * outside the VPC (cost publisher, scale-out trigger) need neither the node's port nor the secret. 0 = never.
+   */
+  STRATA_NODE_STATS_INTERVAL_MS: z.coerce
+    .number()
+    .int()
+    .refine((n) => n === 0 || (n >= 100 && n <= 3_600_000), 'must be 0 (off) or 100-3600000')
+    .default(DEFAULT_NODE_STATS_INTERVAL_MS),
+  /**
+   * The id the report is stored under (`nodes/<id>/stats.json`); default: the node id. On EC2 it is the
+   * instance-profile session's aws:userid (`<role id>:<instance id>`), the one report key the node's role may
+   * write (cdk/constructs/cache-node-fleet.ts).
+   */
+  STRATA_NODE_STATS_ID: z.string().refine((id) => isReportId(id), 'must be 1-128 characters of A-Z a-z 0-9 . _ : -').optional(),
 });
+
+function isReportId(id: string): boolean {
+  try {
+    nodeStatsKey(id);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export type NodeConfigEnv = z.infer<typeof nodeConfigSchema>;
 
@@ -76,6 +107,13 @@ export interface NodeConfig {
   warmupMs: number;
   /** Ring store to poll (see STRATA_NODE_RING_STORE). */
   ringStore?: { uri: string; pollMs: number; s3Endpoint?: string };
+  /**
+   * The secret is to be read from the ring store (STRATA_NODE_SECRET_FROM_RING): `secret` is empty until the
+   * daemon's entry point has waited for it (ring-secret.ts); CacheNode.start refuses to start without one.
+   */
+  secretFromRing?: boolean;
+  /** Statistics reports to the ring store, when one is configured (see STRATA_NODE_STATS_INTERVAL_MS). */
+  statsReports?: { intervalMs: number; id?: string };
 }
 
 export class NodeConfigError extends Error {
@@ -110,8 +148,21 @@ export function loadNodeConfig(env: NodeJS.ProcessEnv, argv: readonly string[] =
   if (!r.success) throw new NodeConfigError(`invalid cache node configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   const c = r.data;
   let secret = c.STRATA_NODE_SECRET;
-  if (!secret && c.STRATA_NODE_SECRET_FILE) secret = readFileSync(c.STRATA_NODE_SECRET_FILE, 'utf8').trim();
-  if (!secret || secret.length < 16) throw new NodeConfigError('a shared secret of at least 16 characters is required (STRATA_NODE_SECRET or STRATA_NODE_SECRET_FILE)');
+  if (c.STRATA_NODE_SECRET_FROM_RING) {
+    if (!c.STRATA_NODE_RING_STORE) throw new NodeConfigError('STRATA_NODE_SECRET_FROM_RING needs STRATA_NODE_RING_STORE (it holds it)');
+    if (secret || c.STRATA_NODE_SECRET_FILE) {
+      throw new NodeConfigError('STRATA_NODE_SECRET_FROM_RING excludes STRATA_NODE_SECRET and STRATA_NODE_SECRET_FILE: one source only');
+    }
+    secret = '';
+  } else {
+    if (!secret && c.STRATA_NODE_SECRET_FILE) secret = readFileSync(c.STRATA_NODE_SECRET_FILE, 'utf8').trim();
+    if (!secret || secret.length < 16) {
+      throw new NodeConfigError(
+        'a shared secret of at least 16 characters is required ' +
+          '(STRATA_NODE_SECRET, STRATA_NODE_SECRET_FILE or STRATA_NODE_SECRET_FROM_RING)',
+      );
+    }
+  }
   return {
     port: c.STRATA_NODE_PORT,
     host: c.STRATA_NODE_HOST,
@@ -128,5 +179,9 @@ export function loadNodeConfig(env: NodeJS.ProcessEnv, argv: readonly string[] =
     sweepMs: c.STRATA_NODE_SWEEP_MS,
     warmupMs: c.STRATA_NODE_WARMUP_MS,
     ...(c.STRATA_NODE_RING_STORE ? { ringStore: { uri: c.STRATA_NODE_RING_STORE, pollMs: c.STRATA_NODE_RING_POLL_MS, ...(c.STRATA_NODE_S3_ENDPOINT ? { s3Endpoint: c.STRATA_NODE_S3_ENDPOINT } : {}) } } : {}),
+    ...(c.STRATA_NODE_SECRET_FROM_RING ? { secretFromRing: true } : {}),
+    ...(c.STRATA_NODE_RING_STORE && c.STRATA_NODE_STATS_INTERVAL_MS > 0
+      ? { statsReports: { intervalMs: c.STRATA_NODE_STATS_INTERVAL_MS, ...(c.STRATA_NODE_STATS_ID ? { id: c.STRATA_NODE_STATS_ID } : {}) } }
+      : {}),
   };
 }

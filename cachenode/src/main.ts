@@ -3,13 +3,17 @@
  *
  *   STRATA_NODE_SECRET=... node --import tsx cachenode/src/main.ts --data-dir /data/strata --port 7070
  *
+ * With STRATA_NODE_SECRET_FROM_RING=1 it first waits for the fleet secret in the ring store (ring-secret.ts).
  * Runs a short warm-up first (STRATA_NODE_WARMUP_MS, see warmup.ts) and prints `{"event":"warmed-up",...}`.
  * Prints one JSON line `{"event":"listening",...}` when it accepts requests. SIGTERM/SIGINT shut it down
  * gracefully (in-flight requests drain, the store is flushed); exit code 0 after a clean shutdown. Exit codes: 2 for
  * bad configuration, 3 for a data directory the node cannot use (another build's key order, a damaged journal).
  */
-import { loadNodeConfig, NodeConfigError } from './config.js';
+import { FleetSecretInvalidError } from '../../layers/core/ring/fleet-secret.js';
+import { casStoreFromUri } from '../../layers/core/ring/store.js';
+import { loadNodeConfig, NodeConfigError, type NodeConfig } from './config.js';
 import { JournalCorruptError } from './journal.js';
+import { waitForRingSecret } from './ring-secret.js';
 import { CacheNode } from './server.js';
 import { StoreLayoutError } from './store.js';
 import { warmUp } from './warmup.js';
@@ -25,6 +29,7 @@ async function main(): Promise<void> {
     }
     throw e;
   }
+  if (config.secretFromRing) config = await secretFromRing(config);
   if (config.warmupMs > 0) {
     try {
       const w = await warmUp(config, config.warmupMs);
@@ -53,6 +58,23 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+}
+
+/** The config with the secret read from the ring store (waiting until it exists); exit 2 for an unusable one. */
+async function secretFromRing(config: NodeConfig): Promise<NodeConfig> {
+  const store = config.ringStore!;
+  const cas = casStoreFromUri(store.uri, store.s3Endpoint);
+  try {
+    return { ...config, secret: await waitForRingSecret(cas, { describe: store.uri }) };
+  } catch (e) {
+    if (e instanceof FleetSecretInvalidError) {
+      console.error(`[cachenode] ${e.message}`);
+      process.exit(2);
+    }
+    throw e;
+  } finally {
+    cas.close?.();
+  }
 }
 
 main().catch((e: unknown) => {

@@ -25,6 +25,7 @@ import {
 import type { NodeConfig } from './config.js';
 import { Ownership, type Refusal, type Role } from './ownership.js';
 import { NodeStats, type Op } from './stats.js';
+import { reportSinkFromUri, StatsReporter } from './stats-reporter.js';
 import { PooledRecordWriter } from './record-writer.js';
 import { SlabPool, SlabWriter } from './slab-pool.js';
 import { NodeStore } from './store.js';
@@ -96,6 +97,8 @@ export class CacheNode {
   private ringPollFailures = 0;
   /** A poll is under way (a slow store does not pile polls up). */
   private ringPolling = false;
+  /** Writes this node's statistics report to the ring store (STRATA_NODE_STATS_INTERVAL_MS). */
+  private statsReporter?: StatsReporter;
   private stopped?: Promise<void>;
   /**
    * Unexpected request failures (a failing disk fails every write): the first of each kind with its stack, then
@@ -116,6 +119,10 @@ export class CacheNode {
   }
 
   static async start(config: NodeConfig): Promise<CacheNode> {
+    // A secret read from the ring store arrives after the configuration: a node must not start before it has it.
+    if (config.secret.length < 16) {
+      throw new Error('the cache node has no shared secret of 16+ characters (one from the ring store must be loaded before start)');
+    }
     const store = new NodeStore({ dir: config.dataDir, capacityBytes: config.capacityBytes, watermark: config.watermark, sync: config.sync, applyIntervalMs: config.applyIntervalMs });
     const node = new CacheNode(config, store);
     if (store.getSys<string>('nodeId') !== node.nodeId) await store.putSys('nodeId', node.nodeId);
@@ -133,8 +140,28 @@ export class CacheNode {
         node.ringPoller = setInterval(() => void node.pollRing(), config.ringStore.pollMs);
         node.ringPoller.unref();
       }
+      if (config.statsReports) {
+        const { intervalMs, id } = config.statsReports;
+        const sink = reportSinkFromUri(config.ringStore.uri, config.ringStore.s3Endpoint);
+        const reportId = id ? { reportId: id } : {};
+        node.statsReporter = new StatsReporter({ sink, nodeId: node.nodeId, ...reportId, intervalMs, stats: () => node.statsBody() });
+        node.statsReporter.start();
+      }
     }
     return node;
+  }
+
+  /** What GET /stats answers, and what the node's statistics reports carry. */
+  statsBody(): Record<string, unknown> {
+    return {
+      nodeId: this.nodeId,
+      ringVersion: this.ownership.version,
+      ...this.store.stats(),
+      ...this.stats.snapshot(),
+      responseSlabs: this.slabs.stats,
+      requestSlabs: this.bodySlabs.stats,
+      ...(this.statsReporter ? { statsReports: { ...this.statsReporter.counters } } : {}),
+    };
   }
 
   /**
@@ -180,6 +207,8 @@ export class CacheNode {
       }
       this.server.closeAllConnections();
       await closed;
+      // After the drain (its counters are final), before the store closes (the report reads it).
+      await this.statsReporter?.stop(true);
       this.ringCas?.close?.();
       await this.store.close();
     })();
@@ -262,7 +291,7 @@ export class CacheNode {
             p = this.json(res, this.draining ? 503 : 200, { status: this.draining ? 'draining' : 'ok', nodeId: this.nodeId, ringVersion: this.ownership.version });
             break;
           case 'GET /stats':
-            p = this.json(res, 200, { nodeId: this.nodeId, ringVersion: this.ownership.version, ...this.store.stats(), ...this.stats.snapshot(), responseSlabs: this.slabs.stats, requestSlabs: this.bodySlabs.stats });
+            p = this.json(res, 200, this.statsBody());
             break;
           default:
             throw new HttpError(404, 'ROUTE_NOT_FOUND', `no route ${route}`);

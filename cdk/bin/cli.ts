@@ -4,10 +4,12 @@
  * runs the pinned CDK CLI on the app in cdk/ for one environment (all of its stacks), passing the environment as
  * context. Other arguments go to the CDK CLI unchanged, e.g. `-c account=123456789012`, `--profile x`,
  * `--require-approval never`; stack names (`Strata-dev-Api`, globs allowed) limit it to those stacks.
+ * Where alarms go is given here too, never committed: `-c alarmEmails=a@x.org,b@y.org` or `-c alarmTopicArn=arn:...`
+ * (or STRATA_ALARM_EMAILS / STRATA_ALARM_TOPIC_ARN); staging and prod stop here, saying so, without one.
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { ConfigurationError, isEnvironmentName, loadEnvironmentConfig } from '../config/load.js';
+import { CONTEXT_KEYS, ConfigurationError, isEnvironmentName, loadEnvironmentConfig } from '../config/load.js';
 import { ENVIRONMENT_NAMES } from '../config/schema.js';
 import { REPO_ROOT } from '../lib/packaging.js';
 
@@ -40,7 +42,7 @@ const contextArg = (key: string): string | undefined => {
   return undefined;
 };
 try {
-  loadEnvironmentConfig(env, { context: { account: contextArg('account'), region: contextArg('region'), availabilityZones: contextArg('availabilityZones') }, env: process.env });
+  loadEnvironmentConfig(env, { context: Object.fromEntries(CONTEXT_KEYS.map((k) => [k, contextArg(k)])), env: process.env });
 } catch (e) {
   if (e instanceof ConfigurationError) usage(e.message);
   throw e;

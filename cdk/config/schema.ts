@@ -57,6 +57,24 @@ const tenantSchema = z.strictObject({
   quota: z.strictObject({ limit: z.number().int().min(1), period: z.enum(['DAY', 'WEEK', 'MONTH']) }).optional(),
 });
 
+/** What budgets.alertEmails (committed e-mail addresses) became. */
+export const ALERT_EMAILS_MOVED =
+  'budgets.alertEmails is no longer read: where alarms go is never committed. Remove it from the file and pass the addresses '
+  + 'at synth time: -c alarmEmails=a@example.org,b@example.org (or STRATA_ALARM_EMAILS), or an existing SNS topic with '
+  + '-c alarmTopicArn=arn:aws:sns:... (or STRATA_ALARM_TOPIC_ARN)';
+
+/** An SNS topic ARN: arn:<partition>:sns:<region>:<account>:<name>. */
+export const SNS_TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$/;
+
+/** Where alarms notify: e-mail addresses (a topic is created with their subscriptions), or an existing SNS topic. */
+export const alarmDestinationSchema = z.union([
+  z.strictObject({ emails: z.array(z.email('alarm e-mails must be e-mail addresses')).min(1, 'give at least one alarm e-mail address') }),
+  z.strictObject({
+    topicArn: z.string().regex(SNS_TOPIC_ARN, 'the alarm topic must be an SNS topic ARN, e.g. arn:aws:sns:us-east-1:123456789012:oncall'),
+  }),
+]);
+export type AlarmDestination = z.output<typeof alarmDestinationSchema>;
+
 export const environmentConfigSchema = z
   .strictObject({
     name: z.enum(ENVIRONMENT_NAMES),
@@ -143,7 +161,8 @@ export const environmentConfigSchema = z
     budgets: z.strictObject({
       /** Monthly cost budget in USD; the monitoring stack alarms on projected spend above it. */
       monthlyUsd: z.number().positive('monthlyUsd must be a positive amount'),
-      alertEmails: z.array(z.email('alertEmails must be e-mail addresses')).default([]),
+      /** Gone: where alarms go is never committed (load.ts reads `-c alarmEmails=...` or STRATA_ALARM_EMAILS). */
+      alertEmails: z.never({ message: ALERT_EMAILS_MOVED }).optional(),
       /** Warning alarm when the projected month exceeds this share of monthlyUsd. @default 0.8 */
       warningFraction: z.number().positive('warningFraction must be a positive share of monthlyUsd, e.g. 0.8').max(10).default(0.8),
       /** Critical alarm when the projected month exceeds this share of monthlyUsd. @default 1 */
@@ -176,8 +195,23 @@ export const environmentConfigSchema = z
             trafficPeriodMinutes: z.number().int().min(1).max(60).default(5),
             /** Alarm when the fullest cache node is fuller than this (%); the daemon's own watermark defaults to 85. @default 85 */
             nodeFillWatermarkPercent: z.number().gt(0).max(100).default(85),
+            /** Alarm when more than this share (%) of API Gateway's requests end in a 5xx (its 5XXError Average). @default 5 */
+            apiServerErrorRatePercent: z.number().gt(0, 'apiServerErrorRatePercent must be above 0 (%)').max(100).default(5),
+            /** Alarm when API Gateway's p90 latency stays above this many milliseconds. @default 1000 */
+            apiLatencyP90Ms: z.number().int().min(1).max(29_000, 'apiLatencyP90Ms must be below API Gateway\'s 29 s integration timeout')
+              .default(1000),
+            /** Alarm when a Strata function fails (exception, timeout, out of memory) this often in a traffic period. @default 1 */
+            functionErrorsPerPeriod: z.number().int().min(1).default(1),
+            /** Alarm when the hot tier uses this share (%) of its data-storage or ECPU limit (AWS recommends 75). @default 75 */
+            hotTierUsagePercent: z.number().gt(0)
+              .lt(100, 'hotTierUsagePercent must be below 100: at the limit the cache already evicts or throttles').default(75),
           })
           .prefault({}),
+        /**
+         * Where every alarm notifies. Never committed: load.ts fills it from `-c alarmEmails=...` / `-c alarmTopicArn=...`
+         * or STRATA_ALARM_EMAILS / STRATA_ALARM_TOPIC_ARN; staging and prod refuse to synthesize without it.
+         */
+        alarmDestination: alarmDestinationSchema.optional(),
       })
       .prefault({}),
     workflows: z

@@ -1,13 +1,13 @@
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { AssetHashType, DockerImage, RemovalPolicy, Stack, Tags, Validations } from 'aws-cdk-lib';
+import { AssetHashType, DockerImage, Stack, Tags } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import * as s3assets from 'aws-cdk-lib/aws-s3-assets';
-import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct, type IConstruct } from 'constructs';
 import { buildSync } from 'esbuild';
+import { FLEET_SECRET_KEY, nodeStatsKey } from '../../layers/core/ring/node-reports.js';
 import { RING_KEY } from '../../layers/core/ring/store.js';
 import { CACHE_NODE_V8_FLAGS } from '../../layers/core/warm/node-process.js';
 import { ESM_REQUIRE_BANNER, REPO_ROOT } from '../lib/packaging.js';
@@ -156,13 +156,13 @@ export interface CacheNodeFleetProps {
   readonly capacityRatio?: number;
   /** AL2023 Node.js package; its binary is `node-<major>`. @default 'nodejs24' */
   readonly nodePackage?: string;
-  /** Of the shared secret. @default RemovalPolicy.DESTROY (nodes get the current one at boot) */
-  readonly secretRemovalPolicy?: RemovalPolicy;
   /**
-   * The ring store (bucket and prefix): nodes read its ring document every `pollMs` and install newer versions
-   * themselves, so a node that missed a push catches up without waiting for a caller. Read-only, one object.
+   * The ring store (bucket and prefix). Nodes read its ring document every `pollMs` and install newer versions
+   * themselves (a node that missed a push catches up without waiting for a caller), read the fleet's shared secret
+   * from it at start (`fleet/secret`, created by the workflow steps), and write their statistics report to it
+   * (`nodes/<id>/stats.json`). Those three objects and nothing else of it.
    */
-  readonly ringStore?: { readonly bucket: s3.IBucket; readonly prefix: string; readonly pollMs?: number };
+  readonly ringStore: { readonly bucket: s3.IBucket; readonly prefix: string; readonly pollMs?: number };
 }
 
 /** Where the data volume is mounted on a node. */
@@ -174,22 +174,33 @@ const DATA_DEVICE = '/dev/sdf';
  * What the warm tier's EC2 fleet provider launches: a launch template (Amazon Linux 2023 arm64, IMDSv2 only,
  * encrypted gp3 root and data volumes) whose user data installs Node from the AL2023 repository (served from S3,
  * so reachable through the S3 gateway endpoint without NAT), formats and mounts the data volume, fetches the
- * daemon bundle from its S3 asset and runs it under systemd with the shared secret read from Secrets Manager at
- * start. The instance role can read exactly that object and that secret; the security group admits only the
+ * daemon bundle from its S3 asset and runs it under systemd. The daemon reads the fleet's shared secret from the
+ * ring store at start (waiting until the workflow steps have created it) and writes its statistics report there:
+ * everything a node calls is S3, so it needs no interface endpoint. The instance role can read exactly the bundle,
+ * the ring document and the secret, and write exactly its own report; the security group admits only the
  * coordinators' security group, on the daemon port.
- *
- * Needs an interface endpoint for Secrets Manager in the VPC when there is no NAT
- * ({@link CacheNodeFleet.INTERFACE_ENDPOINTS}).
  */
 export class CacheNodeFleet extends Construct {
-  /** AWS services the nodes call that need an interface endpoint in an isolated VPC. */
-  static readonly INTERFACE_ENDPOINTS: readonly ec2.InterfaceVpcEndpointAwsService[] = [ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER];
+  /**
+   * AWS services the nodes call that need an interface endpoint in an isolated VPC: none. They call S3 only (the
+   * gateway endpoint is free), the fleet secret included: it lives in the ring store, not in Secrets Manager.
+   */
+  static readonly INTERFACE_ENDPOINTS: readonly ec2.InterfaceVpcEndpointAwsService[] = [];
 
   readonly launchTemplate: ec2.LaunchTemplate;
   readonly securityGroup: ec2.SecurityGroup;
   readonly role: iam.Role;
-  /** Shared secret between coordinators and nodes (cachenode refuses requests without it). */
-  readonly secret: secretsmanager.Secret;
+  /**
+   * ARN of the ring-store object holding the shared secret between coordinators and nodes (the cachenode refuses
+   * requests without it). Coordinators read it with {@link grantReadSecret}.
+   */
+  readonly secretObjectArn: string;
+  /**
+   * What precedes a node's id in its statistics report id: `<role id>:`, so a node's report is
+   * `nodes/<role id>:<instance id>/stats.json` (node-reports.ts nodeStatsKey), the key its role may write.
+   * Readers of the reports look a node up with `nodeStatsKey(statsReportIdPrefix + nodeId)`.
+   */
+  readonly statsReportIdPrefix: string;
   readonly bundle: s3assets.Asset;
   readonly port: number;
   readonly vpcSubnets: ec2.SubnetSelection;
@@ -222,25 +233,41 @@ export class CacheNodeFleet extends Construct {
       description: `Strata cache nodes (${props.name}): daemon port from the coordinators only`,
       allowAllOutbound: false,
     });
-    // Isolated subnets route only to the VPC endpoints, so 443 reaches S3 (bundle, AL2023 packages) and Secrets Manager.
-    this.securityGroup.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'HTTPS to S3 (gateway endpoint) and Secrets Manager (interface endpoint)');
+    // Isolated subnets route only to the VPC endpoints, so 443 reaches S3 (bundle, AL2023 packages, the ring store).
+    this.securityGroup.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'HTTPS to S3 (gateway endpoint)');
     // Ingress on the nodes' group and egress on the coordinators' group, both for the daemon port only; both rules
     // live with the nodes' group (the coordinators' group is older and must not depend on the fleet).
     this.securityGroup.connections.allowFrom(props.coordinatorSecurityGroup, ec2.Port.tcp(this.port), 'cachenode daemon from the coordinators');
 
-    this.secret = new secretsmanager.Secret(this, 'SharedSecret', {
-      description: `Shared secret between Strata coordinators and cache nodes (${props.name})`,
-      generateSecretString: { passwordLength: 48, excludePunctuation: true },
-      removalPolicy: props.secretRemovalPolicy ?? RemovalPolicy.DESTROY,
-    });
-    Validations.of(this.secret).acknowledge(
-      { id: 'AwsSolutions-SMG4', reason: 'Nodes read the secret at daemon start; rotating it needs a coordinated restart of the fleet, which belongs to the fleet workflows (later issue). It only gates requests that the security group already limits to the coordinators.' },
-    );
+    const ring = props.ringStore;
+    this.secretObjectArn = ring.bucket.arnForObjects(`${ring.prefix}/${FLEET_SECRET_KEY}`);
 
     this.role = new iam.Role(this, 'Role', { assumedBy: new iam.ServicePrincipal('ec2.amazonaws.com'), description: `Strata cache node (${props.name})` });
-    this.role.addToPolicy(new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [this.bundle.bucket.arnForObjects(this.bundle.s3ObjectKey)] }));
-    if (props.ringStore) this.role.addToPolicy(new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [props.ringStore.bucket.arnForObjects(`${props.ringStore.prefix}/${RING_KEY}`)] }));
-    this.role.addToPolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [this.secret.secretArn] }));
+    // Three objects: the daemon bundle, the ring document (polled) and the fleet secret (read at start).
+    this.role.addToPolicy(new iam.PolicyStatement({
+      sid: 'ReadBundleRingAndSecret',
+      actions: ['s3:GetObject'],
+      resources: [
+        this.bundle.bucket.arnForObjects(this.bundle.s3ObjectKey),
+        ring.bucket.arnForObjects(`${ring.prefix}/${RING_KEY}`),
+        this.secretObjectArn,
+      ],
+    }));
+    // Each node writes its own report and no other node's. An instance profile's credentials are a role session
+    // named after the instance, so its aws:userid is `<role id>:<instance id>` (IAM User Guide, "Principal key
+    // values": "Role assigned to an Amazon EC2 instance"), and a policy variable in the resource part of an ARN is
+    // replaced by the caller's value when the request is evaluated:
+    //   https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_variables.html#principaltable
+    //   https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_variables.html#policy-vars-resourceelement
+    // The report is therefore keyed by that whole value (STRATA_NODE_STATS_ID below): no variable holds the instance
+    // id alone, and an ARN cannot be cut, so `nodes/<instance id>/...` could only be granted to every node at once.
+    const USERID = 'AWS-USERID';
+    this.role.addToPolicy(new iam.PolicyStatement({
+      sid: 'WriteOwnStatsReport',
+      actions: ['s3:PutObject'],
+      resources: [ring.bucket.arnForObjects(`${ring.prefix}/${nodeStatsKey(USERID).replace(USERID, '${aws:userid}')}`)],
+    }));
+    this.statsReportIdPrefix = `${this.role.roleId}:`;
 
     const region = Stack.of(this).region;
     const capacityBytes = Math.floor(v.sizeGiB * 1024 ** 3 * capacityRatio);
@@ -264,20 +291,23 @@ export class CacheNodeFleet extends Construct {
       `STRATA_NODE_PORT=${this.port}`,
       `STRATA_NODE_DATA_DIR=${DATA_MOUNT}`,
       `STRATA_NODE_CAPACITY_BYTES=${capacityBytes}`,
-      'STRATA_NODE_SECRET_FILE=/run/strata/node-secret',
       `AWS_REGION=${region}`,
-      ...(props.ringStore ? [`STRATA_NODE_RING_STORE=s3://${props.ringStore.bucket.bucketName}/${props.ringStore.prefix}`, `STRATA_NODE_RING_POLL_MS=${props.ringStore.pollMs ?? 5000}`] : []),
+      `STRATA_NODE_RING_STORE=s3://${ring.bucket.bucketName}/${ring.prefix}`,
+      `STRATA_NODE_RING_POLL_MS=${ring.pollMs ?? 5000}`,
+      // The daemon waits at start until the secret exists (the workflow steps create it before the first launch).
+      'STRATA_NODE_SECRET_FROM_RING=1',
+      // Expanded by the heredoc below ($INSTANCE_ID from the instance metadata). The report id is the instance's
+      // aws:userid: the one report key the role lets it write (see the role above).
+      'STRATA_NODE_ID=$INSTANCE_ID',
+      `STRATA_NODE_STATS_ID=${this.statsReportIdPrefix}$INSTANCE_ID`,
     ];
     userData.addCommands(
       `rm -rf /opt/strata/cachenode && mkdir -p /opt/strata/cachenode && unzip -q ${zip} -d /opt/strata/cachenode`,
       'TOKEN=$(curl -sS -X PUT http://169.254.169.254/latest/api/token -H "X-aws-ec2-metadata-token-ttl-seconds: 60")',
       'INSTANCE_ID=$(curl -sS -H "X-aws-ec2-metadata-token: $TOKEN" http://169.254.169.254/latest/meta-data/instance-id)',
       'mkdir -p /etc/strata',
-      `cat > /etc/strata/cachenode.env <<EOF\n${envFile.join('\n')}\nSTRATA_NODE_ID=$INSTANCE_ID\nEOF`,
-      'mkdir -p /usr/local/libexec',
-      `cat > /usr/local/libexec/strata-node-secret <<'EOF'\n#!/bin/bash\n# Runs as root before the daemon: the secret goes to a tmpfs file only the daemon's user can read.\nset -euo pipefail\numask 077\naws secretsmanager get-secret-value --region ${region} --secret-id "$1" --query SecretString --output text > /run/strata/node-secret\nchown strata:strata /run/strata/node-secret\nEOF`,
-      'chmod 0755 /usr/local/libexec/strata-node-secret',
-      `cat > /etc/systemd/system/strata-cachenode.service <<'EOF'\n${systemdUnit(`/usr/bin/node-${nodeMajor}`, this.secret.secretArn)}\nEOF`,
+      `cat > /etc/strata/cachenode.env <<EOF\n${envFile.join('\n')}\nEOF`,
+      `cat > /etc/systemd/system/strata-cachenode.service <<'EOF'\n${systemdUnit(`/usr/bin/node-${nodeMajor}`)}\nEOF`,
       'systemctl daemon-reload',
       'systemctl enable --now strata-cachenode.service',
     );
@@ -287,12 +317,13 @@ export class CacheNodeFleet extends Construct {
       versionDescription: 'Strata cache node',
       machineImage: ec2.MachineImage.latestAmazonLinux2023({ cpuType: ec2.AmazonLinuxCpuType.ARM_64 }),
       instanceType: new ec2.InstanceType(props.instanceType),
-      securityGroup: this.securityGroup,
+      // No network settings (security group, public IP): they would make CDK write a network interface here, and EC2
+      // refuses one next to the subnet each launch must name. The launch passes one interface with all of them, the
+      // security group and `AssociatePublicIpAddress: false` included (workflows/fleet-launch.ts).
       role: this.role,
       userData,
       requireImdsv2: true,
       httpPutResponseHopLimit: 1,
-      associatePublicIpAddress: false,
       ebsOptimized: true,
       detailedMonitoring: false,
       instanceInitiatedShutdownBehavior: ec2.InstanceInitiatedShutdownBehavior.TERMINATE,
@@ -305,10 +336,32 @@ export class CacheNodeFleet extends Construct {
       ],
     });
     Tags.of(this.launchTemplate).add('strata:role', 'cachenode');
+    // The user data names the role's id (STRATA_NODE_STATS_ID): that GetAtt already orders the role first, which makes
+    // the DependsOn CDK adds for the instance profile's role redundant, and cfn-lint warns (W3005).
+    (this.launchTemplate.node.defaultChild as ec2.CfnLaunchTemplate).addMetadata('cfn-lint', {
+      config: { ignore_checks: ['W3005'], ignore_reasons: { W3005: 'the user data reads the role id (GetAtt) besides the DependsOn CDK adds' } },
+    });
+  }
+
+  /** Lets `grantee` (a coordinator) read the fleet secret: its one ring-store object, through the S3 gateway endpoint. */
+  grantReadSecret(grantee: iam.IGrantable): iam.Grant {
+    return iam.Grant.addToPrincipal({ grantee, actions: ['s3:GetObject'], resourceArns: [this.secretObjectArn] });
+  }
+
+  /**
+   * Lets `grantee` create the fleet secret when it does not exist, and never replace it: s3:PutObject on that one
+   * object only with an If-None-Match header (S3 accepts only `*` there, so such a put can only create). The
+   * workflow steps create it before launching nodes; a coordinator that starts first must be able to as well, or
+   * a fresh deployment's API would fail until some workflow ran. The condition key and this use of it:
+   *   https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html (example 1)
+   */
+  grantCreateSecret(grantee: iam.IGrantable): iam.Grant {
+    const createOnly = { Null: { 's3:if-none-match': 'false' } };
+    return iam.Grant.addToPrincipal({ grantee, actions: ['s3:PutObject'], resourceArns: [this.secretObjectArn], conditions: createOnly });
   }
 }
 
-function systemdUnit(node: string, secretArn: string): string {
+function systemdUnit(node: string): string {
   return [
     '[Unit]',
     'Description=Strata cache node',
@@ -320,9 +373,6 @@ function systemdUnit(node: string, secretArn: string): string {
     'User=strata',
     'Group=strata',
     'EnvironmentFile=/etc/strata/cachenode.env',
-    'RuntimeDirectory=strata',
-    'RuntimeDirectoryMode=0700',
-    `ExecStartPre=+/usr/local/libexec/strata-node-secret ${secretArn}`,
     `ExecStart=${node} ${CACHE_NODE_V8_FLAGS.join(' ')} --enable-source-maps /opt/strata/cachenode/${MAIN}`,
     'Restart=always',
     'RestartSec=2',

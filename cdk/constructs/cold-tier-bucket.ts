@@ -4,7 +4,46 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import { S3Tier } from '../../layers/core/tiers/s3-tier.js';
 import { UPLOADS_FOLDER } from '../../layers/core/tiers/storage-key.js';
+import { NODE_STATS_FOLDER, FLEET_SECRET_KEY } from '../../layers/core/ring/node-reports.js';
+import { RING_KEY } from '../../layers/core/ring/store.js';
+import { SCALE_TRIGGER_SAMPLE_KEY } from '../../layers/core/workflows/scale-trigger.js';
 import { check, intIn } from './validation.js';
+
+/**
+ * The ring store's documents (keys under {@link ColdTierBucket.RING_PREFIX}; `folder/*` is a folder of them), each
+ * granted on its own by {@link ColdTierBucket.grantRingRead} / {@link ColdTierBucket.grantRingWrite}. Who reads
+ * and who writes each, and the code that names the keys:
+ */
+export const RING_STORE_DOCUMENTS = {
+  /** The ring (ring/store.ts RING_KEY): written by the ring's writers; read by the API functions, publisher, trigger, nodes. */
+  ring: RING_KEY,
+  /** Migration sessions and plans (warm/migration.ts): the ring's writers only. */
+  migrations: 'migrations/*',
+  /** Executions' progress (workflows/progress.ts ProgressStore): written by the steps, read by the admin API. */
+  executions: 'workflows/executions/*',
+  /** Per-node scale-out locks (workflows/progress.ts ScaleLocks): taken by the ScaleOut steps, read by the trigger. */
+  scaleLocks: 'workflows/scale-locks/*',
+  /** The trigger's previous counter sample (workflows/scale-trigger.ts): the trigger's own document. */
+  scaleTriggerSample: SCALE_TRIGGER_SAMPLE_KEY,
+  /** Each node's statistics report (ring/node-reports.ts): written by the nodes, read by the publisher and trigger. */
+  nodeStats: `${NODE_STATS_FOLDER}/*`,
+  /** The fleet's shared secret (ring/node-reports.ts): created by the steps, read by the coordinators and nodes. */
+  fleetSecret: FLEET_SECRET_KEY,
+  /** Reserved for policy documents written by the admin path (issue 22); granting on it is refused until then. */
+  policies: 'policies/*',
+} as const;
+export type RingStoreDocument = keyof typeof RING_STORE_DOCUMENTS;
+
+/** What {@link ColdTierBucket.grantRingWriters} grants: everything that changes the ring or moves data between nodes. */
+export const RING_WRITER_DOCUMENTS: readonly RingStoreDocument[] = ['ring', 'migrations', 'executions', 'scaleLocks'];
+
+/** What one document of each folder is (cdk-nag acknowledgement reasons). */
+const RING_DOCUMENT_UNITS: Partial<Record<RingStoreDocument, string>> = {
+  migrations: 'migration session or plan',
+  executions: 'workflow execution',
+  scaleLocks: 'node being scaled out',
+  nodeStats: 'cache node',
+};
 
 export interface ColdTierBucketProps {
   /** Key prefix of every object the tier writes (STRATA_S3_PREFIX): one segment of [A-Za-z0-9._-]. @default 'v1' */
@@ -112,25 +151,67 @@ export class ColdTierBucket extends Construct {
   /** Prefix of the warm tier's ring store (ring, migration and workflow documents) in this bucket. */
   static readonly RING_PREFIX = 'strata-ring';
 
-  /** Read and conditional write of the ring store's documents (`<bucket>/strata-ring/*`) and listing that prefix, nothing else. */
-  get ringStorePolicy(): iam.ManagedPolicy {
-    let p = this.node.tryFindChild('RingStorePolicy') as iam.ManagedPolicy | undefined;
-    if (!p) {
-      p = new iam.ManagedPolicy(this, 'RingStorePolicy', {
-        description: `Strata warm tier: the ring store under ${ColdTierBucket.RING_PREFIX}/ of the cold tier's bucket`,
-        statements: [
-          new iam.PolicyStatement({ sid: 'RingDocuments', actions: ['s3:GetObject', 's3:PutObject'], resources: [this.bucket.arnForObjects(`${ColdTierBucket.RING_PREFIX}/*`)] }),
-          // So that a document not written yet (a new execution's progress) reads as absent (404), not as denied (403).
-          new iam.PolicyStatement({ sid: 'ListRingPrefix', actions: ['s3:ListBucket'], resources: [this.bucket.bucketArn], conditions: { StringLike: { 's3:prefix': [`${ColdTierBucket.RING_PREFIX}/*`] } } }),
-        ],
-      });
+  /**
+   * Grants read of ring-store documents: s3:GetObject on each, and s3:ListBucket limited by s3:prefix to the same
+   * keys, so that a document not written yet reads as absent (404), not as denied (403). One managed policy per
+   * document beside the bucket, attached by ARN: who may touch what is reviewed here, document by document.
+   */
+  grantRingRead(grantee: iam.IRole, documents: readonly RingStoreDocument[]): void {
+    for (const d of documents) grantee.addManagedPolicy(this.ringPolicy('Read', d));
+  }
+
+  /**
+   * Grants conditional write of ring-store documents, and their read: every ring-store write is a
+   * read-modify-write that names the etag it read (S3 conditional writes need s3:PutObject only; there is no
+   * separate permission for If-Match / If-None-Match). Nothing deletes a ring-store document, so no DeleteObject.
+   */
+  grantRingWrite(grantee: iam.IRole, documents: readonly RingStoreDocument[]): void {
+    for (const d of documents) grantee.addManagedPolicy(this.ringPolicy('Write', d));
+  }
+
+  /**
+   * The ring's writers: change the ring document and run migrations (ring, migration sessions and plans, the
+   * executions' progress and the scale-out locks). Today the workflow step function; a health checker that marks
+   * nodes down would be the second. Everyone else reads at most.
+   */
+  grantRingWriters(grantee: iam.IRole): void {
+    this.grantRingWrite(grantee, RING_WRITER_DOCUMENTS);
+  }
+
+  private ringPolicy(access: 'Read' | 'Write', document: RingStoreDocument): iam.ManagedPolicy {
+    const reserved = 'the ring store\'s policies/ prefix is reserved for the admin path\'s policy documents (issue 22): '
+      + 'nothing may be granted on it yet';
+    check(this, document !== 'policies', reserved);
+    const id = `Ring${access}${document.charAt(0).toUpperCase()}${document.slice(1)}`;
+    const existing = this.node.tryFindChild(id) as iam.ManagedPolicy | undefined;
+    if (existing) return existing;
+    const key = `${ColdTierBucket.RING_PREFIX}/${RING_STORE_DOCUMENTS[document]}`;
+    const policy = new iam.ManagedPolicy(this, id, {
+      description: `Strata ring store: ${access === 'Read' ? 'read' : 'read and conditional write'} of ${key} in the cold tier's bucket`,
+      statements: [
+        new iam.PolicyStatement({
+          sid: 'RingDocuments',
+          actions: access === 'Read' ? ['s3:GetObject'] : ['s3:GetObject', 's3:PutObject'],
+          resources: [this.bucket.arnForObjects(key)],
+        }),
+        // A GET of a missing key is answered 404 only to a caller that may list it; S3 checks that with the key as s3:prefix.
+        new iam.PolicyStatement({
+          sid: 'ListRingDocuments',
+          actions: ['s3:ListBucket'],
+          resources: [this.bucket.bucketArn],
+          conditions: { StringLike: { 's3:prefix': [key] } },
+        }),
+      ],
+    });
+    if (key.endsWith('/*')) {
       const bucketId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket);
-      Validations.of(p).acknowledge({
-        id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${ColdTierBucket.RING_PREFIX}/*]`,
-        reason: 'The ring store keeps one document per ring, migration session and workflow execution, named at run time under this prefix; the grant stops at the prefix.',
+      Validations.of(policy).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${key}]`,
+        reason: `One document per ${RING_DOCUMENT_UNITS[document] ?? 'item'}, named at run time under ${key.slice(0, -1)}; `
+          + 'the grant stops at that folder.',
       });
     }
-    return p;
+    return policy;
   }
 
   /** ARN pattern of the tier's objects (`<bucket>/<prefix>/*`): everything the tier reads and writes. */

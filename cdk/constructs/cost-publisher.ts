@@ -1,19 +1,17 @@
 import { join } from 'node:path';
 import { Duration, Stack, Validations, type RemovalPolicy } from 'aws-cdk-lib';
-import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
-import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import { PUBLISHED_NAMESPACES } from '../../layers/core/cost/cost-publisher.js';
 import { COST_SETTINGS_ENV, type CostPublisherSettingsInput } from '../../layers/core/cost/cost-publisher-settings.js';
 import type { CostTier } from '../../layers/core/metrics/catalog.js';
-import { RING_KEY } from '../../layers/core/ring/store.js';
 import { REPO_ROOT } from '../lib/packaging.js';
+import type { ColdTierBucket } from './cold-tier-bucket.js';
 import { StrataFunction } from './strata-function.js';
 import { check, intIn } from './validation.js';
 
@@ -30,10 +28,6 @@ export interface CostedFunctionProps {
 export interface CostPublisherProps {
   /** `Environment` dimension value (dev, staging, prod). */
   readonly environment: string;
-  readonly vpc: ec2.IVpc;
-  readonly vpcSubnets: ec2.SubnetSelection;
-  /** The coordinators' group: the cache nodes admit it (the publisher reads each node's /stats). */
-  readonly securityGroup: ec2.ISecurityGroup;
   /** 1, 5, 10, 15, 30 or 60. */
   readonly scheduleMinutes: number;
   /** Tags every cache-node instance and volume carries (the fleet's launch template sets them). */
@@ -44,10 +38,11 @@ export interface CostPublisherProps {
   /** The cold tier's bucket and prefix. @default - no cold tier */
   readonly cold?: { readonly bucket: s3.IBucket; readonly prefix: string; readonly requestMetricsFilterId?: string };
   /**
-   * Where the ring document lives (S3 compare-and-set store) and the fleet's shared secret, to count nodes and
-   * migrations and read each node's fill. @default - no warm tier: the fleet is reported empty
+   * The ring store (`store`, the cold tier's bucket): the ring document, to count nodes and migrations, and the
+   * statistics report each node writes there, for its fill and whether it went silent, keyed by `reportIdPrefix`
+   * and the node's id (CacheNodeFleet.statsReportIdPrefix). @default - no warm tier: the fleet is reported empty
    */
-  readonly ring?: { readonly bucket: s3.IBucket; readonly prefix: string; readonly fleetSecret: secretsmanager.ISecret };
+  readonly ring?: { readonly store: ColdTierBucket; readonly reportIdPrefix: string };
   /** API Gateway REST API name (AWS/ApiGateway ApiName). @default - no API */
   readonly apiName?: string;
   /** Functions billed to a tier (the publisher adds itself). @default - none */
@@ -63,19 +58,16 @@ export interface CostPublisherProps {
 }
 
 /**
- * The live cost publisher: a Lambda (StrataFunction, in the VPC behind the coordinators' security group) run by an
- * EventBridge schedule. It reads usage from EC2, S3 and CloudWatch and the fleet from the ring and the nodes, and
- * publishes Strata/Cost and Strata/Fleet (layers/core/cost/cost-publisher.ts). Its role may put metrics in those
- * two namespaces only, list the cold tier's prefix, read the ring document, and call the read-only EC2 and
- * CloudWatch APIs that have no resource-level permissions.
+ * The live cost publisher: a Lambda (StrataFunction) run by an EventBridge schedule. It reads usage from EC2, S3
+ * and CloudWatch and the fleet from the ring store (the ring and the reports the nodes write there), and publishes
+ * Strata/Cost and Strata/Fleet (layers/core/cost/cost-publisher.ts). Its role may put metrics in those two
+ * namespaces only, list the cold tier's prefix, read the ring document and the nodes' reports, and call the
+ * read-only EC2 and CloudWatch APIs that have no resource-level permissions.
  *
- * From the isolated subnets it reaches CloudWatch and EC2 through interface endpoints
- * ({@link CostPublisher.INTERFACE_ENDPOINTS}) and S3 through the gateway endpoint.
+ * It runs outside the VPC: it calls only AWS APIs (never a node), and there CloudWatch and EC2 need no interface
+ * endpoint, which would cost more than everything else an idle environment runs.
  */
 export class CostPublisher extends Construct {
-  /** AWS APIs the publisher calls from the VPC besides S3 (gateway endpoint): CloudWatch and EC2. */
-  static readonly INTERFACE_ENDPOINTS: readonly ec2.InterfaceVpcEndpointAwsService[] = [ec2.InterfaceVpcEndpointAwsService.CLOUDWATCH_MONITORING, ec2.InterfaceVpcEndpointAwsService.EC2];
-
   readonly function: StrataFunction;
   readonly schedule: events.Rule;
   /** What the function reads, as written to STRATA_COST_SETTINGS (tokens where names are known at deploy time). */
@@ -102,9 +94,6 @@ export class CostPublisher extends Construct {
     this.function = new StrataFunction(this, 'Handler', {
       entry: COST_PUBLISHER_ENTRY,
       description: `Strata ${props.environment}: publishes Strata/Cost and Strata/Fleet every ${props.scheduleMinutes} min`,
-      vpc: props.vpc,
-      vpcSubnets: props.vpcSubnets,
-      securityGroup: props.securityGroup,
       memoryMb: props.memoryMb ?? 256,
       timeoutSeconds: props.timeoutSeconds ?? 120,
       ...(props.logRetention ? { logRetention: props.logRetention } : {}),
@@ -114,12 +103,10 @@ export class CostPublisher extends Construct {
     // A run publishes its own timestamp; a retry of a failed run would publish the same instant again, so none.
     this.function.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(props.scheduleMinutes) });
 
+    // The ring (nodes, migrations in progress) and the nodes' reports (fill, silence): read only.
     if (props.ring) {
-      this.function.addEnvironment('STRATA_WARM_RING_BUCKET', props.ring.bucket.bucketName);
-      this.function.addEnvironment('STRATA_WARM_RING_PREFIX', props.ring.prefix);
-      // By ARN: the runtime reads the secret from Secrets Manager at start (never in the template or configuration).
-      this.function.addEnvironment('STRATA_WARM_SECRET_ARN', props.ring.fleetSecret.secretArn);
-      props.ring.fleetSecret.grantRead(this.function.role);
+      this.function.bindRingStore(props.ring.store, { read: ['ring', 'nodeStats'] });
+      this.function.addEnvironment('STRATA_NODE_STATS_ID_PREFIX', props.ring.reportIdPrefix);
     }
 
     this.grantReads(props);
@@ -145,10 +132,6 @@ export class CostPublisher extends Construct {
     if (props.cold) {
       const prefix = props.cold.prefix;
       statements.push(new iam.PolicyStatement({ sid: 'ListColdTier', actions: ['s3:ListBucket'], resources: [props.cold.bucket.bucketArn], conditions: { StringLike: { 's3:prefix': prefix ? [`${prefix}/`, `${prefix}/*`] : ['*'] } } }));
-    }
-    if (props.ring) {
-      // The ring document only (migration sessions show in it as pending marks).
-      statements.push(new iam.PolicyStatement({ sid: 'ReadRing', actions: ['s3:GetObject'], resources: [props.ring.bucket.arnForObjects(`${props.ring.prefix}/${RING_KEY}`)] }));
     }
     const policy = new iam.Policy(this, 'UsagePolicy', { statements, roles: [role] });
     Validations.of(policy).acknowledge({

@@ -8,7 +8,7 @@ import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { CHOSEN_PACKAGING, COMMON_ESBUILD, REPO_ROOT, type LambdaPackaging } from '../lib/packaging.js';
 import type { CacheNodeFleet } from './cache-node-fleet.js';
-import { ColdTierBucket } from './cold-tier-bucket.js';
+import { ColdTierBucket, type RingStoreDocument } from './cold-tier-bucket.js';
 import { check, intIn } from './validation.js';
 import type { ValkeyServerlessCache } from './valkey-serverless-cache.js';
 
@@ -16,10 +16,15 @@ export interface StrataFunctionProps {
   /** TypeScript entry file exporting `handler`. */
   readonly entry: string;
   readonly description?: string;
-  readonly vpc: ec2.IVpc;
-  readonly vpcSubnets: ec2.SubnetSelection;
+  /**
+   * The VPC, for functions that reach something only the VPC has (the hot tier, the cache nodes). Give it with
+   * vpcSubnets and securityGroup, or none of the three: a function that needs only AWS APIs (S3, Step Functions,
+   * CloudWatch, EC2) runs outside the VPC, where those APIs need no interface endpoint. @default - not in a VPC
+   */
+  readonly vpc?: ec2.IVpc;
+  readonly vpcSubnets?: ec2.SubnetSelection;
   /** The coordinators' security group: what the cache, the cache nodes and endpoints admit. */
-  readonly securityGroup: ec2.ISecurityGroup;
+  readonly securityGroup?: ec2.ISecurityGroup;
   /** 128-10240 MB. @default 1024 */
   readonly memoryMb?: number;
   /** @default 29 */
@@ -38,10 +43,19 @@ export interface StrataFunctionProps {
   readonly reservedConcurrency?: number;
 }
 
+/** What a function may do in the ring store (see {@link StrataFunction.bindRingStore}). */
+export interface RingStoreAccess {
+  readonly read?: readonly RingStoreDocument[];
+  readonly write?: readonly RingStoreDocument[];
+  /** The ring's writers' grant ({@link ColdTierBucket.grantRingWriters}). */
+  readonly writers?: boolean;
+}
+
 /**
  * An API/ops Lambda as Strata runs them: nodejs24.x on arm64, one ESM bundle with source maps (and
- * --enable-source-maps), in the VPC behind the coordinators' security group, its own log group with retention,
- * and a role that starts with nothing but its logs and VPC networking. Everything else arrives through the
+ * --enable-source-maps), in the VPC behind the coordinators' security group when it needs the VPC (else outside
+ * it), its own log group with retention, and a role that starts with nothing but its logs (and, in the VPC, the
+ * network interfaces Lambda attaches there). Everything else arrives through the
  * `bindX()` helpers, which set the environment variables the runtime reads (layers/core/runtime/config.ts)
  * together with the matching IAM grant or network path, so one can never be added without the other.
  */
@@ -49,6 +63,8 @@ export class StrataFunction extends Construct {
   readonly function: nodejs.NodejsFunction;
   readonly role: iam.Role;
   readonly logGroup: logs.LogGroup;
+  /** Whether the function runs in the VPC (only then can it reach the hot tier and the cache nodes). */
+  readonly inVpc: boolean;
 
   constructor(scope: Construct, id: string, props: StrataFunctionProps) {
     super(scope, id);
@@ -58,22 +74,33 @@ export class StrataFunction extends Construct {
     check(this, intIn(memoryMb, 128, 10240), `memoryMb must be a whole number from 128 to 10240 (got ${memoryMb})`);
     check(this, intIn(timeoutSeconds, 1, maxTimeout), `timeoutSeconds must be 1-${maxTimeout}${maxTimeout === 29 ? ' (API Gateway gives up after 29 s)' : ''} (got ${timeoutSeconds})`);
     for (const k of Object.keys(props.environment ?? {})) check(this, !k.startsWith('AWS_'), `environment variable ${k} is reserved by Lambda`);
+    const network = [props.vpc, props.vpcSubnets, props.securityGroup].filter((x) => x !== undefined).length;
+    const partial = 'give vpc, vpcSubnets and securityGroup together, or none of them (the function then runs outside the VPC)';
+    check(this, network === 0 || network === 3, partial);
+    this.inVpc = network === 3;
     const reserved = props.reservedConcurrency;
     check(this, reserved === undefined || (Number.isInteger(reserved) && reserved >= 1), `reservedConcurrency must be a whole number >= 1 (got ${reserved}); leave it out for none`);
 
     this.logGroup = new logs.LogGroup(this, 'Logs', { retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH, removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.RETAIN });
 
-    // No managed policies: logs to its own group only, and the ENI actions Lambda needs to run in a VPC.
+    // No managed policies: logs to its own group only, and (in a VPC) the ENI actions Lambda needs there.
     this.role = new iam.Role(this, 'Role', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: `${props.description ?? id} (Strata)` });
     this.role.addToPolicy(new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [this.logGroup.logGroupArn] }));
-    this.role.addToPolicy(new iam.PolicyStatement({
-      actions: ['ec2:CreateNetworkInterface', 'ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets', 'ec2:DeleteNetworkInterface', 'ec2:AssignPrivateIpAddresses', 'ec2:UnassignPrivateIpAddresses'],
-      resources: ['*'],
-    }));
-    Validations.of(this.role).acknowledge({
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: 'Lambda needs these EC2 network-interface actions to attach to the VPC; Describe* supports no resource scoping and the ENIs do not exist before the function does (same scope as the AWSLambdaVPCAccessExecutionRole managed policy, minus its logs:* on every log group).',
-    });
+    if (this.inVpc) {
+      this.role.addToPolicy(new iam.PolicyStatement({
+        actions: [
+          'ec2:CreateNetworkInterface', 'ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets', 'ec2:DeleteNetworkInterface',
+          'ec2:AssignPrivateIpAddresses', 'ec2:UnassignPrivateIpAddresses',
+        ],
+        resources: ['*'],
+      }));
+      Validations.of(this.role).acknowledge({
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason: 'Lambda needs these EC2 network-interface actions to attach to the VPC; Describe* supports no resource scoping and the '
+          + 'ENIs do not exist before the function does (same scope as the AWSLambdaVPCAccessExecutionRole managed policy, minus its '
+          + 'logs:* on every log group).',
+      });
+    }
 
     const packaging = props.packaging ?? CHOSEN_PACKAGING;
     this.function = new nodejs.NodejsFunction(this, 'Function', {
@@ -87,9 +114,7 @@ export class StrataFunction extends Construct {
       ...(props.reservedConcurrency !== undefined ? { reservedConcurrentExecutions: props.reservedConcurrency } : {}),
       role: this.role,
       logGroup: this.logGroup,
-      vpc: props.vpc,
-      vpcSubnets: props.vpcSubnets,
-      securityGroups: [props.securityGroup],
+      ...(this.inVpc ? { vpc: props.vpc, vpcSubnets: props.vpcSubnets, securityGroups: [props.securityGroup!] } : {}),
       projectRoot: REPO_ROOT,
       depsLockFilePath: `${REPO_ROOT}/package-lock.json`,
       environment: { NODE_OPTIONS: '--enable-source-maps', ...props.environment },
@@ -116,17 +141,18 @@ export class StrataFunction extends Construct {
   }
 
   /**
-   * Hot tier: STRATA_REDIS_URL (`rediss://`, cluster mode), the user, the password's secret ARN
-   * (STRATA_REDIS_PASSWORD_SECRET_ARN, read once per container at start-up by runtime/secrets.ts: the password is
-   * never in the function's configuration) with read access to that secret, and the network path from this
-   * function's security group to the cache.
+   * Hot tier: STRATA_REDIS_URL (`rediss://`, cluster mode), the IAM user (STRATA_REDIS_USERNAME) and the cache's name
+   * (STRATA_REDIS_IAM_CACHE), from which the runtime signs an IAM token per connection with the function's own role
+   * (runtime/elasticache-iam.ts: no password exists, nothing is read at start-up), `elasticache:Connect` on the cache
+   * and that user for the role, and the network path from this function's security group to the cache.
    */
   bindHotTier(cache: ValkeyServerlessCache): this {
+    check(this, this.inVpc, 'the hot tier is reachable only from the VPC: give the function vpc, vpcSubnets and securityGroup');
     this.function.addEnvironment('STRATA_REDIS_URL', cache.connection.url);
     this.function.addEnvironment('STRATA_REDIS_CLUSTER', '1');
     this.function.addEnvironment('STRATA_REDIS_USERNAME', cache.connection.username);
-    this.function.addEnvironment('STRATA_REDIS_PASSWORD_SECRET_ARN', cache.passwordSecret.secretArn);
-    cache.passwordSecret.grantRead(this.role);
+    this.function.addEnvironment('STRATA_REDIS_IAM_CACHE', cache.connection.cacheName);
+    cache.grantConnect(this.role);
     for (const sg of this.function.connections.securityGroups) cache.allowFrom(sg);
     return this;
   }
@@ -140,31 +166,51 @@ export class StrataFunction extends Construct {
   }
 
   /**
-   * The warm tier's ring store: STRATA_WARM_RING_BUCKET/PREFIX (the ring and migration documents, changed by S3
-   * conditional writes) under {@link ColdTierBucket.RING_PREFIX} of the cold tier's bucket, that prefix only.
+   * The warm tier's ring store: STRATA_WARM_RING_BUCKET/PREFIX ({@link ColdTierBucket.RING_PREFIX} of the cold
+   * tier's bucket), and access to the documents the function uses there, each named: `read` (GET, absent = 404),
+   * `write` (read and S3 conditional writes), `writers` (the ring's writers: {@link ColdTierBucket.grantRingWriters}).
    */
-  bindRingStore(cold: ColdTierBucket): this {
+  bindRingStore(cold: ColdTierBucket, access: RingStoreAccess): this {
     this.function.addEnvironment('STRATA_WARM_RING_BUCKET', cold.bucket.bucketName);
     this.function.addEnvironment('STRATA_WARM_RING_PREFIX', ColdTierBucket.RING_PREFIX);
-    this.role.addManagedPolicy(cold.ringStorePolicy);
+    if (access.writers) cold.grantRingWriters(this.role);
+    cold.grantRingWrite(this.role, access.write ?? []);
+    cold.grantRingRead(this.role, access.read ?? []);
     return this;
   }
 
   /**
-   * The cache-node fleet: the shared secret's ARN (STRATA_WARM_SECRET_ARN, read at start-up: never in the
-   * configuration), the daemon's port, and the network path (the fleet admits the coordinators' security group).
+   * The workflow executions' progress documents (`workflows/executions/*` of the ring store), read only, named
+   * STRATA_WORKFLOW_DOCS_BUCKET/PREFIX (runtime/workflows.ts) rather than as the ring store: the admin function
+   * has no warm tier, and the API context builds one from STRATA_WARM_RING_*.
+   */
+  bindWorkflowProgress(cold: ColdTierBucket): this {
+    this.function.addEnvironment('STRATA_WORKFLOW_DOCS_BUCKET', cold.bucket.bucketName);
+    this.function.addEnvironment('STRATA_WORKFLOW_DOCS_PREFIX', ColdTierBucket.RING_PREFIX);
+    cold.grantRingRead(this.role, ['executions']);
+    return this;
+  }
+
+  /**
+   * The cache-node fleet: the shared secret, read at start-up from the ring store's `fleet/secret` object
+   * (STRATA_WARM_SECRET_FROM_RING: through the S3 gateway endpoint, never in the configuration) with read access to
+   * that one object and the right to create it, never replace it (CacheNodeFleet.grantCreateSecret: whichever
+   * coordinator needs it first creates it), the daemon's port, and the network path (the fleet admits the
+   * coordinators' security group). The ring store's location comes from {@link bindRingStore}.
    */
   bindFleet(fleet: CacheNodeFleet): this {
-    this.function.addEnvironment('STRATA_WARM_SECRET_ARN', fleet.secret.secretArn);
+    check(this, this.inVpc, 'the cache nodes are reachable only from the VPC: give the function vpc, vpcSubnets and securityGroup');
+    this.function.addEnvironment('STRATA_WARM_SECRET_FROM_RING', '1');
     this.function.addEnvironment('STRATA_NODE_PORT', String(fleet.port));
-    fleet.secret.grantRead(this.role);
+    fleet.grantReadSecret(this.role);
+    fleet.grantCreateSecret(this.role);
     return this;
   }
 
   /**
    * The admin API's workflows: STRATA_WORKFLOW_ARNS (workflow name → state machine ARN), and the right to start
-   * executions of those state machines, list them and describe them (their progress documents are read through
-   * the ring store, see {@link bindRingStore}). `machines` maps each workflow to its state machine and name.
+   * executions of those state machines, list them and describe them (their progress documents are read from
+   * the ring store, see {@link bindWorkflowProgress}). `machines` maps each workflow to its state machine and name.
    */
   bindWorkflows(machines: Readonly<Record<string, { machine: sfn.IStateMachine; name: string }>>): this {
     const stack = Stack.of(this);

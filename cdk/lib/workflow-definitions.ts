@@ -1,6 +1,7 @@
 import { App, Stack } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { WORKFLOW_NAMES, type WorkflowName } from '../../layers/core/workflows/progress.js';
+import { fleetIamStatements } from '../constructs/workflows/fleet-launch.js';
 import { StrataWorkflows } from '../constructs/workflows/strata-workflows.js';
 
 /** An Amazon States Language document. */
@@ -55,17 +56,29 @@ export function stateMachinesOf(template: { Resources?: Record<string, { Type: s
 
 /**
  * The four workflow definitions, synthesized from the same constructs the Workflows stack deploys (with a
- * stand-in step Lambda ARN and fleet (or the launch template and subnet given, e.g. LocalStack's), for running
- * them locally under aws-local-stepfunctions.
+ * stand-in step Lambda ARN and fleet (or the launch template and security group given, e.g. LocalStack's), for
+ * running them locally under aws-local-stepfunctions. The subnet of each launch comes from the scale-out's begin
+ * step (its `fleetSubnets`).
  */
-export function synthesizeWorkflowDefinitions(fleet: { launchTemplateId?: string; subnetId?: string } = {}): Record<WorkflowName, AslDefinition> {
+export function synthesizeWorkflowDefinitions(
+  fleet: { launchTemplateId?: string; securityGroupId?: string } = {},
+): Record<WorkflowName, AslDefinition> {
   const app = new App();
   const stack = new Stack(app, 'StrataLocalWorkflows', { env: { account: LOCAL_ACCOUNT, region: LOCAL_REGION } });
   const fn = lambda.Function.fromFunctionArn(stack, 'Steps', `arn:aws:lambda:${LOCAL_REGION}:${LOCAL_ACCOUNT}:function:strata-local-workflow-steps`);
+  const fleetName = 'strata-local';
+  const launchTemplateId = fleet.launchTemplateId ?? 'lt-0local';
+  const securityGroupId = fleet.securityGroupId ?? 'sg-0local';
+  const arn = (type: string, id: string) => `arn:aws:ec2:${LOCAL_REGION}:${type === 'image' ? '' : LOCAL_ACCOUNT}:${type}/${id}`;
   new StrataWorkflows(stack, 'Workflows', {
     namePrefix: 'strata-local',
     stepFunction: fn,
-    fleet: { fleetName: 'strata-local', launchTemplateId: fleet.launchTemplateId ?? 'lt-0local', subnetIds: [fleet.subnetId ?? 'subnet-0local'], iamResources: ['*'], terminateResources: ['*'] },
+    fleet: {
+      fleetName,
+      launchTemplateId,
+      securityGroupId,
+      ...fleetIamStatements({ arn, fleetName, launchTemplateId, subnetIds: [], securityGroupId }),
+    },
   });
   const template = app.synth().getStackByName(stack.stackName).template as Parameters<typeof stateMachinesOf>[0];
   const machines = stateMachinesOf(template);

@@ -24,9 +24,10 @@ export function apiFunctionGroups(): ApiFunction[] {
 }
 
 /**
- * The HTTPS API: one Lambda per route group of API_ROUTES (keys, batch, transfer, service, admin), each bound to
- * the hot, warm (ring store and fleet secret) and cold tiers, behind an API Gateway REST API generated from the
- * same route table, with one API key and usage plan per configured tenant.
+ * The HTTPS API: one Lambda per route group of API_ROUTES (keys, batch, transfer, service, admin), the data groups
+ * bound to the hot, warm (ring document and fleet secret) and cold tiers in the VPC, the admin group (workflow
+ * executions) outside it, behind an API Gateway REST API generated from the same route table, with one API key and
+ * usage plan per configured tenant.
  */
 export class ApiStack extends StrataStack {
   readonly functions: Readonly<Record<ApiFunction, StrataFunction>>;
@@ -40,12 +41,14 @@ export class ApiStack extends StrataStack {
     for (const fn of apiFunctionGroups()) {
       const settings = config.api.functions[fn];
       const routes = API_ROUTES.filter((r) => r.fn === fn).map((r) => `${r.method} ${r.resource}`);
+      // The admin routes only start, list and describe Step Functions executions and read their progress documents
+      // (api/admin-operations.ts): no tier and no node, so that function runs outside the VPC, where Step Functions
+      // needs no interface endpoint. Every other group serves data from the tiers, which only the VPC reaches.
+      const inVpc = fn !== 'admin';
       const f = new StrataFunction(this, `${fn.charAt(0).toUpperCase()}${fn.slice(1)}Function`, {
         entry: apiLambdaEntry(fn),
         description: `Strata ${config.name} API '${fn}': ${routes.join(', ')}`.slice(0, 256),
-        vpc: network.vpc,
-        vpcSubnets: network.privateSubnets,
-        securityGroup: network.coordinatorSecurityGroup,
+        ...(inVpc ? { vpc: network.vpc, vpcSubnets: network.privateSubnets, securityGroup: network.coordinatorSecurityGroup } : {}),
         memoryMb: settings.memoryMb,
         timeoutSeconds: settings.timeoutSeconds,
         ...(settings.reservedConcurrency !== undefined ? { reservedConcurrency: settings.reservedConcurrency } : {}),
@@ -58,7 +61,12 @@ export class ApiStack extends StrataStack {
           ...(config.api.namespaces ? { STRATA_NAMESPACES: JSON.stringify(config.api.namespaces) } : {}),
         },
       });
-      f.bindHotTier(data.hotTier).bindColdTier(data.coldTier).bindRingStore(data.coldTier).bindFleet(fleet.fleet);
+      // The data functions read the ring (to route to the nodes) and write nothing in the ring store.
+      if (inVpc) {
+        f.bindHotTier(data.hotTier).bindColdTier(data.coldTier).bindRingStore(data.coldTier, { read: ['ring'] }).bindFleet(fleet.fleet);
+      } else {
+        f.bindWorkflowProgress(data.coldTier);
+      }
       functions[fn] = f;
     }
     this.functions = functions;

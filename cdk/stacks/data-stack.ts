@@ -1,4 +1,4 @@
-import { Duration } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import type { Construct } from 'constructs';
 import { ColdTierBucket } from '../constructs/cold-tier-bucket.js';
@@ -24,6 +24,7 @@ export class DataStack extends StrataStack {
     const removal = removalPolicy(config);
 
     if (config.hotTier.encryptionKey === 'customer-managed') {
+      // Retained with the data (removal 'retain'): the cache's final snapshot is encrypted with it.
       this.hotTierKey = new kms.Key(this, 'HotTierKey', { description: `Strata ${config.name} hot tier (ElastiCache) encryption at rest`, enableKeyRotation: true, removalPolicy: removal });
     }
     this.hotTier = new ValkeyServerlessCache(this, 'HotTier', {
@@ -35,7 +36,8 @@ export class DataStack extends StrataStack {
       snapshotRetentionDays: config.hotTier.snapshotRetentionDays,
       dailySnapshotTime: config.hotTier.dailySnapshotTime,
       encryptionKey: this.hotTierKey,
-      removalPolicy: removal,
+      // Where data is retained, the hot tier's is kept in a final snapshot: the cache itself is deleted with the stack.
+      onDelete: removal === RemovalPolicy.RETAIN ? 'snapshot' : 'destroy',
     });
     this.hotTier.allowFrom(network.coordinatorSecurityGroup);
 

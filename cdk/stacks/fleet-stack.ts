@@ -1,4 +1,4 @@
-import { CfnOutput, RemovalPolicy } from 'aws-cdk-lib';
+import { CfnOutput } from 'aws-cdk-lib';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import type { Construct } from 'constructs';
 import { CacheNodeFleet, type CacheNodeBundle } from '../constructs/cache-node-fleet.js';
@@ -9,13 +9,13 @@ export interface FleetStackProps extends StrataStackProps {
   readonly network: StrataNetwork;
   /** The cachenode daemon. */
   readonly bundle: CacheNodeBundle;
-  /** Where the ring document lives (the nodes poll it). */
-  readonly ringStore?: { readonly bucket: s3.IBucket; readonly prefix: string };
+  /** The ring store: the nodes poll the ring there, read the fleet secret from it and write their reports to it. */
+  readonly ringStore: { readonly bucket: s3.IBucket; readonly prefix: string };
 }
 
 /**
  * Warm tier fleet: what the EC2 fleet provider launches cache nodes from (launch template, instance role, security
- * group, shared secret). No instance runs until the scale-out workflow launches one.
+ * group; the shared secret lives in the ring store). No instance runs until the scale-out workflow launches one.
  */
 export class FleetStack extends StrataStack {
   readonly fleet: CacheNodeFleet;
@@ -32,8 +32,7 @@ export class FleetStack extends StrataStack {
       port: config.fleet.port,
       coordinatorSecurityGroup: network.coordinatorSecurityGroup,
       bundle: props.bundle,
-      secretRemovalPolicy: RemovalPolicy.DESTROY,
-      ...(props.ringStore ? { ringStore: props.ringStore } : {}),
+      ringStore: props.ringStore,
     });
     new CfnOutput(this, 'LaunchTemplateId', { value: this.fleet.launchTemplate.launchTemplateId!, description: 'Launch template of the cache nodes' });
   }

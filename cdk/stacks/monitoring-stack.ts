@@ -1,10 +1,11 @@
-import { Duration } from 'aws-cdk-lib';
+import { Annotations, Duration, Lazy } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
 import { runtimeEnvSchema } from '../../layers/core/runtime/config.js';
 import { OPERATIONS, OTHER } from '../../layers/core/metrics/catalog.js';
+import { alarmDestinationHelp } from '../config/load.js';
 import { CostPublisher } from '../constructs/cost-publisher.js';
 import { StrataAlarms } from '../constructs/strata-alarms.js';
 import { StrataDashboards } from '../constructs/strata-dashboards.js';
@@ -14,13 +15,19 @@ import type { FleetStack } from './fleet-stack.js';
 import type { StrataNetwork } from './network-stack.js';
 import { logRetention, removalPolicy } from './settings.js';
 import { StrataStack, type StrataStackProps } from './strata-stack.js';
+import type { WorkflowsStack } from './workflows-stack.js';
 
 export interface MonitoringStackProps extends StrataStackProps {
-  /** The cost publisher runs in the VPC: it reads each cache node's /stats. */
-  readonly network: StrataNetwork;
+  /**
+   * Not used any more: the cost publisher runs outside the VPC (it reads the nodes' reports from S3). Accepted so
+   * that callers need not change. @deprecated
+   */
+  readonly network?: StrataNetwork;
   readonly api: Pick<ApiStack, 'restApi' | 'functions'>;
   readonly data: Pick<DataStack, 'hotTier' | 'coldTier'>;
   readonly fleet: Pick<FleetStack, 'fleet'>;
+  /** Its functions' Errors and Throttles and its state machines' failed and timed-out executions alarm. */
+  readonly workflows: Pick<WorkflowsStack, 'stepFunction' | 'scaleTriggerFunction' | 'stateMachines'>;
 }
 
 /** The ring document's prefix in the cold-tier bucket: the runtime's default (STRATA_WARM_RING_PREFIX). */
@@ -28,7 +35,7 @@ export const RING_PREFIX: string = runtimeEnvSchema.shape.STRATA_WARM_RING_PREFI
 
 /**
  * Monitoring: the live cost publisher (Strata/Cost, Strata/Fleet), the Cost, Performance and Fleet dashboards
- * (rendered from dashboards/), and the alarms, all notifying the alarm topic (subscribed by the budget e-mails).
+ * (rendered from dashboards/), and the alarms, all notifying the alarm topic (the destination given at synth time).
  *
  * Starting a workflow from an alarm: `alarms.responses.nodeFill` (and `.projectedCostCritical`) is an EventBridge
  * rule matching the alarm's transitions to ALARM, without a target. Attach one in cdk/app.ts once both stacks
@@ -37,8 +44,11 @@ export const RING_PREFIX: string = runtimeEnvSchema.shape.STRATA_WARM_RING_PREFI
  * must not reference this one (it does not; keep it so, or there is a cycle).
  */
 export class MonitoringStack extends StrataStack {
-  /** Where every Strata alarm notifies. */
-  readonly alarmTopic: sns.Topic;
+  /**
+   * Where every Strata alarm notifies: the topic given as `alarmTopicArn` (imported, not created), else one created
+   * here with a subscription per `alarmEmails` address (none in a dev environment given no destination).
+   */
+  readonly alarmTopic: sns.ITopic;
   readonly costPublisher: CostPublisher;
   readonly dashboards: StrataDashboards;
   readonly alarms: StrataAlarms;
@@ -46,10 +56,22 @@ export class MonitoringStack extends StrataStack {
 
   constructor(scope: Construct, id: string, props: MonitoringStackProps) {
     super(scope, id, { description: `Strata ${props.config.name}: monitoring (cost publisher, dashboards, alarms, alarm topic)`, ...props });
-    const { config, network, api, data, fleet } = props;
-    this.watched = { api, data, fleet };
-    this.alarmTopic = new sns.Topic(this, 'AlarmTopic', { displayName: `Strata ${config.name} alarms`, enforceSSL: true });
-    for (const email of config.budgets.alertEmails) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(email));
+    const { config, api, data, fleet, workflows } = props;
+    this.watched = { api, data, fleet, workflows };
+    const destination = config.monitoring.alarmDestination;
+    if (destination && 'topicArn' in destination) {
+      this.alarmTopic = sns.Topic.fromTopicArn(this, 'AlarmTopic', destination.topicArn);
+    } else {
+      const topic = new sns.Topic(this, 'AlarmTopic', { displayName: `Strata ${config.name} alarms`, enforceSSL: true });
+      for (const email of destination?.emails ?? []) topic.addSubscription(new subscriptions.EmailSubscription(email));
+      this.alarmTopic = topic;
+      // Only an environment that may go without (load.ts refuses staging and prod) gets here without a destination.
+      if (!destination) {
+        const help = alarmDestinationHelp(config.name, config.region);
+        Annotations.of(this).addWarningV2('strata:no-alarm-destination',
+          `Strata ${config.name}: no alarm destination, so the alarm topic has no subscriber and alarms reach nobody.\n${help}`);
+      }
+    }
 
     const namespaces = [...new Set(config.tenants.flatMap((t) => t.namespaces))];
     this.dashboards = new StrataDashboards(this, 'Dashboards', {
@@ -71,13 +93,31 @@ export class MonitoringStack extends StrataStack {
       trafficPeriod: Duration.minutes(alarms.trafficPeriodMinutes),
       nodeFillWatermarkPercent: alarms.nodeFillWatermarkPercent,
       publisherPeriod,
+      // The stage is named after the environment (ApiStack's StrataRestApi stageName).
+      restApi: { apiName: api.restApi.api.restApiName, stage: config.name },
+      apiServerErrorRatePercent: alarms.apiServerErrorRatePercent,
+      apiLatencyP90Ms: alarms.apiLatencyP90Ms,
+      functions: {
+        ...Object.fromEntries(Object.entries(api.functions).map(([fn, f]) => [`api-${fn}`, { function: f.function }])),
+        'workflow-steps': { function: workflows.stepFunction.function },
+        // Nothing else notices its schedule stopping: scale-outs would silently never start.
+        'scale-trigger': {
+          function: workflows.scaleTriggerFunction.function,
+          expectedEvery: Duration.minutes(config.workflows.scaleTrigger.scheduleMinutes),
+        },
+      },
+      functionErrorsPerPeriod: alarms.functionErrorsPerPeriod,
+      stateMachines: workflows.stateMachines,
+      hotTier: {
+        cacheName: data.hotTier.cache.serverlessCacheName,
+        maxDataStorageGb: config.hotTier.maxDataStorageGb,
+        maxEcpuPerSecond: config.hotTier.maxEcpuPerSecond,
+      },
+      hotTierUsagePercent: alarms.hotTierUsagePercent,
     });
 
     this.costPublisher = new CostPublisher(this, 'CostPublisher', {
       environment: config.name,
-      vpc: network.vpc,
-      vpcSubnets: network.privateSubnets,
-      securityGroup: network.coordinatorSecurityGroup,
       scheduleMinutes: publisher.scheduleMinutes,
       memoryMb: publisher.memoryMb,
       timeoutSeconds: publisher.timeoutSeconds,
@@ -89,11 +129,18 @@ export class MonitoringStack extends StrataStack {
       tenants: config.tenants,
       hotCacheName: data.hotTier.cache.serverlessCacheName,
       cold: { bucket: data.coldTier.bucket, prefix: data.coldTier.prefix, ...(publisher.s3RequestMetricsFilterId ? { requestMetricsFilterId: publisher.s3RequestMetricsFilterId } : {}) },
-      ring: { bucket: data.coldTier.bucket, prefix: RING_PREFIX, fleetSecret: fleet.fleet.secret },
+      ring: { store: data.coldTier, reportIdPrefix: fleet.fleet.statsReportIdPrefix },
       apiName: api.restApi.api.restApiName,
       functions: Object.entries(api.functions).map(([fn, f]) => ({ function: f.function, memoryMb: config.api.functions[fn as keyof typeof config.api.functions].memoryMb, tier: 'api' as const })),
-      monitoring: { dashboards: Object.keys(this.dashboards.dashboards).length, alarmMetrics: this.alarms.metricCount },
+      // Lazy: the cost publisher's own alarms are added below, once it exists.
+      monitoring: {
+        dashboards: Object.keys(this.dashboards.dashboards).length,
+        alarmMetrics: Lazy.number({ produce: () => this.alarms.metricCount }),
+      },
     });
+    // Watched once it exists, after the alarms it bills (alarmMetrics is read at synth, so it counts these too).
+    // Not expectedEvery: a publisher that stops running is PublisherSilent's alarm already.
+    this.alarms.watchFunction('cost-publisher', { function: this.costPublisher.function.function });
   }
 
   /** The node-fill alarm: the connection point of EvictToS3 / ScaleOut (see {@link StrataAlarms.responses}). */

@@ -6,7 +6,11 @@ import { logRetention, removalPolicy } from './settings.js';
 import { StrataStack, type StrataStackProps } from './strata-stack.js';
 
 export interface NetworkStackProps extends StrataStackProps {
-  /** AWS services some component calls from the VPC (see e.g. CacheNodeFleet.INTERFACE_ENDPOINTS). @default - none */
+  /**
+   * AWS services some component must call from inside the VPC (see CacheNodeFleet.INTERFACE_ENDPOINTS). Each costs
+   * $0.01 per AZ-hour whether used or not, the bulk of an idle environment's bill: a function that needs only AWS
+   * APIs runs outside the VPC instead (StrataFunction without `vpc`). @default - none
+   */
   readonly interfaceEndpoints?: readonly ec2.InterfaceVpcEndpointAwsService[];
 }
 

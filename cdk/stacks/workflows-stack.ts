@@ -6,10 +6,13 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
+import { FLEET_TAG } from '../../layers/core/warm/ec2-fleet.js';
 import type { WorkflowName } from '../../layers/core/workflows/progress.js';
 import { StrataFunction } from '../constructs/strata-function.js';
+import { fleetIamStatements } from '../constructs/workflows/fleet-launch.js';
 import { StrataWorkflows, WORKFLOW_IDS } from '../constructs/workflows/strata-workflows.js';
 import { REPO_ROOT } from '../lib/packaging.js';
+import { stackUuid } from '../lib/unique-names.js';
 import type { DataStack } from './data-stack.js';
 import type { FleetStack } from './fleet-stack.js';
 import type { StrataNetwork } from './network-stack.js';
@@ -41,7 +44,10 @@ export class WorkflowsStack extends StrataStack {
     super(scope, id, { description: `Strata ${props.config.name}: workflows (Step Functions: scale-out, scale-in, evict to S3, tier migration)`, ...props });
     const { config, network, data, fleet } = props;
     this.stateMachineLogs = new logs.LogGroup(this, 'StateMachineLogs', {
-      logGroupName: `/aws/vendedlogs/states/strata-${config.name}`,
+      // Retained in staging/prod: a fixed name would still be taken after the stack is deleted and stop it from being
+      // created again (https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-name.html),
+      // so the name ends with the stack's UUID (a new one per created stack).
+      logGroupName: `/aws/vendedlogs/states/strata-${config.name}-${stackUuid(this)}`,
       retention: logRetention(config),
       removalPolicy: removalPolicy(config),
     });
@@ -60,29 +66,29 @@ export class WorkflowsStack extends StrataStack {
       logRemovalPolicy: removalPolicy(config),
       environment: { STRATA_ENV: config.name },
     });
-    this.stepFunction.bindHotTier(data.hotTier).bindColdTier(data.coldTier).bindRingStore(data.coldTier).bindFleet(fleet.fleet);
+    // The ring's writers: the ring, migrations, executions' progress and scale-out locks (ColdTierBucket.grantRingWriters).
+    this.stepFunction.bindHotTier(data.hotTier).bindColdTier(data.coldTier).bindRingStore(data.coldTier, { writers: true })
+      .bindFleet(fleet.fleet);
 
     const region = this.region;
     const account = this.account;
-    const subnetIds = network.vpc.selectSubnets(network.privateSubnets).subnetIds;
+    // ScaleOut's begin step spreads the nodes over these subnets, one per AZ (layers/core/workflows/placement.ts).
+    const subnets = network.vpc.selectSubnets(network.privateSubnets).subnets;
+    const fleetSubnets = subnets.map((s) => ({ subnetId: s.subnetId, availabilityZone: s.availabilityZone }));
+    this.stepFunction.function.addEnvironment('STRATA_FLEET_SUBNETS', this.toJsonString(fleetSubnets));
+    const fleetName = `strata-${config.name}`;
+    const launchTemplateId = fleet.fleet.launchTemplate.launchTemplateId!;
+    const securityGroupId = fleet.fleet.securityGroup.securityGroupId;
+    const arn = (type: string, id: string) => `arn:${this.partition}:ec2:${region}:${type === 'image' ? '' : account}:${type}/${id}`;
     const workflows = new StrataWorkflows(this, 'Workflows', {
       namePrefix: `strata-${config.name}`,
       stepFunction: this.stepFunction.function,
       logGroup: this.stateMachineLogs,
       fleet: {
-        fleetName: `strata-${config.name}`,
-        launchTemplateId: fleet.fleet.launchTemplate.launchTemplateId!,
-        subnetIds,
-        iamResources: [
-          `arn:${this.partition}:ec2:${region}:${account}:instance/*`,
-          `arn:${this.partition}:ec2:${region}:${account}:volume/*`,
-          `arn:${this.partition}:ec2:${region}:${account}:network-interface/*`,
-          `arn:${this.partition}:ec2:${region}:${account}:launch-template/${fleet.fleet.launchTemplate.launchTemplateId!}`,
-          `arn:${this.partition}:ec2:${region}:${account}:security-group/*`,
-          ...subnetIds.map((s) => `arn:${this.partition}:ec2:${region}:${account}:subnet/${s}`),
-          `arn:${this.partition}:ec2:${region}::image/*`,
-        ],
-        terminateResources: [`arn:${this.partition}:ec2:${region}:${account}:instance/*`],
+        fleetName,
+        launchTemplateId,
+        securityGroupId,
+        ...fleetIamStatements({ arn, fleetName, launchTemplateId, subnetIds: subnets.map((s) => s.subnetId), securityGroupId }),
       },
     });
     this.stateMachines = workflows.stateMachines;
@@ -95,23 +101,35 @@ export class WorkflowsStack extends StrataStack {
     const stepArn = `<${this.getLogicalId(this.stepFunction.function.node.defaultChild as lambda.CfnFunction)}.Arn>:*`;
     const shown = (v: string, pseudo: string) => (Token.isUnresolved(v) ? `<AWS::${pseudo}>` : v);
     const ec2Arn = (type: string) => `arn:${shown(this.partition, 'Partition')}:ec2:${shown(region, 'Region')}:${shown(account, 'AccountId')}:${type}/*`;
-    const reasons: Record<string, string> = {
+    const tagged = `tagged ${FLEET_TAG}=${fleetName}`;
+    const common: Record<string, string> = {
       [`Resource::${stepArn}`]: "invokes any version of the step Lambda, as Step Functions' lambda:InvokeFunction grant does",
       'Resource::*': 'X-Ray (PutTraceSegments, GetSampling*) and CloudWatch Logs delivery (CreateLogDelivery, ...) actions take no resource',
-      [`Resource::${ec2Arn('instance')}`]: 'instances are created at run time (RunInstances) and terminated by id; their ids cannot be known at deploy time',
-      [`Resource::${ec2Arn('volume')}`]: 'RunInstances creates the data volume of the launch template; its id is only known at run time',
-      [`Resource::${ec2Arn('network-interface')}`]: 'RunInstances creates the instance network interface; its id is only known at run time',
-      [`Resource::${ec2Arn('security-group')}`]: "RunInstances checks the launch template's security group (the fleet's, created in another stack)",
-      [`Resource::arn:${shown(this.partition, 'Partition')}:ec2:${shown(region, 'Region')}::image/*`]: 'RunInstances reads the AMI the launch template resolves from SSM at launch time (the latest Amazon Linux 2023 arm64)',
     };
-    const findings: Record<WorkflowName, string[]> = {
-      'scale-out': Object.keys(reasons),
-      'scale-in': [`Resource::${stepArn}`, 'Resource::*', `Resource::${ec2Arn('instance')}`],
-      'evict-to-s3': [`Resource::${stepArn}`, 'Resource::*'],
-      'tier-migrate': [`Resource::${stepArn}`, 'Resource::*'],
+    const terminate = `TerminateInstances ends only instances ${tagged} (condition ec2:ResourceTag), whose ids are only known at run time`;
+    const findings: Record<WorkflowName, Record<string, string>> = {
+      'scale-out': {
+        ...common,
+        [`Resource::${ec2Arn('instance')}`]:
+          `RunInstances creates instances only ${tagged} (condition aws:RequestTag), and the rollback's ${terminate}`,
+        [`Resource::${ec2Arn('volume')}`]:
+          `RunInstances creates the launch template's volumes only ${tagged} (condition aws:RequestTag); ` +
+          'their ids are only known at run time',
+        [`Resource::${ec2Arn('network-interface')}`]:
+          "RunInstances creates each node's network interface (in the fleet's subnets, with its security group); " +
+          'its id is only known at run time',
+        [`Resource::arn:${shown(this.partition, 'Partition')}:ec2:${shown(region, 'Region')}::image/*`]:
+          "RunInstances may use Amazon's images only (condition ec2:Owner = amazon): the launch template's AMI is the latest " +
+          'Amazon Linux 2023 arm64, which the Fleet stack reads from its public SSM parameter at each deployment',
+      },
+      'scale-in': { ...common, [`Resource::${ec2Arn('instance')}`]: terminate },
+      'evict-to-s3': common,
+      'tier-migrate': common,
     };
     for (const [name, machine] of Object.entries(workflows.stateMachines) as [WorkflowName, sfn.StateMachine][]) {
-      for (const f of findings[name]) Validations.of(machine.role).acknowledge({ id: `AwsSolutions-IAM5[${f}]`, reason: `${name}: ${reasons[f]}` });
+      for (const [f, reason] of Object.entries(findings[name])) {
+        Validations.of(machine.role).acknowledge({ id: `AwsSolutions-IAM5[${f}]`, reason: `${name}: ${reason}` });
+      }
       new CfnOutput(this, `${WORKFLOW_IDS[name]}StateMachineArn`, { value: machine.stateMachineArn, description: `State machine of the ${name} workflow` });
     }
 
@@ -119,9 +137,8 @@ export class WorkflowsStack extends StrataStack {
     this.scaleTriggerFunction = new StrataFunction(this, 'ScaleTriggerFunction', {
       entry: `${REPO_ROOT}/lambdas/workflows/scale-trigger.ts`,
       description: `Strata ${config.name} scale-out trigger (paper 000 speculative threshold)`,
-      vpc: network.vpc,
-      vpcSubnets: network.privateSubnets,
-      securityGroup: network.coordinatorSecurityGroup,
+      // Outside the VPC: it reads the nodes' reports from S3 and starts ScaleOut through Step Functions, and calls
+      // no node, so it needs neither the fleet secret nor an interface endpoint.
       memoryMb: 256,
       timeoutSeconds: 60,
       logRetention: logRetention(config),
@@ -132,7 +149,9 @@ export class WorkflowsStack extends StrataStack {
         STRATA_SCALE_TRIGGER: JSON.stringify({ unit: trigger.unit, ...(trigger.capacity ? { capacity: trigger.capacity } : {}), lowRate: trigger.lowRate, highRate: trigger.highRate, mode: trigger.mode }),
       },
     });
-    this.scaleTriggerFunction.bindRingStore(data.coldTier).bindFleet(fleet.fleet);
+    // It reads the ring, the nodes' reports and the scale-out locks; it writes only its own counter sample.
+    this.scaleTriggerFunction.bindRingStore(data.coldTier, { read: ['ring', 'nodeStats', 'scaleLocks'], write: ['scaleTriggerSample'] });
+    this.scaleTriggerFunction.addEnvironment('STRATA_NODE_STATS_ID_PREFIX', fleet.fleet.statsReportIdPrefix);
     workflows.stateMachines['scale-out'].grantStartExecution(this.scaleTriggerFunction.role);
     new events.Rule(this, 'ScaleTriggerSchedule', {
       description: `Strata ${config.name}: evaluate the speculative scale-out threshold`,

@@ -4,6 +4,7 @@ import { runScaleTriggerFromEnv } from '../../layers/core/runtime/scale-trigger.
 
 export const handler = async (): Promise<unknown> => {
   const out = await runScaleTriggerFromEnv();
-  console.log(JSON.stringify({ level: 'info', msg: 'scale-out trigger', decision: out.decision, rate: out.rate, capacity: out.capacity, started: out.started ?? null }));
+  const { decision, rate, capacity, silent } = out;
+  console.log(JSON.stringify({ level: 'info', msg: 'scale-out trigger', decision, rate, capacity, silent, started: out.started ?? null }));
   return { decision: out.decision, started: out.started ?? null };
 };

@@ -7,6 +7,7 @@ import { readFleetState, type FleetState } from '../../layers/core/cost/fleet-st
 import { METRICS, type MetricDef } from '../../layers/core/metrics/catalog.js';
 import type { LocalMetricsStore } from '../../layers/core/metrics/local-store.js';
 import type { RuntimeEnv } from '../../layers/core/runtime/config.js';
+import { DEFAULT_NODE_STATS_INTERVAL_MS } from '../../layers/core/ring/node-reports.js';
 import { RingStore, S3CasStore } from '../../layers/core/ring/store.js';
 import { casStoreFromEnv } from '../../layers/core/runtime/warm.js';
 import { NodeClient } from '../../layers/core/warm/node-client.js';
@@ -33,6 +34,7 @@ export function recordFleetState(store: LocalMetricsStore, environment: string, 
   for (const f of state.fills) put(METRICS.nodeFill, f.percent, { Node: f.node });
   if (state.maxFillPercent !== undefined) put(METRICS.maxNodeFill, state.maxFillPercent);
   put(METRICS.migrationsInProgress, state.migrationsInProgress);
+  put(METRICS.silentNodes, state.silent.length);
 }
 
 /** Starts sampling when the configuration has a warm tier (STRATA_WARM_RING_DIR or _BUCKET); else undefined. */
@@ -46,7 +48,13 @@ export function startFleetSampler(opts: FleetSamplerOptions): FleetSampler | und
   let running: Promise<unknown> = Promise.resolve();
 
   const sample = async (): Promise<FleetState> => {
-    const state = await readFleetState({ ring: () => ring.load(), nodeStats: (url) => client.stats(url) });
+    // The nodes run on this machine: ask each for its /stats and read it as a report written just now, so the
+    // local dashboard does not depend on the nodes writing reports to the local ring store.
+    const nodeReport = async (n: { id: string; url: string }) => {
+      const stats = await client.stats(n.url);
+      return { nodeId: n.id, at: Date.now(), intervalMs: DEFAULT_NODE_STATS_INTERVAL_MS, stats };
+    };
+    const state = await readFleetState({ ring: () => ring.load(), nodeReport });
     recordFleetState(opts.store, opts.environment, state, Date.now());
     return state;
   };

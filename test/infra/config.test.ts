@@ -1,27 +1,29 @@
-import { ConfigurationError, ENVIRONMENTS, loadEnvironmentConfig } from '../../cdk/config/load.js';
+import { ENVIRONMENTS, loadEnvironmentConfig } from '../../cdk/config/load.js';
 import { ENVIRONMENT_NAMES, type EnvironmentConfigInput } from '../../cdk/config/schema.js';
 import { parseTenantAccess } from '../../layers/core/api/tenant-access.js';
+import { configErrorOf } from './helpers/config-errors.js';
 
 /** A dev file with one change, for the rule under test. */
 function withDev(change: (c: EnvironmentConfigInput) => EnvironmentConfigInput): Record<string, EnvironmentConfigInput> {
   return { dev: change(structuredClone(ENVIRONMENTS.dev)) };
 }
 
-function errorOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(ConfigurationError);
-    return (e as Error).message;
-  }
-  throw new Error('expected a ConfigurationError');
+/** Staging and prod need an alarm destination at synth time; the committed-file checks give them one. */
+const DESTINATION = { alarmEmails: 'oncall@example.org' };
+const TOPIC_ARN = 'arn:aws:sns:us-east-1:123456789012:strata-oncall';
+
+/** A file with one change, for an environment other than dev. */
+function withFile(name: 'staging' | 'prod', change: (c: EnvironmentConfigInput) => EnvironmentConfigInput) {
+  return { [name]: change(structuredClone(ENVIRONMENTS[name])) };
 }
+
+const errorOf = configErrorOf;
 
 describe('Environment configuration', () => {
   describe('committed files', () => {
     it.each(ENVIRONMENT_NAMES)('%s is valid and commits no account', (name) => {
       // Act
-      const config = loadEnvironmentConfig(name);
+      const config = loadEnvironmentConfig(name, { context: DESTINATION });
       // Assess
       expect(config.name).toBe(name);
       expect(config.account).toBeUndefined();
@@ -30,7 +32,16 @@ describe('Environment configuration', () => {
     });
 
     it('keeps NAT gateways off by default in every environment', () => {
-      for (const name of ENVIRONMENT_NAMES) expect(loadEnvironmentConfig(name).network.natGateways).toBe(0);
+      for (const name of ENVIRONMENT_NAMES) expect(loadEnvironmentConfig(name, { context: DESTINATION }).network.natGateways).toBe(0);
+    });
+
+    it.each(ENVIRONMENT_NAMES)('%s commits no alarm destination (no budgets.alertEmails, no monitoring.alarmDestination)', (name) => {
+      expect(ENVIRONMENTS[name].budgets).not.toHaveProperty('alertEmails');
+      expect(ENVIRONMENTS[name].monitoring ?? {}).not.toHaveProperty('alarmDestination');
+    });
+
+    it('loads dev without an alarm destination (it warns at synth instead)', () => {
+      expect(loadEnvironmentConfig('dev', { env: {} }).monitoring.alarmDestination).toBeUndefined();
     });
   });
 
@@ -50,6 +61,28 @@ describe('Environment configuration', () => {
       const c = loadEnvironmentConfig('dev', { context: { region: 'eu-west-1', availabilityZones: 'eu-west-1a, eu-west-1b' } });
       expect(c.region).toBe('eu-west-1');
       expect(c.availabilityZones).toEqual(['eu-west-1a', 'eu-west-1b']);
+    });
+
+    const destinationOf = (name: 'staging' | 'prod', sources: Parameters<typeof loadEnvironmentConfig>[1]) =>
+      loadEnvironmentConfig(name, sources).monitoring.alarmDestination;
+
+    it('takes the alarm destination from context (-c alarmEmails, comma-separated, or -c alarmTopicArn)', () => {
+      const two = { emails: ['a@example.org', 'b@example.org'] };
+      expect(destinationOf('prod', { context: { alarmEmails: ' a@example.org, b@example.org ' } })).toEqual(two);
+      expect(destinationOf('prod', { context: { alarmTopicArn: TOPIC_ARN } })).toEqual({ topicArn: TOPIC_ARN });
+      // cdk.json context may hold a list.
+      expect(destinationOf('prod', { context: { alarmEmails: ['a@example.org'] } })).toEqual({ emails: ['a@example.org'] });
+    });
+
+    it('takes the alarm destination from STRATA_ALARM_EMAILS / STRATA_ALARM_TOPIC_ARN when the context gives none', () => {
+      const two = { emails: ['a@example.org', 'b@example.org'] };
+      expect(destinationOf('staging', { env: { STRATA_ALARM_EMAILS: 'a@example.org,b@example.org' } })).toEqual(two);
+      expect(destinationOf('staging', { env: { STRATA_ALARM_TOPIC_ARN: TOPIC_ARN } })).toEqual({ topicArn: TOPIC_ARN });
+    });
+
+    it('lets a destination given with -c replace the environment\'s whole, never mixing the two', () => {
+      const c = loadEnvironmentConfig('prod', { context: { alarmEmails: 'a@example.org' }, env: { STRATA_ALARM_TOPIC_ARN: TOPIC_ARN } });
+      expect(c.monitoring.alarmDestination).toEqual({ emails: ['a@example.org'] });
     });
 
     it('applies documented defaults', () => {
@@ -150,6 +183,45 @@ describe('Environment configuration', () => {
 
     it('fails on unknown keys (typos)', () => {
       expect(errorOf(() => loadEnvironmentConfig('dev', {}, withDev((c) => ({ ...c, fleet: { ...c.fleet, instanceTyp: 'x' } as never }))))).toMatch(/fleet: Unrecognized key/);
+    });
+
+    it.each(['staging', 'prod'] as const)('fails in %s without an alarm destination, saying how to pass one', (name) => {
+      const message = errorOf(() => loadEnvironmentConfig(name, { env: {} }));
+      expect(message).toMatch(new RegExp(`^no alarm destination for environment '${name}'`));
+      expect(message).toContain(`npm run synth -- --env ${name} -c alarmEmails=`);
+      expect(message).toContain(`npm run synth -- --env ${name} -c alarmTopicArn=arn:aws:sns:us-east-1:`);
+      expect(message).toMatch(/STRATA_ALARM_EMAILS=.* or STRATA_ALARM_TOPIC_ARN=/);
+    });
+
+    it('fails on both alarm e-mails and an alarm topic', () => {
+      expect(errorOf(() => loadEnvironmentConfig('prod', { context: { alarmEmails: 'a@example.org', alarmTopicArn: TOPIC_ARN } })))
+        .toMatch(/give -c alarmEmails or -c alarmTopicArn, not both/);
+      const env = { STRATA_ALARM_EMAILS: 'a@example.org', STRATA_ALARM_TOPIC_ARN: TOPIC_ARN };
+      expect(errorOf(() => loadEnvironmentConfig('prod', { env }))).toMatch(/give STRATA_ALARM_EMAILS or STRATA_ALARM_TOPIC_ARN, not both/);
+    });
+
+    it('fails on an alarm e-mail that is not an address, naming where it came from', () => {
+      expect(errorOf(() => loadEnvironmentConfig('prod', { env: { STRATA_ALARM_EMAILS: 'oncall@example.org,oncall' } })))
+        .toMatch(/invalid alarm destination STRATA_ALARM_EMAILS=oncall@example.org,oncall: alarm e-mails must be e-mail addresses/);
+    });
+
+    it('fails on an alarm topic that is not an SNS topic ARN', () => {
+      expect(errorOf(() => loadEnvironmentConfig('prod', { context: { alarmTopicArn: 'arn:aws:sqs:us-east-1:123456789012:q' } })))
+        .toMatch(/invalid alarm destination -c alarmTopicArn=arn:aws:sqs:.*: the alarm topic must be an SNS topic ARN/);
+    });
+
+    it('refuses alarm e-mails committed as budgets.alertEmails, saying where they go now', () => {
+      const files = withFile('prod', (c) => ({ ...c, budgets: { ...c.budgets, alertEmails: ['oncall@example.org'] } as never }));
+      const message = errorOf(() => loadEnvironmentConfig('prod', { context: DESTINATION }, files));
+      expect(message).toMatch(/budgets\.alertEmails: budgets\.alertEmails is no longer read: where alarms go is never committed/);
+      expect(message).toContain('-c alarmEmails=');
+      expect(message).toContain('STRATA_ALARM_TOPIC_ARN');
+    });
+
+    it('refuses an alarm destination committed in the file', () => {
+      const files = withFile('staging', (c) => ({ ...c, monitoring: { ...c.monitoring, alarmDestination: { topicArn: TOPIC_ARN } } }));
+      expect(errorOf(() => loadEnvironmentConfig('staging', { context: DESTINATION }, files)))
+        .toMatch(/cdk\/config\/staging\.ts commits monitoring\.alarmDestination: remove it/);
     });
 
     it('fails when a file declares another environment name', () => {

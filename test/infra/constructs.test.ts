@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App, Duration, Stack } from 'aws-cdk-lib';
-import { Template } from 'aws-cdk-lib/assertions';
+import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { ColdTierBucket, type ColdTierBucketProps } from '../../cdk/constructs/cold-tier-bucket.js';
@@ -80,13 +80,16 @@ describe('Construct: StrataFunction', () => {
   it('defaults to nodejs24.x on arm64, 1024 MB, 29 s, source maps', () => {
     Template.fromStack(Stack.of(make())).hasResourceProperties('AWS::Lambda::Function', { Runtime: 'nodejs24.x', Architectures: ['arm64'], MemorySize: 1024, Timeout: 29, Environment: { Variables: { NODE_OPTIONS: '--enable-source-maps' } } });
   });
-  it('binds the hot tier: URL, cluster mode, user, password reference and the network path', () => {
+  it('binds the hot tier: URL, cluster mode, IAM user and cache, elasticache:Connect and the network path', () => {
     const f = fixture();
     const fn = new StrataFunction(f.stack, 'Fn', { entry: apiLambdaEntry('service'), vpc: f.vpc, vpcSubnets: {}, securityGroup: f.coordinators });
     const cache = new ValkeyServerlessCache(f.stack, 'Cache', { cacheName: 'c', vpc: f.vpc, vpcSubnets: {}, maxDataStorageGb: 1, maxEcpuPerSecond: 1000 });
     fn.bindHotTier(cache);
     const t = Template.fromStack(Stack.of(fn));
-    t.hasResourceProperties('AWS::Lambda::Function', { Environment: { Variables: { STRATA_REDIS_CLUSTER: '1', STRATA_REDIS_USERNAME: 'c-app' } } });
+    const hot = { STRATA_REDIS_CLUSTER: '1', STRATA_REDIS_USERNAME: 'c-app', STRATA_REDIS_IAM_CACHE: 'c' };
+    t.hasResourceProperties('AWS::Lambda::Function', { Environment: { Variables: hot } });
+    const connect = Match.arrayWith([Match.objectLike({ Action: 'elasticache:Connect' })]);
+    t.hasResourceProperties('AWS::IAM::Policy', { PolicyDocument: { Statement: connect } });
     t.hasResourceProperties('AWS::EC2::SecurityGroupIngress', { FromPort: 6379, ToPort: 6380 });
   });
   it('fails on memory outside 128-10240 MB', () => expectInvalid(() => make({ memoryMb: 64 }), /Test\/Fn: memoryMb must be a whole number from 128 to 10240 \(got 64\)/));
@@ -145,8 +148,9 @@ describe('Construct: StrataRestApi', () => {
 describe('Construct: CacheNodeFleet', () => {
   const make = (over: Partial<CacheNodeFleetProps> = {}) => {
     const f = fixture();
+    const ringStore = { bucket: new ColdTierBucket(f.stack, 'Cold').bucket, prefix: ColdTierBucket.RING_PREFIX };
     return new CacheNodeFleet(f.stack, 'Fleet', {
-      name: 'strata-test', vpc: f.vpc, vpcSubnets: {}, instanceType: 't4g.small', dataVolume: { sizeGiB: 20 }, coordinatorSecurityGroup: f.coordinators, bundle: CacheNodeBundle.fromEntry(PLACEHOLDER_CACHENODE), ...over,
+      name: 'strata-test', vpc: f.vpc, vpcSubnets: {}, instanceType: 't4g.small', dataVolume: { sizeGiB: 20 }, coordinatorSecurityGroup: f.coordinators, bundle: CacheNodeBundle.fromEntry(PLACEHOLDER_CACHENODE), ringStore, ...over,
     });
   };
 

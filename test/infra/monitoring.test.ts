@@ -1,6 +1,5 @@
-import { App, Duration, Stack } from 'aws-cdk-lib';
+import { App, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import * as sns from 'aws-cdk-lib/aws-sns';
 import { buildStrataApp } from '../../cdk/app.js';
 import { loadEnvironmentConfig } from '../../cdk/config/load.js';
 import { environmentConfigSchema, type EnvironmentConfig, type EnvironmentConfigInput } from '../../cdk/config/schema.js';
@@ -15,6 +14,7 @@ import { priceLiveUsage } from '../../layers/core/cost/live-cost.js';
 import { priceBook } from '../../layers/core/cost/catalog.js';
 import { METRIC_NAMESPACES, METRICS, type MetricDef } from '../../layers/core/metrics/catalog.js';
 import { PLACEHOLDER_CACHENODE, cdkJsonContext, synthesized, type SynthesizedEnvironment } from './helpers/synth.js';
+import { alarmProps } from './helpers/config-errors.js';
 
 type Json = Record<string, unknown>;
 type Resource = { Type: string; Properties: Json };
@@ -74,7 +74,8 @@ function publisherOutput(): Set<string> {
     tenants: [{ name: 'web', namespaces: ['pages'] }],
     monitoring: { customMetrics: 1, dashboards: 0, alarmMetrics: 0, putMetricDataCallsPerHour: 0, getMetricDataMetricsPerHour: 0 },
   });
-  const points = costAndFleetPoints('dev', cost, { monthToDate: 0, hoursLeft: 1, projected: 1 }, 0.5, { ringVersion: 1, nodes: 1, fills: [{ node: 'n1', percent: 10 }], maxFillPercent: 10, migrationsInProgress: 0, unreachable: [] });
+  const fleet = { ringVersion: 1, nodes: 1, fills: [{ node: 'n1', percent: 10 }], maxFillPercent: 10, migrationsInProgress: 0, silent: [] };
+  const points = costAndFleetPoints('dev', cost, { monthToDate: 0, hoursLeft: 1, projected: 1 }, 0.5, fleet);
   return new Set(points.map((p) => `${p.def.namespace}|${p.def.name}|${Object.keys(p.dimensions).sort().join(',')}`));
 }
 
@@ -123,7 +124,7 @@ describe('Monitoring stack', () => {
     });
 
     it('sends every alarm, and its recovery, to the alarm topic', () => {
-      expect(Object.keys(alarms)).toHaveLength(6);
+      expect(Object.keys(alarms)).toHaveLength(s.stacks.monitoring.alarms.all.length);
       for (const a of Object.values(alarms)) {
         expect(a.AlarmActions).toEqual([topicRef(s)]);
         expect(a.OKActions).toEqual([topicRef(s)]);
@@ -139,7 +140,7 @@ describe('Monitoring stack', () => {
       expect(s.stacks.monitoring.fillAlarm).toBe(s.stacks.monitoring.alarms.nodeFill);
     });
 
-    it('runs the cost publisher on its schedule: nodejs24.x arm64 in the VPC, no retries', () => {
+    it('runs the cost publisher on its schedule: nodejs24.x arm64 outside the VPC, no fleet secret, no retries', () => {
       const t = s.templates.monitoring;
       const minutes = c.monitoring.costPublisher.scheduleMinutes;
       t.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: `rate(${minutes} minutes)`, Targets: [Match.objectLike({ RetryPolicy: { MaximumRetryAttempts: 0 } })] });
@@ -148,9 +149,20 @@ describe('Monitoring stack', () => {
         Architectures: ['arm64'],
         MemorySize: c.monitoring.costPublisher.memoryMb,
         Timeout: c.monitoring.costPublisher.timeoutSeconds,
-        VpcConfig: Match.objectLike({ SubnetIds: Match.anyValue(), SecurityGroupIds: Match.anyValue() }),
-        Environment: { Variables: Match.objectLike({ STRATA_COST_SETTINGS: Match.anyValue(), STRATA_WARM_RING_PREFIX: 'strata-ring', STRATA_WARM_SECRET_ARN: Match.anyValue() }) },
+        // Outside the VPC: it needs only AWS APIs (the nodes' stats come from their reports in S3), and there
+        // CloudWatch and EC2 need no interface endpoint.
+        VpcConfig: Match.absent(),
+        Environment: {
+          Variables: Match.objectLike({
+            STRATA_COST_SETTINGS: Match.anyValue(),
+            STRATA_WARM_RING_PREFIX: 'strata-ring',
+            STRATA_NODE_STATS_ID_PREFIX: Match.anyValue(),
+          }),
+        },
       });
+      const variables = (r: Resource) => (r.Properties.Environment as { Variables?: Json } | undefined)?.Variables ?? {};
+      const fn = resources(s, 'AWS::Lambda::Function').find((r) => variables(r).STRATA_COST_SETTINGS)!;
+      expect(Object.keys(variables(fn)).filter((k) => /SECRET/.test(k))).toEqual([]);
       t.hasResourceProperties('AWS::Lambda::EventInvokeConfig', { MaximumRetryAttempts: 0 });
     });
 
@@ -165,23 +177,30 @@ describe('Monitoring stack', () => {
         hot: { cacheName: `strata-${env}`, dimension: 'clusterId' },
         cold: { bucket: 'TOKEN', prefix: c.coldTier.prefix },
         apiName: `strata-${env}`,
-        monitoring: { dashboards: 3, alarmMetrics: 12, runsPerHour: 60 / c.monitoring.costPublisher.scheduleMinutes },
+        // Every metric the alarms read (alarms.test.ts checks the count against the template).
+        monitoring: {
+          dashboards: 3,
+          alarmMetrics: s.stacks.monitoring.alarms.metricCount,
+          runsPerHour: 60 / c.monitoring.costPublisher.scheduleMinutes,
+        },
       });
       expect(settings.functions.map((f) => [f.memoryMb, f.tier])).toEqual(Object.values(c.api.functions).map((f) => [f.memoryMb, 'api']));
     });
 
-    it('lets the publisher put metrics only in Strata/Cost and Strata/Fleet, list only the tier prefix and read only the ring document', () => {
+    it('lets the publisher put only Strata/Cost and Strata/Fleet metrics, list the tier prefix, read the ring and node reports', () => {
       const statements = resources(s, 'AWS::IAM::Policy').flatMap((p) => ((p.Properties.PolicyDocument as { Statement: Json[] }).Statement));
       const bySid = Object.fromEntries(statements.filter((x) => x.Sid).map((x) => [x.Sid as string, x]));
       expect(bySid.PublishCostAndFleet).toMatchObject({ Action: 'cloudwatch:PutMetricData', Resource: '*', Condition: { StringEquals: { 'cloudwatch:namespace': ['Strata/Cost', 'Strata/Fleet'] } } });
       expect(bySid.ReadUsage).toMatchObject({ Action: ['cloudwatch:GetMetricData', 'ec2:DescribeInstances', 'ec2:DescribeVolumes'], Resource: '*' });
       expect(bySid.ListColdTier).toMatchObject({ Action: 's3:ListBucket', Condition: { StringLike: { 's3:prefix': [`${c.coldTier.prefix}/`, `${c.coldTier.prefix}/*`] } } });
-      expect(flatten(bySid.ReadRing!.Resource)).toMatch(/\/strata-ring\/ring\.json$/);
-      expect(bySid.ReadRing).toMatchObject({ Action: 's3:GetObject' });
-      // The fleet secret (to ask the nodes for their fill): read, that secret only.
-      for (const st of statements.filter((x) => JSON.stringify(x.Action).includes('secretsmanager'))) {
-        expect(st).toEqual({ Action: ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'], Effect: 'Allow', Resource: { 'Fn::GetStackOutput': expect.objectContaining({ StackName: `Strata-${env}-Fleet`, OutputName: expect.stringMatching(/^PublishOutputRefCacheNodesSharedSecret/) }) } });
-      }
+      // The ring store through the cold tier's read-only policies of the ring document and the nodes' reports
+      // (iam-ring-store.test.ts judges what they allow); no secret, no write.
+      const roles = Object.entries(s.templates.monitoring.findResources('AWS::IAM::Role'));
+      const role = roles.find(([id]) => id.startsWith('CostPublisherHandlerRole'))![1] as { Properties: Json };
+      const attached = JSON.stringify(role.Properties.ManagedPolicyArns);
+      expect(attached).toMatch(/OutputRefColdTierRingReadRing.*OutputRefColdTierRingReadNodeStats/);
+      expect(JSON.stringify(role.Properties.ManagedPolicyArns)).not.toMatch(/RingWrite/);
+      expect(statements.filter((x) => JSON.stringify(x.Action).includes('secretsmanager'))).toEqual([]);
       for (const st of statements) expect(JSON.stringify(st.Action)).not.toMatch(/\*"/);
     });
 
@@ -241,11 +260,13 @@ describe('Monitoring stack', () => {
     expect(fleet).toContain('SEARCH(\'{Strata/Fleet,Environment,Node} MetricName=\\"NodeFillPercent\\" Environment=\\"prod\\"\', \'Maximum\', 60)');
   });
 
-  it('follows the configuration: other budget shares, floor, ceiling, watermark and schedule give other thresholds', () => {
+  it('follows the configuration: other budget shares, floor, ceiling, watermark, schedule and AWS limits give other thresholds', () => {
+    const alarms = { hitRatioFloorPercent: 42, errorRateCeilingPercent: 3, nodeFillWatermarkPercent: 77, minRequestsPerPeriod: 10 };
+    const awsLimits = { apiServerErrorRatePercent: 2, apiLatencyP90Ms: 400, functionErrorsPerPeriod: 3, hotTierUsagePercent: 60 };
     const input: EnvironmentConfigInput = {
       ...devFile,
       budgets: { monthlyUsd: 200, warningFraction: 0.5, criticalFraction: 0.9 },
-      monitoring: { costPublisher: { scheduleMinutes: 5 }, alarms: { hitRatioFloorPercent: 42, errorRateCeilingPercent: 3, nodeFillWatermarkPercent: 77, minRequestsPerPeriod: 10 } },
+      monitoring: { costPublisher: { scheduleMinutes: 5 }, alarms: { ...alarms, ...awsLimits } },
     };
     const config = loadEnvironmentConfig('dev', {}, { dev: input });
     const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] }, analyticsReporting: false });
@@ -258,6 +279,11 @@ describe('Monitoring stack', () => {
     expect(byName['strata-dev-error-rate']).toMatchObject({ Threshold: 3 });
     expect(byName['strata-dev-node-fill']).toMatchObject({ Threshold: 77, Period: 300 });
     expect(JSON.stringify(byName['strata-dev-hit-ratio'])).toContain('>= 10');
+    expect(byName['strata-dev-api-5xx']).toMatchObject({ Threshold: 0.02 });
+    expect(byName['strata-dev-api-latency']).toMatchObject({ Threshold: 400 });
+    expect(byName['strata-dev-fn-api-keys-errors']).toMatchObject({ Threshold: 3 });
+    expect(byName['strata-dev-hot-storage']).toMatchObject({ Threshold: 0.6 * config.hotTier.maxDataStorageGb * 1e9 });
+    expect(byName['strata-dev-hot-ecpu']).toMatchObject({ Threshold: 0.6 * config.hotTier.maxEcpuPerSecond * 60 });
     t.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(5 minutes)' });
   });
 });
@@ -265,17 +291,30 @@ describe('Monitoring stack', () => {
 describe('Monitoring configuration', () => {
   const base = (over: Partial<EnvironmentConfigInput>) => environmentConfigSchema.safeParse({ ...devFile, ...over });
 
-  it('defaults: warning at 80% and critical at 100% of the budget, 15-minute runs, 85% fill watermark', () => {
+  it('defaults: warning at 80% and critical at 100% of the budget, 15-minute runs, 85% fill watermark, AWS-metric limits', () => {
     const { budgets: _b, monitoring: _m, ...rest } = devFile;
     const r = environmentConfigSchema.parse({ ...rest, budgets: { monthlyUsd: 10 } }) as EnvironmentConfig;
     expect(r.budgets).toMatchObject({ warningFraction: 0.8, criticalFraction: 1 });
-    expect(r.monitoring).toEqual({ costPublisher: { scheduleMinutes: 15, memoryMb: 256, timeoutSeconds: 120 }, alarms: { hitRatioFloorPercent: 50, errorRateCeilingPercent: 5, minRequestsPerPeriod: 100, trafficPeriodMinutes: 5, nodeFillWatermarkPercent: 85 } });
+    expect(r.monitoring).toEqual({
+      costPublisher: { scheduleMinutes: 15, memoryMb: 256, timeoutSeconds: 120 },
+      alarms: {
+        hitRatioFloorPercent: 50,
+        errorRateCeilingPercent: 5,
+        minRequestsPerPeriod: 100,
+        trafficPeriodMinutes: 5,
+        nodeFillWatermarkPercent: 85,
+        // 75: AWS's recommendation for ElastiCache Serverless usage limits (alarms.test.ts cites it).
+        apiServerErrorRatePercent: 5, apiLatencyP90Ms: 1000, functionErrorsPerPeriod: 1, hotTierUsagePercent: 75,
+      },
+    });
   });
 
   it.each<[string, Partial<EnvironmentConfigInput>, string]>([
     ['warning at or above critical', { budgets: { monthlyUsd: 10, warningFraction: 1, criticalFraction: 1 } }, 'warningFraction (1) must be below criticalFraction (1)'],
     ['a schedule EventBridge and the alarms cannot share', { monitoring: { costPublisher: { scheduleMinutes: 7 as 5 } } }, 'scheduleMinutes must be 1, 5, 10, 15, 30 or 60'],
     ['a floor above 100%', { monitoring: { alarms: { hitRatioFloorPercent: 120 } } }, 'hitRatioFloorPercent'],
+    ['a hot-tier alarm at the limit itself', { monitoring: { alarms: { hotTierUsagePercent: 100 } } }, 'must be below 100'],
+    ['a latency limit API Gateway never reaches', { monitoring: { alarms: { apiLatencyP90Ms: 30_000 } } }, '29 s integration timeout'],
   ])('rejects %s', (_what, over, message) => {
     const r = base(over);
     expect(r.success).toBe(false);
@@ -284,20 +323,7 @@ describe('Monitoring configuration', () => {
 });
 
 describe('StrataAlarms construct', () => {
-  const props = (stack: Stack, over: Partial<StrataAlarmsProps> = {}): StrataAlarmsProps => ({
-    environment: 'dev',
-    topic: new sns.Topic(stack, `Topic${Math.random().toString(36).slice(2)}`),
-    budgetMonthlyUsd: 100,
-    warningFraction: 0.8,
-    criticalFraction: 1,
-    hitRatioFloorPercent: 50,
-    errorRateCeilingPercent: 5,
-    minRequestsPerPeriod: 100,
-    trafficPeriod: Duration.minutes(5),
-    nodeFillWatermarkPercent: 85,
-    publisherPeriod: Duration.minutes(15),
-    ...over,
-  });
+  const props = alarmProps;
 
   it.each<[string, Partial<StrataAlarmsProps>, RegExp]>([
     ['warning not below critical', { warningFraction: 1.2 }, /warningFraction \(1.2\) must be positive and below criticalFraction/],

@@ -1,9 +1,11 @@
-import { Match } from 'aws-cdk-lib/assertions';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import { API_ROUTES } from '../../layers/core/api/routes.js';
 import { S3Tier } from '../../layers/core/tiers/s3-tier.js';
 import { App } from 'aws-cdk-lib';
 import { buildStrataApp } from '../../cdk/app.js';
 import { CacheNodeBundle } from '../../cdk/constructs/cache-node-fleet.js';
+import { NetworkStack } from '../../cdk/stacks/network-stack.js';
 import { cdkJsonContext, PLACEHOLDER_CACHENODE, STACK_KEYS, synthesized } from './helpers/synth.js';
 import { CACHE_NODE_V8_FLAGS } from '../../layers/core/warm/node-process.js';
 
@@ -45,24 +47,30 @@ describe('Stacks', () => {
       for (const s of subnets) expect(s.Properties.MapPublicIpOnLaunch).toBe(false);
     });
 
-    it('reaches S3 through a gateway endpoint and only Secrets Manager, CloudWatch, EC2 and Step Functions through interface endpoints', () => {
-      const t = prod.templates.network;
-      t.hasResourceProperties('AWS::EC2::VPCEndpoint', { VpcEndpointType: 'Gateway', ServiceName: Match.objectLike({ 'Fn::Join': Match.arrayWith([Match.arrayWith([Match.stringLikeRegexp('\\.s3$')])]) }) });
-      const interfaces = Object.values(t.findResources('AWS::EC2::VPCEndpoint', { Properties: { VpcEndpointType: 'Interface' } })) as { Properties: Json }[];
-      // Secrets Manager for the cache nodes; CloudWatch (monitoring) and EC2 for the cost publisher.
-      expect(interfaces.map((i) => String(i.Properties.ServiceName).split('.').pop()).sort()).toEqual(['ec2', 'monitoring', 'secretsmanager', 'states']);
-      for (const i of interfaces) expect(i.Properties.SubnetIds).toHaveLength(3);
-      // dev keeps its interface endpoints in one AZ (cost)
-      const devInterfaces = Object.values(dev.templates.network.findResources('AWS::EC2::VPCEndpoint', { Properties: { VpcEndpointType: 'Interface' } })) as { Properties: Json }[];
-      expect(devInterfaces).toHaveLength(4);
-      for (const i of devInterfaces) expect(i.Properties.SubnetIds).toHaveLength(1);
+    it('reaches S3 through a gateway endpoint and no AWS API through an interface endpoint', () => {
+      // Interface endpoints are billed by the AZ-hour, idle or not: what calls other AWS APIs (the cost publisher,
+      // the scale-out trigger, the admin API) runs outside the VPC, and what stays in it calls S3 only.
+      const s3 = Match.objectLike({ 'Fn::Join': Match.arrayWith([Match.arrayWith([Match.stringLikeRegexp('\\.s3$')])]) });
+      for (const t of [prod.templates.network, dev.templates.network]) {
+        t.hasResourceProperties('AWS::EC2::VPCEndpoint', { VpcEndpointType: 'Gateway', ServiceName: s3 });
+        expect(Object.keys(t.findResources('AWS::EC2::VPCEndpoint', { Properties: { VpcEndpointType: 'Interface' } }))).toEqual([]);
+      }
     });
 
-    it('admits HTTPS to the endpoint from the VPC block only', () => {
-      prod.templates.network.hasResourceProperties('AWS::EC2::SecurityGroup', {
-        GroupDescription: Match.stringLikeRegexp('SecretsmanagerEndpoint'),
-        SecurityGroupIngress: [{ CidrIp: prod.config.network.cidr, FromPort: 443, ToPort: 443, IpProtocol: 'tcp', Description: 'HTTPS from the VPC' }],
-      });
+    it('gives an interface endpoint, when a component declares one, the configured endpoint AZs and HTTPS from the VPC block only', () => {
+      const endpoints = [ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER, ec2.InterfaceVpcEndpointAwsService.SECRETS_MANAGER];
+      for (const config of [prod.config, dev.config]) {
+        const app = new App({ context: cdkJsonContext(), analyticsReporting: false });
+        const t = Template.fromStack(new NetworkStack(app, 'Network', { config, interfaceEndpoints: endpoints }));
+        const interfaces = Object.values(t.findResources('AWS::EC2::VPCEndpoint', { Properties: { VpcEndpointType: 'Interface' } }));
+        // One per service however often it is declared; dev keeps its endpoints in one AZ (cost).
+        expect(interfaces).toHaveLength(1);
+        const azs = config.network.interfaceEndpointAzs ?? config.availabilityZones.length;
+        expect((interfaces[0] as { Properties: Json }).Properties.SubnetIds).toHaveLength(azs);
+        const https = { CidrIp: config.network.cidr, FromPort: 443, ToPort: 443, IpProtocol: 'tcp', Description: 'HTTPS from the VPC' };
+        const endpointGroup = Match.stringLikeRegexp('SecretsmanagerEndpoint');
+        t.hasResourceProperties('AWS::EC2::SecurityGroup', { GroupDescription: endpointGroup, SecurityGroupIngress: [https] });
+      }
     });
 
     it('logs VPC flows', () => {
@@ -100,16 +108,16 @@ describe('Stacks', () => {
       dev.templates.data.resourceCountIs('AWS::KMS::Key', 0);
     });
 
-    it('authenticates with RBAC: one password user whose password is only a Secrets Manager reference, default user off', () => {
+    it('authenticates with RBAC: one IAM-authenticated user (no password anywhere), default user off', () => {
       const t = prod.templates.data;
       const group = only(t.findResources('AWS::ElastiCache::UserGroup')) as { Properties: Json };
       expect(group.Properties).toMatchObject({ Engine: 'valkey', UserGroupId: 'strata-prod', UserIds: ['strata-prod-default', 'strata-prod-app'] });
       t.hasResourceProperties('AWS::ElastiCache::ServerlessCache', { UserGroupId: Match.anyValue() });
       t.hasResourceProperties('AWS::ElastiCache::User', { UserName: 'default', AccessString: 'off -@all' });
-      const app = Object.values(t.findResources('AWS::ElastiCache::User', { Properties: { UserName: 'strata-prod-app' } }))[0] as { Properties: { AuthenticationMode: { Type: string; Passwords: unknown[] } } };
-      expect(app.Properties.AuthenticationMode.Type).toBe('password');
-      expect(JSON.stringify(app.Properties.AuthenticationMode.Passwords)).toMatch(/^\[\{"Fn::Join":\["",\["\{\{resolve:secretsmanager:"/);
-      t.hasResourceProperties('AWS::SecretsManager::Secret', { GenerateSecretString: { PasswordLength: 32, ExcludePunctuation: true } });
+      // IAM users: user id equal to user name (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/auth-iam.html).
+      const app = only(t.findResources('AWS::ElastiCache::User', { Properties: { UserName: 'strata-prod-app' } })) as { Properties: Json };
+      expect(app.Properties).toMatchObject({ UserId: 'strata-prod-app', AuthenticationMode: { Type: 'iam' } });
+      t.resourceCountIs('AWS::SecretsManager::Secret', 0);
     });
 
     it('admits only the coordinators, on 6379-6380', () => {
@@ -160,16 +168,33 @@ describe('Stacks', () => {
       expect(bucket).toEqual({ Sid: 'HeadBucket', Effect: 'Allow', Action: 's3:ListBucket', Resource: { 'Fn::GetAtt': [expect.stringMatching(/^ColdTierBucket/), 'Arn'] } });
     });
 
-    it('scopes the ring-store policy to its own prefix: read and conditional write of documents, nothing else', () => {
-      const policy = only(prod.templates.data.findResources('AWS::IAM::ManagedPolicy', { Properties: { Description: Match.stringLikeRegexp('ring store') } })) as { Properties: { PolicyDocument: { Statement: Json[] } } };
-      expect(policy.Properties.PolicyDocument.Statement).toEqual([
-        { Sid: 'RingDocuments', Effect: 'Allow', Action: ['s3:GetObject', 's3:PutObject'], Resource: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [expect.stringMatching(/^ColdTierBucket/), 'Arn'] }, '/strata-ring/*']] } },
-        { Sid: 'ListRingPrefix', Effect: 'Allow', Action: 's3:ListBucket', Resource: { 'Fn::GetAtt': [expect.stringMatching(/^ColdTierBucket/), 'Arn'] }, Condition: { StringLike: { 's3:prefix': ['strata-ring/*'] } } },
+    it('grants the ring store one document kind per policy: read, or read and conditional write, and listing of those keys only', () => {
+      // Who attaches which: test/infra/iam-ring-store.test.ts.
+      type Policy = { Properties: { PolicyDocument: { Statement: Json[] } } };
+      const ringStore = { Properties: { Description: Match.stringLikeRegexp('^Strata ring store') } };
+      const policies = prod.templates.data.findResources('AWS::IAM::ManagedPolicy', ringStore) as Record<string, Policy>;
+      expect(Object.keys(policies).map((id) => id.replace(/^ColdTier(Ring(?:Read|Write)[A-Za-z]+?)[0-9A-F]{8}$/, '$1')).sort()).toEqual([
+        'RingReadExecutions', 'RingReadNodeStats', 'RingReadRing', 'RingReadScaleLocks',
+        'RingWriteExecutions', 'RingWriteMigrations', 'RingWriteRing', 'RingWriteScaleLocks', 'RingWriteScaleTriggerSample',
       ]);
+      const bucketArn = { 'Fn::GetAtt': [expect.stringMatching(/^ColdTierBucket/), 'Arn'] };
+      for (const [id, p] of Object.entries(policies)) {
+        const [objects, list] = p.Properties.PolicyDocument.Statement as [Json, Json];
+        const key = (((objects.Resource as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1][1]) as string).replace(/^\//, '');
+        expect(key).toMatch(/^strata-ring\/[a-z]/);
+        const actions = id.includes('RingWrite') ? ['s3:GetObject', 's3:PutObject'] : 's3:GetObject';
+        const objectArn = { 'Fn::Join': ['', [bucketArn, `/${key}`]] };
+        expect(objects).toEqual({ Sid: 'RingDocuments', Effect: 'Allow', Action: actions, Resource: objectArn });
+        const listed = { StringLike: { 's3:prefix': [key] } };
+        const listing = { Sid: 'ListRingDocuments', Effect: 'Allow', Action: 's3:ListBucket', Resource: bucketArn, Condition: listed };
+        expect(list).toEqual(listing);
+      }
     });
 
     it('retains data in prod and deletes it with the stack in dev', () => {
-      prod.templates.data.hasResource('AWS::ElastiCache::ServerlessCache', { DeletionPolicy: 'Retain' });
+      // The cache is not retained (its users, user group and network would be held): its data is, in a final snapshot.
+      const finalSnapshot = { DeletionPolicy: 'Delete', Properties: { FinalSnapshotName: Match.anyValue() } };
+      prod.templates.data.hasResource('AWS::ElastiCache::ServerlessCache', finalSnapshot);
       prod.templates.data.hasResource('AWS::S3::Bucket', { DeletionPolicy: 'Retain' });
       dev.templates.data.hasResource('AWS::ElastiCache::ServerlessCache', { DeletionPolicy: 'Delete' });
       dev.templates.data.hasResource('AWS::S3::Bucket', { DeletionPolicy: 'Delete' });
@@ -182,7 +207,12 @@ describe('Stacks', () => {
     it('launches Amazon Linux 2023 arm64 with IMDSv2 only and the configured instance type', () => {
       const t = prod.templates.fleet;
       expect(lt().LaunchTemplateName).toBe('strata-prod-cachenode');
-      expect(lt().LaunchTemplateData).toMatchObject({ InstanceType: 'r7g.large', MetadataOptions: { HttpTokens: 'required', HttpPutResponseHopLimit: 1 }, NetworkInterfaces: [expect.objectContaining({ AssociatePublicIpAddress: false })] });
+      expect(lt().LaunchTemplateData).toMatchObject({
+        InstanceType: 'r7g.large', MetadataOptions: { HttpTokens: 'required', HttpPutResponseHopLimit: 1 },
+      });
+      // Each launch brings the network settings, no public IP included (test/infra/ec2-launch-rules.test.ts).
+      expect(lt().LaunchTemplateData).not.toHaveProperty('NetworkInterfaces');
+      expect(lt().LaunchTemplateData).not.toHaveProperty('SecurityGroupIds');
       t.templateMatches({ Parameters: Match.objectLike({}) });
       const params = t.toJSON().Parameters as Record<string, { Default?: string }>;
       expect(Object.values(params).some((p) => /^\/aws\/service\/ami-amazon-linux-latest\/al2023-ami-kernel-[\d.]+-arm64$/.test(p.Default ?? ''))).toBe(true);
@@ -204,7 +234,7 @@ describe('Stacks', () => {
         'aws s3 cp',
         'STRATA_NODE_PORT=7070',
         `STRATA_NODE_CAPACITY_BYTES=${Math.floor(500 * 1024 ** 3 * 0.9)}`,
-        'STRATA_NODE_SECRET_FILE=/run/strata/node-secret',
+        'STRATA_NODE_SECRET_FROM_RING=1',
         'STRATA_NODE_RING_STORE=s3://',
         'STRATA_NODE_RING_POLL_MS=5000',
         `ExecStart=/usr/bin/node-24 ${CACHE_NODE_V8_FLAGS.join(' ')} --enable-source-maps /opt/strata/cachenode/main.mjs`,
@@ -224,18 +254,21 @@ describe('Stacks', () => {
       t.hasResourceProperties('AWS::EC2::SecurityGroupEgress', { FromPort: 7070, ToPort: 7070, DestinationSecurityGroupId: Match.anyValue() });
     });
 
-    it('lets the instance role read exactly its bundle object, the ring document and its secret', () => {
+    it('lets the instance role read exactly its bundle object, the ring document and the fleet secret, and write its own report', () => {
       const t = prod.templates.fleet;
       const role = only(t.findResources('AWS::IAM::Role')) as { Properties: Json };
       expect(role.Properties.ManagedPolicyArns).toBeUndefined();
       const s = statements(t.toJSON().Resources as Resources);
       expect(s).toHaveLength(2);
-      // Two objects: the bundle, and the ring document only (the nodes poll it), not the rest of the cold bucket.
-      expect(s[0]).toMatchObject({ Action: 's3:GetObject', Effect: 'Allow', Resource: [expect.anything(), expect.anything()] });
-      const [bundle, ring] = (s[0]!.Resource as Json[]).map((r) => JSON.stringify(r));
-      expect(bundle).toMatch(/cdk-hnb659fds-assets-.*\/[0-9a-f]{64}\.zip"/);
-      expect(ring).toMatch(/ColdTierBucket.*"\/strata-ring\/ring\.json"/);
-      expect(s[1]).toEqual({ Action: 'secretsmanager:GetSecretValue', Effect: 'Allow', Resource: { Ref: expect.stringMatching(/^CacheNodesSharedSecret/) } });
+      // Three objects: the bundle, the ring document (the nodes poll it) and the fleet secret, not the rest of the bucket.
+      expect(s[0]).toMatchObject({ Action: 's3:GetObject', Effect: 'Allow', Resource: [expect.anything(), expect.anything(), expect.anything()] });
+      const objects = (s[0]!.Resource as Json[]).map((r) => JSON.stringify(r));
+      for (const object of [/cdk-hnb659fds-assets-.*\/[0-9a-f]{64}\.zip"/, /ColdTierBucket.*"\/strata-ring\/ring\.json"/, /ColdTierBucket.*"\/strata-ring\/fleet\/secret"/]) {
+        expect(objects.filter((o) => object.test(o))).toHaveLength(1);
+      }
+      // Its own statistics report only (per instance: test/infra/fleet-ring-access.test.ts).
+      expect(s[1]).toMatchObject({ Action: 's3:PutObject', Effect: 'Allow' });
+      expect(JSON.stringify(s[1]!.Resource)).toContain('"/strata-ring/nodes/${aws:userid}/stats.json"');
     });
   });
 
@@ -250,6 +283,11 @@ describe('Stacks', () => {
         const f = functions()[fnLogicalId(fn)]!.Properties;
         const settings = prod.config.api.functions[fn];
         expect(f).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'], Handler: 'index.handler', MemorySize: settings.memoryMb, Timeout: 29 });
+        if (fn === 'admin') {
+          // Step Functions and its progress documents in S3 only: outside the VPC, no interface endpoint needed.
+          expect(f.VpcConfig).toBeUndefined();
+          continue;
+        }
         expect(f.VpcConfig).toMatchObject({ SecurityGroupIds: [expect.anything()], SubnetIds: expect.arrayContaining([expect.anything()]) });
         expect(JSON.stringify((f.VpcConfig as Json).SecurityGroupIds)).toContain('CoordinatorSecurityGroup');
         expect(f.LoggingConfig).toEqual({ LogGroup: { Ref: expect.stringMatching(/Logs/) } });
@@ -260,8 +298,21 @@ describe('Stacks', () => {
     it('gives every function the runtime settings layers/core/runtime/config.ts reads', () => {
       for (const id of Object.keys(functions())) {
         const vars = (functions()[id]!.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
-        // The admin function also knows the workflows' state machines.
-        const admin = id.startsWith('AdminFunction') ? ['STRATA_WORKFLOW_ARNS'] : [];
+        if (id.startsWith('AdminFunction')) {
+          // The admin function: the workflows' state machines and their progress documents (the ring store under names
+          // of their own: it has no warm tier), and no tier, node or secret.
+          const expected = [
+            'NODE_OPTIONS', 'STRATA_NEAR_CACHE_MB', 'STRATA_TENANT_ACCESS', 'STRATA_URL_TTL_SECONDS',
+            'STRATA_WORKFLOW_ARNS', 'STRATA_WORKFLOW_DOCS_BUCKET', 'STRATA_WORKFLOW_DOCS_PREFIX',
+          ];
+          expect(Object.keys(vars).sort()).toEqual(expected);
+          // A JSON object (rendered by CloudFormation) naming each workflow's state machine of the Workflows stack.
+          for (const w of ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate']) {
+            expect(JSON.stringify(vars.STRATA_WORKFLOW_ARNS)).toMatch(new RegExp(`\\\\"${w}\\\\":\\\\"".*Strata-prod-Workflows`));
+          }
+          expect(vars.STRATA_WORKFLOW_DOCS_PREFIX).toBe('strata-ring');
+          continue;
+        }
         // Functions with namespaced routes also get the tenant map (see the tenant test below).
         const tenants = /^(Keys|Batch|Transfer)Function/.test(id) ? ['STRATA_TENANT_ACCESS'] : [];
         expect(Object.keys(vars).sort()).toEqual([
@@ -269,7 +320,7 @@ describe('Stacks', () => {
           'STRATA_NEAR_CACHE_MB',
           'STRATA_NODE_PORT',
           'STRATA_REDIS_CLUSTER',
-          'STRATA_REDIS_PASSWORD_SECRET_ARN',
+          'STRATA_REDIS_IAM_CACHE',
           'STRATA_REDIS_URL',
           'STRATA_REDIS_USERNAME',
           'STRATA_S3_BUCKET',
@@ -278,58 +329,68 @@ describe('Stacks', () => {
           'STRATA_URL_TTL_SECONDS',
           'STRATA_WARM_RING_BUCKET',
           'STRATA_WARM_RING_PREFIX',
-          'STRATA_WARM_SECRET_ARN',
-          ...admin,
+          'STRATA_WARM_SECRET_FROM_RING',
         ]);
-        // A JSON object (rendered by CloudFormation) naming each workflow's state machine of the Workflows stack.
-        if (admin.length) for (const w of ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate']) expect(JSON.stringify(vars.STRATA_WORKFLOW_ARNS)).toMatch(new RegExp(`\\\\"${w}\\\\":\\\\"".*Strata-prod-Workflows`));
         expect(vars.NODE_OPTIONS).toBe('--enable-source-maps');
         expect(vars.STRATA_REDIS_CLUSTER).toBe('1');
         expect(vars.STRATA_REDIS_USERNAME).toBe('strata-prod-app');
         expect(vars.STRATA_S3_PREFIX).toBe('v1');
         expect(JSON.stringify(vars.STRATA_REDIS_URL)).toMatch(/^\{"Fn::Join":\["",\["rediss:\/\/",.*EndpointAddress.*":",.*EndpointPort/);
-        // The password by ARN only: read at start-up (runtime/secrets.ts), never in the function's configuration.
-        expect(vars.STRATA_REDIS_PASSWORD_SECRET_ARN).toEqual({ 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Data', OutputName: expect.stringMatching(/^PublishOutputRefHotTierAppUserPassword/) }) });
+        // No password: the runtime signs IAM tokens for this cache (runtime/elasticache-iam.ts).
+        expect(vars.STRATA_REDIS_IAM_CACHE).toBe('strata-prod');
         expect(JSON.stringify(vars)).not.toContain('{{resolve:secretsmanager:');
-        // The warm tier: the ring store in the cold tier's bucket, and the fleet secret by ARN only (read at start-up).
+        // The warm tier: the ring store in the cold tier's bucket, the fleet secret read from it at start-up.
         expect(vars.STRATA_WARM_RING_BUCKET).toEqual(vars.STRATA_S3_BUCKET);
         expect(vars.STRATA_WARM_RING_PREFIX).toBe('strata-ring');
         expect(vars.STRATA_NODE_PORT).toBe('7070');
-        expect(vars.STRATA_WARM_SECRET_ARN).toEqual({ 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Fleet', OutputName: expect.stringMatching(/^PublishOutputRefCacheNodesSharedSecret/) }) });
+        expect(vars.STRATA_WARM_SECRET_FROM_RING).toBe('1');
       }
     });
 
-    it('grants each function its logs, VPC networking, the cold-tier and ring-store policies and read of the hot-tier password and fleet secret, nothing else', () => {
+    it('grants data functions logs, VPC networking, tier policy, ring read, hot-tier Connect, fleet secret; admin logs, workflows', () => {
       const t = prod.templates.api;
       const roles = t.findResources('AWS::IAM::Role', { Properties: { AssumeRolePolicyDocument: { Statement: [{ Principal: { Service: 'lambda.amazonaws.com' } }] } } }) as Record<string, { Properties: Json }>;
       expect(Object.keys(roles)).toHaveLength(new Set(API_ROUTES.map((r) => r.fn)).size);
       const dataOutput = (name: RegExp) => ({ 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Data', OutputName: expect.stringMatching(name) }) });
-      for (const r of Object.values(roles)) expect(r.Properties.ManagedPolicyArns).toEqual([dataOutput(/^PublishOutputRefColdTierAccessPolicy/), dataOutput(/^PublishOutputRefColdTierRingStorePolicy/)]);
-      const policies = Object.values(t.findResources('AWS::IAM::Policy')) as { Properties: { PolicyDocument: { Statement: Json[] } } }[];
+      const adminRole = Object.keys(roles).find((id) => id.startsWith('AdminFunction'))!;
+      // The data functions read the ring document (to route to the nodes); the admin function its executions' progress.
+      for (const [id, r] of Object.entries(roles)) {
+        const data = [dataOutput(/^PublishOutputRefColdTierAccessPolicy/), dataOutput(/^PublishOutputRefColdTierRingReadRing[0-9A-F]/)];
+        const admin = [dataOutput(/^PublishOutputRefColdTierRingReadExecutions/)];
+        expect(r.Properties.ManagedPolicyArns).toEqual(id === adminRole ? admin : data);
+      }
+      type Policy = { Properties: { PolicyDocument: { Statement: Json[] }; Roles: { Ref: string }[] } };
+      const policies = Object.values(t.findResources('AWS::IAM::Policy')) as Policy[];
       expect(policies).toHaveLength(Object.keys(roles).length);
       for (const p of policies) {
-        const [logsStatement, eni, secret] = p.Properties.PolicyDocument.Statement;
+        if (p.Properties.Roles[0]!.Ref === adminRole) {
+          // Outside the VPC: its logs and the workflows: start and list executions of the four state machines,
+          // describe their executions. No network interface, hot tier or fleet secret.
+          const [logsStatement, ...rest] = p.Properties.PolicyDocument.Statement;
+          const logGroup = { 'Fn::GetAtt': [expect.stringMatching(/Logs/), 'Arn'] };
+          expect(logsStatement).toEqual({ Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Effect: 'Allow', Resource: logGroup });
+          const machine = { 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Workflows' }) };
+          const WORKFLOWS = ['evict-to-s3', 'scale-in', 'scale-out', 'tier-migrate'];
+          const account = { Ref: 'AWS::AccountId' };
+          const executions = (w: string) => ({ 'Fn::Join': ['', ['arn:aws:states:us-east-1:', account, `:execution:strata-prod-${w}:*`]] });
+          expect(rest).toEqual([
+            { Action: ['states:ListExecutions', 'states:StartExecution'], Effect: 'Allow', Resource: expect.arrayContaining([machine]) },
+            { Action: 'states:DescribeExecution', Effect: 'Allow', Resource: WORKFLOWS.map(executions) },
+          ]);
+          expect((rest[0]!.Resource as unknown[]).length).toBe(4);
+          continue;
+        }
+        expect(p.Properties.PolicyDocument.Statement).toHaveLength(5);
+        const [logsStatement, eni, connect, secret, createSecret] = p.Properties.PolicyDocument.Statement;
         expect(logsStatement).toEqual({ Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Effect: 'Allow', Resource: { 'Fn::GetAtt': [expect.stringMatching(/Logs/), 'Arn'] } });
         expect(eni!.Action).toEqual(['ec2:AssignPrivateIpAddresses', 'ec2:CreateNetworkInterface', 'ec2:DeleteNetworkInterface', 'ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets', 'ec2:UnassignPrivateIpAddresses']);
-        // The hot tier's password and the fleet's shared secret, those two only (read at start-up).
-        expect(secret).toEqual({
-          Action: ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'],
-          Effect: 'Allow',
-          Resource: [
-            { 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Data', OutputName: expect.stringMatching(/^PublishOutputRefHotTierAppUserPassword/) }) },
-            { 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Fleet', OutputName: expect.stringMatching(/^PublishOutputRefCacheNodesSharedSecret/) }) },
-          ],
-        });
-        const rest = p.Properties.PolicyDocument.Statement.slice(3);
-        if (rest.length === 0) continue;
-        // The admin function: start and list executions of the four state machines, describe their executions.
-        expect(rest).toEqual([
-          { Action: ['states:ListExecutions', 'states:StartExecution'], Effect: 'Allow', Resource: expect.arrayContaining([{ 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Workflows' }) }]) },
-          { Action: 'states:DescribeExecution', Effect: 'Allow', Resource: ['evict-to-s3', 'scale-in', 'scale-out', 'tier-migrate'].map((w) => ({ 'Fn::Join': ['', ['arn:aws:states:us-east-1:', { Ref: 'AWS::AccountId' }, `:execution:strata-prod-${w}:*`]] })) },
-        ]);
-        expect((rest[0]!.Resource as unknown[]).length).toBe(4);
+        // The hot tier: IAM authentication, on the cache and its user only (test/infra/hot-tier-iam.test.ts).
+        expect(connect).toMatchObject({ Action: 'elasticache:Connect', Effect: 'Allow' });
+        // The fleet's shared secret only: its ring-store object, read, and created if missing (test/infra/fleet-ring-access.test.ts).
+        expect(secret).toMatchObject({ Action: 's3:GetObject', Effect: 'Allow' });
+        expect(createSecret).toMatchObject({ Action: 's3:PutObject', Effect: 'Allow', Condition: { Null: { 's3:if-none-match': 'false' } } });
+        for (const st of [secret, createSecret]) expect(JSON.stringify(st!.Resource)).toMatch(/"\/strata-ring\/fleet\/secret"\]\]\}$/);
       }
-      expect(policies.filter((p) => p.Properties.PolicyDocument.Statement.length > 3)).toHaveLength(1);
     });
 
     it('generates one method per API route, each a Lambda proxy to its group and requiring an API key', () => {
@@ -408,7 +469,9 @@ describe('Stacks', () => {
     });
 
     it('has the state machines\' log group', () => {
-      prod.templates.workflows.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/aws/vendedlogs/states/strata-prod', RetentionInDays: 90 });
+      // Named after the stack's UUID: retained, so a fixed name would block creating the stack again (teardown.test.ts).
+      const name = { 'Fn::Join': ['', ['/aws/vendedlogs/states/strata-prod-', Match.anyValue()]] };
+      prod.templates.workflows.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: name, RetentionInDays: 90 });
     });
   });
 

@@ -30,7 +30,7 @@ describe('Workflows stack', () => {
     for (const w of WORKFLOW_NAMES) expect(shape(deployed[`strata-prod-${w}`]!)).toEqual(shape(local[w]));
   });
 
-  it('gives the step Lambda the ring store, the fleet secret and hot-tier password by ARN (not their values) and 5 minutes per step', () => {
+  it('gives the step Lambda the ring store, the fleet secret from it (not its value), IAM to the hot tier and 5 minutes per step', () => {
     wf.hasResourceProperties('AWS::Lambda::Function', {
       Description: Match.stringLikeRegexp('workflow steps'),
       Timeout: 300,
@@ -38,8 +38,8 @@ describe('Workflows stack', () => {
         Variables: Match.objectLike({
           STRATA_WARM_RING_BUCKET: Match.anyValue(),
           STRATA_WARM_RING_PREFIX: 'strata-ring',
-          STRATA_WARM_SECRET_ARN: Match.anyValue(),
-          STRATA_REDIS_PASSWORD_SECRET_ARN: Match.anyValue(),
+          STRATA_WARM_SECRET_FROM_RING: '1',
+          STRATA_REDIS_IAM_CACHE: 'strata-prod',
           STRATA_NODE_PORT: '7070',
           STRATA_ENV: 'prod',
         }),
@@ -54,6 +54,20 @@ describe('Workflows stack', () => {
     wf.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(1 minute)', Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ScaleTriggerFunction'), 'Arn'] } })] });
     wf.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(6 hours)', Targets: [Match.objectLike({ Arn: { Ref: Match.stringLikeRegexp('^WorkflowsEvictToS3') } })] });
     wf.hasResourceProperties('AWS::Lambda::Function', { Description: Match.stringLikeRegexp('scale-out trigger'), Environment: { Variables: Match.objectLike({ STRATA_SCALE_OUT_ARN: Match.anyValue(), STRATA_SCALE_TRIGGER: Match.stringLikeRegexp('"lowRate":50') }) } });
+  });
+
+  it('runs the scale-out trigger outside the VPC on the nodes\' reports: no network interface, fleet secret or node port', () => {
+    type Fn = { Properties: { VpcConfig?: unknown; Environment: { Variables: Record<string, unknown> } } };
+    const trigger = { Properties: { Description: Match.stringLikeRegexp('scale-out trigger') } };
+    const fn = Object.values(wf.findResources('AWS::Lambda::Function', trigger))[0] as Fn;
+    expect(fn.Properties.VpcConfig).toBeUndefined();
+    const vars = fn.Properties.Environment.Variables;
+    expect(Object.keys(vars).sort()).toEqual([
+      'NODE_OPTIONS', 'STRATA_ENV', 'STRATA_NODE_STATS_ID_PREFIX', 'STRATA_SCALE_OUT_ARN', 'STRATA_SCALE_TRIGGER',
+      'STRATA_WARM_RING_BUCKET', 'STRATA_WARM_RING_PREFIX',
+    ]);
+    // The fleet role's id and a colon: each node's report is keyed by its session's aws:userid (CacheNodeFleet).
+    expect(JSON.stringify(vars.STRATA_NODE_STATS_ID_PREFIX)).toMatch(/Strata-prod-Fleet.*RoleId/);
   });
 
   it('starts EvictToS3 when the node-fill alarm goes into ALARM (the configured response)', () => {

@@ -7,7 +7,8 @@ import { aws202611Catalog } from '../../layers/core/cost/catalogs/aws-2026-11.js
 import { costPublisherFromEnv } from '../../layers/core/cost/cost-publisher-env.js';
 import { runCostPublisher, type CostPublisherReport } from '../../layers/core/cost/cost-publisher.js';
 import { initialRing } from '../../layers/core/ring/document.js';
-import { RingStore, S3CasStore } from '../../layers/core/ring/store.js';
+import { nodeStatsKey, type NodeStatsReport } from '../../layers/core/ring/node-reports.js';
+import { RingStore, S3CasStore, type CasStore } from '../../layers/core/ring/store.js';
 import { RingView } from '../../layers/core/ring/view.js';
 import { WarmTier } from '../../layers/core/tiers/warm-tier.js';
 import { NodeClient } from '../../layers/core/warm/node-client.js';
@@ -17,9 +18,11 @@ import { entry, localFleet, SECRET } from './warm-fixtures.js';
 /**
  * The cost publisher's handler against LocalStack (EC2, S3, CloudWatch) and two real cache-node processes: the
  * test creates tagged instances and volumes, objects in the cold-tier bucket, a ring document in S3 with a
- * migration in progress, and the CloudWatch datapoints the AWS services and Strata's request recorder would have
- * published over the last hour; runs the handler; then reads Strata/Cost and Strata/Fleet back from CloudWatch
- * and compares them with the cost model computed here, by hand, from the catalog's prices.
+ * migration in progress, each node's statistics report in the ring store (from the node's own /stats, under the
+ * fleet's report id prefix, as the node writes it on EC2), and the CloudWatch datapoints the AWS services and
+ * Strata's request recorder would have published over the last hour; runs the handler (with no fleet secret: it
+ * never calls a node); then reads Strata/Cost and Strata/Fleet back from CloudWatch and compares them with the
+ * cost model computed here, by hand, from the catalog's prices.
  *
  * ElastiCache is not in LocalStack's community edition: the AWS/ElastiCache datapoints put here stand in for the
  * ones a serverless cache publishes (the publisher only ever reads them through CloudWatch).
@@ -31,6 +34,8 @@ const GiB = 1024 ** 3;
 const HOUR = 3_600_000;
 
 const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
+/** What precedes a node's id in its report's key on EC2 (CacheNodeFleet.statsReportIdPrefix: the fleet role's id). */
+const REPORT_ID_PREFIX = 'AROATESTFLEETROLE:';
 const perRequest = (n: number, price: { usd: number; per: number }) => (n * price.usd) / price.per;
 
 describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', () => {
@@ -47,6 +52,14 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
   const saved: Record<string, string | undefined> = {};
   let now: Date;
   let urls: Record<string, string>;
+  let ringCas: CasStore;
+
+  /** Writes node `id`'s report as its stats reporter does; `at` on the node's clock. */
+  async function writeReport(id: string, stats: Record<string, unknown>, at = Date.now()): Promise<void> {
+    const key = nodeStatsKey(REPORT_ID_PREFIX + id);
+    const body: NodeStatsReport = { nodeId: id, at, intervalMs: 30_000, stats };
+    await ringCas.put(key, JSON.stringify(body), (await ringCas.get(key))?.etag ?? null);
+  }
 
   // What the test puts in, from which it computes what the publisher should report.
   const objectSizes = [1000, 250_000, 4096, 777];
@@ -115,13 +128,16 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
     // Warm tier, ring side: two real cache nodes, the ring in the bucket, some data, a migration in progress.
     const launched = await Promise.all(['n1', 'n2'].map((id) => fleet.launch(id)));
     urls = Object.fromEntries(launched.map((n) => [n.nodeId, n.url]));
-    const store = new RingStore(new S3CasStore({ bucket, prefix: 'strata-ring', client: s3 }));
+    ringCas = new S3CasStore({ bucket, prefix: 'strata-ring', client: s3 });
+    const store = new RingStore(ringCas);
     const ring = await store.create(initialRing(launched.map((n) => ({ id: n.nodeId, url: n.url })), 2));
     const admin = new NodeClient({ secret: SECRET });
     await Promise.all(Object.values(urls).map((u) => admin.pushRing(u, ring)));
     const warm = new WarmTier({ ring: new RingView({ store, refreshIntervalMs: 0 }), secret: SECRET });
     await warm.putMany('pages', Array.from({ length: 40 }, (_, i) => ({ key: `k${i}`, entry: entry(1, Buffer.alloc(5000 + i * 100, 7)) })));
     await warm.close();
+    // Each node's report, from its /stats after the writes (what its reporter would write next).
+    for (const [id, url] of Object.entries(urls)) await writeReport(id, await admin.stats(url));
     await admin.close();
     await store.update((d) => {
       d.ranges[0]!.pending = { target: d.ranges[1]!.owner, session: 'session-a' };
@@ -233,10 +249,10 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
     const cold = (storedGB * s3.perGBMonth) / H + perRequest(coldHits + allMisses, s3.get) + perRequest(writes.put + writes.delete, s3.put);
     const api = perRequest(apiCount, P.apiGateway!.restRequests) + perRequest(lambda.invocations, P.lambda!.requests) + (lambda.durationMs / 1000) * (1024 / 1024) * P.lambda!.perGBSecondArm64;
     // Monitoring: series = 6 tiers + 2 tenants + other + 3 (total, projected, per 1,000 hits) in Strata/Cost and
-    // 3 + 2 nodes in Strata/Fleet; 2 PutMetricData calls a run; GetMetricData metrics a run: 8 per namespace
+    // 4 + 2 nodes in Strata/Fleet; 2 PutMetricData calls a run; GetMetricData metrics a run: 8 per namespace
     // (pages, sessions, reports, other), 4 cold-tier write operations, 2 ElastiCache, 1 API Gateway,
     // 2 per function, 2 S3 storage, 1 month-to-date: 32 + 4 + 2 + 1 + 2 + 2 + 1 = 44; 4 runs an hour.
-    const series = 6 + 3 + 3 + (3 + 2);
+    const series = 6 + 3 + 3 + (4 + 2);
     const monitoring = (series * cw$.customMetricPerMonth + 3 * cw$.dashboardPerMonth + 12 * cw$.alarmStandardPerMonth) / H + perRequest(2 * 4, cw$.putMetricData) + perRequest(44 * 4, cw$.getMetricDataMetrics);
     const tiers = { hot, warm, cold, api, workflows: 0, monitoring };
     const total = hot + warm + cold + api + monitoring;
@@ -268,8 +284,10 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
       AWS_SECRET_ACCESS_KEY: 'test',
       STRATA_WARM_RING_BUCKET: bucket,
       STRATA_WARM_RING_PREFIX: 'strata-ring',
-      STRATA_WARM_SECRET: SECRET,
+      STRATA_NODE_STATS_ID_PREFIX: REPORT_ID_PREFIX,
     });
+    // No fleet secret in its environment: the publisher reads reports, it never calls a node.
+    for (const k of ['STRATA_WARM_SECRET', 'STRATA_WARM_SECRET_ARN']) expect(process.env[k]).toBeUndefined();
     report = await handler({ 'detail-type': 'Scheduled Event', source: 'aws.events', time: now.toISOString() }, {} as Context);
     expect(report.usage).toEqual({ runningInstances: 2, volumes: 2, cold: { bytes: objectSizes.reduce((a, b) => a + b, 0), objects: objectSizes.length, storageSource: 'listing', requestSource: 'estimate', truncated: false } });
     expect(report.unpriced).toEqual([]);
@@ -290,17 +308,49 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
     expect((await readBack('Strata/Cost', 'CostPer1000Hits', E))[0]).toBeCloseTo(want.per1000, 10);
   });
 
-  it('publishes Strata/Fleet from the ring in S3 and the nodes\' own stats', async () => {
+  it('publishes Strata/Fleet from the ring and the nodes\' reports in S3, which carry the nodes\' own stats', async () => {
     const admin = new NodeClient({ secret: SECRET });
-    const fills = Object.fromEntries(await Promise.all(Object.entries(urls).map(async ([id, url]) => [id, (await admin.stats(url)).fill * 100] as const)));
+    const fillOf = async (url: string) => (await admin.stats(url)).fill * 100;
+    const live: Record<string, number> = {};
+    for (const [id, url] of Object.entries(urls)) live[id] = await fillOf(url);
     await admin.close();
-    expect(Math.max(...Object.values(fills))).toBeGreaterThan(0);
+    const reportOf = async (id: string) => JSON.parse((await ringCas.get(nodeStatsKey(REPORT_ID_PREFIX + id)))!.body) as NodeStatsReport;
+    const reportedFill = async (id: string) => ((await reportOf(id)).stats.fill as number) * 100;
+    const reported: Record<string, number> = {};
+    for (const id of Object.keys(urls)) reported[id] = await reportedFill(id);
+    expect(reported).toEqual(live);
+    expect(Math.max(...Object.values(reported))).toBeGreaterThan(0);
     const E = { Environment: env };
     expect(await readBack('Strata/Fleet', 'Nodes', E)).toEqual([2]);
     expect(await readBack('Strata/Fleet', 'MigrationsInProgress', E)).toEqual([1]);
-    for (const [node, percent] of Object.entries(fills)) expect((await readBack('Strata/Fleet', 'NodeFillPercent', { ...E, Node: node }))[0]).toBeCloseTo(percent, 10);
-    expect((await readBack('Strata/Fleet', 'MaxNodeFillPercent', E))[0]).toBeCloseTo(Math.max(...Object.values(fills)), 10);
-    expect(report.fleet).toMatchObject({ nodes: 2, migrationsInProgress: 1, unreachable: [] });
+    expect(await readBack('Strata/Fleet', 'SilentNodes', E)).toEqual([0]);
+    for (const [node, percent] of Object.entries(reported)) {
+      expect((await readBack('Strata/Fleet', 'NodeFillPercent', { ...E, Node: node }))[0]).toBeCloseTo(percent, 10);
+    }
+    expect((await readBack('Strata/Fleet', 'MaxNodeFillPercent', E))[0]).toBeCloseTo(Math.max(...Object.values(reported)), 10);
+    expect(report.fleet).toMatchObject({ nodes: 2, migrationsInProgress: 1, silent: [] });
+  });
+
+  it('counts a node whose report went stale as silent and publishes no fill for it', async () => {
+    const [quiet, loud] = Object.keys(urls) as [string, string];
+    const admin = new NodeClient({ secret: SECRET });
+    const stats = await admin.stats(urls[quiet]!);
+    await admin.close();
+    // Its last report, four intervals old: the node stopped writing (or cannot reach S3).
+    await writeReport(quiet, stats, Date.now() - 4 * 30_000);
+    const envC = `${env}-c`;
+    const runtime = costPublisherFromEnv({ ...process.env, STRATA_COST_SETTINGS: JSON.stringify({ ...settings(), environment: envC }) });
+    try {
+      const r = await runCostPublisher(runtime.deps, runtime.settings, now);
+      expect(r.fleet.silent).toEqual([{ node: quiet, reason: expect.stringMatching(/old \(silent after 90 s\)/) }]);
+      expect(r.fleet.fills.map((f) => f.node)).toEqual([loud]);
+      const E = { Environment: envC };
+      expect(await readBack('Strata/Fleet', 'SilentNodes', E)).toEqual([1]);
+      expect(await readBack('Strata/Fleet', 'NodeFillPercent', { ...E, Node: quiet })).toEqual([]);
+    } finally {
+      await runtime.close();
+      await writeReport(quiet, stats);
+    }
   });
 
   it('prefers S3\'s daily storage metrics over listing the bucket when CloudWatch has them', async () => {

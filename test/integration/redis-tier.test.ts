@@ -11,6 +11,7 @@ import { contentHash, keyShard } from '../../layers/core/model/keys.js';
 import { redisEntryKeys, RedisTier } from '../../layers/core/tiers/redis-tier.js';
 import { testRedisUrl, uniqueName } from '../helpers/env.js';
 import { freePort, startRedis } from '../helpers/services.js';
+import { startRedisCluster, type RedisClusterHandle } from '../helpers/redis-cluster.js';
 
 let nextVersion = 1_000_000;
 const v = () => ++nextVersion;
@@ -468,48 +469,12 @@ describe('RedisTier (standalone redis-server)', () => {
   });
 });
 
-/** A throwaway 3-master redis cluster on free ports (about 2-3 s to form). */
-async function startCluster(): Promise<{ nodes: { host: string; port: number }[]; stop(): void }> {
-  const dir = mkdtempSync(join(tmpdir(), 'strata-redis-cluster-'));
-  const ports = [await freePort(), await freePort(), await freePort()];
-  const children: ChildProcess[] = ports.map((port) =>
-    spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '2000', '--dir', dir, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' }),
-  );
-  const stop = () => {
-    for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  };
-  try {
-    const clients = ports.map((port) => new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null }));
-    try {
-      for (const c of clients) {
-        for (let i = 0; ; i++) {
-          try { await c.connect(); break; } catch (e) { if (i > 50) throw e; await sleep(50); }
-        }
-      }
-      await promisify(execFile)('redis-cli', ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 10_000 });
-      for (let i = 0; ; i++) {
-        const infos = await Promise.all(clients.map((c) => c.cluster('INFO') as Promise<string>));
-        if (infos.every((s) => s.includes('cluster_state:ok'))) break;
-        if (i > 100) throw new Error('cluster did not converge');
-        await sleep(50);
-      }
-    } finally {
-      for (const c of clients) c.disconnect();
-    }
-    return { nodes: ports.map((port) => ({ host: '127.0.0.1', port })), stop };
-  } catch (e) {
-    stop();
-    throw e;
-  }
-}
-
 describe('RedisTier (3-node redis cluster)', () => {
-  let cluster: Awaited<ReturnType<typeof startCluster>>;
+  let cluster: RedisClusterHandle;
   let tier: RedisTier;
 
   beforeAll(async () => {
-    cluster = await startCluster();
+    cluster = await startRedisCluster();
     tier = new RedisTier({ cluster: { nodes: cluster.nodes.slice(0, 1) }, keyPrefix: uniqueName('cl') });
   }, 20_000);
   afterAll(async () => {

@@ -1,8 +1,8 @@
 /**
- * The Lambdas' secrets, read at start-up from Secrets Manager (LocalStack) instead of their configuration: the hot
- * tier's password (STRATA_REDIS_PASSWORD_SECRET_ARN) against a real redis-server whose application user needs it
- * (ElastiCache's RBAC user, as an ACL user here), and the fleet secret (STRATA_WARM_SECRET_ARN), for the API
- * context and the workflow steps.
+ * The Lambdas' secrets, read at start-up from Secrets Manager (LocalStack) instead of their configuration: the fleet
+ * secret (STRATA_WARM_SECRET_ARN), for the API context and the workflow steps, next to a real redis-server whose
+ * application user needs a password (given directly here: on AWS the hot tier has no secret, it signs IAM tokens,
+ * see redis-iam-auth.test.ts).
  */
 import { CreateSecretCommand, DeleteSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -11,7 +11,6 @@ import { join } from 'node:path';
 import { contentHash } from '../../layers/core/model/keys.js';
 import { initialRing } from '../../layers/core/ring/document.js';
 import { FileCasStore, RingStore } from '../../layers/core/ring/store.js';
-import { ConfigError, loadRuntimeEnv } from '../../layers/core/runtime/config.js';
 import { buildApiContext, getApiContext, type BuiltContext } from '../../layers/core/runtime/context.js';
 import { loadRuntimeEnvWithSecrets } from '../../layers/core/runtime/secrets.js';
 import { workflowDepsFromEnv } from '../../layers/core/runtime/workflow-steps.js';
@@ -25,7 +24,7 @@ const FLEET_SECRET = 'fleet-secret-0123456789abcdef';
 
 let redis: RedisHandle;
 let sm: SecretsManagerClient;
-const arns: Record<'password' | 'fleet' | 'wrong', string> = { password: '', fleet: '', wrong: '' };
+const arns: Record<'fleet', string> = { fleet: '' };
 let ringDir: string;
 const saved = { ...process.env };
 
@@ -33,7 +32,7 @@ beforeAll(async () => {
   // The application user needs the password; the default user stays open for the helper's readiness probe only.
   redis = await startRedis(['--user', 'app', 'on', `>${PASSWORD}`, '~*', '&*', '+@all']);
   sm = new SecretsManagerClient({ endpoint: testS3Endpoint(), region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
-  for (const [k, value] of [['password', PASSWORD], ['fleet', FLEET_SECRET], ['wrong', 'not-the-password-0123456789']] as const) {
+  for (const [k, value] of [['fleet', FLEET_SECRET]] as const) {
     arns[k] = (await sm.send(new CreateSecretCommand({ Name: uniqueName(`strata-${k}`), SecretString: value }))).ARN!;
   }
   ringDir = mkdtempSync(join(tmpdir(), 'strata-ring-'));
@@ -56,10 +55,10 @@ beforeEach(() => {
 afterEach(() => resetApiRuntime(saved));
 
 /** What CDK's bindHotTier and bindRingStore/bindFleet give a function (a folder stands in for the ring bucket). */
-const lambdaEnv = (password = arns.password) => ({
+const lambdaEnv = (password = PASSWORD) => ({
   STRATA_REDIS_URL: redis.url,
   STRATA_REDIS_USERNAME: 'app',
-  STRATA_REDIS_PASSWORD_SECRET_ARN: password,
+  STRATA_REDIS_PASSWORD: password,
   STRATA_WARM_RING_DIR: ringDir,
   STRATA_WARM_SECRET_ARN: arns.fleet,
   AWS_REGION: 'us-east-1',
@@ -74,7 +73,7 @@ async function roundTrip(hot: Tier | undefined): Promise<string | undefined> {
 }
 
 describe('secrets read at start-up', () => {
-  it('gives the API context the hot tier password and the fleet secret from Secrets Manager', async () => {
+  it('gives the API context the fleet secret from Secrets Manager', async () => {
     Object.assign(process.env, lambdaEnv());
     const ctx = (await getApiContext()) as BuiltContext;
     expect(ctx.tiers.map((t) => t.name)).toEqual(['hot', 'warm']);
@@ -93,7 +92,7 @@ describe('secrets read at start-up', () => {
   });
 
   it('is the real check: the wrong password is refused by the server', async () => {
-    const env = await loadRuntimeEnvWithSecrets(lambdaEnv(arns.wrong));
+    const env = await loadRuntimeEnvWithSecrets(lambdaEnv('not-the-password-0123456789'));
     const ctx = buildApiContext(env, { flushTimer: false, warmTier: () => undefined });
     try {
       await expect(roundTrip(ctx.tiers[0])).rejects.toThrow();
@@ -102,13 +101,13 @@ describe('secrets read at start-up', () => {
     }
   });
 
-  it('reads nothing for a tier that is not configured or whose value is given, and refuses a runtime that skipped the read', async () => {
+  it('reads nothing for a tier that is not configured or whose value is given, nor a hot-tier password any more', async () => {
     const { STRATA_WARM_RING_DIR: _dir, ...noWarm } = lambdaEnv();
     const given = await loadRuntimeEnvWithSecrets({ ...noWarm, STRATA_REDIS_PASSWORD: 'given' });
     expect([given.STRATA_REDIS_PASSWORD, given.STRATA_WARM_SECRET]).toEqual(['given', undefined]);
-    await expect(loadRuntimeEnvWithSecrets({ ...lambdaEnv(), STRATA_REDIS_PASSWORD_SECRET_ARN: 'strata-password' })).rejects.toThrow(/STRATA_REDIS_PASSWORD_SECRET_ARN must be a secret ARN/);
-    const skipped = loadRuntimeEnv({ STRATA_REDIS_URL: redis.url, STRATA_REDIS_PASSWORD_SECRET_ARN: arns.password });
-    expect(() => buildApiContext(skipped)).toThrow(ConfigError);
-    expect(() => buildApiContext(skipped)).toThrow(/STRATA_REDIS_PASSWORD_SECRET_ARN is read at start-up by loadRuntimeEnvWithSecrets/);
+    // The hot tier authenticates with IAM tokens on AWS (STRATA_REDIS_IAM_CACHE): a leftover password ARN is not read.
+    const { STRATA_REDIS_PASSWORD: _password, ...noPassword } = noWarm;
+    const leftover = await loadRuntimeEnvWithSecrets({ ...noPassword, STRATA_REDIS_PASSWORD_SECRET_ARN: 'not-an-arn' });
+    expect(leftover.STRATA_REDIS_PASSWORD).toBeUndefined();
   });
 });

@@ -1,8 +1,11 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { MetricDatum } from '@aws-sdk/client-cloudwatch';
 import { DASHBOARDS, referencedMetricKeys } from '../../dashboards/index.js';
 import { costPublisherSettingsFromJson, parseCostPublisherSettings } from '../../layers/core/cost/cost-publisher-settings.js';
 import { costAndFleetPoints, runCostPublisher, type CostPublisherDeps } from '../../layers/core/cost/cost-publisher.js';
-import { readFleetState, type FleetStateSource } from '../../layers/core/cost/fleet-state.js';
+import { readFleetState, ringStoreFleetSource, type FleetStateSource } from '../../layers/core/cost/fleet-state.js';
 import { priceBook } from '../../layers/core/cost/catalog.js';
 import { priceLiveUsage } from '../../layers/core/cost/live-cost.js';
 import { MAX_DATA_PER_CALL, metricPoint, publishPoints, type MetricSink } from '../../layers/core/cost/publisher.js';
@@ -10,6 +13,9 @@ import { collectUsage, estimateS3Requests, type FleetReader, type MetricQuery, t
 import { ValidationError } from '../../layers/core/errors.js';
 import { METRIC_NAMESPACES, METRICS } from '../../layers/core/metrics/catalog.js';
 import { initialRing, type RingDocument } from '../../layers/core/ring/document.js';
+import { MAX_TRUSTED_INTERVAL_MS } from '../../layers/core/ring/node-report-reader.js';
+import { nodeStatsKey, SILENT_AFTER_INTERVALS } from '../../layers/core/ring/node-reports.js';
+import { FileCasStore, RingStore } from '../../layers/core/ring/store.js';
 
 /**
  * A CloudWatch stand-in for unit tests (no network): stores what is put, answers queries by exact dimension set,
@@ -53,7 +59,7 @@ function sameDims(a: Record<string, string>, b: Readonly<Record<string, string>>
 
 const noFleet: FleetReader = { instances: async () => [], volumes: async () => [] };
 const noObjects: ObjectStoreReader = { list: async () => ({ bytes: 0, objects: 0, truncated: false }) };
-const noRing: FleetStateSource = { ring: async () => undefined, nodeStats: async () => ({ fill: 0 }) };
+const noRing: FleetStateSource = { ring: async () => undefined, nodeReport: async () => undefined };
 
 describe('metricPoint', () => {
   it('accepts a catalog metric with one of its declared dimension sets, in any key order', () => {
@@ -91,7 +97,18 @@ describe('publishPoints', () => {
   });
 });
 
-describe('readFleetState', () => {
+describe('readFleetState (from the nodes\' reports in a real ring store)', () => {
+  const NOW = Date.parse('2026-11-10T12:00:00Z');
+  const INTERVAL = 30_000;
+  let dir: string;
+  let cas: FileCasStore;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'strata-fleet-'));
+    cas = new FileCasStore(dir);
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
   const ring = (): RingDocument => {
     const doc = initialRing([{ id: 'a', url: 'http://a:1' }, { id: 'b', url: 'http://b:1' }, { id: 'c', url: 'http://c:1' }], 2);
     doc.version = 5;
@@ -100,24 +117,82 @@ describe('readFleetState', () => {
     doc.ranges[4]!.pending = { target: 'a', session: 's2', phase: 'handoff' };
     return doc;
   };
+  /** Writes node `id`'s report as the node does (its key, its shape), `ageMs` old by the publisher's clock. */
+  async function report(id: string, fill: number, ageMs = 1000, o: { intervalMs?: number; prefix?: string } = {}): Promise<void> {
+    const stats = { nodeId: id, keys: 10, bytes: 100, capacityBytes: 1000, fill };
+    const body = { nodeId: id, at: NOW - ageMs, intervalMs: o.intervalMs ?? INTERVAL, stats };
+    await cas.put(nodeStatsKey(`${o.prefix ?? ''}${id}`), JSON.stringify(body), null);
+  }
+  const read = (o: { reportIdPrefix?: string } = {}) => readFleetState(ringStoreFleetSource(cas, { now: () => NOW, ...o }));
 
-  it('counts nodes, distinct pending sessions, and each node\'s fill in percent', async () => {
-    const fills: Record<string, number> = { 'http://a:1': 0.5, 'http://b:1': 0.875, 'http://c:1': 0.1 };
-    const s = await readFleetState({ ring: async () => ring(), nodeStats: async (url) => ({ fill: fills[url]! }) });
-    expect(s).toMatchObject({ ringVersion: 5, nodes: 3, maxFillPercent: 87.5, migrationsInProgress: 2, unreachable: [] });
+  it('counts nodes, distinct pending sessions, and each reporting node\'s fill in percent', async () => {
+    await new RingStore(cas).create(ring());
+    await report('a', 0.5);
+    await report('b', 0.875);
+    await report('c', 0.1);
+    const s = await read();
+    expect(s).toMatchObject({ ringVersion: 5, nodes: 3, maxFillPercent: 87.5, migrationsInProgress: 2, silent: [] });
     expect(s.fills).toEqual([{ node: 'a', percent: 50 }, { node: 'b', percent: 87.5 }, { node: 'c', percent: 10 }]);
   });
 
-  it('reports a node that does not answer and takes the maximum over those that did; unknown when none did', async () => {
-    const one = await readFleetState({ ring: async () => ring(), nodeStats: async (url) => { if (url !== 'http://c:1') throw new Error('connect ECONNREFUSED'); return { fill: 0.3 }; } });
-    expect(one.maxFillPercent).toBeCloseTo(30, 12);
-    expect(one.unreachable).toEqual([{ node: 'a', error: 'connect ECONNREFUSED' }, { node: 'b', error: 'connect ECONNREFUSED' }]);
-    const none = await readFleetState({ ring: async () => ring(), nodeStats: async () => { throw new Error('down'); } });
-    expect(none.maxFillPercent).toBeUndefined();
+  it('counts a node silent when its report is missing or older than SILENT_AFTER_INTERVALS intervals, and drops its fill', async () => {
+    await new RingStore(cas).create(ring());
+    await report('a', 0.3, SILENT_AFTER_INTERVALS * INTERVAL); // exactly at the bound: still fresh
+    await report('b', 0.9, SILENT_AFTER_INTERVALS * INTERVAL + 1);
+    const s = await read();
+    expect(s.fills).toEqual([{ node: 'a', percent: 30 }]);
+    expect(s.maxFillPercent).toBe(30);
+    expect(s.silent.map((x) => x.node)).toEqual(['b', 'c']);
+    expect(s.silent[0]!.reason).toMatch(/old \(silent after 90 s\)/);
+    expect(s.silent[1]!.reason).toBe('no stats report in the ring store');
+  });
+
+  it('takes the staleness bound from each node\'s own interval, up to a ceiling a broken node cannot raise', async () => {
+    await new RingStore(cas).create(ring());
+    await report('a', 0.1, 4 * 60_000, { intervalMs: 120_000 }); // 4 min old, 6 min allowed
+    await report('b', 0.1, 4 * 60_000); // 4 min old, 90 s allowed
+    await report('c', 0.1, 2 * 3600_000, { intervalMs: 24 * 3600_000 }); // claims a day-long interval
+    const s = await read();
+    expect(s.fills.map((f) => f.node)).toEqual(['a']);
+    expect(s.silent.map((x) => x.node)).toEqual(['b', 'c']);
+    expect(2 * 3600_000).toBeGreaterThan(SILENT_AFTER_INTERVALS * MAX_TRUSTED_INTERVAL_MS);
+  });
+
+  it('tolerates a node clock ahead of the publisher\'s up to the staleness bound, and counts a clock further ahead as silent', async () => {
+    await new RingStore(cas).create(ring());
+    await report('a', 0.2, -20_000); // dated 20 s in the future: skew, not silence
+    await report('b', 0.2, -(SILENT_AFTER_INTERVALS * INTERVAL + 1000)); // would stay "fresh" long after the node died
+    await report('c', 0.2);
+    const s = await read();
+    expect(s.fills.map((f) => f.node)).toEqual(['a', 'c']);
+    expect(s.silent).toEqual([{ node: 'b', reason: expect.stringMatching(/ahead of this reader's clock.*the node's clock is wrong/) }]);
+  });
+
+  it('counts an unreadable, malformed, misaddressed or fill-less report as silent', async () => {
+    await new RingStore(cas).create(ring());
+    await cas.put(nodeStatsKey('a'), '{not json', null);
+    await cas.put(nodeStatsKey('b'), JSON.stringify({ nodeId: 'c', at: NOW, intervalMs: INTERVAL, stats: { fill: 0.1 } }), null);
+    await cas.put(nodeStatsKey('c'), JSON.stringify({ nodeId: 'c', at: NOW, intervalMs: INTERVAL, stats: { keys: 1 } }), null);
+    const s = await read();
+    expect(s.maxFillPercent).toBeUndefined();
+    expect(s.silent).toEqual([
+      { node: 'a', reason: expect.stringMatching(/^stats report unreadable: .*JSON/) },
+      { node: 'b', reason: "the stats report names node 'c'" },
+      { node: 'c', reason: 'stats report has no usable fill (undefined)' },
+    ]);
+  });
+
+  it('reads each report under the report id prefix (the fleet role\'s id on EC2)', async () => {
+    await new RingStore(cas).create(ring());
+    for (const id of ['a', 'b', 'c']) await report(id, 0.25, 1000, { prefix: 'AROAEXAMPLE:' });
+    expect((await read({ reportIdPrefix: 'AROAEXAMPLE:' })).fills).toHaveLength(3);
+    expect((await read()).silent).toHaveLength(3);
   });
 
   it('is an empty fleet without a ring', async () => {
-    expect(await readFleetState(noRing)).toEqual({ ringVersion: null, nodes: 0, fills: [], maxFillPercent: 0, migrationsInProgress: 0, unreachable: [] });
+    expect(await read()).toEqual({ ringVersion: null, nodes: 0, fills: [], maxFillPercent: 0, migrationsInProgress: 0, silent: [] });
+    const empty = { ringVersion: null, nodes: 0, fills: [], maxFillPercent: 0, migrationsInProgress: 0, silent: [] };
+    expect(await readFleetState(noRing)).toEqual(empty);
   });
 });
 
@@ -221,9 +296,18 @@ describe('settings', () => {
 });
 
 describe('runCostPublisher', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'strata-publisher-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
   it('publishes every Strata/Cost and Strata/Fleet metric, and the month projection from the published history', async () => {
     const m = new InMemoryMetrics();
     const at = new Date('2026-11-30T21:40:00Z');
+    // The fleet in a ring store: n1 reported 5 s ago, n2 never did.
+    const cas = new FileCasStore(dir);
+    await new RingStore(cas).create(initialRing([{ id: 'n1', url: 'http://n1:1' }, { id: 'n2', url: 'http://n2:1' }]));
+    const n1 = { nodeId: 'n1', at: at.getTime() - 5000, intervalMs: 30_000, stats: { fill: 0.42 } };
+    await cas.put(nodeStatsKey('n1'), JSON.stringify(n1), null);
     // Two earlier hours of this month's published rate (and one of last month, which does not count).
     m.add('Strata/Cost', 'TotalCostPerHour', { Environment: 'dev' }, 1, new Date('2026-11-30T19:10:00Z'));
     m.add('Strata/Cost', 'TotalCostPerHour', { Environment: 'dev' }, 3, new Date('2026-11-30T19:40:00Z'));
@@ -234,7 +318,7 @@ describe('runCostPublisher', () => {
       fleet: { instances: async () => [{ id: 'i-1', type: 't4g.small', state: 'running' }], volumes: async () => [{ id: 'v-1', type: 'gp3', sizeGiB: 20, iops: 3000, throughputMiBps: 125 }] },
       objects: noObjects,
       metrics: m,
-      fleetState: { ring: async () => initialRing([{ id: 'n1', url: 'http://n1:1' }]), nodeStats: async () => ({ fill: 0.42 }) },
+      fleetState: ringStoreFleetSource(cas, { now: () => at.getTime() }),
       sink: m,
     };
     const settings = parseCostPublisherSettings({ environment: 'dev', region: 'us-east-1', fleet: { tags: { 'strata:env': 'dev' } }, tenants: [{ name: 'web', namespaces: ['pages'] }] });
@@ -250,10 +334,13 @@ describe('runCostPublisher', () => {
     expect(report.projection).toEqual({ monthToDate: 7, hoursLeft: 3, projected: 7 + 3 * rate });
     expect(published('ProjectedMonthlyCost', { Environment: 'dev' })).toEqual([7 + 3 * rate]);
     expect(published('CostPer1000Hits', { Environment: 'dev' })).toEqual([rate / 4]);
-    expect(published('Nodes', { Environment: 'dev' })).toEqual([1]);
+    expect(published('Nodes', { Environment: 'dev' })).toEqual([2]);
     expect(published('NodeFillPercent', { Environment: 'dev', Node: 'n1' })).toEqual([42]);
+    expect(published('NodeFillPercent', { Environment: 'dev', Node: 'n2' })).toEqual([]);
     expect(published('MaxNodeFillPercent', { Environment: 'dev' })).toEqual([42]);
     expect(published('MigrationsInProgress', { Environment: 'dev' })).toEqual([0]);
+    expect(published('SilentNodes', { Environment: 'dev' })).toEqual([1]);
+    expect(report.fleet.silent).toEqual([{ node: 'n2', reason: 'no stats report in the ring store' }]);
     expect(report.published.calls).toBe(2);
 
     // Every Strata/Cost and Strata/Fleet metric a dashboard draws is among what the run published.
@@ -261,12 +348,16 @@ describe('runCostPublisher', () => {
     for (const key of [...referencedMetricKeys(DASHBOARDS, 'Strata/Cost'), ...referencedMetricKeys(DASHBOARDS, 'Strata/Fleet')]) expect(names).toContain(METRICS[key].name);
   });
 
-  it('publishes no CostPer1000Hits without hits, and no MaxNodeFillPercent when no node answered', () => {
+  it('publishes no CostPer1000Hits without hits, and no MaxNodeFillPercent but SilentNodes when no node reported', () => {
     const cost = priceLiveUsage({ window: { start: new Date(0), end: new Date(3_600_000) }, fleet: { instances: [], volumes: [] }, apiRequests: 0, functions: [], hits: 0, namespaces: [] }, priceBook(), { tenants: [], monitoring: { customMetrics: 1, dashboards: 0, alarmMetrics: 0, putMetricDataCallsPerHour: 0, getMetricDataMetricsPerHour: 0 } });
-    const points = costAndFleetPoints('dev', cost, { monthToDate: 0, hoursLeft: 1, projected: cost.total }, undefined, { ringVersion: 3, nodes: 2, fills: [], maxFillPercent: undefined, migrationsInProgress: 0, unreachable: [{ node: 'a', error: 'x' }, { node: 'b', error: 'x' }] });
+    const silent = [{ node: 'a', reason: 'x' }, { node: 'b', reason: 'x' }];
+    const fleet = { ringVersion: 3, nodes: 2, fills: [], maxFillPercent: undefined, migrationsInProgress: 0, silent };
+    const points = costAndFleetPoints('dev', cost, { monthToDate: 0, hoursLeft: 1, projected: cost.total }, undefined, fleet);
     const names = points.map((p) => p.def.name);
     expect(names).not.toContain('CostPer1000Hits');
     expect(names).not.toContain('MaxNodeFillPercent');
     expect(names).toEqual(expect.arrayContaining(['CostPerHour', 'TotalCostPerHour', 'ProjectedMonthlyCost', 'Nodes', 'MigrationsInProgress']));
+    expect(names).toContain('SilentNodes');
+    expect(points.find((p) => p.def === METRICS.silentNodes)!.value).toBe(2);
   });
 });

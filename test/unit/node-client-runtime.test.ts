@@ -85,7 +85,7 @@ describe('warm tier in the API runtime', () => {
     answer = { status: 200, body: { ARN, Name: 'strata-fleet', SecretBinary: 'AAAA' } };
     await expect(loadRuntimeEnvWithSecrets(lambdaEnv())).rejects.toThrow(new ConfigError(`secret ${ARN} has no string value`));
     await expect(loadRuntimeEnvWithSecrets({ ...lambdaEnv(), STRATA_WARM_SECRET_ARN: 'strata-fleet' })).rejects.toThrow(/STRATA_WARM_SECRET_ARN must be a secret ARN/);
-    await expect(readFleetSecret(loadRuntimeEnv({}))).rejects.toThrow(/set STRATA_WARM_SECRET_ARN \(or STRATA_WARM_SECRET\)/);
+    await expect(readFleetSecret(loadRuntimeEnv({}))).rejects.toThrow(/set STRATA_WARM_SECRET_FROM_RING=1 \(or STRATA_WARM_SECRET\)/);
     expect(calls).toHaveLength(2);
   });
 

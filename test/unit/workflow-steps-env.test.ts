@@ -20,6 +20,17 @@ describe('the step Lambda\'s dependencies from the environment', () => {
     await Promise.all([hot?.close(), d.tiers.warm?.close(), d.tiers.cold?.close(), d.nodes.close()]);
   });
 
+  it('launch into the subnets of STRATA_FLEET_SUBNETS, and a malformed list stops start-up naming the variable', async () => {
+    const subnets = [{ subnetId: 'subnet-1', availabilityZone: 'us-east-1a' }, { subnetId: 'subnet-2', availabilityZone: 'us-east-1b' }];
+    const base = { STRATA_WARM_RING_DIR: join(dir, 'ring'), STRATA_WARM_SECRET: 'a-fleet-secret-of-16+' };
+    const d = await workflowDepsFromEnv(loadRuntimeEnv({ ...base, STRATA_FLEET_SUBNETS: JSON.stringify(subnets) }));
+    expect(d.fleetSubnets).toEqual(subnets);
+    await d.nodes.close();
+    for (const bad of ['subnet-1', '[]', '[{"subnetId":"subnet-1"}]', JSON.stringify([subnets[0], subnets[0]])]) {
+      expect(() => loadRuntimeEnv({ ...base, STRATA_FLEET_SUBNETS: bad })).toThrow(/STRATA_FLEET_SUBNETS/);
+    }
+  });
+
   it('refuses to start without the ring store, naming the variables', async () => {
     await expect(workflowDepsFromEnv(loadRuntimeEnv({}))).rejects.toThrow(/STRATA_WARM_RING_BUCKET/);
   });

@@ -40,11 +40,22 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function harness(o: { tiers?: WorkflowDeps['tiers']; fleet?: Parameters<typeof localFleet>[0]; nodes?: string[]; rangesPerNode?: number; sdk?: (fleetSdk: SdkIntegration) => SdkIntegration; wrapSteps?: (h: StepHandlers) => StepHandlers } = {}): Promise<Harness> {
+export interface HarnessOptions {
+  tiers?: WorkflowDeps['tiers'];
+  fleet?: Parameters<typeof localFleet>[0];
+  nodes?: string[];
+  rangesPerNode?: number;
+  sdk?: (fleetSdk: SdkIntegration) => SdkIntegration;
+  wrapSteps?: (h: StepHandlers) => StepHandlers;
+  /** The ring store (default: in memory), e.g. a FileCasStore where a test writes the nodes' reports as they would. */
+  cas?: CasStore;
+}
+
+export async function harness(o: HarnessOptions = {}): Promise<Harness> {
   const fleet = localFleet(o.fleet);
   const ids = o.nodes ?? ['n1', 'n2', 'n3'];
   const launched = await Promise.all(ids.map((id) => fleet.launch(id)));
-  const cas = new InMemoryCasStore();
+  const cas = o.cas ?? new InMemoryCasStore();
   const metrics: Harness['metrics'] = [];
   const workloads: Workload[] = [];
   const local = localWorkflows({

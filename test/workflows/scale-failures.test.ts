@@ -1,4 +1,12 @@
-import { CreateLaunchTemplateCommand, CreateSubnetCommand, CreateVpcCommand, DeleteLaunchTemplateCommand, DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import {
+  CreateLaunchTemplateCommand,
+  CreateSecurityGroupCommand,
+  CreateSubnetCommand,
+  CreateVpcCommand,
+  DeleteLaunchTemplateCommand,
+  DescribeInstancesCommand,
+  EC2Client,
+} from '@aws-sdk/client-ec2';
 import * as ec2Commands from '@aws-sdk/client-ec2';
 import { ringProblem } from '../../layers/core/ring/document.js';
 import { RingStore } from '../../layers/core/ring/store.js';
@@ -114,20 +122,24 @@ describe('ScaleIn state machine', () => {
 
 /**
  * The EC2 SDK integrations against LocalStack's EC2 API (its instances are mocks: no daemon ever answers, so
- * the launch times out). Verifies RunInstances from the launch template with tags, then the rollback's
- * TerminateInstances.
+ * the launch times out). Verifies RunInstances from the launch template with tags, into the subnet the begin step
+ * chose, then the rollback's TerminateInstances. (LocalStack checks none of EC2's parameter rules:
+ * test/infra/ec2-launch-rules.test.ts does.)
  */
 describe('ScaleOut with the EC2 SDK integrations (LocalStack)', () => {
   it('a node that never becomes healthy is rolled back: the instance is terminated and the ring is unchanged', async () => {
     const ec2 = new EC2Client({ endpoint: testS3Endpoint(), region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
     const vpc = await ec2.send(new CreateVpcCommand({ CidrBlock: '10.77.0.0/16' }));
     const subnet = await ec2.send(new CreateSubnetCommand({ VpcId: vpc.Vpc!.VpcId!, CidrBlock: '10.77.1.0/24' }));
+    const group = { VpcId: vpc.Vpc!.VpcId, GroupName: uniqueName('strata-wf'), Description: 'Strata cache nodes' };
+    const sg = await ec2.send(new CreateSecurityGroupCommand(group));
     const lt = await ec2.send(new CreateLaunchTemplateCommand({ LaunchTemplateName: uniqueName('strata-wf'), LaunchTemplateData: { ImageId: 'ami-12345678', InstanceType: 't4g.small' } }));
     const h = await harness();
     try {
+      const fleetSubnets = [{ subnetId: subnet.Subnet!.SubnetId!, availabilityZone: subnet.Subnet!.AvailabilityZone! }];
       const runner = new LocalWorkflowRunner({
-        definitions: synthesizeWorkflowDefinitions({ launchTemplateId: lt.LaunchTemplate!.LaunchTemplateId!, subnetId: subnet.Subnet!.SubnetId! }),
-        steps: stepHandlers({ ...h.deps, nodeUrl: async (n) => `http://${n.privateIp}:1` }),
+        definitions: synthesizeWorkflowDefinitions({ launchTemplateId: lt.LaunchTemplate!.LaunchTemplateId!, securityGroupId: sg.GroupId }),
+        steps: stepHandlers({ ...h.deps, fleetSubnets, nodeUrl: async (n) => `http://${n.privateIp}:1` }),
         sdk: awsSdkIntegration({ ec2: { client: ec2, commands: ec2Commands } }),
         waitOverridesMs: { WaitForNode: 100 },
         retryIntervalMs: 20,

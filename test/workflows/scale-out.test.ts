@@ -1,4 +1,5 @@
 import { RingStore } from '../../layers/core/ring/store.js';
+import { LOCAL_FLEET_SUBNETS } from '../../layers/core/workflows/placement.js';
 import { summary } from '../integration/warm-workload.js';
 import { harness, runUnderLoad } from './harness.js';
 
@@ -17,6 +18,8 @@ async function scaleOutUnderLoad(mode: 'incremental' | 'parallel') {
     expect(ring.ranges.some((r) => r.pending)).toBe(false);
     const joined = ring.nodes.find((n) => !['n1', 'n2', 'n3'].includes(n.id))!;
     expect(ring.ranges.filter((r) => r.owner === joined.id).length).toBeGreaterThan(0);
+    // The ring records the AZ the begin step launched it in: no NORMAL node has one yet, so the first configured.
+    expect(joined.az).toBe(LOCAL_FLEET_SUBNETS[0]!.availabilityZone);
     expect(w.errors).toEqual([]);
     expect(w.staleReads).toEqual([]);
     expect(w.ops).toBeGreaterThan(0);

@@ -5,10 +5,10 @@ import { migrationChain } from './migration-map.js';
 import { stepTask, type StepContext } from './step-task.js';
 
 /**
- * ScaleIn: pick the node (the named one, or the least loaded), mark it LEAVING and plan draining each of its
- * ranges to its successor → migrate the sessions the same way as ScaleOut → remove the node from the ring →
- * after the grace period (routers refresh) terminate its instance, whose data volume goes with it. A failure
- * before the end rolls back: unpublished sessions are released and the node is NORMAL again.
+ * ScaleIn: pick the node (the named one, or the least loaded of the AZ with the most nodes), mark it LEAVING and
+ * plan draining each of its ranges to its successor → migrate the sessions the same way as ScaleOut → remove the
+ * node from the ring → after the grace period (routers refresh) terminate its instance, whose data volume goes
+ * with it. A failure before the end rolls back: unpublished sessions are released and the node is NORMAL again.
  */
 export class ScaleInDefinition extends Construct {
   readonly definition: sfn.IChainable;

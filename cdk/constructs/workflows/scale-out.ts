@@ -7,10 +7,11 @@ import type { FleetLaunch } from './fleet-launch.js';
 import { launchNodeTask, terminateNodeTask } from './fleet-launch.js';
 
 /**
- * ScaleOut (papers 000 and 004): begin (options, the per-node lock) → launch an instance from the fleet's launch
- * template (EC2 SDK integration) → wait until the daemon answers (recording the allocation time) → plan one
- * session per source node (its fullest range cut at the median) → migrate the sessions (incremental or
- * parallel) → the node is NORMAL → after the grace period the sources drop what they handed over.
+ * ScaleOut (papers 000 and 004): begin (options, the per-node lock, the subnet of the AZ with the fewest nodes) →
+ * launch an instance from the fleet's launch template into it (EC2 SDK integration) → wait until the daemon
+ * answers (recording the allocation time) → plan one session per source node (its fullest range cut at the
+ * median), recording the node's AZ in the ring → migrate the sessions (incremental or parallel) → the node is
+ * NORMAL → after the grace period the sources drop what they handed over.
  * Any failure after the launch rolls back: sessions not yet published are released, and an instance that ended
  * up owning nothing leaves the ring and is terminated.
  */
@@ -21,11 +22,23 @@ export class ScaleOutDefinition extends Construct {
     super(scope, id);
     const c: StepContext = { scope: this, fn: props.fn, workflow: 'scale-out' };
     const begin = stepTask(c, 'Begin', 'scale-out.begin', { 'request.$': '$' }, { resultPath: '$.begin' });
-    const launch = launchNodeTask(this, 'LaunchNode', props.fleet, '$.instance');
+    const launch = launchNodeTask(this, 'LaunchNode', props.fleet, '$.begin.launch', '$.instance');
     const node = { 'nodeId.$': '$.instance.instanceId', 'instanceId.$': '$.instance.instanceId' };
     const check = stepTask(c, 'CheckNode', 'scale-out.check-node', { ...node, 'privateIp.$': '$.instance.privateIp', 'launchedAt.$': '$.begin.launchedAt', 'launchTimeoutMs.$': '$.begin.launchTimeoutMs' }, { resultPath: '$.health' });
     const wait = new sfn.Wait(this, 'WaitForNode', { time: sfn.WaitTime.duration(Duration.seconds(5)) });
-    const plan = stepTask(c, 'PlanSessions', 'scale-out.plan', { ...node, 'url.$': '$.health.url', 'mode.$': '$.begin.options.mode', 'sources.$': '$.begin.sources' }, { resultPath: '$.plan' });
+    const plan = stepTask(
+      c,
+      'PlanSessions',
+      'scale-out.plan',
+      {
+        ...node,
+        'url.$': '$.health.url',
+        'az.$': '$.begin.launch.availabilityZone',
+        'mode.$': '$.begin.options.mode',
+        'sources.$': '$.begin.sources',
+      },
+      { resultPath: '$.plan' },
+    );
     const migrate = migrationChain(c, { plan: '$.plan', options: '$.begin.options' });
     const finish = stepTask(c, 'NodeNormal', 'migrate.finish', { 'planId.$': '$.plan.planId', 'forNode.$': '$.begin.forNode' }, { resultPath: '$.finish' });
     const grace = new sfn.Wait(this, 'GracePeriod', { time: sfn.WaitTime.secondsPath('$.begin.options.graceSeconds') });

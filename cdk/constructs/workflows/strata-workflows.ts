@@ -1,5 +1,4 @@
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
-import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
@@ -28,12 +27,6 @@ export const WORKFLOW_IDS: Readonly<Record<WorkflowName, string>> = { 'scale-out
 
 /** The four workflows as Step Functions state machines (standard type: long, exactly-once steps). */
 export class StrataWorkflows extends Construct {
-  /**
-   * AWS services called from the VPC that need an interface endpoint in an isolated VPC: the scale-out trigger
-   * and the admin API start and describe executions (Step Functions).
-   */
-  static readonly INTERFACE_ENDPOINTS: readonly ec2.InterfaceVpcEndpointAwsService[] = [ec2.InterfaceVpcEndpointAwsService.STEP_FUNCTIONS];
-
   readonly stateMachines: Readonly<Record<WorkflowName, sfn.StateMachine>>;
 
   constructor(scope: Construct, id: string, props: StrataWorkflowsProps) {

@@ -64,6 +64,7 @@ export function costAndFleetPoints(environment: string, cost: LiveCost, projecti
     ...fleet.fills.map((f) => metricPoint(METRICS.nodeFill, { ...env, Node: f.node }, f.percent)),
     ...(fleet.maxFillPercent !== undefined ? [metricPoint(METRICS.maxNodeFill, env, fleet.maxFillPercent)] : []),
     metricPoint(METRICS.migrationsInProgress, env, fleet.migrationsInProgress),
+    metricPoint(METRICS.silentNodes, env, fleet.silent.length),
   ];
   return points;
 }
@@ -75,7 +76,8 @@ export function costAndFleetPoints(environment: string, cost: LiveCost, projecti
  */
 export function monitoringUsage(settings: CostPublisherSettings, targets: UsageTargets, nodes: number): MonitoringUsage {
   const costSeries = COST_TIERS.length + settings.tenants.length + 1 + 3;
-  const fleetSeries = 3 + nodes;
+  // Nodes, MaxNodeFillPercent, MigrationsInProgress, SilentNodes, and NodeFillPercent per node.
+  const fleetSeries = 4 + nodes;
   const calls = Math.ceil(costSeries / MAX_DATA_PER_CALL) + Math.ceil(fleetSeries / MAX_DATA_PER_CALL);
   const reads = usageQueryCount(targets) + 1;
   return {

@@ -27,6 +27,13 @@ export const ringNodeSchema = z.strictObject({
   state: z.enum(NODE_STATES),
   /** Provider reference (EC2 instance id, local pid tag) for the fleet. */
   instance: z.string().optional(),
+  /**
+   * Availability Zone the node runs in, recorded when it joins (scale-in and scale-out keep the fleet spread over
+   * the AZs). Optional: documents written before it existed parse unchanged. A cache node of an older version
+   * parses nodes strictly and refuses a document carrying it; none runs on EC2, where ScaleOut could not launch
+   * before this field came (issue 20).
+   */
+  az: z.string().min(1).max(64).optional(),
   addedAt: z.string(),
 });
 
@@ -204,9 +211,14 @@ export function coalesce(doc: RingDocument): void {
   doc.ranges = out;
 }
 
-export function addNode(doc: RingDocument, node: { id: string; url: string; instance?: string; state?: NodeState }, now = new Date()): void {
+export function addNode(
+  doc: RingDocument,
+  node: { id: string; url: string; instance?: string; az?: string; state?: NodeState },
+  now = new Date(),
+): void {
   if (findNode(doc, node.id)) throw new RingDocumentError(`node '${node.id}' is already in the ring`);
-  doc.nodes.push({ id: node.id, url: node.url, state: node.state ?? 'JOINING', ...(node.instance ? { instance: node.instance } : {}), addedAt: now.toISOString() });
+  const extra = { ...(node.instance ? { instance: node.instance } : {}), ...(node.az ? { az: node.az } : {}) };
+  doc.nodes.push({ id: node.id, url: node.url, state: node.state ?? 'JOINING', ...extra, addedAt: now.toISOString() });
 }
 
 export function setNodeState(doc: RingDocument, id: string, state: NodeState): void {

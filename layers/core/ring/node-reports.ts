@@ -11,9 +11,15 @@
  * Per-prefix IAM grants (cdk/constructs/cold-tier-bucket.ts) follow these key shapes: change them together.
  */
 
-/** Ring-store key of a node's statistics report. */
+/**
+ * Ring-store key of a node's statistics report. ":" is allowed: ring node ids may hold it, and a fleet node's
+ * report id is its instance-profile session's aws:userid, `<role id>:<instance id>` (the one key IAM lets that
+ * instance write: cdk/constructs/cache-node-fleet.ts).
+ */
 export function nodeStatsKey(nodeId: string): string {
-  if (!/^[A-Za-z0-9._-]{1,128}$/.test(nodeId)) throw new Error(`node id '${nodeId}' cannot name a stats report (A-Z, a-z, 0-9, ".", "_", "-")`);
+  if (!/^[A-Za-z0-9._:-]{1,128}$/.test(nodeId)) {
+    throw new Error(`node id '${nodeId}' cannot name a stats report (A-Z, a-z, 0-9, ".", "_", ":", "-")`);
+  }
   return `${NODE_STATS_FOLDER}/${nodeId}/stats.json`;
 }
 

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import * as z from 'zod';
 import type { NamespaceConfigInput } from '../coordinator/policy.js';
+import { fleetSubnetsSchema } from '../workflows/placement.js';
 
 const MiB = 1024 * 1024;
 
@@ -23,8 +24,13 @@ export const runtimeEnvSchema = z.object({
   STRATA_REDIS_INCARNATION: z.enum(['run-id', 'reconnect']).default('run-id'),
   STRATA_REDIS_USERNAME: z.string().optional(),
   STRATA_REDIS_PASSWORD: z.string().optional(),
-  /** The password as a Secrets Manager secret (AWS); read at start-up. Takes the place of STRATA_REDIS_PASSWORD. */
-  STRATA_REDIS_PASSWORD_SECRET_ARN: z.string().startsWith('arn:', 'STRATA_REDIS_PASSWORD_SECRET_ARN must be a secret ARN').optional(),
+  /**
+   * ElastiCache IAM authentication (AWS): the serverless cache's name. Each connection then authenticates as
+   * STRATA_REDIS_USERNAME with a token signed with the process's own AWS credentials (runtime/elasticache-iam.ts),
+   * and re-authenticates before ElastiCache's 12-hour limit; no password exists. Takes the place of
+   * STRATA_REDIS_PASSWORD, which stays for local and self-managed Redis.
+   */
+  STRATA_REDIS_IAM_CACHE: z.string().regex(/^[a-z][a-z0-9-]{0,39}$/, 'STRATA_REDIS_IAM_CACHE must be a serverless cache name').optional(),
   /** Embedded hot tier size when no Redis is configured. */
   STRATA_HOT_MEMORY_MB: z.coerce.number().int().min(1).max(65536).default(256),
   /** Per-container near cache (L1) size; 0 turns it off. Only used above a remote hot tier. */
@@ -44,9 +50,29 @@ export const runtimeEnvSchema = z.object({
   STRATA_WARM_SECRET: z.string().min(16, 'the fleet secret must be at least 16 characters').optional(),
   /** The fleet secret as a Secrets Manager secret (AWS); read at start-up. Takes the place of STRATA_WARM_SECRET. */
   STRATA_WARM_SECRET_ARN: z.string().startsWith('arn:', 'STRATA_WARM_SECRET_ARN must be a secret ARN').optional(),
+  /**
+   * `1`: the fleet secret is the ring store's `fleet/secret` document (ring/fleet-secret.ts), read at start-up and
+   * created (conditional create: one secret whoever creates it) when it does not exist yet. How deployments get it
+   * (StrataFunction.bindFleet): through the S3 gateway endpoint, no Secrets Manager endpoint. Needs a ring store;
+   * STRATA_WARM_SECRET, when given too, wins (local runs and tests keep passing it).
+   */
+  STRATA_WARM_SECRET_FROM_RING: bool.default(false),
   /** Port of the cachenode daemon on the fleet's instances (workflow steps reach launched nodes on it). */
   STRATA_NODE_PORT: z.coerce.number().int().min(1).max(65535).default(7070),
   STRATA_WARM_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(2000),
+  /** The cache-node fleet's subnets, JSON `[{"subnetId": "...", "availabilityZone": "..."}]`: where ScaleOut launches. */
+  STRATA_FLEET_SUBNETS: z
+    .string()
+    .transform((s, ctx) => {
+      try {
+        return JSON.parse(s) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be JSON: [{"subnetId": "subnet-...", "availabilityZone": "..."}]' });
+        return z.NEVER;
+      }
+    })
+    .pipe(fleetSubnetsSchema)
+    .optional(),
   /** Cold tier: S3 bucket. */
   STRATA_S3_BUCKET: z.string().min(3).optional(),
   STRATA_S3_PREFIX: z.string().regex(/^[A-Za-z0-9._-]+$/).default('v1'),
@@ -87,9 +113,24 @@ export function loadRuntimeEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv
   if (!r.success) {
     throw new ConfigError(`invalid configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   }
+  if (r.data.STRATA_REDIS_IAM_CACHE && (!r.data.STRATA_REDIS_USERNAME || r.data.STRATA_REDIS_PASSWORD !== undefined)) {
+    throw new ConfigError(
+      'invalid configuration: STRATA_REDIS_IAM_CACHE (IAM authentication) needs STRATA_REDIS_USERNAME, the IAM user, '
+        + 'and no STRATA_REDIS_PASSWORD',
+    );
+  }
   const warm = r.data.STRATA_WARM_RING_BUCKET ?? r.data.STRATA_WARM_RING_DIR;
-  if (warm && !r.data.STRATA_WARM_SECRET && !r.data.STRATA_WARM_SECRET_ARN) {
-    throw new ConfigError('invalid configuration: STRATA_WARM_SECRET (or STRATA_WARM_SECRET_ARN): required with a warm tier (the cache nodes refuse requests without it)');
+  if (r.data.STRATA_WARM_SECRET_FROM_RING && !warm) {
+    throw new ConfigError(
+      'invalid configuration: STRATA_WARM_SECRET_FROM_RING needs the ring store the secret is in ' +
+        '(STRATA_WARM_RING_BUCKET or STRATA_WARM_RING_DIR)',
+    );
+  }
+  if (warm && !r.data.STRATA_WARM_SECRET && !r.data.STRATA_WARM_SECRET_ARN && !r.data.STRATA_WARM_SECRET_FROM_RING) {
+    throw new ConfigError(
+      'invalid configuration: STRATA_WARM_SECRET (or STRATA_WARM_SECRET_FROM_RING=1, or STRATA_WARM_SECRET_ARN): ' +
+        'required with a warm tier (the cache nodes refuse requests without it)',
+    );
   }
   return r.data;
 }

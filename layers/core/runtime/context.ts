@@ -9,6 +9,7 @@ import type { Presigning, Tier } from '../tiers/tier.js';
 import { supportsPresigning } from '../tiers/tier.js';
 import type { RuntimeEnv } from './config.js';
 import { ConfigError, namespaceConfigFrom } from './config.js';
+import { ElastiCacheIamAuth } from './elasticache-iam.js';
 import { loadRuntimeEnvWithSecrets } from './secrets.js';
 import { warmTierFromEnv } from './warm.js';
 import { parseTenantAccess, type TenantAccess } from '../api/tenant-access.js';
@@ -44,15 +45,16 @@ export interface BuildOptions {
 export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): BuiltContext {
   const tiers: Tier[] = [];
   const remoteHot = !!env.STRATA_REDIS_URL;
-  if (remoteHot && env.STRATA_REDIS_PASSWORD === undefined && env.STRATA_REDIS_PASSWORD_SECRET_ARN) {
-    throw new ConfigError('the hot tier needs its password: STRATA_REDIS_PASSWORD_SECRET_ARN is read at start-up by loadRuntimeEnvWithSecrets (runtime/secrets.ts), which this runtime did not use');
-  }
   tiers.push(
     remoteHot
       ? RedisTier.fromUrl(env.STRATA_REDIS_URL!, {
           cluster: env.STRATA_REDIS_CLUSTER,
           username: env.STRATA_REDIS_USERNAME,
           password: env.STRATA_REDIS_PASSWORD,
+          // ElastiCache (AWS): IAM tokens signed per connection with the process's own credentials, no password.
+          credentials: env.STRATA_REDIS_IAM_CACHE
+            ? new ElastiCacheIamAuth({ cacheName: env.STRATA_REDIS_IAM_CACHE, userId: env.STRATA_REDIS_USERNAME!, region: env.AWS_REGION })
+            : undefined,
           incarnationCheck: env.STRATA_REDIS_INCARNATION,
         })
       : new MemoryTier({ name: 'hot', maxBytes: env.STRATA_HOT_MEMORY_MB * MiB }),
@@ -191,10 +193,10 @@ let current: Promise<ApiContext> | undefined;
 
 /**
  * The container's context: built from the environment on first use, unless one was installed. With a ring store
- * configured (STRATA_WARM_RING_BUCKET) it includes the warm tier; the fleet secret (STRATA_WARM_SECRET_ARN) and
- * the hot tier's password (STRATA_REDIS_PASSWORD_SECRET_ARN) are read from Secrets Manager here, once per
- * container. A build that fails is not kept: the next call retries (a Secrets Manager or S3 hiccup at a cold
- * start does not poison the container).
+ * configured (STRATA_WARM_RING_BUCKET) it includes the warm tier; the fleet secret (STRATA_WARM_SECRET_ARN) is
+ * read from Secrets Manager here, once per container (the hot tier needs no secret: STRATA_REDIS_IAM_CACHE). A
+ * build that fails is not kept: the next call retries (a Secrets Manager or S3 hiccup at a cold start does not
+ * poison the container).
  */
 export function getApiContext(): Promise<ApiContext> {
   // Lambda: no flush timer (frozen between invocations); the handler flushes when due.

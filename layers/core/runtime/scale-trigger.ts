@@ -1,17 +1,18 @@
 import { RingStore } from '../ring/store.js';
-import { NodeClient } from '../warm/node-client.js';
 import { ScaleLocks } from '../workflows/progress.js';
 import { runScaleTrigger, scaleTriggerSettingsSchema, type TriggerOutcome } from '../workflows/scale-trigger.js';
-import { ConfigError, loadRuntimeEnv } from './config.js';
-import { casStoreFromEnv, readFleetSecret } from './warm.js';
+import { ConfigError } from './config.js';
+import { ringStoreFromEnv } from './ring-store-env.js';
 
 /**
- * The scheduled trigger as its Lambda runs it: the ring store and fleet secret as the step Lambda has them,
- * STRATA_SCALE_OUT_ARN (the ScaleOut state machine) and STRATA_SCALE_TRIGGER (JSON settings: unit, capacity,
- * lowRate, highRate, mode).
+ * The scheduled trigger as its Lambda runs it: the ring store (STRATA_WARM_RING_BUCKET/PREFIX, or _DIR), where it
+ * reads the ring, the nodes' statistics reports (keyed STRATA_NODE_STATS_ID_PREFIX + node id) and the scale-out
+ * locks; STRATA_SCALE_OUT_ARN (the ScaleOut state machine) and STRATA_SCALE_TRIGGER (JSON settings: unit,
+ * capacity, lowRate, highRate, mode). No fleet secret and no node client: it never calls a node, so it runs
+ * outside the VPC and reaches S3 and Step Functions directly.
  */
-export async function runScaleTriggerFromEnv(env = loadRuntimeEnv(), raw = process.env): Promise<TriggerOutcome> {
-  const cas = casStoreFromEnv(env);
+export async function runScaleTriggerFromEnv(raw: NodeJS.ProcessEnv = process.env): Promise<TriggerOutcome> {
+  const { cas, region, reportIdPrefix } = ringStoreFromEnv(raw);
   if (!cas) throw new ConfigError('the scale-out trigger needs the ring store: set STRATA_WARM_RING_BUCKET (or STRATA_WARM_RING_DIR)');
   const arn = raw.STRATA_SCALE_OUT_ARN;
   if (!arn) throw new ConfigError('the scale-out trigger needs STRATA_SCALE_OUT_ARN (the ScaleOut state machine)');
@@ -23,16 +24,15 @@ export async function runScaleTriggerFromEnv(env = loadRuntimeEnv(), raw = proce
   }
   const parsed = scaleTriggerSettingsSchema.safeParse(settings);
   if (!parsed.success) throw new ConfigError(`STRATA_SCALE_TRIGGER: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  const nodes = new NodeClient({ secret: await readFleetSecret(env), timeoutMs: env.STRATA_WARM_TIMEOUT_MS });
   const { SFNClient, StartExecutionCommand } = await import('@aws-sdk/client-sfn');
-  const sfn = new SFNClient({ region: env.AWS_REGION });
+  const sfn = new SFNClient({ region });
   try {
     return await runScaleTrigger(
       {
         ring: new RingStore(cas),
-        nodes,
         locks: new ScaleLocks(cas),
         cas,
+        reportIdPrefix,
         startScaleOut: async (input) => {
           const name = `trigger-${input.forNode}-${Date.now()}`.replace(/[^A-Za-z0-9_-]/g, '-').slice(0, 80);
           await sfn.send(new StartExecutionCommand({ stateMachineArn: arn, name, input: JSON.stringify(input) }));
@@ -42,7 +42,7 @@ export async function runScaleTriggerFromEnv(env = loadRuntimeEnv(), raw = proce
       parsed.data,
     );
   } finally {
-    await nodes.close();
+    cas.close?.();
     sfn.destroy();
   }
 }

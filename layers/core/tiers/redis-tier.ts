@@ -22,6 +22,12 @@ export interface RedisTierOptions {
   tls?: boolean | TlsOptions;
   username?: string;
   password?: string;
+  /**
+   * Short-lived passwords instead of `password` (ElastiCache IAM tokens: runtime/elasticache-iam.ts): one is made for
+   * every connection as it opens, and every live connection authenticates again with a fresh one once it has been
+   * authenticated for `reauthenticateAfterMs`.
+   */
+  credentials?: RedisCredentialSource;
   /** First key segment (default 'strata'); must not contain '{' or '}' (those delimit the hash tag). */
   keyPrefix?: string;
   /**
@@ -46,6 +52,16 @@ export interface RedisTierOptions {
    * on it). The tier does not close an injected client: its owner does. Any Redis >= 6.2 (SET PXAT).
    */
   client?: Redis | Cluster;
+}
+
+/** Passwords made when they are used (see {@link RedisTierOptions.credentials}). */
+export interface RedisCredentialSource {
+  /** Resolves what {@link password} needs (e.g. AWS credentials); awaited before the tier's first connection. */
+  prepare?(): Promise<void>;
+  /** The password of a connection opening, or re-authenticating, now. Synchronous: ioredis reads it as it connects. */
+  password(): string;
+  /** Re-authenticate (AUTH with a fresh password) each connection authenticated this long ago. @default never */
+  reauthenticateAfterMs?: number;
 }
 
 /** Host, port and credentials parsed from a `redis://` or `rediss://` URL. */
@@ -489,9 +505,10 @@ export function createRedisClient(opts: RedisTierOptions): Redis | Cluster {
     // RESP2: supported everywhere (older servers, proxies) and gives the same reply shapes as ioredis' default.
     protocol: 2,
   } satisfies Partial<RedisOptions>;
+  let client: Redis | Cluster;
   if (opts.cluster) {
     const nodes = opts.cluster === true ? [{ host: endpoint.host, port: endpoint.port }] : opts.cluster.nodes;
-    return new Cluster(nodes, {
+    client = new Cluster(nodes, {
       lazyConnect: true,
       enableOfflineQueue: false,
       enableAutoPipelining: true,
@@ -501,18 +518,61 @@ export function createRedisClient(opts: RedisTierOptions): Redis | Cluster {
       slotsRefreshTimeout: Math.max(opts.commandTimeoutMs ?? 1000, 1000),
       redisOptions: common,
     });
+  } else {
+    client = new Redis({
+      host: endpoint.host,
+      port: endpoint.port,
+      db: endpoint.db,
+      ...common,
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      enableAutoPipelining: true,
+      // Keep reconnecting in the background; calls fail fast meanwhile.
+      retryStrategy: (times) => Math.min(times * 200, 2000),
+    });
   }
-  return new Redis({
-    host: endpoint.host,
-    port: endpoint.port,
-    db: endpoint.db,
-    ...common,
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    enableAutoPipelining: true,
-    // Keep reconnecting in the background; calls fail fast meanwhile.
-    retryStrategy: (times) => Math.min(times * 200, 2000),
-  });
+  if (opts.credentials) authenticateWith(client, opts.credentials, common.username);
+  return client;
+}
+
+/** Re-authentication checks run this often at most, so a connection re-authenticates at most this late. */
+const REAUTH_CHECK_MAX_MS = 10 * 60_000;
+
+/**
+ * Makes every connection of `client` authenticate with a password from `source`: a fresh one each time a
+ * connection opens (a getter on its options, which ioredis reads as each connect or reconnect starts: Redis#connect
+ * copies `options.password` into the AUTH of its handshake), and again, with AUTH on the live connection, once it
+ * has been authenticated for `source.reauthenticateAfterMs`. AUTH is an ordinary command on the connection, queued
+ * behind the commands already sent, so commands in flight are not disturbed, and the connection is not closed (a
+ * planned reconnect would fence the hot tier, see RedisTier.checkIncarnation). A failed AUTH leaves the connection
+ * authenticated as before and is retried at the next check.
+ */
+function authenticateWith(client: Redis | Cluster, source: RedisCredentialSource, username: string | undefined): void {
+  const authenticatedAt = new WeakMap<Redis, number>();
+  const track = (conn: Redis) => {
+    Object.defineProperty(conn.options, 'password', { get: () => source.password(), enumerable: true, configurable: true });
+    conn.on('ready', () => authenticatedAt.set(conn, Date.now()));
+  };
+  // A cluster makes a connection per node as it learns of nodes (lazily connected, so before they connect); its
+  // slot-map queries use copies of a node's options (`duplicate`), which read the getter when they are made.
+  if (client.isCluster) client.on('+node', track);
+  else track(client as Redis);
+  const after = source.reauthenticateAfterMs;
+  if (after === undefined) return;
+  const check = setInterval(() => {
+    const now = Date.now();
+    for (const conn of client.isCluster ? (client as Cluster).nodes('all') : [client as Redis]) {
+      const at = authenticatedAt.get(conn);
+      if (conn.status !== 'ready' || at === undefined || now - at < after) continue;
+      authenticatedAt.set(conn, now); // not sent again while this one is on its way
+      const password = source.password();
+      (username ? conn.call('AUTH', username, password) : conn.call('AUTH', password)).catch(() => {
+        if (authenticatedAt.get(conn) === now) authenticatedAt.set(conn, at);
+      });
+    }
+  }, Math.max(10, Math.min(Math.floor(after / 4), REAUTH_CHECK_MAX_MS)));
+  check.unref();
+  client.once('end', () => clearInterval(check));
 }
 
 /** What the watchdog last saw on a connection with commands in flight. */
@@ -567,6 +627,7 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
     for (const l of this.lostListeners) l();
   };
   private readonly incarnationCheck: 'run-id' | 'reconnect';
+  private readonly credentials: RedisCredentialSource | undefined;
   /** A connection was lost since the last incarnation check (for `incarnationCheck: 'reconnect'`). */
   private lostSinceCheck = false;
   /** Rejection handler: any connection or server error becomes TierUnavailableError (script bugs stay as they are). */
@@ -599,6 +660,7 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
     this.lean = !client.isCluster && !(client as Redis).options.keyPrefix;
     this.stallMs = opts.commandTimeoutMs ?? 1000;
     this.incarnationCheck = opts.incarnationCheck ?? 'run-id';
+    this.credentials = this.ownsClient ? opts.credentials : undefined;
     if (this.ownsClient || opts.commandTimeoutMs !== undefined) {
       this.watchdog = setInterval(() => this.checkStalls(), Math.min(250, Math.max(50, Math.floor(this.stallMs / 4))));
       this.watchdog.unref();
@@ -890,7 +952,12 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
   private ready(): Promise<void> {
     const c = this.client;
     if (c.status === 'wait') {
-      this.connecting ??= c.connect().finally(() => {
+      // Credentials that need resolving (AWS credentials for IAM tokens) are resolved before the first connect (unless
+      // the tier was closed meanwhile).
+      const prepare = this.credentials?.prepare;
+      const connect = () =>
+        c.status === 'wait' ? c.connect() : Promise.reject(new TierUnavailableError(this.name, new Error(`connection is ${c.status}`)));
+      this.connecting ??= (prepare ? prepare.call(this.credentials).then(connect) : c.connect()).finally(() => {
         this.connecting = undefined;
       });
     }

@@ -142,7 +142,12 @@ export class Migrator {
    * Plans a scale-out to `target` (added to the ring as JOINING if new): one session per source node, moving
    * the lower part of the source's fullest range, cut at its median key hash (quantile `cut`, default 0.5).
    */
-  async planScaleOut(o: { target: { id: string; url: string; instance?: string }; mode: MigrationMode; sources?: string[]; cut?: number }): Promise<MigrationPlan> {
+  async planScaleOut(o: {
+    target: { id: string; url: string; instance?: string; az?: string };
+    mode: MigrationMode;
+    sources?: string[];
+    cut?: number;
+  }): Promise<MigrationPlan> {
     const doc = await this.ring.update((d) => {
       if (d.nodes.some((n) => n.id === o.target.id)) return false;
       addNode(d, { ...o.target, state: 'JOINING' });

@@ -4,6 +4,7 @@ import type { FleetProvider } from '../warm/fleet.js';
 import { NodeClient } from '../warm/node-client.js';
 import { LocalWorkflowRunner, type AslDefinition, type SdkIntegration } from './local-runner.js';
 import type { WorkflowName } from './progress.js';
+import { LOCAL_FLEET_SUBNETS, type FleetSubnet } from './placement.js';
 import { localFleetIntegration } from './sdk-integrations.js';
 import { LocalWorkflowService } from './service.js';
 import { stepHandlers, workflowDeps, type WorkflowDeps } from './step-handlers.js';
@@ -24,6 +25,11 @@ export interface LocalWorkflowsOptions {
   waitOverridesMs?: Record<string, number>;
   /** Where the steps' metrics go. @default dropped */
   metric?: (key: MetricKey, value: number, dims?: Record<string, string>) => void;
+  /**
+   * The "subnets" ScaleOut spreads nodes over (the local fleet ignores them; the ring records their AZs).
+   * @default {@link LOCAL_FLEET_SUBNETS}
+   */
+  fleetSubnets?: readonly FleetSubnet[];
   /** Timeout of each cache-node call. @default NodeClient's */
   nodeTimeoutMs?: number;
   /** Pause between retries, ms. @default LocalWorkflowRunner's */
@@ -63,6 +69,7 @@ export function localWorkflows(o: LocalWorkflowsOptions): LocalWorkflows {
     nodeUrl: async (n) => (await o.fleet.list()).find((x) => x.nodeId === n.nodeId)?.url,
     metric: o.metric ?? (() => {}),
     tiers: o.tiers ?? {},
+    fleetSubnets: o.fleetSubnets ?? LOCAL_FLEET_SUBNETS,
   });
   const steps = stepHandlers(deps);
   const fleetSdk = localFleetIntegration(o.fleet);

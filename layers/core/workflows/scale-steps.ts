@@ -1,10 +1,11 @@
 import * as z from 'zod';
-import { StrataError } from '../errors.js';
+import { StrataError, ValidationError } from '../errors.js';
 import { rangesOfNode, removeNode } from '../ring/document.js';
 import type { RingStore } from '../ring/store.js';
 import type { Migrator } from '../warm/migration.js';
 import type { NodeClient } from '../warm/node-client.js';
 import type { MetricKey } from '../metrics/catalog.js';
+import { chooseLaunchSubnet, launchClientToken, leastLoaded, scaleInCandidates, type FleetSubnet } from './placement.js';
 import type { ProgressStore, ScaleLocks, WorkflowName } from './progress.js';
 
 /**
@@ -22,6 +23,8 @@ export interface ScaleDeps {
   nodeUrl: (n: { nodeId: string; instanceId: string; privateIp?: string | null }) => Promise<string | undefined>;
   metric: (key: MetricKey, value: number, dims?: Record<string, string>) => void;
   now: () => number;
+  /** Where ScaleOut launches nodes (STRATA_FLEET_SUBNETS on AWS, stand-ins locally), in configuration order. */
+  fleetSubnets: readonly FleetSubnet[];
 }
 
 export class ScaleOutInFlightError extends StrataError {
@@ -86,6 +89,8 @@ export const scaleOutPlanInput = z.strictObject({
   nodeId: nodeIdSchema,
   url: z.string().url(),
   instanceId: z.string().min(1),
+  /** The AZ the begin step launched it in (recorded in the ring). */
+  az: z.string().min(1).max(64).nullish(),
   mode,
   sources: z.array(nodeIdSchema).min(1).nullish(),
 });
@@ -94,7 +99,7 @@ export const scaleInBeginInput = z.strictObject({
   execution,
   workflow: z.literal('scale-in').optional(),
   ...migrationOptions,
-  /** The node to remove (default: the least loaded). */
+  /** The node to remove (default: the least loaded in the AZ with the most NORMAL nodes). */
   nodeId: nodeIdSchema.nullish(),
 });
 
@@ -149,17 +154,30 @@ export function scaleSteps(d: ScaleDeps) {
   const progress = (exec: string, wf: WorkflowName, edit: Parameters<ProgressStore['update']>[2]) => d.progress.update(exec, wf, edit);
 
   return {
-    /** Validates the request, normalises its options and takes the per-node lock of the triggering node. */
+    /**
+     * Validates the request, normalises its options, takes the per-node lock of the triggering node and places the
+     * launch: the subnet of the AZ with the fewest NORMAL nodes, and RunInstances' ClientToken (`launch`).
+     */
     async scaleOutBegin(raw: unknown) {
       const i = scaleOutBeginInput.parse(raw);
+      // Checked before the lock: a failed begin has no rollback to release it.
+      if (d.fleetSubnets.length === 0) {
+        throw new ValidationError('STRATA_FLEET_SUBNETS', 'the fleet has no subnets configured: ScaleOut cannot launch a node');
+      }
+      const subnet = chooseLaunchSubnet(d.fleetSubnets, (await d.ring.load())?.nodes ?? []);
       if (i.forNode && !(await d.locks.acquire(i.forNode, i.execution))) throw new ScaleOutInFlightError(i.forNode);
+      // One launch per execution today; the ordinal keeps tokens distinct when an execution launches several.
+      const launch = { ordinal: 0, ...subnet, clientToken: launchClientToken(i.execution, 0) };
       await progress(i.execution, 'scale-out', (p) => {
         p.phase = 'launching a node';
         p.facts.mode = i.mode;
         p.facts.forNode = i.forNode ?? null;
         p.facts.reason = i.reason ?? null;
+        p.facts.availabilityZone = launch.availabilityZone;
       });
-      return { forNode: i.forNode ?? null, sources: i.sources ?? null, launchedAt: d.now(), launchTimeoutMs: i.launchTimeoutMs, options: normalisedOptions(i) };
+      const options = normalisedOptions(i);
+      const placed = { launchedAt: d.now(), launchTimeoutMs: i.launchTimeoutMs, launch };
+      return { forNode: i.forNode ?? null, sources: i.sources ?? null, ...placed, options };
     },
 
     /** One health probe of the launched instance; the state machine waits and asks again until healthy. */
@@ -187,11 +205,15 @@ export function scaleSteps(d: ScaleDeps) {
     /** Adds the node as JOINING and plans one session per source: its fullest range cut at the median (000). */
     async scaleOutPlan(raw: unknown) {
       const i = scaleOutPlanInput.parse(raw);
-      const plan = await d.migrator.planScaleOut({ target: { id: i.nodeId, url: i.url, instance: i.instanceId }, mode: i.mode, ...(i.sources ? { sources: i.sources } : {}) });
+      const target = { id: i.nodeId, url: i.url, instance: i.instanceId, ...(i.az ? { az: i.az } : {}) };
+      const plan = await d.migrator.planScaleOut({ target, mode: i.mode, ...(i.sources ? { sources: i.sources } : {}) });
       return recordPlan(i.execution, 'scale-out', plan.id, plan.sessions);
     },
 
-    /** Picks the node to remove (the named one, or the one holding the fewest bytes), marks it LEAVING, plans its drain. */
+    /**
+     * Picks the node to remove (the named one, or of the AZ with the most NORMAL nodes the one holding the fewest
+     * bytes, so the fleet stays spread), marks it LEAVING, plans its drain.
+     */
     async scaleInBegin(raw: unknown) {
       const i = scaleInBeginInput.parse(raw);
       const doc = await d.ring.load();
@@ -204,9 +226,9 @@ export function scaleSteps(d: ScaleDeps) {
         if (n.state !== 'NORMAL' && n.state !== 'LEAVING') throw new NoNodeToRemoveError(`node '${nodeId}' is ${n.state}: only a NORMAL node can be drained`);
       } else {
         if (normal.length < 2) throw new NoNodeToRemoveError(`scale-in needs at least 2 NORMAL nodes (the ring has ${normal.length})`);
-        const loads = await Promise.all(normal.map(async (n) => ({ id: n.id, bytes: (await d.nodes.stats(n.url)).bytes })));
-        loads.sort((a, b) => a.bytes - b.bytes || a.id.localeCompare(b.id));
-        nodeId = loads[0]!.id;
+        const candidates = scaleInCandidates(normal);
+        const loads = await Promise.all(candidates.map(async (n) => ({ id: n.id, bytes: (await d.nodes.stats(n.url)).bytes })));
+        nodeId = leastLoaded(loads)!;
       }
       if (!(await d.locks.acquire(nodeId, i.execution))) throw new ScaleOutInFlightError(nodeId);
       const instanceId = doc.nodes.find((n) => n.id === nodeId)!.instance ?? null;

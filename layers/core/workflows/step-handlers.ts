@@ -14,7 +14,10 @@ export type WorkflowDeps = ScaleDeps & DataStepDeps;
  * there) and one cache-node client; what differs between the step Lambda, a local run and the tests is how a
  * launched node is reached, where metrics go and which tiers there are.
  */
-export function workflowDeps(o: Pick<WorkflowDeps, 'nodeUrl' | 'metric' | 'tiers'> & { cas: CasStore; nodes: NodeClient; onWarning?: (message: string) => void; now?: () => number }): WorkflowDeps {
+export function workflowDeps(
+  o: Pick<WorkflowDeps, 'nodeUrl' | 'metric' | 'tiers'> &
+    Partial<Pick<WorkflowDeps, 'fleetSubnets' | 'now'>> & { cas: CasStore; nodes: NodeClient; onWarning?: (message: string) => void },
+): WorkflowDeps {
   const ring = new RingStore(o.cas);
   return {
     ring,
@@ -25,6 +28,7 @@ export function workflowDeps(o: Pick<WorkflowDeps, 'nodeUrl' | 'metric' | 'tiers
     nodeUrl: o.nodeUrl,
     metric: o.metric,
     now: o.now ?? Date.now,
+    fleetSubnets: o.fleetSubnets ?? [],
     tiers: o.tiers,
   };
 }

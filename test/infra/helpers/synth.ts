@@ -29,7 +29,10 @@ export interface SynthOptions {
   readonly bundling?: boolean;
   /** @default true */
   readonly nag?: boolean;
-  /** Overrides applied to the context (e.g. account). */
+  /**
+   * Overrides applied to the context (e.g. account). `alarmEmails` / `alarmTopicArn` choose the alarm destination.
+   * @default - alarms to PLACEHOLDER_ALARM_EMAIL
+   */
   readonly context?: Record<string, unknown>;
 }
 
@@ -43,13 +46,26 @@ export interface SynthesizedEnvironment {
   readonly outdir: string;
 }
 
+/**
+ * Where test synths send alarms: staging and prod refuse to synthesize without a destination (given at synth time,
+ * never committed). An address of the reserved example.com domain, so nothing real is ever subscribed.
+ */
+export const PLACEHOLDER_ALARM_EMAIL = 'strata-alarms@example.com';
+
+/** The context's alarmEmails / alarmTopicArn when it gives either (an empty alarmEmails: none at all), else the placeholder. */
+function alarmDestinationContext(context: Record<string, unknown> = {}): { alarmEmails?: unknown; alarmTopicArn?: unknown } {
+  const given = 'alarmEmails' in context || 'alarmTopicArn' in context;
+  return given ? { alarmEmails: context.alarmEmails, alarmTopicArn: context.alarmTopicArn } : { alarmEmails: PLACEHOLDER_ALARM_EMAIL };
+}
+
 /** Synthesizes one environment as the CLI would (cdk.json flags, cdk-nag on), with the placeholder daemon. */
 export function synthEnvironment(name: EnvironmentName, options: SynthOptions = {}): SynthesizedEnvironment {
   const outdir = mkdtempSync(join(tmpdir(), `strata-cdk-${name}-`));
   const context: Record<string, unknown> = { ...cdkJsonContext(), ...options.context };
   if (!options.bundling) context['aws:cdk:bundling-stacks'] = [];
   const app = new App({ outdir, context, analyticsReporting: false });
-  const config = loadEnvironmentConfig(name, { context: { account: options.context?.account } });
+  const sources = { context: { account: options.context?.account, ...alarmDestinationContext(options.context) } };
+  const config = loadEnvironmentConfig(name, sources);
   const stacks = buildStrataApp(app, { config, cacheNodeBundle: CacheNodeBundle.fromEntry(PLACEHOLDER_CACHENODE), nag: options.nag ?? true });
   const assembly = app.synth();
   const templates = Object.fromEntries(STACK_KEYS.map((k) => [k, Template.fromStack(stacks[k])])) as Record<StackKey, Template>;

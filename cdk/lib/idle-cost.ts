@@ -1,0 +1,146 @@
+/**
+ * What a deployed environment costs while idle (no requests, empty tiers, no cache node running), computed from
+ * the synthesized templates: every billed resource is counted where CloudFormation would create it, so a stack
+ * change that adds an endpoint, a secret or an alarm changes the figure, and the README's table is checked
+ * against it (test/infra/idle-cost.test.ts). Derived from list prices, not measured on an account.
+ */
+import { priceBook } from '../../layers/core/cost/catalog.js';
+import { monitoringUsage } from '../../layers/core/cost/cost-publisher.js';
+
+/** Prices the catalog (layers/core/cost/catalogs) does not carry; us-east-1 list prices, 2026-11. */
+export const OTHER_PRICES = {
+  /** https://aws.amazon.com/privatelink/pricing/: interface endpoint, per AZ (subnet) and hour. */
+  interfaceEndpointPerAzHour: 0.01,
+  /** https://aws.amazon.com/secrets-manager/pricing/: per secret and month. */
+  secretPerMonth: 0.4,
+  /** https://aws.amazon.com/kms/pricing/: per customer-managed key and month. */
+  kmsKeyPerMonth: 1,
+  /** https://aws.amazon.com/vpc/pricing/: NAT gateway per hour (data processing extra). */
+  natGatewayPerHour: 0.045,
+  /** https://aws.amazon.com/cloudwatch/pricing/: dashboards beyond the account's first 3 (up to 50 metrics). */
+  dashboardPerMonth: 3,
+  freeDashboards: 3,
+} as const;
+
+interface Resource {
+  readonly Type: string;
+  readonly Properties?: Record<string, unknown>;
+}
+
+/** A synthesized template as JSON (Template#toJSON()). */
+export interface TemplateJson {
+  readonly Resources?: Readonly<Record<string, Resource>>;
+}
+
+export interface IdleCostLine {
+  /** Stable id of the line (the README table's rows are matched on it). */
+  readonly id: 'hot' | 'endpoints' | 'secrets' | 'kms' | 'nat' | 'metrics' | 'alarms' | 'dashboards';
+  readonly usdPerMonth: number;
+  /** How the figure was derived, for the README. */
+  readonly detail: string;
+}
+
+export interface IdleCostInput {
+  readonly templates: readonly TemplateJson[];
+  /** Tenants of the environment: the cost publisher publishes a series per tenant (and one for the rest). */
+  readonly tenants: number;
+  readonly region?: string;
+}
+
+const round2 = (usd: number): number => Math.round(usd * 100) / 100;
+
+/** The idle bill, line by line (zero lines included, so a table can show them). */
+export function idleCost(input: IdleCostInput): IdleCostLine[] {
+  const book = priceBook(undefined, input.region ?? 'us-east-1');
+  const hours = book.hoursPerMonth;
+  const resources = input.templates.flatMap((t) => Object.values(t.Resources ?? {}));
+  const ofType = (type: string) => resources.filter((r) => r.Type === type);
+
+  const serverless = book.prices.elasticache?.serverless;
+  const caches = ofType('AWS::ElastiCache::ServerlessCache').length;
+  const hot = serverless ? caches * serverless.minGB * serverless.perGBHour * hours : 0;
+
+  const endpointAzHours = ofType('AWS::EC2::VPCEndpoint')
+    .filter((r) => r.Properties?.VpcEndpointType === 'Interface')
+    .reduce((n, r) => n + ((r.Properties?.SubnetIds as unknown[] | undefined)?.length ?? 0), 0);
+  const secrets = ofType('AWS::SecretsManager::Secret').length;
+  const kmsKeys = ofType('AWS::KMS::Key').length;
+  const nats = ofType('AWS::EC2::NatGateway').length;
+
+  const alarmMetrics = ofType('AWS::CloudWatch::Alarm').reduce((n, r) => n + alarmMetricCount(r), 0);
+  const cw = book.prices.cloudWatch;
+  const customMetrics = idleCustomMetrics(input.tenants);
+  const dashboards = ofType('AWS::CloudWatch::Dashboard').length;
+
+  return [
+    { id: 'hot', usdPerMonth: round2(hot), detail: `${caches} ElastiCache Serverless cache(s) at the ${serverless?.minGB ?? 0} GB minimum × $${serverless?.perGBHour ?? 0}/GB-hour` },
+    {
+      id: 'endpoints',
+      usdPerMonth: round2(endpointAzHours * OTHER_PRICES.interfaceEndpointPerAzHour * hours),
+      detail: `${endpointAzHours} interface endpoint AZ(s) × $${OTHER_PRICES.interfaceEndpointPerAzHour}/hour`,
+    },
+    { id: 'secrets', usdPerMonth: round2(secrets * OTHER_PRICES.secretPerMonth), detail: `${secrets} Secrets Manager secret(s) × $${OTHER_PRICES.secretPerMonth}` },
+    { id: 'kms', usdPerMonth: round2(kmsKeys * OTHER_PRICES.kmsKeyPerMonth), detail: `${kmsKeys} customer-managed KMS key(s) × $${OTHER_PRICES.kmsKeyPerMonth}` },
+    { id: 'nat', usdPerMonth: round2(nats * OTHER_PRICES.natGatewayPerHour * hours), detail: `${nats} NAT gateway(s) × $${OTHER_PRICES.natGatewayPerHour}/hour` },
+    {
+      id: 'metrics',
+      usdPerMonth: round2(customMetrics * (cw?.customMetricPerMonth ?? 0)),
+      detail: `${customMetrics} custom metrics the cost publisher writes with no traffic × $${cw?.customMetricPerMonth ?? 0}`,
+    },
+    { id: 'alarms', usdPerMonth: round2(alarmMetrics * (cw?.alarmStandardPerMonth ?? 0)), detail: `${alarmMetrics} alarm metrics × $${cw?.alarmStandardPerMonth ?? 0}` },
+    {
+      id: 'dashboards',
+      usdPerMonth: round2(Math.max(0, dashboards - OTHER_PRICES.freeDashboards) * OTHER_PRICES.dashboardPerMonth),
+      detail: `${dashboards} dashboard(s), the account's first ${OTHER_PRICES.freeDashboards} free`,
+    },
+  ];
+}
+
+/** Sum of the lines. */
+export function idleTotal(lines: readonly IdleCostLine[]): number {
+  return round2(lines.reduce((a, l) => a + l.usdPerMonth, 0));
+}
+
+/** A standard alarm is billed per metric it reads: one, or each MetricStat of a metric-math alarm. */
+function alarmMetricCount(alarm: Resource): number {
+  const metrics = alarm.Properties?.Metrics as { MetricStat?: unknown }[] | undefined;
+  return metrics ? metrics.filter((m) => m.MetricStat !== undefined).length : 1;
+}
+
+/** The series the cost publisher writes on an idle run (no nodes), as it bills them to itself. */
+function idleCustomMetrics(tenants: number): number {
+  const settings = { tenants: Array.from({ length: tenants }, (_, i) => ({ name: `t${i}`, namespaces: [] })), monitoring: { dashboards: 0, alarmMetrics: 0, runsPerHour: 1 } };
+  const usage = monitoringUsage(settings as unknown as Parameters<typeof monitoringUsage>[0], { environment: 'x', namespaces: [], functions: [] }, 0);
+  return usage.customMetrics;
+}
+
+const LABELS: Readonly<Record<IdleCostLine['id'], string>> = {
+  hot: 'ElastiCache Serverless, storage minimum (0.1 GB × $0.084 × 730 h)',
+  endpoints: 'VPC interface endpoints ($0.01 per AZ-hour)',
+  secrets: 'Secrets Manager secrets ($0.40 each)',
+  kms: 'customer-managed KMS key ($1 each)',
+  nat: 'NAT gateways ($0.045 per hour)',
+  metrics: "custom metrics the cost publisher writes with no traffic ($0.30 each)",
+  alarms: 'alarm metrics ($0.10 each; a metric-math alarm counts each metric it reads)',
+  dashboards: 'dashboards beyond the account\'s 3 free ones ($3 each)',
+};
+
+/** Rows priced at (about) zero when idle, listed so the table is complete: [item, the same figure everywhere]. */
+const FREE_ROWS: readonly (readonly [string, string])[] = [
+  ['scheduled Lambdas (scale trigger every minute, cost publisher), EvictToS3 every 6 h, logs of an idle VPC', '< $0.10'],
+  ['VPC, subnets, S3 gateway endpoint, security groups, API Gateway, API keys, Lambda, SNS, empty buckets', '$0'],
+];
+
+/** The README's idle-cost table (markdown), one column per environment. */
+export function renderIdleCostTable(perEnv: Readonly<Record<string, readonly IdleCostLine[]>>): string {
+  const envs = Object.keys(perEnv);
+  const usd = (n: number) => `$${n.toFixed(2)}`;
+  const counted = (id: IdleCostLine['id']) => envs.map((e) => perEnv[e]!.find((l) => l.id === id)!);
+  const rows = (Object.keys(LABELS) as IdleCostLine['id'][]).map((id) => {
+    const cells = counted(id).map((l) => `${usd(l.usdPerMonth)} (${l.detail.split(' ')[0]})`);
+    return `| ${LABELS[id]} | ${cells.join(' | ')} |`;
+  });
+  const free = FREE_ROWS.map(([item, usdText]) => `| ${item} | ${envs.map(() => usdText).join(' | ')} |`);
+  const total = `| **idle total per month** | ${envs.map((e) => `**${usd(idleTotal(perEnv[e]!))}**`).join(' | ')} |`;
+  return [`| item (count in brackets) | ${envs.join(' | ')} |`, `|---|${envs.map(() => '---|').join('')}`, ...rows, ...free, total].join('\n');
+}
