@@ -42,7 +42,7 @@ export interface ScaleOutInput {
 export interface ScaleInInput {
   /** Default `incremental`. */
   mode?: ScaleMode;
-  /** The node to remove (default: the least loaded). */
+  /** The node to remove (default: the least loaded of the AZ with the most nodes, so the fleet stays spread). */
   nodeId?: string;
   streamMaxMs?: number;
   rateBytesPerSec?: number;
