@@ -17,6 +17,9 @@ import { FleetSecretMissingError, readFleetSecret } from '../../layers/core/runt
 import { workflowDepsFromEnv } from '../../layers/core/runtime/workflow-steps.js';
 import { resetApiRuntime } from '../helpers/api-runtime.js';
 
+/** The secret a node client sends on every request (NodeConnections holds it; private, read for the test). */
+const secretOf = (client: unknown): string => (client as { connections: { secret: string } }).connections.secret;
+
 const GIVEN = 'a-fleet-secret-of-16+';
 
 describe('fleet secret in the ring store', () => {
@@ -113,7 +116,7 @@ describe('STRATA_WARM_SECRET_FROM_RING (coordinators)', () => {
     const stored = await readStoredFleetSecret(new FileCasStore(dir));
     expect(stored).toMatch(/^[A-Za-z0-9_-]{64}$/);
     // The node client carries it (its header on every node request).
-    expect((deps.nodes as unknown as { secret: string }).secret).toBe(stored);
+    expect(secretOf(deps.nodes)).toBe(stored);
     await deps.nodes.close();
   });
 
@@ -125,7 +128,7 @@ describe('STRATA_WARM_SECRET_FROM_RING (coordinators)', () => {
     const ctx = (await getApiContext()) as BuiltContext;
     expect(ctx.tiers.map((t) => t.name)).toEqual(['hot', 'warm']);
     const steps = await workflowDepsFromEnv(loadRuntimeEnv({ STRATA_WARM_RING_DIR: dir, STRATA_WARM_SECRET_FROM_RING: '1' }));
-    expect((steps.nodes as unknown as { secret: string }).secret).toBe(apiEnv.STRATA_WARM_SECRET);
+    expect(secretOf(steps.nodes)).toBe(apiEnv.STRATA_WARM_SECRET);
     await steps.nodes.close();
   });
 });

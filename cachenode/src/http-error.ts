@@ -1,0 +1,41 @@
+// The cache node's request errors (an HTTP status and a stable code, answered as JSON) and input validation.
+import type { z } from 'zod';
+
+/** An error with an HTTP status and a stable code (answered as JSON). */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+/** What a body that is not a sequence of wire records is told. */
+export const NOT_RECORDS = 'body is not a sequence of records';
+
+/** `fn()`, with what it throws turned into the caller's error (400), its message after `context` when given. */
+export function validated<T>(fn: () => T, context?: string): T {
+  try {
+    return fn();
+  } catch (e) {
+    const message = e instanceof Error ? e.message : 'invalid input';
+    throw new HttpError(400, 'VALIDATION_FAILED', context ? `${context}: ${message}` : message);
+  }
+}
+
+export function parseJson<T>(schema: z.ZodType<T>, buf: Buffer): T {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(buf.toString('utf8'));
+  } catch {
+    throw new HttpError(400, 'MALFORMED_JSON', 'body is not JSON');
+  }
+  const r = schema.safeParse(raw);
+  if (!r.success) {
+    throw new HttpError(400, 'VALIDATION_FAILED', r.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; '));
+  }
+  return r.data;
+}

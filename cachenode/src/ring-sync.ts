@@ -1,0 +1,71 @@
+// Ring sync of a cache node: polls the ring store and installs ring documents newer than the node's.
+import { casStoreFromUri, RingStore, type CasStore } from '../../layers/core/ring/store.js';
+import type { NodeConfig } from './config.js';
+import type { Ownership } from './ownership.js';
+import type { NodeStore } from './store.js';
+
+export class RingSync {
+  private readonly cas: CasStore;
+  private readonly ringStore: RingStore;
+  private poller?: NodeJS.Timeout;
+  /** Ring store reads that failed in a row (logged on the first, then every 12th). */
+  private failures = 0;
+  /** A poll is under way (a slow store does not pile polls up). */
+  private polling = false;
+
+  constructor(
+    private readonly config: NonNullable<NodeConfig['ringStore']>,
+    private readonly ownership: Ownership,
+    private readonly store: NodeStore,
+    /** Whether the node is shutting down (then polls do nothing). */
+    private readonly draining: () => boolean,
+  ) {
+    this.cas = casStoreFromUri(config.uri, config.s3Endpoint);
+    this.ringStore = new RingStore(this.cas);
+  }
+
+  /** Polls once now (not awaited: a slow or unreachable store must not hold up the start), then every pollMs. */
+  start(): void {
+    void this.poll();
+    if (this.config.pollMs > 0) {
+      this.poller = setInterval(() => void this.poll(), this.config.pollMs);
+      this.poller.unref();
+    }
+  }
+
+  /**
+   * Reads the ring store and installs a newer version than the node holds (as a push would). A node that missed
+   * pushes (it was down, or a push failed) catches up by itself instead of waiting for a refused caller to bring
+   * the ring. Never throws: a store outage is logged and the next poll tries again.
+   */
+  async poll(): Promise<boolean> {
+    if (this.draining() || this.polling) return false;
+    this.polling = true;
+    try {
+      const doc = await this.ringStore.load();
+      this.failures = 0;
+      if (!doc || doc.version <= this.ownership.version) return false;
+      const installed = await this.ownership.install(doc);
+      if (installed) await this.store.settle();
+      return installed;
+    } catch (e) {
+      if (this.failures++ % 12 === 0) {
+        const error = e instanceof Error ? e.message : String(e);
+        console.error(JSON.stringify({ level: 'warn', msg: 'could not read the ring store', store: this.config.uri, error }));
+      }
+      return false;
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  /** Stops the polling. */
+  stop(): void {
+    if (this.poller) clearInterval(this.poller);
+  }
+
+  /** Releases the ring store's client. */
+  close(): void {
+    this.cas.close?.();
+  }
+}
