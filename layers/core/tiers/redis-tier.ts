@@ -1,588 +1,61 @@
-import { createHash, randomUUID } from 'node:crypto';
-import type { Socket as NetStream } from 'node:net';
-import type { ConnectionOptions as TlsOptions } from 'node:tls';
-import { Cluster, Command, Redis, type ChainableCommander, type RedisOptions } from 'ioredis';
+// The hot tier on Redis/Valkey (ioredis): the RedisTier class. Its parts live in ./redis/: the key layout (keys.ts),
+// the stored entry layout (blob.ts), the Lua scripts (scripts.ts), hand-built RESP frames (resp-frames.ts), the
+// client factory and IAM credential hook (client.ts), the stall watchdog (stall-watchdog.ts) and every use of
+// ioredis internals (ioredis-internals.ts).
+import { randomUUID } from 'node:crypto';
+import { Command, type Cluster, type Redis } from 'ioredis';
 import { TierUnavailableError, ValidationError } from '../errors.js';
-import { decodeHeader, isExpired, isLive, type Entry, type EntryHeader, type WriteOutcome } from '../model/entry.js';
+import { isExpired, isLive, type Entry, type EntryHeader, type WriteOutcome } from '../model/entry.js';
 import { decodeKey, encodeKey, keyShard, validateNamespace } from '../model/keys.js';
-import type { Confirming, DirtyTracking, Incarnations, KeyRef, PutOptions, ScanItem, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
+import { blobHeader, encodeEntryBlob, HEAD_READ_BYTES, headerEnd, isWrongType, readEntry, versionDigits } from './redis/blob.js';
+import { createRedisClient, type RedisCredentialSource, type RedisTierOptions } from './redis/client.js';
+import { BUFFER_REPLY, FramedCommand, STRING_REPLY, TickCorker } from './redis/ioredis-internals.js';
+import { ALL_SHARDS, dirtySetKey, groupByShard, parseDirtyMember, redisEntryKey, redisEntryKeys } from './redis/keys.js';
+import { evalFrame, putCommand } from './redis/resp-frames.js';
+import {
+  CONFIRM,
+  defineCommands,
+  DELETE,
+  expiryArg,
+  isNoScript,
+  isOne,
+  isScriptBug,
+  MARK_CLEAN,
+  PUT,
+  writeOutcome,
+  type Client,
+  type Lua,
+  type Pipeline,
+} from './redis/scripts.js';
+import { StallWatchdog } from './redis/stall-watchdog.js';
+import type {
+  Confirming,
+  DirtyTracking,
+  Incarnations,
+  KeyRef,
+  PutOptions,
+  ScanItem,
+  ScanOptions,
+  ScanPage,
+  Scanning,
+  Tier,
+  TierName,
+  TierStats,
+} from './tier.js';
 
-/** Options for {@link RedisTier}. */
-export interface RedisTierOptions {
-  /** Tier name reported in errors and stats (default 'hot'). */
-  name?: TierName;
-  /** `redis://[user:pass@]host[:port][/db]` or `rediss://…` (TLS). Default `redis://127.0.0.1:6379`. */
-  url?: string;
-  /**
-   * Cluster mode (ElastiCache Serverless, cluster-mode-enabled replication groups). `true` uses the URL's
-   * host as the single seed node; or list the seed nodes explicitly.
-   */
-  cluster?: boolean | { nodes: { host: string; port: number }[] };
-  /** Force TLS on or off (default: on for `rediss://`), or TLS options (e.g. a private `ca`), which imply on. */
-  tls?: boolean | TlsOptions;
-  username?: string;
-  password?: string;
-  /**
-   * Short-lived passwords instead of `password` (ElastiCache IAM tokens: runtime/elasticache-iam.ts): one is made for
-   * every connection as it opens, and every live connection authenticates again with a fresh one once it has been
-   * authenticated for `reauthenticateAfterMs`.
-   */
-  credentials?: RedisCredentialSource;
-  /** First key segment (default 'strata'); must not contain '{' or '}' (those delimit the hash tag). */
-  keyPrefix?: string;
-  /**
-   * Stall timeout (default 1000 ms) so a dead or stalled Redis fails fast: when commands are in flight on a
-   * connection and nothing has come back on it for this long, the connection is reset and every pending call
-   * rejects with TierUnavailableError. A call is so bounded by about `commandTimeoutMs` plus one check interval
-   * (a quarter of it, 50..250 ms). Checked by one timer per tier, not one per command. For an injected `client`
-   * the watchdog only runs when this is given (otherwise the client's own options apply).
-   */
-  commandTimeoutMs?: number;
-  /**
-   * How a restarted or failed-over server is told apart (see {@link RedisTier.checkIncarnation}): `run-id` compares
-   * every master's INFO run_id with the one recorded in Redis; `reconnect` treats every lost connection as a
-   * possibly new server (for endpoints behind a proxy that hides the servers' run_ids: each reconnect then fences
-   * the whole hot tier once). @default 'run-id'
-   */
-  incarnationCheck?: 'run-id' | 'reconnect';
-  /** TCP/TLS connect timeout (default 2000 ms). */
-  connectTimeoutMs?: number;
-  /**
-   * Use an existing client instead of creating one (its own options apply; the tier defines its Lua commands
-   * on it). The tier does not close an injected client: its owner does. Any Redis >= 6.2 (SET PXAT).
-   */
-  client?: Redis | Cluster;
-}
-
-/** Passwords made when they are used (see {@link RedisTierOptions.credentials}). */
-export interface RedisCredentialSource {
-  /** Resolves what {@link password} needs (e.g. AWS credentials); awaited before the tier's first connection. */
-  prepare?(): Promise<void>;
-  /** The password of a connection opening, or re-authenticating, now. Synchronous: ioredis reads it as it connects. */
-  password(): string;
-  /** Re-authenticate (AUTH with a fresh password) each connection authenticated this long ago. @default never */
-  reauthenticateAfterMs?: number;
-}
-
-/** Host, port and credentials parsed from a `redis://` or `rediss://` URL. */
-export interface RedisEndpoint {
-  host: string;
-  port: number;
-  tls: boolean;
-  username?: string;
-  password?: string;
-  db?: number;
-}
-
-export function parseRedisUrl(url: string): RedisEndpoint {
-  const u = new URL(url);
-  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') throw new Error(`unsupported Redis URL scheme '${u.protocol}' (use redis:// or rediss://)`);
-  const path = u.pathname.replace(/^\//, '');
-  const db = path === '' ? undefined : Number(path);
-  if (db !== undefined && !Number.isInteger(db)) throw new Error(`invalid Redis database '${path}' in URL`);
-  return {
-    host: u.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1', // IPv6 literals come back bracketed
-    port: u.port ? Number(u.port) : 6379,
-    tls: u.protocol === 'rediss:',
-    username: u.username ? decodeURIComponent(u.username) : undefined,
-    password: u.password ? decodeURIComponent(u.password) : undefined,
-    db,
-  };
-}
-
-/** The Redis keys of one entry. */
-export interface RedisEntryKeys {
-  shard: string;
-  /** `<prefix>:{<shard>}:<ns>:<encodedKey>`: the entry, one string (see {@link encodeEntryBlob}). */
-  entry: string;
-  /** `<prefix>:{<shard>}:dirty`: the shard's dirty sorted set (same hash tag, so same cluster slot). */
-  dirty: string;
-  /** `<ns>:<encodedKey>`: the entry's member in the dirty set. */
-  member: string;
-}
-
-export function redisEntryKeys(prefix: string, ns: string, key: string): RedisEntryKeys {
-  const shard = keyShard(ns, key);
-  const member = `${ns}:${encodeKey(key)}`;
-  return { shard, entry: `${prefix}:{${shard}}:${member}`, dirty: dirtySetKey(prefix, shard), member };
-}
-
-/** Just the entry key of {@link redisEntryKeys} (the read path needs nothing else). */
-export function redisEntryKey(prefix: string, ns: string, key: string): string {
-  return `${prefix}:{${keyShard(ns, key)}}:${ns}:${encodeKey(key)}`;
-}
-
-export function dirtySetKey(prefix: string, shard: string): string {
-  return `${prefix}:{${shard}}:dirty`;
-}
-
-/** Inverse of the dirty-set member layout (namespaces never contain ':'; encoded keys are base64url). */
-export function parseDirtyMember(member: string): KeyRef {
-  const i = member.indexOf(':');
-  if (i <= 0) throw new Error(`corrupt dirty-set member '${member.slice(0, 80)}'`);
-  return { ns: member.slice(0, i), key: decodeKey(member.slice(i + 1)) };
-}
-
-/** All 256 shard ids ('00'..'ff'). */
-export const ALL_SHARDS: readonly string[] = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-
-/**
- * Groups item indexes by shard, groups in order of first appearance. One shard is one hash tag and therefore
- * one cluster slot, so each group can run as one pipeline on one node.
- */
-export function groupByShard<T>(items: readonly T[], shardOf: (item: T) => string): number[][] {
-  const groups = new Map<string, number[]>();
-  items.forEach((item, i) => {
-    const s = shardOf(item);
-    const g = groups.get(s);
-    if (g) g.push(i);
-    else groups.set(s, [i]);
-  });
-  return [...groups.values()];
-}
-
-// ------------------------------------------------------------------ stored layout
-
-/**
- * Layout of the one Redis string that holds an entry:
- *
- * - bytes 0..15: the version, 16 ASCII decimal digits, zero-padded (versions are safe integers, < 2^53);
- * - byte 16: `1` while the entry is dirty (write-back, not yet flushed below), `0` otherwise;
- * - bytes 17..24: the byte length of the header JSON, 8 ASCII decimal digits, zero-padded;
- * - the header JSON (UTF-8). Its flags never hold `dirty`: byte 16 does, so marking clean is one SETRANGE;
- * - the value bytes, to the end.
- *
- * A read is one GET and one JSON.parse of the header; the value is a view of the reply (no copy). Scripts read
- * only bytes 0..16 (GETRANGE) and never load the value.
- */
-export const BLOB_PREFIX_BYTES = 25;
-const VERSION_DIGITS = 16;
-const DIRTY_AT = 16;
-const HEADER_LENGTH_AT = 17;
-const HEADER_LENGTH_DIGITS = 8;
-const MAX_HEADER_BYTES = 99_999_999;
-/** head() first reads this much of the entry; a longer header costs a second, full read. */
-const HEAD_READ_BYTES = 4096;
-const ZEROS = '0'.repeat(VERSION_DIGITS);
-const CHAR_0 = 0x30;
-const CHAR_1 = 0x31;
-const CHAR_2 = 0x32;
-
-function checkVersion(version: number): void {
-  if (!Number.isSafeInteger(version) || version < 0) throw new Error(`RedisTier: a version must be a non-negative safe integer (got ${version})`);
-}
-
-/** A version as stored: 16 zero-padded decimal digits. */
-export function versionDigits(version: number): string {
-  checkVersion(version);
-  const s = String(version);
-  return ZEROS.slice(s.length) + s;
-}
-
-/** Writes `n` (a non-negative safe integer of at most `width` digits) as zero-padded ASCII digits. */
-function writeDigits(buf: Buffer, n: number, at: number, width: number): void {
-  for (let i = at + width - 1; i >= at; i--) {
-    const q = Math.floor(n / 10);
-    buf[i] = CHAR_0 + n - q * 10;
-    n = q;
-  }
-}
-
-const BASE64URL = /^[A-Za-z0-9_-]*$/;
-
-/**
- * The header JSON as stored: without the dirty and pending flags (byte 16 holds them). The usual header (numbers, a
- * base64url hash, no tags, no other flag) is written by hand, at half the cost of JSON.stringify; anything else goes
- * through JSON.stringify. Either way it is plain JSON that decodeHeader() reads back to an equal header.
- */
-function storedHeaderJson(h: EntryHeader): string {
-  const { version, expiresAt, size, hash, tags, contentType, flags } = h;
-  let plainFlags = true;
-  for (const flag in flags) {
-    if (flag !== 'dirty' && flag !== 'pending') {
-      plainFlags = false;
-      break;
-    }
-  }
-  if (
-    plainFlags &&
-    (tags === undefined || tags.length === 0) &&
-    contentType === undefined &&
-    Number.isSafeInteger(version) &&
-    Number.isFinite(size) &&
-    (expiresAt === null || Number.isFinite(expiresAt)) &&
-    BASE64URL.test(hash) &&
-    (h.hotEpoch === undefined || Number.isSafeInteger(h.hotEpoch))
-  ) {
-    const epoch = h.hotEpoch === undefined ? '' : `,"hotEpoch":${h.hotEpoch}`;
-    return `{"version":${version},"expiresAt":${expiresAt},"size":${size},"hash":"${hash}","tags":[],"flags":{}${epoch}}`;
-  }
-  if (flags.dirty === undefined && flags.pending === undefined) return JSON.stringify(h);
-  const { dirty: _dirty, pending: _pending, ...rest } = flags;
-  return JSON.stringify({ ...h, flags: rest });
-}
-
-/** Checks what the layout cannot hold; returns the byte length of the header JSON. */
-function checkedJsonBytes(h: EntryHeader, json: string): number {
-  checkVersion(h.version);
-  const jsonBytes = Buffer.byteLength(json);
-  if (jsonBytes > MAX_HEADER_BYTES) throw new Error(`RedisTier: entry header is ${jsonBytes} bytes (limit ${MAX_HEADER_BYTES})`);
-  return jsonBytes;
-}
-
-/** Writes the stored form of an entry at `at` (BLOB_PREFIX_BYTES + jsonBytes + value length bytes). */
-function writeBlob(buf: Buffer, at: number, h: EntryHeader, json: string, jsonBytes: number, value: Buffer): void {
-  writeDigits(buf, h.version, at, VERSION_DIGITS);
-  buf[at + DIRTY_AT] = h.flags.dirty ? CHAR_1 : h.flags.pending ? CHAR_2 : CHAR_0;
-  writeDigits(buf, jsonBytes, at + HEADER_LENGTH_AT, HEADER_LENGTH_DIGITS);
-  buf.write(json, at + BLOB_PREFIX_BYTES, 'utf8');
-  buf.set(value, at + BLOB_PREFIX_BYTES + jsonBytes);
-}
-
-/** The stored form of an entry (see the layout above). */
-export function encodeEntryBlob(entry: Entry): Buffer {
-  const h = entry.header;
-  const json = storedHeaderJson(h);
-  const jsonBytes = checkedJsonBytes(h, json);
-  const blob = Buffer.allocUnsafe(BLOB_PREFIX_BYTES + jsonBytes + entry.value.length);
-  writeBlob(blob, 0, h, json, jsonBytes, entry.value);
-  return blob;
-}
-
-/** Decodes a stored entry; the value is a view of `blob`. */
-export function decodeEntryBlob(blob: Buffer): Entry {
-  const end = headerEnd(blob);
-  if (end > blob.length) throw corrupt();
-  return { header: blobHeader(blob, end), value: blob.subarray(end) };
-}
-
-function corrupt(): Error {
-  return new Error('corrupt entry in Redis');
-}
-
-/** Where the header JSON of a stored entry (or of a prefix of one) ends. */
-function headerEnd(blob: Buffer): number {
-  if (blob.length < BLOB_PREFIX_BYTES) throw corrupt();
-  let n = 0;
-  for (let i = HEADER_LENGTH_AT; i < BLOB_PREFIX_BYTES; i++) {
-    const d = blob[i]! - CHAR_0;
-    if (d < 0 || d > 9) throw corrupt();
-    n = n * 10 + d;
-  }
-  return BLOB_PREFIX_BYTES + n;
-}
-
-function blobHeader(blob: Buffer, end: number): EntryHeader {
-  const h = decodeHeader(blob.toString('utf8', BLOB_PREFIX_BYTES, end));
-  if (blob[DIRTY_AT] === CHAR_1) h.flags.dirty = true;
-  else if (blob[DIRTY_AT] === CHAR_2) h.flags.pending = true;
-  return h;
-}
-
-/** GET reply → entry; Redis expires keys itself, the isExpired check guards against clock skew. */
-function readEntry(blob: Buffer | null): Entry | undefined {
-  if (blob === null) return undefined;
-  const e = decodeEntryBlob(blob);
-  return isExpired(e.header) ? undefined : e;
-}
-
-// ------------------------------------------------------------------ scripts
-
-// Lua runs atomically on the node owning the slot; every script touches only an entry and its shard's dirty
-// set, which share a hash tag. The dirty-set member is derived from the entry key (`<prefix>:{<shard>}:` +
-// member; the prefix has no '}'), so it is not passed. Versions are compared with tonumber(): they are safe
-// integers (< 2^53), exact as Lua doubles. A key of another type (an entry in an older layout) reads as absent
-// and is replaced by a write.
-
-const MEMBER_FN = `local function member(k) return string.sub(k, string.find(k, '}:', 1, true) + 2) end\n`;
-
-/**
- * KEYS: entry, dirty set. ARGV: blob, expiresAt ms ('' = none). Returns the new version when applied, else
- * -1 - the stored version (integers: exact, versions are < 2^53). SET replaces the previous TTL; PXAT in the past
- * deletes the key at once.
- */
-const PUT_LUA = `${MEMBER_FN}
-local blob = ARGV[1]
-local cur = redis.pcall('GETRANGE', KEYS[1], 0, 16)
-if type(cur) ~= 'string' then
-  redis.call('DEL', KEYS[1])
-  cur = ''
-end
-local ver = tonumber(string.sub(blob, 1, 16))
-if cur ~= '' and tonumber(string.sub(cur, 1, 16)) >= ver then return -1 - tonumber(string.sub(cur, 1, 16)) end
-if ARGV[2] == '' then redis.call('SET', KEYS[1], blob) else redis.call('SET', KEYS[1], blob, 'PXAT', ARGV[2]) end
-if string.byte(blob, 17) == 49 and redis.call('EXISTS', KEYS[1]) == 1 then
-  -- NX keeps the time the entry first became dirty, so a hot key rewritten over and over still gets flushed.
-  local t = redis.call('TIME')
-  redis.call('ZADD', KEYS[2], 'NX', t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000)), member(KEYS[1]))
-elseif cur == '' or string.byte(cur, 17) == 49 or string.byte(blob, 17) == 49 then
-  -- Clean now (or dirty but already expired): out of the dirty set. A clean entry over a clean one has no member.
-  redis.call('ZREM', KEYS[2], member(KEYS[1]))
-end
-return ver
-`;
-
-/** KEYS: entry, dirty set. ARGV: expected version (16 digits; '' = any). */
-const DELETE_LUA = `${MEMBER_FN}
-if ARGV[1] ~= '' and redis.pcall('GETRANGE', KEYS[1], 0, 15) ~= ARGV[1] then return 0 end
-redis.call('ZREM', KEYS[2], member(KEYS[1]))
-return redis.call('DEL', KEYS[1])
-`;
-
-/**
- * KEYS: entry, dirty set. ARGV: version (16 digits), residency deadline ms ('' = none). Clears the dirty byte in
- * place; the deadline then caps the TTL (PEXPIREAT … LT: a key without a TTL counts as infinite), so a flushed
- * copy becomes evictable under volatile-lru.
- */
-const MARK_CLEAN_LUA = `${MEMBER_FN}
-local cur = redis.pcall('GETRANGE', KEYS[1], 0, 16)
-if cur == '' then
-  redis.call('ZREM', KEYS[2], member(KEYS[1]))
-  return 0
-end
-if type(cur) ~= 'string' or string.sub(cur, 1, 16) ~= ARGV[1] then return 0 end
-if string.byte(cur, 17) == 49 then redis.call('SETRANGE', KEYS[1], 16, '0') end
-if ARGV[2] ~= nil and ARGV[2] ~= '' then redis.call('PEXPIREAT', KEYS[1], ARGV[2], 'LT') end
-redis.call('ZREM', KEYS[2], member(KEYS[1]))
-return 1
-`;
-
-/** KEYS: entry, dirty set. ARGV: version (16 digits). A pending copy of exactly that version becomes servable. */
-const CONFIRM_LUA = `
-if redis.pcall('GETRANGE', KEYS[1], 0, 16) ~= ARGV[1] .. '2' then return 0 end
-redis.call('SETRANGE', KEYS[1], 16, '0')
-return 1
-`;
-
-/**
- * KEYS: entry, dirty set. Drops a member whose entry is clean (0) or gone (2: expired or evicted before it was
- * flushed, a write-back loss); 1 if the entry is dirty.
- */
-const DIRTY_CHECK_LUA = `${MEMBER_FN}
-local b = redis.pcall('GETRANGE', KEYS[1], 16, 16)
-if b == '1' then return 1 end
-redis.call('ZREM', KEYS[2], member(KEYS[1]))
-if b == '' then return 2 end
-return 0
-`;
-
-interface Lua {
-  readonly lua: string;
-  readonly sha: string;
-}
-
-function lua(source: string): Lua {
-  return { lua: source, sha: createHash('sha1').update(source).digest('hex') };
-}
-
-const PUT = lua(PUT_LUA);
-const DELETE = lua(DELETE_LUA);
-const MARK_CLEAN = lua(MARK_CLEAN_LUA);
-const CONFIRM = lua(CONFIRM_LUA);
-
-/** The Lua commands defined on the client for pipelines (prefixed so they cannot clash with an injected client's own). */
-interface StrataCommands<R> {
-  strataTierPut(entry: string, dirty: string, blob: Buffer, expiresAt: string): R;
-  strataTierDelete(entry: string, dirty: string, version: string): R;
-  strataTierDirtyCheck(entry: string, dirty: string): R;
-}
-type Client = (Redis | Cluster) & StrataCommands<Promise<unknown>>;
-type Pipeline = ChainableCommander & StrataCommands<ChainableCommander>;
-
-function defineCommands(client: Redis | Cluster): Client {
-  client.defineCommand('strataTierPut', { numberOfKeys: 2, lua: PUT.lua });
-  client.defineCommand('strataTierDelete', { numberOfKeys: 2, lua: DELETE.lua });
-  client.defineCommand('strataTierDirtyCheck', { numberOfKeys: 2, lua: DIRTY_CHECK_LUA });
-  return client as Client;
-}
-
-/** A Lua runtime/compile error is a bug in this module, not an outage: let it surface as is. */
-function isScriptBug(e: unknown): boolean {
-  return e instanceof Error && /user_script|Error (running|compiling) script/.test(e.message);
-}
-
-function isNoScript(e: unknown): boolean {
-  return e instanceof Error && e.message.startsWith('NOSCRIPT');
-}
-
-function isWrongType(e: unknown): boolean {
-  return e instanceof Error && e.message.startsWith('WRONGTYPE');
-}
-
-/**
- * PXAT takes whole milliseconds (> 0); round up so Redis never expires an entry before isExpired() would. A
- * residency bound caps it (never for a dirty entry: its only copy is here until it is flushed).
- */
-function expiryArg(h: EntryHeader, residencyMs?: number): string {
-  let at = h.expiresAt;
-  if (residencyMs !== undefined && !h.flags.dirty) at = Math.min(at ?? Infinity, Date.now() + residencyMs);
-  return at === null ? '' : String(Math.max(1, Math.ceil(at)));
-}
-
-/** The PUT script's reply: the new version when applied, else -1 - the stored one. */
-function writeOutcome(reply: unknown): WriteOutcome {
-  const n = reply as number;
-  return n >= 0 ? { applied: true, current: n } : { applied: false, current: -1 - n };
-}
-
-const BUFFER_REPLY = { replyEncoding: null };
-const STRING_REPLY = { replyEncoding: 'utf8' as const };
-
-/**
- * A script call whose whole RESP frame is built by the caller in one buffer. ioredis would otherwise measure and
- * copy every argument into a new buffer (the value included) on each write. The frame is also the command's only
- * argument, which is what an error reply carries back (see {@link RedisTier.rerun}). ioredis' own scripts
- * subclass Command the same way.
- */
-class FramedCommand extends Command {
-  constructor(
-    name: 'evalsha' | 'eval',
-    private readonly frame: Buffer,
-  ) {
-    super(name, [frame], STRING_REPLY);
-  }
-
-  override toWritable(): Buffer {
-    return this.frame;
-  }
-}
-
-/** The start of an EVALSHA frame of `s` with 2 keys and 2 arguments, up to and including the sha. */
-function evalshaFrameHead(s: Lua): string {
-  return `*7\r\n$7\r\nevalsha\r\n$40\r\n${s.sha}\r\n`;
-}
-
-/** The same call as an EVALSHA frame, as EVAL (the script's text instead of its sha). */
-function evalFrame(s: Lua, evalshaFrame: Buffer): Buffer {
-  const head = evalshaFrameHead(s);
-  if (evalshaFrame.toString('latin1', 0, head.length) !== head) throw new Error('RedisTier: not an EVALSHA frame of this script');
-  return Buffer.concat([Buffer.from(`*7\r\n$4\r\neval\r\n$${Buffer.byteLength(s.lua)}\r\n${s.lua}\r\n`), evalshaFrame.subarray(head.length)]);
-}
-
-const PUT_FRAME_START = `${evalshaFrameHead(PUT)}$1\r\n2\r\n`;
-
-/**
- * EVALSHA of the put script as one RESP frame: the entry is laid out in place, so the value is copied once (into
- * the frame) and nothing is converted per argument. Exported for tests.
- */
-export function putCommand(id: string, dirty: string, entry: Entry, residencyMs?: number): Command {
-  const h = entry.header;
-  const json = storedHeaderJson(h);
-  const jsonBytes = checkedJsonBytes(h, json);
-  const blobBytes = BLOB_PREFIX_BYTES + jsonBytes + entry.value.length;
-  const expiresAt = expiryArg(h, residencyMs);
-  const idBytes = Buffer.byteLength(id);
-  const dirtyBytes = Buffer.byteLength(dirty);
-  const head = `${PUT_FRAME_START}$${idBytes}\r\n${id}\r\n$${dirtyBytes}\r\n${dirty}\r\n$${blobBytes}\r\n`;
-  const ascii = idBytes === id.length && dirtyBytes === dirty.length;
-  const headBytes = ascii ? head.length : Buffer.byteLength(head);
-  const tail = `\r\n$${expiresAt.length}\r\n${expiresAt}\r\n`;
-  const frame = Buffer.allocUnsafe(headBytes + blobBytes + tail.length);
-  frame.write(head, 0, ascii ? 'latin1' : 'utf8');
-  writeBlob(frame, headBytes, h, json, jsonBytes, entry.value);
-  frame.write(tail, headBytes + blobBytes, 'latin1');
-  return new FramedCommand('evalsha', frame);
-}
-
-// ------------------------------------------------------------------ client
-
-/**
- * Builds the ioredis client. Fail-fast settings: no offline queue (a call while disconnected rejects at once
- * instead of waiting for a reconnect), no retry of commands caught by a dropped connection (they reject, so no
- * call waits for a reconnect), lazy connect (the tier connects explicitly on first use, since the offline queue
- * would otherwise be needed for that). No per-command timer: the tier's stall watchdog bounds calls.
- */
-export function createRedisClient(opts: RedisTierOptions): Redis | Cluster {
-  const endpoint = parseRedisUrl(opts.url ?? 'redis://127.0.0.1:6379');
-  const tlsOption = opts.tls ?? endpoint.tls;
-  const tls = tlsOption === true ? {} : tlsOption === false ? undefined : tlsOption;
-  const common = {
-    username: opts.username ?? endpoint.username,
-    password: opts.password ?? endpoint.password,
-    tls,
-    connectTimeout: opts.connectTimeoutMs ?? 2000,
-    maxRetriesPerRequest: 0,
-    // RESP2: supported everywhere (older servers, proxies) and gives the same reply shapes as ioredis' default.
-    protocol: 2,
-  } satisfies Partial<RedisOptions>;
-  let client: Redis | Cluster;
-  if (opts.cluster) {
-    const nodes = opts.cluster === true ? [{ host: endpoint.host, port: endpoint.port }] : opts.cluster.nodes;
-    client = new Cluster(nodes, {
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      enableAutoPipelining: true,
-      // ElastiCache: keep the hostnames so TLS certificates validate against them.
-      dnsLookup: (address, callback) => callback(null, address),
-      clusterRetryStrategy: (times) => Math.min(times * 200, 2000),
-      slotsRefreshTimeout: Math.max(opts.commandTimeoutMs ?? 1000, 1000),
-      redisOptions: common,
-    });
-  } else {
-    client = new Redis({
-      host: endpoint.host,
-      port: endpoint.port,
-      db: endpoint.db,
-      ...common,
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      enableAutoPipelining: true,
-      // Keep reconnecting in the background; calls fail fast meanwhile.
-      retryStrategy: (times) => Math.min(times * 200, 2000),
-    });
-  }
-  if (opts.credentials) authenticateWith(client, opts.credentials, common.username);
-  return client;
-}
-
-/** Re-authentication checks run this often at most, so a connection re-authenticates at most this late. */
-const REAUTH_CHECK_MAX_MS = 10 * 60_000;
-
-/**
- * Makes every connection of `client` authenticate with a password from `source`: a fresh one each time a
- * connection opens (a getter on its options, which ioredis reads as each connect or reconnect starts: Redis#connect
- * copies `options.password` into the AUTH of its handshake), and again, with AUTH on the live connection, once it
- * has been authenticated for `source.reauthenticateAfterMs`. AUTH is an ordinary command on the connection, queued
- * behind the commands already sent, so commands in flight are not disturbed, and the connection is not closed (a
- * planned reconnect would fence the hot tier, see RedisTier.checkIncarnation). A failed AUTH leaves the connection
- * authenticated as before and is retried at the next check.
- */
-function authenticateWith(client: Redis | Cluster, source: RedisCredentialSource, username: string | undefined): void {
-  const authenticatedAt = new WeakMap<Redis, number>();
-  const track = (conn: Redis) => {
-    Object.defineProperty(conn.options, 'password', { get: () => source.password(), enumerable: true, configurable: true });
-    conn.on('ready', () => authenticatedAt.set(conn, Date.now()));
-  };
-  // A cluster makes a connection per node as it learns of nodes (lazily connected, so before they connect); its
-  // slot-map queries use copies of a node's options (`duplicate`), which read the getter when they are made.
-  if (client.isCluster) client.on('+node', track);
-  else track(client as Redis);
-  const after = source.reauthenticateAfterMs;
-  if (after === undefined) return;
-  const check = setInterval(() => {
-    const now = Date.now();
-    for (const conn of client.isCluster ? (client as Cluster).nodes('all') : [client as Redis]) {
-      const at = authenticatedAt.get(conn);
-      if (conn.status !== 'ready' || at === undefined || now - at < after) continue;
-      authenticatedAt.set(conn, now); // not sent again while this one is on its way
-      const password = source.password();
-      (username ? conn.call('AUTH', username, password) : conn.call('AUTH', password)).catch(() => {
-        if (authenticatedAt.get(conn) === now) authenticatedAt.set(conn, at);
-      });
-    }
-  }, Math.max(10, Math.min(Math.floor(after / 4), REAUTH_CHECK_MAX_MS)));
-  check.unref();
-  client.once('end', () => clearInterval(check));
-}
-
-/** What the watchdog last saw on a connection with commands in flight. */
-interface Progress {
-  stream: unknown;
-  bytesRead: number;
-  unsent: number;
-  head: unknown;
-  since: number;
-}
+// The tier's public API, as before the split into ./redis/.
+export { BLOB_PREFIX_BYTES, decodeEntryBlob, encodeEntryBlob, versionDigits } from './redis/blob.js';
+export { createRedisClient, parseRedisUrl, type RedisCredentialSource, type RedisEndpoint, type RedisTierOptions } from './redis/client.js';
+export {
+  ALL_SHARDS,
+  dirtySetKey,
+  groupByShard,
+  parseDirtyMember,
+  redisEntryKey,
+  redisEntryKeys,
+  type RedisEntryKeys,
+} from './redis/keys.js';
+export { putCommand } from './redis/resp-frames.js';
 
 /**
  * The Redis tier (ElastiCache / Valkey / redis-server >= 6.2), standalone or cluster mode.
@@ -602,22 +75,15 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
   private readonly client: Client;
   private readonly prefix: string;
   private readonly ownsClient: boolean;
-  private readonly stallMs: number;
-  private readonly watchdog: NodeJS.Timeout | undefined;
-  private readonly progress = new Map<Redis, Progress>();
+  private readonly watchdog: StallWatchdog | undefined;
   /**
    * Standalone client without a key prefix: single commands are written straight to its socket (see
    * {@link sendNow}) instead of going through ioredis' auto-pipelining, which costs several promises, closures
    * and a Pipeline per command. Cluster clients keep ioredis' routing.
    */
   private readonly lean: boolean;
-  /** The socket corked for the current tick by {@link sendNow}. */
-  private corked: NetStream | undefined;
-  private readonly uncork = (): void => {
-    const s = this.corked;
-    this.corked = undefined;
-    s?.uncork();
-  };
+  /** Corks the socket for the current tick in {@link sendNow}. */
+  private readonly corker = new TickCorker();
   private connecting: Promise<void> | undefined;
   private readonly lostListeners: (() => void)[] = [];
   /** Dirty entries found gone before their flush, not yet taken by {@link takeLostDirty}. */
@@ -658,13 +124,9 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
     if (client.isCluster) (client as Cluster).on('+node', (node: Redis) => node.on('close', this.connectionLost));
     else client.on('close', this.connectionLost);
     this.lean = !client.isCluster && !(client as Redis).options.keyPrefix;
-    this.stallMs = opts.commandTimeoutMs ?? 1000;
     this.incarnationCheck = opts.incarnationCheck ?? 'run-id';
     this.credentials = this.ownsClient ? opts.credentials : undefined;
-    if (this.ownsClient || opts.commandTimeoutMs !== undefined) {
-      this.watchdog = setInterval(() => this.checkStalls(), Math.min(250, Math.max(50, Math.floor(this.stallMs / 4))));
-      this.watchdog.unref();
-    }
+    if (this.ownsClient || opts.commandTimeoutMs !== undefined) this.watchdog = new StallWatchdog(client, opts.commandTimeoutMs ?? 1000);
   }
 
   /** A tier for a `redis://` or `rediss://` (TLS) URL. */
@@ -742,7 +204,8 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
 
   async putMany(ns: string, items: { key: string; entry: Entry }[]): Promise<WriteOutcome[]> {
     const ks = items.map(({ key, entry }) => ({ k: redisEntryKeys(this.prefix, ns, key), entry, blob: encodeEntryBlob(entry) }));
-    const replies = await this.pipelined(ks, ({ k }) => k.shard, (p, { k, entry, blob }) => p.strataTierPut(k.entry, k.dirty, blob, expiryArg(entry.header)));
+    const replies = await this.pipelined(ks, ({ k }) => k.shard, (p, { k, entry, blob }) =>
+      p.strataTierPut(k.entry, k.dirty, blob, expiryArg(entry.header)));
     return replies.map(writeOutcome);
   }
 
@@ -759,11 +222,14 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
    */
   async listDirty(limit: number): Promise<KeyRef[]> {
     if (!(limit > 0)) return [];
-    const replies = await this.pipelined(ALL_SHARDS, (s) => s, (p, s) => p.zrange(dirtySetKey(this.prefix, s), 0, String(limit - 1), 'WITHSCORES'));
+    const replies = await this.pipelined(ALL_SHARDS, (s) => s, (p, s) =>
+      p.zrange(dirtySetKey(this.prefix, s), 0, String(limit - 1), 'WITHSCORES'));
     const candidates: { shard: string; member: string; score: number }[] = [];
     replies.forEach((reply, i) => {
       const flat = (reply as unknown[]).flat() as string[]; // RESP3 clients may answer [member, score] pairs
-      for (let j = 0; j + 1 < flat.length; j += 2) candidates.push({ shard: ALL_SHARDS[i]!, member: String(flat[j]), score: Number(flat[j + 1]) });
+      for (let j = 0; j + 1 < flat.length; j += 2) {
+        candidates.push({ shard: ALL_SHARDS[i]!, member: String(flat[j]), score: Number(flat[j + 1]) });
+      }
     });
     candidates.sort((a, b) => a.score - b.score);
     const oldest = candidates.slice(0, limit);
@@ -789,7 +255,14 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
   }
 
   /** Runs a script over an entry and its dirty set whose first argument is an exact version (reply 1 = done). */
-  private atVersion(s: Lua, failed: (e: unknown) => Promise<boolean>, ns: string, key: string, version: number, arg2?: string): Promise<boolean> {
+  private atVersion(
+    s: Lua,
+    failed: (e: unknown) => Promise<boolean>,
+    ns: string,
+    key: string,
+    version: number,
+    arg2?: string,
+  ): Promise<boolean> {
     const k = redisEntryKeys(this.prefix, ns, key);
     let expected: string;
     try {
@@ -828,7 +301,9 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
     let done = false;
     await this.call(async () => {
       const masters: (Redis | Cluster)[] = this.client.isCluster
-        ? (this.client as Cluster).nodes('master').sort((a, b) => `${a.options.host}:${a.options.port}`.localeCompare(`${b.options.host}:${b.options.port}`))
+        ? (this.client as Cluster)
+            .nodes('master')
+            .sort((a, b) => `${a.options.host}:${a.options.port}`.localeCompare(`${b.options.host}:${b.options.port}`))
         : [this.client];
       for (let calls = 0; calls < 16 && refs.length < limit; calls++) {
         if (node >= masters.length) {
@@ -858,7 +333,8 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
 
   /** The headers of entries found by a scan (one pipelined GETRANGE; a long header costs a second, full read). */
   private async headers(ns: string, refs: { key: string; entry: string; shard: string }[]): Promise<ScanItem[]> {
-    const prefixes = await this.pipelined(refs, (r) => r.shard, (p, r) => p.getrangeBuffer(r.entry, '0', String(HEAD_READ_BYTES - 1)), isWrongType);
+    const read = (p: Pipeline, r: { entry: string }) => p.getrangeBuffer(r.entry, '0', String(HEAD_READ_BYTES - 1));
+    const prefixes = await this.pipelined(refs, (r) => r.shard, read, isWrongType);
     const out: ScanItem[] = [];
     for (let i = 0; i < refs.length; i++) {
       const b = prefixes[i];
@@ -929,8 +405,7 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
 
   /** Quits (or, failing that, drops) the connection the tier created; an injected client is left to its owner. */
   async close(): Promise<void> {
-    if (this.watchdog) clearInterval(this.watchdog);
-    this.progress.clear();
+    this.watchdog?.stop();
     if (!this.ownsClient) return;
     const c = this.client;
     if (c.status === 'wait' || c.status === 'end') {
@@ -962,7 +437,9 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
       });
     }
     if (this.connecting) return this.connecting;
-    if (this.ownsClient && c.status !== 'ready') return Promise.reject(new TierUnavailableError(this.name, new Error(`connection is ${c.status}`)));
+    if (this.ownsClient && c.status !== 'ready') {
+      return Promise.reject(new TierUnavailableError(this.name, new Error(`connection is ${c.status}`)));
+    }
     return Promise.resolve();
   }
 
@@ -992,14 +469,7 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
    * achieves, for far less per command). The caller has checked that the client is ready.
    */
   private sendNow(cmd: Command): Promise<unknown> {
-    const c = this.client as Redis;
-    if (this.corked === undefined && c.stream) {
-      this.corked = c.stream;
-      this.corked.cork();
-      process.nextTick(this.uncork);
-    }
-    c.sendCommand(cmd);
-    return cmd.promise;
+    return this.corker.send(this.client as Redis, cmd);
   }
 
   private getBuffer(id: string): Promise<Buffer | null> {
@@ -1012,9 +482,11 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
     const c = this.client;
     if (c.status === 'ready') {
       if (!this.lean) return arg2 === undefined ? c.evalsha(s.sha, '2', key1, key2, arg1) : c.evalsha(s.sha, '2', key1, key2, arg1, arg2);
-      return this.sendNow(new Command('evalsha', arg2 === undefined ? [s.sha, '2', key1, key2, arg1] : [s.sha, '2', key1, key2, arg1, arg2], STRING_REPLY));
+      const args = arg2 === undefined ? [s.sha, '2', key1, key2, arg1] : [s.sha, '2', key1, key2, arg1, arg2];
+      return this.sendNow(new Command('evalsha', args, STRING_REPLY));
     }
-    return this.ready().then(() => (arg2 === undefined ? c.evalsha(s.sha, '2', key1, key2, arg1) : c.evalsha(s.sha, '2', key1, key2, arg1, arg2)));
+    return this.ready().then(() =>
+      arg2 === undefined ? c.evalsha(s.sha, '2', key1, key2, arg1) : c.evalsha(s.sha, '2', key1, key2, arg1, arg2));
   }
 
   /**
@@ -1039,7 +511,12 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
    * standalone mode, one pipeline per shard (= one slot, so one node) in cluster mode, run concurrently. An
    * error reply fails the call, unless `keep` accepts it as that item's reply.
    */
-  private async pipelined<T>(items: readonly T[], shardOf: (item: T) => string, add: (p: Pipeline, item: T) => void, keep?: (e: Error) => boolean): Promise<unknown[]> {
+  private async pipelined<T>(
+    items: readonly T[],
+    shardOf: (item: T) => string,
+    add: (p: Pipeline, item: T) => void,
+    keep?: (e: Error) => boolean,
+  ): Promise<unknown[]> {
     if (items.length === 0) return [];
     const groups = this.client.isCluster ? groupByShard(items, shardOf) : [items.map((_, i) => i)];
     const out = new Array<unknown>(items.length);
@@ -1059,55 +536,11 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
     );
     return out;
   }
-
-  /**
-   * The stall watchdog (one interval per tier, nothing per command): a connection with commands in flight that
-   * has received nothing, sent nothing more and completed nothing for `stallMs` is reset. Its pending commands
-   * reject (→ TierUnavailableError) and it reconnects in the background, failing fast meanwhile.
-   */
-  private checkStalls(): void {
-    const now = Date.now();
-    const conns = this.client.isCluster ? (this.client as Cluster).nodes('all') : [this.client as Redis];
-    for (const c of conns) {
-      // The offline queue only holds commands on a cluster node that is (re)connecting.
-      const pending = c.commandQueue.length + ((c as unknown as { offlineQueue?: { length: number } }).offlineQueue?.length ?? 0);
-      if (pending === 0) {
-        this.progress.delete(c);
-        continue;
-      }
-      const stream = c.stream as NetStream | undefined;
-      const seen: Progress = { stream, bytesRead: stream?.bytesRead ?? -1, unsent: stream?.writableLength ?? -1, head: c.commandQueue.peekFront(), since: now };
-      const last = this.progress.get(c);
-      if (!last || last.stream !== seen.stream || last.bytesRead !== seen.bytesRead || last.unsent !== seen.unsent || last.head !== seen.head) {
-        this.progress.set(c, seen);
-      } else if (now - last.since >= this.stallMs) {
-        this.progress.delete(c);
-        const err = new Error(`Redis sent nothing for ${now - last.since} ms with ${pending} command(s) in flight: connection reset`);
-        if (this.client.isCluster) {
-          // A cluster drops a node whose connection ends (it does not reconnect nodes) and, with auto-pipelining,
-          // may not notice it is missing: ask for the slot map again, which reconnects the nodes it lists.
-          const cluster = this.client as Cluster;
-          c.once('end', () => {
-            if (cluster.status === 'ready') cluster.refreshSlotsCache();
-          });
-        }
-        c.recoverFromFatalError(err, err, {}); // rejects the pending commands and reconnects (standalone)
-        stream?.destroy(); // without waiting for a stalled peer to acknowledge the close
-      }
-    }
-    if (this.progress.size > conns.length) {
-      for (const c of this.progress.keys()) if (!conns.includes(c)) this.progress.delete(c);
-    }
-  }
 }
 
 /** A string matched literally by a Redis glob pattern (MATCH). */
 function globEscape(s: string): string {
   return s.replace(/[*?[\]\\]/g, '\\$&');
-}
-
-function isOne(reply: unknown): boolean {
-  return reply === 1;
 }
 
 function runId(info: string): string {
