@@ -43,6 +43,7 @@ function esbuildOptions(p: LambdaPackaging): BuildOptions {
     target: COMMON_ESBUILD.target,
     format: COMMON_ESBUILD.format,
     minify: COMMON_ESBUILD.minify,
+    keepNames: COMMON_ESBUILD.keepNames,
     sourcemap: COMMON_ESBUILD.sourcemap,
     sourcesContent: COMMON_ESBUILD.sourcesContent,
     banner: { js: COMMON_ESBUILD.banner },

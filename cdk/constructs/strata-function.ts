@@ -122,6 +122,7 @@ export class StrataFunction extends Construct {
         format: nodejs.OutputFormat.ESM,
         target: COMMON_ESBUILD.target,
         minify: COMMON_ESBUILD.minify,
+        keepNames: COMMON_ESBUILD.keepNames,
         sourceMap: COMMON_ESBUILD.sourcemap,
         sourcesContent: COMMON_ESBUILD.sourcesContent,
         banner: COMMON_ESBUILD.banner,

@@ -51,6 +51,8 @@ export const COMMON_ESBUILD = {
   target: 'node24',
   format: 'esm',
   minify: true,
+  /** Minified, but classes keep their names: errors are named after their class (layers/core/errors.ts), and Step Functions matches those names. */
+  keepNames: true,
   sourcemap: true,
   sourcesContent: false,
   banner: ESM_REQUIRE_BANNER,

@@ -10,23 +10,10 @@
  * `signal.reason` unchanged, exactly as `fetch` does.
  */
 
-/** Error codes defined by the Strata HTTP API (docs/API.md). */
-export type ServerErrorCode =
-  | 'VALIDATION_FAILED'
-  | 'MALFORMED_JSON'
-  | 'NOT_FOUND'
-  | 'ROUTE_NOT_FOUND'
-  | 'METHOD_NOT_ALLOWED'
-  | 'NAMESPACE_FORBIDDEN'
-  | 'VERSION_CONFLICT'
-  | 'PAYLOAD_TOO_LARGE'
-  | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'RATE_LIMITED'
-  | 'ORIGIN_FAILED'
-  | 'TIER_UNAVAILABLE'
-  | 'EXECUTION_EXISTS'
-  | 'WORKFLOWS_UNAVAILABLE'
-  | 'INTERNAL';
+import type { ServerErrorCode } from './contract.js';
+
+/** Error codes defined by the Strata HTTP API (docs/API.md); the list lives in contract.ts, shared with the server. */
+export type { ServerErrorCode };
 
 /**
  * Codes the client produces itself:
@@ -237,7 +224,8 @@ export class StrataServerError extends StrataError {
 
 type ErrorClass = new (init: StrataErrorInit) => StrataError;
 
-const BY_CODE: Record<string, ErrorClass> = {
+/** The class of every server error code (a code missing here does not compile; test/unit/contract-drift.test.ts checks the statuses). */
+const BY_CODE: Record<ServerErrorCode, ErrorClass> = {
   VALIDATION_FAILED: ValidationError,
   MALFORMED_JSON: ValidationError,
   NOT_FOUND: NotFoundError,
@@ -306,7 +294,7 @@ export function errorFromResponse(info: ErrorResponseInfo): StrataError {
   const envelope = isRecord(parsed) && isRecord(parsed.error) ? parsed.error : undefined;
   if (envelope && typeof envelope.code === 'string') {
     const code = envelope.code;
-    const Cls = BY_CODE[code] ?? classForStatus(info.status);
+    const Cls = (BY_CODE as Record<string, ErrorClass | undefined>)[code] ?? classForStatus(info.status);
     const message = typeof envelope.message === 'string' && envelope.message ? envelope.message : `${code} (HTTP ${info.status})`;
     return new Cls({ ...common, code, message, details: isRecord(envelope.details) ? envelope.details : undefined });
   }

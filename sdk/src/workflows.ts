@@ -5,15 +5,13 @@
 import { errorFromResponse, NotFoundError, TimeoutError } from './errors.js';
 import { invalid, isObject, optionError, readBody, type Json, type SubClientTransport } from './json.js';
 import { requestIdOf, sleep, type HttpRequest, type RetryMode } from './transport.js';
+import { WORKFLOW_EXECUTION_STATUSES, WORKFLOW_NAMES as NAMES, type WorkflowExecutionStatus, type WorkflowName, type WorkflowProgressView } from './contract.js';
 
-/** The workflows a deployment runs. */
-export type WorkflowName = 'scale-out' | 'scale-in' | 'evict-to-s3' | 'tier-migrate';
+// Written once in contract.ts, shared with the server.
+export type { WorkflowExecutionStatus, WorkflowName };
 
 /** Every {@link WorkflowName}, in the API's order. */
-export const WORKFLOW_NAMES: readonly WorkflowName[] = ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate'];
-
-/** Step Functions' execution status (`RUNNING` until the execution stops). */
-export type WorkflowExecutionStatus = 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'ABORTED' | 'TIMED_OUT';
+export const WORKFLOW_NAMES: readonly WorkflowName[] = NAMES;
 
 /** How a scale workflow moves ranges: one migration session at a time, or all at once. */
 export type ScaleMode = 'incremental' | 'parallel';
@@ -68,23 +66,11 @@ export interface WorkflowExecution {
   stoppedAt: Date | null;
 }
 
-/** What an execution has done so far, as its steps recorded it. */
-export interface WorkflowProgress {
-  /** What it is doing now, in words (`streaming session 2 of 3`). */
-  phase: string;
-  /** Units of work planned and finished; `unit` says what they count (`sessions`, `nodes`, `batches`). */
-  total: number;
-  done: number;
-  unit: string;
-  /** `done / total` in [0, 1] (1 once the execution succeeded). */
-  fraction: number;
-  /** Keys and bytes moved. */
-  keys: number;
-  bytes: number;
-  /** Set by the last step (or the rollback). */
-  outcome?: 'succeeded' | 'rolled-back' | 'failed';
-  /** Workflow-specific facts (plan id, node id, ...). */
-  facts: Record<string, string | number | boolean | null>;
+/**
+ * What an execution has done so far, as its steps recorded it: the server's progress document (contract.ts)
+ * without the execution and workflow (the detail has them), with dates parsed.
+ */
+export interface WorkflowProgress extends Omit<WorkflowProgressView, 'execution' | 'workflow' | 'startedAt' | 'updatedAt'> {
   startedAt: Date;
   updatedAt: Date;
 }
@@ -139,7 +125,7 @@ export interface WorkflowWaitOptions {
 /** What the workflows client needs from {@link StrataClient}. @internal */
 export type WorkflowsTransport = SubClientTransport;
 
-const STATUSES: ReadonlySet<string> = new Set(['RUNNING', 'SUCCEEDED', 'FAILED', 'ABORTED', 'TIMED_OUT']);
+const STATUSES: ReadonlySet<string> = new Set(WORKFLOW_EXECUTION_STATUSES);
 const EXECUTION_NAME = /^[A-Za-z0-9_-]{1,80}$/;
 
 function checkWorkflow(workflow: string, field = 'workflow'): WorkflowName {

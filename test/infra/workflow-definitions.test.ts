@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { PERMANENT_ERROR_CLASSES, PERMANENT_ERRORS } from '../../cdk/constructs/workflows/step-task.js';
 import { synthesizeWorkflowDefinitions } from '../../cdk/lib/workflow-definitions.js';
 import { allStates } from '../../layers/core/workflows/local-runner.js';
 import { STEP_NAMES } from '../../layers/core/workflows/steps.js';
@@ -31,5 +32,18 @@ describe('workflow definitions', () => {
   it('EC2 calls use Step Functions SDK integrations', () => {
     const resources = WORKFLOW_NAMES.flatMap((w) => allStates(defs[w]).map(([, s]) => s.Resource)).filter(Boolean);
     expect(resources).toEqual(expect.arrayContaining(['arn:aws:states:::aws-sdk:ec2:runInstances', 'arn:aws:states:::aws-sdk:ec2:terminateInstances']));
+  });
+
+  it('every Lambda task retries nothing of the permanent errors, named as the steps name them', () => {
+    // The names come from the classes; what a step throws is named after its class (a Lambda error's errorType).
+    expect(PERMANENT_ERRORS).toEqual(['ValidationError', 'ScaleOutInFlightError', 'NoNodeToRemoveError', 'NodeLaunchTimeoutError', 'RingPreconditionError', 'RingDocumentError']);
+    for (const C of PERMANENT_ERROR_CLASSES) expect(new (C as new (...a: unknown[]) => Error)('x', 'y').name).toBe(C.name);
+    for (const w of WORKFLOW_NAMES) {
+      for (const [name, s] of allStates(defs[w])) {
+        if (s.Type !== 'Task' || !String(s.Resource).includes(':lambda:')) continue;
+        const retry = (s as { Retry?: { ErrorEquals: string[]; MaxAttempts?: number }[] }).Retry ?? [];
+        expect([name, retry.find((r) => r.MaxAttempts === 0)]).toEqual([name, expect.objectContaining({ ErrorEquals: PERMANENT_ERRORS })]);
+      }
+    }
   });
 });

@@ -3,6 +3,10 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import type { Construct } from 'constructs';
+import { ValidationError } from '../../../layers/core/errors.js';
+import { RingDocumentError } from '../../../layers/core/ring/document.js';
+import { RingPreconditionError } from '../../../layers/core/ring/store.js';
+import { NodeLaunchTimeoutError, NoNodeToRemoveError, ScaleOutInFlightError } from '../../../layers/core/workflows/scale-steps.js';
 import type { StepName } from '../../../layers/core/workflows/steps.js';
 import type { WorkflowName } from '../../../layers/core/workflows/progress.js';
 
@@ -14,7 +18,14 @@ export interface StepContext {
 }
 
 /** Errors a step throws on bad input or a broken precondition: retrying them cannot help. */
-export const PERMANENT_ERRORS = ['ValidationError', 'ScaleOutInFlightError', 'NoNodeToRemoveError', 'NodeLaunchTimeoutError', 'RingPreconditionError', 'RingDocumentError'];
+export const PERMANENT_ERROR_CLASSES = [ValidationError, ScaleOutInFlightError, NoNodeToRemoveError, NodeLaunchTimeoutError, RingPreconditionError, RingDocumentError] as const;
+
+/**
+ * Their names, as Step Functions sees them (a Lambda error's name is its `errorType`). Each class's instances are
+ * named after the class (StrataError sets `name` from the class, the ring errors set it to the same; Lambda bundles
+ * keep class names: cdk/lib/packaging.ts), which test/unit/contract-drift.test.ts checks.
+ */
+export const PERMANENT_ERRORS: string[] = PERMANENT_ERROR_CLASSES.map((c) => c.name);
 
 /**
  * A Task state calling one step of the step Lambda. `payloadResponseOnly` makes the Resource the function itself

@@ -63,7 +63,6 @@ export class PlacementQueryError extends StrataError {
   readonly field: PlacementParam;
   constructor(field: PlacementParam, message: string) {
     super('VALIDATION_FAILED', message, { field });
-    this.name = 'PlacementQueryError';
     this.field = field;
   }
 }

@@ -1,30 +1,15 @@
 import { CasConflictError, JsonDocStore, type CasStore } from '../ring/store.js';
+import type { WorkflowName, WorkflowProgressDocument } from '../../../sdk/src/contract.js';
+
+// Workflow names and the progress document are written once, in the SDK's contract (plain data and types).
+export { WORKFLOW_NAMES, type WorkflowName } from '../../../sdk/src/contract.js';
 
 /**
  * What a workflow execution has done so far, written by its steps into the CAS document store next to the ring
  * (`workflows/executions/<execution name>`). The admin API and the CLI's progress bar read it: it is the same
  * on AWS (Step Functions) and locally (aws-local-stepfunctions), and it survives the step Lambdas.
  */
-export const WORKFLOW_NAMES = ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate'] as const;
-export type WorkflowName = (typeof WORKFLOW_NAMES)[number];
-
-export interface WorkflowProgress {
-  execution: string;
-  workflow: WorkflowName;
-  /** What the execution is doing now, in words ("streaming session 2 of 3"). */
-  phase: string;
-  /** Units of work: migration sessions, nodes evicted from, or batches. */
-  total: number;
-  done: number;
-  keys: number;
-  bytes: number;
-  startedAt: string;
-  updatedAt: string;
-  /** Set by the last step (or the rollback). */
-  outcome?: 'succeeded' | 'rolled-back' | 'failed';
-  /** Workflow-specific facts (plan id, node id, allocation time, ...). */
-  facts: Record<string, string | number | boolean | null>;
-}
+export type WorkflowProgress = WorkflowProgressDocument;
 
 export class ProgressStore {
   private readonly docs: JsonDocStore<WorkflowProgress>;

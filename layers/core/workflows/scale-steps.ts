@@ -30,14 +30,12 @@ export interface ScaleDeps {
 export class ScaleOutInFlightError extends StrataError {
   constructor(node: string) {
     super('VERSION_CONFLICT', `a scale-out for node '${node}' is already running (at most one per node)`, { node });
-    this.name = 'ScaleOutInFlightError';
   }
 }
 
 export class NoNodeToRemoveError extends StrataError {
   constructor(message: string) {
     super('VALIDATION_FAILED', message);
-    this.name = 'NoNodeToRemoveError';
   }
 }
 
@@ -133,7 +131,6 @@ export const rollbackStepInput = z.strictObject({
 export class NodeLaunchTimeoutError extends StrataError {
   constructor(nodeId: string, ms: number) {
     super('TIER_UNAVAILABLE', `node ${nodeId} did not become healthy within ${ms} ms of its launch`, { nodeId });
-    this.name = 'NodeLaunchTimeoutError';
   }
 }
 

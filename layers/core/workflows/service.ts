@@ -3,6 +3,7 @@ import { DescribeExecutionCommand, ListExecutionsCommand, StartExecutionCommand,
 import { StrataError, ValidationError } from '../errors.js';
 import type { LocalExecution, LocalWorkflowRunner } from './local-runner.js';
 import { WORKFLOW_NAMES, type ProgressStore, type WorkflowName, type WorkflowProgress } from './progress.js';
+import { WORKFLOW_EXECUTION_STATUSES, type WorkflowExecutionStatus, type WorkflowProgressView } from '../../../sdk/src/contract.js';
 
 /**
  * What the admin API (and through it the SDK and the `strata workflow` CLI) can do with the workflows: start an
@@ -24,8 +25,8 @@ export interface WorkflowService {
 }
 
 /** Status of an execution (Step Functions' own, `PENDING_REDRIVE` reported as `RUNNING`). */
-export type ExecutionStatus = 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'ABORTED' | 'TIMED_OUT';
-export const EXECUTION_STATUSES: readonly ExecutionStatus[] = ['RUNNING', 'SUCCEEDED', 'FAILED', 'ABORTED', 'TIMED_OUT'];
+export type ExecutionStatus = WorkflowExecutionStatus;
+export const EXECUTION_STATUSES: readonly ExecutionStatus[] = WORKFLOW_EXECUTION_STATUSES;
 
 export interface ExecutionSummary {
   /** The execution's name: its id in the admin API. */
@@ -38,13 +39,8 @@ export interface ExecutionSummary {
   stoppedAt?: string;
 }
 
-/** The progress document with what a progress bar needs computed. */
-export interface ExecutionProgress extends WorkflowProgress {
-  /** `done / total` in [0, 1]; 1 once the execution succeeded, 0 while nothing is planned yet. */
-  fraction: number;
-  /** What `total` and `done` count: `sessions` (scale-out, scale-in), `nodes` (evict-to-s3), `batches` (tier-migrate). */
-  unit: string;
-}
+/** The progress document with what a progress bar needs computed (`fraction`, `unit`): sdk/src/contract.ts. */
+export type ExecutionProgress = WorkflowProgressView;
 
 export interface ExecutionDetail extends ExecutionSummary {
   /** The execution's input, as started. */
@@ -77,7 +73,6 @@ export const EXECUTION_NAME = /^[A-Za-z0-9_-]{1,80}$/;
 export class ExecutionExistsError extends StrataError {
   constructor(execution: string) {
     super('EXECUTION_EXISTS', `an execution named '${execution}' already exists; choose another name or omit it`, { execution });
-    this.name = 'ExecutionExistsError';
   }
 }
 
@@ -85,7 +80,6 @@ export class ExecutionExistsError extends StrataError {
 export class WorkflowsUnavailableError extends StrataError {
   constructor(message: string, details?: Record<string, unknown>, cause?: unknown) {
     super('WORKFLOWS_UNAVAILABLE', message, details, cause === undefined ? undefined : { cause });
-    this.name = 'WorkflowsUnavailableError';
   }
 }
 

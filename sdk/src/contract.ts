@@ -1,0 +1,81 @@
+/**
+ * The wire contract of the Strata HTTP API that the server and this SDK share, written once here: error codes
+ * with their HTTP statuses, workflow names and execution statuses, and the workflow progress document.
+ *
+ * Plain data and types only, with no imports: the server imports this file directly (layers/core/errors.ts,
+ * layers/core/workflows/progress.ts, layers/core/workflows/service.ts), while the SDK never imports from the
+ * server. test/unit/contract-drift.test.ts checks that both sides still agree.
+ */
+
+/** HTTP status of every error code the server sends (docs/API.md, the OpenAPI document). */
+export const SERVER_ERROR_STATUS = {
+  VALIDATION_FAILED: 400,
+  MALFORMED_JSON: 400,
+  NOT_FOUND: 404,
+  ROUTE_NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  /** The caller's API key is not for this namespace (api/tenant-access.ts). */
+  NAMESPACE_FORBIDDEN: 403,
+  VERSION_CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  ORIGIN_FAILED: 502,
+  TIER_UNAVAILABLE: 503,
+  /** A workflow execution with the requested name already exists (admin API). */
+  EXECUTION_EXISTS: 409,
+  /** The admin API cannot reach the workflows: not configured in this runtime, or Step Functions failed. */
+  WORKFLOWS_UNAVAILABLE: 503,
+  INTERNAL: 500,
+} as const satisfies Record<string, number>;
+
+/** Error codes defined by the Strata HTTP API (docs/API.md). */
+export type ServerErrorCode = keyof typeof SERVER_ERROR_STATUS;
+
+/** Every {@link ServerErrorCode}. */
+export const SERVER_ERROR_CODES = Object.keys(SERVER_ERROR_STATUS) as readonly ServerErrorCode[];
+
+/** The workflows a deployment runs, in the API's order. */
+export const WORKFLOW_NAMES = ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate'] as const;
+
+/** The workflows a deployment runs. */
+export type WorkflowName = (typeof WORKFLOW_NAMES)[number];
+
+/** Step Functions' execution status (`RUNNING` until the execution stops; `PENDING_REDRIVE` is reported as `RUNNING`). */
+export const WORKFLOW_EXECUTION_STATUSES = ['RUNNING', 'SUCCEEDED', 'FAILED', 'ABORTED', 'TIMED_OUT'] as const;
+
+/** Step Functions' execution status (`RUNNING` until the execution stops). */
+export type WorkflowExecutionStatus = (typeof WORKFLOW_EXECUTION_STATUSES)[number];
+
+/**
+ * What a workflow execution has done so far, as its steps write it (JSON, in the document store next to the ring:
+ * `workflows/executions/<execution name>`).
+ */
+export interface WorkflowProgressDocument {
+  execution: string;
+  workflow: WorkflowName;
+  /** What the execution is doing now, in words (`streaming session 2 of 3`). */
+  phase: string;
+  /** Units of work: migration sessions, nodes evicted from, or batches. */
+  total: number;
+  done: number;
+  /** Keys and bytes moved. */
+  keys: number;
+  bytes: number;
+  /** ISO-8601. */
+  startedAt: string;
+  /** ISO-8601. */
+  updatedAt: string;
+  /** Set by the last step (or the rollback). */
+  outcome?: 'succeeded' | 'rolled-back' | 'failed';
+  /** Workflow-specific facts (plan id, node id, allocation time, ...). */
+  facts: Record<string, string | number | boolean | null>;
+}
+
+/** The progress document as the admin API returns it, with what a progress bar needs computed. */
+export interface WorkflowProgressView extends WorkflowProgressDocument {
+  /** `done / total` in [0, 1]; 1 once the execution succeeded, 0 while nothing is planned yet. */
+  fraction: number;
+  /** What `total` and `done` count: `sessions` (scale-out, scale-in), `nodes` (evict-to-s3), `batches` (tier-migrate). */
+  unit: string;
+}
