@@ -25,6 +25,10 @@ function check(label, mod) {
   console.log(`ok  ${label}`);
 }
 
+// The tarball carries the license package.json names, the same text as the repository's.
+assert.equal(pkg.license, 'Apache-2.0');
+assert.equal(readFileSync(join(root, 'LICENSE'), 'utf8'), readFileSync(join(root, '..', 'LICENSE'), 'utf8'), 'sdk/LICENSE differs from LICENSE');
+
 for (const file of [pkg.exports['.'].import, pkg.exports['.'].require, pkg.exports['.'].types, pkg.bin.strata]) {
   assert.ok(existsSync(join(root, file)), `missing ${file}`);
 }
