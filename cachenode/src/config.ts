@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { DEFAULT_NODE_STATS_INTERVAL_MS, nodeStatsKey } from '../../layers/core/ring/node-reports.js';
+import { formatIssues } from '../../layers/core/util/zod-issues.js';
 
 /**
  * Cache node configuration: environment variables, each overridable by a command-line flag of the same name
@@ -145,7 +146,7 @@ export function loadNodeConfig(env: NodeJS.ProcessEnv, argv: readonly string[] =
   for (const k of Object.keys(nodeConfigSchema.shape)) if (env[k] !== undefined && env[k] !== '') input[k] = env[k];
   Object.assign(input, flagsToEnv(argv));
   const r = nodeConfigSchema.safeParse(input);
-  if (!r.success) throw new NodeConfigError(`invalid cache node configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!r.success) throw new NodeConfigError(`invalid cache node configuration: ${formatIssues(r.error.issues, { root: '' })}`);
   const c = r.data;
   let secret = c.STRATA_NODE_SECRET;
   if (c.STRATA_NODE_SECRET_FROM_RING) {

@@ -1,5 +1,6 @@
 // The cache node's request errors (an HTTP status and a stable code, answered as JSON) and input validation.
 import type { z } from 'zod';
+import { formatIssues } from '../../layers/core/util/zod-issues.js';
 
 /** An error with an HTTP status and a stable code (answered as JSON). */
 export class HttpError extends Error {
@@ -35,7 +36,7 @@ export function parseJson<T>(schema: z.ZodType<T>, buf: Buffer): T {
   }
   const r = schema.safeParse(raw);
   if (!r.success) {
-    throw new HttpError(400, 'VALIDATION_FAILED', r.error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; '));
+    throw new HttpError(400, 'VALIDATION_FAILED', formatIssues(r.error.issues, { root: '(body)' }));
   }
   return r.data;
 }

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { NAMESPACE_PATTERN } from '../model/keys.js';
+import { formatIssues } from '../util/zod-issues.js';
 
 const MiB = 1024 * 1024;
 
@@ -102,7 +103,7 @@ export class PolicyRegistry {
 export class PolicyConfigError extends Error {
   constructor(error: z.ZodError, ns?: string) {
     const where = ns ? `namespace '${ns}'` : 'namespace configuration';
-    super(`invalid ${where}: ${error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+    super(`invalid ${where}: ${formatIssues(error.issues)}`);
     this.name = 'PolicyConfigError';
   }
 }

@@ -2,6 +2,7 @@ import { ValidationError } from '../errors.js';
 import { priceCatalogSchema, type PriceCatalog, type RegionPrices } from './catalog-schema.js';
 import { aws202611Catalog } from './catalogs/aws-2026-11.js';
 import { paper2010Catalog } from './catalogs/paper-2010.js';
+import { issueLines } from '../util/zod-issues.js';
 
 /** A catalog whose data does not match the schema: a defect in the data file, found at module load. */
 export class PriceCatalogError extends Error {
@@ -18,7 +19,7 @@ export function parseCatalog(input: unknown): PriceCatalog {
   const r = priceCatalogSchema.safeParse(input);
   if (r.success) return r.data;
   const id = typeof input === 'object' && input !== null && 'id' in input ? String((input as { id: unknown }).id) : '?';
-  throw new PriceCatalogError(id, r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`));
+  throw new PriceCatalogError(id, issueLines(r.error.issues));
 }
 
 const CATALOGS: ReadonlyMap<string, PriceCatalog> = new Map([aws202611Catalog, paper2010Catalog].map((c) => [c.id, parseCatalog(c)]));

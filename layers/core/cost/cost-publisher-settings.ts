@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { ValidationError } from '../errors.js';
 import { COST_TIERS } from '../metrics/catalog.js';
 import { DEFAULT_CATALOG_ID } from './catalog.js';
+import { issueLines } from '../util/zod-issues.js';
 
 /**
  * What the cost publisher measures and how, as one JSON document (the Lambda's `STRATA_COST_SETTINGS`, written by
@@ -67,7 +68,7 @@ export const COST_SETTINGS_ENV = 'STRATA_COST_SETTINGS';
 export function parseCostPublisherSettings(input: unknown): CostPublisherSettings {
   const r = costPublisherSettingsSchema.safeParse(input);
   if (r.success) return r.data;
-  const issues = r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+  const issues = issueLines(r.error.issues);
   throw new ValidationError(COST_SETTINGS_ENV, issues.join('; '), { issues });
 }
 

@@ -1,4 +1,5 @@
 import { ConfigError, runtimeEnvSchema } from '../runtime/config.js';
+import { formatIssues } from '../util/zod-issues.js';
 
 export interface MetricsSettings {
   /** `Environment` dimension value of every metric. */
@@ -15,6 +16,6 @@ const schema = runtimeEnvSchema.pick({ STRATA_ENV: true, STRATA_METRICS_STDOUT: 
  */
 export function metricsSettings(env: NodeJS.ProcessEnv = process.env): MetricsSettings {
   const r = schema.safeParse({ STRATA_ENV: env.STRATA_ENV || undefined, STRATA_METRICS_STDOUT: env.STRATA_METRICS_STDOUT || undefined });
-  if (!r.success) throw new ConfigError(`invalid configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!r.success) throw new ConfigError(`invalid configuration: ${formatIssues(r.error.issues, { root: '' })}`);
   return { environment: r.data.STRATA_ENV, stdout: !!env.AWS_LAMBDA_FUNCTION_NAME || r.data.STRATA_METRICS_STDOUT };
 }

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { evenStarts, isRingPosition, RING_MIN } from './hash.js';
+import { formatIssues } from '../util/zod-issues.js';
 
 /**
  * The ring document: the authoritative map from the 64-bit hash space to cache nodes. It is stored durably and
@@ -110,7 +111,7 @@ export function ringProblem(doc: Pick<RingDocument, 'nodes' | 'ranges' | 'versio
 /** Parses and checks a document (from a store, a node, or a 409 answer). */
 export function parseRingDocument(input: unknown): RingDocument {
   const r = ringDocumentSchema.safeParse(input);
-  if (!r.success) throw new RingDocumentError(`invalid ring document: ${r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);
+  if (!r.success) throw new RingDocumentError(`invalid ring document: ${formatIssues(r.error.issues)}`);
   return r.data;
 }
 

@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { nodeStatsKey, SILENT_AFTER_INTERVALS, type NodeStatsReport } from './node-reports.js';
 import type { CasStore } from './store.js';
+import { formatIssues } from '../util/zod-issues.js';
 
 /**
  * Reading the cache nodes' statistics reports (node-reports.ts) the way the cost publisher and the scale-out
@@ -46,7 +47,7 @@ export function classifyNodeReport(node: string, doc: unknown, nowMs: number): N
   if (doc === undefined) return { node, fresh: false, reason: 'no stats report in the ring store' };
   const parsed = reportSchema.safeParse(doc);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    const issues = formatIssues(parsed.error.issues);
     return { node, fresh: false, reason: `malformed stats report: ${issues}` };
   }
   const report = parsed.data as NodeStatsReport;

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import * as z from 'zod';
 import type { NamespaceConfigInput } from '../coordinator/policy.js';
 import { fleetSubnetsSchema } from '../workflows/placement.js';
+import { formatIssues } from '../util/zod-issues.js';
 
 const MiB = 1024 * 1024;
 
@@ -111,7 +112,7 @@ export function loadRuntimeEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv
   for (const k of Object.keys(input) as (keyof typeof input)[]) if (input[k] === '') delete input[k];
   const r = runtimeEnvSchema.safeParse(input);
   if (!r.success) {
-    throw new ConfigError(`invalid configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    throw new ConfigError(`invalid configuration: ${formatIssues(r.error.issues, { root: '' })}`);
   }
   if (r.data.STRATA_REDIS_IAM_CACHE && (!r.data.STRATA_REDIS_USERNAME || r.data.STRATA_REDIS_PASSWORD !== undefined)) {
     throw new ConfigError(

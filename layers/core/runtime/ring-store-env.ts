@@ -1,5 +1,6 @@
 import { FileCasStore, S3CasStore, type CasStore } from '../ring/store.js';
 import { ConfigError, runtimeEnvSchema } from './config.js';
+import { formatIssues } from '../util/zod-issues.js';
 
 /**
  * The ring store, and only what reaching it takes, for functions that read the nodes' reports instead of talking
@@ -43,7 +44,7 @@ export function ringStoreFromEnv(raw: NodeJS.ProcessEnv = process.env): RingStor
   // Empty means unset, as loadRuntimeEnv reads it.
   const r = ringStoreEnvSchema.safeParse(Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined && v !== '')));
   if (!r.success) {
-    throw new ConfigError(`invalid configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    throw new ConfigError(`invalid configuration: ${formatIssues(r.error.issues, { root: '' })}`);
   }
   const env = r.data;
   const reportIdPrefix = raw.STRATA_NODE_STATS_ID_PREFIX ?? '';

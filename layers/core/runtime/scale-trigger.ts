@@ -3,6 +3,7 @@ import { ScaleLocks } from '../workflows/progress.js';
 import { runScaleTrigger, scaleTriggerSettingsSchema, type TriggerOutcome } from '../workflows/scale-trigger.js';
 import { ConfigError } from './config.js';
 import { ringStoreFromEnv } from './ring-store-env.js';
+import { formatIssues } from '../util/zod-issues.js';
 
 /**
  * The scheduled trigger as its Lambda runs it: the ring store (STRATA_WARM_RING_BUCKET/PREFIX, or _DIR), where it
@@ -23,7 +24,7 @@ export async function runScaleTriggerFromEnv(raw: NodeJS.ProcessEnv = process.en
     throw new ConfigError('STRATA_SCALE_TRIGGER must be JSON: { "unit", "capacity", "lowRate", "highRate", "mode" }');
   }
   const parsed = scaleTriggerSettingsSchema.safeParse(settings);
-  if (!parsed.success) throw new ConfigError(`STRATA_SCALE_TRIGGER: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!parsed.success) throw new ConfigError(`STRATA_SCALE_TRIGGER: ${formatIssues(parsed.error.issues, { root: '' })}`);
   const { SFNClient, StartExecutionCommand } = await import('@aws-sdk/client-sfn');
   const sfn = new SFNClient({ region });
   try {

@@ -1,4 +1,5 @@
 import { ConfigError, loadRuntimeEnv, runtimeEnvSchema, type RuntimeEnv } from './config.js';
+import { formatIssues } from '../util/zod-issues.js';
 
 /**
  * Secrets a Lambda reads at start-up instead of holding them in its configuration (which anyone with
@@ -22,7 +23,7 @@ export async function loadRuntimeEnvWithSecrets(raw: NodeJS.ProcessEnv = process
   if (wanted.length === 0) return withRingFleetSecret(loadRuntimeEnv(raw));
   const shape = Object.fromEntries(wanted.map((s) => [s.arn, true])) as Record<(typeof wanted)[number]['arn'], true>;
   const fields = runtimeEnvSchema.pick({ ...shape, AWS_REGION: true }).safeParse({ ...Object.fromEntries(wanted.map((s) => [s.arn, raw[s.arn]])), AWS_REGION: raw.AWS_REGION || undefined });
-  if (!fields.success) throw new ConfigError(`invalid configuration: ${fields.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!fields.success) throw new ConfigError(`invalid configuration: ${formatIssues(fields.error.issues, { root: '' })}`);
   const region = fields.data.AWS_REGION;
   const values = await Promise.all(wanted.map((s) => readSecret(raw[s.arn]!, region)));
   return withRingFleetSecret(loadRuntimeEnv({ ...raw, ...Object.fromEntries(wanted.map((s, i) => [s.value, values[i]])) }));

@@ -4,6 +4,7 @@ import { FileCasStore, S3CasStore, type CasStore } from '../ring/store.js';
 import { WORKFLOW_NAMES, ProgressStore, type WorkflowName } from '../workflows/progress.js';
 import { SfnWorkflowService } from '../workflows/service.js';
 import { ConfigError } from './config.js';
+import { formatIssues } from '../util/zod-issues.js';
 
 /**
  * The admin API's workflow service in AWS: Step Functions for the state machines, the progress documents from the
@@ -74,7 +75,7 @@ export function progressCasFromEnv(env: z.infer<typeof workflowEnvSchema>): CasS
 export function workflowServiceFromEnv(raw: NodeJS.ProcessEnv = process.env): SfnWorkflowService | undefined {
   const input = Object.fromEntries(Object.entries(raw).filter(([, v]) => v !== undefined && v !== ''));
   const r = workflowEnvSchema.safeParse(input);
-  if (!r.success) throw new ConfigError(`invalid configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!r.success) throw new ConfigError(`invalid configuration: ${formatIssues(r.error.issues, { root: '' })}`);
   const env = r.data;
   if (!env.STRATA_WORKFLOW_ARNS) return undefined;
   const stateMachines = parseWorkflowArns(env.STRATA_WORKFLOW_ARNS);
