@@ -18,7 +18,7 @@ import { Coordinator } from '../layers/core/coordinator/coordinator.js';
 import { PolicyRegistry } from '../layers/core/coordinator/policy.js';
 import { LocalFolderTier } from '../layers/core/tiers/local-folder-tier.js';
 import { MemoryTier } from '../layers/core/tiers/memory-tier.js';
-import { RedisTier } from '../layers/core/tiers/redis-tier.js';
+import { RedisTier } from '../layers/core/tiers/redis/redis-tier.js';
 import { freePort } from '../test/helpers/services.js';
 import { closedLoop, round, table, type LoadResult } from './lib/measure.js';
 

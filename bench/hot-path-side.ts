@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { Coordinator } from '../layers/core/coordinator/coordinator.js';
 import { PolicyRegistry } from '../layers/core/coordinator/policy.js';
 import { MemoryTier } from '../layers/core/tiers/memory-tier.js';
-import { RedisTier } from '../layers/core/tiers/redis-tier.js';
+import { RedisTier } from '../layers/core/tiers/redis/redis-tier.js';
 import { closedLoop } from './lib/measure.js';
 
 export const KEYS = 10_000;

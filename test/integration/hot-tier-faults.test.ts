@@ -14,7 +14,7 @@ import { Redis } from 'ioredis';
 import { Coordinator, type CoordinatorEvent } from '../../layers/core/coordinator/coordinator.js';
 import { PolicyRegistry, type NamespacePolicyInput } from '../../layers/core/coordinator/policy.js';
 import { LocalFolderTier } from '../../layers/core/tiers/local-folder-tier.js';
-import { RedisTier } from '../../layers/core/tiers/redis-tier.js';
+import { RedisTier } from '../../layers/core/tiers/redis/redis-tier.js';
 import { mapLimit } from '../../layers/core/util/concurrency.js';
 import { freePort } from '../helpers/services.js';
 

@@ -14,7 +14,7 @@ import { Redis } from 'ioredis';
 import { contentHash } from '../../layers/core/model/keys.js';
 import { loadRuntimeEnv } from '../../layers/core/runtime/config.js';
 import { buildApiContext } from '../../layers/core/runtime/context.js';
-import { RedisTier, type RedisCredentialSource } from '../../layers/core/tiers/redis-tier.js';
+import { RedisTier, type RedisCredentialSource } from '../../layers/core/tiers/redis/redis-tier.js';
 import type { Entry } from '../../layers/core/model/entry.js';
 import { uniqueName } from '../helpers/env.js';
 import { startRedisCluster, type RedisClusterHandle } from '../helpers/redis-cluster.js';

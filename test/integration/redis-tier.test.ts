@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { TierUnavailableError } from '../../layers/core/errors.js';
 import { makeLocationMarker, makeTombstone, type Entry, type EntryHeader } from '../../layers/core/model/entry.js';
 import { contentHash, keyShard } from '../../layers/core/model/keys.js';
-import { redisEntryKeys, RedisTier } from '../../layers/core/tiers/redis-tier.js';
+import { redisEntryKeys, RedisTier } from '../../layers/core/tiers/redis/redis-tier.js';
 import { testRedisUrl, uniqueName } from '../helpers/env.js';
 import { freePort, startRedis } from '../helpers/services.js';
 import { startRedisCluster, type RedisClusterHandle } from '../helpers/redis-cluster.js';

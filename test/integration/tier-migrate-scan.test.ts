@@ -8,7 +8,7 @@ import { makeTombstone } from '../../layers/core/model/entry.js';
 import { initialRing, type RingDocument } from '../../layers/core/ring/document.js';
 import { InMemoryCasStore, RingStore } from '../../layers/core/ring/store.js';
 import { RingView } from '../../layers/core/ring/view.js';
-import { RedisTier } from '../../layers/core/tiers/redis-tier.js';
+import { RedisTier } from '../../layers/core/tiers/redis/redis-tier.js';
 import { S3Tier } from '../../layers/core/tiers/s3-tier.js';
 import type { ScanItem, Scanning, Tier } from '../../layers/core/tiers/tier.js';
 import { WarmTier } from '../../layers/core/tiers/warm-tier.js';

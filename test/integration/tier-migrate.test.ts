@@ -12,7 +12,7 @@ import { RING_MIN } from '../../layers/core/ring/hash.js';
 import { InMemoryCasStore, RingStore } from '../../layers/core/ring/store.js';
 import { RingView } from '../../layers/core/ring/view.js';
 import { MemoryTier } from '../../layers/core/tiers/memory-tier.js';
-import { RedisTier } from '../../layers/core/tiers/redis-tier.js';
+import { RedisTier } from '../../layers/core/tiers/redis/redis-tier.js';
 import { S3Tier } from '../../layers/core/tiers/s3-tier.js';
 import type { Tier } from '../../layers/core/tiers/tier.js';
 import { WarmTier } from '../../layers/core/tiers/warm-tier.js';

@@ -16,7 +16,7 @@ import {
   redisEntryKeys,
   RedisTier,
   versionDigits,
-} from '../../layers/core/tiers/redis-tier.js';
+} from '../../layers/core/tiers/redis/redis-tier.js';
 
 /** Redis Cluster's key → slot function (CRC16/XMODEM of the hash tag, mod 16384), written out for the test. */
 function clusterSlot(key: string): number {

@@ -3,7 +3,7 @@ import { PolicyRegistry } from '../coordinator/policy.js';
 import type { ApiContext } from '../api/operations.js';
 import { LocalFolderTier } from '../tiers/local-folder-tier.js';
 import { MemoryTier } from '../tiers/memory-tier.js';
-import { RedisTier } from '../tiers/redis-tier.js';
+import { RedisTier } from '../tiers/redis/redis-tier.js';
 import { S3Tier } from '../tiers/s3-tier.js';
 import type { Presigning, Tier } from '../tiers/tier.js';
 import { supportsPresigning } from '../tiers/tier.js';

@@ -1,5 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
-import type { RedisCredentialSource } from '../tiers/redis-tier.js';
+import type { RedisCredentialSource } from '../tiers/redis/redis-tier.js';
 
 /**
  * ElastiCache IAM authentication (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/auth-iam.html): instead of a

@@ -4,14 +4,14 @@
 // ioredis internals (ioredis-internals.ts).
 import { randomUUID } from 'node:crypto';
 import { Command, type Cluster, type Redis } from 'ioredis';
-import { TierUnavailableError, ValidationError } from '../errors.js';
-import { isExpired, isLive, type Entry, type EntryHeader, type WriteOutcome } from '../model/entry.js';
-import { decodeKey, encodeKey, keyShard, validateNamespace } from '../model/keys.js';
-import { blobHeader, encodeEntryBlob, HEAD_READ_BYTES, headerEnd, isWrongType, readEntry, versionDigits } from './redis/blob.js';
-import { createRedisClient, type RedisCredentialSource, type RedisTierOptions } from './redis/client.js';
-import { BUFFER_REPLY, FramedCommand, STRING_REPLY, TickCorker } from './redis/ioredis-internals.js';
-import { ALL_SHARDS, dirtySetKey, groupByShard, parseDirtyMember, redisEntryKey, redisEntryKeys } from './redis/keys.js';
-import { evalFrame, putCommand } from './redis/resp-frames.js';
+import { TierUnavailableError, ValidationError } from '../../errors.js';
+import { isExpired, isLive, type Entry, type EntryHeader, type WriteOutcome } from '../../model/entry.js';
+import { decodeKey, encodeKey, keyShard, validateNamespace } from '../../model/keys.js';
+import { blobHeader, encodeEntryBlob, HEAD_READ_BYTES, headerEnd, isWrongType, readEntry, versionDigits } from './blob.js';
+import { createRedisClient, type RedisCredentialSource, type RedisTierOptions } from './client.js';
+import { BUFFER_REPLY, FramedCommand, STRING_REPLY, TickCorker } from './ioredis-internals.js';
+import { ALL_SHARDS, dirtySetKey, groupByShard, parseDirtyMember, redisEntryKey, redisEntryKeys } from './keys.js';
+import { evalFrame, putCommand } from './resp-frames.js';
 import {
   CONFIRM,
   defineCommands,
@@ -26,8 +26,8 @@ import {
   type Client,
   type Lua,
   type Pipeline,
-} from './redis/scripts.js';
-import { StallWatchdog } from './redis/stall-watchdog.js';
+} from './scripts.js';
+import { StallWatchdog } from './stall-watchdog.js';
 import type {
   Confirming,
   DirtyTracking,
@@ -41,11 +41,11 @@ import type {
   Tier,
   TierName,
   TierStats,
-} from './tier.js';
+} from '../tier.js';
 
 // The tier's public API, as before the split into ./redis/.
-export { BLOB_PREFIX_BYTES, decodeEntryBlob, encodeEntryBlob, versionDigits } from './redis/blob.js';
-export { createRedisClient, parseRedisUrl, type RedisCredentialSource, type RedisEndpoint, type RedisTierOptions } from './redis/client.js';
+export { BLOB_PREFIX_BYTES, decodeEntryBlob, encodeEntryBlob, versionDigits } from './blob.js';
+export { createRedisClient, parseRedisUrl, type RedisCredentialSource, type RedisEndpoint, type RedisTierOptions } from './client.js';
 export {
   ALL_SHARDS,
   dirtySetKey,
@@ -54,8 +54,8 @@ export {
   redisEntryKey,
   redisEntryKeys,
   type RedisEntryKeys,
-} from './redis/keys.js';
-export { putCommand } from './redis/resp-frames.js';
+} from './keys.js';
+export { putCommand } from './resp-frames.js';
 
 /**
  * The Redis tier (ElastiCache / Valkey / redis-server >= 6.2), standalone or cluster mode.
