@@ -96,6 +96,15 @@ export function idleCost(input: IdleCostInput): IdleCostLine[] {
   ];
 }
 
+/** {@link idleCost} of one synthesized environment: its stacks' templates and its configuration. */
+export function idleCostOf(env: {
+  readonly templates: Readonly<Record<string, { toJSON(): unknown }>>;
+  readonly config: { readonly tenants: readonly unknown[]; readonly region: string };
+}): IdleCostLine[] {
+  const templates = Object.values(env.templates).map((t) => t.toJSON() as TemplateJson);
+  return idleCost({ templates, tenants: env.config.tenants.length, region: env.config.region });
+}
+
 /** Sum of the lines. */
 export function idleTotal(lines: readonly IdleCostLine[]): number {
   return round2(lines.reduce((a, l) => a + l.usdPerMonth, 0));
@@ -143,4 +152,16 @@ export function renderIdleCostTable(perEnv: Readonly<Record<string, readonly Idl
   const free = FREE_ROWS.map(([item, usdText]) => `| ${item} | ${envs.map(() => usdText).join(' | ')} |`);
   const total = `| **idle total per month** | ${envs.map((e) => `**${usd(idleTotal(perEnv[e]!))}**`).join(' | ')} |`;
   return [`| item (count in brackets) | ${envs.join(' | ')} |`, `|---|${envs.map(() => '---|').join('')}`, ...rows, ...free, total].join('\n');
+}
+
+/** Where the generated table sits in README.md. */
+export const README_MARKERS = ['<!-- idle-cost:begin (generated: bash scripts/run-node.sh scripts/idle-cost.ts --write) -->', '<!-- idle-cost:end -->'] as const;
+
+/** README.md with `table` between the markers. */
+export function withTable(readme: string, table: string): string {
+  const [begin, end] = README_MARKERS;
+  const i = readme.indexOf(begin);
+  const j = readme.indexOf(end);
+  if (i < 0 || j < i) throw new Error(`README.md lacks the idle-cost markers ${begin} … ${end}`);
+  return `${readme.slice(0, i + begin.length)}\n${table}\n${readme.slice(j)}`;
 }

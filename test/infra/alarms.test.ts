@@ -13,7 +13,8 @@ import { InvalidPropsError } from '../../cdk/constructs/validation.js';
 import { REPO_ROOT } from '../../cdk/lib/packaging.js';
 import { COST_SETTINGS_ENV } from '../../layers/core/cost/cost-publisher-settings.js';
 import { PLACEHOLDER_ALARM_EMAIL, PLACEHOLDER_CACHENODE, cdkJsonContext, synthesized } from './helpers/synth.js';
-import { configErrorOf, alarmProps } from './helpers/config-errors.js';
+import { alarmProps } from './helpers/alarm-props.js';
+import { configErrorOf } from './helpers/config-errors.js';
 
 // Each assertion on AWS's names and behaviour (nothing local checks them) cites the page it encodes.
 

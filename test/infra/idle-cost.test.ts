@@ -1,10 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ENVIRONMENT_NAMES } from '../../cdk/config/schema.js';
-import { idleCost, idleTotal, type IdleCostLine } from '../../cdk/lib/idle-cost.js';
 import { REPO_ROOT } from '../../cdk/lib/packaging.js';
-import { README_MARKERS, withTable } from '../../scripts/idle-cost.js';
-import { renderIdleCostTable } from '../../cdk/lib/idle-cost.js';
+import { idleCostOf, idleTotal, README_MARKERS, renderIdleCostTable, withTable, type IdleCostLine } from '../../cdk/lib/idle-cost.js';
 import { synthesized } from './helpers/synth.js';
 
 /** Issue 20's budget for an idle environment (USD per month), which later issues must keep. */
@@ -13,8 +11,7 @@ const IDLE_BUDGET_USD: Readonly<Record<(typeof ENVIRONMENT_NAMES)[number], numbe
 describe('Idle cost', () => {
   const perEnv: Record<string, IdleCostLine[]> = {};
   for (const name of ENVIRONMENT_NAMES) {
-    const s = synthesized(name, { nag: false });
-    perEnv[name] = idleCost({ templates: Object.values(s.templates).map((t) => t.toJSON() as object), tenants: s.config.tenants.length, region: s.config.region });
+    perEnv[name] = idleCostOf(synthesized(name, { nag: false }));
   }
 
   it.each(ENVIRONMENT_NAMES)('keeps an idle %s environment within its monthly budget', (name) => {

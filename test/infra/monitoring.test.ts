@@ -14,7 +14,7 @@ import { priceLiveUsage } from '../../layers/core/cost/live-cost.js';
 import { priceBook } from '../../layers/core/cost/catalog.js';
 import { METRIC_NAMESPACES, METRICS, type MetricDef } from '../../layers/core/metrics/catalog.js';
 import { PLACEHOLDER_CACHENODE, cdkJsonContext, synthesized, type SynthesizedEnvironment } from './helpers/synth.js';
-import { alarmProps } from './helpers/config-errors.js';
+import { alarmProps } from './helpers/alarm-props.js';
 
 type Json = Record<string, unknown>;
 type Resource = { Type: string; Properties: Json };
