@@ -177,6 +177,8 @@ export class Exchange {
   private resolveHead!: (x: Exchange) => void;
   private rejectHead!: (e: unknown) => void;
   private timer: NodeJS.Timeout | undefined = undefined;
+  /** Set while a timeout waits for the I/O already in hand to be read (see tick). */
+  private recheck: NodeJS.Immediate | undefined = undefined;
   /** When the exchange last made progress (Date.now()). */
   last = 0;
   private connected = false;
@@ -329,15 +331,26 @@ export class Exchange {
     if (!this.res) this.rejectHead(new NodeUnavailableError(this.url, this.error.message, { cause: this.error }));
   }
 
-  /** @internal The timer fired: fail if nothing moved for timeoutMs, else wait for the rest. */
-  tick(): void {
+  /**
+   * @internal The timer fired: fail if nothing moved for timeoutMs, else wait for the rest.
+   *
+   * A stalled event loop (a long GC, a starved process) runs expired timers before the I/O that arrived meanwhile,
+   * so "nothing moved" is only believed after that I/O had its turn: the first verdict waits for setImmediate,
+   * which runs after the poll phase. Without this a node that answered in time is marked unavailable.
+   */
+  tick(rechecked = false): void {
     this.timer = undefined;
+    this.recheck = undefined;
     if (this.finished || this.res?.complete) return;
     const idle = Date.now() - this.last;
     // Body data the caller has not read yet: the caller is the slow side, not the node.
     const waiting = this.res !== undefined && this.res.readableLength > 0;
     if (idle < this.timeoutMs || waiting) {
       this.timer = setTimeout(onTimer, waiting ? this.timeoutMs : this.timeoutMs - idle, this);
+      return;
+    }
+    if (!rechecked) {
+      this.recheck = setImmediate(onRecheck, this);
       return;
     }
     const phase = !this.connected ? 'connecting' : !this.res ? 'waiting for the response' : 'waiting for the rest of the response';
@@ -348,7 +361,9 @@ export class Exchange {
   closed(): void {
     this.finished = true;
     if (this.timer) clearTimeout(this.timer);
+    if (this.recheck) clearImmediate(this.recheck);
     this.timer = undefined;
+    this.recheck = undefined;
     if (this.onAbort) this.signal!.removeEventListener('abort', this.onAbort);
     if (!this.res) {
       const message = this.error?.message ?? 'the connection closed before the response';
@@ -416,6 +431,9 @@ function onReqClose(this: Req): void {
 }
 function onTimer(x: Exchange): void {
   x.tick();
+}
+function onRecheck(x: Exchange): void {
+  x.tick(true);
 }
 function onResData(this: Res, c: Buffer): void {
   this[kExchange]!.bodyData(c);

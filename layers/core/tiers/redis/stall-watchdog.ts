@@ -20,13 +20,17 @@ interface Progress {
  */
 export class StallWatchdog {
   private readonly timer: NodeJS.Timeout;
+  private readonly intervalMs: number;
   private readonly progress = new Map<Redis, Progress>();
+  /** When the previous check ran: a much later check means this process, not Redis, stood still. */
+  private lastCheck = Date.now();
 
   constructor(
     private readonly client: Redis | Cluster,
     private readonly stallMs: number,
   ) {
-    this.timer = setInterval(() => this.checkStalls(), Math.min(250, Math.max(50, Math.floor(this.stallMs / 4))));
+    this.intervalMs = Math.min(250, Math.max(50, Math.floor(this.stallMs / 4)));
+    this.timer = setInterval(() => this.checkStalls(), this.intervalMs);
     this.timer.unref();
   }
 
@@ -37,6 +41,12 @@ export class StallWatchdog {
 
   private checkStalls(): void {
     const now = Date.now();
+    // A stalled event loop (a long GC, a starved process) runs this check before it reads the answers that arrived
+    // meanwhile, so the time it stood still beyond one interval does not count against Redis: without this a
+    // server that answered in time is reset. A loop that keeps lagging still accrues one interval per check.
+    const lag = now - this.lastCheck - this.intervalMs;
+    this.lastCheck = now;
+    if (lag > this.intervalMs) for (const p of this.progress.values()) p.since += lag;
     const conns = this.client.isCluster ? (this.client as Cluster).nodes('all') : [this.client as Redis];
     for (const c of conns) {
       const pending = pendingCommandCount(c);
