@@ -165,7 +165,7 @@ describe('NodeClient (node:http)', () => {
     const e = await client.get(url, 't', 'k', 1).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(NodeUnavailableError);
     expect((e as Error).message).toMatch(/timed out after 150 ms waiting for the response/);
-    expect(Date.now() - started).toBeLessThan(1000);
+    expect(Date.now() - started).toBeLessThan(10_000); // a hang, not a speed: the node never answers
     await eventually(() => open.size === 0);
     await client.close();
   });

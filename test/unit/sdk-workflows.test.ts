@@ -146,7 +146,7 @@ describe('client.workflows.wait', () => {
     const err = await client().workflows.wait('e', { intervalMs: 20, timeoutMs: 100 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TimeoutError);
     expect(err).toMatchObject({ code: 'TIMEOUT', status: 0, details: { execution: 'e' } });
-    expect(Date.now() - started).toBeLessThan(2000);
+    expect(Date.now() - started).toBeLessThan(10_000); // gave up rather than polling on (timeoutMs is 100)
     expect(suite.server.requests.length).toBeGreaterThanOrEqual(2);
 
     const ac = new AbortController();
