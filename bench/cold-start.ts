@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type BuildOptions } from 'esbuild';
 import { ALL_BUNDLED, CHOSEN_PACKAGING, COMMON_ESBUILD, REPO_ROOT, apiLambdaEntry, type LambdaPackaging } from '../cdk/lib/packaging.js';
-import type { ApiFunction } from '../layers/core/api/routes.js';
+import type { ApiFunction } from '../core/api/routes.js';
 import { round, table } from './lib/measure.js';
 
 const FUNCTIONS: readonly ApiFunction[] = ['keys', 'batch', 'transfer', 'service'];

@@ -14,11 +14,11 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Coordinator } from '../layers/core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../layers/core/coordinator/policy.js';
-import { LocalFolderTier } from '../layers/core/tiers/local-folder-tier.js';
-import { MemoryTier } from '../layers/core/tiers/memory-tier.js';
-import { RedisTier } from '../layers/core/tiers/redis/redis-tier.js';
+import { Coordinator } from '../core/coordinator/coordinator.js';
+import { PolicyRegistry } from '../core/coordinator/policy.js';
+import { LocalFolderTier } from '../core/tiers/local-folder-tier.js';
+import { MemoryTier } from '../core/tiers/memory-tier.js';
+import { RedisTier } from '../core/tiers/redis/redis-tier.js';
 import { freePort } from '../test/helpers/services.js';
 import { closedLoop, round, table, type LoadResult } from './lib/measure.js';
 

@@ -6,10 +6,10 @@
  * → the LoadResult; { op: 'close' }.
  */
 import { Redis } from 'ioredis';
-import { Coordinator } from '../layers/core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../layers/core/coordinator/policy.js';
-import { MemoryTier } from '../layers/core/tiers/memory-tier.js';
-import { RedisTier } from '../layers/core/tiers/redis/redis-tier.js';
+import { Coordinator } from '../core/coordinator/coordinator.js';
+import { PolicyRegistry } from '../core/coordinator/policy.js';
+import { MemoryTier } from '../core/tiers/memory-tier.js';
+import { RedisTier } from '../core/tiers/redis/redis-tier.js';
 import { closedLoop } from './lib/measure.js';
 
 export const KEYS = 10_000;

@@ -8,13 +8,13 @@
  * reported beside the figures.
  */
 import { Redis } from 'ioredis';
-import { HybridLogicalClock } from '../layers/core/model/hlc.js';
-import { contentHash } from '../layers/core/model/keys.js';
-import { initialRing } from '../layers/core/ring/document.js';
-import { RingView } from '../layers/core/ring/view.js';
-import { WarmTier } from '../layers/core/tiers/warm-tier.js';
-import { LocalFleet } from '../layers/core/warm/local-fleet.js';
-import { NodeClient } from '../layers/core/warm/node-client.js';
+import { HybridLogicalClock } from '../core/model/hlc.js';
+import { contentHash } from '../core/model/keys.js';
+import { initialRing } from '../core/ring/document.js';
+import { RingView } from '../core/ring/view.js';
+import { WarmTier } from '../core/tiers/warm-tier.js';
+import { LocalFleet } from '../core/warm/local-fleet.js';
+import { NodeClient } from '../core/warm/node-client.js';
 import { startRedis } from '../test/helpers/services.js';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';

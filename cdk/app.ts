@@ -12,7 +12,7 @@ import { MonitoringStack } from './stacks/monitoring-stack.js';
 import { NetworkStack } from './stacks/network-stack.js';
 import { stackId } from './stacks/strata-stack.js';
 import { WorkflowsStack } from './stacks/workflows-stack.js';
-import { WORKFLOW_NAMES } from '../layers/core/workflows/progress.js';
+import { WORKFLOW_NAMES } from '../core/workflows/progress.js';
 
 /** The cachenode daemon's entry point (cachenode/). */
 export const CACHENODE_ENTRY = join(REPO_ROOT, 'cachenode', 'src', 'main.ts');

@@ -22,7 +22,7 @@ for (const e of entries) {
     target: 'node24',
     format: 'esm',
     minify: true,
-    keepNames: true, // errors are named after their class (layers/core/errors.ts)
+    keepNames: true, // errors are named after their class (core/errors.ts)
     sourcemap: true,
     // As in the API stack: nodejs24.x ships AWS SDK v3, so it stays out of the bundle (see README, packaging).
     external: ['@aws-sdk/*'],

@@ -1,8 +1,8 @@
 // `npm run openapi`: writes docs/openapi.json, the OpenAPI 3.1 document generated from the route table and the
-// request schemas (layers/core/api/openapi.ts). A test fails while the committed file differs from what this writes.
+// request schemas (core/api/openapi.ts). A test fails while the committed file differs from what this writes.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openApiDocument } from '../layers/core/api/openapi.js';
+import { openApiDocument } from '../core/api/openapi.js';
 
 export const OPENAPI_FILE = join(import.meta.dirname, '..', 'docs', 'openapi.json');
 

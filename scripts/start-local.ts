@@ -6,11 +6,11 @@
  * it the workflows (scale-out/in, evict to S3, tier migration) behind the admin API.
  */
 import { join, resolve } from 'node:path';
-import { ConfigError, loadRuntimeEnv } from '../layers/core/runtime/config.js';
-import { buildApiContext } from '../layers/core/runtime/context.js';
-import { warmTierFromEnv } from '../layers/core/runtime/warm.js';
-import { LocalFolderTier } from '../layers/core/tiers/local-folder-tier.js';
-import { LOCAL_WARM_FOLDER } from '../layers/core/tiers/storage-key.js';
+import { ConfigError, loadRuntimeEnv } from '../core/runtime/config.js';
+import { buildApiContext } from '../core/runtime/context.js';
+import { warmTierFromEnv } from '../core/runtime/warm.js';
+import { LocalFolderTier } from '../core/tiers/local-folder-tier.js';
+import { LOCAL_WARM_FOLDER } from '../core/tiers/storage-key.js';
 import { startFleetSampler } from './local/fleet-sampler.js';
 import { removeLegacyWarmFolders, startLocalWarm, startLocalWorkflows } from './local/local-warm.js';
 import { startLocalServer } from './local/server.js';

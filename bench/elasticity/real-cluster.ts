@@ -11,16 +11,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { HybridLogicalClock } from '../../layers/core/model/hlc.js';
-import type { Entry } from '../../layers/core/model/entry.js';
-import { initialRing } from '../../layers/core/ring/document.js';
-import { ringHash } from '../../layers/core/ring/hash.js';
-import { InMemoryCasStore, RingStore } from '../../layers/core/ring/store.js';
-import { RingRouter, RingView } from '../../layers/core/ring/view.js';
-import { WarmTier } from '../../layers/core/tiers/warm-tier.js';
-import { LocalFleet } from '../../layers/core/warm/local-fleet.js';
-import { Migrator } from '../../layers/core/warm/migration.js';
-import { NodeClient } from '../../layers/core/warm/node-client.js';
+import { HybridLogicalClock } from '../../core/model/hlc.js';
+import type { Entry } from '../../core/model/entry.js';
+import { initialRing } from '../../core/ring/document.js';
+import { ringHash } from '../../core/ring/hash.js';
+import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
+import { RingRouter, RingView } from '../../core/ring/view.js';
+import { WarmTier } from '../../core/tiers/warm-tier.js';
+import { LocalFleet } from '../../core/warm/local-fleet.js';
+import { Migrator } from '../../core/warm/migration.js';
+import { NodeClient } from '../../core/warm/node-client.js';
 import type { ElasticCluster } from './engine.js';
 
 export interface RealClusterOptions {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { DEFAULT_NODE_STATS_INTERVAL_MS, nodeStatsKey } from '../../layers/core/ring/node-reports.js';
-import { formatIssues } from '../../layers/core/util/zod-issues.js';
+import { DEFAULT_NODE_STATS_INTERVAL_MS, nodeStatsKey } from '../../core/ring/node-reports.js';
+import { formatIssues } from '../../core/util/zod-issues.js';
 
 /**
  * Cache node configuration: environment variables, each overridable by a command-line flag of the same name

@@ -1,9 +1,9 @@
 // The cache node's entry routes: single keys (/v1/kv/{ns}/{key}) and batches over keys (/v1/batch/*).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import { decodeHeader, type WriteOutcome } from '../../layers/core/model/entry.js';
-import { validateKey, validateNamespace } from '../../layers/core/model/keys.js';
-import { ringHashBytes } from '../../layers/core/ring/hash.js';
+import { decodeHeader, type WriteOutcome } from '../../core/model/entry.js';
+import { validateKey, validateNamespace } from '../../core/model/keys.js';
+import { ringHashBytes } from '../../core/ring/hash.js';
 import {
   asciiJsonText,
   encodeAbsentRecord,
@@ -14,7 +14,7 @@ import {
   RECORDS_CONTENT_TYPE,
   storeKeyAt,
   type EntryRecord,
-} from '../../layers/core/warm/wire.js';
+} from '../../core/warm/wire.js';
 import type { NodeConfig } from './config.js';
 import { HttpError, NOT_RECORDS, parseJson, validated } from './http-error.js';
 import { sendBuffer, sendJson } from './http-reply.js';

@@ -1,6 +1,6 @@
 // The cache node's request errors (an HTTP status and a stable code, answered as JSON) and input validation.
 import type { z } from 'zod';
-import { formatIssues } from '../../layers/core/util/zod-issues.js';
+import { formatIssues } from '../../core/util/zod-issues.js';
 
 /** An error with an HTTP status and a stable code (answered as JSON). */
 export class HttpError extends Error {

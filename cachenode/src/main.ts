@@ -9,8 +9,8 @@
  * gracefully (in-flight requests drain, the store is flushed); exit code 0 after a clean shutdown. Exit codes: 2 for
  * bad configuration, 3 for a data directory the node cannot use (another build's key order, a damaged journal).
  */
-import { FleetSecretInvalidError } from '../../layers/core/ring/fleet-secret.js';
-import { casStoreFromUri } from '../../layers/core/ring/store.js';
+import { FleetSecretInvalidError } from '../../core/ring/fleet-secret.js';
+import { casStoreFromUri } from '../../core/ring/store.js';
 import { loadNodeConfig, NodeConfigError, type NodeConfig } from './config.js';
 import { JournalCorruptError } from './journal.js';
 import { waitForRingSecret } from './ring-secret.js';

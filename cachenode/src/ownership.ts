@@ -1,5 +1,5 @@
-import { parseRingDocument, type RingDocument } from '../../layers/core/ring/document.js';
-import { RingRouter } from '../../layers/core/ring/view.js';
+import { parseRingDocument, type RingDocument } from '../../core/ring/document.js';
+import { RingRouter } from '../../core/ring/view.js';
 import type { NodeStore } from './store.js';
 
 export type Role = 'owner' | 'target';

@@ -1,7 +1,7 @@
 // The cache node's range routes (migration): export and import of a key range, range delete and range statistics.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import { isRingPosition, ringHashBytes } from '../../layers/core/ring/hash.js';
+import { isRingPosition, ringHashBytes } from '../../core/ring/hash.js';
 import {
   encodeTrailerRecord,
   RecordReader,
@@ -9,7 +9,7 @@ import {
   RECORDS_CONTENT_TYPE,
   storeKeyAt,
   type EntryRecord,
-} from '../../layers/core/warm/wire.js';
+} from '../../core/warm/wire.js';
 import type { NodeConfig } from './config.js';
 import { HttpError, NOT_RECORDS, parseJson, validated } from './http-error.js';
 import { drained, sendJson } from './http-reply.js';

@@ -4,7 +4,7 @@
  * store so the on-disk formats are defined (and read) in one place, apart from the rules that decide writes.
  */
 import { FRAME_BYTES } from './journal.js';
-import { decodeHeader } from '../../layers/core/model/entry.js';
+import { decodeHeader } from '../../core/model/entry.js';
 
 /** The fixed part of a `meta` record: `[f64 version][f64 expiresAt, NaN = none][u32 accounted bytes]`. */
 export interface Meta {

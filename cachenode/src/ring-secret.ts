@@ -1,6 +1,6 @@
-import { FleetSecretInvalidError, readStoredFleetSecret } from '../../layers/core/ring/fleet-secret.js';
-import { FLEET_SECRET_KEY } from '../../layers/core/ring/node-reports.js';
-import type { CasStore } from '../../layers/core/ring/store.js';
+import { FleetSecretInvalidError, readStoredFleetSecret } from '../../core/ring/fleet-secret.js';
+import { FLEET_SECRET_KEY } from '../../core/ring/node-reports.js';
+import type { CasStore } from '../../core/ring/store.js';
 
 export interface WaitForSecretOptions {
   /** Where the store is (log lines). */

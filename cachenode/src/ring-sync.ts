@@ -1,5 +1,5 @@
 // Ring sync of a cache node: polls the ring store and installs ring documents newer than the node's.
-import { casStoreFromUri, RingStore, type CasStore } from '../../layers/core/ring/store.js';
+import { casStoreFromUri, RingStore, type CasStore } from '../../core/ring/store.js';
 import type { NodeConfig } from './config.js';
 import type { Ownership } from './ownership.js';
 import type { NodeStore } from './store.js';

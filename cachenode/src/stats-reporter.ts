@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, open as openFile, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { nodeStatsKey, type NodeStatsReport } from '../../layers/core/ring/node-reports.js';
+import { nodeStatsKey, type NodeStatsReport } from '../../core/ring/node-reports.js';
 
 /**
  * Where a node's reports go: the ring store, written with a plain put. Only this node writes its report key, so

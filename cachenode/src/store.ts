@@ -1,10 +1,10 @@
 import { mkdirSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { readJournal } from './journal.js';
-import { RING_HASH } from '../../layers/core/ring/hash.js';
-import type { Entry, EntryHeader, WriteOutcome } from '../../layers/core/model/entry.js';
-import { decodeHeader } from '../../layers/core/model/entry.js';
-import { parseStoreKey, storeKey } from '../../layers/core/warm/wire.js';
+import { RING_HASH } from '../../core/ring/hash.js';
+import type { Entry, EntryHeader, WriteOutcome } from '../../core/model/entry.js';
+import { decodeHeader } from '../../core/model/entry.js';
+import { parseStoreKey, storeKey } from '../../core/warm/wire.js';
 import { Sieve } from './sieve.js';
 import { PositionHistogram } from './position-histogram.js';
 import { ExpiryVictims, type Victim } from './expiry-victims.js';

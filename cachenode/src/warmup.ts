@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { contentHash } from '../../layers/core/model/keys.js';
-import type { Entry } from '../../layers/core/model/entry.js';
-import { addNode, cloneRing, initialRing, type RingDocument } from '../../layers/core/ring/document.js';
-import { RING_MIN } from '../../layers/core/ring/hash.js';
-import { NodeClient, StaleRouteError } from '../../layers/core/warm/node-client.js';
-import { encodeEntryRecord } from '../../layers/core/warm/wire.js';
+import { contentHash } from '../../core/model/keys.js';
+import type { Entry } from '../../core/model/entry.js';
+import { addNode, cloneRing, initialRing, type RingDocument } from '../../core/ring/document.js';
+import { RING_MIN } from '../../core/ring/hash.js';
+import { NodeClient, StaleRouteError } from '../../core/warm/node-client.js';
+import { encodeEntryRecord } from '../../core/warm/wire.js';
 import type { NodeConfig } from './config.js';
 import { CacheNode } from './server.js';
 

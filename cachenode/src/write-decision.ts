@@ -6,8 +6,8 @@
  * read in one place, apart from how the journal applies them and how the store is read.
  */
 import type { Database, RootDatabase } from 'lmdb';
-import type { Entry, WriteOutcome } from '../../layers/core/model/entry.js';
-import { decodeHeader } from '../../layers/core/model/entry.js';
+import type { Entry, WriteOutcome } from '../../core/model/entry.js';
+import { decodeHeader } from '../../core/model/entry.js';
 import type { JournalApplier, WriteOp } from './journal-apply.js';
 import {
   decodeMetaFixed,

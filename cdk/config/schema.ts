@@ -4,8 +4,8 @@
  * CDK context or the environment at synth time (see `load.ts`), so nothing account-specific is committed.
  */
 import * as z from 'zod';
-import { namespaceConfigSchema } from '../../layers/core/coordinator/policy.js';
-import { NAMESPACE_PATTERN } from '../../layers/core/model/keys.js';
+import { namespaceConfigSchema } from '../../core/coordinator/policy.js';
+import { NAMESPACE_PATTERN } from '../../core/model/keys.js';
 
 export const ENVIRONMENT_NAMES = ['dev', 'staging', 'prod'] as const;
 export type EnvironmentName = (typeof ENVIRONMENT_NAMES)[number];
@@ -221,7 +221,7 @@ export const environmentConfigSchema = z
          * stall a scale-out or an eviction. @default - none
          */
         stepReservedConcurrency: z.number().int().min(1).optional(),
-        /** Paper 000's scale-out trigger (layers/core/workflows/scale-trigger.ts). */
+        /** Paper 000's scale-out trigger (core/workflows/scale-trigger.ts). */
         scaleTrigger: z
           .strictObject({
             /** How often the threshold is evaluated. @default 1 */

@@ -2,11 +2,11 @@ import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { S3Tier } from '../../layers/core/tiers/s3-tier.js';
-import { UPLOADS_FOLDER } from '../../layers/core/tiers/storage-key.js';
-import { NODE_STATS_FOLDER, FLEET_SECRET_KEY } from '../../layers/core/ring/node-reports.js';
-import { RING_KEY } from '../../layers/core/ring/store.js';
-import { SCALE_TRIGGER_SAMPLE_KEY } from '../../layers/core/workflows/scale-trigger.js';
+import { S3Tier } from '../../core/tiers/s3-tier.js';
+import { UPLOADS_FOLDER } from '../../core/tiers/storage-key.js';
+import { NODE_STATS_FOLDER, FLEET_SECRET_KEY } from '../../core/ring/node-reports.js';
+import { RING_KEY } from '../../core/ring/store.js';
+import { SCALE_TRIGGER_SAMPLE_KEY } from '../../core/workflows/scale-trigger.js';
 import { check, intIn } from './validation.js';
 
 /**
@@ -70,7 +70,7 @@ export class ColdTierBucket extends Construct {
   readonly accessLogsBucket: s3.Bucket;
   readonly prefix: string;
   /**
-   * Everything the tier (layers/core/tiers/s3-tier.ts) does, on its prefix only. A managed policy beside the
+   * Everything the tier (core/tiers/s3-tier.ts) does, on its prefix only. A managed policy beside the
    * bucket, so the grant is reviewed where the bucket is and roles in other stacks attach it by ARN.
    */
   readonly accessPolicy: iam.ManagedPolicy;

@@ -5,7 +5,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { check } from './validation.js';
 
-/** One API route (layers/core/api/routes.ts `API_ROUTES` has this shape). */
+/** One API route (core/api/routes.ts `API_ROUTES` has this shape). */
 export interface RestRoute {
   readonly method: string;
   /** `/a/{param}/b`: literal segments and `{name}` parameters. */
@@ -137,7 +137,7 @@ export class StrataRestApi extends Construct {
     const validator = this.api.addRequestValidator('PathParameters', { requestValidatorName: 'path-parameters', validateRequestParameters: true, validateRequestBody: false });
     Validations.of(this.api).acknowledge({
       id: 'AwsSolutions-APIG2',
-      reason: 'Path parameters are validated by API Gateway (validator "path-parameters"). Bodies are raw bytes for key values (binary */*) or JSON that the handlers validate with zod (layers/core/api/validation.ts), the single source of those schemas; API Gateway body validation needs a model per method and would duplicate them.',
+      reason: 'Path parameters are validated by API Gateway (validator "path-parameters"). Bodies are raw bytes for key values (binary */*) or JSON that the handlers validate with zod (core/api/validation.ts), the single source of those schemas; API Gateway body validation needs a model per method and would duplicate them.',
     });
 
     const integrations = new Map<string, apigw.LambdaIntegration>();
@@ -180,7 +180,7 @@ export class StrataRestApi extends Construct {
       {
         id: 'AwsSolutions-APIG4',
         reason:
-          'Callers are services holding per-tenant API keys (required on every method; usage plans throttle each key). The functions authorize every request by its key (layers/core/api/tenant-access.ts): namespaced routes only for the key\'s namespaces, /v1/admin/* only for keys granted "admin" in the environment configuration. There is no end-user identity for an IAM or Cognito authorizer to check.',
+          'Callers are services holding per-tenant API keys (required on every method; usage plans throttle each key). The functions authorize every request by its key (core/api/tenant-access.ts): namespaced routes only for the key\'s namespaces, /v1/admin/* only for keys granted "admin" in the environment configuration. There is no end-user identity for an IAM or Cognito authorizer to check.',
       },
       { id: 'AwsSolutions-COG4', reason: 'No Cognito user pool: tenants are services holding API keys, not end users.' },
       { id: 'AwsSolutions-APIG3', reason: 'No WAF web ACL by default (fixed monthly cost per ACL and rule); per-key usage-plan throttles and the stage throttle bound abuse. Attach a web ACL to the stage where a WAF policy exists.' },

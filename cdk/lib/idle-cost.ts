@@ -4,10 +4,10 @@
  * change that adds an endpoint, a secret or an alarm changes the figure, and the README's table is checked
  * against it (test/infra/idle-cost.test.ts). Derived from list prices, not measured on an account.
  */
-import { priceBook } from '../../layers/core/cost/catalog.js';
-import { monitoringUsage } from '../../layers/core/cost/cost-publisher.js';
+import { priceBook } from '../../core/cost/catalog.js';
+import { monitoringUsage } from '../../core/cost/cost-publisher.js';
 
-/** Prices the catalog (layers/core/cost/catalogs) does not carry; us-east-1 list prices, 2026-11. */
+/** Prices the catalog (core/cost/catalogs) does not carry; us-east-1 list prices, 2026-11. */
 export const OTHER_PRICES = {
   /** https://aws.amazon.com/privatelink/pricing/: interface endpoint, per AZ (subnet) and hour. */
   interfaceEndpointPerAzHour: 0.01,

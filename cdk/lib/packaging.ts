@@ -51,14 +51,14 @@ export const COMMON_ESBUILD = {
   target: 'node24',
   format: 'esm',
   minify: true,
-  /** Minified, but classes keep their names: errors are named after their class (layers/core/errors.ts), and Step Functions matches those names. */
+  /** Minified, but classes keep their names: errors are named after their class (core/errors.ts), and Step Functions matches those names. */
   keepNames: true,
   sourcemap: true,
   sourcesContent: false,
   banner: ESM_REQUIRE_BANNER,
 } as const;
 
-/** One entry file per API function group (see layers/core/api/routes.ts). */
+/** One entry file per API function group (see core/api/routes.ts). */
 export function apiLambdaEntry(fn: string): string {
   return join(REPO_ROOT, 'lambdas', 'api', `${fn}.ts`);
 }

@@ -1,6 +1,6 @@
 import { App, Stack } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { WORKFLOW_NAMES, type WorkflowName } from '../../layers/core/workflows/progress.js';
+import { WORKFLOW_NAMES, type WorkflowName } from '../../core/workflows/progress.js';
 import { fleetIamStatements } from '../constructs/workflows/fleet-launch.js';
 import { StrataWorkflows } from '../constructs/workflows/strata-workflows.js';
 

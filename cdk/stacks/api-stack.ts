@@ -1,6 +1,6 @@
 import { CfnOutput, Stack } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import { API_ROUTES, type ApiFunction } from '../../layers/core/api/routes.js';
+import { API_ROUTES, type ApiFunction } from '../../core/api/routes.js';
 import { StrataFunction } from '../constructs/strata-function.js';
 import { StrataRestApi } from '../constructs/strata-rest-api.js';
 import { check } from '../constructs/validation.js';
@@ -96,7 +96,7 @@ export class ApiStack extends StrataStack {
 
   /**
    * Gives the functions that serve namespaced routes the tenant map (STRATA_TENANT_ACCESS: each tenant's API key
-   * id and namespaces), so a key only reaches its own namespaces (layers/core/api/tenant-access.ts).
+   * id and namespaces), so a key only reaches its own namespaces (core/api/tenant-access.ts).
    */
   private grantTenantNamespaces(tenants: readonly { name: string; namespaces: readonly string[]; admin?: boolean }[]): void {
     const grants = tenants.map((t) => ({ keyId: this.restApi.apiKeys[t.name]!.keyId, tenant: t.name, namespaces: t.namespaces, ...(t.admin ? { admin: true } : {}) }));

@@ -1,4 +1,4 @@
-// API Lambda: GET/HEAD/PUT/DELETE /v1/ns/{ns}/keys/{key}. The logic lives in layers/core/api.
-import { apiHandler } from '../../layers/core/api/handler.js';
+// API Lambda: GET/HEAD/PUT/DELETE /v1/ns/{ns}/keys/{key}. The logic lives in core/api.
+import { apiHandler } from '../../core/api/handler.js';
 
 export const handler = apiHandler('keys');

@@ -1,4 +1,4 @@
-// API Lambda: upload and download URLs for large values. The logic lives in layers/core/api.
-import { apiHandler } from '../../layers/core/api/handler.js';
+// API Lambda: upload and download URLs for large values. The logic lives in core/api.
+import { apiHandler } from '../../core/api/handler.js';
 
 export const handler = apiHandler('transfer');

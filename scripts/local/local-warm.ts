@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { initialRing } from '../../layers/core/ring/document.js';
-import { FileCasStore, RingStore } from '../../layers/core/ring/store.js';
-import { LOCAL_WARM_FOLDER } from '../../layers/core/tiers/storage-key.js';
-import type { Tier } from '../../layers/core/tiers/tier.js';
-import { LocalFleet } from '../../layers/core/warm/local-fleet.js';
-import { NodeClient } from '../../layers/core/warm/node-client.js';
-import { localWorkflows, type LocalWorkflows } from '../../layers/core/workflows/local-service.js';
+import { initialRing } from '../../core/ring/document.js';
+import { FileCasStore, RingStore } from '../../core/ring/store.js';
+import { LOCAL_WARM_FOLDER } from '../../core/tiers/storage-key.js';
+import type { Tier } from '../../core/tiers/tier.js';
+import { LocalFleet } from '../../core/warm/local-fleet.js';
+import { NodeClient } from '../../core/warm/node-client.js';
+import { localWorkflows, type LocalWorkflows } from '../../core/workflows/local-service.js';
 
 /**
  * The warm tier of `npm start` when STRATA_LOCAL_NODES=N: N cache-node processes (the local fleet provider) with

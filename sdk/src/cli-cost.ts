@@ -1,6 +1,6 @@
 /**
  * `strata cost`: the cost model of a running Strata (`GET /v1/cost/...`), printed as the server renders it: the
- * same flags and the same text as `npm run cost` prints offline in the Strata repository (layers/core/cost/cli.ts).
+ * same flags and the same text as `npm run cost` prints offline in the Strata repository (core/cost/cli.ts).
  */
 import type { StrataClient } from './client.js';
 import { UsageError, type CliIo } from './cli-workflow.js';

@@ -2,8 +2,8 @@
  * The wire contract of the Strata HTTP API that the server and this SDK share, written once here: error codes
  * with their HTTP statuses, workflow names and execution statuses, and the workflow progress document.
  *
- * Plain data and types only, with no imports: the server imports this file directly (layers/core/errors.ts,
- * layers/core/workflows/progress.ts, layers/core/workflows/service.ts), while the SDK never imports from the
+ * Plain data and types only, with no imports: the server imports this file directly (core/errors.ts,
+ * core/workflows/progress.ts, core/workflows/service.ts), while the SDK never imports from the
  * server. test/unit/contract-drift.test.ts checks that both sides still agree.
  */
 

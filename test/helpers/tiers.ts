@@ -1,8 +1,8 @@
-import type { Entry } from '../../layers/core/model/entry.js';
-import { contentHash } from '../../layers/core/model/keys.js';
-import { TierUnavailableError } from '../../layers/core/errors.js';
-import { MemoryTier } from '../../layers/core/tiers/memory-tier.js';
-import type { TierName } from '../../layers/core/tiers/tier.js';
+import type { Entry } from '../../core/model/entry.js';
+import { contentHash } from '../../core/model/keys.js';
+import { TierUnavailableError } from '../../core/errors.js';
+import { MemoryTier } from '../../core/tiers/memory-tier.js';
+import type { TierName } from '../../core/tiers/tier.js';
 
 export function entry(version: number, value: string | Buffer = 'v', extra: Partial<Entry['header']> = {}): Entry {
   const buf = Buffer.isBuffer(value) ? value : Buffer.from(value);

@@ -13,11 +13,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ENVIRONMENT_NAMES } from '../../cdk/config/schema.js';
 import { resolveIntrinsics, stateMachinesOf, type AslDefinition } from '../../cdk/lib/workflow-definitions.js';
-import { loadRuntimeEnv } from '../../layers/core/runtime/config.js';
-import { workflowDepsFromEnv } from '../../layers/core/runtime/workflow-steps.js';
-import { allStates } from '../../layers/core/workflows/local-runner.js';
-import { stepHandlers } from '../../layers/core/workflows/step-handlers.js';
-import { runStep } from '../../layers/core/workflows/steps.js';
+import { loadRuntimeEnv } from '../../core/runtime/config.js';
+import { workflowDepsFromEnv } from '../../core/runtime/workflow-steps.js';
+import { allStates } from '../../core/workflows/local-runner.js';
+import { stepHandlers } from '../../core/workflows/step-handlers.js';
+import { runStep } from '../../core/workflows/steps.js';
 import { STACK_KEYS, synthesized } from './helpers/synth.js';
 
 type Json = Record<string, unknown>;

@@ -8,11 +8,11 @@ import { CacheNodeBundle } from '../../cdk/constructs/cache-node-fleet.js';
 import { StrataAlarms, type StrataAlarmsProps } from '../../cdk/constructs/strata-alarms.js';
 import { InvalidPropsError } from '../../cdk/constructs/validation.js';
 import { DASHBOARDS, referencedMetricKeys } from '../../dashboards/index.js';
-import { costPublisherSettingsSchema } from '../../layers/core/cost/cost-publisher-settings.js';
-import { costAndFleetPoints } from '../../layers/core/cost/cost-publisher.js';
-import { priceLiveUsage } from '../../layers/core/cost/live-cost.js';
-import { priceBook } from '../../layers/core/cost/catalog.js';
-import { METRIC_NAMESPACES, METRICS, type MetricDef } from '../../layers/core/metrics/catalog.js';
+import { costPublisherSettingsSchema } from '../../core/cost/cost-publisher-settings.js';
+import { costAndFleetPoints } from '../../core/cost/cost-publisher.js';
+import { priceLiveUsage } from '../../core/cost/live-cost.js';
+import { priceBook } from '../../core/cost/catalog.js';
+import { METRIC_NAMESPACES, METRICS, type MetricDef } from '../../core/metrics/catalog.js';
 import { PLACEHOLDER_CACHENODE, cdkJsonContext, synthesized, type SynthesizedEnvironment } from './helpers/synth.js';
 import { alarmProps } from './helpers/alarm-props.js';
 

@@ -1,13 +1,13 @@
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
-import { API_ROUTES } from '../../layers/core/api/routes.js';
-import { S3Tier } from '../../layers/core/tiers/s3-tier.js';
+import { API_ROUTES } from '../../core/api/routes.js';
+import { S3Tier } from '../../core/tiers/s3-tier.js';
 import { App } from 'aws-cdk-lib';
 import { buildStrataApp } from '../../cdk/app.js';
 import { CacheNodeBundle } from '../../cdk/constructs/cache-node-fleet.js';
 import { NetworkStack } from '../../cdk/stacks/network-stack.js';
 import { cdkJsonContext, PLACEHOLDER_CACHENODE, STACK_KEYS, synthesized } from './helpers/synth.js';
-import { CACHE_NODE_V8_FLAGS } from '../../layers/core/warm/node-process.js';
+import { CACHE_NODE_V8_FLAGS } from '../../core/warm/node-process.js';
 
 type Json = Record<string, unknown>;
 type Resources = Record<string, { Type: string; Properties: Json; DependsOn?: string[] }>;
@@ -295,7 +295,7 @@ describe('Stacks', () => {
       prod.templates.api.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 90 });
     });
 
-    it('gives every function the runtime settings layers/core/runtime/config.ts reads', () => {
+    it('gives every function the runtime settings core/runtime/config.ts reads', () => {
       for (const id of Object.keys(functions())) {
         const vars = (functions()[id]!.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
         if (id.startsWith('AdminFunction')) {

@@ -1,5 +1,5 @@
 import { ConfigurationError, ENVIRONMENTS, loadEnvironmentConfig } from '../../cdk/config/load.js';
-import { API_ROUTES } from '../../layers/core/api/routes.js';
+import { API_ROUTES } from '../../core/api/routes.js';
 import { synthesized } from './helpers/synth.js';
 
 type Fn = { Type: string; Properties: { Description?: string; Environment?: { Variables?: Record<string, unknown> } } };
@@ -8,7 +8,7 @@ describe('Tenant access wiring', () => {
   const dev = synthesized('dev', { nag: false });
   const functions = Object.values((dev.templates.api.toJSON() as { Resources: Record<string, Fn> }).Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
 
-  // checkAdminAccess (layers/core/api/tenant-access.ts) lets every caller through when no tenant map is configured
+  // checkAdminAccess (core/api/tenant-access.ts) lets every caller through when no tenant map is configured
   // (local runs). A deployed admin function without the map would let any tenant's key start a ScaleIn.
   it.each(['admin', 'keys', 'batch', 'transfer'] as const)('gives the %s function the tenant map its routes check', (fn) => {
     const routes = API_ROUTES.filter((r) => r.fn === fn);

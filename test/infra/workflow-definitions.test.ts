@@ -1,9 +1,9 @@
 import { createRequire } from 'node:module';
 import { PERMANENT_ERROR_CLASSES, PERMANENT_ERRORS } from '../../cdk/constructs/workflows/step-task.js';
 import { synthesizeWorkflowDefinitions } from '../../cdk/lib/workflow-definitions.js';
-import { allStates } from '../../layers/core/workflows/local-runner.js';
-import { STEP_NAMES } from '../../layers/core/workflows/steps.js';
-import { WORKFLOW_NAMES } from '../../layers/core/workflows/progress.js';
+import { allStates } from '../../core/workflows/local-runner.js';
+import { STEP_NAMES } from '../../core/workflows/steps.js';
+import { WORKFLOW_NAMES } from '../../core/workflows/progress.js';
 
 const aslValidator = createRequire(import.meta.url)('asl-validator') as (d: unknown) => { isValid: boolean; errorsText: (sep?: string) => string };
 

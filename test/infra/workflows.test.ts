@@ -1,7 +1,7 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { stateMachinesOf, synthesizeWorkflowDefinitions, type AslDefinition } from '../../cdk/lib/workflow-definitions.js';
-import { allStates } from '../../layers/core/workflows/local-runner.js';
-import { WORKFLOW_NAMES } from '../../layers/core/workflows/progress.js';
+import { allStates } from '../../core/workflows/local-runner.js';
+import { WORKFLOW_NAMES } from '../../core/workflows/progress.js';
 import { synthesized } from './helpers/synth.js';
 
 const prod = synthesized('prod');

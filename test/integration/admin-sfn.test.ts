@@ -8,10 +8,10 @@
 import type { Context } from 'aws-lambda';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { CreateStateMachineCommand, DeleteStateMachineCommand, SFNClient } from '@aws-sdk/client-sfn';
-import type { ApiEvent, ApiResult } from '../../layers/core/api/http.js';
-import { InMemoryCasStore, S3CasStore } from '../../layers/core/ring/store.js';
-import { ProgressStore, type WorkflowName } from '../../layers/core/workflows/progress.js';
-import { SfnWorkflowService, type ExecutionDetail } from '../../layers/core/workflows/service.js';
+import type { ApiEvent, ApiResult } from '../../core/api/http.js';
+import { InMemoryCasStore, S3CasStore } from '../../core/ring/store.js';
+import { ProgressStore, type WorkflowName } from '../../core/workflows/progress.js';
+import { SfnWorkflowService, type ExecutionDetail } from '../../core/workflows/service.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
 
 const ROLE = 'arn:aws:iam::000000000000:role/strata-test-workflows';

@@ -2,9 +2,9 @@
  * The warm tier wired into the running service: the local server (same Lambda handlers) configured with a ring
  * store routes writes and reads through a real cache-node process between the hot and cold tiers.
  */
-import { FileCasStore, RingStore } from '../../layers/core/ring/store.js';
-import { loadRuntimeEnv } from '../../layers/core/runtime/config.js';
-import { buildApiContext } from '../../layers/core/runtime/context.js';
+import { FileCasStore, RingStore } from '../../core/ring/store.js';
+import { loadRuntimeEnv } from '../../core/runtime/config.js';
+import { buildApiContext } from '../../core/runtime/context.js';
 import { StrataClient } from '../../sdk/src/index.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';
 import { localFleet, SECRET, singleNodeRing, tempDir } from './warm-fixtures.js';

@@ -13,11 +13,11 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { ensureFleetSecret } from '../../layers/core/ring/fleet-secret.js';
-import { readNodeReport } from '../../layers/core/ring/node-report-reader.js';
-import { FLEET_SECRET_KEY, nodeStatsKey, type NodeStatsReport } from '../../layers/core/ring/node-reports.js';
-import { casStoreFromUri, type CasStore } from '../../layers/core/ring/store.js';
-import { NodeClient, NodeRequestError } from '../../layers/core/warm/node-client.js';
+import { ensureFleetSecret } from '../../core/ring/fleet-secret.js';
+import { readNodeReport } from '../../core/ring/node-report-reader.js';
+import { FLEET_SECRET_KEY, nodeStatsKey, type NodeStatsReport } from '../../core/ring/node-reports.js';
+import { casStoreFromUri, type CasStore } from '../../core/ring/store.js';
+import { NodeClient, NodeRequestError } from '../../core/warm/node-client.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { entry, eventually, localFleet, SECRET, singleNodeRing, tempDir } from './warm-fixtures.js';
 

@@ -1,9 +1,9 @@
 import { rmSync } from 'node:fs';
 import fc from 'fast-check';
-import { makeTombstone } from '../../layers/core/model/entry.js';
+import { makeTombstone } from '../../core/model/entry.js';
 import { open as openLmdb } from 'lmdb';
-import { bigIntToPosition, positionToBigInt, RING_HASH, RING_MIN } from '../../layers/core/ring/hash.js';
-import { encodeAbsentRecord, encodeEntryRecord, encodeTrailerRecord, RecordReader, storeKey } from '../../layers/core/warm/wire.js';
+import { bigIntToPosition, positionToBigInt, RING_HASH, RING_MIN } from '../../core/ring/hash.js';
+import { encodeAbsentRecord, encodeEntryRecord, encodeTrailerRecord, RecordReader, storeKey } from '../../core/warm/wire.js';
 import { Sieve } from '../../cachenode/src/sieve.js';
 import { ENTRY_OVERHEAD_BYTES, INLINE_VALUE_MAX_BYTES, NodeStore, StoreLayoutError } from '../../cachenode/src/store.js';
 import { entry, tempDir } from './warm-fixtures.js';

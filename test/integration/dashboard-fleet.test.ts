@@ -2,9 +2,9 @@
  * The Fleet dashboard of a local run with a warm tier: a real cache-node process, its ring in a folder, the
  * local server writing through it, and the fleet sampler reading the fleet the way the cost publisher does.
  */
-import { LocalMetricsStore } from '../../layers/core/metrics/local-store.js';
-import { FileCasStore, RingStore } from '../../layers/core/ring/store.js';
-import { loadRuntimeEnv } from '../../layers/core/runtime/config.js';
+import { LocalMetricsStore } from '../../core/metrics/local-store.js';
+import { FileCasStore, RingStore } from '../../core/ring/store.js';
+import { loadRuntimeEnv } from '../../core/runtime/config.js';
 import { dashboardData, type WidgetView } from '../../scripts/local/dashboard/data.js';
 import { startFleetSampler } from '../../scripts/local/fleet-sampler.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';

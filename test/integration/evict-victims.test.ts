@@ -3,9 +3,9 @@
  * place at an exact version, and headers-only exports for enumeration. On the LMDB store directly and through a
  * real node process.
  */
-import { RING_MIN } from '../../layers/core/ring/hash.js';
-import { NodeClient, StaleRouteError } from '../../layers/core/warm/node-client.js';
-import { storeKey } from '../../layers/core/warm/wire.js';
+import { RING_MIN } from '../../core/ring/hash.js';
+import { NodeClient, StaleRouteError } from '../../core/warm/node-client.js';
+import { storeKey } from '../../core/warm/wire.js';
 import { NodeStore } from '../../cachenode/src/store.js';
 import { entry, localFleet, SECRET, singleNodeRing, tempDir } from './warm-fixtures.js';
 

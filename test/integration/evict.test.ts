@@ -1,22 +1,22 @@
 /**
- * Eviction from the warm tier to S3 (layers/core/workflows/evict.ts) over real parts: two cache-node processes
+ * Eviction from the warm tier to S3 (core/workflows/evict.ts) over real parts: two cache-node processes
  * with a ring, LocalStack S3 as the cold tier, and the real Coordinator for the read path.
  */
 import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { Coordinator } from '../../layers/core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../../layers/core/coordinator/policy.js';
-import { NotFoundError, ValidationError } from '../../layers/core/errors.js';
-import type { Entry } from '../../layers/core/model/entry.js';
-import { initialRing, type RingDocument } from '../../layers/core/ring/document.js';
-import { ringHash, RING_MIN } from '../../layers/core/ring/hash.js';
-import { InMemoryCasStore, RingStore } from '../../layers/core/ring/store.js';
-import { RingRouter, RingView } from '../../layers/core/ring/view.js';
-import { MemoryTier } from '../../layers/core/tiers/memory-tier.js';
-import { S3Tier } from '../../layers/core/tiers/s3-tier.js';
-import type { ScanItem } from '../../layers/core/tiers/tier.js';
-import { WarmTier } from '../../layers/core/tiers/warm-tier.js';
-import { NodeClient } from '../../layers/core/warm/node-client.js';
-import { evictBatch, planEviction, type EvictBatchResult, type EvictDeps } from '../../layers/core/workflows/evict.js';
+import { Coordinator } from '../../core/coordinator/coordinator.js';
+import { PolicyRegistry } from '../../core/coordinator/policy.js';
+import { NotFoundError, ValidationError } from '../../core/errors.js';
+import type { Entry } from '../../core/model/entry.js';
+import { initialRing, type RingDocument } from '../../core/ring/document.js';
+import { ringHash, RING_MIN } from '../../core/ring/hash.js';
+import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
+import { RingRouter, RingView } from '../../core/ring/view.js';
+import { MemoryTier } from '../../core/tiers/memory-tier.js';
+import { S3Tier } from '../../core/tiers/s3-tier.js';
+import type { ScanItem } from '../../core/tiers/tier.js';
+import { WarmTier } from '../../core/tiers/warm-tier.js';
+import { NodeClient } from '../../core/warm/node-client.js';
+import { evictBatch, planEviction, type EvictBatchResult, type EvictDeps } from '../../core/workflows/evict.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { entry, localFleet, SECRET } from './warm-fixtures.js';
 

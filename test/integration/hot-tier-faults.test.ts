@@ -11,11 +11,11 @@ import { tmpdir } from 'node:os';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { Coordinator, type CoordinatorEvent } from '../../layers/core/coordinator/coordinator.js';
-import { PolicyRegistry, type NamespacePolicyInput } from '../../layers/core/coordinator/policy.js';
-import { LocalFolderTier } from '../../layers/core/tiers/local-folder-tier.js';
-import { RedisTier } from '../../layers/core/tiers/redis/redis-tier.js';
-import { mapLimit } from '../../layers/core/util/concurrency.js';
+import { Coordinator, type CoordinatorEvent } from '../../core/coordinator/coordinator.js';
+import { PolicyRegistry, type NamespacePolicyInput } from '../../core/coordinator/policy.js';
+import { LocalFolderTier } from '../../core/tiers/local-folder-tier.js';
+import { RedisTier } from '../../core/tiers/redis/redis-tier.js';
+import { mapLimit } from '../../core/util/concurrency.js';
 import { freePort } from '../helpers/services.js';
 
 const STALL_MS = 300;

@@ -7,10 +7,10 @@
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Entry } from '../../layers/core/model/entry.js';
-import { contentHash, validateNamespace } from '../../layers/core/model/keys.js';
-import { LocalFolderTier } from '../../layers/core/tiers/local-folder-tier.js';
-import { LOCAL_WARM_FOLDER, RESERVED_LOCAL_FOLDERS } from '../../layers/core/tiers/storage-key.js';
+import type { Entry } from '../../core/model/entry.js';
+import { contentHash, validateNamespace } from '../../core/model/keys.js';
+import { LocalFolderTier } from '../../core/tiers/local-folder-tier.js';
+import { LOCAL_WARM_FOLDER, RESERVED_LOCAL_FOLDERS } from '../../core/tiers/storage-key.js';
 import { removeLegacyWarmFolders, startLocalWarm } from '../../scripts/local/local-warm.js';
 
 function entry(version: number, value: string): Entry {

@@ -1,10 +1,10 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { parseRingDocument } from '../../layers/core/ring/document.js';
-import { FileCasStore, RingStore } from '../../layers/core/ring/store.js';
-import { RingView } from '../../layers/core/ring/view.js';
-import { WarmTier } from '../../layers/core/tiers/warm-tier.js';
+import { parseRingDocument } from '../../core/ring/document.js';
+import { FileCasStore, RingStore } from '../../core/ring/store.js';
+import { RingView } from '../../core/ring/view.js';
+import { WarmTier } from '../../core/tiers/warm-tier.js';
 import { ROOT } from '../helpers/services.js';
 import { entry, localFleet, SECRET, tempDir } from './warm-fixtures.js';
 
@@ -17,7 +17,7 @@ describe('ring CLI (separate processes sharing a file CAS store)', () => {
   const cli = async (...args: string[]) => {
     const env: NodeJS.ProcessEnv = { ...process.env, STRATA_NODE_SECRET: SECRET };
     delete env.NODE_OPTIONS;
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', join(ROOT, 'layers/core/warm/cli.ts'), '--store', store, ...args], { cwd: ROOT, env });
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', join(ROOT, 'core/warm/cli.ts'), '--store', store, ...args], { cwd: ROOT, env });
     return stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
   };
   /** The command's result: its last line (events come before it). */

@@ -11,11 +11,11 @@
  */
 import { createServer, connect as tcpConnect, type Server, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
-import { contentHash } from '../../layers/core/model/keys.js';
-import { loadRuntimeEnv } from '../../layers/core/runtime/config.js';
-import { buildApiContext } from '../../layers/core/runtime/context.js';
-import { RedisTier, type RedisCredentialSource } from '../../layers/core/tiers/redis/redis-tier.js';
-import type { Entry } from '../../layers/core/model/entry.js';
+import { contentHash } from '../../core/model/keys.js';
+import { loadRuntimeEnv } from '../../core/runtime/config.js';
+import { buildApiContext } from '../../core/runtime/context.js';
+import { RedisTier, type RedisCredentialSource } from '../../core/tiers/redis/redis-tier.js';
+import type { Entry } from '../../core/model/entry.js';
 import { uniqueName } from '../helpers/env.js';
 import { startRedisCluster, type RedisClusterHandle } from '../helpers/redis-cluster.js';
 import { startRedis, type RedisHandle } from '../helpers/services.js';

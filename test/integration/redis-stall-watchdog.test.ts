@@ -4,7 +4,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { Redis } from 'ioredis';
-import { StallWatchdog } from '../../layers/core/tiers/redis/stall-watchdog.js';
+import { StallWatchdog } from '../../core/tiers/redis/stall-watchdog.js';
 import { testRedisUrl, uniqueName } from '../helpers/env.js';
 
 /**

@@ -10,13 +10,13 @@ import {
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
-import { NotFoundError, TierUnavailableError, ValidationError } from '../../layers/core/errors.js';
-import type { Entry, EntryHeader } from '../../layers/core/model/entry.js';
-import { makeLocationMarker, makeTombstone } from '../../layers/core/model/entry.js';
-import { contentHash } from '../../layers/core/model/keys.js';
-import { S3Tier } from '../../layers/core/tiers/s3-tier.js';
-import { MAX_UPLOAD_URL_SECONDS, type NewUpload, type UploadClaim, type UploadRecord } from '../../layers/core/tiers/tier.js';
-import { parseS3ObjectKey, s3ObjectKey } from '../../layers/core/tiers/storage-key.js';
+import { NotFoundError, TierUnavailableError, ValidationError } from '../../core/errors.js';
+import type { Entry, EntryHeader } from '../../core/model/entry.js';
+import { makeLocationMarker, makeTombstone } from '../../core/model/entry.js';
+import { contentHash } from '../../core/model/keys.js';
+import { S3Tier } from '../../core/tiers/s3-tier.js';
+import { MAX_UPLOAD_URL_SECONDS, type NewUpload, type UploadClaim, type UploadRecord } from '../../core/tiers/tier.js';
+import { parseS3ObjectKey, s3ObjectKey } from '../../core/tiers/storage-key.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { freePort } from '../helpers/services.js';
 

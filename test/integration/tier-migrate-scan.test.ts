@@ -3,16 +3,16 @@
  * warm tier (real cache-node processes). MemoryTier and LocalFolderTier are covered in test/unit/tier-scan.test.ts.
  */
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { ValidationError } from '../../layers/core/errors.js';
-import { makeTombstone } from '../../layers/core/model/entry.js';
-import { initialRing, type RingDocument } from '../../layers/core/ring/document.js';
-import { InMemoryCasStore, RingStore } from '../../layers/core/ring/store.js';
-import { RingView } from '../../layers/core/ring/view.js';
-import { RedisTier } from '../../layers/core/tiers/redis/redis-tier.js';
-import { S3Tier } from '../../layers/core/tiers/s3-tier.js';
-import type { ScanItem, Scanning, Tier } from '../../layers/core/tiers/tier.js';
-import { WarmTier } from '../../layers/core/tiers/warm-tier.js';
-import { NodeClient } from '../../layers/core/warm/node-client.js';
+import { ValidationError } from '../../core/errors.js';
+import { makeTombstone } from '../../core/model/entry.js';
+import { initialRing, type RingDocument } from '../../core/ring/document.js';
+import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
+import { RingView } from '../../core/ring/view.js';
+import { RedisTier } from '../../core/tiers/redis/redis-tier.js';
+import { S3Tier } from '../../core/tiers/s3-tier.js';
+import type { ScanItem, Scanning, Tier } from '../../core/tiers/tier.js';
+import { WarmTier } from '../../core/tiers/warm-tier.js';
+import { NodeClient } from '../../core/warm/node-client.js';
 import { testRedisUrl, testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { entry, localFleet, SECRET } from './warm-fixtures.js';
 

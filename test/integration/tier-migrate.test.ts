@@ -1,24 +1,24 @@
 /**
- * Tier migration (layers/core/workflows/tier-migrate.ts) over real tiers: the embedded memory hot tier and a real
+ * Tier migration (core/workflows/tier-migrate.ts) over real tiers: the embedded memory hot tier and a real
  * redis-server, two cache-node processes for warm, LocalStack S3 for cold; reads through the real Coordinator.
  */
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { Coordinator } from '../../layers/core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../../layers/core/coordinator/policy.js';
-import { ValidationError } from '../../layers/core/errors.js';
-import type { Entry } from '../../layers/core/model/entry.js';
-import { initialRing } from '../../layers/core/ring/document.js';
-import { RING_MIN } from '../../layers/core/ring/hash.js';
-import { InMemoryCasStore, RingStore } from '../../layers/core/ring/store.js';
-import { RingView } from '../../layers/core/ring/view.js';
-import { MemoryTier } from '../../layers/core/tiers/memory-tier.js';
-import { RedisTier } from '../../layers/core/tiers/redis/redis-tier.js';
-import { S3Tier } from '../../layers/core/tiers/s3-tier.js';
-import type { Tier } from '../../layers/core/tiers/tier.js';
-import { WarmTier } from '../../layers/core/tiers/warm-tier.js';
-import { NodeClient } from '../../layers/core/warm/node-client.js';
-import { evictBatch } from '../../layers/core/workflows/evict.js';
-import { tierMigrateBatch, type TierMigrateDeps, type TierMigrateResult } from '../../layers/core/workflows/tier-migrate.js';
+import { Coordinator } from '../../core/coordinator/coordinator.js';
+import { PolicyRegistry } from '../../core/coordinator/policy.js';
+import { ValidationError } from '../../core/errors.js';
+import type { Entry } from '../../core/model/entry.js';
+import { initialRing } from '../../core/ring/document.js';
+import { RING_MIN } from '../../core/ring/hash.js';
+import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
+import { RingView } from '../../core/ring/view.js';
+import { MemoryTier } from '../../core/tiers/memory-tier.js';
+import { RedisTier } from '../../core/tiers/redis/redis-tier.js';
+import { S3Tier } from '../../core/tiers/s3-tier.js';
+import type { Tier } from '../../core/tiers/tier.js';
+import { WarmTier } from '../../core/tiers/warm-tier.js';
+import { NodeClient } from '../../core/warm/node-client.js';
+import { evictBatch } from '../../core/workflows/evict.js';
+import { tierMigrateBatch, type TierMigrateDeps, type TierMigrateResult } from '../../core/workflows/tier-migrate.js';
 import { testRedisUrl, testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { entry, localFleet, SECRET } from './warm-fixtures.js';
 

@@ -4,12 +4,12 @@
  * older version. It shadows that version with a location marker (which always fits) and acknowledges with the
  * tiers that took the value, or refuses with a typed 503 when none did.
  */
-import { Coordinator } from '../../layers/core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../../layers/core/coordinator/policy.js';
-import { InMemoryCasStore, RingStore } from '../../layers/core/ring/store.js';
-import { RingView } from '../../layers/core/ring/view.js';
-import { WarmTier } from '../../layers/core/tiers/warm-tier.js';
-import { NodeClient } from '../../layers/core/warm/node-client.js';
+import { Coordinator } from '../../core/coordinator/coordinator.js';
+import { PolicyRegistry } from '../../core/coordinator/policy.js';
+import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
+import { RingView } from '../../core/ring/view.js';
+import { WarmTier } from '../../core/tiers/warm-tier.js';
+import { NodeClient } from '../../core/warm/node-client.js';
 import { SwitchableTier } from '../helpers/tiers.js';
 import { localFleet, SECRET, singleNodeRing } from './warm-fixtures.js';
 

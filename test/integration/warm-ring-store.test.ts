@@ -1,6 +1,6 @@
 import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { addNode, initialRing } from '../../layers/core/ring/document.js';
-import { CasConflictError, CasStoreUnavailableError, RingStore, S3CasStore } from '../../layers/core/ring/store.js';
+import { addNode, initialRing } from '../../core/ring/document.js';
+import { CasConflictError, CasStoreUnavailableError, RingStore, S3CasStore } from '../../core/ring/store.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
 
 describe('ring document in S3 (LocalStack conditional writes)', () => {

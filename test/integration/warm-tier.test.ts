@@ -1,12 +1,12 @@
-import { Coordinator } from '../../layers/core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../../layers/core/coordinator/policy.js';
-import { TierUnavailableError } from '../../layers/core/errors.js';
-import { addNode, initialRing, type RingDocument } from '../../layers/core/ring/document.js';
-import { ringHash } from '../../layers/core/ring/hash.js';
-import { InMemoryCasStore, RingStore } from '../../layers/core/ring/store.js';
-import { RingView } from '../../layers/core/ring/view.js';
-import { WarmTier } from '../../layers/core/tiers/warm-tier.js';
-import { NodeClient } from '../../layers/core/warm/node-client.js';
+import { Coordinator } from '../../core/coordinator/coordinator.js';
+import { PolicyRegistry } from '../../core/coordinator/policy.js';
+import { TierUnavailableError } from '../../core/errors.js';
+import { addNode, initialRing, type RingDocument } from '../../core/ring/document.js';
+import { ringHash } from '../../core/ring/hash.js';
+import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
+import { RingView } from '../../core/ring/view.js';
+import { WarmTier } from '../../core/tiers/warm-tier.js';
+import { NodeClient } from '../../core/warm/node-client.js';
 import { SwitchableTier } from '../helpers/tiers.js';
 import { entry, localFleet, SECRET } from './warm-fixtures.js';
 

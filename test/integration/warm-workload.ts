@@ -1,11 +1,11 @@
 /** Closed-loop read/write load over the warm tier, shared by the migration and workflow suites. */
-import { Coordinator } from '../../layers/core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../../layers/core/coordinator/policy.js';
-import { HybridLogicalClock } from '../../layers/core/model/hlc.js';
-import { contentHash } from '../../layers/core/model/keys.js';
-import type { RingStore } from '../../layers/core/ring/store.js';
-import { RingView } from '../../layers/core/ring/view.js';
-import { WarmTier } from '../../layers/core/tiers/warm-tier.js';
+import { Coordinator } from '../../core/coordinator/coordinator.js';
+import { PolicyRegistry } from '../../core/coordinator/policy.js';
+import { HybridLogicalClock } from '../../core/model/hlc.js';
+import { contentHash } from '../../core/model/keys.js';
+import type { RingStore } from '../../core/ring/store.js';
+import { RingView } from '../../core/ring/view.js';
+import { WarmTier } from '../../core/tiers/warm-tier.js';
 import { SECRET } from './warm-fixtures.js';
 
 export const KEYS = 20_000;

@@ -5,19 +5,19 @@
  */
 import type { Context } from 'aws-lambda';
 import { handler } from '../../lambdas/api/admin.js';
-import { setWorkflowServiceFactory } from '../../layers/core/api/admin-operations.js';
-import type { ApiEvent, ApiResult } from '../../layers/core/api/http.js';
-import { API_ROUTES, matchRoute } from '../../layers/core/api/routes.js';
-import { Coordinator } from '../../layers/core/coordinator/coordinator.js';
-import { ValidationError } from '../../layers/core/errors.js';
-import { InMemoryCasStore } from '../../layers/core/ring/store.js';
-import { ConfigError } from '../../layers/core/runtime/config.js';
-import { setApiContext } from '../../layers/core/runtime/context.js';
-import { MemoryTier } from '../../layers/core/tiers/memory-tier.js';
-import { LocalWorkflowRunner, type AslDefinition } from '../../layers/core/workflows/local-runner.js';
-import { ProgressStore, type WorkflowName } from '../../layers/core/workflows/progress.js';
-import { LocalWorkflowService, type ExecutionDetail, type ExecutionSummary, type WorkflowService } from '../../layers/core/workflows/service.js';
-import type { StepHandlers } from '../../layers/core/workflows/steps.js';
+import { setWorkflowServiceFactory } from '../../core/api/admin-operations.js';
+import type { ApiEvent, ApiResult } from '../../core/api/http.js';
+import { API_ROUTES, matchRoute } from '../../core/api/routes.js';
+import { Coordinator } from '../../core/coordinator/coordinator.js';
+import { ValidationError } from '../../core/errors.js';
+import { InMemoryCasStore } from '../../core/ring/store.js';
+import { ConfigError } from '../../core/runtime/config.js';
+import { setApiContext } from '../../core/runtime/context.js';
+import { MemoryTier } from '../../core/tiers/memory-tier.js';
+import { LocalWorkflowRunner, type AslDefinition } from '../../core/workflows/local-runner.js';
+import { ProgressStore, type WorkflowName } from '../../core/workflows/progress.js';
+import { LocalWorkflowService, type ExecutionDetail, type ExecutionSummary, type WorkflowService } from '../../core/workflows/service.js';
+import type { StepHandlers } from '../../core/workflows/steps.js';
 
 const STEP_LAMBDA = 'arn:aws:lambda:us-east-1:000000000000:function:strata-test-steps';
 const task = (step: string, next?: string, resultPath = '$.result') => ({

@@ -2,12 +2,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FileCasStore, S3CasStore } from '../../layers/core/ring/store.js';
-import { ConfigError } from '../../layers/core/runtime/config.js';
-import { parseWorkflowArns, progressCasFromEnv, workflowEnvSchema, workflowServiceFromEnv } from '../../layers/core/runtime/workflows.js';
-import { WORKFLOW_NAMES, type WorkflowProgress } from '../../layers/core/workflows/progress.js';
-import { EXECUTION_NAME, LocalWorkflowService, SfnWorkflowService, checkExecutionName, newExecutionName, progressView } from '../../layers/core/workflows/service.js';
-import type { LocalExecution } from '../../layers/core/workflows/local-runner.js';
+import { FileCasStore, S3CasStore } from '../../core/ring/store.js';
+import { ConfigError } from '../../core/runtime/config.js';
+import { parseWorkflowArns, progressCasFromEnv, workflowEnvSchema, workflowServiceFromEnv } from '../../core/runtime/workflows.js';
+import { WORKFLOW_NAMES, type WorkflowProgress } from '../../core/workflows/progress.js';
+import { EXECUTION_NAME, LocalWorkflowService, SfnWorkflowService, checkExecutionName, newExecutionName, progressView } from '../../core/workflows/service.js';
+import type { LocalExecution } from '../../core/workflows/local-runner.js';
 
 const ARN = (wf: string) => `arn:aws:states:us-east-1:123456789012:stateMachine:strata-dev-${wf}`;
 

@@ -1,11 +1,11 @@
 import type { Context } from 'aws-lambda';
 import { handler as keys } from '../../lambdas/api/keys.js';
 import { handler as service } from '../../lambdas/api/service.js';
-import { setApiContext } from '../../layers/core/runtime/context.js';
-import { Coordinator } from '../../layers/core/coordinator/coordinator.js';
-import { MemoryTier } from '../../layers/core/tiers/memory-tier.js';
-import type { ApiEvent, ApiResult } from '../../layers/core/api/http.js';
-import type { Tier } from '../../layers/core/tiers/tier.js';
+import { setApiContext } from '../../core/runtime/context.js';
+import { Coordinator } from '../../core/coordinator/coordinator.js';
+import { MemoryTier } from '../../core/tiers/memory-tier.js';
+import type { ApiEvent, ApiResult } from '../../core/api/http.js';
+import type { Tier } from '../../core/tiers/tier.js';
 
 const ctx = { awsRequestId: 'req-1' } as Context;
 

@@ -6,11 +6,11 @@
  */
 import * as sdk from '../../sdk/src/index.js';
 import { SERVER_ERROR_CODES, SERVER_ERROR_STATUS, WORKFLOW_EXECUTION_STATUSES, WORKFLOW_NAMES as CONTRACT_WORKFLOW_NAMES } from '../../sdk/src/contract.js';
-import { NamespaceForbiddenError } from '../../layers/core/api/tenant-access.js';
-import { PlacementQueryError } from '../../layers/core/cost/placement-query.js';
-import { ERROR_STATUS, NotFoundError, StrataError, TierUnavailableError, ValidationError, VersionConflictError, type ErrorCode } from '../../layers/core/errors.js';
-import { WORKFLOW_NAMES, type WorkflowName, type WorkflowProgress } from '../../layers/core/workflows/progress.js';
-import { NodeLaunchTimeoutError, NoNodeToRemoveError, ScaleOutInFlightError } from '../../layers/core/workflows/scale-steps.js';
+import { NamespaceForbiddenError } from '../../core/api/tenant-access.js';
+import { PlacementQueryError } from '../../core/cost/placement-query.js';
+import { ERROR_STATUS, NotFoundError, StrataError, TierUnavailableError, ValidationError, VersionConflictError, type ErrorCode } from '../../core/errors.js';
+import { WORKFLOW_NAMES, type WorkflowName, type WorkflowProgress } from '../../core/workflows/progress.js';
+import { NodeLaunchTimeoutError, NoNodeToRemoveError, ScaleOutInFlightError } from '../../core/workflows/scale-steps.js';
 import {
   EXECUTION_STATUSES,
   ExecutionExistsError,
@@ -19,7 +19,7 @@ import {
   type ExecutionDetail,
   type ExecutionProgress,
   type ExecutionStatus,
-} from '../../layers/core/workflows/service.js';
+} from '../../core/workflows/service.js';
 
 // ---- compile time: the types the server writes and the SDK reads are the same ----
 

@@ -1,11 +1,11 @@
 import { jest } from '@jest/globals';
-import { Coordinator } from '../../layers/core/coordinator/coordinator.js';
-import { PolicyRegistry, type NamespacePolicyInput } from '../../layers/core/coordinator/policy.js';
-import { MemoryTier } from '../../layers/core/tiers/memory-tier.js';
-import { StrataError, TierUnavailableError, VersionConflictError } from '../../layers/core/errors.js';
-import { HybridLogicalClock } from '../../layers/core/model/hlc.js';
+import { Coordinator } from '../../core/coordinator/coordinator.js';
+import { PolicyRegistry, type NamespacePolicyInput } from '../../core/coordinator/policy.js';
+import { MemoryTier } from '../../core/tiers/memory-tier.js';
+import { StrataError, TierUnavailableError, VersionConflictError } from '../../core/errors.js';
+import { HybridLogicalClock } from '../../core/model/hlc.js';
 import { SwitchableTier, entry } from '../helpers/tiers.js';
-import type { Entry } from '../../layers/core/model/entry.js';
+import type { Entry } from '../../core/model/entry.js';
 
 function setup(defaults: NamespacePolicyInput = {}, opts: { l1?: boolean } = {}) {
   const hot = new SwitchableTier('hot');

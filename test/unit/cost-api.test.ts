@@ -4,16 +4,16 @@
  */
 import type { Context } from 'aws-lambda';
 import { handler as service } from '../../lambdas/api/service.js';
-import type { ApiEvent, ApiResult } from '../../layers/core/api/http.js';
-import { API_ROUTES, matchRoute } from '../../layers/core/api/routes.js';
-import { Coordinator } from '../../layers/core/coordinator/coordinator.js';
-import { catalogSummaries } from '../../layers/core/cost/catalog.js';
-import { runCostCli } from '../../layers/core/cost/cli.js';
-import { renderDiscrepancies, renderPaperTables, renderRecommendations } from '../../layers/core/cost/format.js';
-import { PAPER_DISCREPANCIES, paperCells } from '../../layers/core/cost/paper-2010.js';
-import { recommend } from '../../layers/core/cost/recommender.js';
-import { setApiContext } from '../../layers/core/runtime/context.js';
-import { MemoryTier } from '../../layers/core/tiers/memory-tier.js';
+import type { ApiEvent, ApiResult } from '../../core/api/http.js';
+import { API_ROUTES, matchRoute } from '../../core/api/routes.js';
+import { Coordinator } from '../../core/coordinator/coordinator.js';
+import { catalogSummaries } from '../../core/cost/catalog.js';
+import { runCostCli } from '../../core/cost/cli.js';
+import { renderDiscrepancies, renderPaperTables, renderRecommendations } from '../../core/cost/format.js';
+import { PAPER_DISCREPANCIES, paperCells } from '../../core/cost/paper-2010.js';
+import { recommend } from '../../core/cost/recommender.js';
+import { setApiContext } from '../../core/runtime/context.js';
+import { MemoryTier } from '../../core/tiers/memory-tier.js';
 
 const ctx = { awsRequestId: 'req-cost' } as Context;
 

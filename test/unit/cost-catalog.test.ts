@@ -1,6 +1,6 @@
-import { getCatalog, listCatalogs, parseCatalog, priceBook, PriceCatalogError } from '../../layers/core/cost/catalog.js';
-import type { PriceCatalog } from '../../layers/core/cost/catalog-schema.js';
-import { ValidationError } from '../../layers/core/errors.js';
+import { getCatalog, listCatalogs, parseCatalog, priceBook, PriceCatalogError } from '../../core/cost/catalog.js';
+import type { PriceCatalog } from '../../core/cost/catalog-schema.js';
+import { ValidationError } from '../../core/errors.js';
 
 const STRATA_INSTANCES = ['r7g', 'm7g', 'c7g'].flatMap((f) => ['medium', 'large', 'xlarge'].map((s) => `${f}.${s}`)).concat(['t4g.small', 't4g.medium']);
 

@@ -3,19 +3,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { MetricDatum } from '@aws-sdk/client-cloudwatch';
 import { DASHBOARDS, referencedMetricKeys } from '../../dashboards/index.js';
-import { costPublisherSettingsFromJson, parseCostPublisherSettings } from '../../layers/core/cost/cost-publisher-settings.js';
-import { costAndFleetPoints, runCostPublisher, type CostPublisherDeps } from '../../layers/core/cost/cost-publisher.js';
-import { readFleetState, ringStoreFleetSource, type FleetStateSource } from '../../layers/core/cost/fleet-state.js';
-import { priceBook } from '../../layers/core/cost/catalog.js';
-import { priceLiveUsage } from '../../layers/core/cost/live-cost.js';
-import { MAX_DATA_PER_CALL, metricPoint, publishPoints, type MetricSink } from '../../layers/core/cost/publisher.js';
-import { collectUsage, estimateS3Requests, type FleetReader, type MetricQuery, type MetricSource, type MetricValue, type ObjectStoreReader, type TimeWindow, type UsageTargets } from '../../layers/core/cost/usage.js';
-import { ValidationError } from '../../layers/core/errors.js';
-import { METRIC_NAMESPACES, METRICS } from '../../layers/core/metrics/catalog.js';
-import { initialRing, type RingDocument } from '../../layers/core/ring/document.js';
-import { MAX_TRUSTED_INTERVAL_MS } from '../../layers/core/ring/node-report-reader.js';
-import { nodeStatsKey, SILENT_AFTER_INTERVALS } from '../../layers/core/ring/node-reports.js';
-import { FileCasStore, RingStore } from '../../layers/core/ring/store.js';
+import { costPublisherSettingsFromJson, parseCostPublisherSettings } from '../../core/cost/cost-publisher-settings.js';
+import { costAndFleetPoints, runCostPublisher, type CostPublisherDeps } from '../../core/cost/cost-publisher.js';
+import { readFleetState, ringStoreFleetSource, type FleetStateSource } from '../../core/cost/fleet-state.js';
+import { priceBook } from '../../core/cost/catalog.js';
+import { priceLiveUsage } from '../../core/cost/live-cost.js';
+import { MAX_DATA_PER_CALL, metricPoint, publishPoints, type MetricSink } from '../../core/cost/publisher.js';
+import { collectUsage, estimateS3Requests, type FleetReader, type MetricQuery, type MetricSource, type MetricValue, type ObjectStoreReader, type TimeWindow, type UsageTargets } from '../../core/cost/usage.js';
+import { ValidationError } from '../../core/errors.js';
+import { METRIC_NAMESPACES, METRICS } from '../../core/metrics/catalog.js';
+import { initialRing, type RingDocument } from '../../core/ring/document.js';
+import { MAX_TRUSTED_INTERVAL_MS } from '../../core/ring/node-report-reader.js';
+import { nodeStatsKey, SILENT_AFTER_INTERVALS } from '../../core/ring/node-reports.js';
+import { FileCasStore, RingStore } from '../../core/ring/store.js';
 
 /**
  * A CloudWatch stand-in for unit tests (no network): stores what is put, answers queries by exact dimension set,

@@ -1,11 +1,11 @@
 import fc from 'fast-check';
-import { priceBook } from '../../layers/core/cost/catalog.js';
-import { aws202611Catalog } from '../../layers/core/cost/catalogs/aws-2026-11.js';
-import { apportion, priceLiveUsage, type MonitoringUsage } from '../../layers/core/cost/live-cost.js';
-import { breakdown } from '../../layers/core/cost/model.js';
-import { costPer1000Hits, hoursLeftInMonth, projectMonthlyCost } from '../../layers/core/cost/projection.js';
-import type { LiveUsage } from '../../layers/core/cost/usage.js';
-import { COST_TIERS, OTHER, type CostTier } from '../../layers/core/metrics/catalog.js';
+import { priceBook } from '../../core/cost/catalog.js';
+import { aws202611Catalog } from '../../core/cost/catalogs/aws-2026-11.js';
+import { apportion, priceLiveUsage, type MonitoringUsage } from '../../core/cost/live-cost.js';
+import { breakdown } from '../../core/cost/model.js';
+import { costPer1000Hits, hoursLeftInMonth, projectMonthlyCost } from '../../core/cost/projection.js';
+import type { LiveUsage } from '../../core/cost/usage.js';
+import { COST_TIERS, OTHER, type CostTier } from '../../core/metrics/catalog.js';
 
 // Prices read straight from the catalog data, so the expectations below are the formulas written out by hand.
 const P = aws202611Catalog.regions['us-east-1']!;

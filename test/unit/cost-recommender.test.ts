@@ -1,9 +1,9 @@
-import { priceBook } from '../../layers/core/cost/catalog.js';
-import { costPlacement } from '../../layers/core/cost/calculator.js';
-import { expectedDistinctKeys } from '../../layers/core/cost/model.js';
-import { candidatePlacements, elasticacheServerlessPlacement, instancePlacement, s3Placement } from '../../layers/core/cost/placements.js';
-import { recommend, type RecommendationReport } from '../../layers/core/cost/recommender.js';
-import { ValidationError } from '../../layers/core/errors.js';
+import { priceBook } from '../../core/cost/catalog.js';
+import { costPlacement } from '../../core/cost/calculator.js';
+import { expectedDistinctKeys } from '../../core/cost/model.js';
+import { candidatePlacements, elasticacheServerlessPlacement, instancePlacement, s3Placement } from '../../core/cost/placements.js';
+import { recommend, type RecommendationReport } from '../../core/cost/recommender.js';
+import { ValidationError } from '../../core/errors.js';
 
 const MB = 1e6;
 const top = (r: RecommendationReport) => r.recommendations[0]!;

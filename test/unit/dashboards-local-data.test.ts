@@ -1,7 +1,7 @@
 import type { DashboardSpec } from '../../dashboards/index.js';
 import { add, div, expression, fill0, metric, mul, num, perSecond, ref } from '../../dashboards/index.js';
-import { emfDocument } from '../../layers/core/metrics/emf.js';
-import { LocalMetricsStore } from '../../layers/core/metrics/local-store.js';
+import { emfDocument } from '../../core/metrics/emf.js';
+import { LocalMetricsStore } from '../../core/metrics/local-store.js';
 import { LOCAL_NOTES, dashboardData, type DashboardData, type WidgetView } from '../../scripts/local/dashboard/data.js';
 import { dashboardResponse } from '../../scripts/local/dashboard/routes.js';
 import { mixedTraffic, startTraffic } from './metrics-traffic.js';

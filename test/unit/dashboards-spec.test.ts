@@ -20,8 +20,8 @@ import {
   sub,
   toMetricMath,
 } from '../../dashboards/index.js';
-import { METRICS, METRIC_NAMESPACES, SERVED_TIERS, type MetricKey } from '../../layers/core/metrics/catalog.js';
-import { backgroundErrorLog, coordinatorEventLog } from '../../layers/core/runtime/context.js';
+import { METRICS, METRIC_NAMESPACES, SERVED_TIERS, type MetricKey } from '../../core/metrics/catalog.js';
+import { backgroundErrorLog, coordinatorEventLog } from '../../core/runtime/context.js';
 import { mixedTraffic, startTraffic } from './metrics-traffic.js';
 
 function allMetricSeries(dashboards: readonly DashboardSpec[] = DASHBOARDS): { widget: string; s: MetricSeries }[] {

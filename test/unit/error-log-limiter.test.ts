@@ -1,5 +1,5 @@
 /**
- * The error-log limiter (layers/core/util/error-log-limiter.ts) with an injected clock, sink and scheduler (no
+ * The error-log limiter (core/util/error-log-limiter.ts) with an injected clock, sink and scheduler (no
  * timing asserts), and the flood it exists for: a coordinator built by buildApiContext over a hot tier that
  * fails every promotion used to log a full stack per failure.
  */
@@ -8,18 +8,18 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Context } from 'aws-lambda';
-import { apiHandler } from '../../layers/core/api/handler.js';
-import type { ApiEvent, ApiResult } from '../../layers/core/api/http.js';
-import { Coordinator } from '../../layers/core/coordinator/coordinator.js';
-import { TierUnavailableError } from '../../layers/core/errors.js';
-import type { EmfDocument } from '../../layers/core/metrics/emf.js';
-import { setMetricsSink } from '../../layers/core/metrics/sink.js';
-import { loadRuntimeEnv } from '../../layers/core/runtime/config.js';
-import { backgroundErrorLog, buildApiContext, setApiContext } from '../../layers/core/runtime/context.js';
-import { MemoryTier } from '../../layers/core/tiers/memory-tier.js';
-import { LocalFolderTier } from '../../layers/core/tiers/local-folder-tier.js';
-import { ErrorLogLimiter, errorShape, errorSummary, formatErrorLogEntry } from '../../layers/core/util/error-log-limiter.js';
-import type { ErrorLogEntry } from '../../layers/core/util/error-log-limiter.js';
+import { apiHandler } from '../../core/api/handler.js';
+import type { ApiEvent, ApiResult } from '../../core/api/http.js';
+import { Coordinator } from '../../core/coordinator/coordinator.js';
+import { TierUnavailableError } from '../../core/errors.js';
+import type { EmfDocument } from '../../core/metrics/emf.js';
+import { setMetricsSink } from '../../core/metrics/sink.js';
+import { loadRuntimeEnv } from '../../core/runtime/config.js';
+import { backgroundErrorLog, buildApiContext, setApiContext } from '../../core/runtime/context.js';
+import { MemoryTier } from '../../core/tiers/memory-tier.js';
+import { LocalFolderTier } from '../../core/tiers/local-folder-tier.js';
+import { ErrorLogLimiter, errorShape, errorSummary, formatErrorLogEntry } from '../../core/util/error-log-limiter.js';
+import type { ErrorLogEntry } from '../../core/util/error-log-limiter.js';
 
 function harness(o: { intervalMs?: number; maxKinds?: number; maxNewKindsPerInterval?: number; forgetAfterMs?: number } = {}) {
   let t = 1_000_000;

@@ -1,7 +1,7 @@
-import { addNode, initialRing, parseRingDocument, type NodeState, type RingNode } from '../../layers/core/ring/document.js';
-import { InMemoryCasStore, RingStore } from '../../layers/core/ring/store.js';
-import type { Migrator } from '../../layers/core/warm/migration.js';
-import type { NodeClient } from '../../layers/core/warm/node-client.js';
+import { addNode, initialRing, parseRingDocument, type NodeState, type RingNode } from '../../core/ring/document.js';
+import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
+import type { Migrator } from '../../core/warm/migration.js';
+import type { NodeClient } from '../../core/warm/node-client.js';
 import {
   chooseLaunchSubnet,
   launchClientToken,
@@ -9,9 +9,9 @@ import {
   LOCAL_FLEET_SUBNETS,
   scaleInCandidates,
   type FleetSubnet,
-} from '../../layers/core/workflows/placement.js';
-import { ProgressStore, ScaleLocks } from '../../layers/core/workflows/progress.js';
-import { scaleSteps, type ScaleDeps } from '../../layers/core/workflows/scale-steps.js';
+} from '../../core/workflows/placement.js';
+import { ProgressStore, ScaleLocks } from '../../core/workflows/progress.js';
+import { scaleSteps, type ScaleDeps } from '../../core/workflows/scale-steps.js';
 
 const SUBNETS: FleetSubnet[] = [
   { subnetId: 'subnet-a', availabilityZone: 'eu-west-1a' },

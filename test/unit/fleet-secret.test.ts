@@ -7,14 +7,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureFleetSecret, FleetSecretInvalidError, readStoredFleetSecret } from '../../layers/core/ring/fleet-secret.js';
-import { FLEET_SECRET_KEY } from '../../layers/core/ring/node-reports.js';
-import { CasConflictError, CasStoreUnavailableError, FileCasStore, InMemoryCasStore, type CasStore } from '../../layers/core/ring/store.js';
-import { ConfigError, loadRuntimeEnv } from '../../layers/core/runtime/config.js';
-import { getApiContext, type BuiltContext } from '../../layers/core/runtime/context.js';
-import { loadRuntimeEnvWithSecrets } from '../../layers/core/runtime/secrets.js';
-import { FleetSecretMissingError, readFleetSecret } from '../../layers/core/runtime/warm.js';
-import { workflowDepsFromEnv } from '../../layers/core/runtime/workflow-steps.js';
+import { ensureFleetSecret, FleetSecretInvalidError, readStoredFleetSecret } from '../../core/ring/fleet-secret.js';
+import { FLEET_SECRET_KEY } from '../../core/ring/node-reports.js';
+import { CasConflictError, CasStoreUnavailableError, FileCasStore, InMemoryCasStore, type CasStore } from '../../core/ring/store.js';
+import { ConfigError, loadRuntimeEnv } from '../../core/runtime/config.js';
+import { getApiContext, type BuiltContext } from '../../core/runtime/context.js';
+import { loadRuntimeEnvWithSecrets } from '../../core/runtime/secrets.js';
+import { FleetSecretMissingError, readFleetSecret } from '../../core/runtime/warm.js';
+import { workflowDepsFromEnv } from '../../core/runtime/workflow-steps.js';
 import { resetApiRuntime } from '../helpers/api-runtime.js';
 
 /** The secret a node client sends on every request (NodeConnections holds it; private, read for the test). */

@@ -1,4 +1,4 @@
-import { HybridLogicalClock, LOGICAL_BITS } from '../../layers/core/model/hlc.js';
+import { HybridLogicalClock, LOGICAL_BITS } from '../../core/model/hlc.js';
 
 describe('HybridLogicalClock', () => {
   it('issues strictly increasing versions even when the wall clock stands still or steps back', () => {

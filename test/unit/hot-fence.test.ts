@@ -1,5 +1,5 @@
-import { FENCE_SHARDS, HotFence, tierFenceRegister, type FenceRegister } from '../../layers/core/coordinator/hot-fence.js';
-import { MemoryTier } from '../../layers/core/tiers/memory-tier.js';
+import { FENCE_SHARDS, HotFence, tierFenceRegister, type FenceRegister } from '../../core/coordinator/hot-fence.js';
+import { MemoryTier } from '../../core/tiers/memory-tier.js';
 
 /** A manual clock: time moves only when a test says so; sleeps resolve when it passes their deadline. */
 function manualClock() {

@@ -1,5 +1,5 @@
-import { Coalescer, KeyedMutex } from '../../layers/core/coordinator/keyed-mutex.js';
-import { keyShard } from '../../layers/core/model/keys.js';
+import { Coalescer, KeyedMutex } from '../../core/coordinator/keyed-mutex.js';
+import { keyShard } from '../../core/model/keys.js';
 
 describe('KeyedMutex', () => {
   it('runs sections of one key one at a time, in call order, even when one fails', async () => {

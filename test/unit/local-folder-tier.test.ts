@@ -2,18 +2,18 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync, mkdirSync, utimesSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
-import { NotFoundError, ValidationError } from '../../layers/core/errors.js';
-import type { Entry, EntryHeader } from '../../layers/core/model/entry.js';
-import { makeLocationMarker, makeTombstone } from '../../layers/core/model/entry.js';
-import { contentHash } from '../../layers/core/model/keys.js';
-import { LocalFolderTier, StagedUploadExistsError } from '../../layers/core/tiers/local-folder-tier.js';
+import { NotFoundError, ValidationError } from '../../core/errors.js';
+import type { Entry, EntryHeader } from '../../core/model/entry.js';
+import { makeLocationMarker, makeTombstone } from '../../core/model/entry.js';
+import { contentHash } from '../../core/model/keys.js';
+import { LocalFolderTier, StagedUploadExistsError } from '../../core/tiers/local-folder-tier.js';
 import {
   MAX_UPLOAD_URL_SECONDS,
   UPLOAD_CLAIM_LEASE_MS,
   UPLOAD_COMPLETE_GRACE_MS,
   type NewUpload,
   type UploadRecord,
-} from '../../layers/core/tiers/tier.js';
+} from '../../core/tiers/tier.js';
 
 function entry(version: number, value: Buffer | string, extra: Partial<EntryHeader> = {}): Entry {
   const v = Buffer.isBuffer(value) ? value : Buffer.from(value);

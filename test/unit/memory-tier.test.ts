@@ -1,5 +1,5 @@
-import { MemoryTier } from '../../layers/core/tiers/memory-tier.js';
-import { makeTombstone } from '../../layers/core/model/entry.js';
+import { MemoryTier } from '../../core/tiers/memory-tier.js';
+import { makeTombstone } from '../../core/model/entry.js';
 import { entry } from '../helpers/tiers.js';
 
 describe('MemoryTier', () => {

@@ -1,7 +1,7 @@
-import { METRICS } from '../../layers/core/metrics/catalog.js';
-import type { EmfDocument } from '../../layers/core/metrics/emf.js';
-import { EMF_LIMITS, emfDocument, emfDocumentSchema, serializeEmf } from '../../layers/core/metrics/emf.js';
-import { stdoutSink, teeSink } from '../../layers/core/metrics/sink.js';
+import { METRICS } from '../../core/metrics/catalog.js';
+import type { EmfDocument } from '../../core/metrics/emf.js';
+import { EMF_LIMITS, emfDocument, emfDocumentSchema, serializeEmf } from '../../core/metrics/emf.js';
+import { stdoutSink, teeSink } from '../../core/metrics/sink.js';
 
 const T = Date.UTC(2026, 10, 21, 12, 0, 0);
 

@@ -1,5 +1,5 @@
-import { emfDocument } from '../../layers/core/metrics/emf.js';
-import { LocalMetricsStore, percentileOf } from '../../layers/core/metrics/local-store.js';
+import { emfDocument } from '../../core/metrics/emf.js';
+import { LocalMetricsStore, percentileOf } from '../../core/metrics/local-store.js';
 
 const T0 = Date.UTC(2026, 10, 21, 12, 0, 0);
 const R = 'Strata/Requests';

@@ -1,15 +1,15 @@
 import fc from 'fast-check';
 import type { Context } from 'aws-lambda';
-import type { ApiEvent, ApiResult } from '../../layers/core/api/http.js';
-import { requestMetrics } from '../../layers/core/api/middleware.js';
-import { API_ROUTES } from '../../layers/core/api/routes.js';
-import { OPERATIONS } from '../../layers/core/metrics/catalog.js';
-import type { EmfDocument } from '../../layers/core/metrics/emf.js';
-import { emfDocument, emfDocumentSchema } from '../../layers/core/metrics/emf.js';
-import { metricsSettings } from '../../layers/core/metrics/settings.js';
-import { defaultMetricsSink, setMetricsSink, stdoutSink, type MetricsSink } from '../../layers/core/metrics/sink.js';
-import { OPERATION_BY_ROUTE, base64DecodedLength, requestOutcome, tallyBatchGetBody } from '../../layers/core/metrics/request-outcome.js';
-import { requestMetricDocuments } from '../../layers/core/metrics/request-metrics.js';
+import type { ApiEvent, ApiResult } from '../../core/api/http.js';
+import { requestMetrics } from '../../core/api/middleware.js';
+import { API_ROUTES } from '../../core/api/routes.js';
+import { OPERATIONS } from '../../core/metrics/catalog.js';
+import type { EmfDocument } from '../../core/metrics/emf.js';
+import { emfDocument, emfDocumentSchema } from '../../core/metrics/emf.js';
+import { metricsSettings } from '../../core/metrics/settings.js';
+import { defaultMetricsSink, setMetricsSink, stdoutSink, type MetricsSink } from '../../core/metrics/sink.js';
+import { OPERATION_BY_ROUTE, base64DecodedLength, requestOutcome, tallyBatchGetBody } from '../../core/metrics/request-outcome.js';
+import { requestMetricDocuments } from '../../core/metrics/request-metrics.js';
 import { BATCH_GET, JSON_HEADERS, KEY, mixedTraffic, startTraffic, type Traffic } from './metrics-traffic.js';
 
 /** The names of the metrics a document declares. */

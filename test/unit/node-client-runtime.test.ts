@@ -8,10 +8,10 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadRuntimeEnv } from '../../layers/core/runtime/config.js';
-import { buildApiContext, getApiContext, type BuiltContext } from '../../layers/core/runtime/context.js';
-import { loadRuntimeEnvWithSecrets } from '../../layers/core/runtime/secrets.js';
-import { readFleetSecret, warmTierFromEnv } from '../../layers/core/runtime/warm.js';
+import { ConfigError, loadRuntimeEnv } from '../../core/runtime/config.js';
+import { buildApiContext, getApiContext, type BuiltContext } from '../../core/runtime/context.js';
+import { loadRuntimeEnvWithSecrets } from '../../core/runtime/secrets.js';
+import { readFleetSecret, warmTierFromEnv } from '../../core/runtime/warm.js';
 import { resetApiRuntime } from '../helpers/api-runtime.js';
 
 const SECRET = 'fleet-secret-0123456789abcdef';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { openApiDocument, staleRouteDocs } from '../../layers/core/api/openapi.js';
-import { API_ROUTES } from '../../layers/core/api/routes.js';
-import { batchPutSchema } from '../../layers/core/api/validation.js';
+import { openApiDocument, staleRouteDocs } from '../../core/api/openapi.js';
+import { API_ROUTES } from '../../core/api/routes.js';
+import { batchPutSchema } from '../../core/api/validation.js';
 import { OPENAPI_FILE, openApiText } from '../../scripts/openapi.js';
 import { startTestApi } from '../helpers/api-server.js';
 import * as z from 'zod';

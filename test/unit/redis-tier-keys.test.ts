@@ -1,6 +1,6 @@
 import { Cluster, Redis } from 'ioredis';
-import type { Entry, EntryHeader } from '../../layers/core/model/entry.js';
-import { contentHash, decodeKey, encodeKey, keyShard } from '../../layers/core/model/keys.js';
+import type { Entry, EntryHeader } from '../../core/model/entry.js';
+import { contentHash, decodeKey, encodeKey, keyShard } from '../../core/model/keys.js';
 import {
   ALL_SHARDS,
   BLOB_PREFIX_BYTES,
@@ -16,7 +16,7 @@ import {
   redisEntryKeys,
   RedisTier,
   versionDigits,
-} from '../../layers/core/tiers/redis/redis-tier.js';
+} from '../../core/tiers/redis/redis-tier.js';
 
 /** Redis Cluster's key → slot function (CRC16/XMODEM of the hash tag, mod 16384), written out for the test. */
 function clusterSlot(key: string): number {

@@ -10,13 +10,13 @@ import {
   RingDocumentError,
   splitAt,
   type RingDocument,
-} from '../../layers/core/ring/document.js';
-import { bigIntToPosition, evenStarts, positionToBigInt, RING_HASH, RING_MIN, ringHash, ringHashBytes } from '../../layers/core/ring/hash.js';
+} from '../../core/ring/document.js';
+import { bigIntToPosition, evenStarts, positionToBigInt, RING_HASH, RING_MIN, ringHash, ringHashBytes } from '../../core/ring/hash.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CasConflictError, FileCasStore, InMemoryCasStore, JsonDocStore, RingPreconditionError, RingStore } from '../../layers/core/ring/store.js';
-import { RingRouter, RingView } from '../../layers/core/ring/view.js';
+import { CasConflictError, FileCasStore, InMemoryCasStore, JsonDocStore, RingPreconditionError, RingStore } from '../../core/ring/store.js';
+import { RingRouter, RingView } from '../../core/ring/view.js';
 
 const nodes = [
   { id: 'a', url: 'http://a:1' },

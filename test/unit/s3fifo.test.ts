@@ -1,4 +1,4 @@
-import { S3Fifo } from '../../layers/core/eviction/s3fifo.js';
+import { S3Fifo } from '../../core/eviction/s3fifo.js';
 
 describe('S3Fifo', () => {
   it('evicts one-hit wonders from the small queue before anything accessed twice', () => {

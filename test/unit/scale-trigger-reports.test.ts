@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { initialRing } from '../../layers/core/ring/document.js';
-import { nodeStatsKey, SILENT_AFTER_INTERVALS, type NodeStatsReport } from '../../layers/core/ring/node-reports.js';
-import { FileCasStore, RingStore } from '../../layers/core/ring/store.js';
-import { runScaleTriggerFromEnv } from '../../layers/core/runtime/scale-trigger.js';
-import { ScaleLocks } from '../../layers/core/workflows/progress.js';
-import { runScaleTrigger, SCALE_TRIGGER_SAMPLE_KEY, type ScaleTriggerDeps } from '../../layers/core/workflows/scale-trigger.js';
+import { initialRing } from '../../core/ring/document.js';
+import { nodeStatsKey, SILENT_AFTER_INTERVALS, type NodeStatsReport } from '../../core/ring/node-reports.js';
+import { FileCasStore, RingStore } from '../../core/ring/store.js';
+import { runScaleTriggerFromEnv } from '../../core/runtime/scale-trigger.js';
+import { ScaleLocks } from '../../core/workflows/progress.js';
+import { runScaleTrigger, SCALE_TRIGGER_SAMPLE_KEY, type ScaleTriggerDeps } from '../../core/workflows/scale-trigger.js';
 
 /**
  * The scale-out trigger reading the nodes' statistics reports from a ring store (a folder, as locally) instead of

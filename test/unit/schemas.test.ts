@@ -1,11 +1,11 @@
-import { PolicyConfigError, PolicyRegistry } from '../../layers/core/coordinator/policy.js';
-import { ConfigError, loadRuntimeEnv, namespaceConfigFrom } from '../../layers/core/runtime/config.js';
-import { ifMatchHeader, ifNoneMatchHeader, jsonBody, tagsHeader, ttlHeader, valueContentType, batchPutSchema } from '../../layers/core/api/validation.js';
-import { BASE64_PATTERN, batchKeysSchema, isCanonicalBase64 } from '../../layers/core/api/validation.js';
-import { validateKey, validateNamespace } from '../../layers/core/model/keys.js';
-import { matchRoute } from '../../layers/core/api/routes.js';
-import type { ApiEvent } from '../../layers/core/api/http.js';
-import { StrataError } from '../../layers/core/errors.js';
+import { PolicyConfigError, PolicyRegistry } from '../../core/coordinator/policy.js';
+import { ConfigError, loadRuntimeEnv, namespaceConfigFrom } from '../../core/runtime/config.js';
+import { ifMatchHeader, ifNoneMatchHeader, jsonBody, tagsHeader, ttlHeader, valueContentType, batchPutSchema } from '../../core/api/validation.js';
+import { BASE64_PATTERN, batchKeysSchema, isCanonicalBase64 } from '../../core/api/validation.js';
+import { validateKey, validateNamespace } from '../../core/model/keys.js';
+import { matchRoute } from '../../core/api/routes.js';
+import type { ApiEvent } from '../../core/api/http.js';
+import { StrataError } from '../../core/errors.js';
 
 const ev = (headers: Record<string, string>, body?: string): ApiEvent => ({ headers, body: body ?? null, isBase64Encoded: false }) as unknown as ApiEvent;
 

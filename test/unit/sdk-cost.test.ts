@@ -2,7 +2,7 @@
  * The SDK's cost methods (`client.cost`) and the `strata cost` command, against a real local node:http server that
  * scripts responses and records requests as they arrived on the wire.
  */
-import { COST_USAGE as OFFLINE_USAGE } from '../../layers/core/cost/cli.js';
+import { COST_USAGE as OFFLINE_USAGE } from '../../core/cost/cli.js';
 import { COST_OPTIONS, COST_USAGE, costCommand } from '../../sdk/src/cli-cost.js';
 import { UsageError, type CliIo } from '../../sdk/src/cli-workflow.js';
 import { StrataClient, StrataServerError, ValidationError, type CostPlacementsResult, type StrataClientOptions } from '../../sdk/src/index.js';
@@ -123,7 +123,7 @@ describe('strata cost', () => {
     return { code, out: out.out, err: out.err };
   };
 
-  it('takes the flags of `npm run cost` (layers/core/cost/cli.ts), no more and no fewer', () => {
+  it('takes the flags of `npm run cost` (core/cost/cli.ts), no more and no fewer', () => {
     // The first column of the option lines: `  --value-size <size>    ...`, `  --paper-2010 --tables   ...`, `  -h, --help`.
     const flags = (usage: string) => new Set(usage.split('\n').filter((l) => /^ {2}(-h, )?--/.test(l)).flatMap((l) => l.trim().split(/\s{2,}/)[0]!.match(/--[a-z0-9-]+/g) ?? []));
     expect(flags(COST_USAGE)).toEqual(flags(OFFLINE_USAGE));

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import { ValidationError } from '../../layers/core/errors.js';
-import { encodeKey, keyShard, MAX_KEY_BYTES } from '../../layers/core/model/keys.js';
+import { ValidationError } from '../../core/errors.js';
+import { encodeKey, keyShard, MAX_KEY_BYTES } from '../../core/model/keys.js';
 import {
   base32Decode,
   base32Encode,
@@ -13,8 +13,8 @@ import {
   s3ObjectKey,
   s3StagingKey,
   validateUploadId,
-} from '../../layers/core/tiers/storage-key.js';
-import { mapLimit } from '../../layers/core/util/concurrency.js';
+} from '../../core/tiers/storage-key.js';
+import { mapLimit } from '../../core/util/concurrency.js';
 
 const NASTY_KEYS = ['a', '/', '..', '../../etc/passwd', 'a/b/../c', '%2F%2e%2e', 'ключ', '日本語/キー', '🙂'.repeat(3), ' spaced ', '{tag}', 'x'.repeat(MAX_KEY_BYTES)];
 const LONGEST_NS = 'n'.repeat(63);

@@ -1,11 +1,11 @@
 import type { Context } from 'aws-lambda';
-import { apiHandler } from '../../layers/core/api/handler.js';
-import type { ApiEvent, ApiResult } from '../../layers/core/api/http.js';
-import { callerIdentity, checkAdminAccess, checkNamespaceAccess, grants, parseTenantAccess } from '../../layers/core/api/tenant-access.js';
-import { Coordinator } from '../../layers/core/coordinator/coordinator.js';
-import { ConfigError, loadRuntimeEnv } from '../../layers/core/runtime/config.js';
-import { buildApiContext, setApiContext } from '../../layers/core/runtime/context.js';
-import { MemoryTier } from '../../layers/core/tiers/memory-tier.js';
+import { apiHandler } from '../../core/api/handler.js';
+import type { ApiEvent, ApiResult } from '../../core/api/http.js';
+import { callerIdentity, checkAdminAccess, checkNamespaceAccess, grants, parseTenantAccess } from '../../core/api/tenant-access.js';
+import { Coordinator } from '../../core/coordinator/coordinator.js';
+import { ConfigError, loadRuntimeEnv } from '../../core/runtime/config.js';
+import { buildApiContext, setApiContext } from '../../core/runtime/context.js';
+import { MemoryTier } from '../../core/tiers/memory-tier.js';
 
 const ACCESS = JSON.stringify([
   { keyId: 'k-web', tenant: 'web', namespaces: ['web-sessions', 'pages-*'] },

@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { makeLocationMarker, makeTombstone } from '../../layers/core/model/entry.js';
-import { keyShard } from '../../layers/core/model/keys.js';
-import { LocalFolderTier } from '../../layers/core/tiers/local-folder-tier.js';
-import { MemoryTier } from '../../layers/core/tiers/memory-tier.js';
-import { supportsPinning, supportsScan, type ScanItem, type Scanning, type Tier } from '../../layers/core/tiers/tier.js';
+import { makeLocationMarker, makeTombstone } from '../../core/model/entry.js';
+import { keyShard } from '../../core/model/keys.js';
+import { LocalFolderTier } from '../../core/tiers/local-folder-tier.js';
+import { MemoryTier } from '../../core/tiers/memory-tier.js';
+import { supportsPinning, supportsScan, type ScanItem, type Scanning, type Tier } from '../../core/tiers/tier.js';
 import { entry } from '../helpers/tiers.js';
 
 /** Every page of a scan, in order (the cursor must end as null within `maxPages`). */

@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadRuntimeEnv } from '../../layers/core/runtime/config.js';
-import { workflowDepsFromEnv } from '../../layers/core/runtime/workflow-steps.js';
+import { loadRuntimeEnv } from '../../core/runtime/config.js';
+import { workflowDepsFromEnv } from '../../core/runtime/workflow-steps.js';
 
 describe('the step Lambda\'s dependencies from the environment', () => {
   const dir = mkdtempSync(join(tmpdir(), 'strata-steps-env-'));

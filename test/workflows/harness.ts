@@ -3,17 +3,17 @@
  * processes (the local fleet stands in for EC2 RunInstances/TerminateInstances), the ring and migration
  * documents in a CAS store, and the real step handlers.
  */
-import { initialRing } from '../../layers/core/ring/document.js';
-import { InMemoryCasStore, type CasStore, type RingStore } from '../../layers/core/ring/store.js';
-import type { LocalExecution, LocalWorkflowRunner, SdkIntegration } from '../../layers/core/workflows/local-runner.js';
-import { localWorkflows } from '../../layers/core/workflows/local-service.js';
-import type { ProgressStore } from '../../layers/core/workflows/progress.js';
-import type { StepHandlers } from '../../layers/core/workflows/steps.js';
-import type { WorkflowDeps } from '../../layers/core/workflows/step-handlers.js';
-import type { Migrator } from '../../layers/core/warm/migration.js';
-import type { NodeClient } from '../../layers/core/warm/node-client.js';
+import { initialRing } from '../../core/ring/document.js';
+import { InMemoryCasStore, type CasStore, type RingStore } from '../../core/ring/store.js';
+import type { LocalExecution, LocalWorkflowRunner, SdkIntegration } from '../../core/workflows/local-runner.js';
+import { localWorkflows } from '../../core/workflows/local-service.js';
+import type { ProgressStore } from '../../core/workflows/progress.js';
+import type { StepHandlers } from '../../core/workflows/steps.js';
+import type { WorkflowDeps } from '../../core/workflows/step-handlers.js';
+import type { Migrator } from '../../core/warm/migration.js';
+import type { NodeClient } from '../../core/warm/node-client.js';
 import { synthesizeWorkflowDefinitions, type AslDefinition } from '../../cdk/lib/workflow-definitions.js';
-import type { WorkflowName } from '../../layers/core/workflows/progress.js';
+import type { WorkflowName } from '../../core/workflows/progress.js';
 import { localFleet, SECRET } from '../integration/warm-fixtures.js';
 import { Workload } from '../integration/warm-workload.js';
 

@@ -8,11 +8,11 @@ import {
   EC2Client,
 } from '@aws-sdk/client-ec2';
 import * as ec2Commands from '@aws-sdk/client-ec2';
-import { ringProblem } from '../../layers/core/ring/document.js';
-import { RingStore } from '../../layers/core/ring/store.js';
-import { LocalWorkflowRunner } from '../../layers/core/workflows/local-runner.js';
-import { awsSdkIntegration } from '../../layers/core/workflows/sdk-integrations.js';
-import { stepHandlers } from '../../layers/core/workflows/step-handlers.js';
+import { ringProblem } from '../../core/ring/document.js';
+import { RingStore } from '../../core/ring/store.js';
+import { LocalWorkflowRunner } from '../../core/workflows/local-runner.js';
+import { awsSdkIntegration } from '../../core/workflows/sdk-integrations.js';
+import { stepHandlers } from '../../core/workflows/step-handlers.js';
 import { synthesizeWorkflowDefinitions } from '../../cdk/lib/workflow-definitions.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { summary, Workload } from '../integration/warm-workload.js';

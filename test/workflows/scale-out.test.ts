@@ -1,5 +1,5 @@
-import { RingStore } from '../../layers/core/ring/store.js';
-import { LOCAL_FLEET_SUBNETS } from '../../layers/core/workflows/placement.js';
+import { RingStore } from '../../core/ring/store.js';
+import { LOCAL_FLEET_SUBNETS } from '../../core/workflows/placement.js';
 import { summary } from '../integration/warm-workload.js';
 import { harness, runUnderLoad } from './harness.js';
 

@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { nodeStatsKey, type NodeStatsReport } from '../../layers/core/ring/node-reports.js';
-import { FileCasStore } from '../../layers/core/ring/store.js';
-import { runScaleTrigger } from '../../layers/core/workflows/scale-trigger.js';
-import { ringHash } from '../../layers/core/ring/hash.js';
-import { RingRouter, RingView } from '../../layers/core/ring/view.js';
-import { WarmTier } from '../../layers/core/tiers/warm-tier.js';
+import { nodeStatsKey, type NodeStatsReport } from '../../core/ring/node-reports.js';
+import { FileCasStore } from '../../core/ring/store.js';
+import { runScaleTrigger } from '../../core/workflows/scale-trigger.js';
+import { ringHash } from '../../core/ring/hash.js';
+import { RingRouter, RingView } from '../../core/ring/view.js';
+import { WarmTier } from '../../core/tiers/warm-tier.js';
 import { entry } from '../helpers/tiers.js';
 import { eventually, SECRET } from '../integration/warm-fixtures.js';
 import { harness } from './harness.js';

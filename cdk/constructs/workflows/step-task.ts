@@ -3,12 +3,12 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import type { Construct } from 'constructs';
-import { ValidationError } from '../../../layers/core/errors.js';
-import { RingDocumentError } from '../../../layers/core/ring/document.js';
-import { RingPreconditionError } from '../../../layers/core/ring/store.js';
-import { NodeLaunchTimeoutError, NoNodeToRemoveError, ScaleOutInFlightError } from '../../../layers/core/workflows/scale-steps.js';
-import type { StepName } from '../../../layers/core/workflows/steps.js';
-import type { WorkflowName } from '../../../layers/core/workflows/progress.js';
+import { ValidationError } from '../../../core/errors.js';
+import { RingDocumentError } from '../../../core/ring/document.js';
+import { RingPreconditionError } from '../../../core/ring/store.js';
+import { NodeLaunchTimeoutError, NoNodeToRemoveError, ScaleOutInFlightError } from '../../../core/workflows/scale-steps.js';
+import type { StepName } from '../../../core/workflows/steps.js';
+import type { WorkflowName } from '../../../core/workflows/progress.js';
 
 /** What every workflow's states share: the step Lambda and the workflow's name (for progress records). */
 export interface StepContext {

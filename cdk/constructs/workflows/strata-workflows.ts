@@ -3,7 +3,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import type { WorkflowName } from '../../../layers/core/workflows/progress.js';
+import type { WorkflowName } from '../../../core/workflows/progress.js';
 import { EvictToS3Definition } from './evict-to-s3.js';
 import type { FleetLaunch } from './fleet-launch.js';
 import { ScaleInDefinition } from './scale-in.js';

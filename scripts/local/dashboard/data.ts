@@ -5,8 +5,8 @@
  */
 import type { DashboardSpec, DisplayUnit, Expr, MetricSeries, Series, WidgetSpec } from '../../../dashboards/index.js';
 import { DASHBOARDS, IMPLIED_DIMENSION } from '../../../dashboards/index.js';
-import { METRICS, METRIC_NAMESPACES, type MetricNamespace } from '../../../layers/core/metrics/catalog.js';
-import type { LocalMetricsStore, LocalStat } from '../../../layers/core/metrics/local-store.js';
+import { METRICS, METRIC_NAMESPACES, type MetricNamespace } from '../../../core/metrics/catalog.js';
+import type { LocalMetricsStore, LocalStat } from '../../../core/metrics/local-store.js';
 
 export interface SeriesView {
   label: string;

@@ -4,11 +4,11 @@
  */
 import { readFileSync } from 'node:fs';
 import type { APIGatewayProxyResult } from 'aws-lambda';
-import { ValidationError } from '../../../layers/core/errors.js';
-import { errorResult } from '../../../layers/core/api/http.js';
-import { methodNotAllowed } from '../../../layers/core/api/routes.js';
-import type { LocalMetricsStore } from '../../../layers/core/metrics/local-store.js';
-import type { MetricNamespace } from '../../../layers/core/metrics/catalog.js';
+import { ValidationError } from '../../../core/errors.js';
+import { errorResult } from '../../../core/api/http.js';
+import { methodNotAllowed } from '../../../core/api/routes.js';
+import type { LocalMetricsStore } from '../../../core/metrics/local-store.js';
+import type { MetricNamespace } from '../../../core/metrics/catalog.js';
 import { dashboardData } from './data.js';
 
 const PAGE = readFileSync(new URL('./page.html', import.meta.url), 'utf8');

@@ -6,8 +6,8 @@ import { fileURLToPath } from 'node:url';
 import type { FleetProvider, LaunchedNode } from './fleet.js';
 import { CACHE_NODE_V8_FLAGS } from './node-process.js';
 
-/** The repository root, from this file's place in it (layers/core/warm). */
-const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+/** The repository root, from this file's place in it (core/warm). */
+const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export interface LocalFleetOptions {
   /** Each node's data dir is `<rootDir>/<nodeId>`. */

@@ -11,7 +11,7 @@ import { collectUsage, usageQueryCount, type CostedFunction, type LiveUsage, typ
 /**
  * The scheduled cost publisher (lambdas/ops/cost-publisher.ts is its handler): reads the last window of usage and
  * the fleet's state, prices the usage, projects the month, and publishes everything in Strata/Cost and
- * Strata/Fleet (layers/core/metrics/catalog.ts), all stamped with the run's time.
+ * Strata/Fleet (core/metrics/catalog.ts), all stamped with the run's time.
  */
 
 export interface CostPublisherDeps extends UsageSources {

@@ -13,7 +13,7 @@ export type SdkIntegration = (service: string, action: string, input: Record<str
 export interface LocalWorkflowRunnerOptions {
   /** The synthesized definitions (cdk/lib/workflow-definitions.ts). */
   definitions: Record<WorkflowName, AslDefinition>;
-  /** What the step Lambda runs (layers/core/workflows/step-handlers.ts). */
+  /** What the step Lambda runs (core/workflows/step-handlers.ts). */
   steps: StepHandlers;
   /** Stand-in for the Step Functions SDK integrations (EC2 launch/terminate: the local fleet, or LocalStack). */
   sdk: SdkIntegration;

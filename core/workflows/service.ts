@@ -3,7 +3,7 @@ import { DescribeExecutionCommand, ListExecutionsCommand, StartExecutionCommand,
 import { StrataError, ValidationError } from '../errors.js';
 import type { LocalExecution, LocalWorkflowRunner } from './local-runner.js';
 import { WORKFLOW_NAMES, type ProgressStore, type WorkflowName, type WorkflowProgress } from './progress.js';
-import { WORKFLOW_EXECUTION_STATUSES, type WorkflowExecutionStatus, type WorkflowProgressView } from '../../../sdk/src/contract.js';
+import { WORKFLOW_EXECUTION_STATUSES, type WorkflowExecutionStatus, type WorkflowProgressView } from '../../sdk/src/contract.js';
 
 /**
  * What the admin API (and through it the SDK and the `strata workflow` CLI) can do with the workflows: start an

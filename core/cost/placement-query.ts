@@ -1,7 +1,7 @@
 /**
  * A placement question as text, the way both front ends of the recommender receive it: `strata cost`'s flags
- * (layers/core/cost/cli.ts, `--value-size 1MB`) and the API's query parameters
- * (layers/core/api/cost-operations.ts, `?valueSize=1MB`). One parser and one validation serve both, so the
+ * (core/cost/cli.ts, `--value-size 1MB`) and the API's query parameters
+ * (core/api/cost-operations.ts, `?valueSize=1MB`). One parser and one validation serve both, so the
  * command line and `GET /v1/cost/placements` accept the same values and rank the same way.
  */
 import { StrataError } from '../errors.js';

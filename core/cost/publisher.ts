@@ -3,7 +3,7 @@ import { ValidationError } from '../errors.js';
 import type { MetricDef } from '../metrics/catalog.js';
 
 /**
- * Publishing metrics of the catalog (layers/core/metrics/catalog.ts) with PutMetricData. A {@link MetricPoint}
+ * Publishing metrics of the catalog (core/metrics/catalog.ts) with PutMetricData. A {@link MetricPoint}
  * can only be built from a catalog entry and one of the dimension sets the catalog declares for it, so the
  * publisher cannot emit a name, unit or dimension set that dashboards and alarms do not know about.
  */

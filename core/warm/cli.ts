@@ -3,8 +3,8 @@
  * object per line (events while a plan runs).
  *
  *   export STRATA_NODE_SECRET=...                       # the fleet secret (node calls)
- *   node --import tsx layers/core/warm/cli.ts --store file:.strata-data/ring ring init --node n1=http://127.0.0.1:7071 ...
- *   node --import tsx layers/core/warm/cli.ts --store s3://bucket/strata/ring scale-out --id n4 --url http://10.0.1.7:7070 --mode incremental --rate 33554432
+ *   node --import tsx core/warm/cli.ts --store file:.strata-data/ring ring init --node n1=http://127.0.0.1:7071 ...
+ *   node --import tsx core/warm/cli.ts --store s3://bucket/strata/ring scale-out --id n4 --url http://10.0.1.7:7070 --mode incremental --rate 33554432
  *
  * Commands:
  *   ring show | ring push | ring init --node ID=URL... [--ranges-per-node N]
@@ -140,7 +140,7 @@ export async function main(argv: string[]): Promise<void> {
         break;
       }
       default:
-        throw new Error(`unknown command '${cmd ?? ''}' (see the header of layers/core/warm/cli.ts)`);
+        throw new Error(`unknown command '${cmd ?? ''}' (see the header of core/warm/cli.ts)`);
     }
   } finally {
     await client.close();

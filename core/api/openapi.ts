@@ -291,7 +291,7 @@ const PATH_PARAMS: Record<string, Json> = {
 /** The route's doc, or an error naming the route (a route added to API_ROUTES needs an entry here). */
 function docOf(r: ApiRoute): RouteDoc {
   const d = ROUTE_DOCS[`${r.method} ${r.resource}`];
-  if (!d) throw new Error(`openapi: no documentation for ${r.method} ${r.resource}; add it to ROUTE_DOCS in layers/core/api/openapi.ts`);
+  if (!d) throw new Error(`openapi: no documentation for ${r.method} ${r.resource}; add it to ROUTE_DOCS in core/api/openapi.ts`);
   return d;
 }
 

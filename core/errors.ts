@@ -2,7 +2,7 @@
  * Typed errors with stable codes. Every error a client can see maps to one HTTP status and one code;
  * the code is part of the public contract (the SDK maps it back to a class), the message is for humans.
  */
-import { SERVER_ERROR_STATUS, type ServerErrorCode } from '../../sdk/src/contract.js';
+import { SERVER_ERROR_STATUS, type ServerErrorCode } from '../sdk/src/contract.js';
 
 /** Every error code a client can see; written once in the SDK's contract (sdk/src/contract.ts), plain data. */
 export type ErrorCode = ServerErrorCode;

@@ -10,7 +10,7 @@ import type { ProgressStore, ScaleLocks, WorkflowName } from './progress.js';
 
 /**
  * The scale-out and scale-in steps the state machines call (through the step Lambda, lambdas/workflows/steps.ts).
- * Each is one bounded, idempotent call over the migration primitives of layers/core/warm/migration.ts: a step
+ * Each is one bounded, idempotent call over the migration primitives of core/warm/migration.ts: a step
  * that Step Functions retries, or that runs again after a crash, continues from the persisted session state.
  */
 export interface ScaleDeps {

@@ -1,7 +1,7 @@
 /**
  * The cost model over HTTP (`/v1/cost/...`): placements ranked for a workload, paper 001's Tables III and IV
  * recomputed, and the price catalogs. The `strata cost` command of the SDK's CLI renders these answers; the text
- * fields are what `npm run cost` prints offline for the same question (layers/core/cost/cli.ts).
+ * fields are what `npm run cost` prints offline for the same question (core/cost/cli.ts).
  */
 import { ValidationError } from '../errors.js';
 import { catalogSummaries, DEFAULT_CATALOG_ID, DEFAULT_REGION } from '../cost/catalog.js';

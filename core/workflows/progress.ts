@@ -1,8 +1,8 @@
 import { CasConflictError, JsonDocStore, type CasStore } from '../ring/store.js';
-import type { WorkflowName, WorkflowProgressDocument } from '../../../sdk/src/contract.js';
+import type { WorkflowName, WorkflowProgressDocument } from '../../sdk/src/contract.js';
 
 // Workflow names and the progress document are written once, in the SDK's contract (plain data and types).
-export { WORKFLOW_NAMES, type WorkflowName } from '../../../sdk/src/contract.js';
+export { WORKFLOW_NAMES, type WorkflowName } from '../../sdk/src/contract.js';
 
 /**
  * What a workflow execution has done so far, written by its steps into the CAS document store next to the ring
