@@ -2,6 +2,7 @@ import { TierUnavailableError } from '../errors.js';
 import type { Entry } from '../model/entry.js';
 import { contentHash, SYSTEM_NAMESPACE } from '../model/keys.js';
 import type { Incarnations, Tier } from '../tiers/tier.js';
+import { supportsIncarnations } from '../tiers/tier.js';
 
 /**
  * Fencing of the hot tier's copies, so that no read returns a version older than one already acknowledged,
@@ -66,7 +67,8 @@ export function tierFenceRegister(tier: Tier): FenceRegister {
     },
     async write(doc) {
       const value = Buffer.from(JSON.stringify(doc.epochs));
-      const entry: Entry = { header: { version: doc.version, expiresAt: null, size: value.length, hash: contentHash(value), tags: [], flags: {} }, value };
+      const header = { version: doc.version, expiresAt: null, size: value.length, hash: contentHash(value), tags: [], flags: {} };
+      const entry: Entry = { header, value };
       return (await tier.put(SYSTEM_NAMESPACE, FENCE_KEY, entry)).applied;
     },
   };
@@ -140,7 +142,9 @@ export class HotFence {
   constructor(opts: HotFenceOptions) {
     this.register = opts.register;
     this.leaseMs = opts.leaseMs ?? 2000;
-    if (!Number.isInteger(this.leaseMs) || this.leaseMs < 10) throw new Error(`HotFence: leaseMs must be an integer >= 10 (got ${opts.leaseMs})`);
+    if (!Number.isInteger(this.leaseMs) || this.leaseMs < 10) {
+      throw new Error(`HotFence: leaseMs must be an integer >= 10 (got ${opts.leaseMs})`);
+    }
     this.incarnations = opts.incarnations;
     this.now = opts.now ?? (() => performance.now());
     this.sleep = opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
@@ -259,7 +263,8 @@ export class HotFence {
       // Another container raised epochs meanwhile (after a Redis outage many do at once): back off with jitter.
       await this.sleep(Math.random() * Math.min(500, 10 * 2 ** attempt));
     }
-    throw new TierUnavailableError('hot-fence', new Error(`the hot-fence document kept changing under ${MAX_CAS_TRIES} compare-and-set attempts`));
+    const why = `the hot-fence document kept changing under ${MAX_CAS_TRIES} compare-and-set attempts`;
+    throw new TierUnavailableError('hot-fence', new Error(why));
   }
 
   /** Reads the register in the background (one read at a time); a failure is retried on a later demand. */
@@ -330,4 +335,26 @@ export class HotFence {
       await this.checking;
     }
   }
+}
+
+/**
+ * The coordinator's fence (CoordinatorOptions.hotFence): the one given, none when asked for none or when there is no
+ * hot tier above a durable one (nothing to fence, or nowhere durable to keep the register), or else a fence whose
+ * register is kept in the lowest tier (the most durable one).
+ */
+export function hotFenceFor(
+  opt: HotFence | { leaseMs?: number } | false | undefined,
+  tiers: readonly Tier[],
+  hot: Tier | undefined,
+  onEvent: (e: FenceEvent) => void,
+): HotFence | undefined {
+  if (opt instanceof HotFence) return opt;
+  const lowest = tiers[tiers.length - 1]!;
+  if (opt === false || !hot || lowest === hot) return undefined;
+  return new HotFence({
+    register: tierFenceRegister(lowest),
+    leaseMs: opt?.leaseMs,
+    incarnations: supportsIncarnations(hot) ? hot : undefined,
+    onEvent,
+  });
 }

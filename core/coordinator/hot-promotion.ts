@@ -20,7 +20,14 @@ export type PendingCopyOutcome =
  *
  * `below`: the tiers between hot and the source, the source last. `residencyMs`: the hot copy's TTL bound.
  */
-export async function copyPendingToHot(hot: Tier & Confirming, ns: string, key: string, entry: Entry, below: readonly Tier[], residencyMs: number): Promise<PendingCopyOutcome> {
+export async function copyPendingToHot(
+  hot: Tier & Confirming,
+  ns: string,
+  key: string,
+  entry: Entry,
+  below: readonly Tier[],
+  residencyMs: number,
+): Promise<PendingCopyOutcome> {
   const version = entry.header.version;
   const pending: Entry = { header: { ...entry.header, flags: { ...entry.header.flags, pending: true } }, value: entry.value };
   const o = await hot.put(ns, key, pending, { residencyMs });

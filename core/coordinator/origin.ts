@@ -14,7 +14,8 @@ export async function fetchFromOrigin(origin: NonNullable<NamespacePolicy['origi
     res = await fetch(url, { headers: origin.headers, signal: AbortSignal.timeout(origin.timeoutMs), redirect: 'follow' });
   } catch (e) {
     const timedOut = e instanceof Error && (e.name === 'TimeoutError' || e.name === 'AbortError');
-    throw new StrataError('ORIGIN_FAILED', timedOut ? `origin did not answer within ${origin.timeoutMs} ms` : 'origin could not be reached', { origin: new URL(url).origin }, { cause: e });
+    const message = timedOut ? `origin did not answer within ${origin.timeoutMs} ms` : 'origin could not be reached';
+    throw new StrataError('ORIGIN_FAILED', message, { origin: new URL(url).origin }, { cause: e });
   }
   if (res.status === 404 || res.status === 410) {
     await res.body?.cancel();

@@ -54,7 +54,12 @@ export type NamespacePolicyInput = z.input<typeof namespacePolicySchema>;
 
 export const namespaceConfigSchema = z.strictObject({
   defaults: namespacePolicySchema.prefault({}),
-  namespaces: z.record(z.string().regex(NAMESPACE_PATTERN, 'namespace names must match ' + NAMESPACE_PATTERN.source), z.record(z.string(), z.unknown())).default({}),
+  namespaces: z
+    .record(
+      z.string().regex(NAMESPACE_PATTERN, 'namespace names must match ' + NAMESPACE_PATTERN.source),
+      z.record(z.string(), z.unknown()),
+    )
+    .default({}),
 });
 
 export type NamespaceConfigInput = z.input<typeof namespaceConfigSchema>;

@@ -4,7 +4,9 @@ import { isLive } from '../model/entry.js';
 import { keyShardIndex } from '../model/keys.js';
 import type { Tier, TierName } from '../tiers/tier.js';
 import type { HotFence } from './hot-fence.js';
+import type { NearCache } from './near-cache.js';
 import type { NamespacePolicy } from './policy.js';
+import type { ReadResult } from './types.js';
 
 /** What the tier walk found for one key. */
 export interface Walked<H> {
@@ -25,8 +27,16 @@ export interface Walked<H> {
   staleHot?: number;
 }
 
+/** Reads entries or headers of some keys from one tier (undefined where it holds none). */
+export type TierRead<H> = (t: Tier, ns: string, keys: string[]) => Promise<(H | undefined)[]>;
+
+/** What a lookup found for one key: L1's own answer (a copy, or null for a local tombstone), or the tier walk's. */
+export type Found<H> = { near: ReadResult | null } | { walked: Walked<H> };
+
 /** What the walk needs from the coordinator. */
 export interface TierWalkDeps {
+  /** The per-container near cache, asked before any tier. */
+  near: NearCache;
   /** Tiers top-down. */
   tiers: readonly Tier[];
   hot?: Tier;
@@ -40,17 +50,42 @@ export interface TierWalkDeps {
 }
 
 /**
- * The coordinator's reads: one walk over the tiers for get, head, getMany and preconditions, and one rule for when
- * its answer may be given while a tier failed.
+ * The coordinator's reads: one lookup (L1, then one walk over the tiers) for get, head, getMany and preconditions,
+ * and one rule for when its answer may be given while a tier failed.
  */
 export class TierWalk {
   constructor(private readonly d: TierWalkDeps) {}
 
   /**
+   * The start of every read (get, getMany, head, preconditions): L1 first, then one {@link walk} for the keys L1 did
+   * not settle.
+   */
+  async lookup<H>(
+    ns: string,
+    keys: string[],
+    policy: NamespacePolicy,
+    read: TierRead<H>,
+    headerOf: (item: H) => EntryHeader,
+  ): Promise<Found<H>[]> {
+    const found: Found<H>[] = new Array(keys.length);
+    const pending: number[] = [];
+    keys.forEach((k, i) => {
+      const near = this.d.near.get(ns, k, policy);
+      if (near === undefined) pending.push(i);
+      else found[i] = { near };
+    });
+    if (pending.length > 0) {
+      const walked = await this.walk(ns, pending.map((i) => keys[i]!), read, headerOf);
+      pending.forEach((i, j) => (found[i] = { walked: walked[j]! }));
+    }
+    return found;
+  }
+
+  /**
    * The one tier walk behind get, head, getMany and preconditions: each tier in turn, for the keys no tier above
    * has settled. `read` fetches entries or headers of some keys from one tier.
    */
-  async walk<H>(ns: string, keys: string[], read: (t: Tier, ns: string, keys: string[]) => Promise<(H | undefined)[]>, headerOf: (item: H) => EntryHeader): Promise<Walked<H>[]> {
+  async walk<H>(ns: string, keys: string[], read: TierRead<H>, headerOf: (item: H) => EntryHeader): Promise<Walked<H>[]> {
     const fence = this.d.hot ? this.d.fence : undefined;
     let view = fence?.readerView() ?? null;
     if (view instanceof Promise) {
@@ -78,7 +113,11 @@ export class TierWalk {
         w.answered.push(tier.name);
         const item = found[j];
         const h = item === undefined ? undefined : headerOf(item);
-        if (h && tier === this.d.hot && (h.flags.pending || (fence && !(view && (h.hotEpoch ?? 0) >= view[keyShardIndex(ns, keys[i]!)]!)))) {
+        if (
+          h &&
+          tier === this.d.hot &&
+          (h.flags.pending || (fence && !(view && (h.hotEpoch ?? 0) >= view[keyShardIndex(ns, keys[i]!)]!)))
+        ) {
           // Not confirmed by the fence: a clean copy may be older than an acknowledged write and is skipped; a
           // dirty one is the newest unless a lower tier proves otherwise.
           if (h.flags.dirty && isLive(h)) w.candidate = { item: item!, level, tier: tier.name };
@@ -127,8 +166,9 @@ export class TierWalk {
     if (w.failed.length === 0) return true;
     const durable = this.d.durableTargets(policy);
     const reachedByAll = (n: TierName) => durable.some((t) => t.name === n);
-    if (w.at !== undefined ? w.at === 'hot' || reachedByAll(w.at) : w.answered.some(reachedByAll)) return true;
-    return w.failed.every((n) => n === 'hot' && !this.hotMayLead(policy));
+    const hot = this.d.hot?.name;
+    if (w.at !== undefined ? w.at === hot || reachedByAll(w.at) : w.answered.some(reachedByAll)) return true;
+    return w.failed.every((n) => n === hot && !this.hotMayLead(policy));
   }
 
   assertCertain(w: Walked<unknown>, policy: NamespacePolicy): void {
@@ -143,6 +183,10 @@ export class TierWalk {
 
 export function readOne(t: Tier, ns: string, keys: string[]): Promise<(Entry | undefined)[]> {
   return t.get(ns, keys[0]!).then((e) => [e]);
+}
+
+export function readMany(t: Tier, ns: string, keys: string[]): Promise<(Entry | undefined)[]> {
+  return t.getMany(ns, keys);
 }
 
 export function headOne(t: Tier, ns: string, keys: string[]): Promise<(EntryHeader | undefined)[]> {

@@ -12,11 +12,10 @@ export interface WriteBackFlusherOptions {
    * version (or a newer one) is safe there.
    */
   writeBelow: (ns: string, key: string, entry: Entry, policy: NamespacePolicy) => Promise<boolean>;
-  /** How long a flushed (now clean) hot copy may stay in hot, in ms (the policy's hot residency). */
-  residencyMs: (policy: NamespacePolicy) => number;
   /** Start the flush timer at this interval (ms); null: flushes only when asked (Lambda's end of invocation). */
   intervalMs: number | null;
-  onError: (error: unknown) => void;
+  /** A pass that failed: `what` is 'write-back flush' (the timer's) or 'final flush' (at close). Never thrown. */
+  onError: (error: unknown, what: string) => void;
   /** Dirty entries the hot tier found gone before their flush (write-back losses), reported after each pass. */
   onLost?: (count: number) => void;
 }
@@ -36,7 +35,7 @@ export class WriteBackFlusher {
   constructor(opts: WriteBackFlusherOptions) {
     this.opts = opts;
     if (opts.intervalMs !== null) {
-      this.timer = setInterval(() => void this.flush().catch(opts.onError), opts.intervalMs);
+      this.timer = setInterval(() => void this.flush().catch((e) => opts.onError(e, 'write-back flush')), opts.intervalMs);
       this.timer.unref();
     }
   }
@@ -63,6 +62,15 @@ export class WriteBackFlusher {
     if (this.timer) clearInterval(this.timer);
   }
 
+  /**
+   * The last pass at shutdown, after the timer is stopped, so that dirty entries written since the previous pass
+   * reach the durable tiers before the process goes away. Only while write-back is in force; failures are reported.
+   */
+  async finalFlush(): Promise<void> {
+    if (this.opts.policies.minFlushIntervalMs() === null) return;
+    await this.flush().catch((e) => this.opts.onError(e, 'final flush'));
+  }
+
   private async pass(limit: number): Promise<number> {
     this.last = Date.now();
     const { hot, policies } = this.opts;
@@ -77,7 +85,8 @@ export class WriteBackFlusher {
       const clean = copyForTier(e, flags);
       const policy = policies.for(ns);
       if (await this.opts.writeBelow(ns, key, clean, policy)) {
-        if (await hot.markClean(ns, key, e.header.version, this.opts.residencyMs(policy))) done++;
+        // Clean now, so the copy gets the policy's hot residency and a full hot tier may evict it.
+        if (await hot.markClean(ns, key, e.header.version, policy.hotResidencySeconds * 1000)) done++;
       }
     });
     this.done += done;

@@ -1,0 +1,48 @@
+import type { Entry } from '../model/entry.js';
+import { copyForTier, isLive } from '../model/entry.js';
+import type { MemoryTier } from '../tiers/memory-tier.js';
+import type { NamespacePolicy } from './policy.js';
+import type { ReadResult } from './types.js';
+
+/**
+ * The per-container near cache (L1) in front of the tiers. Its copies are dropped `nearCache.ttlMs` after they were
+ * cached, which bounds how stale a read served from another container's write can be; this container's own writes
+ * and deletes replace its copy at once (a delete by a short-lived tombstone), so it always reads its own writes.
+ */
+export class NearCache {
+  constructor(
+    private readonly l1: MemoryTier | undefined,
+    /** Counts an L1 hit (the coordinator's per-tier counters). */
+    private readonly onHit: () => void,
+  ) {}
+
+  /** A live copy, null for a fresh local tombstone (deleted here), undefined to go on to the tiers. */
+  get(ns: string, key: string, policy: NamespacePolicy): ReadResult | null | undefined {
+    if (!this.l1 || !policy.nearCache.enabled) return undefined;
+    const e = this.l1.getSync(ns, key);
+    if (!e) return undefined;
+    if (e.header.flags.tombstone) return null;
+    if (!isLive(e.header)) return undefined;
+    this.onHit();
+    return { entry: e, tier: 'l1' };
+  }
+
+  /** Caches a value just written or read, when the namespace uses L1 and the value is small enough. */
+  fill(ns: string, key: string, entry: Entry, policy: NamespacePolicy): void {
+    if (!this.l1 || !policy.nearCache.enabled || entry.value.length > policy.nearCache.maxValueBytes) return;
+    this.l1.putSync(ns, key, copyForTier(entry), policy.nearCache.ttlMs);
+  }
+
+  /**
+   * Replaces L1's copy with a tombstone or location marker after a delete or an upload. Not gated on
+   * `nearCache.enabled`: the marker is harmless when L1 is off, and no copy L1 holds can outlive the change.
+   */
+  shadow(ns: string, key: string, marker: Entry, policy: NamespacePolicy): void {
+    this.l1?.putSync(ns, key, marker, policy.nearCache.ttlMs);
+  }
+
+  /** The cache as a tier, for stats and close. */
+  get tier(): MemoryTier | undefined {
+    return this.l1;
+  }
+}

@@ -1,0 +1,101 @@
+import type { TierName } from '../tiers/tier.js';
+import type { NamespacePolicy } from './policy.js';
+
+/**
+ * The cache tier above the durable ones. It is the only tier that may lose what it holds without notice (eviction,
+ * a restart from an older snapshot), so it is written after the durable tiers, its copies are fenced
+ * (hot-fence.ts), and it alone may hold an acknowledged write only under write-back. The one place its name is
+ * spelled out.
+ */
+export const HOT = 'hot' satisfies TierName;
+
+/** What placement may know about one configured tier. */
+export interface TierSnapshot {
+  name: TierName;
+  /** Can keep write-back state (dirty entries, listed and flushed later): DirtyTracking in tiers/tier.ts. */
+  dirtyTracking: boolean;
+  /**
+   * How full the tier is (0..1), when known. Not consulted by today's rules: it is here for the policy engine's
+   * threshold rules (fill → evict, write around a full tier), which must be able to decide without I/O.
+   */
+  fill?: number;
+  /** False when the tier is known to be down. Not consulted today: a failed write is retried or refused by the caller. */
+  available?: boolean;
+}
+
+/** The parts of an entry's header placement may look at (a new write's, or a read hit's). */
+export interface PlacementHeader {
+  /** Value size in bytes. */
+  size: number;
+  tags?: readonly string[];
+  /** Absolute expiry, epoch ms; null = none. */
+  expiresAt?: number | null;
+  /** How long ago the entry was written, in ms (0 for a write being placed); undefined when not known. */
+  ageMs?: number;
+}
+
+export interface PlacementInput {
+  policy: NamespacePolicy;
+  header: PlacementHeader;
+  /** The configured tiers, top-down (each name at most once). */
+  tiers: readonly TierSnapshot[];
+}
+
+/** Where an entry goes. Every list is top-down and names only configured tiers. */
+export interface Placement {
+  /**
+   * Tiers below hot that take the value before a write is acknowledged (each may get a location marker instead
+   * when full). Empty: hot holds the only copy.
+   */
+  durable: TierName[];
+  /**
+   * What the hot tier gets on a write: the value, a location marker shadowing any older copy there (write-around:
+   * the value is too large for hot), or nothing (no hot tier, or the namespace does not write to it).
+   */
+  hot: 'value' | 'marker' | null;
+  /**
+   * Acknowledge once hot holds the value marked dirty, and flush it to `durable` later. When hot cannot take it
+   * (full of dirty data, or down) the write goes through to `durable` as if this were false.
+   */
+  writeBack: boolean;
+  /** Tiers a read hit found lower down is copied into, off the request path (only those above the hit). */
+  promoteInto: TierName[];
+}
+
+/**
+ * Placement: where a write of an entry goes and which tiers a read of it is promoted into. Pure (no I/O, no clock):
+ * a function of the namespace policy, the entry's header and a snapshot of the tiers, so a policy engine can
+ * replace or extend the rules and they can be tested without tiers.
+ *
+ * Today's rules: the durable tiers are the policy's write tiers below hot (see {@link namespaceDurable}). A value
+ * of at least `writeAroundBytes` skips hot, which gets a location marker instead, unless hot is the only copy.
+ * Write-back applies to values hot takes, when hot can track dirty entries and there is a durable tier to flush
+ * to. Promotions go into the policy's write tiers, hot only for values below `writeAroundBytes` (a hit found
+ * below hot already lives elsewhere, so a large one never needs hot).
+ */
+export function place({ policy, header, tiers }: PlacementInput): Placement {
+  const hot = tiers.find((t) => t.name === HOT && writesTo(policy, HOT));
+  const durable = namespaceDurable(policy, tiers);
+  const large = header.size >= policy.writeAroundBytes;
+  // With nowhere else to go, a large value still lands in hot.
+  const around = large && durable.length > 0;
+  const writeBack = !!hot && !around && policy.writeMode === 'write-back' && hot.dirtyTracking && durable.length > 0;
+  const promoteInto = policy.promoteOnRead
+    ? tiers.filter((t) => writesTo(policy, t.name) && !(t.name === HOT && large)).map((t) => t.name)
+    : [];
+  return { durable, hot: hot ? (around ? 'marker' : 'value') : null, writeBack, promoteInto };
+}
+
+/**
+ * The tiers every acknowledged write of a namespace reaches, whatever the entry: the policy's write tiers below hot.
+ * {@link place} takes its `durable` from here, and the tier walk relies on it to decide when a read's answer is
+ * certain while a tier is down (tier-walk.ts). Rules that make durability depend on the entry (its tags, its size)
+ * must keep this the intersection over every entry the namespace may hold.
+ */
+export function namespaceDurable(policy: NamespacePolicy, tiers: readonly TierSnapshot[]): TierName[] {
+  return tiers.filter((t) => t.name !== HOT && writesTo(policy, t.name)).map((t) => t.name);
+}
+
+function writesTo(policy: NamespacePolicy, tier: TierName): boolean {
+  return (policy.writeTiers as readonly TierName[]).includes(tier);
+}

@@ -1,0 +1,246 @@
+import { permanentDetails, StrataError, TierUnavailableError } from '../errors.js';
+import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
+import { makeLocationMarker, makeTombstone } from '../model/entry.js';
+import { keyShardIndex } from '../model/keys.js';
+import type { Presigning, Tier, TierName } from '../tiers/tier.js';
+import type { HotFence } from './hot-fence.js';
+import type { Placement } from './placement.js';
+import type { NamespacePolicy } from './policy.js';
+import type { Attempt } from './restamp.js';
+
+/** Where an acknowledged write landed. */
+export interface Written {
+  /** Tiers holding the value (not those that got a location marker). */
+  tiers: TierName[];
+  /** False when only hot holds it: a dirty write-back copy, or a namespace with no durable tier. */
+  durable: boolean;
+}
+
+/** What the writer needs from the coordinator. */
+export interface TierWriterDeps {
+  /** Tiers top-down. */
+  tiers: readonly Tier[];
+  hot?: Tier;
+  fence?: HotFence;
+  /** The coordinator's per-tier error counters. */
+  count(tier: TierName, what: 'errors'): void;
+  /** A durable write's hot copy failed or its outcome is unknown (before it is fenced off). */
+  hotUnknown(ns: string, error: unknown): void;
+}
+
+/**
+ * One attempt at each kind of change (a write, a delete, an upload's commit) with one version: the tiers in the
+ * order that keeps the central promise, durable ones first and hot after, so that when an attempt is acknowledged no
+ * tier can still serve an older version. An attempt that a tier refuses as stale resolves `{ ok: false }` for the
+ * re-stamp loop (restamp.ts); one that cannot be made safe throws.
+ */
+export class TierWriter {
+  private readonly byName = new Map<TierName, Tier>();
+  /** Every tier but hot: a tombstone goes to all of them, whatever the policy, before hot. */
+  private readonly belowHot: Tier[];
+
+  constructor(private readonly d: TierWriterDeps) {
+    for (const t of d.tiers) this.byName.set(t.name, t);
+    this.belowHot = d.tiers.filter((t) => t !== d.hot);
+  }
+
+  /** The configured tiers of these names, in order. */
+  tiersNamed(names: readonly TierName[]): Tier[] {
+    return names.map((n) => this.byName.get(n)!);
+  }
+
+  /** The hot epoch of a key's shard now (0 without a fence): taken before an attempt writes or reads anything. */
+  epochOf(ns: string, key: string): number {
+    return this.d.fence && this.d.hot ? this.d.fence.current()[keyShardIndex(ns, key)]! : 0;
+  }
+
+  /** One attempt at a write of `entry` (already stamped) where `placement` says. */
+  async write(ns: string, key: string, entry: Entry, placement: Placement, policy: NamespacePolicy): Promise<Attempt<Written>> {
+    const hot = placement.hot ? this.d.hot : undefined;
+    const durable = this.tiersNamed(placement.durable);
+    const epoch = this.epochOf(ns, key);
+
+    if (hot && placement.writeBack) {
+      const dirty = stampEpoch({ header: { ...entry.header, flags: { dirty: true } }, value: entry.value }, epoch);
+      try {
+        const o = await hot.put(ns, key, dirty);
+        if (o.applied) return { ok: true, value: { tiers: [hot.name], durable: false } };
+        if (!o.full) return { ok: false, current: o.current! };
+        // No room for more dirty data: write this one through instead.
+      } catch {
+        this.d.count(hot.name, 'errors'); // hot is down: write through to the durable tiers
+      }
+    }
+
+    if (durable.length === 0) {
+      // Hot is the only copy: it must take the value itself.
+      if (!hot) throw new StrataError('TIER_UNAVAILABLE', 'the namespace writes to no configured tier', permanentDetails({ tier: 'none' }));
+      let o: WriteOutcome;
+      try {
+        o = await hot.put(ns, key, entry);
+      } catch (e) {
+        this.d.count(hot.name, 'errors');
+        throw e instanceof TierUnavailableError ? e : new TierUnavailableError(hot.name, e);
+      }
+      if (o.applied) return { ok: true, value: { tiers: [hot.name], durable: false } };
+      if (o.full) {
+        throw new StrataError('TIER_UNAVAILABLE', 'the hot tier is full and the namespace writes to no other tier', { tier: hot.name });
+      }
+      return { ok: false, current: o.current! };
+    }
+
+    const below = await this.putDurable(ns, key, entry, durable);
+    if (!below.ok) return below;
+    const tiers = below.value;
+    if (hot) {
+      const around = placement.hot === 'marker';
+      const copy = around ? makeLocationMarker(entry.header.version, entry.header.expiresAt) : entry;
+      const o = await this.copyToHot(ns, key, stampEpoch(copy, epoch), policy, true);
+      if (o === 'applied' && !around) tiers.unshift(hot.name);
+    }
+    return { ok: true, value: { tiers, durable: true } };
+  }
+
+  /**
+   * One attempt at a delete: a tombstone to every tier below hot first (once they hold it no reader can find the
+   * old value there), then to hot. A durable tier that failed may still hold the old value: not acknowledged.
+   */
+  async tombstone(ns: string, key: string, version: number, policy: NamespacePolicy): Promise<Attempt<void>> {
+    const { hot } = this.d;
+    const below = this.belowHot;
+    const epoch = this.epochOf(ns, key);
+    const tomb = makeTombstone(version, policy.tombstoneTtlMs);
+    const results = await Promise.allSettled(below.map((t) => t.put(ns, key, tomb)));
+    let stale = maxStale(results);
+    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [below[i]!.name] : []));
+    if (stale === null && failed.length === 0 && hot) {
+      const o = await this.copyToHot(ns, key, stampEpoch(tomb, epoch), policy, below.length > 0);
+      if (o === 'stale') stale = (await hot.head(ns, key).catch(() => undefined))?.version ?? version;
+    }
+    if (stale !== null) return { ok: false, current: stale };
+    failed.forEach((n) => this.d.count(n, 'errors'));
+    if (failed.length > 0) throw new TierUnavailableError(failed.join(','));
+    return { ok: true, value: undefined };
+  }
+
+  /**
+   * One attempt at moving an upload into place in `target` (the presigning tier) as `header.version`: durable tiers
+   * above it get a location marker first, the hot tier one after the commit, so no older copy anywhere outlives
+   * the ack. Resolves the committed size.
+   */
+  async commitUpload(
+    ns: string,
+    key: string,
+    target: Tier & Presigning,
+    uploadId: string,
+    header: Omit<EntryHeader, 'size' | 'hash'>,
+    policy: NamespacePolicy,
+  ): Promise<Attempt<{ size: number; marker: Entry }>> {
+    const { hot } = this.d;
+    const upper = this.d.tiers.slice(0, this.d.tiers.indexOf(target)).filter((t) => t !== hot);
+    const epoch = this.epochOf(ns, key);
+    const marker = makeLocationMarker(header.version, header.expiresAt);
+    const shadows = await Promise.allSettled(upper.map((t) => t.put(ns, key, marker)));
+    const stale = maxStale(shadows);
+    const failed = shadows.flatMap((r, i) => (r.status === 'rejected' ? [upper[i]!.name] : []));
+    if (failed.length > 0) throw new TierUnavailableError(failed.join(','));
+    if (stale !== null) return { ok: false, current: stale };
+    const o = await target.commitUpload(uploadId, ns, key, header);
+    if (!o.applied) return { ok: false, current: o.current ?? header.version };
+    if (hot && target !== hot) await this.copyToHot(ns, key, stampEpoch(marker, epoch), policy, true);
+    return { ok: true, value: { size: o.size, marker } };
+  }
+
+  /**
+   * Writes an entry to the durable tiers. A tier that refuses it for lack of room (a full cache node) gets a
+   * location marker instead, which always fits and shadows any older copy there; the write stands as long as
+   * another durable tier took the value, and is refused with 503 otherwise, before anything is changed. Resolves the
+   * tiers that took the value.
+   */
+  async putDurable(ns: string, key: string, entry: Entry, durable: Tier[]): Promise<Attempt<TierName[]>> {
+    const results = await Promise.allSettled(durable.map((t) => t.put(ns, key, entry)));
+    const stale = maxStale(results);
+    if (stale !== null) return { ok: false, current: stale };
+    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [durable[i]!.name] : []));
+    if (failed.length > 0) {
+      failed.forEach((n) => this.d.count(n, 'errors'));
+      throw new TierUnavailableError(failed.join(','));
+    }
+    const full = durable.filter((_, i) => (results[i] as PromiseFulfilledResult<WriteOutcome>).value.full);
+    const tiers = durable.filter((t) => !full.includes(t)).map((t) => t.name);
+    if (full.length > 0) {
+      const fullNames = full.map((t) => t.name).join(',');
+      if (tiers.length === 0) {
+        throw new StrataError('TIER_UNAVAILABLE', `tier '${fullNames}' is full and the namespace writes to no other durable tier`, {
+          tier: fullNames,
+          reason: 'full',
+        });
+      }
+      const marker = makeLocationMarker(entry.header.version, entry.header.expiresAt);
+      const shadows = await Promise.allSettled(full.map((t) => t.put(ns, key, marker)));
+      const shadowStale = maxStale(shadows);
+      if (shadowStale !== null) return { ok: false, current: shadowStale };
+      const unshadowed = full.filter((_, i) => {
+        const r = shadows[i]!;
+        return r.status === 'rejected' || !r.value.applied;
+      });
+      if (unshadowed.length > 0) {
+        // An older copy would stay readable there: the write is not acknowledged.
+        const names = unshadowed.map((t) => t.name).join(',');
+        throw new StrataError('TIER_UNAVAILABLE', `tier '${names}' is full and could not be shadowed`, { tier: names, reason: 'full' });
+      }
+    }
+    return { ok: true, value: tiers };
+  }
+
+  /**
+   * Copies a durable write (value, marker or tombstone) to hot. When hot cannot take it (down, stalled, OOM, full
+   * and unshadowable), the older copy it may hold is fenced off before this resolves: the caller acknowledges
+   * after. 'stale': hot holds a newer version (a newer write, already durable).
+   */
+  private async copyToHot(
+    ns: string,
+    key: string,
+    copy: Entry,
+    policy: NamespacePolicy,
+    fenceOnFailure: boolean,
+  ): Promise<'applied' | 'stale' | 'fenced'> {
+    const hot = this.d.hot!;
+    const residency = { residencyMs: policy.hotResidencySeconds * 1000 };
+    try {
+      const o = await hot.put(ns, key, copy, residency);
+      if (o.applied) return 'applied';
+      if (!o.full) return 'stale';
+      // No room for the value: a marker (never larger than the entry it replaces) shadows older copies.
+      const marker = stampEpoch(makeLocationMarker(copy.header.version, copy.header.expiresAt), copy.header.hotEpoch ?? 0);
+      const m = await hot.put(ns, key, marker, residency);
+      if (m.applied) return 'fenced';
+      if (!m.full) return 'stale';
+      throw new StrataError('TIER_UNAVAILABLE', 'the hot tier has no room even for a location marker', { tier: hot.name });
+    } catch (error) {
+      this.d.count(hot.name, 'errors');
+      if (!fenceOnFailure) throw error;
+      this.d.hotUnknown(ns, error);
+      const fence = this.d.fence;
+      if (!fence) throw error instanceof TierUnavailableError ? error : new TierUnavailableError(hot.name, error);
+      // The write is durable; hot may still serve an older copy: raise the shard's epoch for every reader.
+      await fence.invalidate([keyShardIndex(ns, key)]);
+      return 'fenced';
+    }
+  }
+}
+
+/** A copy for the hot tier, stamped with its shard's epoch. */
+export function stampEpoch(e: Entry, epoch: number): Entry {
+  return { header: { ...e.header, hotEpoch: epoch }, value: e.value };
+}
+
+/** The highest version a tier reported when it refused a write as stale, or null when none did. */
+function maxStale(results: PromiseSettledResult<WriteOutcome>[]): number | null {
+  let max: number | null = null;
+  for (const r of results) {
+    const refusedAsStale = r.status === 'fulfilled' && !r.value.applied && !r.value.full && r.value.current !== null;
+    if (refusedAsStale) max = Math.max(max ?? 0, r.value.current!);
+  }
+  return max;
+}

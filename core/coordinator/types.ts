@@ -1,0 +1,71 @@
+// The coordinator's public vocabulary: what callers pass in and get back (re-exported by coordinator.ts, which
+// callers import; the coordinator's parts import it from here, so none of them depends on the class).
+import type { Entry } from '../model/entry.js';
+import type { HybridLogicalClock } from '../model/hlc.js';
+import type { MemoryTier } from '../tiers/memory-tier.js';
+import type { Tier, TierName } from '../tiers/tier.js';
+import type { FenceEvent, HotFence } from './hot-fence.js';
+import type { PolicyRegistry } from './policy.js';
+
+export interface CoordinatorOptions {
+  /** Tiers top-down (hot, warm, cold); each name at most once. */
+  tiers: Tier[];
+  /** Per-container near cache (L1), consulted before the hot tier. */
+  nearCache?: MemoryTier;
+  policies?: PolicyRegistry;
+  clock?: HybridLogicalClock;
+  /** Reports failures of background work (promotions, flushes); they never fail a request. */
+  onBackgroundError?: (error: unknown, what: string) => void;
+  /** Start the write-back flush timer (off for Lambda, which flushes at the end of an invocation). @default true */
+  flushTimer?: boolean;
+  /**
+   * Fencing of hot copies (coordinator/hot-fence.ts): a fence, its lease, or false. @default a fence with a
+   * 2000 ms lease, kept in the lowest tier, whenever there is a hot tier above a durable one
+   */
+  hotFence?: HotFence | { leaseMs?: number } | false;
+  /** What the coordinator did on its own (fence bumps, hot copies whose outcome was unknown): metrics and logs. */
+  onEvent?: (event: CoordinatorEvent) => void;
+}
+
+export type CoordinatorEvent =
+  | FenceEvent
+  /** A write acknowledged from the durable tiers whose hot copy failed or whose outcome was unknown (fenced first). */
+  | { type: 'hot-copy-unknown'; ns: string; error: unknown }
+  /** Dirty write-back entries found gone (evicted or expired) before their flush: acknowledged writes lost. */
+  | { type: 'write-back-lost'; count: number };
+
+export type ServedBy = TierName | 'origin';
+
+export interface ReadResult {
+  entry: Entry;
+  tier: ServedBy;
+}
+
+export interface WriteOptions {
+  /** Seconds to live; null = no expiry; undefined = the namespace default. */
+  ttlSeconds?: number | null;
+  tags?: string[];
+  contentType?: string;
+  /** Apply only if the current version is exactly this one, or ('*') only if the key exists. */
+  ifMatch?: number | '*';
+  /** Apply only if the key does not exist. */
+  ifNoneMatch?: boolean;
+}
+
+export interface WriteResult {
+  version: number;
+  expiresAt: number | null;
+  size: number;
+  tiers: TierName[];
+  /**
+   * False when the write is acknowledged from the hot tier alone (write-back) and not yet flushed to a durable
+   * tier: it is lost if the hot tier loses it first (docs/API.md, "Write-back").
+   */
+  durable: boolean;
+  /** Concurrent writers in other processes got newer versions in first; theirs is what readers see. */
+  superseded?: boolean;
+}
+
+export interface DeleteResult {
+  version: number;
+}
