@@ -1,6 +1,6 @@
 /**
  * `strata cost`: the cost model of a running Strata (`GET /v1/cost/...`), printed as the server renders it: the
- * same flags and the same text as `npm run cost` prints offline in the Strata repository (core/cost/cli.ts).
+ * same flags and the same text as `npm run cost` prints offline in the Strata repository (core/composition/cost-cli.ts).
  */
 import type { StrataClient } from './client.js';
 import { UsageError, type CliIo } from './cli-workflow.js';
@@ -17,7 +17,7 @@ interface CostFlag {
 
 const SECTIONS: readonly { readonly title: string; readonly flags: readonly CostFlag[] }[] = [
   {
-    title: 'Paper 001 (Chiu & Agrawal, 2010):',
+    title: 'Chiu & Agrawal, "Evaluating Caching and Storage Options on the Amazon Web Services Cloud" (2010):',
     flags: [
       { flag: 'paper-2010', help: 'with --tables, or alone: the paper\'s tables; with a workload: price it with the 2010 catalog' },
       { flag: 'tables', help: 'Tables III and IV recomputed from Table I\'s prices; the paper\'s differing cells are marked' },
@@ -102,9 +102,17 @@ export async function costCommand(client: StrataClient, flags: Flags, io: CliIo)
       else write([...(flags.discrepancies && !flags.tables ? [] : [paper.tables]), paper.discrepanciesText].join('\n\n'));
       return 0;
     }
-    if (!workloadGiven) throw new UsageError('cost: give a workload (--value-size, --keys, --requests-per-month) or --paper-2010 --tables', COST_USAGE);
+    if (!workloadGiven) {
+      // A bare `strata cost` asks what the command does: the usage answers it; other flags alone are a mistake.
+      const bare = FLAGS.every((f) => flags[f.flag] === undefined);
+      const message = 'cost: give a workload (--value-size, --keys, --requests-per-month) or --paper-2010 --tables';
+      throw new UsageError(message, bare ? COST_USAGE : undefined, 'cost');
+    }
     const missing = WORKLOAD_FLAGS.find((f) => flags[f] === undefined);
-    if (missing) throw new UsageError(`cost: --${missing} is required with a workload (${WORKLOAD_FLAGS.map((f) => `--${f}`).join(', ')})`, COST_USAGE);
+    if (missing) {
+      const all = WORKLOAD_FLAGS.map((f) => `--${f}`).join(', ');
+      throw new UsageError(`cost: --${missing} is required with a workload (${all})`, undefined, 'cost');
+    }
     const workload: Record<string, string | boolean> = {};
     for (const f of FLAGS) {
       const v = flags[f.flag];

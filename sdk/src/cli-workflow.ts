@@ -28,20 +28,36 @@ export interface WorkflowCliOptions {
 }
 
 export interface CliIo {
-  stdout: { write(text: string): unknown };
+  /** Results: JSON, tables, and the bytes of a value (`strata get`). */
+  stdout: { write(chunk: string | Uint8Array): unknown };
   /** Progress and messages; a terminal gets the redrawn progress bar. */
   stderr: ProgressOutput;
 }
 
-/** A usage error: the CLI prints it with the usage text (`usage`, else the CLI's) and exits 2. */
+/**
+ * A mistake in the arguments: the CLI prints it as one line ending with `run 'strata help <command>'` and exits 2.
+ * With `usage` (a bare `strata workflow` or `strata cost`, which asks what the command does) it prints that usage
+ * after the message instead.
+ */
 export class UsageError extends Error {
   constructor(
     message: string,
-    /** The usage text of the command at fault. */
+    /** The usage text to print after the message; only for a command given without anything to do. */
     readonly usage?: string,
+    /** The command at fault, for the `strata help <command>` hint. */
+    readonly command?: string,
   ) {
     super(message);
   }
+}
+
+/** A usage error of `strata workflow`. */
+function usage(message: string): UsageError {
+  return new UsageError(message, undefined, 'workflow');
+}
+
+function unknownWorkflow(name: string): UsageError {
+  return usage(`unknown workflow '${name}'; workflows: ${WORKFLOW_NAMES.join(', ')}`);
 }
 
 function print(io: CliIo, v: unknown): void {
@@ -74,15 +90,17 @@ function parseInput(raw: string | undefined): Record<string, unknown> {
   try {
     v = JSON.parse(raw);
   } catch (e) {
-    throw new UsageError(`--input is not valid JSON: ${(e as Error).message}`);
+    throw usage(`--input is not valid JSON: ${(e as Error).message}`);
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new UsageError('--input must be a JSON object, e.g. --input \'{"nodeId":"n3"}\'');
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+    throw usage('--input must be a JSON object, e.g. --input \'{"nodeId":"n3"}\'');
+  }
   return v as Record<string, unknown>;
 }
 
 function positiveInt(name: string, raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw new UsageError(`${name} must be a whole number of at least 1`);
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) throw usage(`${name} must be a whole number of at least 1`);
   return Number(raw);
 }
 
@@ -114,11 +132,11 @@ export async function workflowCommand(client: StrataClient, args: readonly strin
   const [sub, arg] = args;
   switch (sub) {
     case 'start': {
-      if (!arg) throw new UsageError('workflow start needs a workflow name');
-      if (!(WORKFLOW_NAMES as readonly string[]).includes(arg)) throw new UsageError(`unknown workflow '${arg}'; workflows: ${WORKFLOW_NAMES.join(', ')}`);
+      if (!arg) throw usage('workflow start needs a workflow name');
+      if (!(WORKFLOW_NAMES as readonly string[]).includes(arg)) throw unknownWorkflow(arg);
       const input = parseInput(o.input);
       if (o.mode !== undefined) {
-        if (o.mode !== 'incremental' && o.mode !== 'parallel') throw new UsageError('--mode is incremental or parallel');
+        if (o.mode !== 'incremental' && o.mode !== 'parallel') throw usage('--mode is incremental or parallel');
         input.mode = o.mode;
       }
       const started = await client.workflows.start(arg as WorkflowName, input, o.name === undefined ? {} : { name: o.name });
@@ -130,7 +148,7 @@ export async function workflowCommand(client: StrataClient, args: readonly strin
       return follow(client, started.execution, o, io);
     }
     case 'status': {
-      if (!arg) throw new UsageError('workflow status needs an execution name');
+      if (!arg) throw usage('workflow status needs an execution name');
       if (o.wait) return follow(client, arg, o, io);
       const d = await client.workflows.get(arg);
       if (!d) {
@@ -141,7 +159,7 @@ export async function workflowCommand(client: StrataClient, args: readonly strin
       return 0;
     }
     case 'list': {
-      if (o.workflow !== undefined && !(WORKFLOW_NAMES as readonly string[]).includes(o.workflow)) throw new UsageError(`unknown workflow '${o.workflow}'; workflows: ${WORKFLOW_NAMES.join(', ')}`);
+      if (o.workflow !== undefined && !(WORKFLOW_NAMES as readonly string[]).includes(o.workflow)) throw unknownWorkflow(o.workflow);
       const limit = positiveInt('--limit', o.limit);
       const rows = await client.workflows.list({ ...(o.workflow ? { workflow: o.workflow as WorkflowName } : {}), ...(limit ? { limit } : {}) });
       if (o.json) print(io, rows);
@@ -149,6 +167,10 @@ export async function workflowCommand(client: StrataClient, args: readonly strin
       return 0;
     }
     default:
-      throw new UsageError(sub ? `unknown workflow command '${sub}'` : 'workflow needs a command: start, status or list');
+      if (sub === undefined) {
+        const usageText = `usage: strata workflow start|status|list [options]\n\n${WORKFLOW_USAGE}`;
+        throw new UsageError('workflow needs a command: start, status or list', usageText, 'workflow');
+      }
+      throw usage(`unknown workflow command '${sub}'`);
   }
 }

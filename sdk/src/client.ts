@@ -222,8 +222,8 @@ export class StrataClient {
    */
   readonly workflows: WorkflowsClient;
   /**
-   * The deployment's cost model: cache placements ranked for a workload by monthly cost and C/S, paper 001's
-   * Tables III and IV recomputed, and the price catalogs. What the `strata cost` command prints.
+   * The deployment's cost model: cache placements ranked for a workload by monthly cost and C/S, the Tables III and
+   * IV of Chiu & Agrawal (2010) recomputed, and the price catalogs. What the `strata cost` command prints.
    *
    * @example
    * ```ts
@@ -372,9 +372,10 @@ export class StrataClient {
   }
 
   /**
-   * Deletes a key; resolves the tombstone's version.
+   * Deletes a key; resolves the tombstone's version. Deleting is idempotent: a key that does not exist (or expired)
+   * gets a tombstone and a version too, no error.
    *
-   * @throws {VersionConflictError} when `ifMatch` does not match the stored version.
+   * @throws {VersionConflictError} when `ifMatch` does not match the stored version (a missing key included).
    * @example
    * ```ts
    * const { version } = await strata.delete('user:42');

@@ -3,7 +3,7 @@
  * with their HTTP statuses, workflow names and execution statuses, and the workflow progress document.
  *
  * Plain data and types only, with no imports: the server imports this file directly (core/errors.ts,
- * core/workflows/progress.ts, core/workflows/service.ts), while the SDK never imports from the
+ * core/workflows/progress.ts, core/workflows/admin-service.ts), while the SDK never imports from the
  * server. test/unit/contract-drift.test.ts checks that both sides still agree.
  */
 
@@ -79,3 +79,17 @@ export interface WorkflowProgressView extends WorkflowProgressDocument {
   /** What `total` and `done` count: `sessions` (scale-out, scale-in), `nodes` (evict-to-s3), `batches` (tier-migrate). */
   unit: string;
 }
+
+/**
+ * The `error.details` flag of a permanent error: `{ "permanent": true }` on a 5xx says that the condition lasts until
+ * the deployment's configuration changes (no workflows configured in this runtime, no tier that presigns URLs), so a
+ * retry cannot succeed and clients do not retry it. Without it the status decides: 429 and 5xx are retried.
+ */
+export const PERMANENT_ERROR_DETAIL = 'permanent';
+
+/**
+ * Facts of a scale workflow's progress document while it waits out its grace period (after the ring changed, before
+ * the sources drop what they handed over, or before the drained node is terminated): when the wait ends (ISO-8601)
+ * and how long it is (ms). Progress bars count down to it instead of sitting at 100%.
+ */
+export const GRACE_FACTS = { until: 'graceUntil', ms: 'graceMs' } as const;

@@ -1,6 +1,7 @@
 /**
- * The cost model served by the API (`/v1/cost/...`): cache placements ranked for a workload, paper 001's Tables III
- * and IV recomputed, and the price catalogs behind them. Reached as {@link StrataClient.cost}.
+ * The cost model served by the API (`/v1/cost/...`): cache placements ranked for a workload, the Tables III and IV
+ * of D. Chiu and G. Agrawal, "Evaluating Caching and Storage Options on the Amazon Web Services Cloud" (2010)
+ * recomputed, and the price catalogs behind them. Reached as {@link StrataClient.cost}.
  */
 import { invalid, isObject, optionError, readBody, type SubClientTransport } from './json.js';
 import { requestIdOf, type HttpRequest } from './transport.js';
@@ -17,23 +18,23 @@ export interface CostWorkload {
   /** R: reads a month. */
   requestsPerMonth: number | string;
   /** Writes a month. Default: the expected misses of a cold cache. */
-  writesPerMonth?: number | string;
+  writesPerMonth?: number | string | undefined;
   /** Only placements whose data survives the loss of a node (S3, EBS, S3-backed). Default `false`. */
-  persistent?: boolean;
+  persistent?: boolean | undefined;
   /** Hit latency target; a number is milliseconds. Slower placements rank after every one that meets it. */
-  latencyTarget?: number | string;
+  latencyTarget?: number | string | undefined;
   /** The origin's time per miss, the baseline of the speedup S; a number is milliseconds. Default 1 s. */
-  serviceTime?: number | string;
+  serviceTime?: number | string | undefined;
   /** Results stay in the region: no transfer-out charge (C_IO). Default `false`. */
-  inRegion?: boolean;
+  inRegion?: boolean | undefined;
   /** Default: the server's (`us-east-1`). */
-  region?: string;
+  region?: string | undefined;
   /** Price catalog id (see {@link CostClient.catalogs}). Default: the server's newest. */
-  catalog?: string;
+  catalog?: string | undefined;
   /** `cs`: cost per unit of speedup C/S (the default); `cost`: monthly cost. */
-  rankBy?: 'cs' | 'cost';
+  rankBy?: 'cs' | 'cost' | undefined;
   /** Return the best `top` placements only (a whole number, at least 1). */
-  top?: number | string;
+  top?: number | string | undefined;
 }
 
 /** Monthly USD of one placement, in the paper's terms. */
@@ -116,7 +117,7 @@ export interface CostPlacementsResult {
   text: string;
 }
 
-/** A printed cell of paper 001 that its own formulas do not give. */
+/** A printed cell of Chiu & Agrawal (2010) that its own formulas do not give. */
 export interface PaperDiscrepancy {
   /** `D1` ... */
   id: string;
@@ -186,9 +187,9 @@ export interface CostCatalogsResult {
 /** Per-call options of the cost methods. */
 export interface CostRequestOptions {
   /** Cancels the call; it then rejects with `signal.reason`. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Per-attempt timeout; overrides the client's `timeoutMs`. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 const PARAMS = ['valueSize', 'keys', 'requestsPerMonth', 'writesPerMonth', 'persistent', 'latencyTarget', 'serviceTime', 'inRegion', 'region', 'catalog', 'rankBy', 'top'] as const satisfies readonly (keyof CostWorkload)[];
@@ -253,7 +254,7 @@ export class CostClient {
   }
 
   /**
-   * Paper 001's Tables III and IV (Chiu & Agrawal, 2010) recomputed from its Table I prices
+   * Tables III and IV of Chiu & Agrawal (2010, see the module's comment) recomputed from its Table I prices
    * (`GET /v1/cost/paper-2010`), every printed cell against the formulas, and the cells the paper's own formulas
    * do not give.
    *
@@ -266,7 +267,8 @@ export class CostClient {
    */
   async paper2010(opts: CostRequestOptions = {}): Promise<Paper2010Result> {
     const fields = { tables: 'string', discrepanciesText: 'string', discrepancies: 'array', cells: 'array' } as const;
-    return this.t.transport.send(this.req(`${this.t.endpoint}/v1/cost/paper-2010`, opts), (res) => answer<Paper2010Result>(res, fields, "paper 001's tables"));
+    const url = `${this.t.endpoint}/v1/cost/paper-2010`;
+    return this.t.transport.send(this.req(url, opts), (res) => answer<Paper2010Result>(res, fields, "Chiu & Agrawal's (2010) tables"));
   }
 
   /**

@@ -10,7 +10,7 @@
  * `signal.reason` unchanged, exactly as `fetch` does.
  */
 
-import type { ServerErrorCode } from './contract.js';
+import { PERMANENT_ERROR_DETAIL, type ServerErrorCode } from './contract.js';
 
 /** Error codes defined by the Strata HTTP API (docs/API.md); the list lives in contract.ts, shared with the server. */
 export type { ServerErrorCode };
@@ -88,6 +88,15 @@ export class StrataError extends Error {
   }
 
   /**
+   * True when the server marked the error permanent (`details.permanent`, contract.ts `PERMANENT_ERROR_DETAIL`): the
+   * condition lasts until the deployment's configuration changes, e.g. a 503 `WORKFLOWS_UNAVAILABLE` because this
+   * runtime has no workflows. Such an error is never {@link retryable}, whatever its status.
+   */
+  get permanent(): boolean {
+    return this.details?.[PERMANENT_ERROR_DETAIL] === true;
+  }
+
+  /**
    * A plain object for structured logging.
    *
    * @example
@@ -130,7 +139,10 @@ export class NamespaceForbiddenError extends AuthenticationError {
   }
 }
 
-/** 404 `NOT_FOUND` (only raised where a miss is not a normal result, e.g. `delete`) or `ROUTE_NOT_FOUND` (wrong endpoint / base path). */
+/**
+ * 404 `NOT_FOUND` (only raised where a miss is not a normal result, e.g. `workflows.wait` of an unknown execution:
+ * `get` resolves undefined, `delete` of a missing key succeeds) or `ROUTE_NOT_FOUND` (wrong endpoint / base path).
+ */
 export class NotFoundError extends StrataError {}
 
 /** 409 `VERSION_CONFLICT`: an `ifMatch` / `ifNoneMatch` precondition failed. */
@@ -161,23 +173,27 @@ export class RateLimitedError extends StrataError {
   }
 }
 
-/** 502 `ORIGIN_FAILED`: the read-through origin failed. Retried automatically. */
+/** 502 `ORIGIN_FAILED`: the read-through origin failed. Retried automatically, unless {@link StrataError.permanent}. */
 export class OriginError extends StrataError {
   override get retryable(): boolean {
-    return true;
+    return !this.permanent;
   }
 }
 
-/** 503 `TIER_UNAVAILABLE`, or any 5xx other than 500 without a Strata error body (e.g. a proxy's HTML 502/504). Retried automatically. */
+/**
+ * 503 `TIER_UNAVAILABLE`, or any 5xx other than 500 without a Strata error body (e.g. a proxy's HTML 502/504). Retried
+ * automatically, unless the server marked it {@link StrataError.permanent}.
+ */
 export class UnavailableError extends StrataError {
   override get retryable(): boolean {
-    return true;
+    return !this.permanent;
   }
 }
 
 /**
  * 503 `WORKFLOWS_UNAVAILABLE` (admin API): the deployment has no workflows configured, or Step Functions could not
- * be reached. A subclass of {@link UnavailableError}, retried like it.
+ * be reached. A subclass of {@link UnavailableError}, retried like it: not when the server marked it
+ * {@link StrataError.permanent} (not configured here), else yes (a Step Functions call failed).
  */
 export class WorkflowsUnavailableError extends UnavailableError {}
 
@@ -205,7 +221,7 @@ export class NetworkError extends StrataError {
    */
   readonly connectFailed: boolean;
 
-  constructor(init: StrataErrorInit & { connectFailed?: boolean }) {
+  constructor(init: StrataErrorInit & { connectFailed?: boolean | undefined }) {
     super(init);
     this.connectFailed = init.connectFailed ?? false;
   }
@@ -215,10 +231,13 @@ export class NetworkError extends StrataError {
   }
 }
 
-/** 500 `INTERNAL`, an unknown code/status, or a response the client cannot parse (`INVALID_RESPONSE`). 5xx instances are retried. */
+/**
+ * 500 `INTERNAL`, an unknown code/status, or a response the client cannot parse (`INVALID_RESPONSE`). 5xx instances
+ * are retried, unless {@link StrataError.permanent}.
+ */
 export class StrataServerError extends StrataError {
   override get retryable(): boolean {
-    return this.status >= 500;
+    return this.status >= 500 && !this.permanent;
   }
 }
 

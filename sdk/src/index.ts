@@ -78,6 +78,6 @@ export type {
   PaperCell,
   PaperDiscrepancy,
 } from './cost.js';
-export { formatBytes, renderProgressBar } from './progress.js';
-export type { ProgressBarOptions } from './progress.js';
+export { formatBytes, graceWait, renderProgressBar } from './progress.js';
+export type { GraceWait, ProgressBarOptions, ProgressSubject } from './progress.js';
 export { SDK_VERSION } from './version.js';

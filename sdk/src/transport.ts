@@ -3,7 +3,9 @@ import { errorFromResponse, NetworkError, RateLimitedError, StrataError, Timeout
 import type { FetchLike, RetryInfo } from './types.js';
 
 /**
- * - `idempotent`: retried on 429, 5xx, timeouts and network errors (reads, unconditional writes).
+ * - `idempotent`: retried on 429, 5xx, timeouts and network errors (reads, unconditional writes); never an error the
+ *   server marked permanent (`details.permanent`, e.g. a 503 for workflows this runtime does not have: see
+ *   `StrataError.permanent`).
  * - `conditional`: `if-match` / `if-none-match` writes. A retry after an ambiguous failure (5xx, timeout, reset
  *   connection) could see the first attempt's own write and fail with a spurious 409, or a 409 could hide that the
  *   write happened. They are therefore retried only when the server certainly did not process the request: 429
@@ -14,15 +16,15 @@ export type RetryMode = 'idempotent' | 'conditional';
 export interface HttpRequest {
   method: string;
   url: string;
-  headers?: Record<string, string>;
-  body?: Uint8Array | string;
+  headers?: Record<string, string> | undefined;
+  body?: Uint8Array | string | undefined;
   /** Send `x-api-key` (false for presigned URLs). */
   auth: boolean;
   retryMode: RetryMode;
   signal?: AbortSignal | undefined;
   timeoutMs: number;
   /** Non-2xx statuses handed to `read` instead of being raised (e.g. 404 on GET, 303, 503 on health). */
-  accept?: readonly number[];
+  accept?: readonly number[] | undefined;
 }
 
 export interface TransportConfig {
@@ -117,7 +119,7 @@ export class Transport {
         const res = await this.cfg.fetch(req.url, {
           method: req.method,
           headers,
-          body: req.body as RequestInit['body'],
+          ...(req.body === undefined ? {} : { body: req.body as NonNullable<RequestInit['body']> }),
           signal,
           redirect: 'manual',
         });

@@ -20,65 +20,65 @@ export interface StrataClientOptions {
   /** Base URL of the API: the API Gateway stage URL (e.g. `https://abc.execute-api.eu-west-1.amazonaws.com/prod`) or `http://localhost:8080`. */
   endpoint: string;
   /** Tenant API key, sent as `x-api-key` (never to presigned URLs). */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /** Namespace used when a call does not pass `ns`. Default `"default"`. */
-  namespace?: string;
+  namespace?: string | undefined;
   /** Per-attempt timeout in milliseconds (connect + response + body). Default 5000. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Per-attempt timeout for transfers to/from presigned URLs (large values). Default 120000. */
-  transferTimeoutMs?: number;
+  transferTimeoutMs?: number | undefined;
   /** Retries after the first attempt (so `retries: 3` means up to 4 attempts). Default 3. */
-  retries?: number;
+  retries?: number | undefined;
   /** Base of the full-jitter exponential backoff: attempt n waits `random(0, min(retryMaxDelayMs, retryBaseDelayMs * 2^(n-1)))`. Default 50. */
-  retryBaseDelayMs?: number;
+  retryBaseDelayMs?: number | undefined;
   /** Upper bound of one backoff delay. Default 2000. */
-  retryMaxDelayMs?: number;
+  retryMaxDelayMs?: number | undefined;
   /** Upper bound for a server's `retry-after` (429/503). Default 5000. */
-  maxRetryAfterMs?: number;
+  maxRetryAfterMs?: number | undefined;
   /** Values whose encoded size is above this go through the upload-URL flow. Default 4 MiB. */
-  inlineLimitBytes?: number;
+  inlineLimitBytes?: number | undefined;
   /** A `fetch` implementation (for tests, proxies, custom agents). Default: global `fetch`. */
-  fetch?: FetchLike;
+  fetch?: FetchLike | undefined;
   /** `user-agent` header. Default `strata-sdk-js/<version> node/<version>`. */
-  userAgent?: string;
+  userAgent?: string | undefined;
   /** Called before every retry (logging, metrics). */
-  onRetry?: (info: RetryInfo) => void;
+  onRetry?: ((info: RetryInfo) => void) | undefined;
 }
 
 /** Options accepted by every call. */
 export interface RequestOptions {
   /** Namespace for this call; overrides the client's `namespace`. */
-  ns?: string;
+  ns?: string | undefined;
   /** Cancels the call (including retries and backoff); the call then rejects with `signal.reason`. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Per-attempt timeout for this call; overrides the client's `timeoutMs`. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /** Options of {@link StrataClient.put}. */
 export interface PutOptions extends RequestOptions {
   /** Time to live in whole seconds (1..31536000). Omit for no expiry. */
-  ttl?: number;
+  ttl?: number | undefined;
   /** Up to 16 tags matching `[A-Za-z0-9_.:-]{1,64}`. */
-  tags?: readonly string[];
+  tags?: readonly string[] | undefined;
   /** Overrides the content type derived from the value (bytes: `application/octet-stream`, string: `text/plain; charset=utf-8`, other: `application/json`). */
-  contentType?: string;
+  contentType?: string | undefined;
   /** Write only if the stored version is this one, or with `'*'` only if the key exists (`if-match`). */
-  ifMatch?: number | '*';
+  ifMatch?: number | '*' | undefined;
   /** `'*'`: write only if the key does not exist (`if-none-match: *`). */
-  ifNoneMatch?: '*';
+  ifNoneMatch?: '*' | undefined;
 }
 
 /** Options of {@link StrataClient.delete}. */
 export interface DeleteOptions extends RequestOptions {
   /** Delete only if the stored version is this one, or with `'*'` only if the key exists (`if-match`). */
-  ifMatch?: number | '*';
+  ifMatch?: number | '*' | undefined;
 }
 
 /** Options of {@link StrataClient.putMany}: defaults applied to items that do not set their own. */
 export interface PutManyOptions extends RequestOptions {
-  ttl?: number;
-  tags?: readonly string[];
+  ttl?: number | undefined;
+  tags?: readonly string[] | undefined;
 }
 
 /**
@@ -98,7 +98,7 @@ export interface CacheItem {
   expiresAt: Date | null;
   /** The tier that served the read (`l1`, `hot`, `warm`, `cold`, `origin`), or `loader` for a value `getOrSet` just loaded. */
   tier: string;
-  contentType?: string;
+  contentType?: string | undefined;
   tags: string[];
   /** The value decoded as UTF-8. */
   text(): string;
@@ -127,9 +127,9 @@ export interface PutResult {
 export interface PutManyItem {
   key: string;
   value: CacheValue;
-  ttl?: number;
-  tags?: readonly string[];
-  contentType?: string;
+  ttl?: number | undefined;
+  tags?: readonly string[] | undefined;
+  contentType?: string | undefined;
 }
 
 /** Result per item of {@link StrataClient.putMany}, in input order. */
@@ -158,22 +158,34 @@ export interface HealthResponse {
   [extra: string]: unknown;
 }
 
-/** One tier in `GET /v1/stats`. */
+/** One tier in `GET /v1/stats` (docs/API.md, "Service"). */
 export interface TierStats {
+  /** `l1` (the near cache), `hot`, `warm`, `cold`. */
   name: string;
+  /** `memory`, `redis`, `warm`, `s3`, `local-folder`, ... */
   kind: string;
-  entries?: number;
-  bytes?: number;
+  /** When the tier can count them (not S3). */
+  entries?: number | undefined;
+  bytes?: number | undefined;
+  /** This process's reads of the tier since it started. */
   hits: number;
   misses: number;
   errors: number;
+  /** False when the tier could not report its sizes (it then carries only name, kind and the counters). */
+  ok: boolean;
+  /** What the kind adds: `capacityBytes`, `evictions`, `nodes`, `bucket`, ... */
   [extra: string]: unknown;
 }
 
-/** `GET /v1/stats`. */
+/** `GET /v1/stats`: counters of the process that answered (a Lambda container in AWS), not of the deployment. */
 export interface StatsResponse {
   uptimeSeconds: number;
   tiers: TierStats[];
-  requests: Record<string, unknown>;
+  /** Hits from a lower tier copied up. */
+  promotions: number;
+  /** Write-back entries flushed to their durable tiers. */
+  flushed: number;
+  /** The hot tier's fence, when there is a hot tier above a lower one (docs/API.md, "Consistency"). */
+  hotFence?: { active: boolean; leaseMs: number; bumps: number; unknownHotCopies: number } | undefined;
   [extra: string]: unknown;
 }

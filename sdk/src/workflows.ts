@@ -19,32 +19,32 @@ export type ScaleMode = 'incremental' | 'parallel';
 /** Input of the `scale-out` workflow: add a cache node and move ranges to it. */
 export interface ScaleOutInput {
   /** Default `incremental`. */
-  mode?: ScaleMode;
+  mode?: ScaleMode | undefined;
   /** The node whose fill triggered this; at most one scale-out per node runs at a time. */
-  forNode?: string;
+  forNode?: string | undefined;
   /** Nodes to take ranges from (default: every NORMAL node). */
-  sources?: string[];
+  sources?: string[] | undefined;
   /** Length of each streaming step, ms (100..600000, default 60000). */
-  streamMaxMs?: number;
+  streamMaxMs?: number | undefined;
   /** Bytes per second asked of each source; 0 = the node's own cap. */
-  rateBytesPerSec?: number;
+  rateBytesPerSec?: number | undefined;
   /** How long a source keeps a handed-over range, ms (default 60000). */
-  graceMs?: number;
+  graceMs?: number | undefined;
   /** How long the new node may take to become healthy, ms (default 900000). */
-  launchTimeoutMs?: number;
+  launchTimeoutMs?: number | undefined;
   /** Why (recorded in the progress facts). */
-  reason?: string;
+  reason?: string | undefined;
 }
 
 /** Input of the `scale-in` workflow: move a node's ranges away and terminate it. */
 export interface ScaleInInput {
   /** Default `incremental`. */
-  mode?: ScaleMode;
+  mode?: ScaleMode | undefined;
   /** The node to remove (default: the least loaded of the AZ with the most nodes, so the fleet stays spread). */
-  nodeId?: string;
-  streamMaxMs?: number;
-  rateBytesPerSec?: number;
-  graceMs?: number;
+  nodeId?: string | undefined;
+  streamMaxMs?: number | undefined;
+  rateBytesPerSec?: number | undefined;
+  graceMs?: number | undefined;
 }
 
 /** The input type of each workflow; `evict-to-s3` and `tier-migrate` are validated by the server's first step. */
@@ -89,37 +89,37 @@ export interface WorkflowExecutionDetail extends WorkflowExecution {
 /** Per-call options of the workflow methods. */
 export interface WorkflowRequestOptions {
   /** Cancels the call; it then rejects with `signal.reason`. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Per-attempt timeout of each HTTP request; overrides the client's `timeoutMs`. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /** Options of {@link WorkflowsClient.start}. */
 export interface WorkflowStartOptions extends WorkflowRequestOptions {
   /** The execution's name (1-80 of `A-Z a-z 0-9 _ -`); a second start with the same name fails with `ExecutionExistsError`. Default: generated. */
-  name?: string;
+  name?: string | undefined;
 }
 
 /** Options of {@link WorkflowsClient.list}. */
 export interface WorkflowListOptions extends WorkflowRequestOptions {
   /** Only this workflow's executions. */
-  workflow?: WorkflowName;
+  workflow?: WorkflowName | undefined;
   /** At most this many (1..100, default 20). */
-  limit?: number;
+  limit?: number | undefined;
 }
 
 /** Options of {@link WorkflowsClient.wait}. */
 export interface WorkflowWaitOptions {
   /** Called with every poll's answer (the last call sees the final status). */
-  onProgress?: (detail: WorkflowExecutionDetail) => void;
+  onProgress?: ((detail: WorkflowExecutionDetail) => void) | undefined;
   /** Pause between polls, ms. Default 2000. */
-  intervalMs?: number;
+  intervalMs?: number | undefined;
   /** Give up after this long, ms, with a `TimeoutError` (the execution keeps running). Default: no limit. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Cancels the wait; it then rejects with `signal.reason`. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** Per-attempt timeout of each poll. Default: the client's `timeoutMs`. */
-  requestTimeoutMs?: number;
+  requestTimeoutMs?: number | undefined;
 }
 
 /** What the workflows client needs from {@link StrataClient}. @internal */

@@ -74,6 +74,33 @@ describe.each<Backend>(['embedded', 'redis+s3'])('API through the SDK (%s)', (ba
     expect(await client.get('gone')).toBeUndefined();
   });
 
+  // sdk/README.md and docs/API.md say so: deleting is idempotent, a key never written gets a tombstone version too;
+  // only a conditional delete of a missing key fails.
+  it('deletes a key that does not exist without an error, unless the delete is conditional', async () => {
+    const d = await client.delete('never-written-delete');
+    expect(d.version).toBeGreaterThan(0);
+    await expect(client.delete('never-written-delete', { ifMatch: '*' })).rejects.toBeInstanceOf(VersionConflictError);
+  });
+
+  it('reads with the metadata `strata get -v` prints: version, tier, expiry', async () => {
+    const w = await client.put('meta', 'v', { ttl: 120, tags: ['t1'] });
+    const item = (await client.get('meta'))!;
+    expect(item).toMatchObject({ version: w.version, tags: ['t1'] });
+    expect(['l1', 'hot', 'warm', 'cold']).toContain(item.tier);
+    expect(item.expiresAt!.getTime()).toBe(w.expiresAt!.getTime());
+  });
+
+  it('answers /v1/stats with the fields docs/API.md lists', async () => {
+    const stats = await client.stats();
+    expect(stats).toMatchObject({ uptimeSeconds: expect.any(Number), promotions: expect.any(Number), flushed: expect.any(Number) });
+    expect(stats).not.toHaveProperty('requests');
+    for (const t of stats.tiers) {
+      expect(t).toMatchObject({ name: expect.any(String), kind: expect.any(String), hits: expect.any(Number), misses: expect.any(Number) });
+      expect(t).toMatchObject({ errors: expect.any(Number), ok: true });
+    }
+    expect(stats.tiers.map((t) => t.name)).toEqual(expect.arrayContaining(['hot', 'cold']));
+  });
+
   it('enforces conditional writes with typed 409s', async () => {
     const w1 = await client.put('cond', 'v1', { ifNoneMatch: '*' });
     await expect(client.put('cond', 'v2', { ifNoneMatch: '*' })).rejects.toBeInstanceOf(VersionConflictError);

@@ -11,6 +11,7 @@ import {
   UnavailableError,
   ValidationError,
   VersionConflictError,
+  WorkflowsUnavailableError,
   type RetryInfo,
   type StrataClientOptions,
 } from '../../sdk/src/index.js';
@@ -222,11 +223,15 @@ describe('requests and values', () => {
 
   it('stats() and health(), including a 503 health report', async () => {
     suite.server.script((req, res) => {
-      if (req.path === '/v1/stats') return sendJson(res, 200, { uptimeSeconds: 5, tiers: [{ name: 'hot', kind: 'redis', hits: 1, misses: 2, errors: 0 }], requests: {} });
+      // The shape core/coordinator's stats() answers (docs/API.md, "Service").
+      const tiers = [{ name: 'hot', kind: 'redis', mode: 'standalone', entries: 3, bytes: 90, hits: 1, misses: 2, errors: 0, ok: true }];
+      if (req.path === '/v1/stats') return sendJson(res, 200, { uptimeSeconds: 5, tiers, promotions: 0, flushed: 0 });
       return sendJson(res, 503, { status: 'down', tiers: { hot: { kind: 'redis', ok: false } } });
     });
     const c = client();
-    expect((await c.stats()).tiers[0]).toMatchObject({ name: 'hot', hits: 1 });
+    const stats = await c.stats();
+    expect(stats.tiers[0]).toMatchObject({ name: 'hot', hits: 1, ok: true });
+    expect(stats).toMatchObject({ promotions: 0, flushed: 0 });
     expect(await c.health()).toEqual({ status: 'down', tiers: { hot: { kind: 'redis', ok: false } } });
     expect(suite.server.count('GET', '/v1/health')).toBe(1);
   });
@@ -272,6 +277,38 @@ describe('retries', () => {
     expect(err).toBeInstanceOf(VersionConflictError);
     expect((err as VersionConflictError).current).toBe(8);
     expect(suite.server.requests).toHaveLength(1);
+  });
+
+  // A 503 the server marks permanent (details.permanent: this runtime has no workflows, no presigning tier) cannot
+  // succeed on a retry: the caller gets it at once. Unmarked, the same code is a transient failure and is retried.
+  it('does not retry a 503 whose details mark it permanent, on reads, admin reads or writes', async () => {
+    const permanent = { permanent: true, requestId: 'r1' };
+    const message = 'the workflows are not configured in this runtime';
+    suite.server.script((_req, res) => sendError(res, 503, 'WORKFLOWS_UNAVAILABLE', message, permanent));
+    const retries: RetryInfo[] = [];
+    const err = await client({ onRetry: (i) => retries.push(i) }).workflows.list().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WorkflowsUnavailableError);
+    expect(err).toMatchObject({ code: 'WORKFLOWS_UNAVAILABLE', status: 503, permanent: true, retryable: false });
+    expect([suite.server.requests.length, retries.length]).toEqual([1, 0]);
+
+    const retryAfter = { 'retry-after': '1' };
+    const noUploads = 'no tier supports uploads';
+    suite.server.script((_req, res) => sendError(res, 503, 'TIER_UNAVAILABLE', noUploads, { permanent: true }, retryAfter));
+    await expect(client().get('k')).rejects.toMatchObject({ constructor: UnavailableError, permanent: true, retryable: false });
+    await expect(client().put('k', 'v')).rejects.toMatchObject({ code: 'TIER_UNAVAILABLE', permanent: true });
+    expect(suite.server.requests).toHaveLength(2);
+  });
+
+  it('retries the same 503 codes when they are not marked permanent (a failed Step Functions call, a tier down)', async () => {
+    const message = 'Step Functions ListExecutions failed (ThrottlingException)';
+    suite.server.script((_req, res) => sendError(res, 503, 'WORKFLOWS_UNAVAILABLE', message, { sfnError: 'ThrottlingException' }));
+    const err = await client({ retries: 2 }).workflows.list().catch((e: unknown) => e);
+    expect(err).toMatchObject({ constructor: WorkflowsUnavailableError, permanent: false, retryable: true });
+    expect(suite.server.requests).toHaveLength(3);
+    // `permanent` must be exactly true: anything else the server might put there leaves the status in charge.
+    suite.server.script((_req, res) => sendError(res, 503, 'TIER_UNAVAILABLE', 'down', { permanent: 'yes' }));
+    await expect(client({ retries: 1 }).get('k')).rejects.toMatchObject({ permanent: false });
+    expect(suite.server.requests).toHaveLength(2);
   });
 
   it('gives up after `retries` with the last error', async () => {

@@ -2,7 +2,7 @@
  * The SDK's cost methods (`client.cost`) and the `strata cost` command, against a real local node:http server that
  * scripts responses and records requests as they arrived on the wire.
  */
-import { COST_USAGE as OFFLINE_USAGE } from '../../core/cost/cli.js';
+import { COST_USAGE as OFFLINE_USAGE } from '../../core/composition/cost-cli.js';
 import { COST_OPTIONS, COST_USAGE, costCommand } from '../../sdk/src/cli-cost.js';
 import { UsageError, type CliIo } from '../../sdk/src/cli-workflow.js';
 import { StrataClient, StrataServerError, ValidationError, type CostPlacementsResult, type StrataClientOptions } from '../../sdk/src/index.js';
@@ -123,7 +123,7 @@ describe('strata cost', () => {
     return { code, out: out.out, err: out.err };
   };
 
-  it('takes the flags of `npm run cost` (core/cost/cli.ts), no more and no fewer', () => {
+  it('takes the flags of `npm run cost` (core/composition/cost-cli.ts), no more and no fewer', () => {
     // The first column of the option lines: `  --value-size <size>    ...`, `  --paper-2010 --tables   ...`, `  -h, --help`.
     const flags = (usage: string) => new Set(usage.split('\n').filter((l) => /^ {2}(-h, )?--/.test(l)).flatMap((l) => l.trim().split(/\s{2,}/)[0]!.match(/--[a-z0-9-]+/g) ?? []));
     expect(flags(COST_USAGE)).toEqual(flags(OFFLINE_USAGE));
@@ -166,12 +166,19 @@ describe('strata cost', () => {
     expect((await cost({ 'value-size': '1MB', keys: '5', 'requests-per-month': '1', region: 'mars-1' })).err).toBe("strata cost: --region: catalog 'aws-2026-11' has no prices for region 'mars-1'\n");
   });
 
-  it('raises usage errors, with its own usage, for no workload or an incomplete one, before any request', async () => {
+  it('raises usage errors before any request: with its usage for a bare `strata cost`, a one-liner for a mistake', async () => {
     suite.server.script(costServer);
-    await expect(cost({})).rejects.toEqual(new UsageError('cost: give a workload (--value-size, --keys, --requests-per-month) or --paper-2010 --tables'));
+    const bare = await cost({}).catch((e: unknown) => e);
+    expect(bare).toBeInstanceOf(UsageError);
+    const workload = '(--value-size, --keys, --requests-per-month)';
+    expect(bare).toMatchObject({ message: `cost: give a workload ${workload} or --paper-2010 --tables`, usage: COST_USAGE });
+    expect(bare).toMatchObject({ command: 'cost' });
     const incomplete = await cost({ 'value-size': '1MB', keys: '5' }).catch((e: unknown) => e);
     expect(incomplete).toBeInstanceOf(UsageError);
-    expect(incomplete).toMatchObject({ message: 'cost: --requests-per-month is required with a workload (--value-size, --keys, --requests-per-month)', usage: COST_USAGE });
+    expect(incomplete).toMatchObject({ message: `cost: --requests-per-month is required with a workload ${workload}`, usage: undefined });
+    expect(incomplete).toMatchObject({ command: 'cost' });
+    const other = await cost({ region: 'eu-west-1' }).catch((e: unknown) => e);
+    expect(other).toMatchObject({ message: expect.stringContaining('give a workload'), usage: undefined });
     expect(suite.server.requests).toHaveLength(0);
   });
 

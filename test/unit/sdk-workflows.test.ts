@@ -215,6 +215,55 @@ describe('progress bar', () => {
   });
 });
 
+describe('progress bar during the grace period', () => {
+  // The ring change is done (every session counted) but a scale workflow still waits `graceMs` (60 s by default)
+  // before the sources drop what they handed over (scale-out) or the node is terminated (scale-in).
+  type Subject = Parameters<typeof renderProgressBar>[0];
+  const at = (iso: string): number => Date.parse(iso);
+  const inGrace = (workflow: 'scale-in' | 'scale-out', facts: Record<string, string | number> = {}, input: unknown = {}): Subject => ({
+    status: 'RUNNING',
+    workflow,
+    input,
+    progress: {
+      phase: workflow === 'scale-in' ? 'node n3 left the ring' : 'node n4 is NORMAL',
+      total: 3, done: 3, unit: 'sessions', fraction: 1, keys: 30, bytes: 3072, facts,
+      startedAt: new Date(T0), updatedAt: new Date('2026-11-21T12:01:00.000Z'),
+    },
+  });
+  const bar = (d: Subject, now: string): string => renderProgressBar(d, { width: 4, now: at(now) });
+
+  it('counts down to the graceUntil fact the server writes', () => {
+    const d = inGrace('scale-in', { graceUntil: '2026-11-21T12:02:00.000Z', graceMs: 60_000 });
+    const head = '[####] 3/3 sessions · 3.0 KiB · node n3 left the ring · ';
+    expect(bar(d, '2026-11-21T12:01:37.000Z')).toBe(`${head}waiting 60 s grace before terminating the node, 23 s left`);
+    expect(bar(d, '2026-11-21T12:02:01.000Z')).toBe(`${head}grace period over, finishing`);
+  });
+
+  it('infers the wait from the last update and the input\'s graceMs (default 60 s) when the server writes no such fact', () => {
+    const now = '2026-11-21T12:01:37.400Z';
+    expect(bar(inGrace('scale-out'), now)).toBe(
+      '[####] 3/3 sessions · 3.0 KiB · node n4 is NORMAL · waiting 60 s grace before the sources drop the moved ranges, 23 s left',
+    );
+    const shorter = inGrace('scale-in', {}, { graceMs: 30_000 });
+    expect(bar(shorter, '2026-11-21T12:01:10.000Z')).toMatch(/waiting 30 s grace before terminating the node, 20 s left$/);
+    // Not waiting: sessions still moving, the execution over, or a workflow without a grace period.
+    const moving = inGrace('scale-in');
+    moving.progress = { ...moving.progress!, done: 2 };
+    expect(bar(moving, now)).not.toContain('grace');
+    expect(bar({ ...inGrace('scale-in'), status: 'SUCCEEDED' }, now)).not.toContain('grace');
+    expect(bar({ ...inGrace('scale-in'), workflow: 'evict-to-s3' }, now)).not.toContain('grace');
+  });
+
+  it('in a log, counts down in 10 s steps so that a minute of grace is a few lines, not sixty', () => {
+    const out: string[] = [];
+    let now = at('2026-11-21T12:01:00.000Z');
+    const r = new ProgressReporter({ write: (s) => out.push(s) }, { width: 4, now: () => now });
+    const d = inGrace('scale-in');
+    for (; now < at('2026-11-21T12:02:00.000Z'); now += 1000) r.update(d);
+    expect(out.map((l) => /(\d+) s left/.exec(l)?.[1])).toEqual(['60', '50', '40', '30', '20', '10']);
+  });
+});
+
 describe('strata workflow (CLI command, in-process)', () => {
   function io(tty = false): CliIo & { out: string; err: string } {
     const o = { out: '', err: '' } as CliIo & { out: string; err: string };

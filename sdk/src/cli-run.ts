@@ -1,0 +1,349 @@
+/**
+ * The `strata` command: argument parsing, per-command help, and errors that say what to do next. cli.ts runs it
+ * on the process; tests run it in-process with their own streams and environment.
+ */
+import { parseArgs } from 'node:util';
+import { COST_OPTIONS, COST_USAGE, costCommand } from './cli-cost.js';
+import { formatDuration, UsageError, WORKFLOW_USAGE, workflowCommand, type CliIo } from './cli-workflow.js';
+import { StrataClient } from './client.js';
+import { NetworkError, StrataError, WorkflowsUnavailableError } from './errors.js';
+import type { CacheItem } from './types.js';
+import { SDK_VERSION } from './version.js';
+
+const DEFAULT_ENDPOINT = 'http://localhost:8080';
+
+const CONNECTION_LINES = `  --endpoint <url>     default $STRATA_ENDPOINT or ${DEFAULT_ENDPOINT}
+  --api-key <key>      default $STRATA_API_KEY (workflow: $STRATA_ADMIN_API_KEY first)
+  --timeout <ms>       per-attempt timeout (default 5000)`;
+
+const CONNECTION_HELP = `connection options (every command):\n${CONNECTION_LINES}`;
+
+const NS_HELP = '  --ns <namespace>     default $STRATA_NAMESPACE or "default"';
+
+/** `strata help`: the commands in one screen; `strata help <command>` has the details. */
+export const USAGE = `usage: strata <command> [args] [options]
+
+commands:
+  get <key> [-v]       write the value to stdout (exit 1 when the key does not exist); -v: version, tier, expiry
+  has <key>            exit 0 when the key exists, 1 when it does not; prints nothing
+  put <key> [value]    store value (read from stdin when omitted or "-"); prints the result as JSON
+  delete <key>         delete; prints the tombstone version as JSON
+  stats | health       print the service report as JSON
+  workflow start <workflow> | status <execution> | list
+                       the deployment's workflows (scale-out, scale-in, ...), with a progress bar (--wait)
+  cost [options]       the server's cost model: placements ranked for a workload, Chiu & Agrawal's 2010 tables
+  help [command]       this text, or one command's options
+  --version            print the version of the SDK and CLI
+
+options:
+${NS_HELP}
+${CONNECTION_LINES}
+
+Run 'strata help <command>' for a command's options.`;
+
+/** `strata help <command>`. */
+export const COMMAND_HELP: Readonly<Record<string, string>> = {
+  get: `usage: strata get <key> [-v|--verbose] [--ns <namespace>]
+
+Writes the value to stdout, byte for byte; exit 1 when the key does not exist (or expired, or was deleted).
+  -v, --verbose        also print on stderr, so that stdout stays the value: the version, the tier that served
+                       it (l1, hot, warm, cold), its expiry and remaining TTL, its content type and tags
+${NS_HELP}
+
+${CONNECTION_HELP}`,
+  has: `usage: strata has <key> [--ns <namespace>]
+
+Whether the key exists (HEAD, the value is not transferred): exit 0 when it does, 1 when it does not. Prints
+nothing, for use in scripts: strata has report:q3 || build-report.
+${NS_HELP}
+
+${CONNECTION_HELP}`,
+  put: `usage: strata put <key> [value|-] [options]
+
+Stores the value, or stdin when it is omitted or "-"; prints the write's result (version, expiry, tiers) as JSON.
+  --ttl <seconds>      time to live (default: the namespace's)
+  --tags <a,b>         tags
+  --content-type <t>   content type (default text/plain; application/octet-stream for stdin)
+${NS_HELP}
+
+${CONNECTION_HELP}`,
+  delete: `usage: strata delete <key> [--ns <namespace>]
+
+Deletes the key; prints the tombstone's version as JSON. A key that does not exist gets a tombstone too (no error).
+${NS_HELP}
+
+${CONNECTION_HELP}`,
+  stats: `usage: strata stats
+
+Prints GET /v1/stats as JSON: uptime, and per tier its entries, bytes, hits, misses and errors.
+
+${CONNECTION_HELP}`,
+  health: `usage: strata health
+
+Prints GET /v1/health as JSON; exit 0 when every tier is up ("ok"), else 1.
+
+${CONNECTION_HELP}`,
+  workflow: `usage: strata workflow start|status|list [options]
+
+${WORKFLOW_USAGE}
+
+  --interval <ms>      --wait: poll interval (default 1000)
+
+${CONNECTION_HELP}`,
+  cost: COST_USAGE,
+  help: 'usage: strata help [command]\n\nPrints the list of commands, or one command\'s usage and options.',
+};
+
+/** The options each command takes besides the connection options (a foreign one is a mistake, not ignored). */
+const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
+  get: ['ns', 'verbose'],
+  has: ['ns'],
+  // These print JSON anyway: --json is accepted (as it always was), not needed.
+  put: ['ns', 'ttl', 'tags', 'content-type', 'json'],
+  delete: ['ns', 'json'],
+  stats: ['json'],
+  health: ['json'],
+  workflow: ['mode', 'input', 'name', 'wait', 'interval', 'workflow', 'limit', 'json'],
+  cost: [...Object.keys(COST_OPTIONS), 'json'],
+  help: [],
+};
+
+/** The positional arguments after the command that each command takes, at most. */
+const MAX_ARGS: Readonly<Record<string, number>> = { get: 1, has: 1, put: 2, delete: 1, stats: 0, health: 0, cost: 0, help: 1 };
+
+const CONNECTION_OPTIONS = ['endpoint', 'api-key', 'timeout', 'help'];
+
+const PARSE_OPTIONS = {
+  ...COST_OPTIONS,
+  endpoint: { type: 'string' },
+  'api-key': { type: 'string' },
+  ns: { type: 'string' },
+  ttl: { type: 'string' },
+  tags: { type: 'string' },
+  'content-type': { type: 'string' },
+  timeout: { type: 'string' },
+  mode: { type: 'string' },
+  input: { type: 'string' },
+  name: { type: 'string' },
+  wait: { type: 'boolean' },
+  interval: { type: 'string' },
+  workflow: { type: 'string' },
+  limit: { type: 'string' },
+  json: { type: 'boolean' },
+  verbose: { type: 'boolean', short: 'v' },
+  version: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** What the CLI runs against: its streams and environment (the process's, or a test's). */
+export interface CliContext extends CliIo {
+  env: Readonly<Record<string, string | undefined>>;
+  /** Where `put` reads a value given as "-" or not at all. */
+  stdin?: AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string> | undefined;
+  /** The clock `get -v` measures the remaining TTL with. Default: now. */
+  now?: (() => number) | undefined;
+}
+
+async function readAll(input: AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string>): Promise<Uint8Array> {
+  const chunks: Buffer[] = [];
+  for await (const c of input) chunks.push(typeof c === 'string' ? Buffer.from(c) : Buffer.from(c));
+  return Buffer.concat(chunks);
+}
+
+function wholeNumber(flag: string, raw: string | undefined, command: string): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1) {
+    throw new UsageError(`--${flag} must be a whole number of at least 1, not '${raw}'`, undefined, command);
+  }
+  return Number(raw);
+}
+
+/** `get -v`: what the server said about the entry, one fact a line (on stderr). */
+export function describeItem(item: CacheItem, now: number): string {
+  let expires = 'never (no TTL)';
+  if (item.expiresAt !== null) {
+    const left = item.expiresAt.getTime() - now;
+    expires = `${item.expiresAt.toISOString()} (${left > 0 ? `${formatDuration(left)} left` : 'expired'})`;
+  }
+  return [
+    `version  ${item.version}`,
+    `tier     ${item.tier}`,
+    `expires  ${expires}`,
+    ...(item.contentType ? [`type     ${item.contentType}`] : []),
+    ...(item.tags.length ? [`tags     ${item.tags.join(', ')}`] : []),
+    `size     ${item.value.byteLength} bytes`,
+  ].join('\n') + '\n';
+}
+
+function isLocal(endpoint: string): boolean {
+  try {
+    return ['localhost', '127.0.0.1', '[::1]'].includes(new URL(endpoint).hostname);
+  } catch {
+    return false;
+  }
+}
+
+/** A failed request as one line, with what to do next where the cause is a common one. */
+export function describeError(err: StrataError, endpoint: string): string {
+  if (err instanceof NetworkError && err.connectFailed) {
+    const errno = typeof err.details?.errno === 'string' ? ` (${err.details.errno})` : '';
+    const next = "is the server running? start it with `npm start`, or set STRATA_ENDPOINT to your deployment's URL";
+    return `cannot connect to ${endpoint}${errno}: ${next}`;
+  }
+  const what = `${err.code}${err.status ? ` (HTTP ${err.status})` : ''}: ${err.message}`;
+  // Only the local server's "no workflows in this runtime" (a workflow it lacks names the workflow in details).
+  if (err instanceof WorkflowsUnavailableError && isLocal(endpoint) && err.details?.workflow === undefined) {
+    return `${what}\nstart the local server with STRATA_LOCAL_NODES=3 to run workflows locally: STRATA_LOCAL_NODES=3 npm start`;
+  }
+  return what;
+}
+
+/** The command a mistake is about, for its `strata help <command>` hint, when parsing failed before knowing it. */
+function guessCommand(argv: readonly string[]): string | undefined {
+  const first = argv.find((a) => !a.startsWith('-'));
+  return first !== undefined && first in COMMAND_HELP ? first : undefined;
+}
+
+function helpHint(command: string | undefined): string {
+  return command && command in COMMAND_HELP ? `run 'strata help ${command}'` : "run 'strata help'";
+}
+
+function parse(argv: readonly string[]) {
+  try {
+    return parseArgs({ args: [...argv], allowPositionals: true, strict: true, options: PARSE_OPTIONS });
+  } catch (e) {
+    // Node's messages are long and name `--` tricks; the option and what was wrong is enough.
+    const code = (e as { code?: string }).code;
+    const raw = (e as Error).message;
+    const option = /'(-[^' ]+)/.exec(raw)?.[1];
+    const command = guessCommand(argv);
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') throw new UsageError(`unknown option ${option ?? raw}`, undefined, command);
+    if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') throw new UsageError(`${option ?? 'an option'} needs a value`, undefined, command);
+    throw new UsageError(raw.split('\n')[0]!, undefined, command);
+  }
+}
+
+async function run(argv: readonly string[], ctx: CliContext): Promise<number> {
+  const { values, positionals } = parse(argv);
+  const [command, ...args] = positionals;
+  if (values.version) {
+    ctx.stdout.write(`${SDK_VERSION}\n`);
+    return 0;
+  }
+  if (command === 'help' || values.help) {
+    const topic = command === 'help' ? (args[0] ?? (values.help ? 'help' : undefined)) : command;
+    if (topic === undefined) {
+      ctx.stdout.write(`${USAGE}\n`);
+      return 0;
+    }
+    const text = COMMAND_HELP[topic];
+    if (text === undefined) throw new UsageError(`unknown command '${topic}'`, undefined, '');
+    ctx.stdout.write(`${text}\n`);
+    return 0;
+  }
+  if (command === undefined) {
+    // Nothing asked: the list of commands is the answer, but the exit code says nothing ran.
+    ctx.stderr.write(`${USAGE}\n`);
+    return 2;
+  }
+  if (!(command in COMMAND_OPTIONS)) throw new UsageError(`unknown command '${command}'`);
+  const allowed = new Set([...CONNECTION_OPTIONS, ...COMMAND_OPTIONS[command]!]);
+  const foreign = Object.keys(values).find((o) => !allowed.has(o));
+  if (foreign) {
+    const owner = Object.keys(COMMAND_OPTIONS).filter((c) => COMMAND_OPTIONS[c]!.includes(foreign));
+    const where = owner.length ? ` (it is an option of strata ${owner.join(', ')})` : '';
+    throw new UsageError(`--${foreign} is not an option of strata ${command}${where}`, undefined, command);
+  }
+  const max = MAX_ARGS[command];
+  if (max !== undefined && args.length > max) throw new UsageError(`${command}: unexpected argument '${args[max]}'`, undefined, command);
+  const timeoutMs = wholeNumber('timeout', values.timeout, command);
+  const endpoint = values.endpoint ?? ctx.env.STRATA_ENDPOINT ?? DEFAULT_ENDPOINT;
+  let client: StrataClient;
+  try {
+    client = new StrataClient({
+      endpoint,
+      apiKey: values['api-key'] ?? (command === 'workflow' ? ctx.env.STRATA_ADMIN_API_KEY : undefined) ?? ctx.env.STRATA_API_KEY,
+      namespace: values.ns ?? ctx.env.STRATA_NAMESPACE ?? 'default',
+      timeoutMs,
+    });
+  } catch (e) {
+    // A bad --endpoint or --ns: the client says which and why.
+    if (e instanceof StrataError) throw new UsageError(e.message, undefined, command);
+    throw e;
+  }
+  const print = (v: unknown): void => void ctx.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
+  const key = (): string => {
+    if (args[0] === undefined || args[0] === '') throw new UsageError(`${command} needs a key`, undefined, command);
+    return args[0];
+  };
+  try {
+    switch (command) {
+      case 'get': {
+        const item = await client.get(key());
+        if (!item) {
+          ctx.stderr.write(`strata: ${args[0]} not found\n`);
+          return 1;
+        }
+        if (values.verbose) ctx.stderr.write(describeItem(item, (ctx.now ?? Date.now)()));
+        ctx.stdout.write(item.value);
+        return 0;
+      }
+      case 'has':
+        return (await client.has(key())) ? 0 : 1;
+      case 'put': {
+        const k = key();
+        const value = args[1];
+        const ttl = wholeNumber('ttl', values.ttl, command);
+        const body = value === undefined || value === '-' ? await readAll(ctx.stdin ?? []) : value;
+        print(await client.put(k, body, {
+          ttl,
+          ...(values.tags ? { tags: values.tags.split(',').filter(Boolean) } : {}),
+          contentType: values['content-type'],
+        }));
+        return 0;
+      }
+      case 'delete':
+        print(await client.delete(key()));
+        return 0;
+      case 'stats':
+        print(await client.stats());
+        return 0;
+      case 'health': {
+        const h = await client.health();
+        print(h);
+        return h.status === 'ok' ? 0 : 1;
+      }
+      case 'workflow':
+        return await workflowCommand(client, args, values, ctx);
+      case 'cost':
+        return await costCommand(client, values, ctx);
+      default:
+        throw new UsageError(`unknown command '${command}'`);
+    }
+  } catch (e) {
+    if (e instanceof StrataError) {
+      ctx.stderr.write(`strata: ${describeError(e, client.endpoint)}\n`);
+      return 2;
+    }
+    throw e;
+  }
+}
+
+/**
+ * Runs `strata <argv>` and resolves its exit code: 0, 1 (a miss, a failed execution, a degraded health), or 2 (a
+ * mistake in the arguments, printed as one line with the help command to run, or a failed request).
+ */
+export async function runCli(argv: readonly string[], ctx: CliContext): Promise<number> {
+  try {
+    return await run(argv, ctx);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      // A bare `strata cost` or `strata workflow` asked what the command does: its usage; any other mistake one line.
+      if (err.usage !== undefined) ctx.stderr.write(`strata: ${err.message}\n\n${err.usage}\n`);
+      else ctx.stderr.write(`strata: ${err.message}; ${helpHint(err.command ?? guessCommand(argv))}\n`);
+      return 2;
+    }
+    ctx.stderr.write(`strata: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 2;
+  }
+}
