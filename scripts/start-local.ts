@@ -6,11 +6,13 @@
  * it the workflows (scale-out/in, evict to S3, tier migration) behind the admin API.
  */
 import { join, resolve } from 'node:path';
-import { ConfigError, loadRuntimeEnv } from '../core/runtime/config.js';
-import { buildApiContext } from '../core/runtime/context.js';
-import { warmTierFromEnv } from '../core/runtime/warm.js';
+import { loadRuntimeEnv } from '../core/composition/runtime-env.js';
+import { ConfigError } from '../core/errors.js';
+import { buildApiContext } from '../core/composition/api-context.js';
+import { warmTierFromEnv } from '../core/composition/warm-tier-env.js';
 import { LocalFolderTier } from '../core/tiers/local-folder-tier.js';
 import { LOCAL_WARM_FOLDER } from '../core/tiers/storage-key.js';
+import { LocalMetricsStore } from '../core/metrics/local-store.js';
 import { startFleetSampler } from './local/fleet-sampler.js';
 import { removeLegacyWarmFolders, startLocalWarm, startLocalWorkflows } from './local/local-warm.js';
 import { startLocalServer } from './local/server.js';
@@ -27,19 +29,32 @@ async function main(): Promise<void> {
     console.log(`strata: removed an earlier version's local warm tier from ${join(dataDir, 'warm')} (now in ${LOCAL_WARM_FOLDER}/)`);
   }
   const warm = localNodes > 0 ? await startLocalWarm({ nodes: localNodes, dataDir, log: (l) => console.log(`strata: ${l}`) }) : undefined;
+  // STRATA_PUBLIC_URL names where clients reach this server (a proxy, another host name): presigned upload and
+  // download URLs are built on it. Unset, they are built on http://localhost:<port> and the server answers each
+  // request with them on the host the request came to, when that host is this machine (see requestBaseUrl).
+  const configuredPublicUrl = process.env.STRATA_PUBLIC_URL || undefined;
   const env = loadRuntimeEnv({
     ...process.env,
     STRATA_LOCAL_DIR: dataDir,
-    STRATA_PUBLIC_URL: process.env.STRATA_PUBLIC_URL ?? `http://localhost:${port}`,
+    STRATA_PUBLIC_URL: configuredPublicUrl ?? `http://localhost:${port}`,
     ...(warm ? { STRATA_WARM_RING_DIR: warm.ringDir, STRATA_WARM_SECRET: warm.secret } : {}),
   });
   const ctx = buildApiContext(env, { warmTier: warmTierFromEnv });
-  const workflows = warm ? await startLocalWorkflows(warm, ctx.tiers) : undefined;
+  // One store for everything the dashboard draws: the handlers' request metrics, the workflow steps' metrics, the fleet.
+  const metrics = new LocalMetricsStore();
+  const workflows = warm ? await startLocalWorkflows(warm, ctx.tiers, { store: metrics, environment: env.STRATA_ENV }) : undefined;
   // Leftovers of a crashed run (temp files, abandoned uploads) in the folder tier.
   if (ctx.presigner instanceof LocalFolderTier) await ctx.presigner.sweep().catch((e) => console.warn(`strata: could not clean ${env.STRATA_LOCAL_DIR}: ${e}`));
-  const local = await startLocalServer({ context: workflows ? { ...ctx, workflows: workflows.service } : ctx, port, host });
+  const local = await startLocalServer({
+    context: workflows ? { ...ctx, workflows: workflows.service } : ctx,
+    port,
+    host,
+    metrics,
+    publicUrl: env.STRATA_PUBLIC_URL,
+    hostUrls: configuredPublicUrl === undefined,
+  });
   const fleetSampler = startFleetSampler({ env, store: local.metrics, environment: env.STRATA_ENV });
-  const url = `http://localhost:${port}`;
+  const url = (configuredPublicUrl ?? `http://localhost:${port}`).replace(/\/+$/, '');
   console.log(`\nStrata is serving its API on ${url} (dashboard: ${url}/dashboard)\n`);
   for (const line of ctx.describe()) console.log(`  ${line}`);
   console.log(`\nTry it:\n  curl -X PUT --data-binary 'hello' ${url}/v1/ns/demo/keys/greeting\n  curl -i ${url}/v1/ns/demo/keys/greeting\n  curl ${url}/v1/stats`);

@@ -3,14 +3,14 @@
  * /stats) and publishes it; locally, when a warm tier is configured, this sampler reads the same fleet state with
  * the publisher's own reader and records it in the local metrics store every resolution step.
  */
-import { readFleetState, type FleetState } from '../../core/cost/fleet-state.js';
+import { readFleetState, type FleetState } from '../../core/cost/publisher/fleet-state.js';
 import { METRICS, type MetricDef } from '../../core/metrics/catalog.js';
 import type { LocalMetricsStore } from '../../core/metrics/local-store.js';
-import type { RuntimeEnv } from '../../core/runtime/config.js';
+import type { RuntimeEnv } from '../../core/composition/runtime-env.js';
 import { DEFAULT_NODE_STATS_INTERVAL_MS } from '../../core/ring/node-reports.js';
 import { RingStore, S3CasStore } from '../../core/ring/store.js';
-import { casStoreFromEnv } from '../../core/runtime/warm.js';
-import { NodeClient } from '../../core/warm/node-client.js';
+import { casStoreFromEnv } from '../../core/composition/warm-tier-env.js';
+import { NodeClient } from '../../core/nodes/node-client.js';
 
 export interface FleetSamplerOptions {
   env: RuntimeEnv;

@@ -5,9 +5,11 @@ import { initialRing } from '../../core/ring/document.js';
 import { FileCasStore, RingStore } from '../../core/ring/store.js';
 import { LOCAL_WARM_FOLDER } from '../../core/tiers/storage-key.js';
 import type { Tier } from '../../core/tiers/tier.js';
-import { LocalFleet } from '../../core/warm/local-fleet.js';
-import { NodeClient } from '../../core/warm/node-client.js';
-import { localWorkflows, type LocalWorkflows } from '../../core/workflows/local-service.js';
+import { LocalFleet } from '../../core/nodes/local-fleet.js';
+import { NodeClient } from '../../core/nodes/node-client.js';
+import { localWorkflows, type LocalWorkflows } from '../../core/workflows/local/local-service.js';
+import { METRICS } from '../../core/metrics/catalog.js';
+import type { LocalMetricsStore } from '../../core/metrics/local-store.js';
 
 /**
  * The warm tier of `npm start` when STRATA_LOCAL_NODES=N: N cache-node processes (the local fleet provider) with
@@ -66,9 +68,15 @@ export function removeLegacyWarmFolders(dataDir: string): boolean {
 
 /**
  * The workflows of the local run, over the local fleet: the state machines are synthesized from the CDK
- * constructs (about a second, once) and run in-process by aws-local-stepfunctions.
+ * constructs (about a second, once) and run in-process by aws-local-stepfunctions. With `metrics`, the steps'
+ * Strata/Workflows metrics (sessions, bytes moved, keys evicted, node allocation time), which their Lambdas
+ * publish in AWS, go to the local store for the dashboard.
  */
-export async function startLocalWorkflows(warm: LocalWarm, tiers: Tier[]): Promise<LocalWorkflows> {
+export async function startLocalWorkflows(
+  warm: LocalWarm,
+  tiers: Tier[],
+  metrics?: { store: LocalMetricsStore; environment: string },
+): Promise<LocalWorkflows> {
   const { synthesizeWorkflowDefinitions } = await import('../../cdk/lib/workflow-definitions.js');
   const byName = (n: string) => tiers.find((t) => t.name === n);
   return localWorkflows({
@@ -77,5 +85,17 @@ export async function startLocalWorkflows(warm: LocalWarm, tiers: Tier[]): Promi
     fleet: warm.fleet,
     secret: warm.secret,
     tiers: { hot: byName('hot'), warm: byName('warm'), cold: byName('cold') },
+    ...(metrics ? { metric: storeMetric(metrics.store, metrics.environment) } : {}),
   });
+}
+
+/** A workflow steps' `metric` callback that records into the local store (catalog metrics, as the steps name them). */
+export function storeMetric(
+  store: LocalMetricsStore,
+  environment: string,
+): (key: keyof typeof METRICS, value: number, dims?: Record<string, string>) => void {
+  return (key, value, dims = {}) => {
+    const def = METRICS[key];
+    store.record({ namespace: def.namespace, name: def.name, unit: def.unit, dimensions: { Environment: environment, ...dims } }, value);
+  };
 }

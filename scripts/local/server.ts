@@ -1,14 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { hostname, networkInterfaces } from 'node:os';
 import { pipeline } from 'node:stream/promises';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { StrataError, ValidationError } from '../../core/errors.js';
 import { errorResult } from '../../core/api/http.js';
-import type { ApiFunction } from '../../core/api/routes.js';
+import type { ApiFunction } from '../../core/api/route-types.js';
+import { API_ROUTES } from '../../core/api/routes.js';
 import { openApiDocument } from '../../core/api/openapi.js';
 import { matchRoute, methodNotAllowed, routeNotFound } from '../../core/api/routes.js';
-import { setApiContext } from '../../core/runtime/context.js';
+import { setApiContext } from '../../core/composition/api-context.js';
 import type { ApiContext } from '../../core/api/operations.js';
 import { LocalFolderTier, StagedUploadExistsError } from '../../core/tiers/local-folder-tier.js';
 import { handler as keys } from '../../lambdas/api/keys.js';
@@ -18,9 +20,13 @@ import { handler as service } from '../../lambdas/api/service.js';
 import { handler as admin } from '../../lambdas/api/admin.js';
 import { lambdaContext, toApiGatewayEvent } from './api-gateway-event.js';
 import { LocalMetricsStore } from '../../core/metrics/local-store.js';
-import { metricsSettings } from '../../core/metrics/settings.js';
+import { metricsSettings } from '../../core/composition/metrics-settings.js';
 import { metricsSink, setMetricsSink, stdoutSink, teeSink, type MetricsSink } from '../../core/metrics/sink.js';
 import { dashboardResponse, isDashboardPath, type DashboardRouteOptions } from './dashboard/routes.js';
+import type { ExecutionRow } from './dashboard/data.js';
+import { LOCAL_WORKFLOWS_NAMESPACE } from './dashboard/local-widgets.js';
+import { localCostModel } from './cost-model.js';
+import { startWorkflowSampler } from './workflow-sampler.js';
 
 type LambdaHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
@@ -42,6 +48,14 @@ export interface LocalServerOptions {
    * @default a new store with 10 s points kept for an hour
    */
   metrics?: LocalMetricsStore;
+  /**
+   * The base URL the context's presigner puts in the URLs it hands out (STRATA_PUBLIC_URL as the context was
+   * built with). With `hostUrls`, the server answers each request with those URLs on the request's own host
+   * instead, when that host names this machine (see {@link requestBaseUrl}).
+   */
+  publicUrl?: string;
+  /** Rewrite `publicUrl` to the request's host (STRATA_PUBLIC_URL unset). @default false */
+  hostUrls?: boolean;
 }
 
 export interface LocalServer {
@@ -62,9 +76,40 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
   // the console stays readable).
   const sink: MetricsSink = settings.stdout ? teeSink(metrics, stdoutSink()) : metrics;
   setMetricsSink(sink);
-  const dashboard: DashboardRouteOptions = { store: metrics, environment: settings.environment };
+  // Strata/Cost, modelled from this run's traffic; workflow executions, when the run has workflows.
+  const cost = localCostModel({ store: metrics, environment: settings.environment });
+  const workflows = opts.context.workflows
+    ? startWorkflowSampler({ service: opts.context.workflows, store: metrics, environment: settings.environment })
+    : undefined;
+  let executions: ExecutionRow[] = [];
+  const dashboard: DashboardRouteOptions = {
+    store: metrics,
+    environment: settings.environment,
+    captions: {
+      cost: {
+        modelled: true,
+        caption:
+          "Modelled, not billed: what this run's traffic would cost on AWS, priced by Strata's cost model " +
+          `(core/cost, catalog ${cost.book.catalogId}, ${cost.book.region}, the dev environment's shape) for each ` +
+          `completed ${metrics.resolutionMs / 1000} s bucket, as USD per hour at that bucket's rate. ` +
+          'Projected month: that rate from this hour to the end of the month.',
+      },
+    },
+    ...(workflows
+      ? {
+          executions: () => executions,
+          notes: { [LOCAL_WORKFLOWS_NAMESPACE]: 'no workflow executions yet: npx strata workflow start scale-out --endpoint <this URL>' },
+        }
+      : {}),
+    refresh: async () => {
+      cost.catchUp();
+      if (workflows) executions = await workflows.sample();
+    },
+  };
+  let port = 0;
+  const urls = { publicUrl: opts.publicUrl?.replace(/\/+$/, ''), hostUrls: !!opts.hostUrls, port: () => port };
   const server = createServer({ keepAlive: true, requestTimeout: 60_000 }, (req, res) => {
-    handle(req, res, blobs, dashboard).catch((e) => {
+    handle(req, res, blobs, dashboard, urls).catch((e) => {
       console.error('[strata] local server error', e);
       if (!res.headersSent) send(res, errorResult(new StrataError('INTERNAL', 'internal error')), req.method === 'HEAD');
       else res.destroy();
@@ -75,7 +120,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
     server.once('error', reject);
     server.listen(opts.port ?? 8080, opts.host ?? '127.0.0.1', () => resolve());
   });
-  const { port } = server.address() as AddressInfo;
+  ({ port } = server.address() as AddressInfo);
   return {
     server,
     url: `http://${opts.host && opts.host !== '0.0.0.0' ? opts.host : '127.0.0.1'}:${port}`,
@@ -83,13 +128,26 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
     close: () =>
       new Promise<void>((resolve) => {
         if (metricsSink() === sink) setMetricsSink(undefined);
+        void workflows?.stop();
         server.close(() => resolve());
         server.closeIdleConnections();
       }),
   };
 }
 
-async function handle(req: IncomingMessage, res: ServerResponse, blobs: LocalFolderTier | undefined, dashboard: DashboardRouteOptions): Promise<void> {
+interface UrlOptions {
+  publicUrl: string | undefined;
+  hostUrls: boolean;
+  port: () => number;
+}
+
+async function handle(
+  req: IncomingMessage,
+  res: ServerResponse,
+  blobs: LocalFolderTier | undefined,
+  dashboard: DashboardRouteOptions,
+  urls: UrlOptions,
+): Promise<void> {
   const requestId = randomUUID();
   const rawUrl = req.url ?? '/';
   const q = rawUrl.indexOf('?');
@@ -110,9 +168,12 @@ async function handle(req: IncomingMessage, res: ServerResponse, blobs: LocalFol
     return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ service: 'strata', api: '/v1', health: '/v1/health', stats: '/v1/stats', dashboard: '/dashboard', docs: 'docs/API.md', openapi: '/v1/openapi.json' }) }, isHead);
   }
   if (path === '/openapi.json' && (req.method === 'GET' || isHead)) {
-    return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(openApiDocument()) }, isHead);
+    return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(openApiDocument(API_ROUTES)) }, isHead);
   }
-  if (isDashboardPath(path)) return send(res, dashboardResponse(req.method ?? 'GET', path, query, dashboard), isHead);
+  if (isDashboardPath(path)) {
+    if (path === '/dashboard/data') await dashboard.refresh?.();
+    return send(res, dashboardResponse(req.method ?? 'GET', path, query, dashboard), isHead);
+  }
 
   const match = matchRoute(req.method ?? 'GET', path);
   if (!match.resource) return send(res, errorResult(routeNotFound(req.method ?? 'GET', path)), isHead);
@@ -124,7 +185,40 @@ async function handle(req: IncomingMessage, res: ServerResponse, blobs: LocalFol
 
   const event = toApiGatewayEvent(req, body, { resource: match.resource, pathParameters: match.pathParameters }, requestId, path, query);
   const result = await HANDLERS[match.route.fn](event, lambdaContext(requestId, `strata-api-${match.route.fn}`));
-  send(res, result, isHead);
+  const base = urls.hostUrls && urls.publicUrl ? requestBaseUrl(req.headers.host, urls.port()) : undefined;
+  send(res, base && urls.publicUrl && base !== urls.publicUrl ? rebaseUrls(result, urls.publicUrl, base) : result, isHead);
+}
+
+/**
+ * `http://<Host>` when the request's Host header names this machine on the port the server listens on (loopback,
+ * this host's name, or one of its interface addresses), else undefined. Anything else (a name the client made
+ * up, another port behind a proxy) is not echoed into URLs: STRATA_PUBLIC_URL is the way to name those.
+ */
+export function requestBaseUrl(host: string | undefined, port: number): string | undefined {
+  if (!host) return undefined;
+  let u: URL;
+  try {
+    u = new URL(`http://${host}`);
+  } catch {
+    return undefined;
+  }
+  if (u.host !== host.toLowerCase() || u.username || u.password || u.pathname !== '/' || u.search || u.hash) return undefined;
+  if ((u.port === '' ? 80 : Number(u.port)) !== port) return undefined;
+  const name = u.hostname.replace(/^\[|\]$/g, '');
+  const loopback = name === 'localhost' || name === '::1' || /^127\.\d+\.\d+\.\d+$/.test(name);
+  const interfaces = Object.values(networkInterfaces()).flatMap((list) => list ?? []);
+  const local = loopback || name === hostname().toLowerCase() || interfaces.some((a) => a.address.toLowerCase() === name);
+  return local ? `http://${u.host}` : undefined;
+}
+
+/** The handler's answer with the presigner's URLs (`<from>/local-blobs/...`) on base `to`: body and location. */
+function rebaseUrls(result: APIGatewayProxyResult, from: string, to: string): APIGatewayProxyResult {
+  const prefix = `${from}/local-blobs/`;
+  const swap = (v: string) => v.split(prefix).join(`${to}/local-blobs/`);
+  const headers = { ...result.headers };
+  if (typeof headers.location === 'string') headers.location = swap(headers.location);
+  const body = !result.isBase64Encoded && result.body.includes(prefix) ? swap(result.body) : result.body;
+  return { ...result, headers, body };
 }
 
 async function serveBlob(req: IncomingMessage, res: ServerResponse, blobs: LocalFolderTier, token: string): Promise<void> {

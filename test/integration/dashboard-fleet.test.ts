@@ -4,7 +4,10 @@
  */
 import { LocalMetricsStore } from '../../core/metrics/local-store.js';
 import { FileCasStore, RingStore } from '../../core/ring/store.js';
-import { loadRuntimeEnv } from '../../core/runtime/config.js';
+import { loadRuntimeEnv } from '../../core/composition/runtime-env.js';
+import { priceBook } from '../../core/cost/model/catalog.js';
+import { dev } from '../../cdk/config/dev.js';
+import { localCostModel } from '../../scripts/local/cost-model.js';
 import { dashboardData, type WidgetView } from '../../scripts/local/dashboard/data.js';
 import { startFleetSampler } from '../../scripts/local/fleet-sampler.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';
@@ -39,14 +42,19 @@ describe('Local Fleet dashboard with a warm tier', () => {
     }
     const store = new LocalMetricsStore();
     const sampler = startFleetSampler({ env: loadRuntimeEnv(warmEnv), store, environment: 'local', intervalMs: 60_000 })!;
+    let sampledAt: number;
     try {
       const state = await sampler.sample();
+      sampledAt = Date.now();
       expect(state.nodes).toBe(1);
     } finally {
       await sampler.stop();
     }
 
-    const widgets = new Map<string, WidgetView>(dashboardData(store, { environment: 'local' }).dashboards.find((d) => d.id === 'fleet')!.widgets.map((w) => [w.id, w]));
+    // Numbers show the latest complete bucket: read the dashboards as of the end of the bucket the sample went into.
+    const asOf = Math.floor(sampledAt / store.resolutionMs) * store.resolutionMs + store.resolutionMs;
+    const data = dashboardData(store, { environment: 'local', now: asOf });
+    const widgets = new Map<string, WidgetView>(data.dashboards.find((d) => d.id === 'fleet')!.widgets.map((w) => [w.id, w]));
     expect(widgets.get('fleet.nodes-now')!.series.map((s) => s.value)).toEqual([1]);
     const fill = widgets.get('fleet.fill')!;
     expect(fill.series.map((s) => s.label)).toEqual(['fullest node', 'node n1']);
@@ -54,7 +62,16 @@ describe('Local Fleet dashboard with a warm tier', () => {
     expect(percent).toBeGreaterThan(0); // 160 KiB of values in a 1 MiB node
     expect(percent).toBeLessThan(100);
     expect(widgets.get('fleet.migrations-now')!.series.map((s) => s.value)).toEqual([0]);
-    // Workflow metrics come from the state machines, which this run did not start.
-    expect(widgets.get('fleet.bytes-moved')!.note).toMatch(/no data locally/);
+    // Workflow metrics come from the workflow steps, which this run did not start.
+    expect(widgets.get('fleet.bytes-moved')!.note).toMatch(/published by the workflow steps/);
+    expect(widgets.get('fleet.local-executions-list')!.note).toMatch(/no workflow executions yet/);
+
+    // The modelled cost of the warm tier: one dev instance and its gp3 volume per node, per hour.
+    localCostModel({ store, environment: 'local', startMs: asOf - store.resolutionMs, now: () => asOf }).catchUp();
+    const costData = dashboardData(store, { environment: 'local', now: asOf }).dashboards.find((d) => d.id === 'cost')!;
+    const warm = costData.widgets.find((w) => w.id === 'cost.per-tier')!.series.find((s) => s.label === 'warm')!;
+    const book = priceBook(undefined, dev.region);
+    const volume = dev.fleet.dataVolume!.sizeGiB * book.prices.ebs.gp3!.perGBMonth;
+    expect(warm.latest).toBeCloseTo(book.prices.ec2.instances[dev.fleet.instanceType]!.hourly + volume / book.hoursPerMonth, 12);
   });
 });

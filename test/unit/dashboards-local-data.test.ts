@@ -31,7 +31,8 @@ describe('Local dashboard data (the dashboards/ specs over the local metrics)', 
     // The handlers' own documents, pinned to one instant so every value lands in one 10 s point.
     const store = new LocalMetricsStore({ now: () => T0 + 5_000 });
     store.write(traffic.docs.map((d) => ({ ...d, _aws: { ...d._aws, Timestamp: T0 } })));
-    data = dashboardData(store, { environment: 'local', now: T0 + 20_000 });
+    // At T0 + 10 s the bucket [T0, T0 + 10 s) has just ended: the latest complete bucket, that numbers show.
+    data = dashboardData(store, { environment: 'local', now: T0 + 10_000 });
   });
 
   it('computes the hit ratio per tier with the specs’ metric math', () => {
@@ -48,8 +49,8 @@ describe('Local dashboard data (the dashboards/ specs over the local metrics)', 
   });
 
   it('computes throughput, error rate and errors by code', () => {
-    // 16 requests over the 20 s the run has lasted.
-    expect(values(widget(data, 'performance.throughput-now'))['requests/s']).toBeCloseTo(16 / 20, 6);
+    // 16 requests in the latest complete 10 s bucket.
+    expect(values(widget(data, 'performance.throughput-now'))['requests/s']).toBeCloseTo(16 / 10, 6);
     expect(values(widget(data, 'performance.errors-now'))['errors %']).toBeCloseTo(100 / 16, 6);
     expect(values(widget(data, 'performance.errors'))).toEqual({ 'errors VALIDATION_FAILED': 1, '5xx (all codes)': 0 });
     const byOp = values(widget(data, 'performance.throughput'));
@@ -109,7 +110,7 @@ describe('Expression evaluation', () => {
     for (let i = 0; i < 4; i++) store.write([emfDocument({ timestamp: T0, dimensions: { Environment: 'local' }, values: { requests: 1 } })]);
     store.write([emfDocument({ timestamp: T0 + 10_000, dimensions: { Environment: 'local' }, values: { requests: 5 } })]);
     store.record({ namespace: 'Strata/Requests', name: 'Errors', unit: 'Count', dimensions: { Environment: 'local' } }, 1, T0);
-    const w = dashboardData(store, { environment: 'local', now: T0 + 19_999 }, [spec]).dashboards[0]!.widgets[0]!;
+    const w = dashboardData(store, { environment: 'local', now: T0 + 20_000 }, [spec]).dashboards[0]!.widgets[0]!;
     const byLabel = Object.fromEntries(w.series.map((s) => [s.label, s.points]));
     expect(byLabel['error % (no FILL)']).toEqual([[T0, 25]]);
     expect(byLabel['error % (FILL)']).toEqual([[T0, 25], [T0 + 10_000, 0]]);
@@ -120,7 +121,7 @@ describe('Expression evaluation', () => {
   it('gives no point for a division by zero', () => {
     const store = new LocalMetricsStore({ now: () => T0 });
     store.record({ namespace: 'Strata/Requests', name: 'Requests', unit: 'Count', dimensions: { Environment: 'local' } }, 0, T0);
-    const w = dashboardData(store, { environment: 'local', now: T0 + 1 }, [spec]).dashboards[0]!.widgets[0]!;
+    const w = dashboardData(store, { environment: 'local', now: T0 + 10_000 }, [spec]).dashboards[0]!.widgets[0]!;
     expect(w.series.find((s) => s.label === 'error % (FILL)')!.points).toEqual([]);
   });
 

@@ -1,6 +1,7 @@
 /**
  * The local dashboard: `GET /dashboard` (the page) and `GET /dashboard/data` (the dashboards of dashboards/
- * evaluated over the local run's metrics, as JSON).
+ * evaluated over the local run's metrics, as JSON). `?minutes=` sets the history of line charts, `?until=<epoch ms>`
+ * shows the dashboards as they were then (a link to a moment; the page passes both on).
  */
 import { readFileSync } from 'node:fs';
 import type { APIGatewayProxyResult } from 'aws-lambda';
@@ -8,8 +9,7 @@ import { ValidationError } from '../../../core/errors.js';
 import { errorResult } from '../../../core/api/http.js';
 import { methodNotAllowed } from '../../../core/api/routes.js';
 import type { LocalMetricsStore } from '../../../core/metrics/local-store.js';
-import type { MetricNamespace } from '../../../core/metrics/catalog.js';
-import { dashboardData } from './data.js';
+import { dashboardData, type DashboardCaption, type DashboardDataOptions, type ExecutionRow } from './data.js';
 
 const PAGE = readFileSync(new URL('./page.html', import.meta.url), 'utf8');
 
@@ -17,7 +17,16 @@ export interface DashboardRouteOptions {
   store: LocalMetricsStore;
   environment: string;
   /** Notes for empty widgets, per namespace (what this local run does not have). */
-  notes?: Partial<Record<MetricNamespace, string>>;
+  notes?: DashboardDataOptions['notes'];
+  /** Per dashboard id (e.g. that the Cost dashboard's values are modelled). */
+  captions?: Partial<Record<string, DashboardCaption>>;
+  /** The recent workflow executions, newest first; absent when the run has no workflows. */
+  executions?: () => ExecutionRow[] | undefined;
+  /**
+   * Brings derived metrics up to date before `/dashboard/data` is computed (modelled cost of the buckets that
+   * ended, workflow executions); the server awaits it.
+   */
+  refresh?: () => Promise<void>;
 }
 
 /** Whether `path` is the dashboard's. */
@@ -35,6 +44,19 @@ export function dashboardResponse(method: string, path: string, query: URLSearch
   const minutesRaw = query.get('minutes');
   const minutes = minutesRaw === null ? 15 : Number(minutesRaw);
   if (!Number.isInteger(minutes) || minutes < 1 || minutes > 60) return errorResult(new ValidationError('minutes', 'must be an integer from 1 to 60'));
-  const data = dashboardData(opts.store, { environment: opts.environment, windowMs: minutes * 60_000, notes: opts.notes });
+  const untilRaw = query.get('until');
+  const until = untilRaw === null || untilRaw === '' ? undefined : Number(untilRaw);
+  if (until !== undefined && !(Number.isSafeInteger(until) && until > 0)) {
+    return errorResult(new ValidationError('until', 'must be a time in epoch milliseconds'));
+  }
+  const executions = opts.executions?.();
+  const data = dashboardData(opts.store, {
+    environment: opts.environment,
+    windowMs: minutes * 60_000,
+    ...(until !== undefined ? { until } : {}),
+    ...(opts.notes ? { notes: opts.notes } : {}),
+    ...(opts.captions ? { captions: opts.captions } : {}),
+    ...(executions ? { executions } : {}),
+  });
   return { statusCode: 200, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }, body: JSON.stringify(data) };
 }
