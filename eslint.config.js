@@ -1,5 +1,6 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import layers from './eslint/layers.js';
 
 export default tseslint.config(
   { ignores: ['**/dist/**', 'node_modules/**', '.tools/**', '.localstack/**', '.strata-data/**', 'cdk.out/**', 'coverage/**', 'bench/results/**'] },
@@ -11,6 +12,12 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
       '@typescript-eslint/no-explicit-any': 'error',
     },
+  },
+  {
+    // Layers point one way (eslint/layers.js, docs/ARCHITECTURE.md).
+    files: ['**/*.ts', '**/*.mts', '**/*.mjs', '**/*.js'],
+    plugins: { strata: layers },
+    rules: { 'strata/layers': 'error' },
   },
   {
     files: ['**/*.cjs'],

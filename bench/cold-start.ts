@@ -1,7 +1,7 @@
 /**
  * cold-start: how long a fresh Node process takes to load each API Lambda bundle, per packaging.
  *
- * - baseline  = all-bundled (the AWS SDK inside the bundle; the packaging before issue #4)
+ * - baseline  = all-bundled (the AWS SDK inside the bundle: the earlier packaging)
  * - candidate = the deployed packaging (cdk/lib/packaging.ts: `@aws-sdk/*` from the runtime)
  * - layer     = the shared core as a Lambda layer (a thin function importing `strata-core` from node_modules,
  *               the layer laid out as Lambda mounts it), measured to record why it was not chosen.
@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type BuildOptions } from 'esbuild';
 import { ALL_BUNDLED, CHOSEN_PACKAGING, COMMON_ESBUILD, REPO_ROOT, apiLambdaEntry, type LambdaPackaging } from '../cdk/lib/packaging.js';
-import type { ApiFunction } from '../core/api/routes.js';
+import type { ApiFunction } from '../core/api/route-types.js';
 import { round, table } from './lib/measure.js';
 
 const FUNCTIONS: readonly ApiFunction[] = ['keys', 'batch', 'transfer', 'service'];

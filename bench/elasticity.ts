@@ -41,7 +41,7 @@
  * Flags (besides --seconds N, the insert stream's length per variant, default 90): --rate R, --capacity c,
  * --low-rate δL, --high-rate δH, --launch-delay-ms, --value-bytes, --max-prelaunch (2), --split-at up|overflow.
  */
-import { speculativeThreshold, thresholdParamsSchema, type ThresholdParams } from '../core/workflows/threshold.js';
+import { speculativeThreshold, thresholdParamsSchema, type ThresholdParams } from '../core/workflows/trigger/threshold.js';
 import { ElasticityEngine, type EngineResult } from './elasticity/engine.js';
 import type { Variant } from './elasticity/policy.js';
 import { RealCluster } from './elasticity/real-cluster.js';

@@ -1,7 +1,7 @@
 /**
  * hot-fault: what the hot fence (coordinator/hot-fence.ts) costs, against the same coordinator without it
  * (`hotFence: false`, mode `refuse`: a write whose hot copy fails is refused with 503 instead of fenced). Both are
- * safe; the code before issue 19 acknowledged such writes and left the older hot copy readable.
+ * safe; the code before the hot fence acknowledged such writes and left the older hot copy readable.
  *
  * 1. Steady state: GET (hot hits) and PUT of 1 KB values at concurrency 64 over redis-server + an in-process
  *    durable tier (so that the coordinator's own work shows, not a disk's), interleaved rounds, medians: the

@@ -1,7 +1,7 @@
 /**
  * hot-path: the coordinator's GET and PUT of 1 KB values at concurrency 64 over a Redis hot tier, against raw
  * ioredis GET/SET on the same redis-server in the same run. Also the near-cache (L1) hit path.
- * Targets (issue 2): throughput ratio >= 0.85, p99 ratio <= 1.3.
+ * Targets: throughput ratio >= 0.85, p99 ratio <= 1.3.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';

@@ -30,9 +30,9 @@ import { ringHash } from '../core/ring/hash.js';
 import { FileCasStore, RingStore } from '../core/ring/store.js';
 import { RingView } from '../core/ring/view.js';
 import { WarmTier } from '../core/tiers/warm-tier.js';
-import { LocalFleet } from '../core/warm/local-fleet.js';
-import type { MigrationMode } from '../core/warm/migration.js';
-import { NodeClient } from '../core/warm/node-client.js';
+import { LocalFleet } from '../core/nodes/local-fleet.js';
+import type { MigrationMode } from '../core/nodes/migration.js';
+import { NodeClient } from '../core/nodes/node-client.js';
 import { CpuCaps } from './lib/cpu-caps.js';
 import { MigrationTrace } from './lib/migration-trace.js';
 import { round, table } from './lib/measure.js';
@@ -252,7 +252,7 @@ async function runMode(mode: MigrationMode, preSeconds: number, caps: CpuCaps | 
     let migrationStart = 0;
     // The driver runs at the lowest CPU priority: in production it runs elsewhere (a Lambda), so its start-up and
     // bookkeeping should not take CPU from the nodes or the load generator on this shared host.
-    const proc = spawn(NICE ? 'nice' : process.execPath, [...(NICE ? ['-n', '19', process.execPath] : []), '--import', 'tsx', join(ROOT, 'core/warm/cli.ts'), '--store', storeUri, '--wait-for-go', 'scale-out', '--id', 'n4', '--url', n4.url, '--mode', mode, '--rate', String(RATE), '--grace-ms', '600000'], {
+    const proc = spawn(NICE ? 'nice' : process.execPath, [...(NICE ? ['-n', '19', process.execPath] : []), '--import', 'tsx', join(ROOT, 'core/composition/migration-cli.ts'), '--store', storeUri, '--wait-for-go', 'scale-out', '--id', 'n4', '--url', n4.url, '--mode', mode, '--rate', String(RATE), '--grace-ms', '600000'], {
       cwd: ROOT,
       env: { ...process.env, STRATA_NODE_SECRET: SECRET, NODE_OPTIONS: '' },
       stdio: ['pipe', 'pipe', 'pipe'],

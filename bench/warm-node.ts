@@ -1,7 +1,7 @@
 /**
  * warm-node: one cache node (a cachenode process, LMDB, writes acknowledged once fsynced) reached through
  * WarmTier, against redis-server through ioredis (auto-pipelining) in the same run. GET and PUT of 1 KB and
- * 100 KB values at concurrency 64. Targets (issue 3): GET >= 0.5x Redis, durable PUT >= 0.3x Redis. For the PUTs a
+ * 100 KB values at concurrency 64. Targets: GET >= 0.5x Redis, durable PUT >= 0.3x Redis. For the PUTs a
  * second, durable Redis (append-only file, `appendfsync always`: a write is acknowledged after it is fsynced, as
  * the cache node's are) is measured too and reported as an extra ratio, like for like; the targets stay against
  * the in-memory Redis. First, the disk's own cost of a group commit is probed (see `lib/fsync-probe.ts`) and
@@ -13,8 +13,8 @@ import { contentHash } from '../core/model/keys.js';
 import { initialRing } from '../core/ring/document.js';
 import { RingView } from '../core/ring/view.js';
 import { WarmTier } from '../core/tiers/warm-tier.js';
-import { LocalFleet } from '../core/warm/local-fleet.js';
-import { NodeClient } from '../core/warm/node-client.js';
+import { LocalFleet } from '../core/nodes/local-fleet.js';
+import { NodeClient } from '../core/nodes/node-client.js';
 import { startRedis } from '../test/helpers/services.js';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';

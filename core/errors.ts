@@ -2,7 +2,7 @@
  * Typed errors with stable codes. Every error a client can see maps to one HTTP status and one code;
  * the code is part of the public contract (the SDK maps it back to a class), the message is for humans.
  */
-import { SERVER_ERROR_STATUS, type ServerErrorCode } from '../sdk/src/contract.js';
+import { PERMANENT_ERROR_DETAIL, SERVER_ERROR_STATUS, type ServerErrorCode } from '../sdk/src/contract.js';
 
 /** Every error code a client can see; written once in the SDK's contract (sdk/src/contract.ts), plain data. */
 export type ErrorCode = ServerErrorCode;
@@ -31,6 +31,18 @@ export class StrataError extends Error {
   toJSON(): { error: { code: ErrorCode; message: string; details?: Record<string, unknown> } } {
     return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) } };
   }
+  /** Retrying cannot help (something is not configured here): clients do not retry, and no `retry-after` is sent. */
+  get permanent(): boolean {
+    return this.details?.[PERMANENT_ERROR_DETAIL] === true;
+  }
+}
+
+/**
+ * `details` marked permanent (`"permanent": true`): the condition lasts until the deployment changes, so the SDK
+ * does not retry the request even when its status (503) is otherwise retried.
+ */
+export function permanentDetails(details?: Record<string, unknown>): Record<string, unknown> {
+  return { ...details, [PERMANENT_ERROR_DETAIL]: true };
 }
 
 /** 400 naming the offending field. */
@@ -63,4 +75,15 @@ export class TierUnavailableError extends StrataError {
 
 export function isStrataError(e: unknown): e is StrataError {
   return e instanceof StrataError;
+}
+
+/**
+ * Bad configuration found at start-up (an environment variable, a tenant map): the message names the setting and
+ * what it expects. Not an API error: it stops the process (or the Lambda's initialization) instead of a request.
+ */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
 }

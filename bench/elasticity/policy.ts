@@ -2,7 +2,7 @@
  * Pure parts of the elasticity benchmark (paper 000, Algorithm 1): what the coordinator does before one insert,
  * and the accounting of time. No I/O here, so the unit tests can check them exactly.
  */
-import { decideScaleOut, type NodeLoad, type ThresholdParams } from '../../core/workflows/threshold.js';
+import { decideScaleOut, type NodeLoad, type ThresholdParams } from '../../core/workflows/trigger/threshold.js';
 
 /**
  * `on-overflow`: the baseline: a node is split only when it is full (launch a node, then migrate), and inserts

@@ -18,9 +18,9 @@ import { ringHash } from '../../core/ring/hash.js';
 import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
 import { RingRouter, RingView } from '../../core/ring/view.js';
 import { WarmTier } from '../../core/tiers/warm-tier.js';
-import { LocalFleet } from '../../core/warm/local-fleet.js';
-import { Migrator } from '../../core/warm/migration.js';
-import { NodeClient } from '../../core/warm/node-client.js';
+import { LocalFleet } from '../../core/nodes/local-fleet.js';
+import { Migrator } from '../../core/nodes/migration.js';
+import { NodeClient } from '../../core/nodes/node-client.js';
 import type { ElasticCluster } from './engine.js';
 
 export interface RealClusterOptions {

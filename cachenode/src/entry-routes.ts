@@ -14,7 +14,7 @@ import {
   RECORDS_CONTENT_TYPE,
   storeKeyAt,
   type EntryRecord,
-} from '../../core/warm/wire.js';
+} from '../../core/nodes/wire.js';
 import type { NodeConfig } from './config.js';
 import { HttpError, NOT_RECORDS, parseJson, validated } from './http-error.js';
 import { sendBuffer, sendJson } from './http-reply.js';

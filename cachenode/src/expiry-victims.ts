@@ -5,7 +5,7 @@
  * only reads the store's state, removing through the store's ordinary versioned removals.
  */
 import type { Database } from 'lmdb';
-import { keyAfter, parseStoreKey } from '../../core/warm/wire.js';
+import { keyAfter, parseStoreKey } from '../../core/nodes/wire.js';
 import { decodeMetaFixed, idOf, type Meta } from './record-codec.js';
 import type { Sieve } from './sieve.js';
 import type { WriteDecider } from './write-decision.js';

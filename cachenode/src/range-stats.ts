@@ -5,7 +5,7 @@
  * is read-only planning arithmetic over LMDB and the histogram, independent of how writes are decided or applied.
  */
 import type { Database } from 'lmdb';
-import { keyAfter, positionKey } from '../../core/warm/wire.js';
+import { keyAfter, positionKey } from '../../core/nodes/wire.js';
 import { bucketStart, type PositionHistogram, spanPieces, type SpanPieces } from './position-histogram.js';
 import { yieldToEventLoop } from './event-loop.js';
 

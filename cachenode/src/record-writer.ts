@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { storedEntryRecordBytes, writeStoredEntryRecord } from '../../core/warm/wire.js';
+import { storedEntryRecordBytes, writeStoredEntryRecord } from '../../core/nodes/wire.js';
 import type { SlabPool } from './slab-pool.js';
 
 /**

@@ -1,6 +1,6 @@
 // What the cache node's route handlers share: its identity, store, ring ownership, counters, and the ownership rule.
 import type { IncomingMessage } from 'node:http';
-import { RING_HEADER } from '../../core/warm/wire.js';
+import { RING_HEADER } from '../../core/nodes/wire.js';
 import type { NodeConfig } from './config.js';
 import { HttpError } from './http-error.js';
 import type { Ownership, Refusal, Role } from './ownership.js';

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ErrorLogLimiter, formatErrorLogEntry } from '../../core/util/error-log-limiter.js';
-import { RING_HEADER, SECRET_HEADER } from '../../core/warm/wire.js';
+import { RING_HEADER, SECRET_HEADER } from '../../core/nodes/wire.js';
 import type { NodeConfig } from './config.js';
 import { EntryRoutes } from './entry-routes.js';
 import { HttpError } from './http-error.js';

@@ -4,7 +4,7 @@ import { readJournal } from './journal.js';
 import { RING_HASH } from '../../core/ring/hash.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../../core/model/entry.js';
 import { decodeHeader } from '../../core/model/entry.js';
-import { parseStoreKey, storeKey } from '../../core/warm/wire.js';
+import { parseStoreKey, storeKey } from '../../core/nodes/wire.js';
 import { Sieve } from './sieve.js';
 import { PositionHistogram } from './position-histogram.js';
 import { ExpiryVictims, type Victim } from './expiry-victims.js';

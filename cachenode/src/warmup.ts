@@ -5,8 +5,8 @@ import { contentHash } from '../../core/model/keys.js';
 import type { Entry } from '../../core/model/entry.js';
 import { addNode, cloneRing, initialRing, type RingDocument } from '../../core/ring/document.js';
 import { RING_MIN } from '../../core/ring/hash.js';
-import { NodeClient, StaleRouteError } from '../../core/warm/node-client.js';
-import { encodeEntryRecord } from '../../core/warm/wire.js';
+import { NodeClient, StaleRouteError } from '../../core/nodes/node-client.js';
+import { encodeEntryRecord } from '../../core/nodes/wire.js';
 import type { NodeConfig } from './config.js';
 import { CacheNode } from './server.js';
 

@@ -221,7 +221,7 @@ export const environmentConfigSchema = z
          * stall a scale-out or an eviction. @default - none
          */
         stepReservedConcurrency: z.number().int().min(1).optional(),
-        /** Paper 000's scale-out trigger (core/workflows/scale-trigger.ts). */
+        /** Paper 000's scale-out trigger (core/workflows/trigger/scale-trigger.ts). */
         scaleTrigger: z
           .strictObject({
             /** How often the threshold is evaluated. @default 1 */

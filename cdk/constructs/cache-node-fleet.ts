@@ -9,7 +9,7 @@ import { Construct, type IConstruct } from 'constructs';
 import { buildSync } from 'esbuild';
 import { FLEET_SECRET_KEY, nodeStatsKey } from '../../core/ring/node-reports.js';
 import { RING_KEY } from '../../core/ring/store.js';
-import { CACHE_NODE_V8_FLAGS } from '../../core/warm/node-process.js';
+import { CACHE_NODE_V8_FLAGS } from '../../core/nodes/node-process.js';
 import { ESM_REQUIRE_BANNER, REPO_ROOT } from '../lib/packaging.js';
 import { InvalidPropsError, check, intIn } from './validation.js';
 

@@ -6,7 +6,7 @@ import { S3Tier } from '../../core/tiers/s3-tier.js';
 import { UPLOADS_FOLDER } from '../../core/tiers/storage-key.js';
 import { NODE_STATS_FOLDER, FLEET_SECRET_KEY } from '../../core/ring/node-reports.js';
 import { RING_KEY } from '../../core/ring/store.js';
-import { SCALE_TRIGGER_SAMPLE_KEY } from '../../core/workflows/scale-trigger.js';
+import { SCALE_TRIGGER_SAMPLE_KEY } from '../../core/workflows/trigger/scale-trigger.js';
 import { check, intIn } from './validation.js';
 
 /**
@@ -29,7 +29,7 @@ export const RING_STORE_DOCUMENTS = {
   nodeStats: `${NODE_STATS_FOLDER}/*`,
   /** The fleet's shared secret (ring/node-reports.ts): created by the steps, read by the coordinators and nodes. */
   fleetSecret: FLEET_SECRET_KEY,
-  /** Reserved for policy documents written by the admin path (issue 22); granting on it is refused until then. */
+  /** Reserved for policy documents written by the admin path (the policy engine, not built yet); granting on it is refused until then. */
   policies: 'policies/*',
 } as const;
 export type RingStoreDocument = keyof typeof RING_STORE_DOCUMENTS;
@@ -179,7 +179,7 @@ export class ColdTierBucket extends Construct {
   }
 
   private ringPolicy(access: 'Read' | 'Write', document: RingStoreDocument): iam.ManagedPolicy {
-    const reserved = 'the ring store\'s policies/ prefix is reserved for the admin path\'s policy documents (issue 22): '
+    const reserved = 'the ring store\'s policies/ prefix is reserved for the admin path\'s policy documents (the policy engine, not built yet): '
       + 'nothing may be granted on it yet';
     check(this, document !== 'policies', reserved);
     const id = `Ring${access}${document.charAt(0).toUpperCase()}${document.slice(1)}`;

@@ -7,8 +7,8 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { PUBLISHED_NAMESPACES } from '../../core/cost/cost-publisher.js';
-import { COST_SETTINGS_ENV, type CostPublisherSettingsInput } from '../../core/cost/cost-publisher-settings.js';
+import { PUBLISHED_NAMESPACES } from '../../core/cost/publisher/publish-cost.js';
+import { COST_SETTINGS_ENV, type CostPublisherSettingsInput } from '../../core/cost/publisher/settings.js';
 import type { CostTier } from '../../core/metrics/catalog.js';
 import { REPO_ROOT } from '../lib/packaging.js';
 import type { ColdTierBucket } from './cold-tier-bucket.js';
@@ -60,7 +60,7 @@ export interface CostPublisherProps {
 /**
  * The live cost publisher: a Lambda (StrataFunction) run by an EventBridge schedule. It reads usage from EC2, S3
  * and CloudWatch and the fleet from the ring store (the ring and the reports the nodes write there), and publishes
- * Strata/Cost and Strata/Fleet (core/cost/cost-publisher.ts). Its role may put metrics in those two
+ * Strata/Cost and Strata/Fleet (core/cost/publisher/publish-cost.ts). Its role may put metrics in those two
  * namespaces only, list the cold tier's prefix, read the ring document and the nodes' reports, and call the
  * read-only EC2 and CloudWatch APIs that have no resource-level permissions.
  *

@@ -56,7 +56,7 @@ export interface RingStoreAccess {
  * --enable-source-maps), in the VPC behind the coordinators' security group when it needs the VPC (else outside
  * it), its own log group with retention, and a role that starts with nothing but its logs (and, in the VPC, the
  * network interfaces Lambda attaches there). Everything else arrives through the
- * `bindX()` helpers, which set the environment variables the runtime reads (core/runtime/config.ts)
+ * `bindX()` helpers, which set the environment variables the runtime reads (core/composition/runtime-env.ts)
  * together with the matching IAM grant or network path, so one can never be added without the other.
  */
 export class StrataFunction extends Construct {

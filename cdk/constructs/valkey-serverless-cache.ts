@@ -44,7 +44,7 @@ export interface ValkeyServerlessCacheProps {
 }
 
 /**
- * The hot tier's connection settings, as the Lambda runtime reads them (core/runtime/config.ts). There is no
+ * The hot tier's connection settings, as the Lambda runtime reads them (core/composition/runtime-env.ts). There is no
  * password: a function signs an IAM token for `username` on `cacheName` for every connection (StrataFunction.bindHotTier).
  */
 export interface HotTierConnection {

@@ -26,7 +26,7 @@ export interface LambdaPackaging {
   readonly externalModules: readonly string[];
 }
 
-/** Everything in one minified file (the packaging of scripts/build-lambdas.mjs before issue #4): the baseline. */
+/** Everything in one minified file (the earlier packaging of scripts/build-lambdas.mjs): the baseline. */
 export const ALL_BUNDLED: LambdaPackaging = {
   name: 'all-bundled',
   description: 'core, ioredis, middy, zod and the AWS SDK in one minified ESM file',

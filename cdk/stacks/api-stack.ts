@@ -1,6 +1,7 @@
 import { CfnOutput, Stack } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import { API_ROUTES, type ApiFunction } from '../../core/api/routes.js';
+import { API_ROUTES } from '../../core/api/routes.js';
+import { type ApiFunction } from '../../core/api/route-types.js';
 import { StrataFunction } from '../constructs/strata-function.js';
 import { StrataRestApi } from '../constructs/strata-rest-api.js';
 import { check } from '../constructs/validation.js';

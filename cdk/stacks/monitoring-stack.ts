@@ -3,7 +3,7 @@ import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
-import { runtimeEnvSchema } from '../../core/runtime/config.js';
+import { runtimeEnvSchema } from '../../core/composition/runtime-env.js';
 import { OPERATIONS, OTHER } from '../../core/metrics/catalog.js';
 import { alarmDestinationHelp } from '../config/load.js';
 import { CostPublisher } from '../constructs/cost-publisher.js';

@@ -6,7 +6,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
-import { FLEET_TAG } from '../../core/warm/ec2-fleet.js';
+import { FLEET_TAG } from '../../core/nodes/ec2-fleet.js';
 import type { WorkflowName } from '../../core/workflows/progress.js';
 import { StrataFunction } from '../constructs/strata-function.js';
 import { fleetIamStatements } from '../constructs/workflows/fleet-launch.js';
@@ -72,7 +72,7 @@ export class WorkflowsStack extends StrataStack {
 
     const region = this.region;
     const account = this.account;
-    // ScaleOut's begin step spreads the nodes over these subnets, one per AZ (core/workflows/placement.ts).
+    // ScaleOut's begin step spreads the nodes over these subnets, one per AZ (core/workflows/steps/fleet-placement.ts).
     const subnets = network.vpc.selectSubnets(network.privateSubnets).subnets;
     const fleetSubnets = subnets.map((s) => ({ subnetId: s.subnetId, availabilityZone: s.availabilityZone }));
     this.stepFunction.function.addEnvironment('STRATA_FLEET_SUBNETS', this.toJsonString(fleetSubnets));

@@ -1,12 +1,13 @@
 import * as z from 'zod';
-import { NotFoundError, ValidationError } from '../errors.js';
+import { NotFoundError, permanentDetails, ValidationError } from '../errors.js';
 import { WORKFLOW_NAMES, type WorkflowName } from '../workflows/progress.js';
-import { scaleInBeginInput, scaleOutBeginInput } from '../workflows/scale-steps.js';
-import { DEFAULT_LIST_LIMIT, EXECUTION_NAME, MAX_LIST_LIMIT, WorkflowsUnavailableError, checkExecutionName, isWorkflowName, type WorkflowService } from '../workflows/service.js';
+import { scaleInBeginInput, scaleOutBeginInput } from '../workflows/steps/scale-steps.js';
+import { DEFAULT_LIST_LIMIT, EXECUTION_NAME, MAX_LIST_LIMIT, WorkflowsUnavailableError, checkExecutionName, isWorkflowName, type WorkflowService } from '../workflows/admin-service.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { json } from './http.js';
 import type { ApiContext } from './operations.js';
-import { jsonBody, parseWith } from './validation.js';
+import { jsonBody } from './validation.js';
+import { parseWith } from '../model/schemas.js';
 
 /**
  * The admin API's operations: start a workflow execution, list recent ones, describe one with its progress.
@@ -39,10 +40,13 @@ function workflowService(ctx: ApiContext): WorkflowService {
   }
   if (built?.error !== undefined) {
     const msg = built.error instanceof Error ? built.error.message : String(built.error);
-    throw new WorkflowsUnavailableError(`the workflows are misconfigured in this deployment: ${msg}`, undefined, built.error);
+    throw new WorkflowsUnavailableError(`the workflows are misconfigured in this deployment: ${msg}`, permanentDetails(), built.error);
   }
   if (built?.service) return built.service;
-  throw new WorkflowsUnavailableError('the workflows are not configured in this runtime (Step Functions state machine ARNs in STRATA_WORKFLOW_ARNS, or a local run with a warm tier)');
+  throw new WorkflowsUnavailableError(
+    'the workflows are not configured in this runtime (Step Functions state machine ARNs in STRATA_WORKFLOW_ARNS, or a local run with a warm tier)',
+    permanentDetails(),
+  );
 }
 
 function workflowParam(raw: string | undefined, field: string): WorkflowName {

@@ -1,13 +1,13 @@
 /**
  * The cost model over HTTP (`/v1/cost/...`): placements ranked for a workload, paper 001's Tables III and IV
  * recomputed, and the price catalogs. The `strata cost` command of the SDK's CLI renders these answers; the text
- * fields are what `npm run cost` prints offline for the same question (core/cost/cli.ts).
+ * fields are what `npm run cost` prints offline for the same question (core/composition/cost-cli.ts).
  */
 import { ValidationError } from '../errors.js';
-import { catalogSummaries, DEFAULT_CATALOG_ID, DEFAULT_REGION } from '../cost/catalog.js';
-import { renderCatalogs, renderDiscrepancies, renderPaperTables, renderRecommendations } from '../cost/format.js';
-import { PAPER_DISCREPANCIES, paperCells } from '../cost/paper-2010.js';
-import { PLACEMENT_PARAMS, recommendPlacements, type PlacementQuery } from '../cost/placement-query.js';
+import { catalogSummaries, DEFAULT_CATALOG_ID, DEFAULT_REGION } from '../cost/model/catalog.js';
+import { renderCatalogs, renderDiscrepancies, renderPaperTables, renderRecommendations } from '../cost/model/format.js';
+import { PAPER_DISCREPANCIES, paperCells } from '../cost/model/paper-2010.js';
+import { PLACEMENT_PARAMS, recommendPlacements, type PlacementQuery } from '../cost/model/placement-query.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { json } from './http.js';
 

@@ -38,6 +38,6 @@ export function errorResult(err: StrataError, requestId?: string): ApiResult {
   const body = err.toJSON();
   if (requestId) body.error.details = { ...body.error.details, requestId };
   const headers: Record<string, string> = {};
-  if (err.code === 'TIER_UNAVAILABLE' || err.code === 'RATE_LIMITED') headers['retry-after'] = '1';
+  if ((err.code === 'TIER_UNAVAILABLE' || err.code === 'RATE_LIMITED') && !err.permanent) headers['retry-after'] = '1';
   return json(err.status, body, headers);
 }

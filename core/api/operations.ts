@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { NotFoundError, StrataError } from '../errors.js';
+import { NotFoundError, permanentDetails, StrataError } from '../errors.js';
 import type { Coordinator, ServedBy, WriteResult } from '../coordinator/coordinator.js';
 import type { EntryHeader } from '../model/entry.js';
 import { validateKey } from '../model/keys.js';
 import type { NewUpload, PresignedDownload, PresignedUrl, Presigning, Tier } from '../tiers/tier.js';
-import type { WorkflowService } from '../workflows/service.js';
+import type { WorkflowService } from '../workflows/admin-service.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { binary, bodyBytes, empty, json } from './http.js';
-import { callerIdentity, type TenantAccess } from './tenant-access.js';
+import { callerIdentity } from './tenant-access.js';
+import { type TenantAccess } from '../model/tenancy.js';
 import {
   batchKeysSchema,
   batchPutSchema,
@@ -159,7 +160,7 @@ export async function batchDelete(ctx: ApiContext, event: ApiEvent): Promise<Api
 }
 
 function requirePresigner(ctx: ApiContext): Tier & Presigning {
-  if (!ctx.presigner) throw new StrataError('TIER_UNAVAILABLE', 'large values need a cold tier that supports presigned URLs (S3 or the local folder); none is configured');
+  if (!ctx.presigner) throw new StrataError('TIER_UNAVAILABLE', 'large values need a cold tier that supports presigned URLs (S3 or the local folder); none is configured', permanentDetails());
   return ctx.presigner;
 }
 

@@ -1,52 +1,32 @@
-import type { ApiContext } from './operations.js';
 import * as op from './operations.js';
 import * as admin from './admin-operations.js';
 import * as cost from './cost-operations.js';
-import type { ApiEvent, ApiResult } from './http.js';
 import { StrataError } from '../errors.js';
-
-/** Lambda functions of the API, each serving a group of routes (one bundle per group). */
-export type ApiFunction = 'keys' | 'batch' | 'transfer' | 'service' | 'admin';
-
-/**
- * Who may call a route: `tenant` = any tenant's API key (the default); `admin` = operators only. The API stack
- * must not let tenant keys reach `admin` routes (e.g. IAM authorization on those methods, or a separate admin
- * API key / usage plan that tenants do not hold).
- */
-export type RouteAuth = 'tenant' | 'admin';
-
-export interface ApiRoute {
-  method: 'GET' | 'HEAD' | 'PUT' | 'DELETE' | 'POST';
-  /** API Gateway resource path; `{name}` is one URL-encoded path segment. */
-  resource: string;
-  fn: ApiFunction;
-  run: (ctx: ApiContext, event: ApiEvent) => Promise<ApiResult>;
-  /** @default 'tenant' */
-  auth?: RouteAuth;
-}
+import { openApiResult } from './openapi.js';
+import { ROUTE_DOCS as doc } from './route-docs.js';
+import type { ApiRoute } from './route-types.js';
 
 /** The API surface, shared by the Lambda handlers, the local server and the CDK API stack. */
 export const API_ROUTES: readonly ApiRoute[] = [
-  { method: 'GET', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.getKey },
-  { method: 'HEAD', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.headKey },
-  { method: 'PUT', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.putKey },
-  { method: 'DELETE', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.deleteKey },
-  { method: 'POST', resource: '/v1/ns/{ns}/batch/get', fn: 'batch', run: op.batchGet },
-  { method: 'POST', resource: '/v1/ns/{ns}/batch/put', fn: 'batch', run: op.batchPut },
-  { method: 'POST', resource: '/v1/ns/{ns}/batch/delete', fn: 'batch', run: op.batchDelete },
-  { method: 'POST', resource: '/v1/ns/{ns}/uploads/{key}', fn: 'transfer', run: op.createUpload },
-  { method: 'POST', resource: '/v1/ns/{ns}/uploads/{key}/complete', fn: 'transfer', run: op.completeUpload },
-  { method: 'GET', resource: '/v1/ns/{ns}/downloads/{key}', fn: 'transfer', run: op.downloadUrl },
-  { method: 'GET', resource: '/v1/stats', fn: 'service', run: (ctx) => op.stats(ctx) },
-  { method: 'GET', resource: '/v1/health', fn: 'service', run: (ctx) => op.health(ctx) },
-  { method: 'GET', resource: '/v1/cost/placements', fn: 'service', run: (_ctx, event) => cost.placements(event) },
-  { method: 'GET', resource: '/v1/cost/paper-2010', fn: 'service', run: () => cost.paper2010() },
-  { method: 'GET', resource: '/v1/cost/catalogs', fn: 'service', run: () => cost.catalogs() },
-  // Loaded on first use: the document module reads this table (no import cycle at load time).
-  { method: 'GET', resource: '/v1/openapi.json', fn: 'service', run: () => import('./openapi.js').then((m) => m.openApiResult()) },
-  { method: 'POST', resource: '/v1/admin/workflows/{workflow}/executions', fn: 'admin', auth: 'admin', run: admin.startExecution },
-  { method: 'GET', resource: '/v1/admin/workflows/executions', fn: 'admin', auth: 'admin', run: admin.listExecutions },
-  { method: 'GET', resource: '/v1/admin/workflows/executions/{execution}', fn: 'admin', auth: 'admin', run: admin.getExecution },
+  { method: 'GET', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.getKey, doc: doc.getKey },
+  { method: 'HEAD', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.headKey, doc: doc.headKey },
+  { method: 'PUT', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.putKey, doc: doc.putKey },
+  { method: 'DELETE', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.deleteKey, doc: doc.deleteKey },
+  { method: 'POST', resource: '/v1/ns/{ns}/batch/get', fn: 'batch', run: op.batchGet, doc: doc.batchGet },
+  { method: 'POST', resource: '/v1/ns/{ns}/batch/put', fn: 'batch', run: op.batchPut, doc: doc.batchPut },
+  { method: 'POST', resource: '/v1/ns/{ns}/batch/delete', fn: 'batch', run: op.batchDelete, doc: doc.batchDelete },
+  { method: 'POST', resource: '/v1/ns/{ns}/uploads/{key}', fn: 'transfer', run: op.createUpload, doc: doc.createUpload },
+  { method: 'POST', resource: '/v1/ns/{ns}/uploads/{key}/complete', fn: 'transfer', run: op.completeUpload, doc: doc.completeUpload },
+  { method: 'GET', resource: '/v1/ns/{ns}/downloads/{key}', fn: 'transfer', run: op.downloadUrl, doc: doc.downloadUrl },
+  { method: 'GET', resource: '/v1/stats', fn: 'service', run: (ctx) => op.stats(ctx), doc: doc.stats },
+  { method: 'GET', resource: '/v1/health', fn: 'service', run: (ctx) => op.health(ctx), doc: doc.health },
+  { method: 'GET', resource: '/v1/cost/placements', fn: 'service', run: (_ctx, event) => cost.placements(event), doc: doc.costPlacements },
+  { method: 'GET', resource: '/v1/cost/paper-2010', fn: 'service', run: () => cost.paper2010(), doc: doc.costPaper2010 },
+  { method: 'GET', resource: '/v1/cost/catalogs', fn: 'service', run: () => cost.catalogs(), doc: doc.costCatalogs },
+  { method: 'GET', resource: '/v1/openapi.json', fn: 'service', run: () => openApiResult(API_ROUTES), doc: doc.openApi },
+  { method: 'POST', resource: '/v1/admin/workflows/{workflow}/executions', fn: 'admin', auth: 'admin', run: admin.startExecution, doc: doc.startExecution },
+  { method: 'GET', resource: '/v1/admin/workflows/executions', fn: 'admin', auth: 'admin', run: admin.listExecutions, doc: doc.listExecutions },
+  { method: 'GET', resource: '/v1/admin/workflows/executions/{execution}', fn: 'admin', auth: 'admin', run: admin.getExecution, doc: doc.getExecution },
 ];
 
 export interface RouteMatch {

@@ -2,15 +2,10 @@ import { isUtf8 } from 'node:buffer';
 import * as z from 'zod';
 import { StrataError, ValidationError } from '../errors.js';
 import { MAX_KEY_BYTES, validateKey, validateUserNamespace } from '../model/keys.js';
+import { MAX_TTL_SECONDS, parseWith, tagsSchema, ttlSchema } from '../model/schemas.js';
 import type { ApiEvent } from './http.js';
 import { bodyBytes, header } from './http.js';
 
-export const MAX_TTL_SECONDS = 31_536_000;
-export const TAG_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
-export const MAX_TAGS = 16;
-
-export const ttlSchema = z.number().int().min(1).max(MAX_TTL_SECONDS);
-export const tagsSchema = z.array(z.string().regex(TAG_PATTERN, 'tags are 1-64 characters of A-Z, a-z, 0-9, "_", ".", ":" or "-"')).max(MAX_TAGS);
 const contentTypeSchema = z.string().min(1).max(200).regex(/^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;.*)?$/, 'must be a media type like text/plain');
 
 /**
@@ -90,14 +85,6 @@ export function jsonBody<T extends z.ZodType>(event: ApiEvent, schema: T, { opti
     throw new StrataError('MALFORMED_JSON', `body is not valid JSON: ${(e as Error).message}`);
   }
   return parseWith(schema, parsed, 'body');
-}
-
-export function parseWith<T extends z.ZodType>(schema: T, value: unknown, root: string): z.infer<T> {
-  const r = schema.safeParse(value);
-  if (r.success) return r.data;
-  const issue = r.error.issues[0]!;
-  const field = [root, ...issue.path.map(String)].join('.').replace(/\.(\d+)(?=\.|$)/g, '[$1]');
-  throw new ValidationError(field, issue.message);
 }
 
 /** x-strata-ttl: whole seconds, 1..MAX_TTL_SECONDS; absent = namespace default. */

@@ -1,20 +1,21 @@
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import type { PolicyRegistry } from '../coordinator/policy.js';
-import { metricsSettings } from '../metrics/settings.js';
-import { getApiContext } from '../runtime/context.js';
-import type { ApiEvent, ApiResult } from './http.js';
-import { errorResponder, requestIdHeader, requestMetrics, writeBackFlush } from './middleware.js';
-import type { ApiContext } from './operations.js';
-import type { ApiFunction } from './routes.js';
-import { API_ROUTES, methodNotAllowed, routeNotFound } from './routes.js';
-import { checkAdminAccess, checkNamespaceAccess } from './tenant-access.js';
+import { metricsSettings, useDefaultMetricsSink } from './metrics-settings.js';
+import { getApiContext } from './api-context.js';
+import type { ApiEvent, ApiResult } from '../api/http.js';
+import { errorResponder, requestIdHeader, requestMetrics, writeBackFlush } from '../api/middleware.js';
+import type { ApiContext } from '../api/operations.js';
+import type { ApiFunction } from '../api/route-types.js';
+import { API_ROUTES, methodNotAllowed, routeNotFound } from '../api/routes.js';
+import { checkAdminAccess, checkNamespaceAccess } from '../api/tenant-access.js';
 
 /**
  * Builds the Lambda handler of one API function: picks the route by API Gateway `resource` and method, runs its
  * operation against the container's shared context. The local server calls exactly these handlers.
  */
 export function apiHandler(fn: ApiFunction) {
+  useDefaultMetricsSink();
   const routes = API_ROUTES.filter((r) => r.fn === fn);
   // The context of the latest request, so the metrics middleware can read the configured namespaces without
   // awaiting anything.

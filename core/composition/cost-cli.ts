@@ -8,10 +8,10 @@
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { catalogSummaries, DEFAULT_CATALOG_ID, DEFAULT_REGION } from './catalog.js';
-import { renderCatalogs, renderDiscrepancies, renderPaperTables, renderRecommendations } from './format.js';
-import { PAPER_DISCREPANCIES, paperCells } from './paper-2010.js';
-import { placementFlag, placementQueryFromFlags, recommendPlacements } from './placement-query.js';
+import { catalogSummaries, DEFAULT_CATALOG_ID, DEFAULT_REGION } from '../cost/model/catalog.js';
+import { renderCatalogs, renderDiscrepancies, renderPaperTables, renderRecommendations } from '../cost/model/format.js';
+import { PAPER_DISCREPANCIES, paperCells } from '../cost/model/paper-2010.js';
+import { placementFlag, placementQueryFromFlags, recommendPlacements } from '../cost/model/placement-query.js';
 
 export const COST_USAGE = `usage: strata cost [options]        (in this repository: npm run cost -- [options])
 

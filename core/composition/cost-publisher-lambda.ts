@@ -1,13 +1,13 @@
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { EC2Client } from '@aws-sdk/client-ec2';
 import { S3Client } from '@aws-sdk/client-s3';
-import { ringStoreFromEnv } from '../runtime/ring-store-env.js';
-import { CloudWatchMetricSource, Ec2FleetReader, S3ListingReader } from './aws-usage-readers.js';
-import type { CostPublisherDeps } from './cost-publisher.js';
-import { COST_SETTINGS_ENV, costPublisherSettingsFromJson, type CostPublisherSettings } from './cost-publisher-settings.js';
-import { ringStoreFleetSource, type FleetStateSource } from './fleet-state.js';
-import { CloudWatchMetricSink } from './publisher.js';
-import type { CostedFunction } from './usage.js';
+import { ringStoreFromEnv } from './ring-store-env.js';
+import { CloudWatchMetricSource, Ec2FleetReader, S3ListingReader } from '../cost/publisher/aws-usage-readers.js';
+import type { CostPublisherDeps } from '../cost/publisher/publish-cost.js';
+import { COST_SETTINGS_ENV, costPublisherSettingsFromJson, type CostPublisherSettings } from '../cost/publisher/settings.js';
+import { ringStoreFleetSource, type FleetStateSource } from '../cost/publisher/fleet-state.js';
+import { CloudWatchMetricSink } from '../cost/publisher/metric-writer.js';
+import type { CostedFunction } from '../cost/model/usage.js';
 
 /**
  * The cost publisher's dependencies built from environment variables (the Lambda's configuration):

@@ -3,8 +3,8 @@
  * object per line (events while a plan runs).
  *
  *   export STRATA_NODE_SECRET=...                       # the fleet secret (node calls)
- *   node --import tsx core/warm/cli.ts --store file:.strata-data/ring ring init --node n1=http://127.0.0.1:7071 ...
- *   node --import tsx core/warm/cli.ts --store s3://bucket/strata/ring scale-out --id n4 --url http://10.0.1.7:7070 --mode incremental --rate 33554432
+ *   node --import tsx core/composition/migration-cli.ts --store file:.strata-data/ring ring init --node n1=http://127.0.0.1:7071 ...
+ *   node --import tsx core/composition/migration-cli.ts --store s3://bucket/strata/ring scale-out --id n4 --url http://10.0.1.7:7070 --mode incremental --rate 33554432
  *
  * Commands:
  *   ring show | ring push | ring init --node ID=URL... [--ranges-per-node N]
@@ -19,8 +19,8 @@
  */
 import { initialRing } from '../ring/document.js';
 import { casStoreFromUri, RingStore } from '../ring/store.js';
-import { Migrator, type MigrationMode } from './migration.js';
-import { NodeClient } from './node-client.js';
+import { Migrator, type MigrationMode } from '../nodes/migration.js';
+import { NodeClient } from '../nodes/node-client.js';
 
 interface Args {
   positional: string[];
@@ -140,7 +140,7 @@ export async function main(argv: string[]): Promise<void> {
         break;
       }
       default:
-        throw new Error(`unknown command '${cmd ?? ''}' (see the header of core/warm/cli.ts)`);
+        throw new Error(`unknown command '${cmd ?? ''}' (see the header of core/composition/migration-cli.ts)`);
     }
   } finally {
     await client.close();

@@ -1,5 +1,6 @@
 import { FileCasStore, S3CasStore, type CasStore } from '../ring/store.js';
-import { ConfigError, runtimeEnvSchema } from './config.js';
+import { runtimeEnvSchema } from './runtime-env.js';
+import { ConfigError } from '../errors.js';
 import { formatIssues } from '../util/zod-issues.js';
 
 /**

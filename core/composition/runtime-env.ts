@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import * as z from 'zod';
 import type { NamespaceConfigInput } from '../coordinator/policy.js';
-import { fleetSubnetsSchema } from '../workflows/placement.js';
+import { fleetSubnetsSchema } from '../workflows/steps/fleet-placement.js';
+import { ConfigError } from '../errors.js';
 import { formatIssues } from '../util/zod-issues.js';
 
 const MiB = 1024 * 1024;
@@ -99,13 +100,6 @@ export const runtimeEnvSchema = z.object({
 });
 
 export type RuntimeEnv = z.infer<typeof runtimeEnvSchema>;
-
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
 
 export function loadRuntimeEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv {
   const input = { ...env, STRATA_REDIS_URL: env.STRATA_REDIS_URL ?? env.REDIS_URL, STRATA_S3_ENDPOINT: env.STRATA_S3_ENDPOINT ?? env.AWS_ENDPOINT_URL_S3 };

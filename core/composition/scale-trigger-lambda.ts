@@ -1,7 +1,7 @@
 import { RingStore } from '../ring/store.js';
 import { ScaleLocks } from '../workflows/progress.js';
-import { runScaleTrigger, scaleTriggerSettingsSchema, type TriggerOutcome } from '../workflows/scale-trigger.js';
-import { ConfigError } from './config.js';
+import { runScaleTrigger, scaleTriggerSettingsSchema, type TriggerOutcome } from '../workflows/trigger/scale-trigger.js';
+import { ConfigError } from '../errors.js';
 import { ringStoreFromEnv } from './ring-store-env.js';
 import { formatIssues } from '../util/zod-issues.js';
 

@@ -1,4 +1,5 @@
-import { ConfigError, loadRuntimeEnv, runtimeEnvSchema, type RuntimeEnv } from './config.js';
+import { loadRuntimeEnv, runtimeEnvSchema, type RuntimeEnv } from './runtime-env.js';
+import { ConfigError } from '../errors.js';
 import { formatIssues } from '../util/zod-issues.js';
 
 /**
@@ -37,7 +38,7 @@ export async function loadRuntimeEnvWithSecrets(raw: NodeJS.ProcessEnv = process
 async function withRingFleetSecret(env: RuntimeEnv): Promise<RuntimeEnv> {
   if (!env.STRATA_WARM_SECRET_FROM_RING || env.STRATA_WARM_SECRET) return env;
   // Imported here: warm.ts imports this module (readSecret).
-  const { readFleetSecret } = await import('./warm.js');
+  const { readFleetSecret } = await import('./warm-tier-env.js');
   return { ...env, STRATA_WARM_SECRET: await readFleetSecret(env, { create: true }) };
 }
 

@@ -1,11 +1,12 @@
 import { emfDocument, serializeEmf } from '../metrics/emf.js';
-import { NodeClient } from '../warm/node-client.js';
-import { stepHandlers, workflowDeps, type WorkflowDeps } from '../workflows/step-handlers.js';
-import type { StepHandlers } from '../workflows/steps.js';
-import { buildApiContext, type BuiltContext } from './context.js';
-import { ConfigError, type RuntimeEnv } from './config.js';
+import { NodeClient } from '../nodes/node-client.js';
+import { stepHandlers, workflowDeps, type WorkflowDeps } from '../workflows/steps/handlers.js';
+import type { StepHandlers } from '../workflows/steps/registry.js';
+import { buildApiContext, type BuiltContext } from './api-context.js';
+import { type RuntimeEnv } from './runtime-env.js';
+import { ConfigError } from '../errors.js';
 import { loadRuntimeEnvWithSecrets } from './secrets.js';
-import { casStoreFromEnv, readFleetSecret, warmTierFromEnv } from './warm.js';
+import { casStoreFromEnv, readFleetSecret, warmTierFromEnv } from './warm-tier-env.js';
 
 /**
  * The workflow steps as the step Lambda runs them: the ring and migration documents in the ring store

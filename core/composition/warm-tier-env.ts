@@ -3,7 +3,8 @@ import { FLEET_SECRET_KEY } from '../ring/node-reports.js';
 import { FileCasStore, RingStore, S3CasStore, type CasStore } from '../ring/store.js';
 import { RingView } from '../ring/view.js';
 import { WarmTier } from '../tiers/warm-tier.js';
-import { ConfigError, type RuntimeEnv } from './config.js';
+import { type RuntimeEnv } from './runtime-env.js';
+import { ConfigError } from '../errors.js';
 import { readSecret } from './secrets.js';
 
 /** What reaching the ring store takes. */

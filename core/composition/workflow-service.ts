@@ -2,8 +2,8 @@ import { SFNClient } from '@aws-sdk/client-sfn';
 import * as z from 'zod';
 import { FileCasStore, S3CasStore, type CasStore } from '../ring/store.js';
 import { WORKFLOW_NAMES, ProgressStore, type WorkflowName } from '../workflows/progress.js';
-import { SfnWorkflowService } from '../workflows/service.js';
-import { ConfigError } from './config.js';
+import { SfnWorkflowService } from '../workflows/admin-service.js';
+import { ConfigError } from '../errors.js';
 import { formatIssues } from '../util/zod-issues.js';
 
 /**

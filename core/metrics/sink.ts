@@ -5,7 +5,6 @@
  */
 import type { EmfDocument } from './emf.js';
 import { serializeEmf } from './emf.js';
-import { metricsSettings } from './settings.js';
 
 /** Receives the EMF documents of one request. Must not block or throw; nothing awaits it. */
 export interface MetricsSink {
@@ -27,16 +26,21 @@ export function teeSink(...sinks: MetricsSink[]): MetricsSink {
 
 let installed: MetricsSink | undefined;
 let fallback: MetricsSink | undefined;
+let chooseDefault: () => MetricsSink = () => discardSink;
 
-/** Stdout in Lambda (or with STRATA_METRICS_STDOUT=1), else {@link discardSink}. */
-export function defaultMetricsSink(env: NodeJS.ProcessEnv = process.env): MetricsSink {
-  return metricsSettings(env).stdout ? stdoutSink() : discardSink;
+/**
+ * How this process picks its default sink. The composition root sets it (composition/metrics-settings.ts reads
+ * the configuration: stdout in Lambda or with STRATA_METRICS_STDOUT=1); this module reads no environment.
+ */
+export function setDefaultMetricsSink(choose: () => MetricsSink): void {
+  chooseDefault = choose;
+  fallback = undefined;
 }
 
-/** The process's sink: the installed one, else {@link defaultMetricsSink} (chosen once). */
+/** The process's sink: the installed one, else the default (chosen once; {@link discardSink} until one is set). */
 export function metricsSink(): MetricsSink {
   if (installed) return installed;
-  fallback ??= defaultMetricsSink();
+  fallback ??= chooseDefault();
   return fallback;
 }
 

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import type { FleetProvider, LaunchedNode } from './fleet.js';
 import { CACHE_NODE_V8_FLAGS } from './node-process.js';
 
-/** The repository root, from this file's place in it (core/warm). */
+/** The repository root, from this file's place in it (core/nodes). */
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 export interface LocalFleetOptions {

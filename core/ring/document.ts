@@ -32,7 +32,7 @@ export const ringNodeSchema = z.strictObject({
    * Availability Zone the node runs in, recorded when it joins (scale-in and scale-out keep the fleet spread over
    * the AZs). Optional: documents written before it existed parse unchanged. A cache node of an older version
    * parses nodes strictly and refuses a document carrying it; none runs on EC2, where ScaleOut could not launch
-   * before this field came (issue 20).
+   * before this field came (AZ-aware placement).
    */
   az: z.string().min(1).max(64).optional(),
   addedAt: z.string(),

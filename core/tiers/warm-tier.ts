@@ -4,7 +4,7 @@ import { isExpired, isLive } from '../model/entry.js';
 import { validateNamespace } from '../model/keys.js';
 import { isRingPosition, ringHash, RING_MIN } from '../ring/hash.js';
 import type { RingRouter, RingView, Route } from '../ring/view.js';
-import { NodeClient, NodeUnavailableError, StaleRouteError, type ExportTrailer, type NodeClientOptions } from '../warm/node-client.js';
+import { NodeClient, NodeUnavailableError, StaleRouteError, type ExportTrailer, type NodeClientOptions } from '../nodes/node-client.js';
 import type { Pinning, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
 
 export interface WarmTierOptions {

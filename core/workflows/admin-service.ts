@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DescribeExecutionCommand, ListExecutionsCommand, StartExecutionCommand, type SFNClient } from '@aws-sdk/client-sfn';
-import { StrataError, ValidationError } from '../errors.js';
-import type { LocalExecution, LocalWorkflowRunner } from './local-runner.js';
+import { permanentDetails, StrataError, ValidationError } from '../errors.js';
 import { WORKFLOW_NAMES, type ProgressStore, type WorkflowName, type WorkflowProgress } from './progress.js';
 import { WORKFLOW_EXECUTION_STATUSES, type WorkflowExecutionStatus, type WorkflowProgressView } from '../../sdk/src/contract.js';
 
@@ -108,18 +107,18 @@ export function progressView(p: WorkflowProgress, status?: ExecutionStatus): Exe
   return { ...p, fraction, unit: PROGRESS_UNITS[p.workflow] ?? 'steps' };
 }
 
-function limitOf(o: ListExecutionsOptions | undefined): number {
+export function limitOf(o: ListExecutionsOptions | undefined): number {
   const n = o?.limit ?? DEFAULT_LIST_LIMIT;
   return Math.max(1, Math.min(MAX_LIST_LIMIT, Math.floor(n)));
 }
 
 /** Newest first; ties by name (descending) so that the order is stable. */
-function newestFirst(a: ExecutionSummary, b: ExecutionSummary): number {
+export function newestFirst(a: ExecutionSummary, b: ExecutionSummary): number {
   return b.startedAt.localeCompare(a.startedAt) || b.execution.localeCompare(a.execution);
 }
 
 /** Reads the progress document; a store that cannot be read leaves the detail without progress (logged). */
-async function readProgress(store: ProgressStore | undefined, execution: string, status: ExecutionStatus): Promise<ExecutionProgress | undefined> {
+export async function readProgress(store: ProgressStore | undefined, execution: string, status: ExecutionStatus): Promise<ExecutionProgress | undefined> {
   if (!store) return undefined;
   try {
     const p = await store.get(execution);
@@ -128,46 +127,6 @@ async function readProgress(store: ProgressStore | undefined, execution: string,
     console.error(JSON.stringify({ level: 'warn', msg: 'workflow progress not readable', execution, error: String(e) }));
     return undefined;
   }
-}
-
-// ------------------------------------------------------------------------------------------ local (in-process)
-
-export interface LocalWorkflowServiceOptions {
-  /** The runner that executes the synthesized state machines in this process. */
-  runner: Pick<LocalWorkflowRunner, 'workflows' | 'start' | 'describe' | 'list'>;
-  /** Where the steps write their progress (the runner's CAS store). */
-  progress?: ProgressStore;
-}
-
-/** {@link WorkflowService} over a {@link LocalWorkflowRunner} (local runs, tests). */
-export class LocalWorkflowService implements WorkflowService {
-  constructor(private readonly o: LocalWorkflowServiceOptions) {}
-
-  async start(workflow: WorkflowName, input: Record<string, unknown>, name?: string): Promise<ExecutionSummary> {
-    if (!this.o.runner.workflows.includes(workflow)) throw new WorkflowsUnavailableError(`workflow '${workflow}' is not available in this local run (available: ${this.o.runner.workflows.join(', ') || 'none'})`, { workflow });
-    const execution = name === undefined ? newExecutionName(workflow) : checkExecutionName(name);
-    if (this.o.runner.describe(execution)) throw new ExecutionExistsError(execution);
-    return summaryOf(this.o.runner.start(workflow, input, execution));
-  }
-
-  async describe(execution: string): Promise<ExecutionDetail | undefined> {
-    const e = this.o.runner.describe(execution);
-    if (!e) return undefined;
-    const detail: ExecutionDetail = { ...summaryOf(e), input: e.input };
-    if (e.output !== undefined) detail.output = e.output;
-    if (e.error) detail.error = e.error;
-    const progress = await readProgress(this.o.progress, execution, detail.status);
-    if (progress) detail.progress = progress;
-    return detail;
-  }
-
-  async list(o?: ListExecutionsOptions): Promise<ExecutionSummary[]> {
-    return this.o.runner.list(o?.workflow).map(summaryOf).sort(newestFirst).slice(0, limitOf(o));
-  }
-}
-
-function summaryOf(e: LocalExecution): ExecutionSummary {
-  return { execution: e.name, workflow: e.workflow, status: e.status, startedAt: e.startedAt, ...(e.stoppedAt ? { stoppedAt: e.stoppedAt } : {}) };
 }
 
 // ------------------------------------------------------------------------------------------ AWS Step Functions
@@ -269,7 +228,7 @@ export class SfnWorkflowService implements WorkflowService {
 
   private machineOf(workflow: WorkflowName): string {
     const arn = this.machines.get(workflow);
-    if (!arn) throw new WorkflowsUnavailableError(`workflow '${workflow}' has no state machine configured here (configured: ${this.workflows.join(', ') || 'none'})`, { workflow });
+    if (!arn) throw new WorkflowsUnavailableError(`workflow '${workflow}' has no state machine configured here (configured: ${this.workflows.join(', ') || 'none'})`, permanentDetails({ workflow }));
     return arn;
   }
 
@@ -320,7 +279,7 @@ function sfnError(e: unknown, call: string, details: Record<string, unknown>): S
       return new WorkflowsUnavailableError('too many executions are running; try again when some have finished', details, e);
     case 'StateMachineDoesNotExist':
     case 'StateMachineDeleting':
-      return new WorkflowsUnavailableError(`the state machine of workflow '${String(details.workflow)}' does not exist (${name}); check the deployment`, details, e);
+      return new WorkflowsUnavailableError(`the state machine of workflow '${String(details.workflow)}' does not exist (${name}); check the deployment`, permanentDetails(details), e);
     default:
       return new WorkflowsUnavailableError(`Step Functions ${call} failed (${name})`, { ...details, sfnError: name }, e);
   }

@@ -1,8 +1,8 @@
 // Scheduled Lambda (EventBridge): publishes Strata/Cost and Strata/Fleet. The logic lives in core/cost.
 import middy from '@middy/core';
 import type { Context, ScheduledEvent } from 'aws-lambda';
-import { costPublisherFromEnv, type CostPublisherRuntime } from '../../core/cost/cost-publisher-env.js';
-import { runCostPublisher, type CostPublisherReport } from '../../core/cost/cost-publisher.js';
+import { costPublisherFromEnv, type CostPublisherRuntime } from '../../core/composition/cost-publisher-lambda.js';
+import { runCostPublisher, type CostPublisherReport } from '../../core/cost/publisher/publish-cost.js';
 
 let runtime: CostPublisherRuntime | undefined;
 

@@ -1,6 +1,6 @@
-// Scheduled Lambda: paper 000's speculative scale-out trigger (core/workflows/scale-trigger.ts). Starts the
+// Scheduled Lambda: paper 000's speculative scale-out trigger (core/workflows/trigger/scale-trigger.ts). Starts the
 // ScaleOut state machine for a node past the threshold T, or one that overflowed; logs the decision.
-import { runScaleTriggerFromEnv } from '../../core/runtime/scale-trigger.js';
+import { runScaleTriggerFromEnv } from '../../core/composition/scale-trigger-lambda.js';
 
 export const handler = async (): Promise<unknown> => {
   const out = await runScaleTriggerFromEnv();

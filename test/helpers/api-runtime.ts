@@ -1,4 +1,4 @@
-import { getApiContext, setApiContext, type BuiltContext } from '../../core/runtime/context.js';
+import { getApiContext, setApiContext, type BuiltContext } from '../../core/composition/api-context.js';
 
 /**
  * After a test that built the container's API context from process.env: closes its tiers, forgets it, and puts

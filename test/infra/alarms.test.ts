@@ -11,7 +11,7 @@ import { CacheNodeBundle } from '../../cdk/constructs/cache-node-fleet.js';
 import { StrataAlarms, type StrataAlarmsProps } from '../../cdk/constructs/strata-alarms.js';
 import { InvalidPropsError } from '../../cdk/constructs/validation.js';
 import { REPO_ROOT } from '../../cdk/lib/packaging.js';
-import { COST_SETTINGS_ENV } from '../../core/cost/cost-publisher-settings.js';
+import { COST_SETTINGS_ENV } from '../../core/cost/publisher/settings.js';
 import { PLACEHOLDER_ALARM_EMAIL, PLACEHOLDER_CACHENODE, cdkJsonContext, synthesized } from './helpers/synth.js';
 import { alarmProps } from './helpers/alarm-props.js';
 import { configErrorOf } from './helpers/config-errors.js';

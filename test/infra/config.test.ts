@@ -1,6 +1,6 @@
 import { ENVIRONMENTS, loadEnvironmentConfig } from '../../cdk/config/load.js';
 import { ENVIRONMENT_NAMES, type EnvironmentConfigInput } from '../../cdk/config/schema.js';
-import { parseTenantAccess } from '../../core/api/tenant-access.js';
+import { parseTenantAccess } from '../../core/model/tenancy.js';
 import { configErrorOf } from './helpers/config-errors.js';
 
 /** A dev file with one change, for the rule under test. */

@@ -13,11 +13,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ENVIRONMENT_NAMES } from '../../cdk/config/schema.js';
 import { resolveIntrinsics, stateMachinesOf, type AslDefinition } from '../../cdk/lib/workflow-definitions.js';
-import { loadRuntimeEnv } from '../../core/runtime/config.js';
-import { workflowDepsFromEnv } from '../../core/runtime/workflow-steps.js';
-import { allStates } from '../../core/workflows/local-runner.js';
-import { stepHandlers } from '../../core/workflows/step-handlers.js';
-import { runStep } from '../../core/workflows/steps.js';
+import { loadRuntimeEnv } from '../../core/composition/runtime-env.js';
+import { workflowDepsFromEnv } from '../../core/composition/step-lambda.js';
+import { allStates } from '../../core/workflows/local/asl-runner.js';
+import { stepHandlers } from '../../core/workflows/steps/handlers.js';
+import { runStep } from '../../core/workflows/steps/registry.js';
 import { STACK_KEYS, synthesized } from './helpers/synth.js';
 
 type Json = Record<string, unknown>;

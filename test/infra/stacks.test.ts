@@ -7,7 +7,7 @@ import { buildStrataApp } from '../../cdk/app.js';
 import { CacheNodeBundle } from '../../cdk/constructs/cache-node-fleet.js';
 import { NetworkStack } from '../../cdk/stacks/network-stack.js';
 import { cdkJsonContext, PLACEHOLDER_CACHENODE, STACK_KEYS, synthesized } from './helpers/synth.js';
-import { CACHE_NODE_V8_FLAGS } from '../../core/warm/node-process.js';
+import { CACHE_NODE_V8_FLAGS } from '../../core/nodes/node-process.js';
 
 type Json = Record<string, unknown>;
 type Resources = Record<string, { Type: string; Properties: Json; DependsOn?: string[] }>;
@@ -295,7 +295,7 @@ describe('Stacks', () => {
       prod.templates.api.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 90 });
     });
 
-    it('gives every function the runtime settings core/runtime/config.ts reads', () => {
+    it('gives every function the runtime settings core/composition/runtime-env.ts reads', () => {
       for (const id of Object.keys(functions())) {
         const vars = (functions()[id]!.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
         if (id.startsWith('AdminFunction')) {

@@ -1,8 +1,8 @@
 import { createRequire } from 'node:module';
 import { PERMANENT_ERROR_CLASSES, PERMANENT_ERRORS } from '../../cdk/constructs/workflows/step-task.js';
 import { synthesizeWorkflowDefinitions } from '../../cdk/lib/workflow-definitions.js';
-import { allStates } from '../../core/workflows/local-runner.js';
-import { STEP_NAMES } from '../../core/workflows/steps.js';
+import { allStates } from '../../core/workflows/local/asl-runner.js';
+import { STEP_NAMES } from '../../core/workflows/steps/registry.js';
 import { WORKFLOW_NAMES } from '../../core/workflows/progress.js';
 
 const aslValidator = createRequire(import.meta.url)('asl-validator') as (d: unknown) => { isValid: boolean; errorsText: (sep?: string) => string };

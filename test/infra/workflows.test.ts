@@ -1,6 +1,6 @@
 import { Match } from 'aws-cdk-lib/assertions';
 import { stateMachinesOf, synthesizeWorkflowDefinitions, type AslDefinition } from '../../cdk/lib/workflow-definitions.js';
-import { allStates } from '../../core/workflows/local-runner.js';
+import { allStates } from '../../core/workflows/local/asl-runner.js';
 import { WORKFLOW_NAMES } from '../../core/workflows/progress.js';
 import { synthesized } from './helpers/synth.js';
 

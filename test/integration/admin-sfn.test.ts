@@ -11,7 +11,7 @@ import { CreateStateMachineCommand, DeleteStateMachineCommand, SFNClient } from 
 import type { ApiEvent, ApiResult } from '../../core/api/http.js';
 import { InMemoryCasStore, S3CasStore } from '../../core/ring/store.js';
 import { ProgressStore, type WorkflowName } from '../../core/workflows/progress.js';
-import { SfnWorkflowService, type ExecutionDetail } from '../../core/workflows/service.js';
+import { SfnWorkflowService, type ExecutionDetail } from '../../core/workflows/admin-service.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
 
 const ROLE = 'arn:aws:iam::000000000000:role/strata-test-workflows';

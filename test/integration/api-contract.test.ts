@@ -12,9 +12,9 @@
  */
 import fc from 'fast-check';
 import { Agent, request } from 'undici';
-import { DEFAULT_CATALOG_ID, DEFAULT_REGION } from '../../core/cost/catalog.js';
+import { DEFAULT_CATALOG_ID, DEFAULT_REGION } from '../../core/cost/model/catalog.js';
 import { StrataClient, VersionConflictError } from '../../sdk/src/index.js';
-import type { ExecutionSummary, WorkflowService } from '../../core/workflows/service.js';
+import type { ExecutionSummary, WorkflowService } from '../../core/workflows/admin-service.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';
 import { SchemaKit } from '../helpers/openapi-arbitraries.js';
 import type { GeneratedRequest, OpenApiDoc, Operation, Parameter, Schema } from '../helpers/openapi-arbitraries.js';

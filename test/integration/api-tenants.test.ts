@@ -3,7 +3,7 @@
  * key id, as STRATA_TENANT_ACCESS documents for local runs) driven through the SDK over real HTTP. In AWS the key
  * id comes from API Gateway, which cannot run here; the stack test checks the map it writes.
  */
-import type { ExecutionSummary, WorkflowService } from '../../core/workflows/service.js';
+import type { ExecutionSummary, WorkflowService } from '../../core/workflows/admin-service.js';
 import { AuthenticationError, NamespaceForbiddenError, StrataClient } from '../../sdk/src/index.js';
 import { startTestApi, type Backend, type TestApi } from '../helpers/api-server.js';
 

@@ -3,8 +3,8 @@
  * store routes writes and reads through a real cache-node process between the hot and cold tiers.
  */
 import { FileCasStore, RingStore } from '../../core/ring/store.js';
-import { loadRuntimeEnv } from '../../core/runtime/config.js';
-import { buildApiContext } from '../../core/runtime/context.js';
+import { loadRuntimeEnv } from '../../core/composition/runtime-env.js';
+import { buildApiContext } from '../../core/composition/api-context.js';
 import { StrataClient } from '../../sdk/src/index.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';
 import { localFleet, SECRET, singleNodeRing, tempDir } from './warm-fixtures.js';

@@ -2,7 +2,7 @@ import { appendFileSync, cpSync, mkdirSync, readdirSync, readFileSync, rmSync, s
 import { join } from 'node:path';
 import { FRAME_BYTES, Journal, JournalCorruptError, readJournal } from '../../cachenode/src/journal.js';
 import { INLINE_VALUE_MAX_BYTES, NodeStore } from '../../cachenode/src/store.js';
-import { storeKey } from '../../core/warm/wire.js';
+import { storeKey } from '../../core/nodes/wire.js';
 import { entry, tempDir } from './warm-fixtures.js';
 
 const segments = (dir: string) => readdirSync(dir).filter((f) => /^journal-\d{16}\.log$/.test(f)).sort();

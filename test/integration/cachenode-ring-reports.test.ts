@@ -17,7 +17,7 @@ import { ensureFleetSecret } from '../../core/ring/fleet-secret.js';
 import { readNodeReport } from '../../core/ring/node-report-reader.js';
 import { FLEET_SECRET_KEY, nodeStatsKey, type NodeStatsReport } from '../../core/ring/node-reports.js';
 import { casStoreFromUri, type CasStore } from '../../core/ring/store.js';
-import { NodeClient, NodeRequestError } from '../../core/warm/node-client.js';
+import { NodeClient, NodeRequestError } from '../../core/nodes/node-client.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { entry, eventually, localFleet, SECRET, singleNodeRing, tempDir } from './warm-fixtures.js';
 

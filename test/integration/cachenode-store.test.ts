@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { makeTombstone } from '../../core/model/entry.js';
 import { open as openLmdb } from 'lmdb';
 import { bigIntToPosition, positionToBigInt, RING_HASH, RING_MIN } from '../../core/ring/hash.js';
-import { encodeAbsentRecord, encodeEntryRecord, encodeTrailerRecord, RecordReader, storeKey } from '../../core/warm/wire.js';
+import { encodeAbsentRecord, encodeEntryRecord, encodeTrailerRecord, RecordReader, storeKey } from '../../core/nodes/wire.js';
 import { Sieve } from '../../cachenode/src/sieve.js';
 import { ENTRY_OVERHEAD_BYTES, INLINE_VALUE_MAX_BYTES, NodeStore, StoreLayoutError } from '../../cachenode/src/store.js';
 import { entry, tempDir } from './warm-fixtures.js';

@@ -13,9 +13,9 @@ import { FileCasStore, RingStore } from '../../core/ring/store.js';
 import { loadNodeConfig, NodeConfigError } from '../../cachenode/src/config.js';
 import { NodeStore } from '../../cachenode/src/store.js';
 import { ringHash, RING_MIN } from '../../core/ring/hash.js';
-import { NodeClient, NodeRequestError, StaleRouteError } from '../../core/warm/node-client.js';
-import { CACHE_NODE_V8_FLAGS } from '../../core/warm/node-process.js';
-import { encodeEntryRecord, RING_HEADER, SECRET_HEADER, storeKey, type EntryRecord } from '../../core/warm/wire.js';
+import { NodeClient, NodeRequestError, StaleRouteError } from '../../core/nodes/node-client.js';
+import { CACHE_NODE_V8_FLAGS } from '../../core/nodes/node-process.js';
+import { encodeEntryRecord, RING_HEADER, SECRET_HEADER, storeKey, type EntryRecord } from '../../core/nodes/wire.js';
 import { entry, eventually, localFleet, SECRET, singleNodeRing, tempDir } from './warm-fixtures.js';
 
 const MiB = 1024 * 1024;

@@ -1,10 +1,10 @@
 /**
  * `strata cost` end to end: the real local server (scripts/local/server.ts, which calls the service Lambda handler)
  * answers `/v1/cost/...`, and the real `strata` CLI runs as a separate process against it. What it prints must be
- * what the cost model gives in-process: the same text as `npm run cost` (core/cost/cli.ts).
+ * what the cost model gives in-process: the same text as `npm run cost` (core/composition/cost-cli.ts).
  */
-import { runCostCli } from '../../core/cost/cli.js';
-import { renderDiscrepancies, renderPaperTables } from '../../core/cost/format.js';
+import { runCostCli } from '../../core/composition/cost-cli.js';
+import { renderDiscrepancies, renderPaperTables } from '../../core/cost/model/format.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';
 import { runStrataCli, type CliRun } from '../helpers/strata-cli.js';
 

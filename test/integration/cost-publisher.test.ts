@@ -3,15 +3,15 @@ import { CreateLaunchTemplateCommand, CreateVolumeCommand, DeleteLaunchTemplateC
 import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { Context } from 'aws-lambda';
 import { handler } from '../../lambdas/ops/cost-publisher.js';
-import { aws202611Catalog } from '../../core/cost/catalogs/aws-2026-11.js';
-import { costPublisherFromEnv } from '../../core/cost/cost-publisher-env.js';
-import { runCostPublisher, type CostPublisherReport } from '../../core/cost/cost-publisher.js';
+import { aws202611Catalog } from '../../core/cost/model/catalogs/aws-2026-11.js';
+import { costPublisherFromEnv } from '../../core/composition/cost-publisher-lambda.js';
+import { runCostPublisher, type CostPublisherReport } from '../../core/cost/publisher/publish-cost.js';
 import { initialRing } from '../../core/ring/document.js';
 import { nodeStatsKey, type NodeStatsReport } from '../../core/ring/node-reports.js';
 import { RingStore, S3CasStore, type CasStore } from '../../core/ring/store.js';
 import { RingView } from '../../core/ring/view.js';
 import { WarmTier } from '../../core/tiers/warm-tier.js';
-import { NodeClient } from '../../core/warm/node-client.js';
+import { NodeClient } from '../../core/nodes/node-client.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { entry, localFleet, SECRET } from './warm-fixtures.js';
 

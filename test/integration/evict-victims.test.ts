@@ -4,8 +4,8 @@
  * real node process.
  */
 import { RING_MIN } from '../../core/ring/hash.js';
-import { NodeClient, StaleRouteError } from '../../core/warm/node-client.js';
-import { storeKey } from '../../core/warm/wire.js';
+import { NodeClient, StaleRouteError } from '../../core/nodes/node-client.js';
+import { storeKey } from '../../core/nodes/wire.js';
 import { NodeStore } from '../../cachenode/src/store.js';
 import { entry, localFleet, SECRET, singleNodeRing, tempDir } from './warm-fixtures.js';
 

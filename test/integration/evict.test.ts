@@ -1,5 +1,5 @@
 /**
- * Eviction from the warm tier to S3 (core/workflows/evict.ts) over real parts: two cache-node processes
+ * Eviction from the warm tier to S3 (core/workflows/steps/evict.ts) over real parts: two cache-node processes
  * with a ring, LocalStack S3 as the cold tier, and the real Coordinator for the read path.
  */
 import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
@@ -15,8 +15,8 @@ import { MemoryTier } from '../../core/tiers/memory-tier.js';
 import { S3Tier } from '../../core/tiers/s3-tier.js';
 import type { ScanItem } from '../../core/tiers/tier.js';
 import { WarmTier } from '../../core/tiers/warm-tier.js';
-import { NodeClient } from '../../core/warm/node-client.js';
-import { evictBatch, planEviction, type EvictBatchResult, type EvictDeps } from '../../core/workflows/evict.js';
+import { NodeClient } from '../../core/nodes/node-client.js';
+import { evictBatch, planEviction, type EvictBatchResult, type EvictDeps } from '../../core/workflows/steps/evict.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { entry, localFleet, SECRET } from './warm-fixtures.js';
 

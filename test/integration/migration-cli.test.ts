@@ -17,7 +17,7 @@ describe('ring CLI (separate processes sharing a file CAS store)', () => {
   const cli = async (...args: string[]) => {
     const env: NodeJS.ProcessEnv = { ...process.env, STRATA_NODE_SECRET: SECRET };
     delete env.NODE_OPTIONS;
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', join(ROOT, 'core/warm/cli.ts'), '--store', store, ...args], { cwd: ROOT, env });
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', join(ROOT, 'core/composition/migration-cli.ts'), '--store', store, ...args], { cwd: ROOT, env });
     return stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
   };
   /** The command's result: its last line (events come before it). */

@@ -1,7 +1,7 @@
 import { initialRing, parseRingDocument, type RingDocument } from '../../core/ring/document.js';
 import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
-import { Migrator, type MigrationEvent } from '../../core/warm/migration.js';
-import { NodeClient } from '../../core/warm/node-client.js';
+import { Migrator, type MigrationEvent } from '../../core/nodes/migration.js';
+import { NodeClient } from '../../core/nodes/node-client.js';
 import { eventually, localFleet, SECRET } from './warm-fixtures.js';
 import { KEYS, summary, Workload } from './warm-workload.js';
 

@@ -12,8 +12,8 @@
 import { createServer, connect as tcpConnect, type Server, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { contentHash } from '../../core/model/keys.js';
-import { loadRuntimeEnv } from '../../core/runtime/config.js';
-import { buildApiContext } from '../../core/runtime/context.js';
+import { loadRuntimeEnv } from '../../core/composition/runtime-env.js';
+import { buildApiContext } from '../../core/composition/api-context.js';
 import { RedisTier, type RedisCredentialSource } from '../../core/tiers/redis/redis-tier.js';
 import type { Entry } from '../../core/model/entry.js';
 import { uniqueName } from '../helpers/env.js';

@@ -12,7 +12,7 @@ import { RedisTier } from '../../core/tiers/redis/redis-tier.js';
 import { S3Tier } from '../../core/tiers/s3-tier.js';
 import type { ScanItem, Scanning, Tier } from '../../core/tiers/tier.js';
 import { WarmTier } from '../../core/tiers/warm-tier.js';
-import { NodeClient } from '../../core/warm/node-client.js';
+import { NodeClient } from '../../core/nodes/node-client.js';
 import { testRedisUrl, testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { entry, localFleet, SECRET } from './warm-fixtures.js';
 

@@ -1,5 +1,5 @@
 /**
- * Tier migration (core/workflows/tier-migrate.ts) over real tiers: the embedded memory hot tier and a real
+ * Tier migration (core/workflows/steps/tier-migrate.ts) over real tiers: the embedded memory hot tier and a real
  * redis-server, two cache-node processes for warm, LocalStack S3 for cold; reads through the real Coordinator.
  */
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
@@ -16,9 +16,9 @@ import { RedisTier } from '../../core/tiers/redis/redis-tier.js';
 import { S3Tier } from '../../core/tiers/s3-tier.js';
 import type { Tier } from '../../core/tiers/tier.js';
 import { WarmTier } from '../../core/tiers/warm-tier.js';
-import { NodeClient } from '../../core/warm/node-client.js';
-import { evictBatch } from '../../core/workflows/evict.js';
-import { tierMigrateBatch, type TierMigrateDeps, type TierMigrateResult } from '../../core/workflows/tier-migrate.js';
+import { NodeClient } from '../../core/nodes/node-client.js';
+import { evictBatch } from '../../core/workflows/steps/evict.js';
+import { tierMigrateBatch, type TierMigrateDeps, type TierMigrateResult } from '../../core/workflows/steps/tier-migrate.js';
 import { testRedisUrl, testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { entry, localFleet, SECRET } from './warm-fixtures.js';
 

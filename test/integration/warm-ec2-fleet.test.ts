@@ -1,6 +1,6 @@
 import { CreateLaunchTemplateCommand, DeleteLaunchTemplateCommand, DescribeInstanceAttributeCommand, DescribeInstancesCommand, DescribeVolumesCommand, EC2Client } from '@aws-sdk/client-ec2';
-import { defaultUserData, Ec2Fleet, FLEET_TAG, NODE_ID_TAG } from '../../core/warm/ec2-fleet.js';
-import { CACHE_NODE_V8_FLAGS } from '../../core/warm/node-process.js';
+import { defaultUserData, Ec2Fleet, FLEET_TAG, NODE_ID_TAG } from '../../core/nodes/ec2-fleet.js';
+import { CACHE_NODE_V8_FLAGS } from '../../core/nodes/node-process.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
 
 /**

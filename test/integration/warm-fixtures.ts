@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { initialRing, type RingDocument } from '../../core/ring/document.js';
-import { LocalFleet } from '../../core/warm/local-fleet.js';
+import { LocalFleet } from '../../core/nodes/local-fleet.js';
 
 export const SECRET = 'test-secret-0123456789abcdef';
 

@@ -9,7 +9,7 @@ import { PolicyRegistry } from '../../core/coordinator/policy.js';
 import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
 import { RingView } from '../../core/ring/view.js';
 import { WarmTier } from '../../core/tiers/warm-tier.js';
-import { NodeClient } from '../../core/warm/node-client.js';
+import { NodeClient } from '../../core/nodes/node-client.js';
 import { SwitchableTier } from '../helpers/tiers.js';
 import { localFleet, SECRET, singleNodeRing } from './warm-fixtures.js';
 

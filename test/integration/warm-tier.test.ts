@@ -6,7 +6,7 @@ import { ringHash } from '../../core/ring/hash.js';
 import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
 import { RingView } from '../../core/ring/view.js';
 import { WarmTier } from '../../core/tiers/warm-tier.js';
-import { NodeClient } from '../../core/warm/node-client.js';
+import { NodeClient } from '../../core/nodes/node-client.js';
 import { SwitchableTier } from '../helpers/tiers.js';
 import { entry, localFleet, SECRET } from './warm-fixtures.js';
 

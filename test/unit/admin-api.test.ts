@@ -11,13 +11,14 @@ import { API_ROUTES, matchRoute } from '../../core/api/routes.js';
 import { Coordinator } from '../../core/coordinator/coordinator.js';
 import { ValidationError } from '../../core/errors.js';
 import { InMemoryCasStore } from '../../core/ring/store.js';
-import { ConfigError } from '../../core/runtime/config.js';
-import { setApiContext } from '../../core/runtime/context.js';
+import { ConfigError } from '../../core/errors.js';
+import { setApiContext } from '../../core/composition/api-context.js';
 import { MemoryTier } from '../../core/tiers/memory-tier.js';
-import { LocalWorkflowRunner, type AslDefinition } from '../../core/workflows/local-runner.js';
+import { LocalWorkflowRunner, type AslDefinition } from '../../core/workflows/local/asl-runner.js';
 import { ProgressStore, type WorkflowName } from '../../core/workflows/progress.js';
-import { LocalWorkflowService, type ExecutionDetail, type ExecutionSummary, type WorkflowService } from '../../core/workflows/service.js';
-import type { StepHandlers } from '../../core/workflows/steps.js';
+import { type ExecutionDetail, type ExecutionSummary, type WorkflowService } from '../../core/workflows/admin-service.js';
+import { LocalWorkflowService } from '../../core/workflows/local/workflow-service.js';
+import type { StepHandlers } from '../../core/workflows/steps/registry.js';
 
 const STEP_LAMBDA = 'arn:aws:lambda:us-east-1:000000000000:function:strata-test-steps';
 const task = (step: string, next?: string, resultPath = '$.result') => ({
@@ -242,6 +243,9 @@ describe('admin API without workflows', () => {
     for (const res of [await start('scale-out', {}), await list(), await get('scale-out-x')]) {
       expect(res.statusCode).toBe(503);
       expect(body(res)).toMatchObject({ error: { code: 'WORKFLOWS_UNAVAILABLE', message: expect.stringContaining('STRATA_WORKFLOW_ARNS') } });
+      // Permanent: retrying cannot help, so the SDK does not retry it and no retry-after invites one.
+      expect(body(res)).toMatchObject({ error: { details: { permanent: true } } });
+      expect(res.headers?.['retry-after']).toBeUndefined();
     }
   });
 

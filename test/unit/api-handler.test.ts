@@ -1,7 +1,7 @@
 import type { Context } from 'aws-lambda';
 import { handler as keys } from '../../lambdas/api/keys.js';
 import { handler as service } from '../../lambdas/api/service.js';
-import { setApiContext } from '../../core/runtime/context.js';
+import { setApiContext } from '../../core/composition/api-context.js';
 import { Coordinator } from '../../core/coordinator/coordinator.js';
 import { MemoryTier } from '../../core/tiers/memory-tier.js';
 import type { ApiEvent, ApiResult } from '../../core/api/http.js';

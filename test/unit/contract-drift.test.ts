@@ -7,10 +7,10 @@
 import * as sdk from '../../sdk/src/index.js';
 import { SERVER_ERROR_CODES, SERVER_ERROR_STATUS, WORKFLOW_EXECUTION_STATUSES, WORKFLOW_NAMES as CONTRACT_WORKFLOW_NAMES } from '../../sdk/src/contract.js';
 import { NamespaceForbiddenError } from '../../core/api/tenant-access.js';
-import { PlacementQueryError } from '../../core/cost/placement-query.js';
+import { PlacementQueryError } from '../../core/cost/model/placement-query.js';
 import { ERROR_STATUS, NotFoundError, StrataError, TierUnavailableError, ValidationError, VersionConflictError, type ErrorCode } from '../../core/errors.js';
 import { WORKFLOW_NAMES, type WorkflowName, type WorkflowProgress } from '../../core/workflows/progress.js';
-import { NodeLaunchTimeoutError, NoNodeToRemoveError, ScaleOutInFlightError } from '../../core/workflows/scale-steps.js';
+import { NodeLaunchTimeoutError, NoNodeToRemoveError, ScaleOutInFlightError } from '../../core/workflows/steps/scale-steps.js';
 import {
   EXECUTION_STATUSES,
   ExecutionExistsError,
@@ -19,7 +19,7 @@ import {
   type ExecutionDetail,
   type ExecutionProgress,
   type ExecutionStatus,
-} from '../../core/workflows/service.js';
+} from '../../core/workflows/admin-service.js';
 
 // ---- compile time: the types the server writes and the SDK reads are the same ----
 

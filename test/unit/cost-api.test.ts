@@ -7,12 +7,12 @@ import { handler as service } from '../../lambdas/api/service.js';
 import type { ApiEvent, ApiResult } from '../../core/api/http.js';
 import { API_ROUTES, matchRoute } from '../../core/api/routes.js';
 import { Coordinator } from '../../core/coordinator/coordinator.js';
-import { catalogSummaries } from '../../core/cost/catalog.js';
-import { runCostCli } from '../../core/cost/cli.js';
-import { renderDiscrepancies, renderPaperTables, renderRecommendations } from '../../core/cost/format.js';
-import { PAPER_DISCREPANCIES, paperCells } from '../../core/cost/paper-2010.js';
-import { recommend } from '../../core/cost/recommender.js';
-import { setApiContext } from '../../core/runtime/context.js';
+import { catalogSummaries } from '../../core/cost/model/catalog.js';
+import { runCostCli } from '../../core/composition/cost-cli.js';
+import { renderDiscrepancies, renderPaperTables, renderRecommendations } from '../../core/cost/model/format.js';
+import { PAPER_DISCREPANCIES, paperCells } from '../../core/cost/model/paper-2010.js';
+import { recommend } from '../../core/cost/model/recommender.js';
+import { setApiContext } from '../../core/composition/api-context.js';
 import { MemoryTier } from '../../core/tiers/memory-tier.js';
 
 const ctx = { awsRequestId: 'req-cost' } as Context;

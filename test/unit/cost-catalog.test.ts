@@ -1,5 +1,5 @@
-import { getCatalog, listCatalogs, parseCatalog, priceBook, PriceCatalogError } from '../../core/cost/catalog.js';
-import type { PriceCatalog } from '../../core/cost/catalog-schema.js';
+import { getCatalog, listCatalogs, parseCatalog, priceBook, PriceCatalogError } from '../../core/cost/model/catalog.js';
+import type { PriceCatalog } from '../../core/cost/model/catalogs/schema.js';
 import { ValidationError } from '../../core/errors.js';
 
 const STRATA_INSTANCES = ['r7g', 'm7g', 'c7g'].flatMap((f) => ['medium', 'large', 'xlarge'].map((s) => `${f}.${s}`)).concat(['t4g.small', 't4g.medium']);

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { priceBook } from '../../core/cost/catalog.js';
-import { costPlacement } from '../../core/cost/calculator.js';
-import { allocationCost, breakdown, costPerSpeedup, estimateSpeedup, expectedDistinctKeys, requestCost, transferCost } from '../../core/cost/model.js';
-import { cellKey, computePaperRow, findDiscrepancy, PAPER_DISCREPANCIES, PAPER_ROWS, paperCells, type PaperCell, type PaperRow } from '../../core/cost/paper-2010.js';
-import { instancePlacement, s3Placement } from '../../core/cost/placements.js';
+import { priceBook } from '../../core/cost/model/catalog.js';
+import { costPlacement } from '../../core/cost/model/calculator.js';
+import { allocationCost, breakdown, costPerSpeedup, estimateSpeedup, expectedDistinctKeys, requestCost, transferCost } from '../../core/cost/model/formulas.js';
+import { cellKey, computePaperRow, findDiscrepancy, PAPER_DISCREPANCIES, PAPER_ROWS, paperCells, type PaperCell, type PaperRow } from '../../core/cost/model/paper-2010.js';
+import { instancePlacement, s3Placement } from '../../core/cost/model/placements.js';
 
 const book = priceBook('paper-2010');
 const cells = paperCells();

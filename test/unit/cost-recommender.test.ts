@@ -1,8 +1,8 @@
-import { priceBook } from '../../core/cost/catalog.js';
-import { costPlacement } from '../../core/cost/calculator.js';
-import { expectedDistinctKeys } from '../../core/cost/model.js';
-import { candidatePlacements, elasticacheServerlessPlacement, instancePlacement, s3Placement } from '../../core/cost/placements.js';
-import { recommend, type RecommendationReport } from '../../core/cost/recommender.js';
+import { priceBook } from '../../core/cost/model/catalog.js';
+import { costPlacement } from '../../core/cost/model/calculator.js';
+import { expectedDistinctKeys } from '../../core/cost/model/formulas.js';
+import { candidatePlacements, elasticacheServerlessPlacement, instancePlacement, s3Placement } from '../../core/cost/model/placements.js';
+import { recommend, type RecommendationReport } from '../../core/cost/model/recommender.js';
 import { ValidationError } from '../../core/errors.js';
 
 const MB = 1e6;

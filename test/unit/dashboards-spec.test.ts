@@ -21,7 +21,7 @@ import {
   toMetricMath,
 } from '../../dashboards/index.js';
 import { METRICS, METRIC_NAMESPACES, SERVED_TIERS, type MetricKey } from '../../core/metrics/catalog.js';
-import { backgroundErrorLog, coordinatorEventLog } from '../../core/runtime/context.js';
+import { backgroundErrorLog, coordinatorEventLog } from '../../core/composition/api-context.js';
 import { mixedTraffic, startTraffic } from './metrics-traffic.js';
 
 function allMetricSeries(dashboards: readonly DashboardSpec[] = DASHBOARDS): { widget: string; s: MetricSeries }[] {

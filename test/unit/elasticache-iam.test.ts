@@ -1,5 +1,5 @@
 /**
- * The ElastiCache IAM authentication token (core/runtime/elasticache-iam.ts) against the format the
+ * The ElastiCache IAM authentication token (core/composition/elasticache-iam.ts) against the format the
  * documentation gives (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/auth-iam.html: a SigV4-presigned
  * `connect` request for the user, with `ResourceType=ServerlessCache` for a serverless cache, signed for service
  * `elasticache`, valid 15 minutes, the scheme removed) and against the AWS SDK's own signer, with fixed credentials
@@ -9,7 +9,7 @@ import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
 import {
   ElastiCacheIamAuth, elastiCacheIamToken, IAM_REAUTH_AFTER_MS, IAM_TOKEN_TTL_SECONDS, type AwsCredentials,
-} from '../../core/runtime/elasticache-iam.js';
+} from '../../core/composition/elasticache-iam.js';
 
 const AT = new Date('2024-05-01T12:34:56.789Z');
 // A session token with the characters query encoding must get right ('/', '+', '=').

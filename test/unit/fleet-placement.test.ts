@@ -1,7 +1,7 @@
 import { addNode, initialRing, parseRingDocument, type NodeState, type RingNode } from '../../core/ring/document.js';
 import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
-import type { Migrator } from '../../core/warm/migration.js';
-import type { NodeClient } from '../../core/warm/node-client.js';
+import type { Migrator } from '../../core/nodes/migration.js';
+import type { NodeClient } from '../../core/nodes/node-client.js';
 import {
   chooseLaunchSubnet,
   launchClientToken,
@@ -9,9 +9,9 @@ import {
   LOCAL_FLEET_SUBNETS,
   scaleInCandidates,
   type FleetSubnet,
-} from '../../core/workflows/placement.js';
+} from '../../core/workflows/steps/fleet-placement.js';
 import { ProgressStore, ScaleLocks } from '../../core/workflows/progress.js';
-import { scaleSteps, type ScaleDeps } from '../../core/workflows/scale-steps.js';
+import { scaleSteps, type ScaleDeps } from '../../core/workflows/steps/scale-steps.js';
 
 const SUBNETS: FleetSubnet[] = [
   { subnetId: 'subnet-a', availabilityZone: 'eu-west-1a' },

@@ -10,11 +10,12 @@ import { join } from 'node:path';
 import { ensureFleetSecret, FleetSecretInvalidError, readStoredFleetSecret } from '../../core/ring/fleet-secret.js';
 import { FLEET_SECRET_KEY } from '../../core/ring/node-reports.js';
 import { CasConflictError, CasStoreUnavailableError, FileCasStore, InMemoryCasStore, type CasStore } from '../../core/ring/store.js';
-import { ConfigError, loadRuntimeEnv } from '../../core/runtime/config.js';
-import { getApiContext, type BuiltContext } from '../../core/runtime/context.js';
-import { loadRuntimeEnvWithSecrets } from '../../core/runtime/secrets.js';
-import { FleetSecretMissingError, readFleetSecret } from '../../core/runtime/warm.js';
-import { workflowDepsFromEnv } from '../../core/runtime/workflow-steps.js';
+import { loadRuntimeEnv } from '../../core/composition/runtime-env.js';
+import { ConfigError } from '../../core/errors.js';
+import { getApiContext, type BuiltContext } from '../../core/composition/api-context.js';
+import { loadRuntimeEnvWithSecrets } from '../../core/composition/secrets.js';
+import { FleetSecretMissingError, readFleetSecret } from '../../core/composition/warm-tier-env.js';
+import { workflowDepsFromEnv } from '../../core/composition/step-lambda.js';
 import { resetApiRuntime } from '../helpers/api-runtime.js';
 
 /** The secret a node client sends on every request (NodeConnections holds it; private, read for the test). */

@@ -13,7 +13,7 @@ import { Coordinator } from '../../core/coordinator/coordinator.js';
 import { PolicyRegistry } from '../../core/coordinator/policy.js';
 import type { EmfDocument } from '../../core/metrics/emf.js';
 import { setMetricsSink } from '../../core/metrics/sink.js';
-import { setApiContext } from '../../core/runtime/context.js';
+import { setApiContext } from '../../core/composition/api-context.js';
 import { MemoryTier } from '../../core/tiers/memory-tier.js';
 
 type Handler = (event: ApiEvent, context: Context) => Promise<ApiResult>;

@@ -8,10 +8,11 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadRuntimeEnv } from '../../core/runtime/config.js';
-import { buildApiContext, getApiContext, type BuiltContext } from '../../core/runtime/context.js';
-import { loadRuntimeEnvWithSecrets } from '../../core/runtime/secrets.js';
-import { readFleetSecret, warmTierFromEnv } from '../../core/runtime/warm.js';
+import { loadRuntimeEnv } from '../../core/composition/runtime-env.js';
+import { ConfigError } from '../../core/errors.js';
+import { buildApiContext, getApiContext, type BuiltContext } from '../../core/composition/api-context.js';
+import { loadRuntimeEnvWithSecrets } from '../../core/composition/secrets.js';
+import { readFleetSecret, warmTierFromEnv } from '../../core/composition/warm-tier-env.js';
 import { resetApiRuntime } from '../helpers/api-runtime.js';
 
 const SECRET = 'fleet-secret-0123456789abcdef';

@@ -8,8 +8,8 @@ import { getEventListeners } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { RING_MIN } from '../../core/ring/hash.js';
-import { NodeClient, NodeRequestError, NodeUnavailableError, StaleRouteError } from '../../core/warm/node-client.js';
-import { encodeEntryHeader, encodeEntryRecord, encodeTrailerRecord, ENTRY_HEADER, RING_HEADER, SECRET_HEADER } from '../../core/warm/wire.js';
+import { NodeClient, NodeRequestError, NodeUnavailableError, StaleRouteError } from '../../core/nodes/node-client.js';
+import { encodeEntryHeader, encodeEntryRecord, encodeTrailerRecord, ENTRY_HEADER, RING_HEADER, SECRET_HEADER } from '../../core/nodes/wire.js';
 import { entry } from '../helpers/tiers.js';
 
 const SECRET = 'unit-secret-0123456789';

@@ -1,4 +1,4 @@
-import { appendWithinBudget, jsonBytes } from '../../core/workflows/report-budget.js';
+import { appendWithinBudget, jsonBytes } from '../../core/workflows/steps/report-budget.js';
 
 describe('workflow report budget', () => {
   const line = (i: number, keyBytes = 10) => ({ ns: 'n', key: 'k'.repeat(keyBytes) + i, version: i, bytes: 1000, outcome: 'moved' });

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { initialRing } from '../../core/ring/document.js';
 import { nodeStatsKey, SILENT_AFTER_INTERVALS, type NodeStatsReport } from '../../core/ring/node-reports.js';
 import { FileCasStore, RingStore } from '../../core/ring/store.js';
-import { runScaleTriggerFromEnv } from '../../core/runtime/scale-trigger.js';
+import { runScaleTriggerFromEnv } from '../../core/composition/scale-trigger-lambda.js';
 import { ScaleLocks } from '../../core/workflows/progress.js';
-import { runScaleTrigger, SCALE_TRIGGER_SAMPLE_KEY, type ScaleTriggerDeps } from '../../core/workflows/scale-trigger.js';
+import { runScaleTrigger, SCALE_TRIGGER_SAMPLE_KEY, type ScaleTriggerDeps } from '../../core/workflows/trigger/scale-trigger.js';
 
 /**
  * The scale-out trigger reading the nodes' statistics reports from a ring store (a folder, as locally) instead of

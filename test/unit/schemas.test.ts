@@ -1,5 +1,6 @@
 import { PolicyConfigError, PolicyRegistry } from '../../core/coordinator/policy.js';
-import { ConfigError, loadRuntimeEnv, namespaceConfigFrom } from '../../core/runtime/config.js';
+import { loadRuntimeEnv, namespaceConfigFrom } from '../../core/composition/runtime-env.js';
+import { ConfigError } from '../../core/errors.js';
 import { ifMatchHeader, ifNoneMatchHeader, jsonBody, tagsHeader, ttlHeader, valueContentType, batchPutSchema } from '../../core/api/validation.js';
 import { BASE64_PATTERN, batchKeysSchema, isCanonicalBase64 } from '../../core/api/validation.js';
 import { validateKey, validateNamespace } from '../../core/model/keys.js';

@@ -1,10 +1,12 @@
 import type { Context } from 'aws-lambda';
-import { apiHandler } from '../../core/api/handler.js';
+import { apiHandler } from '../../core/composition/api-handler.js';
 import type { ApiEvent, ApiResult } from '../../core/api/http.js';
-import { callerIdentity, checkAdminAccess, checkNamespaceAccess, grants, parseTenantAccess } from '../../core/api/tenant-access.js';
+import { callerIdentity, checkAdminAccess, checkNamespaceAccess } from '../../core/api/tenant-access.js';
+import { grants, parseTenantAccess } from '../../core/model/tenancy.js';
 import { Coordinator } from '../../core/coordinator/coordinator.js';
-import { ConfigError, loadRuntimeEnv } from '../../core/runtime/config.js';
-import { buildApiContext, setApiContext } from '../../core/runtime/context.js';
+import { loadRuntimeEnv } from '../../core/composition/runtime-env.js';
+import { ConfigError } from '../../core/errors.js';
+import { buildApiContext, setApiContext } from '../../core/composition/api-context.js';
 import { MemoryTier } from '../../core/tiers/memory-tier.js';
 
 const ACCESS = JSON.stringify([

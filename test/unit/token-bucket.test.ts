@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { TokenBucket } from '../../core/workflows/token-bucket.js';
+import { TokenBucket } from '../../core/workflows/steps/token-bucket.js';
 
 /** A clock that only moves when the bucket sleeps (or the test says so): waits are computed, never timed. */
 function fakeTime() {

@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadRuntimeEnv } from '../../core/runtime/config.js';
-import { workflowDepsFromEnv } from '../../core/runtime/workflow-steps.js';
+import { loadRuntimeEnv } from '../../core/composition/runtime-env.js';
+import { workflowDepsFromEnv } from '../../core/composition/step-lambda.js';
 
 describe('the step Lambda\'s dependencies from the environment', () => {
   const dir = mkdtempSync(join(tmpdir(), 'strata-steps-env-'));

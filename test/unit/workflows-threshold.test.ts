@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { ValidationError } from '../../core/errors.js';
-import { decideScaleOut, speculativeThreshold, thresholdParamsSchema } from '../../core/workflows/threshold.js';
+import { decideScaleOut, speculativeThreshold, thresholdParamsSchema } from '../../core/workflows/trigger/threshold.js';
 
 const PAPER = { capacity: 5000, lowRate: 50, highRate: 250 };
 

@@ -5,13 +5,13 @@
  */
 import { initialRing } from '../../core/ring/document.js';
 import { InMemoryCasStore, type CasStore, type RingStore } from '../../core/ring/store.js';
-import type { LocalExecution, LocalWorkflowRunner, SdkIntegration } from '../../core/workflows/local-runner.js';
-import { localWorkflows } from '../../core/workflows/local-service.js';
+import type { LocalExecution, LocalWorkflowRunner, SdkIntegration } from '../../core/workflows/local/asl-runner.js';
+import { localWorkflows } from '../../core/workflows/local/local-service.js';
 import type { ProgressStore } from '../../core/workflows/progress.js';
-import type { StepHandlers } from '../../core/workflows/steps.js';
-import type { WorkflowDeps } from '../../core/workflows/step-handlers.js';
-import type { Migrator } from '../../core/warm/migration.js';
-import type { NodeClient } from '../../core/warm/node-client.js';
+import type { StepHandlers } from '../../core/workflows/steps/registry.js';
+import type { WorkflowDeps } from '../../core/workflows/steps/handlers.js';
+import type { Migrator } from '../../core/nodes/migration.js';
+import type { NodeClient } from '../../core/nodes/node-client.js';
 import { synthesizeWorkflowDefinitions, type AslDefinition } from '../../cdk/lib/workflow-definitions.js';
 import type { WorkflowName } from '../../core/workflows/progress.js';
 import { localFleet, SECRET } from '../integration/warm-fixtures.js';

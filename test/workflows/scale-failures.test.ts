@@ -10,9 +10,9 @@ import {
 import * as ec2Commands from '@aws-sdk/client-ec2';
 import { ringProblem } from '../../core/ring/document.js';
 import { RingStore } from '../../core/ring/store.js';
-import { LocalWorkflowRunner } from '../../core/workflows/local-runner.js';
-import { awsSdkIntegration } from '../../core/workflows/sdk-integrations.js';
-import { stepHandlers } from '../../core/workflows/step-handlers.js';
+import { LocalWorkflowRunner } from '../../core/workflows/local/asl-runner.js';
+import { awsSdkIntegration } from '../../core/workflows/local/sdk-integrations.js';
+import { stepHandlers } from '../../core/workflows/steps/handlers.js';
 import { synthesizeWorkflowDefinitions } from '../../cdk/lib/workflow-definitions.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { summary, Workload } from '../integration/warm-workload.js';

@@ -1,5 +1,5 @@
 import { RingStore } from '../../core/ring/store.js';
-import { LOCAL_FLEET_SUBNETS } from '../../core/workflows/placement.js';
+import { LOCAL_FLEET_SUBNETS } from '../../core/workflows/steps/fleet-placement.js';
 import { summary } from '../integration/warm-workload.js';
 import { harness, runUnderLoad } from './harness.js';
 
@@ -29,6 +29,8 @@ async function scaleOutUnderLoad(mode: 'incremental' | 'parallel') {
     const p = (await h.progress.get(name))!;
     expect(p).toMatchObject({ workflow: 'scale-out', total: 3, done: 3, outcome: 'succeeded' });
     expect(p.keys).toBeGreaterThan(0);
+    // The grace wait after NodeNormal has no step of its own: the finish step says when it ends, for progress bars.
+    expect(p.facts).toMatchObject({ graceUntil: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), graceMs: expect.any(Number) });
     expect(done.states).toEqual(expect.arrayContaining(['Begin', 'LaunchNode', 'CheckNode', 'PlanSessions', 'MigrateSessions', 'NodeNormal', 'CleanUpSources']));
     expect(h.metrics.find((m) => m.key === 'nodeAllocationMs')?.value).toBeGreaterThan(0);
     return { done, summary: summary(w) };

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nodeStatsKey, type NodeStatsReport } from '../../core/ring/node-reports.js';
 import { FileCasStore } from '../../core/ring/store.js';
-import { runScaleTrigger } from '../../core/workflows/scale-trigger.js';
+import { runScaleTrigger } from '../../core/workflows/trigger/scale-trigger.js';
 import { ringHash } from '../../core/ring/hash.js';
 import { RingRouter, RingView } from '../../core/ring/view.js';
 import { WarmTier } from '../../core/tiers/warm-tier.js';

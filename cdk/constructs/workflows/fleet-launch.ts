@@ -3,7 +3,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import type { Construct } from 'constructs';
-import { FLEET_TAG } from '../../../core/warm/ec2-fleet.js';
+import { FLEET_TAG } from '../../../core/nodes/ec2-fleet.js';
 
 /** What the workflows launch cache nodes from (the Fleet stack's launch template, in the fleet's subnets). */
 export interface FleetLaunch {

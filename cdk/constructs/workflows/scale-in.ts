@@ -18,7 +18,7 @@ export class ScaleInDefinition extends Construct {
     const c: StepContext = { scope: this, fn: props.fn, workflow: 'scale-in' };
     const begin = stepTask(c, 'Begin', 'scale-in.begin', { 'request.$': '$' }, { resultPath: '$.begin' });
     const migrate = migrationChain(c, { plan: '$.begin', options: '$.begin.options' });
-    const finish = stepTask(c, 'RemoveFromRing', 'migrate.finish', { 'planId.$': '$.begin.planId' }, { resultPath: '$.finish' });
+    const finish = stepTask(c, 'RemoveFromRing', 'migrate.finish', { 'planId.$': '$.begin.planId', 'graceSeconds.$': '$.begin.options.graceSeconds' }, { resultPath: '$.finish' });
     const grace = new sfn.Wait(this, 'GracePeriod', { time: sfn.WaitTime.secondsPath('$.begin.options.graceSeconds') });
     const terminate = terminateNodeTask(this, 'TerminateNode', props.fleet, '$.begin.instanceId');
     const done = new sfn.Succeed(this, 'ScaledIn');

@@ -40,7 +40,11 @@ export class ScaleOutDefinition extends Construct {
       { resultPath: '$.plan' },
     );
     const migrate = migrationChain(c, { plan: '$.plan', options: '$.begin.options' });
-    const finish = stepTask(c, 'NodeNormal', 'migrate.finish', { 'planId.$': '$.plan.planId', 'forNode.$': '$.begin.forNode' }, { resultPath: '$.finish' });
+    const finish = stepTask(c, 'NodeNormal', 'migrate.finish', {
+      'planId.$': '$.plan.planId',
+      'forNode.$': '$.begin.forNode',
+      'graceSeconds.$': '$.begin.options.graceSeconds',
+    }, { resultPath: '$.finish' });
     const grace = new sfn.Wait(this, 'GracePeriod', { time: sfn.WaitTime.secondsPath('$.begin.options.graceSeconds') });
     const cleanup = stepTask(c, 'CleanUpSources', 'migrate.cleanup', { 'planId.$': '$.plan.planId' }, { resultPath: '$.cleanup' });
 

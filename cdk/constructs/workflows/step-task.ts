@@ -6,8 +6,8 @@ import type { Construct } from 'constructs';
 import { ValidationError } from '../../../core/errors.js';
 import { RingDocumentError } from '../../../core/ring/document.js';
 import { RingPreconditionError } from '../../../core/ring/store.js';
-import { NodeLaunchTimeoutError, NoNodeToRemoveError, ScaleOutInFlightError } from '../../../core/workflows/scale-steps.js';
-import type { StepName } from '../../../core/workflows/steps.js';
+import { NodeLaunchTimeoutError, NoNodeToRemoveError, ScaleOutInFlightError } from '../../../core/workflows/steps/scale-steps.js';
+import type { StepName } from '../../../core/workflows/steps/registry.js';
 import type { WorkflowName } from '../../../core/workflows/progress.js';
 
 /** What every workflow's states share: the step Lambda and the workflow's name (for progress records). */

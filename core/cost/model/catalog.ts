@@ -1,8 +1,8 @@
-import { ValidationError } from '../errors.js';
-import { priceCatalogSchema, type PriceCatalog, type RegionPrices } from './catalog-schema.js';
+import { ValidationError } from '../../errors.js';
+import { priceCatalogSchema, type PriceCatalog, type RegionPrices } from './catalogs/schema.js';
 import { aws202611Catalog } from './catalogs/aws-2026-11.js';
 import { paper2010Catalog } from './catalogs/paper-2010.js';
-import { issueLines } from '../util/zod-issues.js';
+import { issueLines } from '../../util/zod-issues.js';
 
 /** A catalog whose data does not match the schema: a defect in the data file, found at module load. */
 export class PriceCatalogError extends Error {

@@ -1,5 +1,5 @@
 import { catalogSummaries, type CatalogSummary } from './catalog.js';
-import type { CostBreakdown } from './model.js';
+import type { CostBreakdown } from './formulas.js';
 import { computePaperRow, findDiscrepancy, cellKey, PAPER_DISCREPANCIES, PAPER_KEYS, PAPER_ROWS, PAPER_REQUESTS, type PaperQuantity, type PaperRow, type PaperRowResult } from './paper-2010.js';
 import type { RecommendationReport } from './recommender.js';
 import { formatNumber, formatSize, formatUsd } from './units.js';

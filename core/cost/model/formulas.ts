@@ -1,4 +1,4 @@
-import type { RequestPrice } from './catalog-schema.js';
+import type { RequestPrice } from './catalogs/schema.js';
 
 /**
  * The cost formulas of paper 001 (§III-C), one function each, in the paper's names. Everything is per month

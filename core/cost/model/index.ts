@@ -1,7 +1,7 @@
 /** Cost model of cache placements (paper 001, generalised to Strata's tiers): catalogs, formulas, calculator, recommender. */
-export * from './catalog-schema.js';
+export * from './catalogs/schema.js';
 export * from './catalog.js';
-export * from './model.js';
+export * from './formulas.js';
 export * from './placements.js';
 export * from './performance.js';
 export * from './calculator.js';

@@ -1,8 +1,8 @@
-import { COST_TIERS, OTHER, type CostTier } from '../metrics/catalog.js';
+import { COST_TIERS, OTHER, type CostTier } from '../../metrics/catalog.js';
 import type { PriceBook } from './catalog.js';
-import { addBreakdowns, allocationCost, breakdown, requestCost, storageCost, type CostBreakdown } from './model.js';
+import { addBreakdowns, allocationCost, breakdown, requestCost, storageCost, type CostBreakdown } from './formulas.js';
 import type { LiveUsage, NamespaceUsage } from './usage.js';
-import { grantSpecificity } from '../api/tenant-access.js';
+import { grantSpecificity } from '../../model/tenancy.js';
 
 /**
  * Live cost: one window of actual usage ({@link LiveUsage}) priced with the catalog and the cost model's formulas,

@@ -1,6 +1,6 @@
 import { priceBook, type PriceBook } from './catalog.js';
 import { costPlacement, type PlacementCost } from './calculator.js';
-import { costPerSpeedup } from './model.js';
+import { costPerSpeedup } from './formulas.js';
 import { PAPER_DISCREPANCIES, type PaperDiscrepancy } from './paper-2010-discrepancies.js';
 import { instancePlacement, s3Placement, type Placement } from './placements.js';
 

@@ -1,10 +1,10 @@
 /**
  * A placement question as text, the way both front ends of the recommender receive it: `strata cost`'s flags
- * (core/cost/cli.ts, `--value-size 1MB`) and the API's query parameters
+ * (core/composition/cost-cli.ts, `--value-size 1MB`) and the API's query parameters
  * (core/api/cost-operations.ts, `?valueSize=1MB`). One parser and one validation serve both, so the
  * command line and `GET /v1/cost/placements` accept the same values and rank the same way.
  */
-import { StrataError } from '../errors.js';
+import { StrataError } from '../../errors.js';
 import { DEFAULT_CATALOG_ID, DEFAULT_REGION } from './catalog.js';
 import { recommend, workloadSchema, type RankBy, type Recommendation, type RecommendationReport, type Workload, type WorkloadInput } from './recommender.js';
 import { parseCount, parseDurationMs, parseSize } from './units.js';

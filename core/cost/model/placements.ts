@@ -1,5 +1,5 @@
 import type { PriceBook } from './catalog.js';
-import { s3StorageClasses, type S3StorageClass } from './catalog-schema.js';
+import { s3StorageClasses, type S3StorageClass } from './catalogs/schema.js';
 
 /**
  * Where a cache keeps its data. The paper's seven placements (S3; m1.small / m1.xlarge × memory, instance

@@ -1,8 +1,8 @@
 import * as z from 'zod';
-import { ValidationError } from '../errors.js';
+import { ValidationError } from '../../errors.js';
 import { DEFAULT_CATALOG_ID, DEFAULT_REGION, priceBook, type PriceBook } from './catalog.js';
 import { costPlacement, type CostOptions } from './calculator.js';
-import { costPerSpeedup, estimateSpeedup, expectedDistinctKeys, type CostBreakdown } from './model.js';
+import { costPerSpeedup, estimateSpeedup, expectedDistinctKeys, type CostBreakdown } from './formulas.js';
 import { candidatePlacements, type Placement } from './placements.js';
 
 /** A caching workload as a user describes it. */

@@ -1,6 +1,6 @@
-import type { RingDocument, RingNode } from '../ring/document.js';
-import { classifyNodeReport, nodeReportKey } from '../ring/node-report-reader.js';
-import { RingStore, type CasStore } from '../ring/store.js';
+import type { RingDocument, RingNode } from '../../ring/document.js';
+import { classifyNodeReport, nodeReportKey } from '../../ring/node-report-reader.js';
+import { RingStore, type CasStore } from '../../ring/store.js';
 
 /**
  * The warm tier as Strata/Fleet reports it: the nodes of the ring document, each node's fill from the statistics

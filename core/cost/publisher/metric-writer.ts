@@ -1,6 +1,6 @@
 import { PutMetricDataCommand, type CloudWatchClient, type MetricDatum, type StandardUnit } from '@aws-sdk/client-cloudwatch';
-import { ValidationError } from '../errors.js';
-import type { MetricDef } from '../metrics/catalog.js';
+import { ValidationError } from '../../errors.js';
+import type { MetricDef } from '../../metrics/catalog.js';
 
 /**
  * Publishing metrics of the catalog (core/metrics/catalog.ts) with PutMetricData. A {@link MetricPoint}

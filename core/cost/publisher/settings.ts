@@ -1,8 +1,8 @@
 import * as z from 'zod';
-import { ValidationError } from '../errors.js';
-import { COST_TIERS } from '../metrics/catalog.js';
-import { DEFAULT_CATALOG_ID } from './catalog.js';
-import { issueLines } from '../util/zod-issues.js';
+import { ValidationError } from '../../errors.js';
+import { COST_TIERS } from '../../metrics/catalog.js';
+import { DEFAULT_CATALOG_ID } from '../model/catalog.js';
+import { issueLines } from '../../util/zod-issues.js';
 
 /**
  * What the cost publisher measures and how, as one JSON document (the Lambda's `STRATA_COST_SETTINGS`, written by

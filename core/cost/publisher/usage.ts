@@ -1,4 +1,5 @@
-import { METRIC_NAMESPACES, METRICS, OTHER, type CostTier, type Operation, type ServedTier } from '../metrics/catalog.js';
+import { METRIC_NAMESPACES, METRICS, OTHER, type Operation, type ServedTier } from '../../metrics/catalog.js';
+import type { ColdUsage, CostedFunction, FleetInstance, FleetVolume, LiveUsage, TimeWindow } from '../model/usage.js';
 
 /**
  * What Strata actually used over a time window, read from AWS through small reader interfaces (implemented over
@@ -15,28 +16,6 @@ import { METRIC_NAMESPACES, METRICS, OTHER, type CostTier, type Operation, type 
  * Strata's own metrics are read with their most specific dimension set (per namespace) and summed here, so a
  * total never depends on how a backend matches partial dimension sets.
  */
-
-/** A half-open time range [start, end). */
-export interface TimeWindow {
-  readonly start: Date;
-  readonly end: Date;
-}
-
-export interface FleetInstance {
-  readonly id: string;
-  readonly type: string;
-  /** EC2 state name: only `running` instances are billed. */
-  readonly state: string;
-}
-
-export interface FleetVolume {
-  readonly id: string;
-  /** `gp3`, `gp2`, ...: only gp3 is in the catalog. */
-  readonly type: string;
-  readonly sizeGiB: number;
-  readonly iops: number;
-  readonly throughputMiBps: number;
-}
 
 /** The warm tier's EC2 resources (instances and every volume of them, attached or not). */
 export interface FleetReader {
@@ -78,13 +57,6 @@ export interface MetricSource {
   query(queries: readonly MetricQuery[], range: TimeWindow): Promise<ReadonlyMap<string, readonly MetricValue[]>>;
 }
 
-/** A Lambda function whose invocations are billed to a tier. */
-export interface CostedFunction {
-  readonly name: string;
-  readonly memoryMb: number;
-  readonly tier: CostTier;
-}
-
 /** What to read: names of the environment's resources. */
 export interface UsageTargets {
   /** Value of the `Environment` dimension of Strata's metrics. */
@@ -98,47 +70,6 @@ export interface UsageTargets {
   /** API Gateway REST API name (dimension `ApiName`); absent: no API. */
   readonly apiName?: string;
   readonly functions: readonly CostedFunction[];
-}
-
-export interface NamespaceUsage {
-  readonly namespace: string;
-  /** Lookups answered (hits in any tier, origin loads) or missed. */
-  readonly requests: number;
-  /** Value bytes written and read. */
-  readonly bytes: number;
-}
-
-export interface ColdUsage {
-  readonly bytes: number;
-  readonly objects: number;
-  readonly storageSource: 'cloudwatch' | 'listing';
-  /** The listing hit its limit; bytes and objects are lower bounds. */
-  readonly truncated: boolean;
-  readonly getRequests: number;
-  readonly putRequests: number;
-  readonly requestSource: 'cloudwatch' | 'estimate';
-}
-
-export interface FunctionUsage extends CostedFunction {
-  readonly invocations: number;
-  /** Billed compute: duration × memory, in GB-seconds. */
-  readonly gbSeconds: number;
-}
-
-/** Usage over one window (normally the last hour): the input of {@link priceLiveUsage}. */
-export interface LiveUsage {
-  readonly window: TimeWindow;
-  readonly fleet: { readonly instances: readonly FleetInstance[]; readonly volumes: readonly FleetVolume[] };
-  readonly hot?: { readonly bytesUsed: number; readonly ecpus: number };
-  readonly cold?: ColdUsage;
-  readonly apiRequests: number;
-  readonly functions: readonly FunctionUsage[];
-  /**
-   * Lookups answered in the window: the `Hits` metric over every tier, origin loads included, as the Performance
-   * dashboard's hit ratio counts them (a lookup that found nothing anywhere is a miss).
-   */
-  readonly hits: number;
-  readonly namespaces: readonly NamespaceUsage[];
 }
 
 export interface UsageSources {

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { StateMachine, type RunOptions } from 'aws-local-stepfunctions';
-import { ValidationError } from '../errors.js';
-import type { WorkflowName } from './progress.js';
-import { runStep, type StepHandlers } from './steps.js';
+import { ValidationError } from '../../errors.js';
+import type { WorkflowName } from '../progress.js';
+import { runStep, type StepHandlers } from '../steps/registry.js';
 
 /** An Amazon States Language document (as synthesized from the CDK constructs). */
 export type AslDefinition = { StartAt: string; States: Record<string, unknown>; [k: string]: unknown };
@@ -13,7 +13,7 @@ export type SdkIntegration = (service: string, action: string, input: Record<str
 export interface LocalWorkflowRunnerOptions {
   /** The synthesized definitions (cdk/lib/workflow-definitions.ts). */
   definitions: Record<WorkflowName, AslDefinition>;
-  /** What the step Lambda runs (core/workflows/step-handlers.ts). */
+  /** What the step Lambda runs (core/workflows/steps/handlers.ts). */
   steps: StepHandlers;
   /** Stand-in for the Step Functions SDK integrations (EC2 launch/terminate: the local fleet, or LocalStack). */
   sdk: SdkIntegration;

@@ -1,14 +1,14 @@
-import type { MetricKey } from '../metrics/catalog.js';
-import type { CasStore } from '../ring/store.js';
-import type { FleetProvider } from '../warm/fleet.js';
-import { NodeClient } from '../warm/node-client.js';
-import { LocalWorkflowRunner, type AslDefinition, type SdkIntegration } from './local-runner.js';
-import type { WorkflowName } from './progress.js';
-import { LOCAL_FLEET_SUBNETS, type FleetSubnet } from './placement.js';
+import type { MetricKey } from '../../metrics/catalog.js';
+import type { CasStore } from '../../ring/store.js';
+import type { FleetProvider } from '../../nodes/fleet.js';
+import { NodeClient } from '../../nodes/node-client.js';
+import { LocalWorkflowRunner, type AslDefinition, type SdkIntegration } from './asl-runner.js';
+import type { WorkflowName } from '../progress.js';
+import { LOCAL_FLEET_SUBNETS, type FleetSubnet } from '../steps/fleet-placement.js';
 import { localFleetIntegration } from './sdk-integrations.js';
-import { LocalWorkflowService } from './service.js';
-import { stepHandlers, workflowDeps, type WorkflowDeps } from './step-handlers.js';
-import type { StepHandlers } from './steps.js';
+import { LocalWorkflowService } from './workflow-service.js';
+import { stepHandlers, workflowDeps, type WorkflowDeps } from '../steps/handlers.js';
+import type { StepHandlers } from '../steps/registry.js';
 
 export interface LocalWorkflowsOptions {
   /** The synthesized state machines: `synthesizeWorkflowDefinitions()` of cdk/lib/workflow-definitions.ts. */

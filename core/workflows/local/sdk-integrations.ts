@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { FleetProvider } from '../warm/fleet.js';
-import type { SdkIntegration } from './local-runner.js';
+import type { FleetProvider } from '../../nodes/fleet.js';
+import type { SdkIntegration } from './asl-runner.js';
 
 /**
  * Stand-ins for the Step Functions SDK integrations the workflows use, for local runs:

@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import type { Tier } from '../tiers/tier.js';
-import { ConfigError } from '../runtime/config.js';
+import type { Tier } from '../../tiers/tier.js';
+import { ConfigError } from '../../errors.js';
 import { evictBatch, planEviction, type EvictBatchInput, type EvictBatchResult, type EvictReportLine, type PlannedNode } from './evict.js';
 import { appendWithinBudget } from './report-budget.js';
 import type { ScaleDeps } from './scale-steps.js';

@@ -1,18 +1,18 @@
 import * as z from 'zod';
-import { parseWith } from '../api/validation.js';
-import { NotFoundError, TierUnavailableError } from '../errors.js';
-import type { Entry } from '../model/entry.js';
-import { isLive } from '../model/entry.js';
-import { parseRingDocument, type RingDocument } from '../ring/document.js';
-import { RingRouter, RingView } from '../ring/view.js';
-import type { Tier } from '../tiers/tier.js';
-import { mapLimit } from '../util/concurrency.js';
-import { NodeClient, StaleRouteError } from '../warm/node-client.js';
+import { parseWith } from '../../model/schemas.js';
+import { NotFoundError, TierUnavailableError } from '../../errors.js';
+import type { Entry } from '../../model/entry.js';
+import { isLive } from '../../model/entry.js';
+import { parseRingDocument, type RingDocument } from '../../ring/document.js';
+import { RingRouter, RingView } from '../../ring/view.js';
+import type { Tier } from '../../tiers/tier.js';
+import { mapLimit } from '../../util/concurrency.js';
+import { NodeClient, StaleRouteError } from '../../nodes/node-client.js';
 import { TokenBucket } from './token-bucket.js';
 import { checksumMatches, copyVerified } from './verified-copy.js';
 
 /**
- * Eviction from the warm tier to S3 (issue 6, item 4), as two bounded JSON-in/JSON-out steps for the EvictToS3
+ * Eviction from the warm tier to S3, as two bounded JSON-in/JSON-out steps for the EvictToS3
  * state machine:
  *
  *   planEviction  which nodes to evict from and how many bytes: nodes above their watermark (schedule, fill

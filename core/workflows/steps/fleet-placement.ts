@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
-import type { RingNode } from '../ring/document.js';
+import type { RingNode } from '../../ring/document.js';
 
 /**
  * Where the warm tier's nodes go: which subnet (and so which Availability Zone) a scale-out launches into, which

@@ -1,10 +1,10 @@
-import { RingStore, type CasStore } from '../ring/store.js';
-import { Migrator } from '../warm/migration.js';
-import type { NodeClient } from '../warm/node-client.js';
+import { RingStore, type CasStore } from '../../ring/store.js';
+import { Migrator } from '../../nodes/migration.js';
+import type { NodeClient } from '../../nodes/node-client.js';
 import { dataSteps, type DataStepDeps } from './data-steps.js';
-import { ProgressStore, ScaleLocks } from './progress.js';
+import { ProgressStore, ScaleLocks } from '../progress.js';
 import { scaleSteps, type ScaleDeps } from './scale-steps.js';
-import type { StepHandlers } from './steps.js';
+import type { StepHandlers } from './registry.js';
 
 /** What the step Lambda (or a local run) gives the steps. */
 export type WorkflowDeps = ScaleDeps & DataStepDeps;

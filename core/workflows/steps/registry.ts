@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { ValidationError } from '../errors.js';
+import { ValidationError } from '../../errors.js';
 
 /**
  * Every step the state machines call, by name. One step Lambda (lambdas/workflows/steps.ts) serves them all:

@@ -1,16 +1,17 @@
 import * as z from 'zod';
-import { StrataError, ValidationError } from '../errors.js';
-import { rangesOfNode, removeNode } from '../ring/document.js';
-import type { RingStore } from '../ring/store.js';
-import type { Migrator } from '../warm/migration.js';
-import type { NodeClient } from '../warm/node-client.js';
-import type { MetricKey } from '../metrics/catalog.js';
-import { chooseLaunchSubnet, launchClientToken, leastLoaded, scaleInCandidates, type FleetSubnet } from './placement.js';
-import type { ProgressStore, ScaleLocks, WorkflowName } from './progress.js';
+import { StrataError, ValidationError } from '../../errors.js';
+import { rangesOfNode, removeNode } from '../../ring/document.js';
+import type { RingStore } from '../../ring/store.js';
+import type { Migrator } from '../../nodes/migration.js';
+import type { NodeClient } from '../../nodes/node-client.js';
+import type { MetricKey } from '../../metrics/catalog.js';
+import { chooseLaunchSubnet, launchClientToken, leastLoaded, scaleInCandidates, type FleetSubnet } from './fleet-placement.js';
+import type { ProgressStore, ScaleLocks, WorkflowName } from '../progress.js';
+import { GRACE_FACTS } from '../../../sdk/src/contract.js';
 
 /**
  * The scale-out and scale-in steps the state machines call (through the step Lambda, lambdas/workflows/steps.ts).
- * Each is one bounded, idempotent call over the migration primitives of core/warm/migration.ts: a step
+ * Each is one bounded, idempotent call over the migration primitives of core/nodes/migration.ts: a step
  * that Step Functions retries, or that runs again after a crash, continues from the persisted session state.
  */
 export interface ScaleDeps {
@@ -114,7 +115,14 @@ export const publishStepInput = z.strictObject({
   sessionIds: z.array(z.string().min(1)).min(1),
   graceMs: z.number().int().min(0).default(60_000),
 });
-export const finishStepInput = z.strictObject({ execution, workflow, planId: z.string().min(1), forNode: nodeIdSchema.nullish() });
+export const finishStepInput = z.strictObject({
+  execution,
+  workflow,
+  planId: z.string().min(1),
+  forNode: nodeIdSchema.nullish(),
+  /** The grace period the state machine waits next (its Wait state), so progress can count it down. */
+  graceSeconds: z.number().int().min(0).optional(),
+});
 export const rollbackStepInput = z.strictObject({
   execution,
   workflow,
@@ -291,6 +299,11 @@ export function scaleSteps(d: ScaleDeps) {
       if (i.workflow === 'scale-in') await d.locks.release(plan.node, i.execution);
       await progress(i.execution, i.workflow, (p) => {
         p.phase = i.workflow === 'scale-out' ? `node ${plan.node} is NORMAL` : `node ${plan.node} left the ring`;
+        if (i.graceSeconds !== undefined) {
+          // The wait that follows has no step of its own: say when it ends, or a progress bar sits at 100% through it.
+          p.facts[GRACE_FACTS.until] = new Date(Date.now() + i.graceSeconds * 1000).toISOString();
+          p.facts[GRACE_FACTS.ms] = i.graceSeconds * 1000;
+        }
       });
       return { planId: plan.id, state: plan.state, node: plan.node, nodes: doc.nodes.length, ringVersion: doc.version };
     },

@@ -1,19 +1,19 @@
 import * as z from 'zod';
-import { parseWith, TAG_PATTERN } from '../api/validation.js';
-import { StrataError, TierUnavailableError, ValidationError } from '../errors.js';
-import type { Entry, EntryHeader } from '../model/entry.js';
-import { isLive } from '../model/entry.js';
-import { MAX_KEY_BYTES, NAMESPACE_PATTERN } from '../model/keys.js';
-import type { Confirming, Pinning, Tier } from '../tiers/tier.js';
-import { supportsConfirming, supportsPinning, supportsScan } from '../tiers/tier.js';
-import { copyPendingToHot } from '../coordinator/hot-promotion.js';
-import { DEFAULT_HOT_RESIDENCY_SECONDS } from '../coordinator/policy.js';
-import { mapLimit } from '../util/concurrency.js';
+import { parseWith, TAG_PATTERN } from '../../model/schemas.js';
+import { StrataError, TierUnavailableError, ValidationError } from '../../errors.js';
+import type { Entry, EntryHeader } from '../../model/entry.js';
+import { isLive } from '../../model/entry.js';
+import { MAX_KEY_BYTES, NAMESPACE_PATTERN } from '../../model/keys.js';
+import type { Confirming, Pinning, Tier } from '../../tiers/tier.js';
+import { supportsConfirming, supportsPinning, supportsScan } from '../../tiers/tier.js';
+import { copyPendingToHot } from '../../coordinator/hot-promotion.js';
+import { DEFAULT_HOT_RESIDENCY_SECONDS } from '../../coordinator/policy.js';
+import { mapLimit } from '../../util/concurrency.js';
 import { TokenBucket } from './token-bucket.js';
 import { checksumMatches, copyHeader, copyVerified } from './verified-copy.js';
 
 /**
- * Tier migration (issue 6, item 5): move the keys of a namespace, a key prefix or a tag between tiers, as one
+ * Tier migration: move the keys of a namespace, a key prefix or a tag between tiers, as one
  * bounded, resumable JSON-in/JSON-out step (`tierMigrateBatch`) that the TierMigrate state machine calls until
  * `done`, passing back the returned `cursor` (the source tier's scan cursor).
  *

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Entry, EntryHeader } from '../model/entry.js';
-import { contentHash } from '../model/keys.js';
-import type { Tier } from '../tiers/tier.js';
+import type { Entry, EntryHeader } from '../../model/entry.js';
+import { contentHash } from '../../model/keys.js';
+import type { Tier } from '../../tiers/tier.js';
 
 /**
  * Copying one entry into another tier and proving it arrived, before anyone removes the original (eviction to S3,

@@ -1,7 +1,7 @@
 import * as z from 'zod';
-import { readNodeReport } from '../ring/node-report-reader.js';
-import { CasConflictError, JsonDocStore, type CasStore, type RingStore } from '../ring/store.js';
-import type { ScaleLocks } from './progress.js';
+import { readNodeReport } from '../../ring/node-report-reader.js';
+import { CasConflictError, JsonDocStore, type CasStore, type RingStore } from '../../ring/store.js';
+import type { ScaleLocks } from '../progress.js';
 import { decideScaleOut, type NodeLoad, type ScaleDecision } from './threshold.js';
 
 /**

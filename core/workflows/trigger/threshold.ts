@@ -1,5 +1,5 @@
 import * as z from 'zod';
-import { ValidationError } from '../errors.js';
+import { ValidationError } from '../../errors.js';
 
 /**
  * Paper 000's speculative scale-out trigger. A node that fills past the threshold

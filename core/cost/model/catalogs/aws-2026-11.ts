@@ -1,4 +1,4 @@
-import type { PriceCatalog, RegionPrices } from '../catalog-schema.js';
+import type { PriceCatalog, RegionPrices } from './schema.js';
 
 /**
  * AWS on-demand list prices for the services Strata uses, as of November 2026.

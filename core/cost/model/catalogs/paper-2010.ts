@@ -1,4 +1,4 @@
-import type { PriceCatalog } from '../catalog-schema.js';
+import type { PriceCatalog } from './schema.js';
 
 const TABLE_I = 'Chiu & Agrawal, "Evaluating Caching and Storage Options on the Amazon Web Services Cloud" (paper 001), Table I';
 
