@@ -1,4 +1,4 @@
-import { COST_TIERS } from '../core/metrics/catalog.js';
+import { COST_TIERS } from '../core/metrics/metric-catalog.js';
 import type { DashboardSpec } from './spec.js';
 import { metric } from './spec.js';
 

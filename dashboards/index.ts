@@ -2,8 +2,8 @@
  * Strata's CloudWatch dashboards as data. The Monitoring stack renders {@link DASHBOARDS} as `cloudwatch.Dashboard`s;
  * `npm start` draws the same widgets at `/dashboard` from the local run's metrics. See dashboards/README.md.
  */
-import type { MetricDef, MetricKey, MetricNamespace } from '../core/metrics/catalog.js';
-import { METRICS } from '../core/metrics/catalog.js';
+import type { MetricDef, MetricKey, MetricNamespace } from '../core/metrics/metric-catalog.js';
+import { METRICS } from '../core/metrics/metric-catalog.js';
 import { COST_DASHBOARD } from './cost.js';
 import { FLEET_DASHBOARD } from './fleet.js';
 import { PERFORMANCE_DASHBOARD } from './performance.js';

@@ -1,10 +1,10 @@
 /**
  * The vocabulary of Strata's dashboards as data: a dashboard is a list of widgets, a widget a list of series, a
- * series either a metric of the catalog (core/metrics/catalog.ts) with a statistic, or a metric-math
+ * series either a metric of the catalog (core/metrics/metric-catalog.ts) with a statistic, or a metric-math
  * expression over other series of the same widget. Nothing here knows CloudWatch's or the browser's drawing API:
  * the Monitoring stack turns these specs into `cloudwatch.Dashboard` widgets, the local server draws them as SVG.
  */
-import type { MetricKey } from '../core/metrics/catalog.js';
+import type { MetricKey } from '../core/metrics/metric-catalog.js';
 
 /** Statistics a series may ask for (CloudWatch names; the local dashboard computes the same ones). */
 export const STATS = ['Sum', 'Average', 'Minimum', 'Maximum', 'SampleCount', 'p50', 'p90', 'p99'] as const;

@@ -9,7 +9,7 @@ import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import { PUBLISHED_NAMESPACES } from '../../core/cost/publisher/publish-cost.js';
 import { COST_SETTINGS_ENV, type CostPublisherSettingsInput } from '../../core/cost/publisher/settings.js';
-import type { CostTier } from '../../core/metrics/catalog.js';
+import type { CostTier } from '../../core/metrics/metric-catalog.js';
 import { REPO_ROOT } from '../lib/packaging.js';
 import type { ColdTierBucket } from './cold-tier-bucket.js';
 import { StrataFunction } from './strata-function.js';

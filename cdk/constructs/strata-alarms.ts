@@ -6,7 +6,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import { METRICS, type MetricDef } from '../../core/metrics/catalog.js';
+import { METRICS, type MetricDef } from '../../core/metrics/metric-catalog.js';
 import { check } from './validation.js';
 
 /** Tiers the request recorder reports Hits for (`none` is a miss, counted by Misses). */

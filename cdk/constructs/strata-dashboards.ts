@@ -2,7 +2,7 @@ import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { Construct } from 'constructs';
 import { DASHBOARDS, dashboardProblems, expressionInputs, toMetricMath, type DashboardSpec, type DisplayUnit, type MetricSeries, type Series, type WidgetSpec } from '../../dashboards/index.js';
-import { METRICS } from '../../core/metrics/catalog.js';
+import { METRICS } from '../../core/metrics/metric-catalog.js';
 import { check } from './validation.js';
 
 export interface StrataDashboardsProps {

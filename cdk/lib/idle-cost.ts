@@ -4,7 +4,7 @@
  * change that adds an endpoint, a secret or an alarm changes the figure, and the README's table is checked
  * against it (test/infra/idle-cost.test.ts). Derived from list prices, not measured on an account.
  */
-import { priceBook } from '../../core/cost/model/catalog.js';
+import { priceBook } from '../../core/cost/model/price-catalog.js';
 import { monitoringUsage } from '../../core/cost/publisher/publish-cost.js';
 
 /** Prices the catalog (core/cost/catalogs) does not carry; us-east-1 list prices, 2026-11. */

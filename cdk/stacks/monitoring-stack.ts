@@ -4,7 +4,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
 import { runtimeEnvSchema } from '../../core/composition/runtime-env.js';
-import { OPERATIONS, OTHER } from '../../core/metrics/catalog.js';
+import { OPERATIONS, OTHER } from '../../core/metrics/metric-catalog.js';
 import { alarmDestinationHelp } from '../config/load.js';
 import { CostPublisher } from '../constructs/cost-publisher.js';
 import { StrataAlarms } from '../constructs/strata-alarms.js';

@@ -4,9 +4,9 @@
  * fields are what `npm run cost` prints offline for the same question (core/composition/cost-cli.ts).
  */
 import { ValidationError } from '../errors.js';
-import { catalogSummaries, DEFAULT_CATALOG_ID, DEFAULT_REGION } from '../cost/model/catalog.js';
+import { catalogSummaries, DEFAULT_CATALOG_ID, DEFAULT_REGION } from '../cost/model/price-catalog.js';
 import { renderCatalogs, renderDiscrepancies, renderPaperTables, renderRecommendations } from '../cost/model/format.js';
-import { PAPER_DISCREPANCIES, paperCells } from '../cost/model/paper-2010.js';
+import { PAPER_DISCREPANCIES, paperCells } from '../cost/model/paper-2010-tables.js';
 import { PLACEMENT_PARAMS, recommendPlacements, type PlacementQuery } from '../cost/model/placement-query.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { json } from './http.js';

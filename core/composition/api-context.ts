@@ -17,7 +17,7 @@ import { parseTenantAccess, type TenantAccess } from '../model/tenancy.js';
 import { emfDocument } from '../metrics/emf.js';
 import { metricsSink } from '../metrics/sink.js';
 import { ErrorLogLimiter, formatErrorLogEntry, type ErrorLogEntry, type ErrorLogLimiterOptions } from '../util/error-log-limiter.js';
-import type { MetricKey } from '../metrics/catalog.js';
+import type { MetricKey } from '../metrics/metric-catalog.js';
 
 const MiB = 1024 * 1024;
 

@@ -8,9 +8,9 @@
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { catalogSummaries, DEFAULT_CATALOG_ID, DEFAULT_REGION } from '../cost/model/catalog.js';
+import { catalogSummaries, DEFAULT_CATALOG_ID, DEFAULT_REGION } from '../cost/model/price-catalog.js';
 import { renderCatalogs, renderDiscrepancies, renderPaperTables, renderRecommendations } from '../cost/model/format.js';
-import { PAPER_DISCREPANCIES, paperCells } from '../cost/model/paper-2010.js';
+import { PAPER_DISCREPANCIES, paperCells } from '../cost/model/paper-2010-tables.js';
 import { placementFlag, placementQueryFromFlags, recommendPlacements } from '../cost/model/placement-query.js';
 
 export const COST_USAGE = `usage: strata cost [options]        (in this repository: npm run cost -- [options])

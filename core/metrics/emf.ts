@@ -6,8 +6,8 @@
  * @see https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
  */
 import * as z from 'zod';
-import type { MetricDef, MetricKey, MetricUnit } from './catalog.js';
-import { METRICS } from './catalog.js';
+import type { MetricDef, MetricKey, MetricUnit } from './metric-catalog.js';
+import { METRICS } from './metric-catalog.js';
 
 /** Limits of the EMF specification. */
 export const EMF_LIMITS = {

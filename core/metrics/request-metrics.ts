@@ -3,8 +3,8 @@
  * per request, plus one per serving tier for a batch get that was served by several tiers (EMF gives each document
  * one value per dimension, so hits of two tiers cannot share one).
  */
-import type { MetricKey } from './catalog.js';
-import { boundedName } from './catalog.js';
+import type { MetricKey } from './metric-catalog.js';
+import { boundedName } from './metric-catalog.js';
 import type { EmfDocument } from './emf.js';
 import { emfDocument } from './emf.js';
 import type { HitTier, RequestOutcome } from './request-outcome.js';

@@ -6,7 +6,7 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import type { ErrorCode } from '../errors.js';
 import { isStrataError } from '../errors.js';
-import type { Operation, ServedTier } from './catalog.js';
+import type { Operation, ServedTier } from './metric-catalog.js';
 
 /** Tiers a key can be served from (`none` is a miss, never a hit). */
 export const HIT_TIERS = ['l1', 'hot', 'warm', 'cold', 'origin'] as const satisfies readonly ServedTier[];

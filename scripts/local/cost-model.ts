@@ -17,12 +17,12 @@
  *   workflows   step Lambdas are not priced locally (0).
  */
 import { dev } from '../../cdk/config/dev.js';
-import { priceBook, type PriceBook } from '../../core/cost/model/catalog.js';
+import { priceBook, type PriceBook } from '../../core/cost/model/price-catalog.js';
 import { priceLiveUsage, type TenantNamespaces } from '../../core/cost/model/live-cost.js';
 import { costPer1000Hits, projectMonthlyCost } from '../../core/cost/model/projection.js';
-import { estimateS3Requests, HIT_TIERS } from '../../core/cost/publisher/usage.js';
+import { estimateS3Requests, HIT_TIERS } from '../../core/cost/publisher/usage-reader.js';
 import { type LiveUsage, type NamespaceUsage } from '../../core/cost/model/usage.js';
-import { COST_TIERS, METRICS, type MetricDef } from '../../core/metrics/catalog.js';
+import { COST_TIERS, METRICS, type MetricDef } from '../../core/metrics/metric-catalog.js';
 import type { LocalMetricsStore } from '../../core/metrics/local-store.js';
 
 export interface LocalCostModelOptions {

@@ -4,7 +4,7 @@
  * the publisher's own reader and records it in the local metrics store every resolution step.
  */
 import { readFleetState, type FleetState } from '../../core/cost/publisher/fleet-state.js';
-import { METRICS, type MetricDef } from '../../core/metrics/catalog.js';
+import { METRICS, type MetricDef } from '../../core/metrics/metric-catalog.js';
 import type { LocalMetricsStore } from '../../core/metrics/local-store.js';
 import type { RuntimeEnv } from '../../core/composition/runtime-env.js';
 import { DEFAULT_NODE_STATS_INTERVAL_MS } from '../../core/ring/node-reports.js';

@@ -7,8 +7,8 @@ import { LOCAL_WARM_FOLDER } from '../../core/tiers/storage-key.js';
 import type { Tier } from '../../core/tiers/tier.js';
 import { LocalFleet } from '../../core/nodes/local-fleet.js';
 import { NodeClient } from '../../core/nodes/node-client.js';
-import { localWorkflows, type LocalWorkflows } from '../../core/workflows/local/local-service.js';
-import { METRICS } from '../../core/metrics/catalog.js';
+import { localWorkflows, type LocalWorkflows } from '../../core/workflows/local/local-workflows.js';
+import { METRICS } from '../../core/metrics/metric-catalog.js';
 import type { LocalMetricsStore } from '../../core/metrics/local-store.js';
 
 /**

@@ -11,8 +11,8 @@ import { DASHBOARDS, referencedMetricKeys } from '../../dashboards/index.js';
 import { costPublisherSettingsSchema } from '../../core/cost/publisher/settings.js';
 import { costAndFleetPoints } from '../../core/cost/publisher/publish-cost.js';
 import { priceLiveUsage } from '../../core/cost/model/live-cost.js';
-import { priceBook } from '../../core/cost/model/catalog.js';
-import { METRIC_NAMESPACES, METRICS, type MetricDef } from '../../core/metrics/catalog.js';
+import { priceBook } from '../../core/cost/model/price-catalog.js';
+import { METRIC_NAMESPACES, METRICS, type MetricDef } from '../../core/metrics/metric-catalog.js';
 import { PLACEHOLDER_CACHENODE, cdkJsonContext, synthesized, type SynthesizedEnvironment } from './helpers/synth.js';
 import { alarmProps } from './helpers/alarm-props.js';
 

@@ -5,7 +5,7 @@
  * real local server (scripts/local/server.ts, which calls the admin Lambda handler), and on the client side the
  * SDK and the `strata` CLI as a separate process.
  */
-import { localWorkflows, type LocalWorkflows } from '../../core/workflows/local/local-service.js';
+import { localWorkflows, type LocalWorkflows } from '../../core/workflows/local/local-workflows.js';
 import { StrataClient, type WorkflowExecutionDetail } from '../../sdk/src/index.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';
 import { runStrataCli, type CliRun } from '../helpers/strata-cli.js';

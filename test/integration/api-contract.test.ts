@@ -12,7 +12,7 @@
  */
 import fc from 'fast-check';
 import { Agent, request } from 'undici';
-import { DEFAULT_CATALOG_ID, DEFAULT_REGION } from '../../core/cost/model/catalog.js';
+import { DEFAULT_CATALOG_ID, DEFAULT_REGION } from '../../core/cost/model/price-catalog.js';
 import { StrataClient, VersionConflictError } from '../../sdk/src/index.js';
 import type { ExecutionSummary, WorkflowService } from '../../core/workflows/admin-service.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';

@@ -14,7 +14,7 @@ import { LocalMetricsStore } from '../../core/metrics/local-store.js';
 import { metricsSettings } from '../../core/composition/metrics-settings.js';
 import { loadRuntimeEnv } from '../../core/composition/runtime-env.js';
 import { buildApiContext, type BuiltContext } from '../../core/composition/api-context.js';
-import type { LocalWorkflows } from '../../core/workflows/local/local-service.js';
+import type { LocalWorkflows } from '../../core/workflows/local/local-workflows.js';
 import { startLocalWarm, startLocalWorkflows, type LocalWarm } from '../../scripts/local/local-warm.js';
 import { requestBaseUrl, startLocalServer, type LocalServer } from '../../scripts/local/server.js';
 import { testRedisUrl, testS3Endpoint, uniqueName } from '../helpers/env.js';

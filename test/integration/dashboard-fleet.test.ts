@@ -5,7 +5,7 @@
 import { LocalMetricsStore } from '../../core/metrics/local-store.js';
 import { FileCasStore, RingStore } from '../../core/ring/store.js';
 import { loadRuntimeEnv } from '../../core/composition/runtime-env.js';
-import { priceBook } from '../../core/cost/model/catalog.js';
+import { priceBook } from '../../core/cost/model/price-catalog.js';
 import { dev } from '../../cdk/config/dev.js';
 import { localCostModel } from '../../scripts/local/cost-model.js';
 import { dashboardData, type WidgetView } from '../../scripts/local/dashboard/data.js';

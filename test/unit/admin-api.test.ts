@@ -17,7 +17,7 @@ import { MemoryTier } from '../../core/tiers/memory-tier.js';
 import { LocalWorkflowRunner, type AslDefinition } from '../../core/workflows/local/asl-runner.js';
 import { ProgressStore, type WorkflowName } from '../../core/workflows/progress.js';
 import { type ExecutionDetail, type ExecutionSummary, type WorkflowService } from '../../core/workflows/admin-service.js';
-import { LocalWorkflowService } from '../../core/workflows/local/workflow-service.js';
+import { LocalWorkflowService } from '../../core/workflows/local/local-workflow-service.js';
 import type { StepHandlers } from '../../core/workflows/steps/registry.js';
 
 const STEP_LAMBDA = 'arn:aws:lambda:us-east-1:000000000000:function:strata-test-steps';

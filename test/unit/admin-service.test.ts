@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileCasStore, S3CasStore } from '../../core/ring/store.js';
 import { ConfigError } from '../../core/errors.js';
-import { parseWorkflowArns, progressCasFromEnv, workflowEnvSchema, workflowServiceFromEnv } from '../../core/composition/workflow-service.js';
+import { parseWorkflowArns, progressCasFromEnv, workflowEnvSchema, workflowServiceFromEnv } from '../../core/composition/workflow-service-env.js';
 import { WORKFLOW_NAMES, type WorkflowProgress } from '../../core/workflows/progress.js';
 import { EXECUTION_NAME, SfnWorkflowService, checkExecutionName, newExecutionName, progressView } from '../../core/workflows/admin-service.js';
-import { LocalWorkflowService } from '../../core/workflows/local/workflow-service.js';
+import { LocalWorkflowService } from '../../core/workflows/local/local-workflow-service.js';
 import type { LocalExecution } from '../../core/workflows/local/asl-runner.js';
 
 const ARN = (wf: string) => `arn:aws:states:us-east-1:123456789012:stateMachine:strata-dev-${wf}`;

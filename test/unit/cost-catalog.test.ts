@@ -1,4 +1,4 @@
-import { getCatalog, listCatalogs, parseCatalog, priceBook, PriceCatalogError } from '../../core/cost/model/catalog.js';
+import { getCatalog, listCatalogs, parseCatalog, priceBook, PriceCatalogError } from '../../core/cost/model/price-catalog.js';
 import type { PriceCatalog } from '../../core/cost/model/catalogs/schema.js';
 import { ValidationError } from '../../core/errors.js';
 

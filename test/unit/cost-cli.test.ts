@@ -1,5 +1,5 @@
 import { runCostCli } from '../../core/composition/cost-cli.js';
-import { PAPER_DISCREPANCIES } from '../../core/cost/model/paper-2010.js';
+import { PAPER_DISCREPANCIES } from '../../core/cost/model/paper-2010-tables.js';
 
 function run(...argv: string[]): { code: number; stdout: string; stderr: string } {
   let stdout = '';

@@ -1,11 +1,11 @@
 import fc from 'fast-check';
-import { priceBook } from '../../core/cost/model/catalog.js';
+import { priceBook } from '../../core/cost/model/price-catalog.js';
 import { aws202611Catalog } from '../../core/cost/model/catalogs/aws-2026-11.js';
 import { apportion, priceLiveUsage, type MonitoringUsage } from '../../core/cost/model/live-cost.js';
 import { breakdown } from '../../core/cost/model/formulas.js';
 import { costPer1000Hits, hoursLeftInMonth, projectMonthlyCost } from '../../core/cost/model/projection.js';
 import type { LiveUsage } from '../../core/cost/model/usage.js';
-import { COST_TIERS, OTHER, type CostTier } from '../../core/metrics/catalog.js';
+import { COST_TIERS, OTHER, type CostTier } from '../../core/metrics/metric-catalog.js';
 
 // Prices read straight from the catalog data, so the expectations below are the formulas written out by hand.
 const P = aws202611Catalog.regions['us-east-1']!;

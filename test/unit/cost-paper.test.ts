@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { priceBook } from '../../core/cost/model/catalog.js';
+import { priceBook } from '../../core/cost/model/price-catalog.js';
 import { costPlacement } from '../../core/cost/model/calculator.js';
 import { allocationCost, breakdown, costPerSpeedup, estimateSpeedup, expectedDistinctKeys, requestCost, transferCost } from '../../core/cost/model/formulas.js';
-import { cellKey, computePaperRow, findDiscrepancy, PAPER_DISCREPANCIES, PAPER_ROWS, paperCells, type PaperCell, type PaperRow } from '../../core/cost/model/paper-2010.js';
+import { cellKey, computePaperRow, findDiscrepancy, PAPER_DISCREPANCIES, PAPER_ROWS, paperCells, type PaperCell, type PaperRow } from '../../core/cost/model/paper-2010-tables.js';
 import { instancePlacement, s3Placement } from '../../core/cost/model/placements.js';
 
 const book = priceBook('paper-2010');

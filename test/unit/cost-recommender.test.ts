@@ -1,4 +1,4 @@
-import { priceBook } from '../../core/cost/model/catalog.js';
+import { priceBook } from '../../core/cost/model/price-catalog.js';
 import { costPlacement } from '../../core/cost/model/calculator.js';
 import { expectedDistinctKeys } from '../../core/cost/model/formulas.js';
 import { candidatePlacements, elasticacheServerlessPlacement, instancePlacement, s3Placement } from '../../core/cost/model/placements.js';

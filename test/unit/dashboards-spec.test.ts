@@ -20,7 +20,7 @@ import {
   sub,
   toMetricMath,
 } from '../../dashboards/index.js';
-import { METRICS, METRIC_NAMESPACES, SERVED_TIERS, type MetricKey } from '../../core/metrics/catalog.js';
+import { METRICS, METRIC_NAMESPACES, SERVED_TIERS, type MetricKey } from '../../core/metrics/metric-catalog.js';
 import { backgroundErrorLog, coordinatorEventLog } from '../../core/composition/api-context.js';
 import { mixedTraffic, startTraffic } from './metrics-traffic.js';
 

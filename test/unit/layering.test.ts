@@ -10,14 +10,14 @@ describe('layering rule', () => {
   it.each([
     ['core/model/keys.ts', 'core/api/routes.ts', /core\/model is below core\/api/],
     ['core/metrics/sink.ts', 'core/composition/metrics-settings.ts', /core\/metrics is below core\/composition/],
-    ['core/cost/model/live-cost.ts', 'core/cost/publisher/usage.ts', /below core\/cost\/publisher/],
+    ['core/cost/model/live-cost.ts', 'core/cost/publisher/usage-reader.ts', /below core\/cost\/publisher/],
     ['core/workflows/admin-service.ts', 'core/workflows/local/asl-runner.ts', /below core\/workflows\/local/],
     ['core/api/openapi.ts', 'core/composition/api-context.ts', /below core\/composition/],
     ['core/tiers/s3-tier.ts', 'lambdas/api/keys.ts', /does not import entry points/],
     ['core/errors.ts', 'sdk/src/errors.ts', /only sdk\/src\/contract\.ts/],
     ['sdk/src/client.ts', 'core/errors.ts', /published package/],
     ['cachenode/src/store.ts', 'core/tiers/tier.ts', /cachenode\/ may import core\/ only up to/],
-    ['dashboards/cost.ts', 'core/cost/model/catalog.ts', /dashboards\/ may import core\/ only up to/],
+    ['dashboards/cost.ts', 'core/cost/model/price-catalog.ts', /dashboards\/ may import core\/ only up to/],
     ['core/newfolder/x.ts', 'core/model/keys.ts', /in no layer/],
   ])('refuses %s importing %s', (from, to, why) => {
     expect(layeringViolation(from, to)).toMatch(why);
@@ -26,8 +26,8 @@ describe('layering rule', () => {
   it.each([
     ['core/api/routes.ts', 'core/coordinator/coordinator.ts'],
     ['core/composition/api-handler.ts', 'core/api/routes.ts'],
-    ['core/cost/publisher/publish-cost.ts', 'core/cost/model/catalog.ts'],
-    ['core/workflows/local/local-service.ts', 'core/workflows/steps/handlers.ts'],
+    ['core/cost/publisher/publish-cost.ts', 'core/cost/model/price-catalog.ts'],
+    ['core/workflows/local/local-workflows.ts', 'core/workflows/steps/handlers.ts'],
     ['core/errors.ts', 'sdk/src/contract.ts'],
     ['cachenode/src/store.ts', 'core/nodes/wire.ts'],
     ['lambdas/api/keys.ts', 'core/composition/api-handler.ts'],

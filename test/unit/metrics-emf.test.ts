@@ -1,4 +1,4 @@
-import { METRICS } from '../../core/metrics/catalog.js';
+import { METRICS } from '../../core/metrics/metric-catalog.js';
 import type { EmfDocument } from '../../core/metrics/emf.js';
 import { EMF_LIMITS, emfDocument, emfDocumentSchema, serializeEmf } from '../../core/metrics/emf.js';
 import { stdoutSink, teeSink } from '../../core/metrics/sink.js';

@@ -3,7 +3,7 @@ import type { Context } from 'aws-lambda';
 import type { ApiEvent, ApiResult } from '../../core/api/http.js';
 import { requestMetrics } from '../../core/api/middleware.js';
 import { API_ROUTES } from '../../core/api/routes.js';
-import { OPERATIONS } from '../../core/metrics/catalog.js';
+import { OPERATIONS } from '../../core/metrics/metric-catalog.js';
 import type { EmfDocument } from '../../core/metrics/emf.js';
 import { emfDocument, emfDocumentSchema } from '../../core/metrics/emf.js';
 import { metricsSettings } from '../../core/composition/metrics-settings.js';

@@ -6,7 +6,7 @@
 import { initialRing } from '../../core/ring/document.js';
 import { InMemoryCasStore, type CasStore, type RingStore } from '../../core/ring/store.js';
 import type { LocalExecution, LocalWorkflowRunner, SdkIntegration } from '../../core/workflows/local/asl-runner.js';
-import { localWorkflows } from '../../core/workflows/local/local-service.js';
+import { localWorkflows } from '../../core/workflows/local/local-workflows.js';
 import type { ProgressStore } from '../../core/workflows/progress.js';
 import type { StepHandlers } from '../../core/workflows/steps/registry.js';
 import type { WorkflowDeps } from '../../core/workflows/steps/handlers.js';

@@ -1,5 +1,5 @@
 import { ValidationError } from '../../errors.js';
-import type { PriceBook } from './catalog.js';
+import type { PriceBook } from './price-catalog.js';
 import { allocationCost, addBreakdowns, breakdown, requestCost, storageCost, transferCost, type CostBreakdown } from './formulas.js';
 import { DEFAULT_LATENCY, LATENCY_2010, gbpsToMBps, transferTimeSec, type LatencyModel } from './performance.js';
 import type { Placement } from './placements.js';

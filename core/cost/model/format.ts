@@ -1,6 +1,6 @@
-import { catalogSummaries, type CatalogSummary } from './catalog.js';
+import { catalogSummaries, type CatalogSummary } from './price-catalog.js';
 import type { CostBreakdown } from './formulas.js';
-import { computePaperRow, findDiscrepancy, cellKey, PAPER_DISCREPANCIES, PAPER_KEYS, PAPER_ROWS, PAPER_REQUESTS, type PaperQuantity, type PaperRow, type PaperRowResult } from './paper-2010.js';
+import { computePaperRow, findDiscrepancy, cellKey, PAPER_DISCREPANCIES, PAPER_KEYS, PAPER_ROWS, PAPER_REQUESTS, type PaperQuantity, type PaperRow, type PaperRowResult } from './paper-2010-tables.js';
 import type { RecommendationReport } from './recommender.js';
 import { formatNumber, formatSize, formatUsd } from './units.js';
 

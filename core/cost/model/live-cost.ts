@@ -1,5 +1,5 @@
-import { COST_TIERS, OTHER, type CostTier } from '../../metrics/catalog.js';
-import type { PriceBook } from './catalog.js';
+import { COST_TIERS, OTHER, type CostTier } from '../../metrics/metric-catalog.js';
+import type { PriceBook } from './price-catalog.js';
 import { addBreakdowns, allocationCost, breakdown, requestCost, storageCost, type CostBreakdown } from './formulas.js';
 import type { LiveUsage, NamespaceUsage } from './usage.js';
 import { grantSpecificity } from '../../model/tenancy.js';

@@ -1,4 +1,4 @@
-import type { PaperQuantity } from './paper-2010.js';
+import type { PaperQuantity } from './paper-2010-tables.js';
 
 /**
  * Cells of paper 001's Tables III and IV that its own formulas and Table I prices do not give, even allowing

@@ -5,7 +5,7 @@
  * command line and `GET /v1/cost/placements` accept the same values and rank the same way.
  */
 import { StrataError } from '../../errors.js';
-import { DEFAULT_CATALOG_ID, DEFAULT_REGION } from './catalog.js';
+import { DEFAULT_CATALOG_ID, DEFAULT_REGION } from './price-catalog.js';
 import { recommend, workloadSchema, type RankBy, type Recommendation, type RecommendationReport, type Workload, type WorkloadInput } from './recommender.js';
 import { parseCount, parseDurationMs, parseSize } from './units.js';
 

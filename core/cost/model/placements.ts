@@ -1,4 +1,4 @@
-import type { PriceBook } from './catalog.js';
+import type { PriceBook } from './price-catalog.js';
 import { s3StorageClasses, type S3StorageClass } from './catalogs/schema.js';
 
 /**

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { ValidationError } from '../../errors.js';
-import { DEFAULT_CATALOG_ID, DEFAULT_REGION, priceBook, type PriceBook } from './catalog.js';
+import { DEFAULT_CATALOG_ID, DEFAULT_REGION, priceBook, type PriceBook } from './price-catalog.js';
 import { costPlacement, type CostOptions } from './calculator.js';
 import { costPerSpeedup, estimateSpeedup, expectedDistinctKeys, type CostBreakdown } from './formulas.js';
 import { candidatePlacements, type Placement } from './placements.js';

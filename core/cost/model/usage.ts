@@ -1,4 +1,4 @@
-import type { CostTier } from '../../metrics/catalog.js';
+import type { CostTier } from '../../metrics/metric-catalog.js';
 
 /**
  * What Strata used over a time window: the input the cost model prices (live-cost.ts). Plain data; how it is

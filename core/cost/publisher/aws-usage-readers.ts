@@ -1,7 +1,7 @@
 import { GetMetricDataCommand, type CloudWatchClient, type MetricDataQuery } from '@aws-sdk/client-cloudwatch';
 import { paginateDescribeInstances, paginateDescribeVolumes, type EC2Client, type Filter } from '@aws-sdk/client-ec2';
 import { paginateListObjectsV2, type S3Client } from '@aws-sdk/client-s3';
-import type { FleetReader, MetricQuery, MetricSource, MetricValue, ObjectListing, ObjectStoreReader } from './usage.js';
+import type { FleetReader, MetricQuery, MetricSource, MetricValue, ObjectListing, ObjectStoreReader } from './usage-reader.js';
 import type { FleetInstance, FleetVolume, TimeWindow } from '../model/usage.js';
 
 /** The usage readers of usage.ts over the AWS SDK (EC2, S3, CloudWatch). */

@@ -1,9 +1,9 @@
 import { PutMetricDataCommand, type CloudWatchClient, type MetricDatum, type StandardUnit } from '@aws-sdk/client-cloudwatch';
 import { ValidationError } from '../../errors.js';
-import type { MetricDef } from '../../metrics/catalog.js';
+import type { MetricDef } from '../../metrics/metric-catalog.js';
 
 /**
- * Publishing metrics of the catalog (core/metrics/catalog.ts) with PutMetricData. A {@link MetricPoint}
+ * Publishing metrics of the catalog (core/metrics/metric-catalog.ts) with PutMetricData. A {@link MetricPoint}
  * can only be built from a catalog entry and one of the dimension sets the catalog declares for it, so the
  * publisher cannot emit a name, unit or dimension set that dashboards and alarms do not know about.
  */

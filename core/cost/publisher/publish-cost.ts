@@ -1,18 +1,18 @@
 import { ValidationError } from '../../errors.js';
-import { COST_TIERS, METRIC_NAMESPACES, METRICS, type CostTier } from '../../metrics/catalog.js';
-import { priceBook } from '../model/catalog.js';
+import { COST_TIERS, METRIC_NAMESPACES, METRICS, type CostTier } from '../../metrics/metric-catalog.js';
+import { priceBook } from '../model/price-catalog.js';
 import type { CostPublisherSettings } from './settings.js';
 import { readFleetState, type FleetState, type FleetStateSource } from './fleet-state.js';
 import { priceLiveUsage, type LiveCost, type MonitoringUsage, type UnpricedItem } from '../model/live-cost.js';
 import { MAX_DATA_PER_CALL, metricPoint, publishPoints, type MetricPoint, type MetricSink, type PublishResult } from './metric-writer.js';
 import { completedHoursOfMonth, costPer1000Hits, projectMonthlyCost, type MonthlyProjection } from '../model/projection.js';
-import { collectUsage, usageQueryCount, type UsageSources, type UsageTargets } from './usage.js';
+import { collectUsage, usageQueryCount, type UsageSources, type UsageTargets } from './usage-reader.js';
 import { type CostedFunction, type LiveUsage } from '../model/usage.js';
 
 /**
  * The scheduled cost publisher (lambdas/ops/cost-publisher.ts is its handler): reads the last window of usage and
  * the fleet's state, prices the usage, projects the month, and publishes everything in Strata/Cost and
- * Strata/Fleet (core/metrics/catalog.ts), all stamped with the run's time.
+ * Strata/Fleet (core/metrics/metric-catalog.ts), all stamped with the run's time.
  */
 
 export interface CostPublisherDeps extends UsageSources {

@@ -1,7 +1,7 @@
 import * as z from 'zod';
 import { ValidationError } from '../../errors.js';
-import { COST_TIERS } from '../../metrics/catalog.js';
-import { DEFAULT_CATALOG_ID } from '../model/catalog.js';
+import { COST_TIERS } from '../../metrics/metric-catalog.js';
+import { DEFAULT_CATALOG_ID } from '../model/price-catalog.js';
 import { issueLines } from '../../util/zod-issues.js';
 
 /**

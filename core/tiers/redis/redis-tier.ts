@@ -10,7 +10,7 @@ import { decodeKey, encodeKey, keyShard, validateNamespace } from '../../model/k
 import { blobHeader, encodeEntryBlob, HEAD_READ_BYTES, headerEnd, isWrongType, readEntry, versionDigits } from './blob.js';
 import { createRedisClient, type RedisCredentialSource, type RedisTierOptions } from './client.js';
 import { BUFFER_REPLY, FramedCommand, STRING_REPLY, TickCorker } from './ioredis-internals.js';
-import { ALL_SHARDS, dirtySetKey, groupByShard, parseDirtyMember, redisEntryKey, redisEntryKeys } from './keys.js';
+import { ALL_SHARDS, dirtySetKey, groupByShard, parseDirtyMember, redisEntryKey, redisEntryKeys } from './key-layout.js';
 import { evalFrame, putCommand } from './resp-frames.js';
 import {
   CONFIRM,
@@ -54,7 +54,7 @@ export {
   redisEntryKey,
   redisEntryKeys,
   type RedisEntryKeys,
-} from './keys.js';
+} from './key-layout.js';
 export { putCommand } from './resp-frames.js';
 
 /**

@@ -4,7 +4,7 @@ import { rangesOfNode, removeNode } from '../../ring/document.js';
 import type { RingStore } from '../../ring/store.js';
 import type { Migrator } from '../../nodes/migration.js';
 import type { NodeClient } from '../../nodes/node-client.js';
-import type { MetricKey } from '../../metrics/catalog.js';
+import type { MetricKey } from '../../metrics/metric-catalog.js';
 import { chooseLaunchSubnet, launchClientToken, leastLoaded, scaleInCandidates, type FleetSubnet } from './fleet-placement.js';
 import type { ProgressStore, ScaleLocks, WorkflowName } from '../progress.js';
 import { GRACE_FACTS } from '../../../sdk/src/contract.js';

@@ -10,7 +10,7 @@
  */
 import type { DisplayUnit, Expr } from '../../../dashboards/index.js';
 import { IMPLIED_DIMENSION } from '../../../dashboards/index.js';
-import { METRICS, METRIC_NAMESPACES, type MetricKey, type MetricNamespace } from '../../../core/metrics/catalog.js';
+import { METRICS, METRIC_NAMESPACES, type MetricKey, type MetricNamespace } from '../../../core/metrics/metric-catalog.js';
 import type { LocalMetricsStore, LocalStat } from '../../../core/metrics/local-store.js';
 import { LOCAL_DASHBOARDS, LOCAL_METRICS, LOCAL_WORKFLOWS_NAMESPACE } from './local-widgets.js';
 import type { AnyMetricSeries, LocalDashboardSpec, LocalMetricKey, LocalWidgetSpec } from './local-widgets.js';

@@ -7,7 +7,7 @@
  */
 import type { DashboardSpec, DisplayUnit, ExpressionSeries, MetricSeries, Stat, WidgetSpec } from '../../../dashboards/index.js';
 import { DASHBOARDS } from '../../../dashboards/index.js';
-import type { MetricKey, MetricUnit } from '../../../core/metrics/catalog.js';
+import type { MetricKey, MetricUnit } from '../../../core/metrics/metric-catalog.js';
 
 /** Namespace of the local-only metrics (never published to CloudWatch). */
 export const LOCAL_WORKFLOWS_NAMESPACE = 'Strata/LocalWorkflows';

@@ -1,4 +1,4 @@
-import type { MetricKey } from '../../metrics/catalog.js';
+import type { MetricKey } from '../../metrics/metric-catalog.js';
 import type { CasStore } from '../../ring/store.js';
 import type { FleetProvider } from '../../nodes/fleet.js';
 import { NodeClient } from '../../nodes/node-client.js';
@@ -6,7 +6,7 @@ import { LocalWorkflowRunner, type AslDefinition, type SdkIntegration } from './
 import type { WorkflowName } from '../progress.js';
 import { LOCAL_FLEET_SUBNETS, type FleetSubnet } from '../steps/fleet-placement.js';
 import { localFleetIntegration } from './sdk-integrations.js';
-import { LocalWorkflowService } from './workflow-service.js';
+import { LocalWorkflowService } from './local-workflow-service.js';
 import { stepHandlers, workflowDeps, type WorkflowDeps } from '../steps/handlers.js';
 import type { StepHandlers } from '../steps/registry.js';
 

@@ -1,4 +1,4 @@
-import { METRIC_NAMESPACES, METRICS, OTHER, type Operation, type ServedTier } from '../../metrics/catalog.js';
+import { METRIC_NAMESPACES, METRICS, OTHER, type Operation, type ServedTier } from '../../metrics/metric-catalog.js';
 import type { ColdUsage, CostedFunction, FleetInstance, FleetVolume, LiveUsage, TimeWindow } from '../model/usage.js';
 
 /**

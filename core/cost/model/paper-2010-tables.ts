@@ -1,4 +1,4 @@
-import { priceBook, type PriceBook } from './catalog.js';
+import { priceBook, type PriceBook } from './price-catalog.js';
 import { costPlacement, type PlacementCost } from './calculator.js';
 import { costPerSpeedup } from './formulas.js';
 import { PAPER_DISCREPANCIES, type PaperDiscrepancy } from './paper-2010-discrepancies.js';
