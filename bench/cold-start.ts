@@ -69,7 +69,7 @@ async function buildLayerVariant(): Promise<Built[]> {
   mkdirSync(pkg, { recursive: true });
   writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: LAYER_PACKAGE, type: 'module', main: 'index.mjs' }));
   const layerFile = join(pkg, 'index.mjs');
-  await build({ ...esbuildOptions(CHOSEN_PACKAGING), entryPoints: [join(REPO_ROOT, 'layers', 'core', 'api', 'handler.ts')], outfile: layerFile });
+  await build({ ...esbuildOptions(CHOSEN_PACKAGING), entryPoints: [join(REPO_ROOT, 'core', 'composition', 'api-handler.ts')], outfile: layerFile });
   const layerBytes = statSync(layerFile).size;
   const out: Built[] = [];
   for (const fn of FUNCTIONS) {

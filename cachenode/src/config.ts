@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { DEFAULT_NODE_STATS_INTERVAL_MS, nodeStatsKey } from '../../core/ring/node-reports.js';
 import { formatIssues } from '../../core/util/zod-issues.js';
+import { LOG_LEVELS, type LogLevel } from '../../core/util/logger.js';
 
 /**
  * Cache node configuration: environment variables, each overridable by a command-line flag of the same name
@@ -47,6 +48,8 @@ export const nodeConfigSchema = z.object({
    * 0 = off.
    */
   STRATA_NODE_WARMUP_MS: z.coerce.number().int().min(0).max(60_000).default(2000),
+  /** Lowest level of the node's log lines (JSON on stderr). */
+  STRATA_LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   /** Expiry sweep period (removes expired entries and tombstones). 0 = off. */
   STRATA_NODE_SWEEP_MS: z.coerce.number().int().min(0).default(10_000),
   /**
@@ -90,6 +93,7 @@ function isReportId(id: string): boolean {
 export type NodeConfigEnv = z.infer<typeof nodeConfigSchema>;
 
 export interface NodeConfig {
+  logLevel: LogLevel;
   port: number;
   host: string;
   dataDir: string;
@@ -167,6 +171,7 @@ export function loadNodeConfig(env: NodeJS.ProcessEnv, argv: readonly string[] =
   return {
     port: c.STRATA_NODE_PORT,
     host: c.STRATA_NODE_HOST,
+    logLevel: c.STRATA_LOG_LEVEL,
     dataDir: c.STRATA_NODE_DATA_DIR,
     secret,
     ...(c.STRATA_NODE_ID ? { nodeId: c.STRATA_NODE_ID } : {}),

@@ -9,6 +9,7 @@ import { Journal, readJournal } from './journal.js';
 import { decodeOp, OP_DATA, OP_DATA_DEL, OP_DATA_PUT, OP_META_DEL, OP_META_PUT } from './record-codec.js';
 import type { PendingState } from './write-decision.js';
 import { yieldToEventLoop } from './event-loop.js';
+import { nodeLog } from './node-log.js';
 
 /** A journaled write, waiting to be applied to LMDB. */
 export interface WriteOp {
@@ -142,14 +143,12 @@ export class JournalApplier {
     this.replayCleanup = new Promise<void>((resolve) =>
       env.sync((err?: Error) => {
         if (err) {
-          const warning = { level: 'warn', msg: 'could not flush the replayed journal; its segments are kept', error: err.message };
-          console.error(JSON.stringify(warning));
+          nodeLog.warn('could not flush the replayed journal; its segments are kept', { error: err.message });
         } else j.done();
         resolve();
       }),
     );
-    const info = { level: 'info', msg: 'replayed the write journal', records: replayed, segments: j.segments.length, lastSeq: last };
-    console.error(JSON.stringify(info));
+    nodeLog.info('replayed the write journal', { records: replayed, segments: j.segments.length, lastSeq: last });
     return last;
   }
 
@@ -284,7 +283,7 @@ export class JournalApplier {
     if (this.failed) return;
     this.failed = e;
     const msg = 'the node store failed a write; it refuses writes until restarted';
-    console.error(JSON.stringify({ level: 'error', msg, error: e.message }));
+    nodeLog.error(msg, { error: e.message });
     const waiters = this.commitWaiters;
     this.commitWaiters = [];
     for (const w of waiters) w.reject(e);

@@ -2,6 +2,7 @@ import { close, closeSync, constants, fsync, fsyncSync, open, openSync, readdirS
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { crc32 } from 'node:zlib';
+import { nodeLog } from './node-log.js';
 
 /**
  * The node store's write-ahead journal: append-only segment files in the data directory, written by group commit.
@@ -74,7 +75,7 @@ function spareName(n: number): string {
 function removeFile(file: string): Promise<void> {
   return new Promise<void>((resolve) =>
     unlink(file, (err) => {
-      if (err) console.error(JSON.stringify({ level: 'warn', msg: 'could not delete a released journal segment', file, error: err.message }));
+      if (err) nodeLog.warn('could not delete a released journal segment', { file, error: err.message });
       resolve();
     }),
   );

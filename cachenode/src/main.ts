@@ -17,6 +17,8 @@ import { waitForRingSecret } from './ring-secret.js';
 import { CacheNode } from './server.js';
 import { StoreLayoutError } from './store.js';
 import { warmUp } from './warmup.js';
+import { nodeLog } from './node-log.js';
+import { registerSecret, setLogLevel } from '../../core/util/logger.js';
 
 async function main(): Promise<void> {
   let config;
@@ -24,19 +26,21 @@ async function main(): Promise<void> {
     config = loadNodeConfig(process.env, process.argv.slice(2));
   } catch (e) {
     if (e instanceof NodeConfigError) {
-      console.error(`[cachenode] ${e.message}`);
+      nodeLog.error(e.message);
       process.exit(2);
     }
     throw e;
   }
+  setLogLevel(config.logLevel);
   if (config.secretFromRing) config = await secretFromRing(config);
+  registerSecret(config.secret);
   if (config.warmupMs > 0) {
     try {
       const w = await warmUp(config, config.warmupMs);
       process.stdout.write(JSON.stringify({ event: 'warmed-up', ...w }) + '\n');
     } catch (e) {
       // A warm-up is an optimization: a node that could not run it still serves.
-      console.error('[cachenode] warm-up failed (starting without it):', e);
+      nodeLog.warn('warm-up failed (starting without it)', { error: e });
     }
   }
   const node = await CacheNode.start(config);
@@ -51,7 +55,7 @@ async function main(): Promise<void> {
         process.exit(0);
       },
       (e: unknown) => {
-        console.error('[cachenode] shutdown failed:', e);
+        nodeLog.error('shutdown failed', { error: e });
         process.exit(1);
       },
     );
@@ -68,7 +72,7 @@ async function secretFromRing(config: NodeConfig): Promise<NodeConfig> {
     return { ...config, secret: await waitForRingSecret(cas, { describe: store.uri }) };
   } catch (e) {
     if (e instanceof FleetSecretInvalidError) {
-      console.error(`[cachenode] ${e.message}`);
+      nodeLog.error(e.message);
       process.exit(2);
     }
     throw e;
@@ -80,9 +84,9 @@ async function secretFromRing(config: NodeConfig): Promise<NodeConfig> {
 main().catch((e: unknown) => {
   // A data directory the node cannot use is the operator's to fix: the message says how, a stack would not help.
   if (e instanceof StoreLayoutError || e instanceof JournalCorruptError) {
-    console.error(`[cachenode] cannot open the store: ${e.message}`);
+    nodeLog.error(`cannot open the store: ${e.message}`);
     process.exit(3);
   }
-  console.error('[cachenode] failed to start:', e);
+  nodeLog.error('failed to start', { error: e });
   process.exit(1);
 });

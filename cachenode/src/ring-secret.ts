@@ -1,6 +1,8 @@
 import { FleetSecretInvalidError, readStoredFleetSecret } from '../../core/ring/fleet-secret.js';
 import { FLEET_SECRET_KEY } from '../../core/ring/node-reports.js';
 import type { CasStore } from '../../core/ring/store.js';
+import { logLine } from '../../core/util/logger.js';
+import { nodeLog } from './node-log.js';
 
 export interface WaitForSecretOptions {
   /** Where the store is (log lines). */
@@ -11,7 +13,7 @@ export interface WaitForSecretOptions {
   maxRetryMs?: number;
   /** A waiting line at most this often (ms). @default 30000 */
   logEveryMs?: number;
-  /** @default console.error of one JSON line */
+  /** @default the node's structured logger */
   log?: (line: Record<string, unknown>) => void;
 }
 
@@ -26,7 +28,7 @@ export interface WaitForSecretOptions {
  * is thrown: waiting would not fix it.
  */
 export async function waitForRingSecret(cas: CasStore, opts: WaitForSecretOptions): Promise<string> {
-  const log = opts.log ?? ((line) => console.error(JSON.stringify(line)));
+  const log = opts.log ?? ((line) => logLine(line, nodeLog));
   const maxRetryMs = opts.maxRetryMs ?? 10_000;
   const logEveryMs = opts.logEveryMs ?? 30_000;
   const started = Date.now();

@@ -3,6 +3,7 @@ import { casStoreFromUri, RingStore, type CasStore } from '../../core/ring/store
 import type { NodeConfig } from './config.js';
 import type { Ownership } from './ownership.js';
 import type { NodeStore } from './store.js';
+import { nodeLog } from './node-log.js';
 
 export class RingSync {
   private readonly cas: CasStore;
@@ -51,7 +52,7 @@ export class RingSync {
     } catch (e) {
       if (this.failures++ % 12 === 0) {
         const error = e instanceof Error ? e.message : String(e);
-        console.error(JSON.stringify({ level: 'warn', msg: 'could not read the ring store', store: this.config.uri, error }));
+        nodeLog.warn('could not read the ring store', { store: this.config.uri, error });
       }
       return false;
     } finally {

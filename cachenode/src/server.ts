@@ -18,6 +18,7 @@ import { RouteTable } from './route-table.js';
 import { NodeStats, type Op } from './stats.js';
 import { reportSinkFromUri, StatsReporter } from './stats-reporter.js';
 import { NodeStore } from './store.js';
+import { nodeLog } from './node-log.js';
 
 /**
  * The cache node daemon: an HTTP/1.1 keep-alive server over a {@link NodeStore}.
@@ -53,7 +54,7 @@ export class CacheNode {
    * one line per kind per 10 s with the count, not a stack per request.
    */
   private readonly failureLog = new ErrorLogLimiter({
-    write: (e) => console.error(formatErrorLogEntry(e, '[cachenode]')),
+    write: (e) => nodeLog.error(formatErrorLogEntry(e, 'request')),
   });
 
   private constructor(

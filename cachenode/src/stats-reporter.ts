@@ -3,6 +3,8 @@ import { mkdir, open as openFile, rename, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { nodeStatsKey, type NodeStatsReport } from '../../core/ring/node-reports.js';
+import { logLine } from '../../core/util/logger.js';
+import { nodeLog } from './node-log.js';
 
 /**
  * Where a node's reports go: the ring store, written with a plain put. Only this node writes its report key, so
@@ -74,7 +76,7 @@ export interface StatsReporterOptions {
   intervalMs: number;
   /** The node's /stats body at the moment of the call. */
   stats: () => Record<string, unknown>;
-  /** @default console.error of one JSON line */
+  /** @default the node's structured logger */
   log?: (line: Record<string, unknown>) => void;
   now?: () => number;
 }
@@ -110,7 +112,7 @@ export class StatsReporter {
 
   constructor(private readonly opts: StatsReporterOptions) {
     this.key = nodeStatsKey(opts.reportId ?? opts.nodeId);
-    this.log = opts.log ?? ((line) => console.error(JSON.stringify(line)));
+    this.log = opts.log ?? ((line) => logLine(line, nodeLog));
     this.now = opts.now ?? Date.now;
   }
 

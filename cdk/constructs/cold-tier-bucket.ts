@@ -17,7 +17,7 @@ import { check, intIn } from './validation.js';
 export const RING_STORE_DOCUMENTS = {
   /** The ring (ring/store.ts RING_KEY): written by the ring's writers; read by the API functions, publisher, trigger, nodes. */
   ring: RING_KEY,
-  /** Migration sessions and plans (warm/migration.ts): the ring's writers only. */
+  /** Migration sessions and plans (core/nodes/migration.ts): the ring's writers only. */
   migrations: 'migrations/*',
   /** Executions' progress (workflows/progress.ts ProgressStore): written by the steps, read by the admin API. */
   executions: 'workflows/executions/*',

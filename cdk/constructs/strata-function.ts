@@ -144,7 +144,7 @@ export class StrataFunction extends Construct {
   /**
    * Hot tier: STRATA_REDIS_URL (`rediss://`, cluster mode), the IAM user (STRATA_REDIS_USERNAME) and the cache's name
    * (STRATA_REDIS_IAM_CACHE), from which the runtime signs an IAM token per connection with the function's own role
-   * (runtime/elasticache-iam.ts: no password exists, nothing is read at start-up), `elasticache:Connect` on the cache
+   * (composition/elasticache-iam.ts: no password exists, nothing is read at start-up), `elasticache:Connect` on the cache
    * and that user for the role, and the network path from this function's security group to the cache.
    */
   bindHotTier(cache: ValkeyServerlessCache): this {
@@ -182,7 +182,7 @@ export class StrataFunction extends Construct {
 
   /**
    * The workflow executions' progress documents (`workflows/executions/*` of the ring store), read only, named
-   * STRATA_WORKFLOW_DOCS_BUCKET/PREFIX (runtime/workflows.ts) rather than as the ring store: the admin function
+   * STRATA_WORKFLOW_DOCS_BUCKET/PREFIX (composition/workflow-service-env.ts) rather than as the ring store: the admin function
    * has no warm tier, and the API context builds one from STRATA_WARM_RING_*.
    */
   bindWorkflowProgress(cold: ColdTierBucket): this {

@@ -9,6 +9,7 @@ import type { ApiEvent, ApiResult } from './http.js';
 import { errorResult } from './http.js';
 import type { ApiContext } from './operations.js';
 import { ErrorLogLimiter, type ErrorLogLimiterOptions } from '../util/error-log-limiter.js';
+import { log } from '../util/logger.js';
 
 type Mw = middy.MiddlewareObj<ApiEvent, ApiResult, Error, Context>;
 
@@ -30,7 +31,8 @@ export function errorResponder(
     write: (e) => {
       const err = e.error as StrataError;
       const requestId = e.details?.requestId;
-      if (e.type === 'first') log('request failed', { requestId, code: err.code, error: String(err), cause: String(err.cause ?? '') });
+      // The error with its cause chain (the logger spells it out and redacts secrets); the answer carries neither.
+      if (e.type === 'first') log('request failed', { requestId, code: err.code, error: err });
       else {
         const repeated = { code: err.code, count: e.count, periodMs: e.periodMs, error: e.summary, lastRequestId: requestId };
         log('request failed repeatedly', { ...repeated, ...(e.otherKinds ? { otherKinds: true } : {}) });
@@ -46,7 +48,7 @@ export function errorResponder(
         if (err.status >= 500) failures.report(err, err.code, { requestId });
         return;
       }
-      log('unhandled error', { requestId, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+      log('unhandled error', { requestId, error: err });
       request.response = errorResult(new StrataError('INTERNAL', 'internal error; quote the requestId when reporting it'), requestId);
     },
   };
@@ -128,5 +130,5 @@ export function requestMetrics(opts: RequestMetricsOptions): Mw {
 }
 
 function defaultLog(msg: string, data: Record<string, unknown>): void {
-  console.error(JSON.stringify({ level: 'error', msg, ...data }));
+  log.error(msg, data);
 }

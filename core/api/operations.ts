@@ -35,7 +35,7 @@ export interface ApiContext {
   urlTtlSeconds: number;
   /**
    * The workflows the admin API starts and reports on (a local run's in-process runner). Absent: the admin routes
-   * use the runtime's service (Step Functions, see runtime/workflows.ts) or answer 503 WORKFLOWS_UNAVAILABLE.
+   * use the runtime's service (Step Functions, see composition/workflow-service-env.ts) or answer 503 WORKFLOWS_UNAVAILABLE.
    */
   workflows?: WorkflowService;
   /** Which namespaces each API key may use (STRATA_TENANT_ACCESS); absent: not enforced (see api/tenant-access.ts). */

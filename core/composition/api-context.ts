@@ -18,6 +18,7 @@ import { emfDocument } from '../metrics/emf.js';
 import { metricsSink } from '../metrics/sink.js';
 import { ErrorLogLimiter, formatErrorLogEntry, type ErrorLogEntry, type ErrorLogLimiterOptions } from '../util/error-log-limiter.js';
 import type { MetricKey } from '../metrics/metric-catalog.js';
+import { log as processLog, registerSecret, setLogLevel, type LogLevel } from '../util/logger.js';
 
 const MiB = 1024 * 1024;
 
@@ -33,7 +34,7 @@ export interface BuildOptions {
   /** Start the coordinator's write-back flush timer. @default true */
   flushTimer?: boolean;
   /**
-   * Builds the warm tier from STRATA_WARM_* (runtime/warm.ts `warmTierFromEnv`: the API Lambdas, the workflow
+   * Builds the warm tier from STRATA_WARM_* (composition/warm-tier-env.ts `warmTierFromEnv`: the API Lambdas, the workflow
    * steps, the local server). Without it, a configured warm tier is a ConfigError rather than silently ignored.
    */
   warmTier?: (env: RuntimeEnv) => Tier | undefined;
@@ -44,6 +45,8 @@ export interface BuildOptions {
 }
 
 export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): BuiltContext {
+  setLogLevel(env.STRATA_LOG_LEVEL);
+  registerSecret(env.STRATA_REDIS_PASSWORD); // no log line may carry it (an error message that quotes a URL, ...)
   const tiers: Tier[] = [];
   const remoteHot = !!env.STRATA_REDIS_URL;
   tiers.push(
@@ -61,7 +64,7 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
       : new MemoryTier({ name: 'hot', maxBytes: env.STRATA_HOT_MEMORY_MB * MiB }),
   );
   const wantsWarm = !!(env.STRATA_WARM_RING_BUCKET ?? env.STRATA_WARM_RING_DIR);
-  if (wantsWarm && !opts.warmTier) throw new ConfigError('STRATA_WARM_*: this runtime was built without the warm tier (pass `warmTier: warmTierFromEnv` from runtime/warm.ts to buildApiContext); unset STRATA_WARM_RING_BUCKET / STRATA_WARM_RING_DIR');
+  if (wantsWarm && !opts.warmTier) throw new ConfigError('STRATA_WARM_*: this runtime was built without the warm tier (pass `warmTier: warmTierFromEnv` from composition/warm-tier-env.ts to buildApiContext); unset STRATA_WARM_RING_BUCKET / STRATA_WARM_RING_DIR');
   const warm = wantsWarm ? opts.warmTier!(env) : undefined;
   if (warm) tiers.push(warm);
   if (env.STRATA_S3_BUCKET) {
@@ -118,14 +121,17 @@ function admins(access: TenantAccess): string {
  */
 export function backgroundErrorLog(o: CoordinatorLogOptions): (error: unknown, what: string) => void {
   const { log, publish, limiter } = coordinatorLog(o, (entry) => {
-    log(formatErrorLogEntry(entry));
+    log(formatErrorLogEntry(entry), 'error');
     publish({ backgroundErrors: entry.count }, { Activity: entry.what });
   });
   return (error, what) => limiter.report(error, what);
 }
 
 /** Options of the coordinator's logs: the environment (metric dimension), and a log line sink, clock and timer for tests. */
-type CoordinatorLogOptions = { environment: string; log?: (line: string) => void } & Pick<ErrorLogLimiterOptions, 'now' | 'schedule' | 'intervalMs'>;
+type CoordinatorLogOptions = { environment: string; log?: (line: string, level?: LogLevel) => void } & Pick<
+  ErrorLogLimiterOptions,
+  'now' | 'schedule' | 'intervalMs'
+>;
 
 /**
  * What both coordinator logs are built on: the line sink, a metric publisher that never throws (the log line is
@@ -133,7 +139,7 @@ type CoordinatorLogOptions = { environment: string; log?: (line: string) => void
  * {@link ErrorLogLimiter} writing through `write`.
  */
 function coordinatorLog(o: CoordinatorLogOptions, write: (entry: ErrorLogEntry) => void) {
-  const log = o.log ?? ((line: string) => console.error(line));
+  const log = o.log ?? ((line: string, level: LogLevel = 'warn') => processLog[level](line));
   const now = o.now ?? Date.now;
   const publish = (values: Partial<Record<MetricKey, number>>, dimensions: Record<string, string> = {}): void => {
     try {

@@ -11,7 +11,7 @@ import type { CostedFunction } from '../cost/model/usage.js';
 
 /**
  * The cost publisher's dependencies built from environment variables (the Lambda's configuration):
- *   STRATA_COST_SETTINGS    the settings document (cost-publisher-settings.ts)
+ *   STRATA_COST_SETTINGS    the settings document (core/cost/publisher/settings.ts)
  *   AWS_REGION              region of the AWS clients, and of the prices unless the settings name one
  *   STRATA_WARM_RING_BUCKET / STRATA_WARM_RING_PREFIX, or STRATA_WARM_RING_DIR
  *                           the ring store: the ring document and the nodes' statistics reports

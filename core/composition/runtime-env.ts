@@ -3,6 +3,7 @@ import * as z from 'zod';
 import type { NamespaceConfigInput } from '../coordinator/policy.js';
 import { fleetSubnetsSchema } from '../workflows/steps/fleet-placement.js';
 import { ConfigError } from '../errors.js';
+import { LOG_LEVELS } from '../util/logger.js';
 import { formatIssues } from '../util/zod-issues.js';
 
 const MiB = 1024 * 1024;
@@ -28,7 +29,7 @@ export const runtimeEnvSchema = z.object({
   STRATA_REDIS_PASSWORD: z.string().optional(),
   /**
    * ElastiCache IAM authentication (AWS): the serverless cache's name. Each connection then authenticates as
-   * STRATA_REDIS_USERNAME with a token signed with the process's own AWS credentials (runtime/elasticache-iam.ts),
+   * STRATA_REDIS_USERNAME with a token signed with the process's own AWS credentials (composition/elasticache-iam.ts),
    * and re-authenticates before ElastiCache's 12-hour limit; no password exists. Takes the place of
    * STRATA_REDIS_PASSWORD, which stays for local and self-managed Redis.
    */
@@ -97,6 +98,8 @@ export const runtimeEnvSchema = z.object({
   STRATA_ENV: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'lowercase letters, digits and dashes, at most 32').default('local'),
   /** `1`: also print request metrics (EMF lines) on stdout outside Lambda (in Lambda they always go there). */
   STRATA_METRICS_STDOUT: bool.default(false),
+  /** Lowest level of log lines (JSON on stderr: time, level, msg, fields; secrets redacted). */
+  STRATA_LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
 });
 
 export type RuntimeEnv = z.infer<typeof runtimeEnvSchema>;

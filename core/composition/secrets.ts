@@ -7,7 +7,7 @@ import { formatIssues } from '../util/zod-issues.js';
  * lambda:GetFunctionConfiguration can read): the cache-node fleet's shared secret (STRATA_WARM_SECRET_ARN), read
  * only when the warm tier is configured and the value itself is not given (local runs and tests pass
  * STRATA_WARM_SECRET directly). The hot tier has no secret: on AWS it authenticates with IAM tokens the process
- * signs itself (STRATA_REDIS_IAM_CACHE, runtime/elasticache-iam.ts), which needs neither a Secrets Manager read at
+ * signs itself (STRATA_REDIS_IAM_CACHE, composition/elasticache-iam.ts), which needs neither a Secrets Manager read at
  * start-up nor, for the API functions, a Secrets Manager endpoint.
  */
 const SECRETS = [
@@ -32,7 +32,7 @@ export async function loadRuntimeEnvWithSecrets(raw: NodeJS.ProcessEnv = process
 
 /**
  * With STRATA_WARM_SECRET_FROM_RING (what StrataFunction.bindFleet sets), the fleet secret is the ring store's
- * `fleet/secret` document, read through the S3 gateway endpoint: created when missing (runtime/warm.ts
+ * `fleet/secret` document, read through the S3 gateway endpoint: created when missing (composition/warm-tier-env.ts
  * readFleetSecret), so an API container that starts before any workflow ran still gets the secret the nodes will.
  */
 async function withRingFleetSecret(env: RuntimeEnv): Promise<RuntimeEnv> {

@@ -7,6 +7,7 @@ import { type RuntimeEnv } from './runtime-env.js';
 import { ConfigError } from '../errors.js';
 import { loadRuntimeEnvWithSecrets } from './secrets.js';
 import { casStoreFromEnv, readFleetSecret, warmTierFromEnv } from './warm-tier-env.js';
+import { logLine } from '../util/logger.js';
 
 /**
  * The workflow steps as the step Lambda runs them: the ring and migration documents in the ring store
@@ -46,14 +47,14 @@ export async function workflowDepsFromEnv(env: RuntimeEnv, secret?: string): Pro
 }
 
 function log(level: string, msg: string): void {
-  console.error(JSON.stringify({ level, msg }));
+  logLine({ level, msg });
 }
 
 let current: Promise<StepHandlers> | undefined;
 
 /**
  * The container's step handlers, built from the environment on first use, the fleet secret read (or created) then
- * (runtime/secrets.ts): once per container, at the start of its first step. A build that fails is not kept: the
+ * (composition/secrets.ts): once per container, at the start of its first step. A build that fails is not kept: the
  * next step retries it.
  */
 export function getStepHandlers(): Promise<StepHandlers> {

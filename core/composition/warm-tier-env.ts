@@ -6,6 +6,7 @@ import { WarmTier } from '../tiers/warm-tier.js';
 import { type RuntimeEnv } from './runtime-env.js';
 import { ConfigError } from '../errors.js';
 import { readSecret } from './secrets.js';
+import { log, registerSecret } from '../util/logger.js';
 
 /** What reaching the ring store takes. */
 type RingStoreEnv = Pick<RuntimeEnv, 'STRATA_WARM_RING_BUCKET' | 'STRATA_WARM_RING_PREFIX' | 'STRATA_WARM_RING_DIR'> &
@@ -23,7 +24,7 @@ export function casStoreFromEnv(env: RingStoreEnv): CasStore | undefined {
  * The warm tier when a ring store is configured (STRATA_WARM_RING_BUCKET in AWS, STRATA_WARM_RING_DIR locally):
  * routes by the cached ring, refreshed from its compare-and-set store. Pass to buildApiContext as `warmTier`.
  * Needs the fleet secret in STRATA_WARM_SECRET: where it is to be read (AWS: STRATA_WARM_SECRET_FROM_RING, or
- * STRATA_WARM_SECRET_ARN), load the environment with loadRuntimeEnvWithSecrets (runtime/secrets.ts).
+ * STRATA_WARM_SECRET_ARN), load the environment with loadRuntimeEnvWithSecrets (composition/secrets.ts).
  */
 export function warmTierFromEnv(env: RuntimeEnv): WarmTier | undefined {
   const cas = casStoreFromEnv(env);
@@ -33,12 +34,13 @@ export function warmTierFromEnv(env: RuntimeEnv): WarmTier | undefined {
     const where = sources.find((k) => env[k]);
     throw new ConfigError(
       where
-        ? `the warm tier needs the fleet secret: ${where} is read at start-up by loadRuntimeEnvWithSecrets (runtime/secrets.ts), ` +
+        ? `the warm tier needs the fleet secret: ${where} is read at start-up by loadRuntimeEnvWithSecrets (composition/secrets.ts), ` +
             'which this runtime did not use'
         : 'the warm tier needs the fleet secret: set STRATA_WARM_SECRET_FROM_RING=1 (or STRATA_WARM_SECRET)',
     );
   }
-  const ring = new RingView({ store: new RingStore(cas), onError: (e) => console.error(JSON.stringify({ level: 'warn', msg: 'ring refresh failed', error: String(e) })) });
+  const ring = new RingView({ store: new RingStore(cas), onError: (e) => log.warn('ring refresh failed', { error: e }) });
+  registerSecret(env.STRATA_WARM_SECRET); // no log line may carry it
   return new WarmTier({ ring, ownsRing: true, secret: env.STRATA_WARM_SECRET, timeoutMs: env.STRATA_WARM_TIMEOUT_MS });
 }
 

@@ -18,6 +18,7 @@ import { entryHeader, headOne, readMany, readOne, TierWalk, type TierRead, type 
 import { TierWriter } from './tier-writer.js';
 import type { CoordinatorEvent, CoordinatorOptions, DeleteResult, ReadResult, ServedBy, WriteOptions, WriteResult } from './types.js';
 import { WriteBackFlusher } from './write-back.js';
+import { log } from '../util/logger.js';
 
 export type { CoordinatorEvent, CoordinatorOptions, DeleteResult, ReadResult, ServedBy, WriteOptions, WriteResult } from './types.js';
 
@@ -80,7 +81,7 @@ export class Coordinator {
     this.snapshot = this.tiers.map((t) => ({ name: t.name, dirtyTracking: supportsDirtyTracking(t) }));
     this.policies = opts.policies ?? new PolicyRegistry();
     this.clock = opts.clock ?? new HybridLogicalClock();
-    this.onBackgroundError = opts.onBackgroundError ?? ((e, what) => console.error(`[strata] background ${what} failed:`, e));
+    this.onBackgroundError = opts.onBackgroundError ?? ((e, what) => log.error(`background ${what} failed`, { error: e }));
     this.onEvent = opts.onEvent ?? (() => {});
     this.near = new NearCache(opts.nearCache, () => this.count('l1', 'hits'));
     this.fence = hotFenceFor(opts.hotFence, this.tiers, this.hot, (e) => this.onEvent(e));

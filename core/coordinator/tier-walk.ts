@@ -17,6 +17,8 @@ export interface Walked<H> {
   at?: TierName;
   /** Tiers that could not answer before the walk ended. */
   failed: TierName[];
+  /** Why the first of them could not (the cause a 503 carries into the log, never into the answer). */
+  error?: unknown;
   /** Tiers that answered (a miss included) before the walk ended. */
   answered: TierName[];
   /** A dirty hot copy the fence could not confirm: the newest version unless a lower tier holds a newer one. */
@@ -102,9 +104,12 @@ export class TierWalk {
       let found: (H | undefined)[];
       try {
         found = await read(tier, ns, pending.length === keys.length ? keys : pending.map((i) => keys[i]!));
-      } catch {
+      } catch (e) {
         this.d.count(tier.name, 'errors');
-        for (const i of pending) out[i]!.failed.push(tier.name);
+        for (const i of pending) {
+          out[i]!.failed.push(tier.name);
+          out[i]!.error ??= e;
+        }
         continue;
       }
       const next: number[] = [];
@@ -172,7 +177,7 @@ export class TierWalk {
   }
 
   assertCertain(w: Walked<unknown>, policy: NamespacePolicy): void {
-    if (!this.certain(w, policy)) throw new TierUnavailableError(w.failed.join(','));
+    if (!this.certain(w, policy)) throw new TierUnavailableError(w.failed.join(','), w.error);
   }
 
   /** Whether the hot tier may hold a version no durable tier has (write-back, or a namespace with no durable tier). */

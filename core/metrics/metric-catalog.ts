@@ -62,10 +62,10 @@ export const METRICS = {
   bytesOut: def(R, 'BytesOut', 'Bytes', [['Environment'], ['Environment', 'Namespace']], 'value bytes read'),
   errors: def(R, 'Errors', 'Count', [['Environment'], ['Environment', 'ErrorCode']], 'requests answered with an error (4xx and 5xx)'),
   serverErrors: def(R, 'ServerErrors', 'Count', [['Environment']], 'requests answered with a 5xx'),
-  // Not per request: the coordinator's background-error log (runtime/context.ts), one record per log line with its count.
+  // Not per request: the coordinator's background-error log (composition/api-context.ts), one record per log line with its count.
   backgroundErrors: def(R, 'BackgroundErrors', 'Count', [['Environment'], ['Environment', 'Activity']],
     'failed background work (promotions, write-back flushes), by activity; never a failed request'),
-  // Not per request either: the coordinator's own actions (runtime/context.ts coordinatorEventLog), one record per log line.
+  // Not per request either: the coordinator's own actions (composition/api-context.ts coordinatorEventLog), one record per log line.
   hotCopiesUnknown: def(R, 'HotCopiesUnknown', 'Count', [['Environment']],
     'writes acknowledged from the durable tiers whose hot copy failed or timed out (each fenced off before the ack)'),
   hotFenceBumps: def(R, 'HotFenceBumps', 'Count', [['Environment']],

@@ -1,5 +1,6 @@
 import { inspect } from 'node:util';
 import { isStrataError } from '../errors.js';
+import { log } from './logger.js';
 
 /**
  * Rate-limits logs of repeated failures. A hot loop that fails on every iteration (a background promotion per
@@ -87,7 +88,7 @@ export class ErrorLogLimiter {
     this.maxKinds = Math.max(1, opts.maxKinds ?? 64);
     this.maxNew = Math.max(1, opts.maxNewKindsPerInterval ?? 8);
     this.forgetAfterMs = Math.max(this.intervalMs, opts.forgetAfterMs ?? 10 * this.intervalMs);
-    this.write = opts.write ?? ((entry) => console.error(formatErrorLogEntry(entry)));
+    this.write = opts.write ?? ((entry) => log.error(formatErrorLogEntry(entry)));
     this.now = opts.now ?? Date.now;
     this.schedule =
       opts.schedule === undefined
@@ -208,7 +209,7 @@ export class ErrorLogLimiter {
 }
 
 /**
- * The default text of an entry: the first occurrence with its stack (and causes, as console.error prints them),
+ * The default text of an entry: the first occurrence with its stack (and causes, as util.inspect prints them),
  * a summary on one line.
  */
 export function formatErrorLogEntry(entry: ErrorLogEntry, prefix = '[strata] background'): string {

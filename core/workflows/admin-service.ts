@@ -3,6 +3,7 @@ import { DescribeExecutionCommand, ListExecutionsCommand, StartExecutionCommand,
 import { permanentDetails, StrataError, ValidationError } from '../errors.js';
 import { WORKFLOW_NAMES, type ProgressStore, type WorkflowName, type WorkflowProgress } from './progress.js';
 import { WORKFLOW_EXECUTION_STATUSES, type WorkflowExecutionStatus, type WorkflowProgressView } from '../../sdk/src/contract.js';
+import { log } from '../util/logger.js';
 
 /**
  * What the admin API (and through it the SDK and the `strata workflow` CLI) can do with the workflows: start an
@@ -124,7 +125,7 @@ export async function readProgress(store: ProgressStore | undefined, execution: 
     const p = await store.get(execution);
     return p && progressView(p, status);
   } catch (e) {
-    console.error(JSON.stringify({ level: 'warn', msg: 'workflow progress not readable', execution, error: String(e) }));
+    log.warn('workflow progress not readable', { execution, error: e });
     return undefined;
   }
 }

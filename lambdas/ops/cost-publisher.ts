@@ -3,6 +3,7 @@ import middy from '@middy/core';
 import type { Context, ScheduledEvent } from 'aws-lambda';
 import { costPublisherFromEnv, type CostPublisherRuntime } from '../../core/composition/cost-publisher-lambda.js';
 import { runCostPublisher, type CostPublisherReport } from '../../core/cost/publisher/publish-cost.js';
+import { log } from '../../core/util/logger.js';
 
 let runtime: CostPublisherRuntime | undefined;
 
@@ -15,7 +16,7 @@ function runTime(event: Partial<ScheduledEvent> | undefined): Date {
 async function publish(event: Partial<ScheduledEvent>): Promise<CostPublisherReport> {
   runtime ??= costPublisherFromEnv();
   const report = await runCostPublisher(runtime.deps, runtime.settings, runTime(event), runtime.extraFunctions);
-  console.log(JSON.stringify({ level: 'info', msg: 'cost published', ...report }));
+  log.info('cost published', { ...report });
   return report;
 }
 

@@ -1,5 +1,5 @@
 // Step Lambda of every Strata workflow (Step Functions Task states): { step, ... } in, the step's result out.
-// The logic lives in core/workflows; the dependencies come from the environment (runtime/workflow-steps.ts).
+// The logic lives in core/workflows; the dependencies come from the environment (composition/step-lambda.ts).
 import { getStepHandlers } from '../../core/composition/step-lambda.js';
 import { runStep } from '../../core/workflows/steps/registry.js';
 

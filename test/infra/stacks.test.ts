@@ -336,7 +336,7 @@ describe('Stacks', () => {
         expect(vars.STRATA_REDIS_USERNAME).toBe('strata-prod-app');
         expect(vars.STRATA_S3_PREFIX).toBe('v1');
         expect(JSON.stringify(vars.STRATA_REDIS_URL)).toMatch(/^\{"Fn::Join":\["",\["rediss:\/\/",.*EndpointAddress.*":",.*EndpointPort/);
-        // No password: the runtime signs IAM tokens for this cache (runtime/elasticache-iam.ts).
+        // No password: the runtime signs IAM tokens for this cache (composition/elasticache-iam.ts).
         expect(vars.STRATA_REDIS_IAM_CACHE).toBe('strata-prod');
         expect(JSON.stringify(vars)).not.toContain('{{resolve:secretsmanager:');
         // The warm tier: the ring store in the cold tier's bucket, the fleet secret read from it at start-up.

@@ -19,6 +19,7 @@ import { ProgressStore, type WorkflowName } from '../../core/workflows/progress.
 import { type ExecutionDetail, type ExecutionSummary, type WorkflowService } from '../../core/workflows/admin-service.js';
 import { LocalWorkflowService } from '../../core/workflows/local/local-workflow-service.js';
 import type { StepHandlers } from '../../core/workflows/steps/registry.js';
+import { captureLog, type CapturedLog } from '../helpers/log-capture.js';
 
 const STEP_LAMBDA = 'arn:aws:lambda:us-east-1:000000000000:function:strata-test-steps';
 const task = (step: string, next?: string, resultPath = '$.result') => ({
@@ -226,14 +227,13 @@ describe('admin API: workflow executions (admin Lambda handler, LocalWorkflowSer
 
 describe('admin API without workflows', () => {
   // 5xx answers are logged with their cause (middleware.errorResponder): keep them off the test output.
-  const logged: unknown[][] = [];
-  const original = console.error;
+  let log: CapturedLog;
   beforeAll(() => {
-    console.error = (...a: unknown[]) => void logged.push(a);
+    log = captureLog();
   });
   beforeEach(() => setApiContext({ coordinator: new Coordinator({ tiers: [new MemoryTier()], flushTimer: false }), inlineLimitBytes: 1024, urlTtlSeconds: 60 }));
   afterAll(() => {
-    console.error = original;
+    log.restore();
     setWorkflowServiceFactory(undefined);
   });
 

@@ -1,4 +1,4 @@
-/** The workflow service's pure parts and the runtime's configuration of it (runtime/workflows.ts). */
+/** The workflow service's pure parts and the runtime's configuration of it (composition/workflow-service-env.ts). */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -78,7 +78,7 @@ describe('LocalWorkflowService over a runner', () => {
   });
 });
 
-describe('runtime configuration (runtime/workflows.ts)', () => {
+describe('runtime configuration (composition/workflow-service-env.ts)', () => {
   it('parses STRATA_WORKFLOW_ARNS', () => {
     expect(parseWorkflowArns(JSON.stringify({ 'scale-out': ARN('scale-out'), 'scale-in': ARN('scale-in') }))).toEqual({ 'scale-out': ARN('scale-out'), 'scale-in': ARN('scale-in') });
     expect(parseWorkflowArns('{}')).toEqual({});

@@ -6,6 +6,7 @@ import { Coordinator } from '../../core/coordinator/coordinator.js';
 import { MemoryTier } from '../../core/tiers/memory-tier.js';
 import type { ApiEvent, ApiResult } from '../../core/api/http.js';
 import type { Tier } from '../../core/tiers/tier.js';
+import { captureLog } from '../helpers/log-capture.js';
 
 const ctx = { awsRequestId: 'req-1' } as Context;
 
@@ -42,32 +43,32 @@ describe('API Lambda handlers (in-process, API Gateway proxy events)', () => {
       throw new Error('ECONNRESET at 10.0.3.7:6379 password=hunter2');
     };
     setApiContext({ coordinator: new Coordinator({ tiers: [broken as Tier], flushTimer: false }), inlineLimitBytes: 1024, urlTtlSeconds: 60 });
-    const errors: unknown[] = [];
-    const original = console.error;
-    console.error = (...a: unknown[]) => errors.push(a);
+    const log = captureLog();
     try {
       const res = (await keys(event('GET', '/v1/ns/{ns}/keys/{key}', { ns: 'app', key: 'k' }), ctx)) as ApiResult;
       // A raw Error from a tier is not a typed tier failure: the coordinator counts it as a failed tier -> 503.
       expect([500, 503]).toContain(res.statusCode);
       expect(res.body).not.toMatch(/10\.0\.3\.7|hunter2|ECONNRESET|at /);
       expect(JSON.parse(res.body)).toMatchObject({ error: { code: expect.any(String), message: expect.any(String), details: { requestId: 'req-1' } } });
+      // The log has the details the answer hides, but not the password in the tier's message.
+      const logged = JSON.stringify(log.lines());
+      expect(logged).toMatch(/10\.0\.3\.7/);
+      expect(logged).not.toMatch(/hunter2/);
     } finally {
-      console.error = original;
+      log.restore();
     }
   });
 
   it('answers a programming error with a bare INTERNAL 500 and logs the details instead', async () => {
     setApiContext({ coordinator: { stats: async () => { throw new TypeError('cannot read x of undefined in /var/task/index.mjs'); } } as unknown as Coordinator, inlineLimitBytes: 1024, urlTtlSeconds: 60 });
-    const logged: string[] = [];
-    const original = console.error;
-    console.error = (...a: unknown[]) => logged.push(a.join(' '));
+    const log = captureLog();
     try {
       const res = (await service(event('GET', '/v1/stats', null), ctx)) as ApiResult;
       expect(res.statusCode).toBe(500);
       expect(JSON.parse(res.body)).toEqual({ error: { code: 'INTERNAL', message: 'internal error; quote the requestId when reporting it', details: { requestId: 'req-1' } } });
-      expect(logged.join('\n')).toMatch(/cannot read x of undefined/);
+      expect(JSON.stringify(log.lines())).toMatch(/cannot read x of undefined/);
     } finally {
-      console.error = original;
+      log.restore();
     }
   });
 

@@ -20,6 +20,7 @@ import { MemoryTier } from '../../core/tiers/memory-tier.js';
 import { LocalFolderTier } from '../../core/tiers/local-folder-tier.js';
 import { ErrorLogLimiter, errorShape, errorSummary, formatErrorLogEntry } from '../../core/util/error-log-limiter.js';
 import type { ErrorLogEntry } from '../../core/util/error-log-limiter.js';
+import { captureLog } from '../helpers/log-capture.js';
 
 function harness(o: { intervalMs?: number; maxKinds?: number; maxNewKindsPerInterval?: number; forgetAfterMs?: number } = {}) {
   let t = 1_000_000;
@@ -167,22 +168,22 @@ describe('the coordinator built by buildApiContext, over a hot tier that fails e
     for (let i = 0; i < 20; i++) await seed.put('flood', `k${i}`, Buffer.from(`v${i}`));
     await seed.close();
 
-    const stderr = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    const log = captureLog();
     try {
       const ctx = buildApiContext(env, { flushTimer: false });
       jest.spyOn(ctx.tiers[0]!, 'put').mockRejectedValue(new TierUnavailableError('hot', new Error('Connection is closed.')));
       const reads = 2_000;
       for (let i = 0; i < reads; i++) expect((await ctx.coordinator.get('flood', `k${i % 20}`))?.tier).toBe('cold');
       await ctx.coordinator.close();
-      const lines = stderr.mock.calls.map((c) => c.map(String).join(' '));
+      const lines = log.lines();
       expect(lines.length).toBeLessThanOrEqual(3);
-      expect(lines[0]).toMatch(/background promotion failed: TierUnavailableError: tier 'hot' is unavailable/);
+      expect(lines[0]).toMatchObject({ level: 'error', msg: expect.stringMatching(/background promotion failed: TierUnavailableError: tier 'hot' is unavailable/) });
       const counted = docs.filter((d) => d.Activity === 'promotion').reduce((n, d) => n + (d.BackgroundErrors as number), 0);
       // The first failure is counted at once, the rest when their summary line is due (10 s, after this test).
       expect(counted).toBeGreaterThanOrEqual(1);
       expect(counted).toBeLessThanOrEqual(reads);
     } finally {
-      stderr.mockRestore();
+      log.restore();
     }
   });
 
@@ -216,17 +217,16 @@ describe('API requests answered with a typed 5xx (errorResponder)', () => {
       ...{ httpMethod: 'GET', resource: '/v1/ns/{ns}/keys/{key}', path: '/v1/ns/app/keys/k', pathParameters: { ns: 'app', key: 'k' } },
       ...{ headers: {}, body: null, isBase64Encoded: false, requestContext: {} },
     } as unknown as ApiEvent;
-    const stderr = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    const log = captureLog();
     try {
       for (let i = 0; i < 500; i++) {
         const res = (await keys(event, { awsRequestId: `req-${i}` } as Context)) as ApiResult;
         expect(res.statusCode).toBe(503);
       }
-      expect(stderr.mock.calls).toHaveLength(1);
-      const logged = JSON.parse(String(stderr.mock.calls[0]![0])) as unknown;
-      expect(logged).toMatchObject({ msg: 'request failed', requestId: 'req-0', code: 'TIER_UNAVAILABLE' });
+      expect(log.lines()).toHaveLength(1);
+      expect(log.lines()[0]).toMatchObject({ msg: 'request failed', requestId: 'req-0', code: 'TIER_UNAVAILABLE' });
     } finally {
-      stderr.mockRestore();
+      log.restore();
     }
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The fleet's shared secret in the ring store (ring/fleet-secret.ts, runtime/warm.ts readFleetSecret): created
+ * The fleet's shared secret in the ring store (ring/fleet-secret.ts, composition/warm-tier-env.ts readFleetSecret): created
  * once by a conditional create, whoever gets there first; read by the coordinators with STRATA_WARM_SECRET_FROM_RING;
  * local runs keep passing STRATA_WARM_SECRET. The S3 side (If-None-Match on LocalStack, and the nodes waiting for
  * the secret) is in test/integration/cachenode-ring-reports.test.ts.

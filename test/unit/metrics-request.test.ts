@@ -12,6 +12,7 @@ import { defaultMetricsSink } from '../../core/composition/metrics-settings.js';
 import { OPERATION_BY_ROUTE, base64DecodedLength, requestOutcome, tallyBatchGetBody } from '../../core/metrics/request-outcome.js';
 import { requestMetricDocuments } from '../../core/metrics/request-metrics.js';
 import { BATCH_GET, JSON_HEADERS, KEY, mixedTraffic, startTraffic, type Traffic } from './metrics-traffic.js';
+import { captureLog } from '../helpers/log-capture.js';
 
 /** The names of the metrics a document declares. */
 function metricNames(doc: EmfDocument): string[] {
@@ -98,13 +99,9 @@ describe('Request metrics from the API handlers', () => {
       throw new Error('connection reset');
     };
     t.cold.get = t.hot.get;
-    const logged: unknown[] = [];
-    const original = console.error;
-    console.error = (...a: unknown[]) => logged.push(a);
-    const down = await t.call('GET', KEY, { ns: 'app', key: 'k' }).finally(() => {
-      console.error = original;
-    });
-    expect(logged).toHaveLength(1); // the error responder's log line
+    const log = captureLog();
+    const down = await t.call('GET', KEY, { ns: 'app', key: 'k' }).finally(() => log.restore());
+    expect(log.lines()).toHaveLength(1); // the error responder's log line
     expect(only(down.docs)).toMatchObject({ ErrorCode: 'TIER_UNAVAILABLE', Errors: 1, ServerErrors: 1, statusCode: 503 });
   });
 
@@ -196,9 +193,7 @@ describe('Request metrics middleware', () => {
   });
 
   it('never fails the request when the sink throws, and logs only the first failures', () => {
-    const logged: string[] = [];
-    const original = console.error;
-    console.error = (...a: unknown[]) => logged.push(a.join(' '));
+    const log = captureLog();
     try {
       const mw = requestMetrics({ environment: () => 'dev', namespaces: () => new Set(), sink: () => ({ write: () => { throw new Error('disk full'); } }) });
       for (let i = 0; i < 10; i++) {
@@ -206,10 +201,10 @@ describe('Request metrics middleware', () => {
         expect(() => mw.after!(request as never)).not.toThrow();
       }
     } finally {
-      console.error = original;
+      log.restore();
     }
-    expect(logged).toHaveLength(3);
-    expect(logged[0]).toMatch(/request metrics not recorded.*disk full/);
+    expect(log.lines()).toHaveLength(3);
+    expect(log.lines()[0]).toMatchObject({ level: 'error', msg: 'request metrics not recorded', error: expect.stringMatching(/disk full/) });
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * The warm tier in the API Lambdas' runtime (runtime/warm.ts, getApiContext): the fleet secret read once from
+ * The warm tier in the API Lambdas' runtime (composition/warm-tier-env.ts, getApiContext): the fleet secret read once from
  * Secrets Manager (STRATA_WARM_SECRET_ARN; here a local stand-in speaking its JSON protocol), the context built
  * with the warm tier, and clear errors when the secret is missing or cannot be read.
  */

@@ -2,7 +2,7 @@ import type { CostTier } from '../../metrics/metric-catalog.js';
 
 /**
  * What Strata used over a time window: the input the cost model prices (live-cost.ts). Plain data; how it is
- * read from AWS is the publisher's job (cost/publisher/usage.ts), and the local server fills it from its own
+ * read from AWS is the publisher's job (cost/publisher/usage-reader.ts), and the local server fills it from its own
  * counters.
  */
 

@@ -4,7 +4,7 @@ import { paginateListObjectsV2, type S3Client } from '@aws-sdk/client-s3';
 import type { FleetReader, MetricQuery, MetricSource, MetricValue, ObjectListing, ObjectStoreReader } from './usage-reader.js';
 import type { FleetInstance, FleetVolume, TimeWindow } from '../model/usage.js';
 
-/** The usage readers of usage.ts over the AWS SDK (EC2, S3, CloudWatch). */
+/** The usage readers of usage-reader.ts over the AWS SDK (EC2, S3, CloudWatch). */
 
 /** GetMetricData takes at most 500 queries per call. */
 const MAX_QUERIES_PER_CALL = 500;

@@ -20,7 +20,7 @@ export interface RedisTierOptions {
   username?: string;
   password?: string;
   /**
-   * Short-lived passwords instead of `password` (ElastiCache IAM tokens: runtime/elasticache-iam.ts): one is made for
+   * Short-lived passwords instead of `password` (ElastiCache IAM tokens: composition/elasticache-iam.ts): one is made for
    * every connection as it opens, and every live connection authenticates again with a fresh one once it has been
    * authenticated for `reauthenticateAfterMs`.
    */
