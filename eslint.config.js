@@ -14,6 +14,16 @@ export default tseslint.config(
     },
   },
   {
+    // Type-aware rules: a promise nobody awaits loses its error (an unhandled rejection, or nothing at all). Where
+    // that is meant, `void` says so. The SDK has its own tsconfig; the project service finds it.
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: false }],
+    },
+  },
+  {
     // Layers point one way (eslint/layers.js, docs/ARCHITECTURE.md).
     files: ['**/*.ts', '**/*.mts', '**/*.mjs', '**/*.js'],
     plugins: { strata: layers },

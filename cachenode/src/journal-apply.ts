@@ -252,7 +252,8 @@ export class JournalApplier {
         this.committedSeq = last;
         this.resolveCommitWaiters();
         await flushed;
-        this.journal.release(last);
+        // Disposal of released segments runs off this loop and never rejects (a failed delete is logged).
+        void this.journal.release(last);
         if (this.commitWaiters.length === 0 && this.queuedBytes <= APPLY_EARLY_BYTES) return;
       }
     } catch (e) {
@@ -299,7 +300,7 @@ export class JournalApplier {
     clearTimeout(this.applyTimer);
     await this.applying;
     await this.env.flushed;
-    if (!this.failed) this.journal.release(this.lastSeq);
+    if (!this.failed) void this.journal.release(this.lastSeq); // close() below waits for the disposal
     await this.journal.close();
     await this.replayCleanup;
   }

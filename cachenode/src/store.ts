@@ -192,7 +192,7 @@ export class NodeStore {
     if (stamped === RING_HASH) return;
     const holdsData = stamped !== undefined || this.meta.getKeysCount({ limit: 1 }) > 0 || readJournal(dir).segments.length > 0;
     if (holdsData) {
-      this.env.close();
+      void this.env.close(); // the store never opens: nothing waits for it, and the error below says why
       throw new StoreLayoutError(
         `the data directory ${dir} holds keys placed by ring hash "${stamped ?? 'sha256-64'}", but this build places them by ` +
           `"${RING_HASH}": its entries cannot be found. Drain the node with the build that wrote it (scale-in), or empty the ` +
