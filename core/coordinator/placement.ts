@@ -47,19 +47,19 @@ export interface Placement {
    * Tiers below hot that take the value before a write is acknowledged (each may get a location marker instead
    * when full). Empty: hot holds the only copy.
    */
-  durable: TierName[];
+  readonly durable: readonly TierName[];
   /**
    * What the hot tier gets on a write: the value, a location marker shadowing any older copy there (write-around:
    * the value is too large for hot), or nothing (no hot tier, or the namespace does not write to it).
    */
-  hot: 'value' | 'marker' | null;
+  readonly hot: 'value' | 'marker' | null;
   /**
    * Acknowledge once hot holds the value marked dirty, and flush it to `durable` later. When hot cannot take it
    * (full of dirty data, or down) the write goes through to `durable` as if this were false.
    */
-  writeBack: boolean;
+  readonly writeBack: boolean;
   /** Tiers a read hit found lower down is copied into, off the request path (only those above the hit). */
-  promoteInto: TierName[];
+  readonly promoteInto: readonly TierName[];
 }
 
 /**
@@ -74,16 +74,36 @@ export interface Placement {
  * below hot already lives elsewhere, so a large one never needs hot).
  */
 export function place({ policy, header, tiers }: PlacementInput): Placement {
+  const large = header.size >= policy.writeAroundBytes;
+  return derived(policy, tiers)[large ? 1 : 0];
+}
+
+/**
+ * What today's rules decide depends on the policy, the tiers and whether the value is large, nothing else: both
+ * answers are worked out once per (policy, tiers) and shared (read-only), so a write allocates nothing here. This
+ * is on every write and read hit (bench hot-path). A rule that reads more of the header must widen this cache.
+ */
+const cache = new WeakMap<NamespacePolicy, WeakMap<readonly TierSnapshot[], readonly [Placement, Placement]>>();
+
+function derived(policy: NamespacePolicy, tiers: readonly TierSnapshot[]): readonly [Placement, Placement] {
+  let byTiers = cache.get(policy);
+  if (!byTiers) cache.set(policy, (byTiers = new WeakMap()));
+  let both = byTiers.get(tiers);
+  if (!both) byTiers.set(tiers, (both = [decide(policy, tiers, false), decide(policy, tiers, true)]));
+  return both;
+}
+
+function decide(policy: NamespacePolicy, tiers: readonly TierSnapshot[], large: boolean): Placement {
   const hot = tiers.find((t) => t.name === HOT && writesTo(policy, HOT));
   const durable = namespaceDurable(policy, tiers);
-  const large = header.size >= policy.writeAroundBytes;
   // With nowhere else to go, a large value still lands in hot.
   const around = large && durable.length > 0;
   const writeBack = !!hot && !around && policy.writeMode === 'write-back' && hot.dirtyTracking && durable.length > 0;
   const promoteInto = policy.promoteOnRead
     ? tiers.filter((t) => writesTo(policy, t.name) && !(t.name === HOT && large)).map((t) => t.name)
     : [];
-  return { durable, hot: hot ? (around ? 'marker' : 'value') : null, writeBack, promoteInto };
+  const answer = { durable: Object.freeze(durable), hot: hot ? (around ? 'marker' : 'value') : null, writeBack, promoteInto: Object.freeze(promoteInto) } as const;
+  return Object.freeze(answer);
 }
 
 /**

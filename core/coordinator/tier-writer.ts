@@ -36,6 +36,7 @@ export interface TierWriterDeps {
  */
 export class TierWriter {
   private readonly byName = new Map<TierName, Tier>();
+  private readonly named = new WeakMap<readonly TierName[], Tier[]>();
   /** Every tier but hot: a tombstone goes to all of them, whatever the policy, before hot. */
   private readonly belowHot: Tier[];
 
@@ -46,7 +47,10 @@ export class TierWriter {
 
   /** The configured tiers of these names, in order. */
   tiersNamed(names: readonly TierName[]): Tier[] {
-    return names.map((n) => this.byName.get(n)!);
+    // Placements share their name lists (placement.ts), so each list is resolved once, not on every write.
+    let tiers = this.named.get(names);
+    if (!tiers) this.named.set(names, (tiers = names.map((n) => this.byName.get(n)!)));
+    return tiers;
   }
 
   /** The hot epoch of a key's shard now (0 without a fence): taken before an attempt writes or reads anything. */

@@ -118,7 +118,9 @@ describe('placement', () => {
     const header = Object.freeze({ ...small, tags: Object.freeze(['t']) });
     const first = place({ policy, header, tiers: snapshot });
     expect(place({ policy, header, tiers: snapshot })).toEqual(first);
-    expect(first).not.toBe(place({ policy, header, tiers: snapshot }));
+    // Answers are shared between calls (worked out once per policy and tiers), so none can be changed by a caller.
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(() => (first.durable as string[]).push('hot')).toThrow();
   });
 
   it('gives every entry of a namespace the durable tiers the tier walk relies on, whatever its size', () => {
