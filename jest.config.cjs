@@ -6,7 +6,20 @@ module.exports = {
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: {
-    '^.+\\.ts$': ['ts-jest', { useESM: true, diagnostics: false, tsconfig: { module: 'esnext', moduleResolution: 'bundler', isolatedModules: true, target: 'es2022', esModuleInterop: true } }],
+    '^.+\\.ts$': [
+      'ts-jest',
+      {
+        useESM: true,
+        diagnostics: false,
+        tsconfig: {
+          module: 'esnext',
+          moduleResolution: 'bundler',
+          isolatedModules: true,
+          target: 'es2022',
+          esModuleInterop: true,
+        },
+      },
+    ],
   },
   testMatch: ['<rootDir>/test/**/*.test.ts'],
   globalSetup: '<rootDir>/test/helpers/global-setup.ts',

@@ -17,7 +17,14 @@ import { mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type BuildOptions } from 'esbuild';
-import { ALL_BUNDLED, CHOSEN_PACKAGING, COMMON_ESBUILD, REPO_ROOT, apiLambdaEntry, type LambdaPackaging } from '../cdk/lib/packaging.js';
+import {
+  ALL_BUNDLED,
+  CHOSEN_PACKAGING,
+  COMMON_ESBUILD,
+  REPO_ROOT,
+  apiLambdaEntry,
+  type LambdaPackaging,
+} from '../cdk/lib/packaging.js';
 import type { ApiFunction } from '../core/api/route-types.js';
 import { round, table } from './lib/measure.js';
 
@@ -69,14 +76,22 @@ async function buildLayerVariant(): Promise<Built[]> {
   mkdirSync(pkg, { recursive: true });
   writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: LAYER_PACKAGE, type: 'module', main: 'index.mjs' }));
   const layerFile = join(pkg, 'index.mjs');
-  await build({ ...esbuildOptions(CHOSEN_PACKAGING), entryPoints: [join(REPO_ROOT, 'core', 'composition', 'api-handler.ts')], outfile: layerFile });
+  await build({
+    ...esbuildOptions(CHOSEN_PACKAGING),
+    entryPoints: [join(REPO_ROOT, 'core', 'composition', 'api-handler.ts')],
+    outfile: layerFile,
+  });
   const layerBytes = statSync(layerFile).size;
   const out: Built[] = [];
   for (const fn of FUNCTIONS) {
     const file = join(dir, 'functions', fn, 'index.mjs');
     await build({
       ...esbuildOptions(CHOSEN_PACKAGING),
-      stdin: { contents: `import { apiHandler } from '${LAYER_PACKAGE}';\nexport const handler = apiHandler('${fn}');\n`, resolveDir: dir, loader: 'js' },
+      stdin: {
+        contents: `import { apiHandler } from '${LAYER_PACKAGE}';\nexport const handler = apiHandler('${fn}');\n`,
+        resolveDir: dir,
+        loader: 'js',
+      },
       external: [...CHOSEN_PACKAGING.externalModules, LAYER_PACKAGE],
       outfile: file,
     });
@@ -101,12 +116,25 @@ process.stdout.write(JSON.stringify({ importMs: t1 - t0, invokeMs }));
 `;
 
 const STATS_EVENT = JSON.stringify({
-  resource: '/v1/stats', path: '/v1/stats', httpMethod: 'GET', headers: {}, multiValueHeaders: {}, queryStringParameters: null,
-  multiValueQueryStringParameters: null, pathParameters: null, stageVariables: null, body: null, isBase64Encoded: false,
+  resource: '/v1/stats',
+  path: '/v1/stats',
+  httpMethod: 'GET',
+  headers: {},
+  multiValueHeaders: {},
+  queryStringParameters: null,
+  multiValueQueryStringParameters: null,
+  pathParameters: null,
+  stageVariables: null,
+  body: null,
+  isBase64Encoded: false,
   requestContext: { requestId: 'bench' },
 });
 
-interface Sample { importMs: number; invokeMs: number | null; wallMs: number }
+interface Sample {
+  importMs: number;
+  invokeMs: number | null;
+  wallMs: number;
+}
 
 function sample(b: Built): Sample {
   const started = process.hrtime.bigint();
@@ -155,7 +183,11 @@ export async function coldStart(opts: { seconds: number; runs?: number }): Promi
   const variants: { name: string; description: string; built: Built[] }[] = [
     { name: ALL_BUNDLED.name, description: ALL_BUNDLED.description, built: await buildVariant(ALL_BUNDLED) },
     { name: CHOSEN_PACKAGING.name, description: CHOSEN_PACKAGING.description, built: await buildVariant(CHOSEN_PACKAGING) },
-    { name: 'layer', description: `core + ioredis/middy/zod in a layer (${LAYER_PACKAGE}), @aws-sdk/* from the runtime, thin functions`, built: await buildLayerVariant() },
+    {
+      name: 'layer',
+      description: `core + ioredis/middy/zod in a layer (${LAYER_PACKAGE}), @aws-sdk/* from the runtime, thin functions`,
+      built: await buildLayerVariant(),
+    },
   ];
   console.log('done');
   const all = variants.flatMap((v) => v.built);
@@ -196,15 +228,21 @@ export async function coldStart(opts: { seconds: number; runs?: number }): Promi
   }
 
   console.log(`\n${runs} fresh processes per function and variant (medians; import = load + evaluate the bundle)\n`);
-  console.log(table(Object.values(summaries).flatMap((s) => Object.entries(s.functions).map(([fn, f]) => ({
-    variant: s.packaging,
-    fn,
-    'bundle KiB': (f.bundleBytes / 1024).toFixed(1),
-    'layer KiB': (s.layerBytes / 1024).toFixed(1),
-    'import ms': f.importMs.toFixed(1),
-    'process ms': f.wallMs.toFixed(1),
-    'first call ms': f.firstInvokeMs?.toFixed(1) ?? '',
-  })))));
+  console.log(
+    table(
+      Object.values(summaries).flatMap((s) =>
+        Object.entries(s.functions).map(([fn, f]) => ({
+          variant: s.packaging,
+          fn,
+          'bundle KiB': (f.bundleBytes / 1024).toFixed(1),
+          'layer KiB': (s.layerBytes / 1024).toFixed(1),
+          'import ms': f.importMs.toFixed(1),
+          'process ms': f.wallMs.toFixed(1),
+          'first call ms': f.firstInvokeMs?.toFixed(1) ?? '',
+        })),
+      ),
+    ),
+  );
 
   const baseline = summaries[ALL_BUNDLED.name]!;
   const candidate = summaries[CHOSEN_PACKAGING.name]!;
@@ -215,10 +253,17 @@ export async function coldStart(opts: { seconds: number; runs?: number }): Promi
     wallMs: ratio(candidate.wallMs, baseline.wallMs),
     firstInvokeMs: ratio(candidate.firstInvokeMs, baseline.firstInvokeMs),
   };
-  console.log(`\ncandidate (${candidate.packaging}) / baseline (${baseline.packaging}): bundle ${ratios.bundleBytes}x, import ${ratios.importMs}x, process ${ratios.wallMs}x, first call ${ratios.firstInvokeMs}x`);
+  console.log(
+    `\ncandidate (${candidate.packaging}) / baseline (${baseline.packaging}): bundle ${ratios.bundleBytes}x, import ${ratios.importMs}x, process ${ratios.wallMs}x, first call ${ratios.firstInvokeMs}x`,
+  );
   return {
     scenario: 'cold-start',
-    config: { runs, sourceMaps: '--enable-source-maps', statistic: 'median per function, mean over the 4 functions', sdk: 'runtime SDK emulated by the repository node_modules' },
+    config: {
+      runs,
+      sourceMaps: '--enable-source-maps',
+      statistic: 'median per function, mean over the 4 functions',
+      sdk: 'runtime SDK emulated by the repository node_modules',
+    },
     baseline,
     candidate,
     ratios,

@@ -72,13 +72,18 @@ function num(argv: readonly string[], name: string, dflt: number, o: { integer?:
   const raw = flag(argv, name);
   if (raw === undefined) return dflt;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n < (o.min ?? 0) || (o.integer && !Number.isInteger(n))) throw new Error(`--${name} must be ${o.integer ? 'an integer' : 'a number'} >= ${o.min ?? 0} (got '${raw}')`);
+  if (!Number.isFinite(n) || n < (o.min ?? 0) || (o.integer && !Number.isInteger(n)))
+    throw new Error(`--${name} must be ${o.integer ? 'an integer' : 'a number'} >= ${o.min ?? 0} (got '${raw}')`);
   return n;
 }
 
 /** The scenario's settings from the command line (`--seconds` only counts when given; default 90 s). */
 export function elasticityConfig(argv: readonly string[], seconds: number): ElasticityConfig {
-  const params = thresholdParamsSchema.parse({ capacity: num(argv, 'capacity', 2500, { integer: true, min: 10 }), lowRate: num(argv, 'low-rate', 100, { min: 0.001 }), highRate: num(argv, 'high-rate', 125, { min: 0.001 }) });
+  const params = thresholdParamsSchema.parse({
+    capacity: num(argv, 'capacity', 2500, { integer: true, min: 10 }),
+    lowRate: num(argv, 'low-rate', 100, { min: 0.001 }),
+    highRate: num(argv, 'high-rate', 125, { min: 0.001 }),
+  });
   const splitAt = flag(argv, 'split-at') ?? 'up';
   if (splitAt !== 'up' && splitAt !== 'overflow') throw new Error(`--split-at must be 'up' or 'overflow' (got '${splitAt}')`);
   return {
@@ -106,36 +111,56 @@ export async function elasticity(opts: { seconds: number }): Promise<Record<stri
 
   const exampleT = [1, 2, 3, 4].map((n) => speculativeThreshold(PAPER_EXAMPLE.params, n, PAPER_EXAMPLE.rate));
   const exampleOk = exampleT.every((t, i) => t === PAPER_EXAMPLE.expected[i]);
-  console.log(`paper 000 worked example (c=5000, δL=50, δH=250, R=100): T = ${exampleT.join(', ')} for 1-4 nodes (paper: ${PAPER_EXAMPLE.expected.join(', ')}) ${exampleOk ? 'ok' : 'MISMATCH'}`);
+  console.log(
+    `paper 000 worked example (c=5000, δL=50, δH=250, R=100): T = ${exampleT.join(', ')} for 1-4 nodes (paper: ${PAPER_EXAMPLE.expected.join(', ')}) ${exampleOk ? 'ok' : 'MISMATCH'}`,
+  );
   const ourT = Array.from({ length: 10 }, (_, i) => Math.round(speculativeThreshold(cfg.params, i + 1, cfg.rate)));
-  console.log(`this run: c=${cfg.params.capacity} records, δL=${cfg.params.lowRate}/s, δH=${cfg.params.highRate}/s, R=${cfg.rate}/s: T = ${ourT.join(', ')} for 1-10 nodes`);
-  console.log(`${inserts} inserts of ${cfg.valueBytes} B values per variant (${cfg.seconds} s at R), modelled allocation time ${cfg.launchDelayMs} ms, split of a pre-launched node when it is ${cfg.splitAt === 'up' ? 'up' : 'needed (overflow)'}`);
+  console.log(
+    `this run: c=${cfg.params.capacity} records, δL=${cfg.params.lowRate}/s, δH=${cfg.params.highRate}/s, R=${cfg.rate}/s: T = ${ourT.join(', ')} for 1-10 nodes`,
+  );
+  console.log(
+    `${inserts} inserts of ${cfg.valueBytes} B values per variant (${cfg.seconds} s at R), modelled allocation time ${cfg.launchDelayMs} ms, split of a pre-launched node when it is ${cfg.splitAt === 'up' ? 'up' : 'needed (overflow)'}`,
+  );
 
   const baseline = await runVariant('on-overflow', cfg, inserts);
   const candidate = await runVariant('speculative', cfg, inserts);
   const variants = [baseline, candidate];
 
-  console.log('\n' + table(variants.map((v) => ({
-    variant: v.variant,
-    'total s': round(v.totalMs / 1000, 1),
-    'blocked s': round(v.blockedMs / 1000, 1),
-    'scaling %': round(v.scalingShare * 100, 1),
-    'busy %': round(v.scalingBusyShare * 100, 1),
-    nodes: v.nodesAtEnd,
-    'in ring at stream end': v.nodesAtStreamEnd,
-    splits: v.splits,
-    'pre-launches': v.prelaunches,
-    'overflow launches': v.overflowScaleOuts,
-    'keys moved': v.keysMoved,
-    'alloc s': round(v.allocationMsTotal / 1000, 1),
-    'migr s': round(v.migrationMsTotal / 1000, 2),
-    'inserts/s': round(v.insertsPerSec, 1),
-    errors: v.errors,
-  }))));
-  console.log('scaling % = time the stream was blocked on a full node / run time; busy % = time any scale-out was running; nodes = running at the end (in the ring once the scale-outs still running finished, or idle)');
+  console.log(
+    '\n' +
+      table(
+        variants.map((v) => ({
+          variant: v.variant,
+          'total s': round(v.totalMs / 1000, 1),
+          'blocked s': round(v.blockedMs / 1000, 1),
+          'scaling %': round(v.scalingShare * 100, 1),
+          'busy %': round(v.scalingBusyShare * 100, 1),
+          nodes: v.nodesAtEnd,
+          'in ring at stream end': v.nodesAtStreamEnd,
+          splits: v.splits,
+          'pre-launches': v.prelaunches,
+          'overflow launches': v.overflowScaleOuts,
+          'keys moved': v.keysMoved,
+          'alloc s': round(v.allocationMsTotal / 1000, 1),
+          'migr s': round(v.migrationMsTotal / 1000, 2),
+          'inserts/s': round(v.insertsPerSec, 1),
+          errors: v.errors,
+        })),
+      ),
+  );
+  console.log(
+    'scaling % = time the stream was blocked on a full node / run time; busy % = time any scale-out was running; nodes = running at the end (in the ring once the scale-outs still running finished, or idle)',
+  );
   const boots = [...baseline.bootMs, ...candidate.bootMs].sort((a, b) => a - b);
-  const bootSummary = { launches: boots.length, minMs: boots[0] ?? 0, medianMs: boots[Math.floor(boots.length / 2)] ?? 0, maxMs: boots[boots.length - 1] ?? 0 };
-  console.log(`real local node boot (launch to listening): median ${bootSummary.medianMs} ms (min ${bootSummary.minMs}, max ${bootSummary.maxMs}) over ${bootSummary.launches} launches; modelled allocation time ${cfg.launchDelayMs} ms`);
+  const bootSummary = {
+    launches: boots.length,
+    minMs: boots[0] ?? 0,
+    medianMs: boots[Math.floor(boots.length / 2)] ?? 0,
+    maxMs: boots[boots.length - 1] ?? 0,
+  };
+  console.log(
+    `real local node boot (launch to listening): median ${bootSummary.medianMs} ms (min ${bootSummary.minMs}, max ${bootSummary.maxMs}) over ${bootSummary.launches} launches; modelled allocation time ${cfg.launchDelayMs} ms`,
+  );
 
   const ratio = (a: number, b: number) => (b > 0 ? round(a / b) : null);
   const ratios = {
@@ -150,9 +175,19 @@ export async function elasticity(opts: { seconds: number }): Promise<Record<stri
     splitsCandidateOverBaseline: ratio(candidate.splits, baseline.splits),
   };
   const fmt = (x: number | null, what: string) => `${what} ${x === null ? 'n/a' : `${x}×`}`;
-  const cut = candidate.scalingShare === 0 ? (baseline.scalingShare > 0 ? ' (overhead cut to zero)' : '') : ratios.scalingShareReduction !== null ? ` (overhead cut ${ratios.scalingShareReduction}×)` : '';
-  console.log(`candidate / baseline: ${fmt(ratios.scalingShareCandidateOverBaseline, 'scaling share')}${cut}, ${fmt(ratios.throughputCandidateOverBaseline, 'throughput')}, ${fmt(ratios.nodesCandidateOverBaseline, 'nodes')}, ${fmt(ratios.totalTimeCandidateOverBaseline, 'run time')}`);
-  if (baseline.errors + candidate.errors > 0) console.log(`ERRORS: baseline ${baseline.errors}, candidate ${candidate.errors} (see errorDetails in the JSON)`);
+  const cut =
+    candidate.scalingShare === 0
+      ? baseline.scalingShare > 0
+        ? ' (overhead cut to zero)'
+        : ''
+      : ratios.scalingShareReduction !== null
+        ? ` (overhead cut ${ratios.scalingShareReduction}×)`
+        : '';
+  console.log(
+    `candidate / baseline: ${fmt(ratios.scalingShareCandidateOverBaseline, 'scaling share')}${cut}, ${fmt(ratios.throughputCandidateOverBaseline, 'throughput')}, ${fmt(ratios.nodesCandidateOverBaseline, 'nodes')}, ${fmt(ratios.totalTimeCandidateOverBaseline, 'run time')}`,
+  );
+  if (baseline.errors + candidate.errors > 0)
+    console.log(`ERRORS: baseline ${baseline.errors}, candidate ${candidate.errors} (see errorDetails in the JSON)`);
 
   return {
     scenario: 'elasticity',
@@ -169,7 +204,8 @@ export async function elasticity(opts: { seconds: number }): Promise<Record<stri
       splitAt: cfg.splitAt,
       keys: 'key:<i>, i = 0..N-1, the same sequence in both variants (uniform over the ring by SHA-256)',
       nodes: 'local cachenode processes (LocalFleet), starting with 1; ring in an in-memory CAS store',
-      client: 'WarmTier in the bench process; splits by Migrator.planScaleOut (one source, fullest range cut at its median) + run (incremental)',
+      client:
+        'WarmTier in the bench process; splits by Migrator.planScaleOut (one source, fullest range cut at its median) + run (incremental)',
       host: '2 shared cores',
     },
     definitions: {
@@ -178,8 +214,10 @@ export async function elasticity(opts: { seconds: number }): Promise<Record<stri
       scalingBusyShare: 'share of the run with at least one scale-out (launch or migration) running, blocking or not',
       allocationMs: 'max(launch delay, real boot): the modelled EC2 allocation time',
       migrationMs: 'planScaleOut + prepare + stream + publish + finish of one split',
-      nodesAtEnd: 'nodes running at the end: the ring once the scale-outs still running when the stream ended finished (a pre-launched instance costs from its launch), plus idle pre-launched nodes; nodesAtStreamEnd: ring nodes when the stream ended',
-      errors: 'failed inserts + failed scale-outs + acknowledged keys missing or wrong on read-back + |keys on nodes - acknowledged keys|',
+      nodesAtEnd:
+        'nodes running at the end: the ring once the scale-outs still running when the stream ended finished (a pre-launched instance costs from its launch), plus idle pre-launched nodes; nodesAtStreamEnd: ring nodes when the stream ended',
+      errors:
+        'failed inserts + failed scale-outs + acknowledged keys missing or wrong on read-back + |keys on nodes - acknowledged keys|',
     },
     thresholdCheck: { ...PAPER_EXAMPLE, T: exampleT, ok: exampleOk },
     thresholds: { nodes: ourT.map((_, i) => i + 1), T: ourT },
@@ -191,7 +229,10 @@ export async function elasticity(opts: { seconds: number }): Promise<Record<stri
 }
 
 async function runVariant(variant: Variant, cfg: ElasticityConfig, inserts: number): Promise<VariantResult> {
-  const name = variant === 'on-overflow' ? 'scale on overflow (launch, then split, while inserts wait)' : `speculative pre-launch (paper 000 threshold T, split when ${cfg.splitAt === 'up' ? 'the node is up' : 'the source overflows'})`;
+  const name =
+    variant === 'on-overflow'
+      ? 'scale on overflow (launch, then split, while inserts wait)'
+      : `speculative pre-launch (paper 000 threshold T, split when ${cfg.splitAt === 'up' ? 'the node is up' : 'the source overflows'})`;
   console.log(`\n--- ${variant}: ${name}`);
   const cluster = await RealCluster.start({ secret: SECRET, launchDelayMs: cfg.launchDelayMs, valueBytes: cfg.valueBytes });
   try {
@@ -208,12 +249,35 @@ async function runVariant(variant: Variant, cfg: ElasticityConfig, inserts: numb
     const r = await engine.run();
     const verify = await cluster.verify(r.ackedKeys);
     const details = [...r.errors, ...cluster.warningsSeen().map((w) => `warning: ${w}`)];
-    if (verify.missing || verify.wrongValue) details.push(`read-back: ${verify.missing} missing, ${verify.wrongValue} wrong (${verify.examples.join('; ')})`);
+    if (verify.missing || verify.wrongValue)
+      details.push(`read-back: ${verify.missing} missing, ${verify.wrongValue} wrong (${verify.examples.join('; ')})`);
     if (verify.keysOnNodes !== r.acked) details.push(`nodes hold ${verify.keysOnNodes} keys, ${r.acked} acknowledged`);
-    const errors = r.failedInserts + r.scaleOuts.filter((s) => s.error).length + verify.missing + verify.wrongValue + Math.abs(verify.keysOnNodes - r.acked);
-    console.log(`  ${variant}: ${r.acked}/${inserts} inserts in ${(r.totalMs / 1000).toFixed(1)} s, blocked ${(r.blockedMs / 1000).toFixed(1)} s (${(r.scalingShare * 100).toFixed(1)}%), ${r.nodesAtEnd} nodes (${r.nodesAtStreamEnd} in the ring at the end of the stream), ${r.splits} splits, read-back ${r.acked - verify.missing - verify.wrongValue}/${r.acked} ok, nodes hold ${verify.keysOnNodes} keys, errors ${errors}`);
+    const errors =
+      r.failedInserts +
+      r.scaleOuts.filter((s) => s.error).length +
+      verify.missing +
+      verify.wrongValue +
+      Math.abs(verify.keysOnNodes - r.acked);
+    console.log(
+      `  ${variant}: ${r.acked}/${inserts} inserts in ${(r.totalMs / 1000).toFixed(1)} s, blocked ${(r.blockedMs / 1000).toFixed(1)} s (${(r.scalingShare * 100).toFixed(1)}%), ${r.nodesAtEnd} nodes (${r.nodesAtStreamEnd} in the ring at the end of the stream), ${r.splits} splits, read-back ${r.acked - verify.missing - verify.wrongValue}/${r.acked} ok, nodes hold ${verify.keysOnNodes} keys, errors ${errors}`,
+    );
     const { ackedKeys: _keys, errors: _errors, ...rest } = r;
-    return { name, ...rest, scalingShare: round(r.scalingShare, 4), scalingBusyShare: round(r.scalingBusyShare, 4), insertsPerSec: round(r.insertsPerSec, 2), errors, errorDetails: details, verify: { missing: verify.missing, wrongValue: verify.wrongValue, keysOnNodes: verify.keysOnNodes, perNode: verify.perNode }, bootMs: cluster.bootMs };
+    return {
+      name,
+      ...rest,
+      scalingShare: round(r.scalingShare, 4),
+      scalingBusyShare: round(r.scalingBusyShare, 4),
+      insertsPerSec: round(r.insertsPerSec, 2),
+      errors,
+      errorDetails: details,
+      verify: {
+        missing: verify.missing,
+        wrongValue: verify.wrongValue,
+        keysOnNodes: verify.keysOnNodes,
+        perNode: verify.perNode,
+      },
+      bootMs: cluster.bootMs,
+    };
   } finally {
     await cluster.close();
   }

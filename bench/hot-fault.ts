@@ -32,13 +32,18 @@ export async function hotFault(opts: { seconds: number }): Promise<Record<string
   const pauseArg = process.argv.indexOf('--pause-seconds');
   const pauseSeconds = pauseArg >= 0 ? Number(process.argv[pauseArg + 1]) : 5;
   const port = await freePort();
-  const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
   await new Promise((r) => setTimeout(r, 300));
   const url = `redis://127.0.0.1:${port}`;
   const dir = mkdtempSync(join(tmpdir(), 'strata-bench-hot-fault-'));
   const made: Coordinator[] = [];
   const make = async (mode: Mode, prefix: string, durable: 'memory' | 'folder') => {
-    const below = durable === 'memory' ? new MemoryTier({ name: 'cold', maxBytes: 1 << 30 }) : new LocalFolderTier({ dir: join(dir, prefix), fsync: false });
+    const below =
+      durable === 'memory'
+        ? new MemoryTier({ name: 'cold', maxBytes: 1 << 30 })
+        : new LocalFolderTier({ dir: join(dir, prefix), fsync: false });
     const c = new Coordinator({
       tiers: [RedisTier.fromUrl(url, { keyPrefix: prefix }), below],
       policies: new PolicyRegistry({ defaults: { nearCache: { enabled: false } } }),
@@ -48,7 +53,8 @@ export async function hotFault(opts: { seconds: number }): Promise<Record<string
     });
     made.push(c);
     await c.ready();
-    for (let i = 0; i < KEYS; i += 250) await Promise.all(Array.from({ length: 250 }, (_, j) => c.put('bench', `k${i + j}`, VALUE)));
+    for (let i = 0; i < KEYS; i += 250)
+      await Promise.all(Array.from({ length: 250 }, (_, j) => c.put('bench', `k${i + j}`, VALUE)));
     return c;
   };
   try {
@@ -63,18 +69,44 @@ export async function hotFault(opts: { seconds: number }): Promise<Record<string
           const c = sides[mode];
           const res = await closedLoop(op === 'get' ? (i) => c.get('bench', key(i)) : (i) => c.put('bench', key(i), VALUE), load);
           (rounds[`${mode} ${op}`] ??= []).push(res);
-          console.log(`  round ${r + 1}/${ROUNDS} ${`${mode} ${op}`.padEnd(14)} ${String(res.opsPerSec).padStart(7)} ops/s  p99 ${res.p99Ms.toFixed(2)} ms`);
+          console.log(
+            `  round ${r + 1}/${ROUNDS} ${`${mode} ${op}`.padEnd(14)} ${String(res.opsPerSec).padStart(7)} ops/s  p99 ${res.p99Ms.toFixed(2)} ms`,
+          );
         }
       }
     }
     const med = Object.fromEntries(Object.entries(rounds).map(([k, rs]) => [k, median(rs)]));
-    const spread = Object.fromEntries(Object.entries(rounds).map(([k, rs]) => [k, round((Math.max(...rs.map((x) => x.opsPerSec)) - Math.min(...rs.map((x) => x.opsPerSec))) / median(rs).opsPerSec)]));
+    const spread = Object.fromEntries(
+      Object.entries(rounds).map(([k, rs]) => [
+        k,
+        round((Math.max(...rs.map((x) => x.opsPerSec)) - Math.min(...rs.map((x) => x.opsPerSec))) / median(rs).opsPerSec),
+      ]),
+    );
     const steady = {
-      get: { throughput: round(med['fence get']!.opsPerSec / med['refuse get']!.opsPerSec), p99: round(med['fence get']!.p99Ms / med['refuse get']!.p99Ms) },
-      put: { throughput: round(med['fence put']!.opsPerSec / med['refuse put']!.opsPerSec), p99: round(med['fence put']!.p99Ms / med['refuse put']!.p99Ms) },
+      get: {
+        throughput: round(med['fence get']!.opsPerSec / med['refuse get']!.opsPerSec),
+        p99: round(med['fence get']!.p99Ms / med['refuse get']!.p99Ms),
+      },
+      put: {
+        throughput: round(med['fence put']!.opsPerSec / med['refuse put']!.opsPerSec),
+        p99: round(med['fence put']!.p99Ms / med['refuse put']!.p99Ms),
+      },
     };
-    console.log('\n' + table(Object.entries(med).map(([k, r]) => ({ path: k, 'ops/s': r.opsPerSec, 'p50 ms': round(r.p50Ms, 2), 'p99 ms': round(r.p99Ms, 2), 'spread (max-min)/median': spread[k]! }))));
-    console.log(`\nsteady state, fence vs no fence: GET throughput ${steady.get.throughput}, p99 ${steady.get.p99}; PUT throughput ${steady.put.throughput}, p99 ${steady.put.p99}`);
+    console.log(
+      '\n' +
+        table(
+          Object.entries(med).map(([k, r]) => ({
+            path: k,
+            'ops/s': r.opsPerSec,
+            'p50 ms': round(r.p50Ms, 2),
+            'p99 ms': round(r.p99Ms, 2),
+            'spread (max-min)/median': spread[k]!,
+          })),
+        ),
+    );
+    console.log(
+      `\nsteady state, fence vs no fence: GET throughput ${steady.get.throughput}, p99 ${steady.get.p99}; PUT throughput ${steady.put.throughput}, p99 ${steady.put.p99}`,
+    );
 
     const pause: Record<Mode, unknown> = { fence: undefined, refuse: undefined };
     for (const mode of ['fence', 'refuse'] as const) {
@@ -86,10 +118,28 @@ export async function hotFault(opts: { seconds: number }): Promise<Record<string
     }
     return {
       scenario: 'hot-fault',
-      config: { keys: KEYS, valueBytes: VALUE.length, concurrency: 64, seconds: opts.seconds, rounds: ROUNDS, statistic: 'median of interleaved rounds', pauseSeconds, durable: { steady: 'in-process memory tier', pause: 'local folder (fsync off)' }, timers: { stallMs: 1000, leaseMs: 2000 } },
+      config: {
+        keys: KEYS,
+        valueBytes: VALUE.length,
+        concurrency: 64,
+        seconds: opts.seconds,
+        rounds: ROUNDS,
+        statistic: 'median of interleaved rounds',
+        pauseSeconds,
+        durable: { steady: 'in-process memory tier', pause: 'local folder (fsync off)' },
+        timers: { stallMs: 1000, leaseMs: 2000 },
+      },
       rounds,
-      baseline: { name: 'coordinator without the hot fence (a write whose hot copy fails is refused with 503)', get: med['refuse get'], put: med['refuse put'] },
-      candidate: { name: 'coordinator with the hot fence (epoch per shard, 2000 ms lease)', get: med['fence get'], put: med['fence put'] },
+      baseline: {
+        name: 'coordinator without the hot fence (a write whose hot copy fails is refused with 503)',
+        get: med['refuse get'],
+        put: med['refuse put'],
+      },
+      candidate: {
+        name: 'coordinator with the hot fence (epoch per shard, 2000 ms lease)',
+        get: med['fence get'],
+        put: med['fence put'],
+      },
       ratios: steady,
       spread,
       pause,
@@ -102,7 +152,12 @@ export async function hotFault(opts: { seconds: number }): Promise<Record<string
 }
 
 /** Mixed load with Redis paused in the middle: per phase, reads and writes (latency, errors), and hot's return. */
-async function pausedRedis(c: Coordinator, pid: number, pauseSeconds: number, key: (i: number) => string): Promise<Record<string, unknown>> {
+async function pausedRedis(
+  c: Coordinator,
+  pid: number,
+  pauseSeconds: number,
+  key: (i: number) => string,
+): Promise<Record<string, unknown>> {
   type Sample = { t: number; op: 'get' | 'put'; ms: number; ok: boolean; tier?: string };
   const samples: Sample[] = [];
   const t0 = performance.now();
@@ -115,7 +170,13 @@ async function pausedRedis(c: Coordinator, pid: number, pauseSeconds: number, ke
       const s = performance.now();
       try {
         const r = op === 'get' ? await c.get('bench', key(i)) : await c.put('bench', key(i), VALUE);
-        samples.push({ t: s - t0, op, ms: performance.now() - s, ok: true, tier: op === 'get' ? (r as { tier?: string } | undefined)?.tier : undefined });
+        samples.push({
+          t: s - t0,
+          op,
+          ms: performance.now() - s,
+          ok: true,
+          tier: op === 'get' ? (r as { tier?: string } | undefined)?.tier : undefined,
+        });
       } catch {
         samples.push({ t: s - t0, op, ms: performance.now() - s, ok: false });
       }
@@ -133,7 +194,10 @@ async function pausedRedis(c: Coordinator, pid: number, pauseSeconds: number, ke
   const phase = (name: string, from: number, to: number) => {
     const reads = samples.filter((x) => x.op === 'get' && x.t >= from && x.t < to);
     const writes = samples.filter((x) => x.op === 'put' && x.t >= from && x.t < to);
-    const pct = (xs: Sample[], p: number) => (xs.length ? round([...xs].sort((a, b) => a.ms - b.ms)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]!.ms, 1) : 0);
+    const pct = (xs: Sample[], p: number) =>
+      xs.length
+        ? round([...xs].sort((a, b) => a.ms - b.ms)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]!.ms, 1)
+        : 0;
     const secs = (to - from) / 1000;
     return {
       phase: name,
@@ -155,5 +219,13 @@ async function pausedRedis(c: Coordinator, pid: number, pauseSeconds: number, ke
 
 function median(rs: LoadResult[]): LoadResult {
   const mid = <K extends keyof LoadResult>(k: K) => [...rs].map((r) => r[k]).sort((a, b) => a - b)[Math.floor(rs.length / 2)]!;
-  return { ops: mid('ops'), seconds: mid('seconds'), opsPerSec: mid('opsPerSec'), p50Ms: mid('p50Ms'), p99Ms: mid('p99Ms'), p999Ms: mid('p999Ms'), errors: rs.reduce((a, r) => a + r.errors, 0) };
+  return {
+    ops: mid('ops'),
+    seconds: mid('seconds'),
+    opsPerSec: mid('opsPerSec'),
+    p50Ms: mid('p50Ms'),
+    p99Ms: mid('p99Ms'),
+    p999Ms: mid('p999Ms'),
+    errors: rs.reduce((a, r) => a + r.errors, 0),
+  };
 }

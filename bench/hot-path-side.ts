@@ -21,8 +21,23 @@ type Msg = { op: 'load' | 'close' } | { op: 'get' | 'put' | 'l1Get'; seconds: nu
 
 async function main(side: string, url: string): Promise<void> {
   const raw = side === 'raw' ? new Redis(url, { enableAutoPipelining: true }) : undefined;
-  const coordinator = side === 'coordinator' ? new Coordinator({ tiers: [RedisTier.fromUrl(url)], policies: new PolicyRegistry({ defaults: { writeTiers: ['hot'], nearCache: { enabled: false } } }), flushTimer: false }) : undefined;
-  const withL1 = side === 'coordinator' ? new Coordinator({ tiers: [RedisTier.fromUrl(url)], nearCache: new MemoryTier({ name: 'l1', maxBytes: 64 << 20 }), policies: new PolicyRegistry({ defaults: { writeTiers: ['hot'], nearCache: { ttlMs: 60_000 } } }), flushTimer: false }) : undefined;
+  const coordinator =
+    side === 'coordinator'
+      ? new Coordinator({
+          tiers: [RedisTier.fromUrl(url)],
+          policies: new PolicyRegistry({ defaults: { writeTiers: ['hot'], nearCache: { enabled: false } } }),
+          flushTimer: false,
+        })
+      : undefined;
+  const withL1 =
+    side === 'coordinator'
+      ? new Coordinator({
+          tiers: [RedisTier.fromUrl(url)],
+          nearCache: new MemoryTier({ name: 'l1', maxBytes: 64 << 20 }),
+          policies: new PolicyRegistry({ defaults: { writeTiers: ['hot'], nearCache: { ttlMs: 60_000 } } }),
+          flushTimer: false,
+        })
+      : undefined;
   const ops = {
     get: raw ? (i: number) => raw.getBuffer(`raw:${key(i)}`) : (i: number) => coordinator!.get('bench', `k${key(i)}`),
     put: raw ? (i: number) => raw.set(`raw:${key(i)}`, VALUE) : (i: number) => coordinator!.put('bench', `k${key(i)}`, VALUE),
@@ -36,12 +51,20 @@ async function main(side: string, url: string): Promise<void> {
         process.exit(0);
       }
       if (m.op === 'load') {
-        for (let i = 0; i < KEYS; i += 500) await Promise.all(Array.from({ length: 500 }, (_, j) => (raw ? raw.set(`raw:${i + j}`, VALUE) : coordinator!.put('bench', `k${i + j}`, VALUE))));
+        for (let i = 0; i < KEYS; i += 500)
+          await Promise.all(
+            Array.from({ length: 500 }, (_, j) =>
+              raw ? raw.set(`raw:${i + j}`, VALUE) : coordinator!.put('bench', `k${i + j}`, VALUE),
+            ),
+          );
         if (withL1) for (let i = 0; i < KEYS; i++) await withL1.get('bench', `k${i}`); // fill L1
         process.send!({ done: true });
         return;
       }
-      if (m.op === 'get' || m.op === 'put' || m.op === 'l1Get') process.send!(await closedLoop(ops[m.op], { concurrency: CONCURRENCY, seconds: m.seconds, warmupSeconds: m.warmupSeconds }));
+      if (m.op === 'get' || m.op === 'put' || m.op === 'l1Get')
+        process.send!(
+          await closedLoop(ops[m.op], { concurrency: CONCURRENCY, seconds: m.seconds, warmupSeconds: m.warmupSeconds }),
+        );
     })();
   });
   process.send!({ ready: true });

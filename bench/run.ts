@@ -45,7 +45,10 @@ async function main(): Promise<void> {
     const dir = join(import.meta.dirname, 'results');
     mkdirSync(dir, { recursive: true });
     const file = join(dir, `${name}.json`);
-    writeFileSync(file, JSON.stringify({ ...result, measuredAt: new Date().toISOString(), node: process.version }, null, 2) + '\n');
+    writeFileSync(
+      file,
+      JSON.stringify({ ...result, measuredAt: new Date().toISOString(), node: process.version }, null, 2) + '\n',
+    );
     console.log(`\nwritten ${file}`);
   }
 }

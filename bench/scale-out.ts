@@ -43,7 +43,10 @@ const KEYS = 40_000;
 const VALUE_BYTES = 1024;
 /** Closed-loop workers of the load (STRATA_BENCH_CONCURRENCY; recorded in the results' config). */
 const CONCURRENCY = Number(process.env.STRATA_BENCH_CONCURRENCY ?? 32);
-if (!Number.isInteger(CONCURRENCY) || CONCURRENCY < 1) throw new Error(`STRATA_BENCH_CONCURRENCY must be a whole number of workers >= 1 (got '${process.env.STRATA_BENCH_CONCURRENCY}')`);
+if (!Number.isInteger(CONCURRENCY) || CONCURRENCY < 1)
+  throw new Error(
+    `STRATA_BENCH_CONCURRENCY must be a whole number of workers >= 1 (got '${process.env.STRATA_BENCH_CONCURRENCY}')`,
+  );
 const READ_RATIO = 0.95;
 const ZIPF_THETA = 0.99;
 /** Per migration session, bytes per second (STRATA_BENCH_RATE). */
@@ -55,7 +58,9 @@ const WINDOW_S = 5;
 /** CPU budget of each node process, in cores (STRATA_BENCH_NODE_CPUS; 0 = uncapped). */
 const NODE_CPUS = Number(process.env.STRATA_BENCH_NODE_CPUS ?? 0.25);
 /** Which modes to run (STRATA_BENCH_MODES, comma-separated; both by default). */
-const MODES = (process.env.STRATA_BENCH_MODES ?? 'incremental,parallel').split(',').filter((m): m is MigrationMode => m === 'incremental' || m === 'parallel');
+const MODES = (process.env.STRATA_BENCH_MODES ?? 'incremental,parallel')
+  .split(',')
+  .filter((m): m is MigrationMode => m === 'incremental' || m === 'parallel');
 /** STRATA_BENCH_TRACE=1: print per-process CPU, latencies and the driver's events around each migration. */
 const TRACE = process.env.STRATA_BENCH_TRACE === '1';
 /** Whether `nice` is there to lower the migration driver's priority. */
@@ -136,55 +141,96 @@ export async function scaleOut(opts: { seconds: number }): Promise<Record<string
   } finally {
     caps?.close();
   }
-  if (modes.length < 2) return { scenario: 'scale-out', partial: true, modes: modes.map((m) => ({ ...m, perSecond: undefined, errorsPerSecond: undefined })) };
+  if (modes.length < 2)
+    return {
+      scenario: 'scale-out',
+      partial: true,
+      modes: modes.map((m) => ({ ...m, perSecond: undefined, errorsPerSecond: undefined })),
+    };
   const [inc, par] = modes as [ModeResult, ModeResult];
 
   const length = Math.max(inc.perSecond.length, par.perSecond.length);
   const csv = ['second,incremental_ops,parallel_ops,incremental_errors,parallel_errors'];
-  for (let s = 0; s < length; s++) csv.push(`${s},${inc.perSecond[s] ?? ''},${par.perSecond[s] ?? ''},${inc.errorsPerSecond[s] ?? ''},${par.errorsPerSecond[s] ?? ''}`);
+  for (let s = 0; s < length; s++)
+    csv.push(
+      `${s},${inc.perSecond[s] ?? ''},${par.perSecond[s] ?? ''},${inc.errorsPerSecond[s] ?? ''},${par.errorsPerSecond[s] ?? ''}`,
+    );
   const csvFile = join(ROOT, 'bench', 'results', 'scale-out.csv');
   writeFileSync(csvFile, csv.join('\n') + '\n');
 
   // Time series around the migrations, in 5 s steps relative to each migration's start.
   const rows: Record<string, string | number>[] = [];
-  for (let rel = -20; rel <= Math.max(inc.migrationEndS - inc.migrationStartS, par.migrationEndS - par.migrationStartS) + TAIL_S; rel += 5) {
+  for (
+    let rel = -20;
+    rel <= Math.max(inc.migrationEndS - inc.migrationStartS, par.migrationEndS - par.migrationStartS) + TAIL_S;
+    rel += 5
+  ) {
     const at = (m: ModeResult) => {
       const from = m.migrationStartS + rel;
       const xs = m.perSecond.slice(Math.max(0, from), Math.max(0, from + 5));
       return xs.length ? Math.round(xs.reduce((a, b) => a + b, 0) / xs.length) : '';
     };
-    const phase = (m: ModeResult) => (m.migrationStartS + rel < m.migrationStartS ? 'before' : m.migrationStartS + rel < m.migrationEndS ? 'migrating' : 'after');
-    rows.push({ 't (s)': rel, 'incremental ops/s': at(inc), 'inc phase': phase(inc), 'parallel ops/s': at(par), 'par phase': phase(par) });
+    const phase = (m: ModeResult) =>
+      m.migrationStartS + rel < m.migrationStartS ? 'before' : m.migrationStartS + rel < m.migrationEndS ? 'migrating' : 'after';
+    rows.push({
+      't (s)': rel,
+      'incremental ops/s': at(inc),
+      'inc phase': phase(inc),
+      'parallel ops/s': at(par),
+      'par phase': phase(par),
+    });
   }
   console.log('\nthroughput, 5 s averages, t = 0 at the start of each migration');
   console.log(table(rows));
-  console.log('\n' + table(modes.map((m) => ({
-    mode: m.mode,
-    'before ops/s': Math.round(m.baselineOpsPerSec),
-    'worst 5 s ops/s': Math.round(m.worstWindowOpsPerSec),
-    'after ops/s': Math.round(m.afterOpsPerSec),
-    'dip %': round(m.dipPercent, 1),
-    'dip vs after %': round(m.dipVsAfterPercent, 1),
-    'noise floor %': round(m.noiseFloorPercent, 1),
-    'migration s': round(m.migrationSeconds, 1),
-    'first served after ms': m.firstServedAfterMs ?? 'never',
-    'allocation ms': m.allocationMs,
-    'moved keys': m.movedKeys,
-    errors: m.errors,
-  }))));
+  console.log(
+    '\n' +
+      table(
+        modes.map((m) => ({
+          mode: m.mode,
+          'before ops/s': Math.round(m.baselineOpsPerSec),
+          'worst 5 s ops/s': Math.round(m.worstWindowOpsPerSec),
+          'after ops/s': Math.round(m.afterOpsPerSec),
+          'dip %': round(m.dipPercent, 1),
+          'dip vs after %': round(m.dipVsAfterPercent, 1),
+          'noise floor %': round(m.noiseFloorPercent, 1),
+          'migration s': round(m.migrationSeconds, 1),
+          'first served after ms': m.firstServedAfterMs ?? 'never',
+          'allocation ms': m.allocationMs,
+          'moved keys': m.movedKeys,
+          errors: m.errors,
+        })),
+      ),
+  );
   console.log(`\nCSV: ${csvFile}`);
   const met = { incrementalDipAtMost5: inc.dipPercent <= 5, incrementalBelowParallel: inc.dipPercent < par.dipPercent };
-  console.log(`target: incremental dip <= 5% (${met.incrementalDipAtMost5 ? 'met' : 'missed'}), smaller than parallel's (${met.incrementalBelowParallel ? 'met' : 'missed'})`);
+  console.log(
+    `target: incremental dip <= 5% (${met.incrementalDipAtMost5 ? 'met' : 'missed'}), smaller than parallel's (${met.incrementalBelowParallel ? 'met' : 'missed'})`,
+  );
   const summary = (m: ModeResult) => ({ ...m, perSecond: undefined, errorsPerSecond: undefined });
   return {
     scenario: 'scale-out',
-    config: { keys: KEYS, valueBytes: VALUE_BYTES, workload: 'YCSB-B: 95% reads, 5% updates, scrambled Zipfian 0.99', concurrency: CONCURRENCY, preSeconds, window: `${WINDOW_S} s`, ratePerSessionBytes: RATE, rangesPerNode: 2, nodes: '3 -> 4 local cachenode processes', nodeCpus: caps ? NODE_CPUS : 'uncapped', client: 'WarmTier in the bench process; migration driven by the ring CLI in its own process', driverPriority: NICE ? 'nice 19' : 'normal', host: '2 shared cores' },
+    config: {
+      keys: KEYS,
+      valueBytes: VALUE_BYTES,
+      workload: 'YCSB-B: 95% reads, 5% updates, scrambled Zipfian 0.99',
+      concurrency: CONCURRENCY,
+      preSeconds,
+      window: `${WINDOW_S} s`,
+      ratePerSessionBytes: RATE,
+      rangesPerNode: 2,
+      nodes: '3 -> 4 local cachenode processes',
+      nodeCpus: caps ? NODE_CPUS : 'uncapped',
+      client: 'WarmTier in the bench process; migration driven by the ring CLI in its own process',
+      driverPriority: NICE ? 'nice 19' : 'normal',
+      host: '2 shared cores',
+    },
     baseline: { name: 'parallel migration (all sources at once, served at the end)', ...summary(par) },
     candidate: { name: 'incremental migration (one source at a time, served per session)', ...summary(inc) },
     ratios: {
       dipIncrementalOverParallel: par.dipPercent > 0 ? round(inc.dipPercent / par.dipPercent) : null,
       dipVsAfterIncrementalOverParallel: par.dipVsAfterPercent > 0 ? round(inc.dipVsAfterPercent / par.dipVsAfterPercent) : null,
-      firstServedIncrementalOverParallel: inc.firstServedAfterMs !== null && par.firstServedAfterMs ? round(inc.firstServedAfterMs / par.firstServedAfterMs) : null,
+      firstServedIncrementalOverParallel:
+        inc.firstServedAfterMs !== null && par.firstServedAfterMs ? round(inc.firstServedAfterMs / par.firstServedAfterMs) : null,
       migrationTimeIncrementalOverParallel: round(inc.migrationSeconds / par.migrationSeconds),
     },
     series: { csv: 'bench/results/scale-out.csv', incremental: inc.perSecond, parallel: par.perSecond },
@@ -194,7 +240,9 @@ export async function scaleOut(opts: { seconds: number }): Promise<Record<string
 }
 
 async function runMode(mode: MigrationMode, preSeconds: number, caps: CpuCaps | undefined): Promise<ModeResult> {
-  console.log(`\n--- ${mode}: 3 nodes${caps ? ` of ${NODE_CPUS} CPU each` : ''}, ${KEYS} keys of ${VALUE_BYTES} B, ${preSeconds} s before the migration`);
+  console.log(
+    `\n--- ${mode}: 3 nodes${caps ? ` of ${NODE_CPUS} CPU each` : ''}, ${KEYS} keys of ${VALUE_BYTES} B, ${preSeconds} s before the migration`,
+  );
   const dir = mkdtempSync(join(tmpdir(), `strata-bench-scale-${mode}-`));
   const fleet = new LocalFleet({ rootDir: join(dir, 'nodes'), secret: SECRET, capacityBytes: 4 * 1024 ** 3 });
   const client = new NodeClient({ secret: SECRET });
@@ -206,15 +254,27 @@ async function runMode(mode: MigrationMode, preSeconds: number, caps: CpuCaps | 
     const capped = (id: string) => caps?.cap(fleet.pid(id)!, id, NODE_CPUS);
     const nodes = await Promise.all(['n1', 'n2', 'n3'].map((id) => fleet.launch(id)));
     for (const n of nodes) capped(n.nodeId);
-    const ring = await store.create(initialRing(nodes.map((n) => ({ id: n.nodeId, url: n.url })), 2));
+    const ring = await store.create(
+      initialRing(
+        nodes.map((n) => ({ id: n.nodeId, url: n.url })),
+        2,
+      ),
+    );
     await Promise.all(nodes.map((n) => client.pushRing(n.url, ring)));
     const ringView = new RingView({ store, refreshIntervalMs: 1000 });
     warm = new WarmTier({ ring: ringView, secret: SECRET, connectionsPerNode: 16, timeoutMs: 5000 });
     const clock = new HybridLogicalClock();
     const value = Buffer.alloc(VALUE_BYTES, 0x61);
-    const entry = () => ({ header: { version: clock.next(), expiresAt: null, size: VALUE_BYTES, hash: '', tags: [], flags: {} }, value });
+    const entry = () => ({
+      header: { version: clock.next(), expiresAt: null, size: VALUE_BYTES, hash: '', tags: [], flags: {} },
+      value,
+    });
     process.stdout.write('loading ... ');
-    for (let i = 0; i < KEYS; i += 500) await warm.putMany('ycsb', Array.from({ length: Math.min(500, KEYS - i) }, (_, j) => ({ key: `user${i + j}`, entry: entry() })));
+    for (let i = 0; i < KEYS; i += 500)
+      await warm.putMany(
+        'ycsb',
+        Array.from({ length: Math.min(500, KEYS - i) }, (_, j) => ({ key: `user${i + j}`, entry: entry() })),
+      );
     console.log('done');
 
     // Closed-loop YCSB-B workers; completions and errors counted per wall-clock second.
@@ -252,11 +312,34 @@ async function runMode(mode: MigrationMode, preSeconds: number, caps: CpuCaps | 
     let migrationStart = 0;
     // The driver runs at the lowest CPU priority: in production it runs elsewhere (a Lambda), so its start-up and
     // bookkeeping should not take CPU from the nodes or the load generator on this shared host.
-    const proc = spawn(NICE ? 'nice' : process.execPath, [...(NICE ? ['-n', '19', process.execPath] : []), '--import', 'tsx', join(ROOT, 'core/composition/migration-cli.ts'), '--store', storeUri, '--wait-for-go', 'scale-out', '--id', 'n4', '--url', n4.url, '--mode', mode, '--rate', String(RATE), '--grace-ms', '600000'], {
-      cwd: ROOT,
-      env: { ...process.env, STRATA_NODE_SECRET: SECRET, NODE_OPTIONS: '' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const proc = spawn(
+      NICE ? 'nice' : process.execPath,
+      [
+        ...(NICE ? ['-n', '19', process.execPath] : []),
+        '--import',
+        'tsx',
+        join(ROOT, 'core/composition/migration-cli.ts'),
+        '--store',
+        storeUri,
+        '--wait-for-go',
+        'scale-out',
+        '--id',
+        'n4',
+        '--url',
+        n4.url,
+        '--mode',
+        mode,
+        '--rate',
+        String(RATE),
+        '--grace-ms',
+        '600000',
+      ],
+      {
+        cwd: ROOT,
+        env: { ...process.env, STRATA_NODE_SECRET: SECRET, NODE_OPTIONS: '' },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     child = proc;
     let stderr = '';
     proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -272,12 +355,23 @@ async function runMode(mode: MigrationMode, preSeconds: number, caps: CpuCaps | 
         console.log(`  session published at +${((ev.at! - migrationStart) / 1000).toFixed(1)} s`);
       }
     });
-    const exited = new Promise<void>((resolve, reject) => proc.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`migration failed (${code}): ${stderr.slice(-2000)}`)))));
+    const exited = new Promise<void>((resolve, reject) =>
+      proc.once('exit', (code) =>
+        code === 0 ? resolve() : reject(new Error(`migration failed (${code}): ${stderr.slice(-2000)}`)),
+      ),
+    );
     exited.catch(() => undefined); // awaited below; a failure before then must not crash the process unhandled
     await Promise.race([isReady, exited]);
 
     started = Date.now();
-    trace?.start(() => ({ n1: fleet.pid('n1'), n2: fleet.pid('n2'), n3: fleet.pid('n3'), n4: fleet.pid('n4'), driver: proc.pid, load: process.pid }));
+    trace?.start(() => ({
+      n1: fleet.pid('n1'),
+      n2: fleet.pid('n2'),
+      n3: fleet.pid('n3'),
+      n4: fleet.pid('n4'),
+      driver: proc.pid,
+      load: process.pid,
+    }));
     const workers = Array.from({ length: CONCURRENCY }, worker);
     await sleep((WARMUP_S + preSeconds) * 1000);
     migrationStart = Date.now();
@@ -289,7 +383,10 @@ async function runMode(mode: MigrationMode, preSeconds: number, caps: CpuCaps | 
     await Promise.all(workers);
     trace?.stop();
     trace?.print(migrationStart);
-    if (trace) console.log(`  trace: stale retries ${(await warm.stats()).staleRetries}; refused by node: ${(await Promise.all((await fleet.list()).map(async (n) => `${n.nodeId} ${((await client.stats(n.url)) as { refused?: number }).refused}`))).join(' ')}`);
+    if (trace)
+      console.log(
+        `  trace: stale retries ${(await warm.stats()).staleRetries}; refused by node: ${(await Promise.all((await fleet.list()).map(async (n) => `${n.nodeId} ${((await client.stats(n.url)) as { refused?: number }).refused}`))).join(' ')}`,
+      );
     const stats = await client.stats(n4.url);
 
     const sec = (t: number) => Math.floor((t - started) / 1000);
@@ -322,7 +419,10 @@ async function runMode(mode: MigrationMode, preSeconds: number, caps: CpuCaps | 
       worstWindowOpsPerSec: round(worst, 1),
       worstWindowStartS: worstAt - startS,
       dipPercent: round(Math.max(0, (1 - worst / baseline) * 100), 2),
-      dipVsAfterPercent: round(Math.max(0, (1 - worst / Math.min(baseline, mean(series.slice(endS + WINDOW_S, endS + TAIL_S)))) * 100), 2),
+      dipVsAfterPercent: round(
+        Math.max(0, (1 - worst / Math.min(baseline, mean(series.slice(endS + WINDOW_S, endS + TAIL_S)))) * 100),
+        2,
+      ),
       noiseFloorPercent: round(Math.max(0, (1 - preWorst / baseline) * 100), 2),
       firstServedAfterMs: stats.firstServedAt === null ? null : stats.firstServedAt - migrationStart,
       allocationMs: n4.allocationMs,
@@ -330,7 +430,9 @@ async function runMode(mode: MigrationMode, preSeconds: number, caps: CpuCaps | 
       errors: errors.reduce((a, b) => a + b, 0),
       movedKeys: moved,
     };
-    console.log(`  ${mode}: before ${Math.round(baseline)} ops/s, worst 5 s ${Math.round(worst)} ops/s (dip ${result.dipPercent}%, noise floor ${result.noiseFloorPercent}%), migration ${result.migrationSeconds} s, first served after ${result.firstServedAfterMs} ms, errors ${result.errors}`);
+    console.log(
+      `  ${mode}: before ${Math.round(baseline)} ops/s, worst 5 s ${Math.round(worst)} ops/s (dip ${result.dipPercent}%, noise floor ${result.noiseFloorPercent}%), migration ${result.migrationSeconds} s, first served after ${result.firstServedAfterMs} ms, errors ${result.errors}`,
+    );
     return result;
   } finally {
     if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

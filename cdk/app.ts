@@ -55,9 +55,18 @@ export function buildStrataApp(app: App, options: StrataAppOptions): StrataStack
   // depends on the Workflows stack, never the reverse.
   const monitoring = new MonitoringStack(app, stackId(config, 'Monitoring'), { config, network, api, data, fleet, workflows });
   // The admin API starts and follows the workflows; the node-fill alarm starts the configured response.
-  api.functions.admin.bindWorkflows(Object.fromEntries(WORKFLOW_NAMES.map((w) => [w, { machine: workflows.stateMachines[w], name: `strata-${config.name}-${w}` }])));
+  api.functions.admin.bindWorkflows(
+    Object.fromEntries(
+      WORKFLOW_NAMES.map((w) => [w, { machine: workflows.stateMachines[w], name: `strata-${config.name}-${w}` }]),
+    ),
+  );
   const response = config.workflows.fillAlarmResponse;
-  if (response !== 'none') workflows.respondTo(monitoring.alarms.responses.nodeFill, response, response === 'scale-out' ? { reason: 'node-fill alarm' } : {});
+  if (response !== 'none')
+    workflows.respondTo(
+      monitoring.alarms.responses.nodeFill,
+      response,
+      response === 'scale-out' ? { reason: 'node-fill alarm' } : {},
+    );
   if (options.nag ?? true) Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
   return { network, data, fleet, api, monitoring, workflows };
 }

@@ -12,11 +12,39 @@ const PERIOD = 3600;
 export const COST_DASHBOARD: DashboardSpec = {
   id: 'cost',
   name: 'Cost',
-  description: 'USD per hour per tier and per tenant, projected month and $ per 1,000 hits (Strata/Cost, from the scheduled cost publisher).',
+  description:
+    'USD per hour per tier and per tenant, projected month and $ per 1,000 hits (Strata/Cost, from the scheduled cost publisher).',
   widgets: [
-    { id: 'cost.projected-month', title: 'Projected month (USD)', view: 'number', periodSeconds: PERIOD, unit: 'USD', width: 8, height: 4, series: [metric('projected', 'projectedMonthlyCost', 'Maximum', 'projected month')] },
-    { id: 'cost.total-now', title: 'Cost now (USD / hour)', view: 'number', periodSeconds: PERIOD, unit: 'USD', width: 8, height: 4, series: [metric('total', 'totalCostPerHour', 'Average', 'all tiers')] },
-    { id: 'cost.per-1000-hits-now', title: 'USD per 1,000 hits', view: 'number', periodSeconds: PERIOD, unit: 'USD', width: 8, height: 4, series: [metric('per_1000_hits', 'costPer1000Hits', 'Average', '$ / 1,000 hits')] },
+    {
+      id: 'cost.projected-month',
+      title: 'Projected month (USD)',
+      view: 'number',
+      periodSeconds: PERIOD,
+      unit: 'USD',
+      width: 8,
+      height: 4,
+      series: [metric('projected', 'projectedMonthlyCost', 'Maximum', 'projected month')],
+    },
+    {
+      id: 'cost.total-now',
+      title: 'Cost now (USD / hour)',
+      view: 'number',
+      periodSeconds: PERIOD,
+      unit: 'USD',
+      width: 8,
+      height: 4,
+      series: [metric('total', 'totalCostPerHour', 'Average', 'all tiers')],
+    },
+    {
+      id: 'cost.per-1000-hits-now',
+      title: 'USD per 1,000 hits',
+      view: 'number',
+      periodSeconds: PERIOD,
+      unit: 'USD',
+      width: 8,
+      height: 4,
+      series: [metric('per_1000_hits', 'costPer1000Hits', 'Average', '$ / 1,000 hits')],
+    },
     {
       id: 'cost.per-tier',
       title: 'Cost per tier (USD / hour)',

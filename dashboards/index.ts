@@ -30,9 +30,14 @@ export function metricSeries(widget: WidgetSpec): MetricSeries[] {
  * for (const key of referencedMetricKeys(DASHBOARDS, 'Strata/Cost')) expect(published).toContain(METRICS[key].name);
  * ```
  */
-export function referencedMetricKeys(dashboards: readonly DashboardSpec[] = DASHBOARDS, namespace?: MetricNamespace): MetricKey[] {
+export function referencedMetricKeys(
+  dashboards: readonly DashboardSpec[] = DASHBOARDS,
+  namespace?: MetricNamespace,
+): MetricKey[] {
   const keys = new Set<MetricKey>();
-  for (const d of dashboards) for (const w of d.widgets) for (const s of metricSeries(w)) if (!namespace || METRICS[s.metric].namespace === namespace) keys.add(s.metric);
+  for (const d of dashboards)
+    for (const w of d.widgets)
+      for (const s of metricSeries(w)) if (!namespace || METRICS[s.metric].namespace === namespace) keys.add(s.metric);
   return [...keys].sort();
 }
 
@@ -61,7 +66,13 @@ export function dashboardProblems(d: DashboardSpec): string[] {
     if (!w.id.startsWith(`${d.id}.`)) problems.push(`${where}: widget ids start with '${d.id}.'`);
     if (widgetIds.has(w.id)) problems.push(`${where}: duplicate widget id`);
     widgetIds.add(w.id);
-    if (!(w.periodSeconds === 1 || w.periodSeconds === 5 || w.periodSeconds === 10 || w.periodSeconds === 30 || (w.periodSeconds >= 60 && w.periodSeconds % 60 === 0))) {
+    if (!(
+      w.periodSeconds === 1 ||
+      w.periodSeconds === 5 ||
+      w.periodSeconds === 10 ||
+      w.periodSeconds === 30 ||
+      (w.periodSeconds >= 60 && w.periodSeconds % 60 === 0)
+    )) {
       problems.push(`${where}: period ${w.periodSeconds}s is not one CloudWatch accepts (1, 5, 10, 30 or a multiple of 60)`);
     }
     if (!w.series.some((s) => s.visible !== false)) problems.push(`${where}: no visible series`);
@@ -79,15 +90,21 @@ export function dashboardProblems(d: DashboardSpec): string[] {
           continue;
         }
         if (!(STATS as readonly string[]).includes(s.stat)) problems.push(`${where}/${s.id}: unknown stat '${s.stat}'`);
-        if (s.dimensions && IMPLIED_DIMENSION in s.dimensions) problems.push(`${where}/${s.id}: names ${IMPLIED_DIMENSION}, which the renderer sets`);
-        if (s.splitBy && s.dimensions && s.splitBy in s.dimensions) problems.push(`${where}/${s.id}: splits by ${s.splitBy} and fixes it too`);
+        if (s.dimensions && IMPLIED_DIMENSION in s.dimensions)
+          problems.push(`${where}/${s.id}: names ${IMPLIED_DIMENSION}, which the renderer sets`);
+        if (s.splitBy && s.dimensions && s.splitBy in s.dimensions)
+          problems.push(`${where}/${s.id}: splits by ${s.splitBy} and fixes it too`);
         const names = seriesDimensionNames(s);
-        if (!publishedWith(def, names)) problems.push(`${where}/${s.id}: ${def.name} is not published with dimensions [${names.join(', ')}] (catalog: ${def.dimensions.map((x) => `[${x.join(', ')}]`).join(' ')})`);
+        if (!publishedWith(def, names))
+          problems.push(
+            `${where}/${s.id}: ${def.name} is not published with dimensions [${names.join(', ')}] (catalog: ${def.dimensions.map((x) => `[${x.join(', ')}]`).join(' ')})`,
+          );
       } else {
         for (const input of expressionInputs(s.expression)) {
           const target = ids.get(input);
           if (!target) problems.push(`${where}/${s.id}: reads unknown series '${input}'`);
-          else if (target.kind === 'metric' && target.splitBy) problems.push(`${where}/${s.id}: reads '${input}', which is split by ${target.splitBy}`);
+          else if (target.kind === 'metric' && target.splitBy)
+            problems.push(`${where}/${s.id}: reads '${input}', which is split by ${target.splitBy}`);
           else if (target === s) problems.push(`${where}/${s.id}: reads itself`);
         }
       }

@@ -39,9 +39,19 @@ function overallHitRatioSeries(): Series[] {
 export const PERFORMANCE_DASHBOARD: DashboardSpec = {
   id: 'performance',
   name: 'Performance',
-  description: 'Hit ratio, latency, throughput and errors of the Strata API (Strata/Requests, from the API handlers’ EMF records).',
+  description:
+    'Hit ratio, latency, throughput and errors of the Strata API (Strata/Requests, from the API handlers’ EMF records).',
   widgets: [
-    { id: 'performance.hit-ratio-now', title: 'Hit ratio', view: 'number', periodSeconds: 300, unit: 'Percent', width: 6, height: 4, series: overallHitRatioSeries() },
+    {
+      id: 'performance.hit-ratio-now',
+      title: 'Hit ratio',
+      view: 'number',
+      periodSeconds: 300,
+      unit: 'Percent',
+      width: 6,
+      height: 4,
+      series: overallHitRatioSeries(),
+    },
     {
       id: 'performance.throughput-now',
       title: 'Requests per second',
@@ -50,7 +60,10 @@ export const PERFORMANCE_DASHBOARD: DashboardSpec = {
       unit: 'Count/Second',
       width: 6,
       height: 4,
-      series: [metric('requests', 'requests', 'Sum', 'requests', { visible: false }), expression('rps', perSecond('requests'), 'requests/s')],
+      series: [
+        metric('requests', 'requests', 'Sum', 'requests', { visible: false }),
+        expression('rps', perSecond('requests'), 'requests/s'),
+      ],
     },
     {
       id: 'performance.latency-now',
@@ -76,7 +89,17 @@ export const PERFORMANCE_DASHBOARD: DashboardSpec = {
         expression('error_rate', mul(num(100), div(fill0('errors'), ref('requests'))), 'errors %'),
       ],
     },
-    { id: 'performance.hit-ratio', title: 'Hit ratio per tier (% of lookups)', view: 'line', periodSeconds: PERIOD, unit: 'Percent', yMin: 0, yMax: 100, width: 12, series: hitRatioWidgetSeries() },
+    {
+      id: 'performance.hit-ratio',
+      title: 'Hit ratio per tier (% of lookups)',
+      view: 'line',
+      periodSeconds: PERIOD,
+      unit: 'Percent',
+      yMin: 0,
+      yMax: 100,
+      width: 12,
+      series: hitRatioWidgetSeries(),
+    },
     {
       id: 'performance.throughput',
       title: 'Throughput by operation',
@@ -112,7 +135,10 @@ export const PERFORMANCE_DASHBOARD: DashboardSpec = {
       periodSeconds: PERIOD,
       unit: 'Count',
       width: 12,
-      series: [metric('errors', 'errors', 'Sum', 'errors', { splitBy: 'ErrorCode' }), metric('server_errors', 'serverErrors', 'Sum', '5xx (all codes)')],
+      series: [
+        metric('errors', 'errors', 'Sum', 'errors', { splitBy: 'ErrorCode' }),
+        metric('server_errors', 'serverErrors', 'Sum', '5xx (all codes)'),
+      ],
     },
     {
       // The hot fence at work (docs/API.md, Consistency): writes fenced because their hot copy failed, the epoch

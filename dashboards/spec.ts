@@ -103,7 +103,13 @@ export interface DashboardSpec {
 // ---------------------------------------------------------------- builders (keep the dashboards readable)
 
 /** A catalog metric with a statistic. */
-export function metric(id: string, key: MetricKey, stat: Stat, label: string, opts: { dimensions?: Record<string, string>; splitBy?: string; visible?: boolean } = {}): MetricSeries {
+export function metric(
+  id: string,
+  key: MetricKey,
+  stat: Stat,
+  label: string,
+  opts: { dimensions?: Record<string, string>; splitBy?: string; visible?: boolean } = {},
+): MetricSeries {
   return { kind: 'metric', id, metric: key, stat, label, ...opts };
 }
 

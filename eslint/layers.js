@@ -76,7 +76,8 @@ export function layeringViolation(from, to) {
     return to.startsWith('sdk/') ? undefined : `the SDK is a published package: ${from} may not import ${to}`;
   }
   if (from.startsWith('core/')) {
-    if (to.startsWith('sdk/')) return to === SDK_CONTRACT ? undefined : `core/ takes only ${SDK_CONTRACT} from the SDK, not ${to}`;
+    if (to.startsWith('sdk/'))
+      return to === SDK_CONTRACT ? undefined : `core/ takes only ${SDK_CONTRACT} from the SDK, not ${to}`;
     if (!to.startsWith('core/')) return `core/ does not import entry points or other packages: ${to}`;
     const a = rankOf(from, CORE_LAYERS);
     const b = rankOf(to, CORE_LAYERS);
@@ -106,10 +107,16 @@ const rule = {
     messages: { up: '{{why}}' },
   },
   create(context) {
-    const file = path.relative(ROOT, context.physicalFilename ?? context.filename).split(path.sep).join('/');
+    const file = path
+      .relative(ROOT, context.physicalFilename ?? context.filename)
+      .split(path.sep)
+      .join('/');
     function check(node, source) {
       if (typeof source !== 'string' || !source.startsWith('.')) return;
-      let target = path.relative(ROOT, path.resolve(path.dirname(path.join(ROOT, file)), source)).split(path.sep).join('/');
+      let target = path
+        .relative(ROOT, path.resolve(path.dirname(path.join(ROOT, file)), source))
+        .split(path.sep)
+        .join('/');
       target = target.replace(/\.js$/, '.ts').replace(/\.mjs$/, '.mts');
       const why = layeringViolation(file, target);
       if (why) context.report({ node, messageId: 'up', data: { why } });

@@ -17,7 +17,9 @@ const strata = new StrataClient({
 
 // A JSON value that expires in 10 minutes, tagged so that it can be recognised later.
 const written = await strata.put('user:42', { name: 'Ada', plan: 'pro' }, { ttl: 600, tags: ['users', 'plan:pro'] });
-console.log(`put user:42 -> version ${written.version}, tiers ${written.tiers.join('+')}, expires ${written.expiresAt?.toISOString()}`);
+console.log(
+  `put user:42 -> version ${written.version}, tiers ${written.tiers.join('+')}, expires ${written.expiresAt?.toISOString()}`,
+);
 
 // Reads return the bytes plus metadata: which tier served them, the version, the expiry and the tags.
 const item = await strata.get('user:42');
@@ -41,7 +43,10 @@ const second = await strata.getOrSet('report:q3', loadReport, { ttl: 3600 });
 console.log(`getOrSet report:q3 -> first from ${first.tier}, then from ${second.tier}; loader ran ${loads} time(s)`);
 
 // Batches: up to 100 keys per request (the SDK splits longer lists).
-await strata.putMany([1, 2, 3].map((n) => ({ key: `item:${n}`, value: { n } })), { ttl: 300, tags: ['items'] });
+await strata.putMany(
+  [1, 2, 3].map((n) => ({ key: `item:${n}`, value: { n } })),
+  { ttl: 300, tags: ['items'] },
+);
 const items = await strata.getMany(['item:1', 'item:2', 'item:3', 'item:404']);
 console.log(`getMany -> ${items.size} of 4 found: ${[...items.keys()].sort().join(', ')}`);
 

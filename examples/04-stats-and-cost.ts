@@ -38,7 +38,9 @@ for (const t of stats.tiers) {
 const placements = await strata.cost.placements({ valueSize: '1MB', keys: 500, requestsPerMonth: 2000, top: 5 });
 console.log(`cost -> catalog ${placements.catalog.id}, ${placements.region}, ranked by ${placements.rankBy}:`);
 for (const r of placements.recommendations) {
-  console.log(`  #${r.rank} ${r.placement.id.padEnd(28)} $${r.cost.total.toFixed(2).padStart(8)}/month  speedup ${r.speedup.toFixed(2)}`);
+  console.log(
+    `  #${r.rank} ${r.placement.id.padEnd(28)} $${r.cost.total.toFixed(2).padStart(8)}/month  speedup ${r.speedup.toFixed(2)}`,
+  );
 }
 // `placements.text` is the full table that `npx strata cost --value-size 1MB --keys 500 --requests-per-month 2000` prints.
 await strata.delete('stats:probe');

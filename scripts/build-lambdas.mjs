@@ -10,7 +10,8 @@ const entries = [];
 for (const group of readdirSync(join(root, 'lambdas'))) {
   const dir = join(root, 'lambdas', group);
   if (!statSync(dir).isDirectory()) continue;
-  for (const f of readdirSync(dir)) if (f.endsWith('.ts') && !f.endsWith('.test.ts')) entries.push({ group, name: f.slice(0, -3), file: join(dir, f) });
+  for (const f of readdirSync(dir))
+    if (f.endsWith('.ts') && !f.endsWith('.test.ts')) entries.push({ group, name: f.slice(0, -3), file: join(dir, f) });
 }
 for (const e of entries) {
   const outfile = join(root, 'dist', 'lambdas', `${e.group}-${e.name}`, 'index.mjs');

@@ -22,13 +22,20 @@ async function main(): Promise<void> {
   const host = process.env.HOST ?? '127.0.0.1';
   const dataDir = process.env.STRATA_LOCAL_DIR ?? resolve('.strata-data');
   const localNodes = Number(process.env.STRATA_LOCAL_NODES ?? 0);
-  if (!Number.isInteger(localNodes) || localNodes < 0 || localNodes > 16) throw new ConfigError(`STRATA_LOCAL_NODES must be a whole number from 0 to 16 (got '${process.env.STRATA_LOCAL_NODES}')`);
-  if (localNodes > 0 && (process.env.STRATA_WARM_RING_DIR || process.env.STRATA_WARM_RING_BUCKET)) throw new ConfigError('STRATA_LOCAL_NODES starts its own cache nodes and ring: unset STRATA_WARM_RING_DIR / STRATA_WARM_RING_BUCKET');
+  if (!Number.isInteger(localNodes) || localNodes < 0 || localNodes > 16)
+    throw new ConfigError(`STRATA_LOCAL_NODES must be a whole number from 0 to 16 (got '${process.env.STRATA_LOCAL_NODES}')`);
+  if (localNodes > 0 && (process.env.STRATA_WARM_RING_DIR || process.env.STRATA_WARM_RING_BUCKET))
+    throw new ConfigError(
+      'STRATA_LOCAL_NODES starts its own cache nodes and ring: unset STRATA_WARM_RING_DIR / STRATA_WARM_RING_BUCKET',
+    );
   // Earlier versions kept the local warm tier in <dataDir>/warm, the folder of a namespace named `warm`.
   if (removeLegacyWarmFolders(dataDir)) {
-    console.log(`strata: removed an earlier version's local warm tier from ${join(dataDir, 'warm')} (now in ${LOCAL_WARM_FOLDER}/)`);
+    console.log(
+      `strata: removed an earlier version's local warm tier from ${join(dataDir, 'warm')} (now in ${LOCAL_WARM_FOLDER}/)`,
+    );
   }
-  const warm = localNodes > 0 ? await startLocalWarm({ nodes: localNodes, dataDir, log: (l) => console.log(`strata: ${l}`) }) : undefined;
+  const warm =
+    localNodes > 0 ? await startLocalWarm({ nodes: localNodes, dataDir, log: (l) => console.log(`strata: ${l}`) }) : undefined;
   // STRATA_PUBLIC_URL names where clients reach this server (a proxy, another host name): presigned upload and
   // download URLs are built on it. Unset, they are built on http://localhost:<port> and the server answers each
   // request with them on the host the request came to, when that host is this machine (see requestBaseUrl).
@@ -42,9 +49,12 @@ async function main(): Promise<void> {
   const ctx = buildApiContext(env, { warmTier: warmTierFromEnv });
   // One store for everything the dashboard draws: the handlers' request metrics, the workflow steps' metrics, the fleet.
   const metrics = new LocalMetricsStore();
-  const workflows = warm ? await startLocalWorkflows(warm, ctx.tiers, { store: metrics, environment: env.STRATA_ENV }) : undefined;
+  const workflows = warm
+    ? await startLocalWorkflows(warm, ctx.tiers, { store: metrics, environment: env.STRATA_ENV })
+    : undefined;
   // Leftovers of a crashed run (temp files, abandoned uploads) in the folder tier.
-  if (ctx.presigner instanceof LocalFolderTier) await ctx.presigner.sweep().catch((e) => console.warn(`strata: could not clean ${env.STRATA_LOCAL_DIR}: ${e}`));
+  if (ctx.presigner instanceof LocalFolderTier)
+    await ctx.presigner.sweep().catch((e) => console.warn(`strata: could not clean ${env.STRATA_LOCAL_DIR}: ${e}`));
   const local = await startLocalServer({
     context: workflows ? { ...ctx, workflows: workflows.service } : ctx,
     port,
@@ -57,8 +67,11 @@ async function main(): Promise<void> {
   const url = (configuredPublicUrl ?? `http://localhost:${port}`).replace(/\/+$/, '');
   console.log(`\nStrata is serving its API on ${url} (dashboard: ${url}/dashboard)\n`);
   for (const line of ctx.describe()) console.log(`  ${line}`);
-  console.log(`\nTry it:\n  curl -X PUT --data-binary 'hello' ${url}/v1/ns/demo/keys/greeting\n  curl -i ${url}/v1/ns/demo/keys/greeting\n  curl ${url}/v1/stats`);
-  if (workflows) console.log(`  npx strata workflow start scale-out --wait --endpoint ${url}    # grow the local warm tier by a node`);
+  console.log(
+    `\nTry it:\n  curl -X PUT --data-binary 'hello' ${url}/v1/ns/demo/keys/greeting\n  curl -i ${url}/v1/ns/demo/keys/greeting\n  curl ${url}/v1/stats`,
+  );
+  if (workflows)
+    console.log(`  npx strata workflow start scale-out --wait --endpoint ${url}    # grow the local warm tier by a node`);
   else console.log('  (STRATA_LOCAL_NODES=3 npm start adds a warm tier of local cache nodes and the scaling workflows)');
   console.log('\nCtrl-C stops it (write-back data is flushed first).');
   let stopping = false;

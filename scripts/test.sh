@@ -13,6 +13,7 @@ step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 if [ $# -eq 0 ]; then
   step "typecheck"; npx tsc -p tsconfig.json --noEmit; npm run -s -w sdk typecheck
   step "lint"; npx eslint . --max-warnings=0
+  step "format"; npx prettier --check . --log-level=warn || { echo "run \`npm run format\` and commit the result" >&2; exit 1; }
   step "sdk build"; npm run -s -w sdk build && node sdk/scripts/check-build.mjs
 fi
 step "jest"

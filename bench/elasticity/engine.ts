@@ -160,15 +160,30 @@ export class ElasticityEngine {
     const nodes = this.cluster.nodes();
     let background = 0;
     for (const f of this.inFlight.values()) if (f.rec.reason === 'prelaunch') background++;
-    return { loads: nodes.map((id) => ({ id, fill: this.fills.get(id) ?? 0 })), inFlight: new Set(this.inFlight.keys()), backgroundInFlight: background };
+    return {
+      loads: nodes.map((id) => ({ id, fill: this.fills.get(id) ?? 0 })),
+      inFlight: new Set(this.inFlight.keys()),
+      backgroundInFlight: background,
+    };
   }
 
   private startScaleOut(s: ScaleStart, threshold: number | undefined): void {
-    const rec: ScaleOutRecord = { source: s.node, reason: s.reason, startedAtMs: this.now() - this.t0, fillAtStart: this.fills.get(s.node) ?? 0, nodesAtStart: this.cluster.nodes().length, blockedMs: 0, ...(threshold !== undefined ? { threshold: Math.round(threshold) } : {}) };
+    const rec: ScaleOutRecord = {
+      source: s.node,
+      reason: s.reason,
+      startedAtMs: this.now() - this.t0,
+      fillAtStart: this.fills.get(s.node) ?? 0,
+      nodesAtStart: this.cluster.nodes().length,
+      blockedMs: 0,
+      ...(threshold !== undefined ? { threshold: Math.round(threshold) } : {}),
+    };
     this.records.push(rec);
     const entry: InFlight = { rec, done: Promise.resolve(), launched: false };
-    const overflowed = this.o.splitAt === 'overflow' && s.reason === 'prelaunch' ? new Promise<boolean>((r) => (entry.overflowed = r)) : undefined;
-    this.log(`${s.reason === 'prelaunch' ? 'pre-launch' : 'overflow: launch'} for ${s.node} (fill ${rec.fillAtStart}${threshold !== undefined ? `, T ${Math.round(threshold)}` : ''}, ${rec.nodesAtStart} nodes)`);
+    const overflowed =
+      this.o.splitAt === 'overflow' && s.reason === 'prelaunch' ? new Promise<boolean>((r) => (entry.overflowed = r)) : undefined;
+    this.log(
+      `${s.reason === 'prelaunch' ? 'pre-launch' : 'overflow: launch'} for ${s.node} (fill ${rec.fillAtStart}${threshold !== undefined ? `, T ${Math.round(threshold)}` : ''}, ${rec.nodesAtStart} nodes)`,
+    );
     entry.done = (async () => {
       const launched = await this.cluster.launch();
       entry.launched = true;
@@ -177,7 +192,9 @@ export class ElasticityEngine {
       rec.bootMs = Math.round(launched.bootMs);
       if (overflowed && !(await overflowed)) {
         rec.idle = true;
-        this.log(`${launched.id} up after ${(launched.allocationMs / 1000).toFixed(1)} s, not needed before the stream ended (idle)`);
+        this.log(
+          `${launched.id} up after ${(launched.allocationMs / 1000).toFixed(1)} s, not needed before the stream ended (idle)`,
+        );
         return;
       }
       rec.splitStartedAtMs = this.now() - this.t0;
@@ -186,7 +203,9 @@ export class ElasticityEngine {
       rec.movedKeys = m.movedKeys;
       rec.doneAtMs = this.now() - this.t0;
       this.recount();
-      this.log(`split ${s.node} -> ${launched.id}: allocation ${(launched.allocationMs / 1000).toFixed(2)} s (boot ${(launched.bootMs / 1000).toFixed(2)} s), migration ${(m.migrationMs / 1000).toFixed(2)} s, ${m.movedKeys} keys moved; ${s.node} now ${this.fills.get(s.node) ?? 0}`);
+      this.log(
+        `split ${s.node} -> ${launched.id}: allocation ${(launched.allocationMs / 1000).toFixed(2)} s (boot ${(launched.bootMs / 1000).toFixed(2)} s), migration ${(m.migrationMs / 1000).toFixed(2)} s, ${m.movedKeys} keys moved; ${s.node} now ${this.fills.get(s.node) ?? 0}`,
+      );
     })()
       .catch((e: unknown) => {
         rec.error = e instanceof Error ? e.message : String(e);
@@ -243,7 +262,10 @@ export class ElasticityEngine {
         }
         waitFor.overflowed?.(true);
         const start = this.now();
-        if (attempt === 0) this.log(`${target} full (${this.fills.get(target)}): the stream waits for its ${waitFor.launched ? 'split' : 'launch and split'}`);
+        if (attempt === 0)
+          this.log(
+            `${target} full (${this.fills.get(target)}): the stream waits for its ${waitFor.launched ? 'split' : 'launch and split'}`,
+          );
         await waitFor.done;
         const end = this.now();
         blocked += end - start;
@@ -254,7 +276,9 @@ export class ElasticityEngine {
     await Promise.all(pending);
     const end = this.now();
     const nodesAtStreamEnd = this.cluster.nodes().length;
-    const launching = [...this.inFlight.values()].filter((f) => !f.rec.target || !this.cluster.nodes().includes(f.rec.target)).length;
+    const launching = [...this.inFlight.values()].filter(
+      (f) => !f.rec.target || !this.cluster.nodes().includes(f.rec.target),
+    ).length;
     const afterStream = this.inFlight.size;
     if (afterStream) this.log(`stream done; waiting for ${afterStream} scale-out(s) still running`);
     for (const f of this.inFlight.values()) f.overflowed?.(false);
@@ -262,7 +286,10 @@ export class ElasticityEngine {
     this.recount();
 
     const totalMs = end - this.t0;
-    const busy = this.records.map((r) => ({ start: this.t0 + r.startedAtMs, end: r.doneAtMs !== undefined ? this.t0 + r.doneAtMs : end }));
+    const busy = this.records.map((r) => ({
+      start: this.t0 + r.startedAtMs,
+      end: r.doneAtMs !== undefined ? this.t0 + r.doneAtMs : end,
+    }));
     const scalingBusyMs = unionLength(busy, this.t0, end);
     const done = this.records.filter((r) => r.movedKeys !== undefined);
     const acked = this.keys.filter((k) => !this.failed.has(k));
@@ -278,7 +305,13 @@ export class ElasticityEngine {
       maxBlockMs: Math.round(Math.max(0, ...blocks.map((b) => b.end - b.start))),
       scalingBusyMs: Math.round(scalingBusyMs),
       scalingBusyShare: share(scalingBusyMs, totalMs),
-      scaleOuts: this.records.map((r) => ({ ...r, blockedMs: Math.round(r.blockedMs), startedAtMs: Math.round(r.startedAtMs), ...(r.splitStartedAtMs !== undefined ? { splitStartedAtMs: Math.round(r.splitStartedAtMs) } : {}), ...(r.doneAtMs !== undefined ? { doneAtMs: Math.round(r.doneAtMs) } : {}) })),
+      scaleOuts: this.records.map((r) => ({
+        ...r,
+        blockedMs: Math.round(r.blockedMs),
+        startedAtMs: Math.round(r.startedAtMs),
+        ...(r.splitStartedAtMs !== undefined ? { splitStartedAtMs: Math.round(r.splitStartedAtMs) } : {}),
+        ...(r.doneAtMs !== undefined ? { doneAtMs: Math.round(r.doneAtMs) } : {}),
+      })),
       prelaunches: this.records.filter((r) => r.reason === 'prelaunch').length,
       overflowScaleOuts: this.records.filter((r) => r.reason === 'overflow').length,
       splits: done.length,

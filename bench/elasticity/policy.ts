@@ -78,7 +78,11 @@ export function planInsert(cfg: PolicyConfig, state: PolicyState, target: string
 }
 
 /** Total length of a union of intervals [start, end) (overlaps counted once), clipped to [from, to]. */
-export function unionLength(intervals: readonly { start: number; end: number }[], from = Number.NEGATIVE_INFINITY, to = Number.POSITIVE_INFINITY): number {
+export function unionLength(
+  intervals: readonly { start: number; end: number }[],
+  from = Number.NEGATIVE_INFINITY,
+  to = Number.POSITIVE_INFINITY,
+): number {
   const xs = intervals
     .map((i) => ({ start: Math.max(i.start, from), end: Math.min(i.end, to) }))
     .filter((i) => i.end > i.start)

@@ -150,7 +150,12 @@ export class RealCluster implements ElasticCluster {
     for (const id of done.sessions) {
       const s = await this.migrator.session(id);
       movedKeys += s.copied.keys;
-      if (s.state === 'published') this.cleanups.push(sleep(this.o.graceMs ?? 1000).then(() => this.migrator.cleanup(id, { force: true })).then(() => undefined));
+      if (s.state === 'published')
+        this.cleanups.push(
+          sleep(this.o.graceMs ?? 1000)
+            .then(() => this.migrator.cleanup(id, { force: true }))
+            .then(() => undefined),
+        );
     }
     return { movedKeys, migrationMs };
   }
@@ -163,7 +168,9 @@ export class RealCluster implements ElasticCluster {
    * After the run: every acknowledged key must read back with its value, and (once the sources dropped the
    * spans they handed over) the nodes must hold exactly the acknowledged keys.
    */
-  async verify(acked: string[]): Promise<{ missing: number; wrongValue: number; keysOnNodes: number; perNode: Record<string, number>; examples: string[] }> {
+  async verify(
+    acked: string[],
+  ): Promise<{ missing: number; wrongValue: number; keysOnNodes: number; perNode: Record<string, number>; examples: string[] }> {
     await Promise.all(this.cleanups);
     let missing = 0;
     let wrongValue = 0;

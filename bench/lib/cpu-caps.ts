@@ -77,7 +77,8 @@ export class CpuCaps {
     const parentProcs = join(this.root, 'cgroup.procs');
     for (const dir of this.groups.splice(0)) {
       try {
-        for (const pid of readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) writeFileSync(parentProcs, pid);
+        for (const pid of readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean))
+          writeFileSync(parentProcs, pid);
         rmdirSync(dir);
       } catch {
         /* best effort: a group left behind is empty and harmless */

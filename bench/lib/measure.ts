@@ -14,7 +14,10 @@ export interface LoadResult {
  * Closed-loop load: `concurrency` workers call `op` back to back for `seconds` after a warm-up. Latencies go
  * into an HDR histogram (microsecond resolution).
  */
-export async function closedLoop(op: (i: number) => Promise<unknown>, opts: { concurrency: number; seconds: number; warmupSeconds?: number }): Promise<LoadResult> {
+export async function closedLoop(
+  op: (i: number) => Promise<unknown>,
+  opts: { concurrency: number; seconds: number; warmupSeconds?: number },
+): Promise<LoadResult> {
   const run = async (seconds: number, record: boolean) => {
     const h = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
     let ops = 0;
@@ -36,7 +39,15 @@ export async function closedLoop(op: (i: number) => Promise<unknown>, opts: { co
     };
     await Promise.all(Array.from({ length: opts.concurrency }, worker));
     const elapsed = (performance.now() - start) / 1000;
-    const result: LoadResult = { ops, seconds: round(elapsed), opsPerSec: Math.round(ops / elapsed), p50Ms: h.getValueAtPercentile(50) / 1000, p99Ms: h.getValueAtPercentile(99) / 1000, p999Ms: h.getValueAtPercentile(99.9) / 1000, errors };
+    const result: LoadResult = {
+      ops,
+      seconds: round(elapsed),
+      opsPerSec: Math.round(ops / elapsed),
+      p50Ms: h.getValueAtPercentile(50) / 1000,
+      p99Ms: h.getValueAtPercentile(99) / 1000,
+      p999Ms: h.getValueAtPercentile(99.9) / 1000,
+      errors,
+    };
     h.destroy();
     return result;
   };

@@ -76,9 +76,15 @@ export class MigrationTrace {
   print(migrationStartAt: number, before = 3, after = 16): void {
     const g0 = Math.floor((migrationStartAt - this.startedAt()) / 1000);
     const t0 = Math.floor((migrationStartAt - this.startedAt()) / 100);
-    console.log(`  trace: completions per 100 ms from -1 s: ${Array.from({ length: 40 }, (_, i) => this.tenths[t0 - 10 + i] ?? 0).join(' ')}`);
-    console.log(`  trace: driver events (s since the load started; the migration started at ${((migrationStartAt - this.startedAt()) / 1000).toFixed(2)}): ${this.events.join(' | ')}`);
-    console.log(`  trace: load generator event-loop use: ${Array.from({ length: before + after }, (_, i) => (this.loop[g0 - before + i - 1] ?? 0).toFixed(2)).join(' ')}`);
+    console.log(
+      `  trace: completions per 100 ms from -1 s: ${Array.from({ length: 40 }, (_, i) => this.tenths[t0 - 10 + i] ?? 0).join(' ')}`,
+    );
+    console.log(
+      `  trace: driver events (s since the load started; the migration started at ${((migrationStartAt - this.startedAt()) / 1000).toFixed(2)}): ${this.events.join(' | ')}`,
+    );
+    console.log(
+      `  trace: load generator event-loop use: ${Array.from({ length: before + after }, (_, i) => (this.loop[g0 - before + i - 1] ?? 0).toFixed(2)).join(' ')}`,
+    );
     for (const [name, series] of this.cpu) {
       const perSecond = Array.from({ length: before + after }, (_, i) => {
         const s = g0 - before + i;
@@ -91,9 +97,13 @@ export class MigrationTrace {
     for (let s = g0 - before; s < g0 + after; s++) {
       const l = this.latency[s];
       if (!l) continue;
-      const nodes = [...(this.perNode[s] ?? new Map<string, { reads: number; ms: number }>())].sort(([a], [b]) => a.localeCompare(b));
+      const nodes = [...(this.perNode[s] ?? new Map<string, { reads: number; ms: number }>())].sort(([a], [b]) =>
+        a.localeCompare(b),
+      );
       const byNode = nodes.map(([id, n]) => `${id} ${n.reads}/${(n.ms / n.reads).toFixed(2)}`).join(' ');
-      console.log(`  trace: t=${s - g0}s reads ${l.reads} (mean ${(l.readMs / Math.max(1, l.reads)).toFixed(2)} ms) writes ${l.writes} (mean ${(l.writeMs / Math.max(1, l.writes)).toFixed(2)} ms) max ${l.maxMs.toFixed(0)} ms${byNode ? ` | reads/mean ms by node: ${byNode}` : ''}`);
+      console.log(
+        `  trace: t=${s - g0}s reads ${l.reads} (mean ${(l.readMs / Math.max(1, l.reads)).toFixed(2)} ms) writes ${l.writes} (mean ${(l.writeMs / Math.max(1, l.writes)).toFixed(2)} ms) max ${l.maxMs.toFixed(0)} ms${byNode ? ` | reads/mean ms by node: ${byNode}` : ''}`,
+      );
     }
   }
 }

@@ -22,11 +22,21 @@ export const nodeConfigSchema = z.object({
    * waiting while it does not exist yet. How fleet nodes get it (the workflow steps create it), so that no node
    * needs Secrets Manager. Needs STRATA_NODE_RING_STORE; excludes STRATA_NODE_SECRET and STRATA_NODE_SECRET_FILE.
    */
-  STRATA_NODE_SECRET_FROM_RING: z.enum(['1', '0', 'true', 'false']).transform((v) => v === '1' || v === 'true').default(false),
+  STRATA_NODE_SECRET_FROM_RING: z
+    .enum(['1', '0', 'true', 'false'])
+    .transform((v) => v === '1' || v === 'true')
+    .default(false),
   /** Stable node id; default: the one stored in the data dir, else a new random one. */
-  STRATA_NODE_ID: z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/).optional(),
+  STRATA_NODE_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,64}$/)
+    .optional(),
   /** Accounted bytes the node may hold (keys + headers + values + per-entry overhead). */
-  STRATA_NODE_CAPACITY_BYTES: z.coerce.number().int().min(1024 * 1024).default(8 * 1024 ** 3),
+  STRATA_NODE_CAPACITY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024 * 1024)
+    .default(8 * 1024 ** 3),
   /** Fill ratio from which the node asks for eviction. */
   STRATA_NODE_WATERMARK: z.coerce.number().gt(0).max(1).default(0.85),
   /** 'flush': acknowledge writes once fsynced; 'commit': once committed (survives a process crash only). */
@@ -37,9 +47,18 @@ export const nodeConfigSchema = z.object({
    * writes waiting (bounded: see cachenode/README.md).
    */
   STRATA_NODE_APPLY_INTERVAL_MS: z.coerce.number().int().min(1).max(60_000).default(1000),
-  STRATA_NODE_MAX_VALUE_BYTES: z.coerce.number().int().min(1024).max(2 ** 31).default(512 * 1024 * 1024),
+  STRATA_NODE_MAX_VALUE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(2 ** 31)
+    .default(512 * 1024 * 1024),
   /** Upper bound of a range export's rate, bytes per second (a request may ask for less). 0 = unlimited. */
-  STRATA_NODE_EXPORT_RATE: z.coerce.number().int().min(0).default(32 * 1024 * 1024),
+  STRATA_NODE_EXPORT_RATE: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(32 * 1024 * 1024),
   /** How long a graceful shutdown waits for in-flight requests. */
   STRATA_NODE_DRAIN_MS: z.coerce.number().int().min(0).default(10_000),
   /**
@@ -78,7 +97,10 @@ export const nodeConfigSchema = z.object({
    * instance-profile session's aws:userid (`<role id>:<instance id>`), the one report key the node's role may
    * write (cdk/constructs/cache-node-fleet.ts).
    */
-  STRATA_NODE_STATS_ID: z.string().refine((id) => isReportId(id), 'must be 1-128 characters of A-Z a-z 0-9 . _ : -').optional(),
+  STRATA_NODE_STATS_ID: z
+    .string()
+    .refine((id) => isReportId(id), 'must be 1-128 characters of A-Z a-z 0-9 . _ : -')
+    .optional(),
 });
 
 function isReportId(id: string): boolean {
@@ -138,7 +160,10 @@ export function flagsToEnv(argv: readonly string[]): Record<string, string> {
     const name = eq > 0 ? a.slice(2, eq) : a.slice(2);
     const value = eq > 0 ? a.slice(eq + 1) : argv[++i];
     if (value === undefined) throw new NodeConfigError(`flag --${name} needs a value`);
-    const env = `STRATA_NODE_${name.replace(/^node-/, '').toUpperCase().replace(/-/g, '_')}`;
+    const env = `STRATA_NODE_${name
+      .replace(/^node-/, '')
+      .toUpperCase()
+      .replace(/-/g, '_')}`;
     if (!(env in nodeConfigSchema.shape)) throw new NodeConfigError(`unknown flag --${name}`);
     out[env] = value;
   }
@@ -154,9 +179,12 @@ export function loadNodeConfig(env: NodeJS.ProcessEnv, argv: readonly string[] =
   const c = r.data;
   let secret = c.STRATA_NODE_SECRET;
   if (c.STRATA_NODE_SECRET_FROM_RING) {
-    if (!c.STRATA_NODE_RING_STORE) throw new NodeConfigError('STRATA_NODE_SECRET_FROM_RING needs STRATA_NODE_RING_STORE (it holds it)');
+    if (!c.STRATA_NODE_RING_STORE)
+      throw new NodeConfigError('STRATA_NODE_SECRET_FROM_RING needs STRATA_NODE_RING_STORE (it holds it)');
     if (secret || c.STRATA_NODE_SECRET_FILE) {
-      throw new NodeConfigError('STRATA_NODE_SECRET_FROM_RING excludes STRATA_NODE_SECRET and STRATA_NODE_SECRET_FILE: one source only');
+      throw new NodeConfigError(
+        'STRATA_NODE_SECRET_FROM_RING excludes STRATA_NODE_SECRET and STRATA_NODE_SECRET_FILE: one source only',
+      );
     }
     secret = '';
   } else {
@@ -184,10 +212,23 @@ export function loadNodeConfig(env: NodeJS.ProcessEnv, argv: readonly string[] =
     drainMs: c.STRATA_NODE_DRAIN_MS,
     sweepMs: c.STRATA_NODE_SWEEP_MS,
     warmupMs: c.STRATA_NODE_WARMUP_MS,
-    ...(c.STRATA_NODE_RING_STORE ? { ringStore: { uri: c.STRATA_NODE_RING_STORE, pollMs: c.STRATA_NODE_RING_POLL_MS, ...(c.STRATA_NODE_S3_ENDPOINT ? { s3Endpoint: c.STRATA_NODE_S3_ENDPOINT } : {}) } } : {}),
+    ...(c.STRATA_NODE_RING_STORE
+      ? {
+          ringStore: {
+            uri: c.STRATA_NODE_RING_STORE,
+            pollMs: c.STRATA_NODE_RING_POLL_MS,
+            ...(c.STRATA_NODE_S3_ENDPOINT ? { s3Endpoint: c.STRATA_NODE_S3_ENDPOINT } : {}),
+          },
+        }
+      : {}),
     ...(c.STRATA_NODE_SECRET_FROM_RING ? { secretFromRing: true } : {}),
     ...(c.STRATA_NODE_RING_STORE && c.STRATA_NODE_STATS_INTERVAL_MS > 0
-      ? { statsReports: { intervalMs: c.STRATA_NODE_STATS_INTERVAL_MS, ...(c.STRATA_NODE_STATS_ID ? { id: c.STRATA_NODE_STATS_ID } : {}) } }
+      ? {
+          statsReports: {
+            intervalMs: c.STRATA_NODE_STATS_INTERVAL_MS,
+            ...(c.STRATA_NODE_STATS_ID ? { id: c.STRATA_NODE_STATS_ID } : {}),
+          },
+        }
       : {}),
   };
 }

@@ -32,7 +32,12 @@ const batchDeleteSchema = z.strictObject({
   versions: z.array(z.number().int().nullable()).optional(),
 });
 const batchPinSchema = z
-  .strictObject({ ns: z.string(), keys: z.array(z.string()).max(10_000), versions: z.array(z.number().int()), pinned: z.boolean() })
+  .strictObject({
+    ns: z.string(),
+    keys: z.array(z.string()).max(10_000),
+    versions: z.array(z.number().int()),
+    pinned: z.boolean(),
+  })
   .refine((b) => b.versions.length === b.keys.length, { message: 'versions must give one version per key', path: ['versions'] });
 
 /** Key and batch requests, each checked against the caller's ring version (see CacheNode, server.ts). */

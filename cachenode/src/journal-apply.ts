@@ -39,7 +39,6 @@ const OVERLAY_LIMIT_BYTES = 256 * 1024 * 1024;
 /** `sys` entry: number of the last journal record LMDB holds (written in the transaction that applies it). */
 const APPLIED_SEQ = 'journal.appliedSeq';
 
-
 export interface JournalApplierOptions {
   dir: string;
   env: RootDatabase;

@@ -1,4 +1,19 @@
-import { close, closeSync, constants, fsync, fsyncSync, open, openSync, readdirSync, readFileSync, rename, renameSync, unlink, unlinkSync, writev } from 'node:fs';
+import {
+  close,
+  closeSync,
+  constants,
+  fsync,
+  fsyncSync,
+  open,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rename,
+  renameSync,
+  unlink,
+  unlinkSync,
+  writev,
+} from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { crc32 } from 'node:zlib';
@@ -226,7 +241,13 @@ export class Journal {
         return;
       }
       const bufs = this.queued;
-      const group: Group = { lastSeq: this.seq, bytes: 0, waiters: this.queuedWaiters, rejecters: this.queuedRejecters, done: false };
+      const group: Group = {
+        lastSeq: this.seq,
+        bytes: 0,
+        waiters: this.queuedWaiters,
+        rejecters: this.queuedRejecters,
+        done: false,
+      };
       for (const b of bufs) group.bytes += b.length;
       this.queued = [];
       this.queuedWaiters = [];
@@ -299,7 +320,12 @@ export class Journal {
     this.rotating = (async () => {
       await closeAsync(oldFd);
       // A spare that cannot be renamed (gone from under the node) is dropped: the segment starts as a new file.
-      const recycled = spare !== undefined && (await renameAsync(join(this.opts.dir, spare), path).then(() => true, () => false));
+      const recycled =
+        spare !== undefined &&
+        (await renameAsync(join(this.opts.dir, spare), path).then(
+          () => true,
+          () => false,
+        ));
       this.fd = await openAsync(path, this.segmentFlags(!recycled), 0o600);
       await fsyncAsync(this.dirFd);
     })().then(
@@ -395,14 +421,21 @@ export interface JournalRecord {
  * last record and the next segment's first, which is what damage before the last segment leaves, throws
  * {@link JournalCorruptError}.
  */
-export function readJournal(dir: string, afterSeq = 0): { records: Generator<JournalRecord>; segments: string[]; lastSeq: () => number; done: () => void } {
-  const segments = readdirSync(dir).filter((f) => SEGMENT.test(f)).sort();
+export function readJournal(
+  dir: string,
+  afterSeq = 0,
+): { records: Generator<JournalRecord>; segments: string[]; lastSeq: () => number; done: () => void } {
+  const segments = readdirSync(dir)
+    .filter((f) => SEGMENT.test(f))
+    .sort();
   let lastSeq = 0;
   function* records(): Generator<JournalRecord> {
     for (let s = 0; s < segments.length; s++) {
       const first = Number(SEGMENT.exec(segments[s]!)![1]);
       if (s > 0 && first - 1 > Math.max(lastSeq, afterSeq)) {
-        throw new JournalCorruptError(`journal segment ${segments[s]} in ${dir} starts at record ${first}, but the segment before it ends at ${lastSeq} (missing, or damaged after that record): refusing to start without the records between. Restore the data volume, or remove the journal segments to accept their loss.`);
+        throw new JournalCorruptError(
+          `journal segment ${segments[s]} in ${dir} starts at record ${first}, but the segment before it ends at ${lastSeq} (missing, or damaged after that record): refusing to start without the records between. Restore the data volume, or remove the journal segments to accept their loss.`,
+        );
       }
       lastSeq = first - 1;
       const buf = readFileSync(join(dir, segments[s]!));
@@ -410,7 +443,12 @@ export function readJournal(dir: string, afterSeq = 0): { records: Generator<Jou
       while (at < buf.length) {
         const len = at + FRAME_BYTES <= buf.length ? buf.readUInt32BE(at) : -1;
         const end = at + FRAME_BYTES + len;
-        if (len < 0 || end > buf.length || recordCrc(lastSeq + 1, buf.subarray(at + FRAME_BYTES, end)) !== buf.readUInt32BE(at + 4)) break;
+        if (
+          len < 0 ||
+          end > buf.length ||
+          recordCrc(lastSeq + 1, buf.subarray(at + FRAME_BYTES, end)) !== buf.readUInt32BE(at + 4)
+        )
+          break;
         if (++lastSeq > afterSeq) yield { seq: lastSeq, payload: buf.subarray(at + FRAME_BYTES, end) };
         at = end;
       }

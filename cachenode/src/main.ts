@@ -44,7 +44,17 @@ async function main(): Promise<void> {
     }
   }
   const node = await CacheNode.start(config);
-  process.stdout.write(JSON.stringify({ event: 'listening', nodeId: node.nodeId, port: node.port, host: config.host, pid: process.pid, ringVersion: node.ownership.version, keys: node.store.stats().keys }) + '\n');
+  process.stdout.write(
+    JSON.stringify({
+      event: 'listening',
+      nodeId: node.nodeId,
+      port: node.port,
+      host: config.host,
+      pid: process.pid,
+      ringVersion: node.ownership.version,
+      keys: node.store.stats().keys,
+    }) + '\n',
+  );
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

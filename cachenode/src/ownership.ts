@@ -63,7 +63,10 @@ export class Ownership {
     if (!r) return { reason: 'no-ring', message: 'this node has no ring yet' };
     const route = r.route(position);
     if (clientVersion < route.range.epoch) {
-      return { reason: 'stale-ring', message: `range ${route.span.start} changed at ring version ${route.range.epoch}; the request used version ${clientVersion}` };
+      return {
+        reason: 'stale-ring',
+        message: `range ${route.span.start} changed at ring version ${route.range.epoch}; the request used version ${clientVersion}`,
+      };
     }
     if (write) {
       if (route.owner.id === this.nodeId) return 'owner';
@@ -71,7 +74,10 @@ export class Ownership {
     } else if (route.reader.id === this.nodeId) {
       return route.reader === route.owner ? 'owner' : 'target';
     }
-    return { reason: 'not-owner', message: `node '${this.nodeId}' does not ${write ? 'take writes for' : 'serve'} range ${route.span.start} (owner '${route.owner.id}')` };
+    return {
+      reason: 'not-owner',
+      message: `node '${this.nodeId}' does not ${write ? 'take writes for' : 'serve'} range ${route.span.start} (owner '${route.owner.id}')`,
+    };
   }
 
   /** Whether any part of [start, end) is owned by, or pending to, this node. */
@@ -89,15 +95,25 @@ export class Ownership {
   }
 
   /** The ranges this node owns and receives (the ownership view). */
-  view(): { owned: { start: string; end: string | null; epoch: number; pendingTo?: string }[]; incoming: { start: string; end: string | null; from: string; session: string }[] } {
+  view(): {
+    owned: { start: string; end: string | null; epoch: number; pendingTo?: string }[];
+    incoming: { start: string; end: string | null; from: string; session: string }[];
+  } {
     const r = this.router;
     if (!r) return { owned: [], incoming: [] };
     const owned: { start: string; end: string | null; epoch: number; pendingTo?: string }[] = [];
     const incoming: { start: string; end: string | null; from: string; session: string }[] = [];
     r.doc.ranges.forEach((range, i) => {
       const end = r.doc.ranges[i + 1]?.start ?? null;
-      if (range.owner === this.nodeId) owned.push({ start: range.start, end, epoch: range.epoch, ...(range.pending ? { pendingTo: range.pending.target } : {}) });
-      if (range.pending?.target === this.nodeId) incoming.push({ start: range.start, end, from: range.owner, session: range.pending.session });
+      if (range.owner === this.nodeId)
+        owned.push({
+          start: range.start,
+          end,
+          epoch: range.epoch,
+          ...(range.pending ? { pendingTo: range.pending.target } : {}),
+        });
+      if (range.pending?.target === this.nodeId)
+        incoming.push({ start: range.start, end, from: range.owner, session: range.pending.session });
     });
     return { owned, incoming };
   }

@@ -83,10 +83,17 @@ export class RangeRoutes {
     while (!aborted) {
       let full = false;
       // A sweep stops early when a write finds the socket full (large values): then it waits for 'drain'.
-      const swept = this.store.visitRange(start, end, cursor, Math.min(chunkKeys, limit - out.records), withValues, (sk, header, value) => {
-        if (!out.add(sk, header, value)) full = true;
-        return !full;
-      });
+      const swept = this.store.visitRange(
+        start,
+        end,
+        cursor,
+        Math.min(chunkKeys, limit - out.records),
+        withValues,
+        (sk, header, value) => {
+          if (!out.add(sk, header, value)) full = true;
+          return !full;
+        },
+      );
       if (swept.last) cursor = swept.last;
       if (!out.flush()) full = true;
       done = swept.exhausted;
@@ -98,7 +105,9 @@ export class RangeRoutes {
       }
     }
     if (aborted) return;
-    res.end(encodeTrailerRecord({ done, next: done ? null : (cursor?.toString('hex') ?? null), keys: out.records, bytes: out.bytes }));
+    res.end(
+      encodeTrailerRecord({ done, next: done ? null : (cursor?.toString('hex') ?? null), keys: out.records, bytes: out.bytes }),
+    );
   }
 
   /**

@@ -12,7 +12,6 @@ import { yieldToEventLoop } from './event-loop.js';
 /** Keys read per event-loop turn by {@link RangeStats.of}. */
 const STATS_CHUNK = 2048;
 
-
 /** Storage-key bounds of ring span [start, end), after storage key `after` (exclusive) when given. */
 export function spanBounds(start: string, end: string | null, after?: Buffer): { start: Buffer; end?: Buffer } {
   const lo = positionKey(start);
@@ -61,7 +60,11 @@ export class RangeStats {
     let bytes = 0;
     for (let after: Buffer | undefined; ; await yieldToEventLoop()) {
       let last: Buffer | undefined;
-      for (const { key, value } of this.metaViews.getRange({ ...b, ...(after ? { start: keyAfter(after) } : {}), limit: STATS_CHUNK })) {
+      for (const { key, value } of this.metaViews.getRange({
+        ...b,
+        ...(after ? { start: keyAfter(after) } : {}),
+        limit: STATS_CHUNK,
+      })) {
         keys++;
         bytes += value.readUInt32BE(16);
         last = key;

@@ -108,7 +108,12 @@ export function journalRecord(
 }
 
 export function decodeMetaFixed(b: Buffer): Meta {
-  return { version: b.readDoubleBE(0), expiresAt: expiresAtOf(b), bytes: b.readUInt32BE(16), external: b[META_FIXED] !== INLINE_MARK };
+  return {
+    version: b.readDoubleBE(0),
+    expiresAt: expiresAtOf(b),
+    bytes: b.readUInt32BE(16),
+    external: b[META_FIXED] !== INLINE_MARK,
+  };
 }
 
 /** A record's expiry (ms since the epoch), null for none: read alone where a whole Meta is not needed. */

@@ -35,7 +35,10 @@ export async function withPooledBody<T>(
   } catch (e) {
     // Whatever it queued before failing still reads its values from the slab until the store settles (a
     // closed store never does: the slab is dropped with it).
-    store.settle().then(() => pool.release(slab), () => undefined);
+    store.settle().then(
+      () => pool.release(slab),
+      () => undefined,
+    );
     throw e;
   }
   // Resolved: its writes are committed (and flushed), so the store holds no reference into the slab.
@@ -82,10 +85,12 @@ export function readBody(req: IncomingMessage, limit: number, into?: Buffer): Pr
     req.on('data', (chunk: Buffer) => {
       if (failed) return;
       if (out) {
-        if (at + chunk.length > out.length) return fail(new HttpError(400, 'VALIDATION_FAILED', 'body longer than content-length'));
+        if (at + chunk.length > out.length)
+          return fail(new HttpError(400, 'VALIDATION_FAILED', 'body longer than content-length'));
         chunk.copy(out, at);
       } else {
-        if (at + chunk.length > limit) return fail(new HttpError(413, 'PAYLOAD_TOO_LARGE', `body exceeds the limit of ${limit} bytes`));
+        if (at + chunk.length > limit)
+          return fail(new HttpError(413, 'PAYLOAD_TOO_LARGE', `body exceeds the limit of ${limit} bytes`));
         chunks.push(chunk);
       }
       at += chunk.length;

@@ -50,7 +50,13 @@ export async function waitForRingSecret(cas: CasStore, opts: WaitForSecretOption
       reason = `it cannot be read (yet): ${e instanceof Error ? e.message : String(e)}`;
     }
     if (loggedAt === undefined || Date.now() - loggedAt >= logEveryMs) {
-      log({ level: 'info', msg: 'waiting for the fleet secret in the ring store', ...where, reason, waitedMs: Date.now() - started });
+      log({
+        level: 'info',
+        msg: 'waiting for the fleet secret in the ring store',
+        ...where,
+        reason,
+        waitedMs: Date.now() - started,
+      });
       loggedAt = Date.now();
     }
     await new Promise((r) => setTimeout(r, pause));

@@ -23,7 +23,15 @@ export class RouteTable {
   dispatch(method: string, path: string, query: URLSearchParams, req: IncomingMessage, res: ServerResponse): Routed {
     if (path.startsWith('/v1/kv/')) {
       const op: Op | undefined =
-        method === 'GET' ? 'get' : method === 'HEAD' ? 'head' : method === 'PUT' ? 'put' : method === 'DELETE' ? 'delete' : undefined;
+        method === 'GET'
+          ? 'get'
+          : method === 'HEAD'
+            ? 'head'
+            : method === 'PUT'
+              ? 'put'
+              : method === 'DELETE'
+                ? 'delete'
+                : undefined;
       if (!op) throw new HttpError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here`);
       return { op, done: this.entries.keyRequest(op, path, query, req, res) };
     }

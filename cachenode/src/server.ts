@@ -69,7 +69,11 @@ export class CacheNode {
     const ctx = new RouteContext(this.nodeId, config, store, this.ownership, this.stats);
     this.entries = new EntryRoutes(ctx);
     const ranges = new RangeRoutes(ctx);
-    const state = new NodeStateRoutes(ctx, () => this.draining, () => this.statsBody());
+    const state = new NodeStateRoutes(
+      ctx,
+      () => this.draining,
+      () => this.statsBody(),
+    );
     this.routes = new RouteTable(this.entries, ranges, state);
     this.server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 }, (req, res) =>
       this.onRequest(req, res),

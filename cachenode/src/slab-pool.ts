@@ -15,7 +15,8 @@ export class SlabPool {
     readonly slabBytes: number,
     readonly maxSlabs: number,
   ) {
-    if (!Number.isInteger(slabBytes) || slabBytes < 1) throw new RangeError('SlabPool: slabBytes must be a positive whole number');
+    if (!Number.isInteger(slabBytes) || slabBytes < 1)
+      throw new RangeError('SlabPool: slabBytes must be a positive whole number');
     if (!Number.isInteger(maxSlabs) || maxSlabs < 0) throw new RangeError('SlabPool: maxSlabs must be a whole number >= 0');
   }
 

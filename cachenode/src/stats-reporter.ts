@@ -128,7 +128,12 @@ export class StatsReporter {
     let body: NodeStatsReport;
     let write: Promise<void>;
     try {
-      body = { nodeId: this.opts.nodeId, at: this.now(), intervalMs: this.opts.intervalMs, stats: { ...this.opts.stats(), ...extra } };
+      body = {
+        nodeId: this.opts.nodeId,
+        at: this.now(),
+        intervalMs: this.opts.intervalMs,
+        stats: { ...this.opts.stats(), ...extra },
+      };
       write = this.opts.sink.write(this.key, JSON.stringify(body));
     } catch (e) {
       // Collecting the stats failed: counted like a failed write (this runs from a timer, where a throw would be fatal).
@@ -139,7 +144,13 @@ export class StatsReporter {
       () => {
         if (this.counters.failingInARow > 0) {
           const failedBefore = this.counters.failingInARow;
-          this.log({ level: 'info', msg: 'stats report written again', store: this.opts.sink.describe, key: this.key, failedBefore });
+          this.log({
+            level: 'info',
+            msg: 'stats report written again',
+            store: this.opts.sink.describe,
+            key: this.key,
+            failedBefore,
+          });
         }
         this.counters.written++;
         this.counters.failingInARow = 0;

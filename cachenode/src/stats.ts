@@ -1,6 +1,17 @@
 import * as hdr from 'hdr-histogram-js';
 
-export const OPS = ['get', 'head', 'put', 'delete', 'batchGet', 'batchPut', 'batchDelete', 'export', 'import', 'rangeDelete'] as const;
+export const OPS = [
+  'get',
+  'head',
+  'put',
+  'delete',
+  'batchGet',
+  'batchPut',
+  'batchDelete',
+  'export',
+  'import',
+  'rangeDelete',
+] as const;
 export type Op = (typeof OPS)[number];
 
 interface OpStats {
@@ -23,7 +34,12 @@ export class NodeStats {
   firstServedAt: number | null = null;
 
   constructor() {
-    for (const op of OPS) this.ops.set(op, { count: 0, errors: 0, histogram: hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 }) });
+    for (const op of OPS)
+      this.ops.set(op, {
+        count: 0,
+        errors: 0,
+        histogram: hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 }),
+      });
   }
 
   record(op: Op, startedMs: number, ok: boolean): void {

@@ -434,7 +434,8 @@ export class NodeStore {
     let after: Buffer | undefined;
     for (;;) {
       const keys: Buffer[] = [];
-      for (const k of this.meta.getKeys({ ...spanBounds(start, end, after), limit: SCAN_CHUNK * 4 })) keys.push(Buffer.from(k as Buffer));
+      for (const k of this.meta.getKeys({ ...spanBounds(start, end, after), limit: SCAN_CHUNK * 4 }))
+        keys.push(Buffer.from(k as Buffer));
       if (keys.length === 0) break;
       const done = await this.removeMany(keys.map((sk) => ({ sk })));
       removed += done.filter(Boolean).length;

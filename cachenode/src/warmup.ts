@@ -42,7 +42,16 @@ export async function warmUp(config: NodeConfig, budgetMs: number): Promise<Warm
   const dir = mkdtempSync(join(tmpdir(), 'strata-warmup-'));
   let scratch: CacheNode;
   try {
-    scratch = await CacheNode.start({ ...config, dataDir: dir, port: 0, host: '127.0.0.1', nodeId: 'warmup', sweepMs: 0, ringStore: undefined, capacityBytes: 256 * 1024 * 1024 });
+    scratch = await CacheNode.start({
+      ...config,
+      dataDir: dir,
+      port: 0,
+      host: '127.0.0.1',
+      nodeId: 'warmup',
+      sweepMs: 0,
+      ringStore: undefined,
+      capacityBytes: 256 * 1024 * 1024,
+    });
   } catch (e) {
     rmSync(dir, { recursive: true, force: true });
     throw e;
@@ -67,7 +76,10 @@ export async function warmUp(config: NodeConfig, budgetMs: number): Promise<Warm
     const small = Buffer.alloc(1024, 0x61);
     const large = Buffer.alloc(100 * 1024, 0x62);
     let version = 1;
-    const entry = (value: Buffer): Entry => ({ header: { version: version++, expiresAt: null, size: value.length, hash: contentHash(value), tags: [], flags: {} }, value });
+    const entry = (value: Buffer): Entry => ({
+      header: { version: version++, expiresAt: null, size: value.length, hash: contentHash(value), tags: [], flags: {} },
+      value,
+    });
     const keys = Array.from({ length: KEYS }, (_, i) => `k${i}`);
     while (rounds < MAX_ROUNDS && performance.now() - started < budgetMs) {
       const r = rounds++;
@@ -75,9 +87,23 @@ export async function warmUp(config: NodeConfig, budgetMs: number): Promise<Warm
       const batch = Array.from({ length: BATCH }, (_, i) => keys[(r * BATCH + i) % KEYS]!);
       // Batches from several callers at once, as a coordinator's coalescer sends them.
       await Promise.all([
-        call(client.putMany(url, 'w', batch.map((key) => ({ key, entry: entry(small) })), v)),
+        call(
+          client.putMany(
+            url,
+            'w',
+            batch.map((key) => ({ key, entry: entry(small) })),
+            v,
+          ),
+        ),
         call(client.getMany(url, 'w', batch, v)),
-        call(client.getMany(url, 'w', batch.map((k) => `${k}-absent`), v)),
+        call(
+          client.getMany(
+            url,
+            'w',
+            batch.map((k) => `${k}-absent`),
+            v,
+          ),
+        ),
         call(client.put(url, 'w', `big${r % 4}`, entry(large), v)),
         call(client.get(url, 'w', batch[0]!, v)),
         call(client.head(url, 'w', batch[1]!, v)),
@@ -87,10 +113,16 @@ export async function warmUp(config: NodeConfig, budgetMs: number): Promise<Warm
         const exported: Buffer[] = [];
         for await (const rec of client.exportRangeRaw(url, { start: RING_MIN, end: null, limit: 256 })) exported.push(rec.raw);
         requests++;
-        for await (const rec of client.exportRangeRaw(url, { start: RING_MIN, end: null, limit: 64, rate: 64 * 1024 * 1024 })) void rec;
+        for await (const rec of client.exportRangeRaw(url, { start: RING_MIN, end: null, limit: 64, rate: 64 * 1024 * 1024 }))
+          void rec;
         requests++;
         // Back into itself: records it holds are stale there; a few fresh ones are applied (or refused).
-        await call(client.importRecords(url, [...exported, ...batch.slice(0, 4).map((k) => encodeEntryRecord('w', `${k}-imported-${r}`, entry(small)))]));
+        await call(
+          client.importRecords(url, [
+            ...exported,
+            ...batch.slice(0, 4).map((k) => encodeEntryRecord('w', `${k}-imported-${r}`, entry(small))),
+          ]),
+        );
         await call(client.rangeStats(url, RING_MIN, null));
         await call(client.victims(url, 16));
         await call(client.stats(url));
@@ -126,7 +158,13 @@ function ringSequence(url: string): RingDocument[] {
   for (let cycle = 0; cycle < 8; cycle++) {
     at(base, (d) => d.ranges.forEach((r) => ((r.owner = 'warmup'), (r.epoch = d.version))));
     at(base, (d) => ((d.ranges[1]!.pending = { target: PEER, session: `warmup-${cycle}` }), (d.ranges[1]!.epoch = d.version)));
-    at(base, (d) => ((d.ranges[1]!.pending = { target: PEER, session: `warmup-${cycle}`, phase: 'handoff' }), (d.ranges[1]!.epoch = d.version)));
+    at(
+      base,
+      (d) => (
+        (d.ranges[1]!.pending = { target: PEER, session: `warmup-${cycle}`, phase: 'handoff' }),
+        (d.ranges[1]!.epoch = d.version)
+      ),
+    );
     at(base, (d) => ((d.ranges[1]!.owner = PEER), (d.ranges[1]!.epoch = d.version)));
   }
   return out;

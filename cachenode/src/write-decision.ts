@@ -200,7 +200,11 @@ export class WriteDecider {
     const nm: Meta = { ...m, bytes: m.bytes - Buffer.byteLength(oldJson) + Buffer.byteLength(json) };
     const at = inlineValueAt(mb);
     // The record is rewritten whole (an inline value with it); an external value stays where it is in `data`.
-    const op = this.decided(sk, id, OP_META_PUT, nm, { m: nm, headerJson: json, value: at === undefined ? undefined : mb.subarray(at) });
+    const op = this.decided(sk, id, OP_META_PUT, nm, {
+      m: nm,
+      headerJson: json,
+      value: at === undefined ? undefined : mb.subarray(at),
+    });
     this.account(sk, 0, nm.bytes - m.bytes);
     if (pinned) this.order.remove(id);
     else this.order.insert(id);

@@ -16,7 +16,9 @@ import { REPO_ROOT } from '../lib/packaging.js';
 const COMMANDS = ['synth', 'deploy', 'diff', 'destroy', 'ls'] as const;
 
 function usage(message: string): never {
-  console.error(`${message}\nusage: npm run <synth|deploy> -- --env <${ENVIRONMENT_NAMES.join('|')}> [cdk options]\n       bash scripts/run-node.sh cdk/bin/cli.ts <${COMMANDS.join('|')}> --env <env> [cdk options]`);
+  console.error(
+    `${message}\nusage: npm run <synth|deploy> -- --env <${ENVIRONMENT_NAMES.join('|')}> [cdk options]\n       bash scripts/run-node.sh cdk/bin/cli.ts <${COMMANDS.join('|')}> --env <env> [cdk options]`,
+  );
   process.exit(2);
 }
 
@@ -50,6 +52,13 @@ try {
 
 // Stack names (Strata-<env>-<Concern>, globs allowed) limit the command; without any, it covers all stacks.
 const namesStacks = passThrough.some((a) => a.startsWith('Strata-'));
-const args = [join(REPO_ROOT, 'node_modules', 'aws-cdk', 'bin', 'cdk'), command, '-c', `env=${env}`, ...(namesStacks || command === 'ls' || command === 'synth' ? [] : ['--all']), ...passThrough];
+const args = [
+  join(REPO_ROOT, 'node_modules', 'aws-cdk', 'bin', 'cdk'),
+  command,
+  '-c',
+  `env=${env}`,
+  ...(namesStacks || command === 'ls' || command === 'synth' ? [] : ['--all']),
+  ...passThrough,
+];
 const result = spawnSync(process.execPath, args, { cwd: join(REPO_ROOT, 'cdk'), stdio: 'inherit', env: process.env });
 process.exit(result.status ?? 1);

@@ -13,7 +13,12 @@ export const dev: EnvironmentConfigInput = {
   fleet: { instanceType: 't4g.small', dataVolume: { sizeGiB: 20 } },
   api: {
     throttle: { rateLimit: 100, burstLimit: 200 },
-    functions: { keys: { memoryMb: 1024 }, batch: { memoryMb: 1024 }, transfer: { memoryMb: 512, nearCacheMb: 0 }, service: { memoryMb: 256, nearCacheMb: 0 } },
+    functions: {
+      keys: { memoryMb: 1024 },
+      batch: { memoryMb: 1024 },
+      transfer: { memoryMb: 512, nearCacheMb: 0 },
+      service: { memoryMb: 256, nearCacheMb: 0 },
+    },
   },
   tenants: [{ name: 'developers', namespaces: ['demo', 'test'], throttle: { rateLimit: 50, burstLimit: 100 } }],
   budgets: { monthlyUsd: 50, warningFraction: 0.8, criticalFraction: 1 },

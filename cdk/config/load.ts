@@ -71,9 +71,15 @@ export function isEnvironmentName(name: unknown): name is EnvironmentName {
  * Region: context `region`, else CDK_DEPLOY_REGION, else the file's region (CDK_DEFAULT_REGION is ignored on
  * purpose: the committed AZs belong to the committed region). AZs: context `availabilityZones`, else the file's.
  */
-export function loadEnvironmentConfig(name: unknown, sources: ConfigSources = {}, files: Readonly<Record<string, EnvironmentConfigInput>> = ENVIRONMENTS): EnvironmentConfig {
+export function loadEnvironmentConfig(
+  name: unknown,
+  sources: ConfigSources = {},
+  files: Readonly<Record<string, EnvironmentConfigInput>> = ENVIRONMENTS,
+): EnvironmentConfig {
   if (!isEnvironmentName(name)) {
-    throw new ConfigurationError(`unknown environment ${name === undefined ? '(none given)' : `'${String(name)}'`}: choose one of ${ENVIRONMENT_NAMES.join(', ')} (npm run synth -- --env dev, or cdk synth -c env=dev)`);
+    throw new ConfigurationError(
+      `unknown environment ${name === undefined ? '(none given)' : `'${String(name)}'`}: choose one of ${ENVIRONMENT_NAMES.join(', ')} (npm run synth -- --env dev, or cdk synth -c env=dev)`,
+    );
   }
   const file = files[name];
   if (!file) throw new ConfigurationError(`no configuration file for environment '${name}' (expected cdk/config/${name}.ts)`);
@@ -82,19 +88,28 @@ export function loadEnvironmentConfig(name: unknown, sources: ConfigSources = {}
   const str = (v: unknown) => (typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined);
   const account = str(ctx.account) ?? str(env.CDK_DEPLOY_ACCOUNT) ?? str(env.CDK_DEFAULT_ACCOUNT) ?? file.account;
   const region = str(ctx.region) ?? str(env.CDK_DEPLOY_REGION) ?? file.region;
-  const azs = str(ctx.availabilityZones)?.split(',').map((s) => s.trim()).filter(Boolean) ?? file.availabilityZones;
+  const azs =
+    str(ctx.availabilityZones)
+      ?.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean) ?? file.availabilityZones;
   if (file.monitoring?.alarmDestination !== undefined) {
     const help = alarmDestinationHelp(name, region);
-    throw new ConfigurationError(`cdk/config/${name}.ts commits monitoring.alarmDestination: remove it (it is given at synth).\n${help}`);
+    throw new ConfigurationError(
+      `cdk/config/${name}.ts commits monitoring.alarmDestination: remove it (it is given at synth).\n${help}`,
+    );
   }
   const alarmDestination = alarmDestinationFrom(sources);
   const monitoring = { ...file.monitoring, ...(alarmDestination ? { alarmDestination } : {}) };
   const parsed = environmentConfigSchema.safeParse({ ...file, account, region, availabilityZones: azs, monitoring });
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  - ${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}`);
-    throw new ConfigurationError(`invalid configuration for environment '${name}' (cdk/config/${name}.ts, context and environment):\n${lines.join('\n')}`);
+    throw new ConfigurationError(
+      `invalid configuration for environment '${name}' (cdk/config/${name}.ts, context and environment):\n${lines.join('\n')}`,
+    );
   }
-  if (parsed.data.name !== name) throw new ConfigurationError(`cdk/config/${name}.ts declares name '${parsed.data.name}'; it must be '${name}'`);
+  if (parsed.data.name !== name)
+    throw new ConfigurationError(`cdk/config/${name}.ts declares name '${parsed.data.name}'; it must be '${name}'`);
   if (!parsed.data.monitoring.alarmDestination && ALARM_DESTINATION_REQUIRED.includes(name)) {
     const help = alarmDestinationHelp(name, parsed.data.region);
     throw new ConfigurationError(`no alarm destination for environment '${name}': its alarms would reach nobody.\n${help}`);
@@ -110,7 +125,9 @@ function alarmDestinationFrom(sources: ConfigSources): AlarmDestination | undefi
   const ctx = sources.context ?? {};
   const env = sources.env ?? {};
   const fromContext = list(ctx.alarmEmails) !== undefined || text(ctx.alarmTopicArn) !== undefined;
-  const [emailsKey, topicKey] = fromContext ? ['-c alarmEmails', '-c alarmTopicArn'] : ['STRATA_ALARM_EMAILS', 'STRATA_ALARM_TOPIC_ARN'];
+  const [emailsKey, topicKey] = fromContext
+    ? ['-c alarmEmails', '-c alarmTopicArn']
+    : ['STRATA_ALARM_EMAILS', 'STRATA_ALARM_TOPIC_ARN'];
   const emails = list(fromContext ? ctx.alarmEmails : env.STRATA_ALARM_EMAILS);
   const topicArn = text(fromContext ? ctx.alarmTopicArn : env.STRATA_ALARM_TOPIC_ARN);
   if (emails && topicArn) {
@@ -135,6 +152,8 @@ function text(v: unknown): string | undefined {
 
 /** A comma-separated string (from -c or the environment) or a list (from cdk.json), as non-empty trimmed items. */
 function list(v: unknown): string[] | undefined {
-  const items = (typeof v === 'string' ? v.split(',') : Array.isArray(v) ? v.map(String) : []).map((s) => s.trim()).filter(Boolean);
+  const items = (typeof v === 'string' ? v.split(',') : Array.isArray(v) ? v.map(String) : [])
+    .map((s) => s.trim())
+    .filter(Boolean);
   return items.length ? items : undefined;
 }

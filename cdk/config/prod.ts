@@ -8,7 +8,13 @@ export const prod: EnvironmentConfigInput = {
   removalPolicy: 'retain',
   logRetentionDays: 90,
   network: { cidr: '10.42.0.0/16', natGateways: 0, flowLogTraffic: 'ALL' },
-  hotTier: { maxDataStorageGb: 50, maxEcpuPerSecond: 500_000, snapshotRetentionDays: 7, dailySnapshotTime: '05:00', encryptionKey: 'customer-managed' },
+  hotTier: {
+    maxDataStorageGb: 50,
+    maxEcpuPerSecond: 500_000,
+    snapshotRetentionDays: 7,
+    dailySnapshotTime: '05:00',
+    encryptionKey: 'customer-managed',
+  },
   coldTier: { prefix: 'v1', accessLogExpirationDays: 365 },
   fleet: { instanceType: 'r7g.large', dataVolume: { sizeGiB: 500, iops: 6000, throughputMiBps: 250 } },
   api: {
@@ -25,9 +31,17 @@ export const prod: EnvironmentConfigInput = {
   },
   tenants: [
     { name: 'web', namespaces: ['web-sessions', 'web-pages'], throttle: { rateLimit: 1000, burstLimit: 2000 } },
-    { name: 'analytics', namespaces: ['reports'], throttle: { rateLimit: 200, burstLimit: 400 }, quota: { limit: 5_000_000, period: 'DAY' } },
+    {
+      name: 'analytics',
+      namespaces: ['reports'],
+      throttle: { rateLimit: 200, burstLimit: 400 },
+      quota: { limit: 5_000_000, period: 'DAY' },
+    },
   ],
   budgets: { monthlyUsd: 1000, warningFraction: 0.8, criticalFraction: 1 },
-  monitoring: { costPublisher: { scheduleMinutes: 5 }, alarms: { hitRatioFloorPercent: 70, errorRateCeilingPercent: 2, minRequestsPerPeriod: 500 } },
+  monitoring: {
+    costPublisher: { scheduleMinutes: 5 },
+    alarms: { hitRatioFloorPercent: 70, errorRateCeilingPercent: 2, minRequestsPerPeriod: 500 },
+  },
   workflows: { stepReservedConcurrency: 20 },
 };

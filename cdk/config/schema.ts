@@ -13,13 +13,15 @@ export type EnvironmentName = (typeof ENVIRONMENT_NAMES)[number];
 export const API_FUNCTION_NAMES = ['keys', 'batch', 'transfer', 'service', 'admin'] as const;
 
 /** CloudWatch Logs accepts only these retention periods (days). */
-export const LOG_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653] as const;
+export const LOG_RETENTION_DAYS = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+] as const;
 
 const REGION = /^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d$/;
 
-const logRetentionDays = z
-  .number()
-  .refine((d) => (LOG_RETENTION_DAYS as readonly number[]).includes(d), { message: `log retention must be one of CloudWatch's periods: ${LOG_RETENTION_DAYS.join(', ')} days` });
+const logRetentionDays = z.number().refine((d) => (LOG_RETENTION_DAYS as readonly number[]).includes(d), {
+  message: `log retention must be one of CloudWatch's periods: ${LOG_RETENTION_DAYS.join(', ')} days`,
+});
 
 const throttleSchema = z.strictObject({
   /** Steady-state requests per second. */
@@ -32,7 +34,12 @@ const functionSchema = z.strictObject({
   /** @default 1024 */
   memoryMb: z.number().int().min(128).max(10240).default(1024),
   /** API Gateway REST integrations time out at 29 s, so API functions may not run longer. @default 29 */
-  timeoutSeconds: z.number().int().min(1).max(29, 'API functions cannot outlive API Gateway\'s 29 s integration timeout').default(29),
+  timeoutSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(29, "API functions cannot outlive API Gateway's 29 s integration timeout")
+    .default(29),
   /** Per-container near cache (L1); must leave room for the request buffers. @default 64 */
   nearCacheMb: z.number().int().min(0).default(64),
   /**
@@ -45,10 +52,19 @@ const functionSchema = z.strictObject({
 
 const tenantSchema = z.strictObject({
   /** Names the API key (`strata-<env>-<name>`) and usage plan. */
-  name: z.string().regex(/^[a-z][a-z0-9-]{0,39}$/, 'tenant names are 1-40 characters of a-z, 0-9 and "-", starting with a letter'),
+  name: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{0,39}$/, 'tenant names are 1-40 characters of a-z, 0-9 and "-", starting with a letter'),
   /** Namespaces this tenant's key may use: names, or a prefix ending in `*` (`web-*`); enforced by the API (api/tenant-access.ts). */
   namespaces: z
-    .array(z.string().refine((n) => NAMESPACE_PATTERN.test(n.endsWith('*') ? n.slice(0, -1) || 'x' : n), 'namespaces are 1-63 characters of a-z, 0-9, "_" and "-", starting with a letter or digit (as the API accepts them), or such a prefix followed by "*" (or "*" alone for all)'))
+    .array(
+      z
+        .string()
+        .refine(
+          (n) => NAMESPACE_PATTERN.test(n.endsWith('*') ? n.slice(0, -1) || 'x' : n),
+          'namespaces are 1-63 characters of a-z, 0-9, "_" and "-", starting with a letter or digit (as the API accepts them), or such a prefix followed by "*" (or "*" alone for all)',
+        ),
+    )
     .default([]),
   /** The key may call the admin routes (/v1/admin/*: start and follow workflows). @default false */
   admin: z.boolean().default(false),
@@ -59,18 +75,22 @@ const tenantSchema = z.strictObject({
 
 /** What budgets.alertEmails (committed e-mail addresses) became. */
 export const ALERT_EMAILS_MOVED =
-  'budgets.alertEmails is no longer read: where alarms go is never committed. Remove it from the file and pass the addresses '
-  + 'at synth time: -c alarmEmails=a@example.org,b@example.org (or STRATA_ALARM_EMAILS), or an existing SNS topic with '
-  + '-c alarmTopicArn=arn:aws:sns:... (or STRATA_ALARM_TOPIC_ARN)';
+  'budgets.alertEmails is no longer read: where alarms go is never committed. Remove it from the file and pass the addresses ' +
+  'at synth time: -c alarmEmails=a@example.org,b@example.org (or STRATA_ALARM_EMAILS), or an existing SNS topic with ' +
+  '-c alarmTopicArn=arn:aws:sns:... (or STRATA_ALARM_TOPIC_ARN)';
 
 /** An SNS topic ARN: arn:<partition>:sns:<region>:<account>:<name>. */
 export const SNS_TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$/;
 
 /** Where alarms notify: e-mail addresses (a topic is created with their subscriptions), or an existing SNS topic. */
 export const alarmDestinationSchema = z.union([
-  z.strictObject({ emails: z.array(z.email('alarm e-mails must be e-mail addresses')).min(1, 'give at least one alarm e-mail address') }),
   z.strictObject({
-    topicArn: z.string().regex(SNS_TOPIC_ARN, 'the alarm topic must be an SNS topic ARN, e.g. arn:aws:sns:us-east-1:123456789012:oncall'),
+    emails: z.array(z.email('alarm e-mails must be e-mail addresses')).min(1, 'give at least one alarm e-mail address'),
+  }),
+  z.strictObject({
+    topicArn: z
+      .string()
+      .regex(SNS_TOPIC_ARN, 'the alarm topic must be an SNS topic ARN, e.g. arn:aws:sns:us-east-1:123456789012:oncall'),
   }),
 ]);
 export type AlarmDestination = z.output<typeof alarmDestinationSchema>;
@@ -81,9 +101,15 @@ export const environmentConfigSchema = z
     /** Default region; `-c region=...` or CDK_DEPLOY_REGION override it. */
     region: z.string().regex(REGION, 'region must look like "us-east-1"'),
     /** Never committed: filled from `-c account=...`, CDK_DEPLOY_ACCOUNT or the CLI's credentials. */
-    account: z.string().regex(/^\d{12}$/, 'account must be a 12-digit AWS account id').optional(),
+    account: z
+      .string()
+      .regex(/^\d{12}$/, 'account must be a 12-digit AWS account id')
+      .optional(),
     /** AZs of the VPC (2-3): ElastiCache Serverless and the API Lambdas span them. */
-    availabilityZones: z.array(z.string()).min(2, 'give at least 2 availability zones: ElastiCache Serverless needs subnets in 2 or more').max(3, 'at most 3 availability zones (ElastiCache Serverless takes 2-3 subnets)'),
+    availabilityZones: z
+      .array(z.string())
+      .min(2, 'give at least 2 availability zones: ElastiCache Serverless needs subnets in 2 or more')
+      .max(3, 'at most 3 availability zones (ElastiCache Serverless takes 2-3 subnets)'),
     /** The account's Lambda concurrency quota in the region (reservations must leave 100 of it unreserved). @default 1000 */
     lambdaAccountConcurrency: z.number().int().min(100).default(1000),
     /** What deleting the stack does to data (bucket, cache, logs). */
@@ -91,7 +117,13 @@ export const environmentConfigSchema = z
     logRetentionDays,
     network: z.strictObject({
       /** @default '10.40.0.0/16' */
-      cidr: z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/(1[6-9]|20)$/, 'cidr must be an IPv4 block from /16 to /20, e.g. "10.40.0.0/16" (each subnet gets 1/16 of it)').default('10.40.0.0/16'),
+      cidr: z
+        .string()
+        .regex(
+          /^(\d{1,3}\.){3}\d{1,3}\/(1[6-9]|20)$/,
+          'cidr must be an IPv4 block from /16 to /20, e.g. "10.40.0.0/16" (each subnet gets 1/16 of it)',
+        )
+        .default('10.40.0.0/16'),
       /** 0 = private isolated subnets only (no internet egress; S3 and AWS APIs through endpoints). @default 0 */
       natGateways: z.number().int().min(0).default(0),
       /** Interface endpoints (billed per AZ-hour) go into the first N AZs only. @default all AZs */
@@ -106,13 +138,19 @@ export const environmentConfigSchema = z
       /** @default 0 (no snapshots) */
       snapshotRetentionDays: z.number().int().min(0).max(35).default(0),
       /** UTC "HH:MM" when snapshots are taken (only with snapshotRetentionDays > 0). */
-      dailySnapshotTime: z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'dailySnapshotTime is "HH:MM" in UTC').optional(),
+      dailySnapshotTime: z
+        .string()
+        .regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'dailySnapshotTime is "HH:MM" in UTC')
+        .optional(),
       /** 'customer-managed' creates a KMS key (with rotation) for encryption at rest. @default 'aws-owned' */
       encryptionKey: z.enum(['aws-owned', 'customer-managed']).default('aws-owned'),
     }),
     coldTier: z.strictObject({
       /** Key prefix of every object (STRATA_S3_PREFIX). @default 'v1' */
-      prefix: z.string().regex(/^[A-Za-z0-9._-]+$/, 'prefix is one path segment of A-Z, a-z, 0-9, ".", "_" and "-"').default('v1'),
+      prefix: z
+        .string()
+        .regex(/^[A-Za-z0-9._-]+$/, 'prefix is one path segment of A-Z, a-z, 0-9, ".", "_" and "-"')
+        .default('v1'),
       /** How long a delete's tombstone lives; the lifecycle rule removes tombstone objects after it (whole days). @default 10 */
       tombstoneTtlMinutes: z.number().int().min(1).default(10),
       /** Staged uploads (`<prefix>/_uploads/`) never committed are deleted after this many days. @default 1 */
@@ -139,7 +177,13 @@ export const environmentConfigSchema = z
       throttle: throttleSchema,
       /** Per-function settings; omitted functions take the defaults. */
       functions: z
-        .strictObject({ keys: functionSchema.prefault({}), batch: functionSchema.prefault({}), transfer: functionSchema.prefault({}), service: functionSchema.prefault({}), admin: functionSchema.prefault({}) })
+        .strictObject({
+          keys: functionSchema.prefault({}),
+          batch: functionSchema.prefault({}),
+          transfer: functionSchema.prefault({}),
+          service: functionSchema.prefault({}),
+          admin: functionSchema.prefault({}),
+        })
         .prefault({}),
       /**
        * Lifetime of presigned upload/download URLs (STRATA_URL_TTL_SECONDS). A URL signed with temporary credentials
@@ -164,7 +208,11 @@ export const environmentConfigSchema = z
       /** Gone: where alarms go is never committed (load.ts reads `-c alarmEmails=...` or STRATA_ALARM_EMAILS). */
       alertEmails: z.never({ message: ALERT_EMAILS_MOVED }).optional(),
       /** Warning alarm when the projected month exceeds this share of monthlyUsd. @default 0.8 */
-      warningFraction: z.number().positive('warningFraction must be a positive share of monthlyUsd, e.g. 0.8').max(10).default(0.8),
+      warningFraction: z
+        .number()
+        .positive('warningFraction must be a positive share of monthlyUsd, e.g. 0.8')
+        .max(10)
+        .default(0.8),
       /** Critical alarm when the projected month exceeds this share of monthlyUsd. @default 1 */
       criticalFraction: z.number().positive('criticalFraction must be a positive share of monthlyUsd, e.g. 1').max(10).default(1),
     }),
@@ -174,7 +222,11 @@ export const environmentConfigSchema = z
         costPublisher: z
           .strictObject({
             /** How often it runs; also the period of the alarms on its metrics. @default 15 */
-            scheduleMinutes: z.union([z.literal(1), z.literal(5), z.literal(10), z.literal(15), z.literal(30), z.literal(60)], { message: 'scheduleMinutes must be 1, 5, 10, 15, 30 or 60' }).default(15),
+            scheduleMinutes: z
+              .union([z.literal(1), z.literal(5), z.literal(10), z.literal(15), z.literal(30), z.literal(60)], {
+                message: 'scheduleMinutes must be 1, 5, 10, 15, 30 or 60',
+              })
+              .default(15),
             /** @default 256 */
             memoryMb: z.number().int().min(128).max(10240).default(256),
             /** @default 120 */
@@ -198,13 +250,20 @@ export const environmentConfigSchema = z
             /** Alarm when more than this share (%) of API Gateway's requests end in a 5xx (its 5XXError Average). @default 5 */
             apiServerErrorRatePercent: z.number().gt(0, 'apiServerErrorRatePercent must be above 0 (%)').max(100).default(5),
             /** Alarm when API Gateway's p90 latency stays above this many milliseconds. @default 1000 */
-            apiLatencyP90Ms: z.number().int().min(1).max(29_000, 'apiLatencyP90Ms must be below API Gateway\'s 29 s integration timeout')
+            apiLatencyP90Ms: z
+              .number()
+              .int()
+              .min(1)
+              .max(29_000, "apiLatencyP90Ms must be below API Gateway's 29 s integration timeout")
               .default(1000),
             /** Alarm when a Strata function fails (exception, timeout, out of memory) this often in a traffic period. @default 1 */
             functionErrorsPerPeriod: z.number().int().min(1).default(1),
             /** Alarm when the hot tier uses this share (%) of its data-storage or ECPU limit (AWS recommends 75). @default 75 */
-            hotTierUsagePercent: z.number().gt(0)
-              .lt(100, 'hotTierUsagePercent must be below 100: at the limit the cache already evicts or throttles').default(75),
+            hotTierUsagePercent: z
+              .number()
+              .gt(0)
+              .lt(100, 'hotTierUsagePercent must be below 100: at the limit the cache already evicts or throttles')
+              .default(75),
           })
           .prefault({}),
         /**
@@ -237,8 +296,14 @@ export const environmentConfigSchema = z
             /** Migration mode of the scale-outs it starts. @default 'incremental' */
             mode: z.enum(['incremental', 'parallel']).default('incremental'),
           })
-          .refine((t) => t.unit !== 'keys' || t.capacity !== undefined, { message: 'unit "keys" needs capacity (records per node)', path: ['capacity'] })
-          .refine((t) => t.highRate >= t.lowRate, { message: 'highRate (δ_H) must be at least lowRate (δ_L)', path: ['highRate'] })
+          .refine((t) => t.unit !== 'keys' || t.capacity !== undefined, {
+            message: 'unit "keys" needs capacity (records per node)',
+            path: ['capacity'],
+          })
+          .refine((t) => t.highRate >= t.lowRate, {
+            message: 'highRate (δ_H) must be at least lowRate (δ_L)',
+            path: ['highRate'],
+          })
           .prefault({}),
         /** EvictToS3 runs every this many hours (0 = only on the fill alarm and on demand). @default 6 */
         evictionEveryHours: z.number().int().min(0).max(168).default(6),
@@ -250,42 +315,79 @@ export const environmentConfigSchema = z
   .superRefine((c, ctx) => {
     for (const [i, az] of c.availabilityZones.entries()) {
       if (!new RegExp(`^${c.region}[a-z]$`).test(az)) {
-        ctx.addIssue({ code: 'custom', path: ['availabilityZones', i], message: `availability zone '${az}' is not in region ${c.region} (pass -c availabilityZones=${c.region}a,${c.region}b when you change the region)` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['availabilityZones', i],
+          message: `availability zone '${az}' is not in region ${c.region} (pass -c availabilityZones=${c.region}a,${c.region}b when you change the region)`,
+        });
       }
     }
-    if (new Set(c.availabilityZones).size !== c.availabilityZones.length) ctx.addIssue({ code: 'custom', path: ['availabilityZones'], message: 'availability zones must be distinct' });
+    if (new Set(c.availabilityZones).size !== c.availabilityZones.length)
+      ctx.addIssue({ code: 'custom', path: ['availabilityZones'], message: 'availability zones must be distinct' });
     if (c.network.natGateways > c.availabilityZones.length) {
-      ctx.addIssue({ code: 'custom', path: ['network', 'natGateways'], message: `natGateways (${c.network.natGateways}) cannot exceed the number of availability zones (${c.availabilityZones.length})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['network', 'natGateways'],
+        message: `natGateways (${c.network.natGateways}) cannot exceed the number of availability zones (${c.availabilityZones.length})`,
+      });
     }
     if (c.network.interfaceEndpointAzs !== undefined && c.network.interfaceEndpointAzs > c.availabilityZones.length) {
-      ctx.addIssue({ code: 'custom', path: ['network', 'interfaceEndpointAzs'], message: `interfaceEndpointAzs (${c.network.interfaceEndpointAzs}) cannot exceed the number of availability zones (${c.availabilityZones.length})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['network', 'interfaceEndpointAzs'],
+        message: `interfaceEndpointAzs (${c.network.interfaceEndpointAzs}) cannot exceed the number of availability zones (${c.availabilityZones.length})`,
+      });
     }
     if (c.hotTier.dailySnapshotTime && c.hotTier.snapshotRetentionDays === 0) {
-      ctx.addIssue({ code: 'custom', path: ['hotTier', 'dailySnapshotTime'], message: 'dailySnapshotTime needs snapshotRetentionDays > 0' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['hotTier', 'dailySnapshotTime'],
+        message: 'dailySnapshotTime needs snapshotRetentionDays > 0',
+      });
     }
     for (const [i, t] of c.tenants.entries()) {
       if (t.namespaces.length === 0 && !t.admin) {
-        ctx.addIssue({ code: 'custom', path: ['tenants', i, 'namespaces'], message: 'a tenant needs at least one namespace (an operator key with none: "admin": true)' });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tenants', i, 'namespaces'],
+          message: 'a tenant needs at least one namespace (an operator key with none: "admin": true)',
+        });
       }
     }
     const names = c.tenants.map((t) => t.name);
-    for (const dup of names.filter((n, i) => names.indexOf(n) !== i)) ctx.addIssue({ code: 'custom', path: ['tenants'], message: `tenant '${dup}' is defined twice` });
+    for (const dup of names.filter((n, i) => names.indexOf(n) !== i))
+      ctx.addIssue({ code: 'custom', path: ['tenants'], message: `tenant '${dup}' is defined twice` });
     if (c.budgets.warningFraction >= c.budgets.criticalFraction) {
-      ctx.addIssue({ code: 'custom', path: ['budgets', 'warningFraction'], message: `warningFraction (${c.budgets.warningFraction}) must be below criticalFraction (${c.budgets.criticalFraction})` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['budgets', 'warningFraction'],
+        message: `warningFraction (${c.budgets.warningFraction}) must be below criticalFraction (${c.budgets.criticalFraction})`,
+      });
     }
     const urlDays = Math.ceil(c.api.urlTtlSeconds / 86_400);
     if (c.coldTier.stagingExpirationDays < urlDays) {
-      ctx.addIssue({ code: 'custom', path: ['coldTier', 'stagingExpirationDays'], message: `stagingExpirationDays (${c.coldTier.stagingExpirationDays}) must cover the upload URL lifetime (${c.api.urlTtlSeconds} s = ${urlDays} days), or staged uploads vanish before they can be committed` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['coldTier', 'stagingExpirationDays'],
+        message: `stagingExpirationDays (${c.coldTier.stagingExpirationDays}) must cover the upload URL lifetime (${c.api.urlTtlSeconds} s = ${urlDays} days), or staged uploads vanish before they can be committed`,
+      });
     }
     for (const [fn, f] of Object.entries(c.api.functions)) {
       if (f.nearCacheMb > f.memoryMb / 2) {
-        ctx.addIssue({ code: 'custom', path: ['api', 'functions', fn, 'nearCacheMb'], message: `nearCacheMb (${f.nearCacheMb}) must be at most half of memoryMb (${f.memoryMb}): the rest holds request and response buffers` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['api', 'functions', fn, 'nearCacheMb'],
+          message: `nearCacheMb (${f.nearCacheMb}) must be at most half of memoryMb (${f.memoryMb}): the rest holds request and response buffers`,
+        });
       }
     }
     // "You can reserve up to the Unreserved account concurrency value that is shown, minus 100 for functions that
     // don't have reserved concurrency" (https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html);
     // the default account concurrency is 1,000 per region (Lambda quotas). A larger sum fails at deploy time.
-    const reserved = [...Object.values(c.api.functions).map((f) => f.reservedConcurrency ?? 0), c.workflows.stepReservedConcurrency ?? 0];
+    const reserved = [
+      ...Object.values(c.api.functions).map((f) => f.reservedConcurrency ?? 0),
+      c.workflows.stepReservedConcurrency ?? 0,
+    ];
     const sum = reserved.reduce((a, b) => a + b, 0);
     if (sum > c.lambdaAccountConcurrency - 100) {
       ctx.addIssue({

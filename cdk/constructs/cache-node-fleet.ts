@@ -63,7 +63,8 @@ class DirectoryBundle extends CacheNodeBundle {
   }
 
   bind(scope: Construct): s3assets.Asset {
-    if (!existsSync(join(this.path, MAIN))) throw new InvalidPropsError(scope, `cache node bundle directory ${this.path} has no ${MAIN}`);
+    if (!existsSync(join(this.path, MAIN)))
+      throw new InvalidPropsError(scope, `cache node bundle directory ${this.path} has no ${MAIN}`);
     return new s3assets.Asset(scope, 'Bundle', { path: this.path });
   }
 }
@@ -79,7 +80,10 @@ class EntryBundle extends CacheNodeBundle {
   bind(scope: Construct): s3assets.Asset {
     const entry = this.entry;
     if (!existsSync(entry)) {
-      throw new InvalidPropsError(scope, `cache node entry ${relative(REPO_ROOT, entry) || entry} does not exist: the fleet bundles the cachenode daemon from it (CacheNodeBundle.fromEntry). Point it at the daemon's entry file, or use CacheNodeBundle.fromDirectory() with a prebuilt bundle.`);
+      throw new InvalidPropsError(
+        scope,
+        `cache node entry ${relative(REPO_ROOT, entry) || entry} does not exist: the fleet bundles the cachenode daemon from it (CacheNodeBundle.fromEntry). Point it at the daemon's entry file, or use CacheNodeBundle.fromDirectory() with a prebuilt bundle.`,
+      );
     }
     const nativeModules = this.options.nativeModules ?? [];
     const nativeDir = this.options.nativeModulesDir ?? DEFAULT_NATIVE_MODULES_DIR;
@@ -105,8 +109,12 @@ class EntryBundle extends CacheNodeBundle {
               external: [...nativeModules],
               logLevel: 'error',
             });
-            writeFileSync(join(outputDir, 'package.json'), JSON.stringify({ name: 'strata-cachenode', private: true, type: 'module', main: MAIN }, null, 2) + '\n');
-            if (nativeModules.length > 0) cpSync(nativeDir, join(outputDir, 'node_modules'), { recursive: true, dereference: true });
+            writeFileSync(
+              join(outputDir, 'package.json'),
+              JSON.stringify({ name: 'strata-cachenode', private: true, type: 'module', main: MAIN }, null, 2) + '\n',
+            );
+            if (nativeModules.length > 0)
+              cpSync(nativeDir, join(outputDir, 'node_modules'), { recursive: true, dereference: true });
             return true;
           },
         },
@@ -120,11 +128,16 @@ function checkNativeModules(scope: IConstruct, modules: readonly string[], dir: 
   const fix = `Install them for the cache nodes (Graviton, linux-arm64) with:\n    ${nativeModulesInstallCommand(modules, dir)}`;
   for (const m of modules) {
     const pkgFile = join(dir, m, 'package.json');
-    if (!existsSync(pkgFile)) throw new InvalidPropsError(scope, `native module '${m}' of the cache node is not in ${dir}. ${fix}`);
+    if (!existsSync(pkgFile))
+      throw new InvalidPropsError(scope, `native module '${m}' of the cache node is not in ${dir}. ${fix}`);
     const pkg = JSON.parse(readFileSync(pkgFile, 'utf8')) as { optionalDependencies?: Record<string, string> };
     const arm64 = Object.keys(pkg.optionalDependencies ?? {}).filter((d) => /linux-arm64(?!-musl)/.test(d));
     for (const d of arm64) {
-      if (!existsSync(join(dir, d, 'package.json'))) throw new InvalidPropsError(scope, `${dir} lacks ${d}, the linux-arm64 build of '${m}' (it was installed for another platform). ${fix}`);
+      if (!existsSync(join(dir, d, 'package.json')))
+        throw new InvalidPropsError(
+          scope,
+          `${dir} lacks ${d}, the linux-arm64 build of '${m}' (it was installed for another platform). ${fix}`,
+        );
     }
   }
 }
@@ -207,23 +220,47 @@ export class CacheNodeFleet extends Construct {
 
   constructor(scope: Construct, id: string, props: CacheNodeFleetProps) {
     super(scope, id);
-    check(this, /^[a-z][a-z0-9-]{0,39}$/.test(props.name), `name '${props.name}' must be 1-40 characters of a-z, 0-9 and "-", starting with a letter`);
-    check(this, /^[a-z]+[0-9]+g[a-z-]*\.[a-z0-9]+$/.test(props.instanceType), `instanceType '${props.instanceType}' is not a Graviton (arm64) type such as t4g.small, m7g.large or r7g.xlarge: the nodes run the arm64 AMI`);
+    check(
+      this,
+      /^[a-z][a-z0-9-]{0,39}$/.test(props.name),
+      `name '${props.name}' must be 1-40 characters of a-z, 0-9 and "-", starting with a letter`,
+    );
+    check(
+      this,
+      /^[a-z]+[0-9]+g[a-z-]*\.[a-z0-9]+$/.test(props.instanceType),
+      `instanceType '${props.instanceType}' is not a Graviton (arm64) type such as t4g.small, m7g.large or r7g.xlarge: the nodes run the arm64 AMI`,
+    );
     const v = props.dataVolume;
     const iops = v.iops ?? 3000;
     const throughput = v.throughputMiBps ?? 125;
     check(this, intIn(v.sizeGiB, 1, 16384), `dataVolume.sizeGiB must be a whole number from 1 to 16384 (got ${v.sizeGiB})`);
     check(this, intIn(iops, 3000, 80000), `dataVolume.iops must be 3000-80000 for gp3 (got ${iops})`);
-    check(this, iops <= v.sizeGiB * 500 || iops === 3000, `dataVolume.iops ${iops} exceeds gp3's 500 IOPS per GiB for ${v.sizeGiB} GiB`);
+    check(
+      this,
+      iops <= v.sizeGiB * 500 || iops === 3000,
+      `dataVolume.iops ${iops} exceeds gp3's 500 IOPS per GiB for ${v.sizeGiB} GiB`,
+    );
     check(this, intIn(throughput, 125, 2000), `dataVolume.throughputMiBps must be 125-2000 for gp3 (got ${throughput})`);
-    check(this, throughput <= iops / 4 || throughput === 125, `dataVolume.throughputMiBps ${throughput} exceeds gp3's 0.25 MiB/s per provisioned IOPS (${iops} IOPS allow ${iops / 4})`);
+    check(
+      this,
+      throughput <= iops / 4 || throughput === 125,
+      `dataVolume.throughputMiBps ${throughput} exceeds gp3's 0.25 MiB/s per provisioned IOPS (${iops} IOPS allow ${iops / 4})`,
+    );
     this.port = props.port ?? 7070;
     check(this, intIn(this.port, 1024, 65535), `port must be 1024-65535 (got ${this.port})`);
     const capacityRatio = props.capacityRatio ?? 0.9;
-    check(this, capacityRatio > 0 && capacityRatio <= 0.95, `capacityRatio must be in (0, 0.95]: the file system needs headroom (got ${capacityRatio})`);
+    check(
+      this,
+      capacityRatio > 0 && capacityRatio <= 0.95,
+      `capacityRatio must be in (0, 0.95]: the file system needs headroom (got ${capacityRatio})`,
+    );
     const nodePackage = props.nodePackage ?? 'nodejs24';
     const nodeMajor = /^nodejs(\d+)$/.exec(nodePackage)?.[1];
-    check(this, nodeMajor !== undefined && Number(nodeMajor) >= 22, `nodePackage '${nodePackage}' must be an AL2023 namespaced Node.js package, nodejs22 or later (e.g. nodejs24)`);
+    check(
+      this,
+      nodeMajor !== undefined && Number(nodeMajor) >= 22,
+      `nodePackage '${nodePackage}' must be an AL2023 namespaced Node.js package, nodejs22 or later (e.g. nodejs24)`,
+    );
     this.vpcSubnets = props.vpcSubnets;
 
     this.bundle = props.bundle.bind(this);
@@ -237,22 +274,31 @@ export class CacheNodeFleet extends Construct {
     this.securityGroup.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'HTTPS to S3 (gateway endpoint)');
     // Ingress on the nodes' group and egress on the coordinators' group, both for the daemon port only; both rules
     // live with the nodes' group (the coordinators' group is older and must not depend on the fleet).
-    this.securityGroup.connections.allowFrom(props.coordinatorSecurityGroup, ec2.Port.tcp(this.port), 'cachenode daemon from the coordinators');
+    this.securityGroup.connections.allowFrom(
+      props.coordinatorSecurityGroup,
+      ec2.Port.tcp(this.port),
+      'cachenode daemon from the coordinators',
+    );
 
     const ring = props.ringStore;
     this.secretObjectArn = ring.bucket.arnForObjects(`${ring.prefix}/${FLEET_SECRET_KEY}`);
 
-    this.role = new iam.Role(this, 'Role', { assumedBy: new iam.ServicePrincipal('ec2.amazonaws.com'), description: `Strata cache node (${props.name})` });
+    this.role = new iam.Role(this, 'Role', {
+      assumedBy: new iam.ServicePrincipal('ec2.amazonaws.com'),
+      description: `Strata cache node (${props.name})`,
+    });
     // Three objects: the daemon bundle, the ring document (polled) and the fleet secret (read at start).
-    this.role.addToPolicy(new iam.PolicyStatement({
-      sid: 'ReadBundleRingAndSecret',
-      actions: ['s3:GetObject'],
-      resources: [
-        this.bundle.bucket.arnForObjects(this.bundle.s3ObjectKey),
-        ring.bucket.arnForObjects(`${ring.prefix}/${RING_KEY}`),
-        this.secretObjectArn,
-      ],
-    }));
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadBundleRingAndSecret',
+        actions: ['s3:GetObject'],
+        resources: [
+          this.bundle.bucket.arnForObjects(this.bundle.s3ObjectKey),
+          ring.bucket.arnForObjects(`${ring.prefix}/${RING_KEY}`),
+          this.secretObjectArn,
+        ],
+      }),
+    );
     // Each node writes its own report and no other node's. An instance profile's credentials are a role session
     // named after the instance, so its aws:userid is `<role id>:<instance id>` (IAM User Guide, "Principal key
     // values": "Role assigned to an Amazon EC2 instance"), and a policy variable in the resource part of an ARN is
@@ -262,11 +308,13 @@ export class CacheNodeFleet extends Construct {
     // The report is therefore keyed by that whole value (STRATA_NODE_STATS_ID below): no variable holds the instance
     // id alone, and an ARN cannot be cut, so `nodes/<instance id>/...` could only be granted to every node at once.
     const USERID = 'AWS-USERID';
-    this.role.addToPolicy(new iam.PolicyStatement({
-      sid: 'WriteOwnStatsReport',
-      actions: ['s3:PutObject'],
-      resources: [ring.bucket.arnForObjects(`${ring.prefix}/${nodeStatsKey(USERID).replace(USERID, '${aws:userid}')}`)],
-    }));
+    this.role.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'WriteOwnStatsReport',
+        actions: ['s3:PutObject'],
+        resources: [ring.bucket.arnForObjects(`${ring.prefix}/${nodeStatsKey(USERID).replace(USERID, '${aws:userid}')}`)],
+      }),
+    );
     this.statsReportIdPrefix = `${this.role.roleId}:`;
 
     const region = Stack.of(this).region;
@@ -286,7 +334,12 @@ export class CacheNodeFleet extends Construct {
       `chown strata:strata ${DATA_MOUNT}`,
       '# Daemon bundle',
     );
-    const zip = userData.addS3DownloadCommand({ bucket: this.bundle.bucket, bucketKey: this.bundle.s3ObjectKey, localFile: '/opt/strata/cachenode.zip', region });
+    const zip = userData.addS3DownloadCommand({
+      bucket: this.bundle.bucket,
+      bucketKey: this.bundle.s3ObjectKey,
+      localFile: '/opt/strata/cachenode.zip',
+      region,
+    });
     const envFile = [
       `STRATA_NODE_PORT=${this.port}`,
       `STRATA_NODE_DATA_DIR=${DATA_MOUNT}`,
@@ -328,10 +381,23 @@ export class CacheNodeFleet extends Construct {
       detailedMonitoring: false,
       instanceInitiatedShutdownBehavior: ec2.InstanceInitiatedShutdownBehavior.TERMINATE,
       blockDevices: [
-        { deviceName: '/dev/xvda', volume: ec2.BlockDeviceVolume.ebs(10, { volumeType: ec2.EbsDeviceVolumeType.GP3, encrypted: true, deleteOnTermination: true }) },
+        {
+          deviceName: '/dev/xvda',
+          volume: ec2.BlockDeviceVolume.ebs(10, {
+            volumeType: ec2.EbsDeviceVolumeType.GP3,
+            encrypted: true,
+            deleteOnTermination: true,
+          }),
+        },
         {
           deviceName: DATA_DEVICE,
-          volume: ec2.BlockDeviceVolume.ebs(v.sizeGiB, { volumeType: ec2.EbsDeviceVolumeType.GP3, iops, throughput, encrypted: true, deleteOnTermination: true }),
+          volume: ec2.BlockDeviceVolume.ebs(v.sizeGiB, {
+            volumeType: ec2.EbsDeviceVolumeType.GP3,
+            iops,
+            throughput,
+            encrypted: true,
+            deleteOnTermination: true,
+          }),
         },
       ],
     });
@@ -339,7 +405,10 @@ export class CacheNodeFleet extends Construct {
     // The user data names the role's id (STRATA_NODE_STATS_ID): that GetAtt already orders the role first, which makes
     // the DependsOn CDK adds for the instance profile's role redundant, and cfn-lint warns (W3005).
     (this.launchTemplate.node.defaultChild as ec2.CfnLaunchTemplate).addMetadata('cfn-lint', {
-      config: { ignore_checks: ['W3005'], ignore_reasons: { W3005: 'the user data reads the role id (GetAtt) besides the DependsOn CDK adds' } },
+      config: {
+        ignore_checks: ['W3005'],
+        ignore_reasons: { W3005: 'the user data reads the role id (GetAtt) besides the DependsOn CDK adds' },
+      },
     });
   }
 
@@ -357,7 +426,12 @@ export class CacheNodeFleet extends Construct {
    */
   grantCreateSecret(grantee: iam.IGrantable): iam.Grant {
     const createOnly = { Null: { 's3:if-none-match': 'false' } };
-    return iam.Grant.addToPrincipal({ grantee, actions: ['s3:PutObject'], resourceArns: [this.secretObjectArn], conditions: createOnly });
+    return iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['s3:PutObject'],
+      resourceArns: [this.secretObjectArn],
+      conditions: createOnly,
+    });
   }
 }
 

@@ -81,11 +81,19 @@ export class ColdTierBucket extends Construct {
     // construct does not depend on the app's feature flags.
     this.node.setContext('@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy', true);
     this.prefix = props.prefix ?? 'v1';
-    check(this, /^[A-Za-z0-9._-]+$/.test(this.prefix) && this.prefix !== '.' && this.prefix !== '..', `prefix '${this.prefix}' must be one path segment of A-Z, a-z, 0-9, ".", "_" and "-"`);
+    check(
+      this,
+      /^[A-Za-z0-9._-]+$/.test(this.prefix) && this.prefix !== '.' && this.prefix !== '..',
+      `prefix '${this.prefix}' must be one path segment of A-Z, a-z, 0-9, ".", "_" and "-"`,
+    );
     const tombstoneTtlMs = (props.tombstoneTtl ?? Duration.minutes(10)).toMilliseconds();
     check(this, tombstoneTtlMs >= 1000, 'tombstoneTtl must be at least one second');
     const stagingDays = props.stagingExpirationDays ?? 1;
-    check(this, intIn(stagingDays, 1, 365), `stagingExpirationDays must be a whole number of days from 1 to 365 (got ${stagingDays})`);
+    check(
+      this,
+      intIn(stagingDays, 1, 365),
+      `stagingExpirationDays must be a whole number of days from 1 to 365 (got ${stagingDays})`,
+    );
     const abortDays = props.abortIncompleteMultipartUploadDays ?? 1;
     check(this, intIn(abortDays, 1, 365), `abortIncompleteMultipartUploadDays must be 1-365 (got ${abortDays})`);
     const logDays = props.accessLogExpirationDays ?? 90;
@@ -107,7 +115,11 @@ export class ColdTierBucket extends Construct {
     const rule = tier.tombstoneLifecycleRule();
     void tier.close();
     const filter = rule.Filter?.And;
-    check(this, !!filter && rule.Expiration?.Days !== undefined, 'S3Tier.tombstoneLifecycleRule() changed shape: update ColdTierBucket');
+    check(
+      this,
+      !!filter && rule.Expiration?.Days !== undefined,
+      'S3Tier.tombstoneLifecycleRule() changed shape: update ColdTierBucket',
+    );
 
     this.bucket = new s3.Bucket(this, 'Bucket', {
       encryption: s3.BucketEncryption.S3_MANAGED,
@@ -126,7 +138,11 @@ export class ColdTierBucket extends Construct {
           tagFilters: Object.fromEntries((filter!.Tags ?? []).map((t) => [t.Key!, t.Value!])),
           expiration: Duration.days(rule.Expiration!.Days!),
         },
-        { id: 'expire-abandoned-staged-uploads', prefix: `${this.prefix}/${UPLOADS_FOLDER}/`, expiration: Duration.days(stagingDays) },
+        {
+          id: 'expire-abandoned-staged-uploads',
+          prefix: `${this.prefix}/${UPLOADS_FOLDER}/`,
+          expiration: Duration.days(stagingDays),
+        },
       ],
     });
 
@@ -144,7 +160,8 @@ export class ColdTierBucket extends Construct {
     const bucketId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket);
     Validations.of(this.accessPolicy).acknowledge({
       id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${this.prefix}/*]`,
-      reason: 'Object keys are derived from user keys at run time (<prefix>/<ns>/<shard>/<key>), so the tier needs every key under its prefix; the grant stops at that prefix of this one bucket.',
+      reason:
+        'Object keys are derived from user keys at run time (<prefix>/<ns>/<shard>/<key>), so the tier needs every key under its prefix; the grant stops at that prefix of this one bucket.',
     });
   }
 
@@ -179,8 +196,9 @@ export class ColdTierBucket extends Construct {
   }
 
   private ringPolicy(access: 'Read' | 'Write', document: RingStoreDocument): iam.ManagedPolicy {
-    const reserved = 'the ring store\'s policies/ prefix is reserved for the admin path\'s policy documents (the policy engine, not built yet): '
-      + 'nothing may be granted on it yet';
+    const reserved =
+      "the ring store's policies/ prefix is reserved for the admin path's policy documents (the policy engine, not built yet): " +
+      'nothing may be granted on it yet';
     check(this, document !== 'policies', reserved);
     const id = `Ring${access}${document.charAt(0).toUpperCase()}${document.slice(1)}`;
     const existing = this.node.tryFindChild(id) as iam.ManagedPolicy | undefined;
@@ -207,8 +225,9 @@ export class ColdTierBucket extends Construct {
       const bucketId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket);
       Validations.of(policy).acknowledge({
         id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${key}]`,
-        reason: `One document per ${RING_DOCUMENT_UNITS[document] ?? 'item'}, named at run time under ${key.slice(0, -1)}; `
-          + 'the grant stops at that folder.',
+        reason:
+          `One document per ${RING_DOCUMENT_UNITS[document] ?? 'item'}, named at run time under ${key.slice(0, -1)}; ` +
+          'the grant stops at that folder.',
       });
     }
     return policy;

@@ -75,20 +75,45 @@ export class CostPublisher extends Construct {
 
   constructor(scope: Construct, id: string, props: CostPublisherProps) {
     super(scope, id);
-    check(this, [1, 5, 10, 15, 30, 60].includes(props.scheduleMinutes), `scheduleMinutes must be 1, 5, 10, 15, 30 or 60 (got ${props.scheduleMinutes})`);
-    check(this, Object.keys(props.fleetTags).length > 0, 'fleetTags is empty: the publisher would price every instance in the account');
-    check(this, /^[A-Za-z0-9._-]*$/.test(props.cold?.prefix ?? ''), `cold.prefix '${props.cold?.prefix}' must be one path segment`);
-    for (const f of props.functions ?? []) check(this, intIn(f.memoryMb, 128, 10240), `functions: memoryMb must be 128-10240 (got ${f.memoryMb})`);
+    check(
+      this,
+      [1, 5, 10, 15, 30, 60].includes(props.scheduleMinutes),
+      `scheduleMinutes must be 1, 5, 10, 15, 30 or 60 (got ${props.scheduleMinutes})`,
+    );
+    check(
+      this,
+      Object.keys(props.fleetTags).length > 0,
+      'fleetTags is empty: the publisher would price every instance in the account',
+    );
+    check(
+      this,
+      /^[A-Za-z0-9._-]*$/.test(props.cold?.prefix ?? ''),
+      `cold.prefix '${props.cold?.prefix}' must be one path segment`,
+    );
+    for (const f of props.functions ?? [])
+      check(this, intIn(f.memoryMb, 128, 10240), `functions: memoryMb must be 128-10240 (got ${f.memoryMb})`);
 
     this.settings = {
       environment: props.environment,
       tenants: props.tenants.map((t) => ({ name: t.name, namespaces: [...t.namespaces] })),
       fleet: { tags: { ...props.fleetTags } },
       ...(props.hotCacheName ? { hot: { cacheName: props.hotCacheName } } : {}),
-      ...(props.cold ? { cold: { bucket: props.cold.bucket.bucketName, prefix: props.cold.prefix, ...(props.cold.requestMetricsFilterId ? { requestMetricsFilterId: props.cold.requestMetricsFilterId } : {}) } } : {}),
+      ...(props.cold
+        ? {
+            cold: {
+              bucket: props.cold.bucket.bucketName,
+              prefix: props.cold.prefix,
+              ...(props.cold.requestMetricsFilterId ? { requestMetricsFilterId: props.cold.requestMetricsFilterId } : {}),
+            },
+          }
+        : {}),
       ...(props.apiName ? { apiName: props.apiName } : {}),
       functions: (props.functions ?? []).map((f) => ({ name: f.function.functionName, memoryMb: f.memoryMb, tier: f.tier })),
-      monitoring: { dashboards: props.monitoring?.dashboards ?? 0, alarmMetrics: props.monitoring?.alarmMetrics ?? 0, runsPerHour: 60 / props.scheduleMinutes },
+      monitoring: {
+        dashboards: props.monitoring?.dashboards ?? 0,
+        alarmMetrics: props.monitoring?.alarmMetrics ?? 0,
+        runsPerHour: 60 / props.scheduleMinutes,
+      },
     };
 
     this.function = new StrataFunction(this, 'Handler', {
@@ -127,16 +152,28 @@ export class CostPublisher extends Construct {
       resources: ['*'],
       conditions: { StringEquals: { 'cloudwatch:namespace': [...PUBLISHED_NAMESPACES] } },
     });
-    const read = new iam.PolicyStatement({ sid: 'ReadUsage', actions: ['cloudwatch:GetMetricData', 'ec2:DescribeInstances', 'ec2:DescribeVolumes'], resources: ['*'] });
+    const read = new iam.PolicyStatement({
+      sid: 'ReadUsage',
+      actions: ['cloudwatch:GetMetricData', 'ec2:DescribeInstances', 'ec2:DescribeVolumes'],
+      resources: ['*'],
+    });
     const statements = [put, read];
     if (props.cold) {
       const prefix = props.cold.prefix;
-      statements.push(new iam.PolicyStatement({ sid: 'ListColdTier', actions: ['s3:ListBucket'], resources: [props.cold.bucket.bucketArn], conditions: { StringLike: { 's3:prefix': prefix ? [`${prefix}/`, `${prefix}/*`] : ['*'] } } }));
+      statements.push(
+        new iam.PolicyStatement({
+          sid: 'ListColdTier',
+          actions: ['s3:ListBucket'],
+          resources: [props.cold.bucket.bucketArn],
+          conditions: { StringLike: { 's3:prefix': prefix ? [`${prefix}/`, `${prefix}/*`] : ['*'] } },
+        }),
+      );
     }
     const policy = new iam.Policy(this, 'UsagePolicy', { statements, roles: [role] });
     Validations.of(policy).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: 'cloudwatch:PutMetricData, cloudwatch:GetMetricData, ec2:DescribeInstances and ec2:DescribeVolumes support no resource-level permissions; PutMetricData is limited to the Strata/Cost and Strata/Fleet namespaces by condition, the others only read.',
+      reason:
+        'cloudwatch:PutMetricData, cloudwatch:GetMetricData, ec2:DescribeInstances and ec2:DescribeVolumes support no resource-level permissions; PutMetricData is limited to the Strata/Cost and Strata/Fleet namespaces by condition, the others only read.',
     });
   }
 }

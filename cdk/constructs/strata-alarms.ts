@@ -169,35 +169,73 @@ export class StrataAlarms extends Construct {
   constructor(scope: Construct, id: string, props: StrataAlarmsProps) {
     super(scope, id);
     check(this, props.budgetMonthlyUsd > 0, `budgetMonthlyUsd must be positive (got ${props.budgetMonthlyUsd})`);
-    check(this, props.warningFraction > 0 && props.warningFraction < props.criticalFraction, `warningFraction (${props.warningFraction}) must be positive and below criticalFraction (${props.criticalFraction})`);
-    check(this, props.hitRatioFloorPercent >= 0 && props.hitRatioFloorPercent <= 100, `hitRatioFloorPercent must be 0-100 (got ${props.hitRatioFloorPercent})`);
-    check(this, props.errorRateCeilingPercent >= 0 && props.errorRateCeilingPercent <= 100, `errorRateCeilingPercent must be 0-100 (got ${props.errorRateCeilingPercent})`);
-    check(this, props.nodeFillWatermarkPercent > 0 && props.nodeFillWatermarkPercent <= 100, `nodeFillWatermarkPercent must be in (0, 100] (got ${props.nodeFillWatermarkPercent})`);
-    check(this, Number.isInteger(props.minRequestsPerPeriod) && props.minRequestsPerPeriod >= 1, `minRequestsPerPeriod must be a whole number >= 1 (got ${props.minRequestsPerPeriod})`);
+    check(
+      this,
+      props.warningFraction > 0 && props.warningFraction < props.criticalFraction,
+      `warningFraction (${props.warningFraction}) must be positive and below criticalFraction (${props.criticalFraction})`,
+    );
+    check(
+      this,
+      props.hitRatioFloorPercent >= 0 && props.hitRatioFloorPercent <= 100,
+      `hitRatioFloorPercent must be 0-100 (got ${props.hitRatioFloorPercent})`,
+    );
+    check(
+      this,
+      props.errorRateCeilingPercent >= 0 && props.errorRateCeilingPercent <= 100,
+      `errorRateCeilingPercent must be 0-100 (got ${props.errorRateCeilingPercent})`,
+    );
+    check(
+      this,
+      props.nodeFillWatermarkPercent > 0 && props.nodeFillWatermarkPercent <= 100,
+      `nodeFillWatermarkPercent must be in (0, 100] (got ${props.nodeFillWatermarkPercent})`,
+    );
+    check(
+      this,
+      Number.isInteger(props.minRequestsPerPeriod) && props.minRequestsPerPeriod >= 1,
+      `minRequestsPerPeriod must be a whole number >= 1 (got ${props.minRequestsPerPeriod})`,
+    );
     const serverErrorPercent = props.apiServerErrorRatePercent ?? 5;
     const latencyMs = props.apiLatencyP90Ms ?? 1000;
     const errorsPerPeriod = props.functionErrorsPerPeriod ?? 1;
     const usagePercent = props.hotTierUsagePercent ?? 75;
-    check(this, serverErrorPercent > 0 && serverErrorPercent <= 100,
-      `apiServerErrorRatePercent must be in (0, 100] (got ${serverErrorPercent})`);
+    check(
+      this,
+      serverErrorPercent > 0 && serverErrorPercent <= 100,
+      `apiServerErrorRatePercent must be in (0, 100] (got ${serverErrorPercent})`,
+    );
     check(this, latencyMs > 0, `apiLatencyP90Ms must be a positive number of milliseconds (got ${latencyMs})`);
-    check(this, Number.isInteger(errorsPerPeriod) && errorsPerPeriod >= 1,
-      `functionErrorsPerPeriod must be a whole number >= 1 (got ${errorsPerPeriod})`);
-    check(this, usagePercent > 0 && usagePercent < 100,
-      `hotTierUsagePercent must be in (0, 100): at the limit the cache already evicts or throttles (got ${usagePercent})`);
+    check(
+      this,
+      Number.isInteger(errorsPerPeriod) && errorsPerPeriod >= 1,
+      `functionErrorsPerPeriod must be a whole number >= 1 (got ${errorsPerPeriod})`,
+    );
+    check(
+      this,
+      usagePercent > 0 && usagePercent < 100,
+      `hotTierUsagePercent must be in (0, 100): at the limit the cache already evicts or throttles (got ${usagePercent})`,
+    );
     if (props.restApi) {
-      check(this, props.restApi.apiName !== '' && props.restApi.stage !== '',
-        'restApi needs both apiName and stage (the ApiName and Stage dimensions of its metrics)');
+      check(
+        this,
+        props.restApi.apiName !== '' && props.restApi.stage !== '',
+        'restApi needs both apiName and stage (the ApiName and Stage dimensions of its metrics)',
+      );
     }
     if (props.hotTier) {
       const { cacheName, maxDataStorageGb, maxEcpuPerSecond } = props.hotTier;
-      check(this, cacheName !== '', 'hotTier.cacheName is empty: it is the clusterId dimension of the cache\'s metrics');
-      check(this, maxDataStorageGb > 0 && maxEcpuPerSecond > 0,
-        `hotTier limits must be positive (got ${maxDataStorageGb} GB, ${maxEcpuPerSecond} ECPU/s): the usage alarms are shares of them`);
+      check(this, cacheName !== '', "hotTier.cacheName is empty: it is the clusterId dimension of the cache's metrics");
+      check(
+        this,
+        maxDataStorageGb > 0 && maxEcpuPerSecond > 0,
+        `hotTier limits must be positive (got ${maxDataStorageGb} GB, ${maxEcpuPerSecond} ECPU/s): the usage alarms are shares of them`,
+      );
     }
     for (const name of Object.keys(props.stateMachines ?? {})) {
-      check(this, WATCH_NAME.test(name),
-        `state machine name '${name}' must be 1-40 characters of a-z, 0-9 and "-", starting with a letter (it names its alarms)`);
+      check(
+        this,
+        WATCH_NAME.test(name),
+        `state machine name '${name}' must be 1-40 characters of a-z, 0-9 and "-", starting with a letter (it names its alarms)`,
+      );
     }
     const env = props.environment;
     this.environment = env;
@@ -205,7 +243,13 @@ export class StrataAlarms extends Construct {
     this.functionErrorsPerPeriod = errorsPerPeriod;
     const name = (suffix: string) => `strata-${env}-${suffix}`;
     const metric = (def: MetricDef, statistic: string, period: Duration, dimensions: Record<string, string> = {}) =>
-      new cloudwatch.Metric({ namespace: def.namespace, metricName: def.name, dimensionsMap: { Environment: env, ...dimensions }, statistic, period });
+      new cloudwatch.Metric({
+        namespace: def.namespace,
+        metricName: def.name,
+        dimensionsMap: { Environment: env, ...dimensions },
+        statistic,
+        period,
+      });
 
     const costMetric = metric(METRICS.projectedMonthlyCost, 'Maximum', props.publisherPeriod);
     const costAlarm = (level: 'Warning' | 'Critical', fraction: number) =>
@@ -293,40 +337,57 @@ export class StrataAlarms extends Construct {
     });
 
     this.notify = new actions.SnsAction(props.topic);
-    const own = [this.projectedCostWarning, this.projectedCostCritical, this.hitRatio, this.errorRate, this.nodeFill, this.publisherSilent];
+    const own = [
+      this.projectedCostWarning,
+      this.projectedCostCritical,
+      this.hitRatio,
+      this.errorRate,
+      this.nodeFill,
+      this.publisherSilent,
+    ];
     for (const a of [...own, this.silentNodes]) this.track(a);
 
     // AWS's own metrics below. Their services publish only while there is work (requests, invocations, executions,
     // commands), so missing data is quiet, not an outage, unless said otherwise.
-    const aws = (namespace: string, metricName: string, dimensionsMap: Record<string, string>, statistic: string, period: Duration) =>
-      new cloudwatch.Metric({ namespace, metricName, dimensionsMap, statistic, period });
+    const aws = (
+      namespace: string,
+      metricName: string,
+      dimensionsMap: Record<string, string>,
+      statistic: string,
+      period: Duration,
+    ) => new cloudwatch.Metric({ namespace, metricName, dimensionsMap, statistic, period });
     const minute = Duration.minutes(1);
     if (props.restApi) {
       const dims = { ApiName: props.restApi.apiName, Stage: props.restApi.stage };
       // 5XXError's Average is the share of requests answered 5xx; 3 one-minute periods in a row, so a single bad
       // minute does not page.
-      this.apiServerErrors = this.track(new cloudwatch.Alarm(this, 'ApiServerErrors', {
-        alarmName: name('api-5xx'),
-        alarmDescription: `More than ${serverErrorPercent}% of ${env}'s API requests ended in a 5xx for 3 minutes `
-          + '(crashed, timed-out or throttled functions included)',
-        metric: aws('AWS/ApiGateway', '5XXError', dims, 'Average', minute),
-        threshold: serverErrorPercent / 100,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 3,
-        datapointsToAlarm: 3,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }));
+      this.apiServerErrors = this.track(
+        new cloudwatch.Alarm(this, 'ApiServerErrors', {
+          alarmName: name('api-5xx'),
+          alarmDescription:
+            `More than ${serverErrorPercent}% of ${env}'s API requests ended in a 5xx for 3 minutes ` +
+            '(crashed, timed-out or throttled functions included)',
+          metric: aws('AWS/ApiGateway', '5XXError', dims, 'Average', minute),
+          threshold: serverErrorPercent / 100,
+          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 3,
+          datapointsToAlarm: 3,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        }),
+      );
       // p90 over 5 one-minute periods in a row: a slow tail that lasts, which cold starts alone do not make.
-      this.apiLatency = this.track(new cloudwatch.Alarm(this, 'ApiLatency', {
-        alarmName: name('api-latency'),
-        alarmDescription: `${env}'s API took more than ${latencyMs} ms for 10% of requests (p90), 5 minutes in a row`,
-        metric: aws('AWS/ApiGateway', 'Latency', dims, 'p90', minute),
-        threshold: latencyMs,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 5,
-        datapointsToAlarm: 5,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }));
+      this.apiLatency = this.track(
+        new cloudwatch.Alarm(this, 'ApiLatency', {
+          alarmName: name('api-latency'),
+          alarmDescription: `${env}'s API took more than ${latencyMs} ms for 10% of requests (p90), 5 minutes in a row`,
+          metric: aws('AWS/ApiGateway', 'Latency', dims, 'p90', minute),
+          threshold: latencyMs,
+          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 5,
+          datapointsToAlarm: 5,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        }),
+      );
     }
 
     for (const [machineName, machine] of Object.entries(props.stateMachines ?? {})) {
@@ -334,15 +395,17 @@ export class StrataAlarms extends Construct {
       // Any failed or timed-out execution (> 0 in a minute): a scale-out or eviction that stopped half-way needs a
       // look. Executions run on demand, so no data is no execution, not an outage.
       const execution = (id: string, metricName: string, suffix: string, what: string) =>
-        this.track(new cloudwatch.Alarm(this, `${pascal(machineName)}${id}`, {
-          alarmName: name(`wf-${machineName}-${suffix}`),
-          alarmDescription: `An execution of ${env}'s ${machineName} workflow ${what}`,
-          metric: aws('AWS/States', metricName, dims, 'Sum', minute),
-          threshold: 0,
-          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-        }));
+        this.track(
+          new cloudwatch.Alarm(this, `${pascal(machineName)}${id}`, {
+            alarmName: name(`wf-${machineName}-${suffix}`),
+            alarmDescription: `An execution of ${env}'s ${machineName} workflow ${what}`,
+            metric: aws('AWS/States', metricName, dims, 'Sum', minute),
+            threshold: 0,
+            comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluationPeriods: 1,
+            treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+          }),
+        );
       (this.stateMachineAlarms as Record<string, StateMachineAlarms>)[machineName] = {
         failed: execution('Failed', 'ExecutionsFailed', 'failed', 'failed'),
         timedOut: execution('TimedOut', 'ExecutionsTimedOut', 'timed-out', 'timed out'),
@@ -357,41 +420,49 @@ export class StrataAlarms extends Construct {
       // AWS recommends an alarm at 75% of each usage limit: at the storage limit the cache evicts (or refuses
       // writes), at the ECPU limit it throttles. Three minutes in a row, so a burst alone does not page. An idle
       // cache may publish nothing, and the limits are not at risk then: missing data is not breaching.
-      this.hotTierStorage = this.track(new cloudwatch.Alarm(this, 'HotTierStorage', {
-        alarmName: name('hot-storage'),
-        alarmDescription: `${env}'s hot tier holds ${usagePercent}% or more of its ${maxDataStorageGb} GB limit: `
-          + 'raise hotTier.maxDataStorageGb or expect evictions',
-        metric: aws('AWS/ElastiCache', 'BytesUsedForCache', dims, 'Maximum', minute),
-        threshold: Math.round(share * maxDataStorageGb * BYTES_PER_GB),
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: 3,
-        datapointsToAlarm: 3,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }));
+      this.hotTierStorage = this.track(
+        new cloudwatch.Alarm(this, 'HotTierStorage', {
+          alarmName: name('hot-storage'),
+          alarmDescription:
+            `${env}'s hot tier holds ${usagePercent}% or more of its ${maxDataStorageGb} GB limit: ` +
+            'raise hotTier.maxDataStorageGb or expect evictions',
+          metric: aws('AWS/ElastiCache', 'BytesUsedForCache', dims, 'Maximum', minute),
+          threshold: Math.round(share * maxDataStorageGb * BYTES_PER_GB),
+          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: 3,
+          datapointsToAlarm: 3,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        }),
+      );
       // ElastiCacheProcessingUnits counts ECPUs consumed: its Sum over a minute is 60 × the average ECPU/s.
-      this.hotTierEcpu = this.track(new cloudwatch.Alarm(this, 'HotTierEcpu', {
-        alarmName: name('hot-ecpu'),
-        alarmDescription: `${env}'s hot tier uses ${usagePercent}% or more of its ${maxEcpuPerSecond} ECPU/s limit: `
-          + 'raise hotTier.maxEcpuPerSecond or expect throttling',
-        metric: aws('AWS/ElastiCache', 'ElastiCacheProcessingUnits', dims, 'Sum', minute),
-        threshold: Math.round(share * maxEcpuPerSecond * 60),
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: 3,
-        datapointsToAlarm: 3,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }));
+      this.hotTierEcpu = this.track(
+        new cloudwatch.Alarm(this, 'HotTierEcpu', {
+          alarmName: name('hot-ecpu'),
+          alarmDescription:
+            `${env}'s hot tier uses ${usagePercent}% or more of its ${maxEcpuPerSecond} ECPU/s limit: ` +
+            'raise hotTier.maxEcpuPerSecond or expect throttling',
+          metric: aws('AWS/ElastiCache', 'ElastiCacheProcessingUnits', dims, 'Sum', minute),
+          threshold: Math.round(share * maxEcpuPerSecond * 60),
+          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: 3,
+          datapointsToAlarm: 3,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        }),
+      );
       // Throttled commands fail in the hot tier (Strata falls back to slower tiers): 2 of 3 minutes, as one burst
       // while the cache scales out is expected. No commands, no data: not breaching.
-      this.hotTierThrottled = this.track(new cloudwatch.Alarm(this, 'HotTierThrottled', {
-        alarmName: name('hot-throttled'),
-        alarmDescription: `${env}'s hot tier throttled commands in 2 of the last 3 minutes (ECPU limit, or growing faster than it scales)`,
-        metric: aws('AWS/ElastiCache', 'ThrottledCmds', dims, 'Sum', minute),
-        threshold: 1,
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-        evaluationPeriods: 3,
-        datapointsToAlarm: 2,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-      }));
+      this.hotTierThrottled = this.track(
+        new cloudwatch.Alarm(this, 'HotTierThrottled', {
+          alarmName: name('hot-throttled'),
+          alarmDescription: `${env}'s hot tier throttled commands in 2 of the last 3 minutes (ECPU limit, or growing faster than it scales)`,
+          metric: aws('AWS/ElastiCache', 'ThrottledCmds', dims, 'Sum', minute),
+          threshold: 1,
+          comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+          evaluationPeriods: 3,
+          datapointsToAlarm: 2,
+          treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        }),
+      );
     }
 
     for (const [fnName, watched] of Object.entries(props.functions ?? {})) this.watchFunction(fnName, watched);
@@ -399,7 +470,12 @@ export class StrataAlarms extends Construct {
     const onAlarm = (id: string, alarm: cloudwatch.Alarm, what: string) =>
       new events.Rule(this, id, {
         description: `Strata ${env}: ${what} went to ALARM (attach a workflow as target)`,
-        eventPattern: { source: ['aws.cloudwatch'], detailType: ['CloudWatch Alarm State Change'], resources: [alarm.alarmArn], detail: { state: { value: ['ALARM'] } } },
+        eventPattern: {
+          source: ['aws.cloudwatch'],
+          detailType: ['CloudWatch Alarm State Change'],
+          resources: [alarm.alarmArn],
+          detail: { state: { value: ['ALARM'] } },
+        },
       });
     this.responses = {
       nodeFill: onAlarm('NodeFillResponse', this.nodeFill, 'node fill'),
@@ -412,13 +488,19 @@ export class StrataAlarms extends Construct {
    * functions built after this construct (e.g. the cost publisher, which bills {@link metricCount}).
    */
   watchFunction(name: string, watched: WatchedFunction): FunctionAlarms {
-    check(this, WATCH_NAME.test(name),
-      `function name '${name}' must be 1-40 characters of a-z, 0-9 and "-", starting with a letter (it names its alarms)`);
+    check(
+      this,
+      WATCH_NAME.test(name),
+      `function name '${name}' must be 1-40 characters of a-z, 0-9 and "-", starting with a letter (it names its alarms)`,
+    );
     check(this, !(name in this.functionAlarms), `function '${name}' is watched twice`);
     const every = watched.expectedEvery;
     if (every) {
-      check(this, every.toSeconds() >= 60 && every.toSeconds() % 60 === 0,
-        `function '${name}': expectedEvery must be whole minutes (got ${every.toHumanString()})`);
+      check(
+        this,
+        every.toSeconds() >= 60 && every.toSeconds() % 60 === 0,
+        `function '${name}': expectedEvery must be whole minutes (got ${every.toHumanString()})`,
+      );
     }
     // A scheduled function's period spans two runs, so one late run leaves no period empty.
     const twoRuns = every ? every.toSeconds() * 2 : 0;
@@ -428,31 +510,35 @@ export class StrataAlarms extends Construct {
       new cloudwatch.Metric({ namespace: 'AWS/Lambda', metricName, dimensionsMap, statistic: 'Sum', period });
     const id = pascal(name);
     const env = this.environment;
-    const errors = this.track(new cloudwatch.Alarm(this, `${id}Errors`, {
-      alarmName: `strata-${env}-fn-${name}-errors`,
-      alarmDescription: every
-        ? `${env}'s ${name} function failed ${this.functionErrorsPerPeriod}+ times, or did not run at all, in ${period.toHumanString()} `
-          + `(it should run every ${every.toHumanString()})`
-        : `${env}'s ${name} function failed (exception, timeout, out of memory) ${this.functionErrorsPerPeriod}+ times `
-          + `in ${period.toHumanString()}`,
-      metric: fnMetric('Errors'),
-      threshold: this.functionErrorsPerPeriod,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 1,
-      // Lambda reports Errors (0 or 1) for every invocation: a period without any means it was not invoked. That is
-      // an outage only for a function that must run on schedule; on-demand ones are merely idle.
-      treatMissingData: every ? cloudwatch.TreatMissingData.BREACHING : cloudwatch.TreatMissingData.NOT_BREACHING,
-    }));
-    const throttles = this.track(new cloudwatch.Alarm(this, `${id}Throttles`, {
-      alarmName: `strata-${env}-fn-${name}-throttles`,
-      alarmDescription: `${env}'s ${name} function was throttled (no concurrency left) in the last ${period.toHumanString()}`,
-      metric: fnMetric('Throttles'),
-      threshold: 1,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-      evaluationPeriods: 1,
-      // Throttles are reported only when an invocation is refused: no data, no throttling.
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    }));
+    const errors = this.track(
+      new cloudwatch.Alarm(this, `${id}Errors`, {
+        alarmName: `strata-${env}-fn-${name}-errors`,
+        alarmDescription: every
+          ? `${env}'s ${name} function failed ${this.functionErrorsPerPeriod}+ times, or did not run at all, in ${period.toHumanString()} ` +
+            `(it should run every ${every.toHumanString()})`
+          : `${env}'s ${name} function failed (exception, timeout, out of memory) ${this.functionErrorsPerPeriod}+ times ` +
+            `in ${period.toHumanString()}`,
+        metric: fnMetric('Errors'),
+        threshold: this.functionErrorsPerPeriod,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        // Lambda reports Errors (0 or 1) for every invocation: a period without any means it was not invoked. That is
+        // an outage only for a function that must run on schedule; on-demand ones are merely idle.
+        treatMissingData: every ? cloudwatch.TreatMissingData.BREACHING : cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+    );
+    const throttles = this.track(
+      new cloudwatch.Alarm(this, `${id}Throttles`, {
+        alarmName: `strata-${env}-fn-${name}-throttles`,
+        alarmDescription: `${env}'s ${name} function was throttled (no concurrency left) in the last ${period.toHumanString()}`,
+        metric: fnMetric('Throttles'),
+        threshold: 1,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluationPeriods: 1,
+        // Throttles are reported only when an invocation is refused: no data, no throttling.
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }),
+    );
     const alarms = { errors, throttles };
     (this.functionAlarms as Record<string, FunctionAlarms>)[name] = alarms;
     return alarms;

@@ -1,7 +1,17 @@
 import { Duration } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import { Construct } from 'constructs';
-import { DASHBOARDS, dashboardProblems, expressionInputs, toMetricMath, type DashboardSpec, type DisplayUnit, type MetricSeries, type Series, type WidgetSpec } from '../../dashboards/index.js';
+import {
+  DASHBOARDS,
+  dashboardProblems,
+  expressionInputs,
+  toMetricMath,
+  type DashboardSpec,
+  type DisplayUnit,
+  type MetricSeries,
+  type Series,
+  type WidgetSpec,
+} from '../../dashboards/index.js';
 import { METRICS } from '../../core/metrics/metric-catalog.js';
 import { check } from './validation.js';
 
@@ -42,7 +52,13 @@ export class StrataDashboards extends Construct {
         dashboardName: `Strata-${props.environment}-${spec.name}`,
         defaultInterval: Duration.hours(spec.widgets.every((w) => w.periodSeconds >= 3600) ? 24 * 7 : 3),
       });
-      dashboard.addWidgets(new cloudwatch.TextWidget({ markdown: `## Strata ${props.environment}: ${spec.name}\n${spec.description}`, width: GRID_COLUMNS, height: 2 }));
+      dashboard.addWidgets(
+        new cloudwatch.TextWidget({
+          markdown: `## Strata ${props.environment}: ${spec.name}\n${spec.description}`,
+          width: GRID_COLUMNS,
+          height: 2,
+        }),
+      );
       for (const row of rows(spec.widgets)) dashboard.addWidgets(...row.map((w) => renderWidget(w, props)));
       out[spec.id] = dashboard;
     }
@@ -80,7 +96,12 @@ function renderWidget(w: WidgetSpec, props: StrataDashboardsProps): cloudwatch.I
     const m: cloudwatch.IMetric =
       s.kind === 'metric'
         ? catalogMetric(s, props.environment, period, {})
-        : new cloudwatch.MathExpression({ expression: toMetricMath(s.expression), usingMetrics: Object.fromEntries(expressionInputs(s.expression).map((i) => [i, single(i)])), label: s.label, period });
+        : new cloudwatch.MathExpression({
+            expression: toMetricMath(s.expression),
+            usingMetrics: Object.fromEntries(expressionInputs(s.expression).map((i) => [i, single(i)])),
+            label: s.label,
+            period,
+          });
     built.set(id, m);
     return m;
   };
@@ -102,24 +123,47 @@ function renderWidget(w: WidgetSpec, props: StrataDashboardsProps): cloudwatch.I
     stacked: w.stacked ?? false,
     view: cloudwatch.GraphWidgetView.TIME_SERIES,
     period,
-    leftYAxis: { label: axisLabel(w.unit), showUnits: false, ...(w.yMin !== undefined ? { min: w.yMin } : {}), ...(w.yMax !== undefined ? { max: w.yMax } : {}) },
+    leftYAxis: {
+      label: axisLabel(w.unit),
+      showUnits: false,
+      ...(w.yMin !== undefined ? { min: w.yMin } : {}),
+      ...(w.yMax !== undefined ? { max: w.yMax } : {}),
+    },
     ...size,
   });
 }
 
-function catalogMetric(s: MetricSeries, environment: string, period: Duration, extra: Record<string, string>, label = s.label): cloudwatch.Metric {
+function catalogMetric(
+  s: MetricSeries,
+  environment: string,
+  period: Duration,
+  extra: Record<string, string>,
+  label = s.label,
+): cloudwatch.Metric {
   const def = METRICS[s.metric];
-  return new cloudwatch.Metric({ namespace: def.namespace, metricName: def.name, dimensionsMap: { Environment: environment, ...s.dimensions, ...extra }, statistic: s.stat, period, label });
+  return new cloudwatch.Metric({
+    namespace: def.namespace,
+    metricName: def.name,
+    dimensionsMap: { Environment: environment, ...s.dimensions, ...extra },
+    statistic: s.stat,
+    period,
+    label,
+  });
 }
 
 /** A split series: one metric per known value of its dimension, else one SEARCH over all values. */
 function splitMetrics(s: MetricSeries, props: StrataDashboardsProps, period: Duration): cloudwatch.IMetric[] {
   const dim = s.splitBy!;
   const known = props.splitValues?.[dim];
-  if (known && known.length > 0) return known.map((v) => catalogMetric(s, props.environment, period, { [dim]: v }, `${s.label} ${v}`));
+  if (known && known.length > 0)
+    return known.map((v) => catalogMetric(s, props.environment, period, { [dim]: v }, `${s.label} ${v}`));
   const def = METRICS[s.metric];
   const names = ['Environment', ...Object.keys(s.dimensions ?? {}), dim];
-  const filters = [`MetricName="${def.name}"`, `Environment="${props.environment}"`, ...Object.entries(s.dimensions ?? {}).map(([k, v]) => `${k}="${v}"`)];
+  const filters = [
+    `MetricName="${def.name}"`,
+    `Environment="${props.environment}"`,
+    ...Object.entries(s.dimensions ?? {}).map(([k, v]) => `${k}="${v}"`),
+  ];
   return [
     new cloudwatch.MathExpression({
       expression: `SEARCH('{${def.namespace},${names.join(',')}} ${filters.join(' ')}', '${s.stat}', ${period.toSeconds()})`,

@@ -72,33 +72,57 @@ export class StrataFunction extends Construct {
     const timeoutSeconds = props.timeoutSeconds ?? 29;
     const maxTimeout = props.maxTimeoutSeconds ?? 900;
     check(this, intIn(memoryMb, 128, 10240), `memoryMb must be a whole number from 128 to 10240 (got ${memoryMb})`);
-    check(this, intIn(timeoutSeconds, 1, maxTimeout), `timeoutSeconds must be 1-${maxTimeout}${maxTimeout === 29 ? ' (API Gateway gives up after 29 s)' : ''} (got ${timeoutSeconds})`);
-    for (const k of Object.keys(props.environment ?? {})) check(this, !k.startsWith('AWS_'), `environment variable ${k} is reserved by Lambda`);
+    check(
+      this,
+      intIn(timeoutSeconds, 1, maxTimeout),
+      `timeoutSeconds must be 1-${maxTimeout}${maxTimeout === 29 ? ' (API Gateway gives up after 29 s)' : ''} (got ${timeoutSeconds})`,
+    );
+    for (const k of Object.keys(props.environment ?? {}))
+      check(this, !k.startsWith('AWS_'), `environment variable ${k} is reserved by Lambda`);
     const network = [props.vpc, props.vpcSubnets, props.securityGroup].filter((x) => x !== undefined).length;
     const partial = 'give vpc, vpcSubnets and securityGroup together, or none of them (the function then runs outside the VPC)';
     check(this, network === 0 || network === 3, partial);
     this.inVpc = network === 3;
     const reserved = props.reservedConcurrency;
-    check(this, reserved === undefined || (Number.isInteger(reserved) && reserved >= 1), `reservedConcurrency must be a whole number >= 1 (got ${reserved}); leave it out for none`);
+    check(
+      this,
+      reserved === undefined || (Number.isInteger(reserved) && reserved >= 1),
+      `reservedConcurrency must be a whole number >= 1 (got ${reserved}); leave it out for none`,
+    );
 
-    this.logGroup = new logs.LogGroup(this, 'Logs', { retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH, removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.RETAIN });
+    this.logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.RETAIN,
+    });
 
     // No managed policies: logs to its own group only, and (in a VPC) the ENI actions Lambda needs there.
-    this.role = new iam.Role(this, 'Role', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'), description: `${props.description ?? id} (Strata)` });
-    this.role.addToPolicy(new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [this.logGroup.logGroupArn] }));
+    this.role = new iam.Role(this, 'Role', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `${props.description ?? id} (Strata)`,
+    });
+    this.role.addToPolicy(
+      new iam.PolicyStatement({ actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [this.logGroup.logGroupArn] }),
+    );
     if (this.inVpc) {
-      this.role.addToPolicy(new iam.PolicyStatement({
-        actions: [
-          'ec2:CreateNetworkInterface', 'ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets', 'ec2:DeleteNetworkInterface',
-          'ec2:AssignPrivateIpAddresses', 'ec2:UnassignPrivateIpAddresses',
-        ],
-        resources: ['*'],
-      }));
+      this.role.addToPolicy(
+        new iam.PolicyStatement({
+          actions: [
+            'ec2:CreateNetworkInterface',
+            'ec2:DescribeNetworkInterfaces',
+            'ec2:DescribeSubnets',
+            'ec2:DeleteNetworkInterface',
+            'ec2:AssignPrivateIpAddresses',
+            'ec2:UnassignPrivateIpAddresses',
+          ],
+          resources: ['*'],
+        }),
+      );
       Validations.of(this.role).acknowledge({
         id: 'AwsSolutions-IAM5[Resource::*]',
-        reason: 'Lambda needs these EC2 network-interface actions to attach to the VPC; Describe* supports no resource scoping and the '
-          + 'ENIs do not exist before the function does (same scope as the AWSLambdaVPCAccessExecutionRole managed policy, minus its '
-          + 'logs:* on every log group).',
+        reason:
+          'Lambda needs these EC2 network-interface actions to attach to the VPC; Describe* supports no resource scoping and the ' +
+          'ENIs do not exist before the function does (same scope as the AWSLambdaVPCAccessExecutionRole managed policy, minus its ' +
+          'logs:* on every log group).',
       });
     }
 
@@ -131,7 +155,9 @@ export class StrataFunction extends Construct {
       },
     });
     // lambda.Function declares DependsOn its role although Role: GetAtt already implies it; cfn-lint warns (W3005).
-    (this.function.node.defaultChild as lambda.CfnFunction).addMetadata('cfn-lint', { config: { ignore_checks: ['W3005'], ignore_reasons: { W3005: 'redundant DependsOn added by aws-cdk-lib lambda.Function' } } });
+    (this.function.node.defaultChild as lambda.CfnFunction).addMetadata('cfn-lint', {
+      config: { ignore_checks: ['W3005'], ignore_reasons: { W3005: 'redundant DependsOn added by aws-cdk-lib lambda.Function' } },
+    });
   }
 
   /** Sets an environment variable (plain settings only). */
@@ -200,7 +226,11 @@ export class StrataFunction extends Construct {
    * coordinators' security group). The ring store's location comes from {@link bindRingStore}.
    */
   bindFleet(fleet: CacheNodeFleet): this {
-    check(this, this.inVpc, 'the cache nodes are reachable only from the VPC: give the function vpc, vpcSubnets and securityGroup');
+    check(
+      this,
+      this.inVpc,
+      'the cache nodes are reachable only from the VPC: give the function vpc, vpcSubnets and securityGroup',
+    );
     this.function.addEnvironment('STRATA_WARM_SECRET_FROM_RING', '1');
     this.function.addEnvironment('STRATA_NODE_PORT', String(fleet.port));
     fleet.grantReadSecret(this.role);
@@ -215,11 +245,16 @@ export class StrataFunction extends Construct {
    */
   bindWorkflows(machines: Readonly<Record<string, { machine: sfn.IStateMachine; name: string }>>): this {
     const stack = Stack.of(this);
-    this.function.addEnvironment('STRATA_WORKFLOW_ARNS', stack.toJsonString(Object.fromEntries(Object.entries(machines).map(([w, m]) => [w, m.machine.stateMachineArn]))));
+    this.function.addEnvironment(
+      'STRATA_WORKFLOW_ARNS',
+      stack.toJsonString(Object.fromEntries(Object.entries(machines).map(([w, m]) => [w, m.machine.stateMachineArn]))),
+    );
     const shown = (v: string, pseudo: string) => (Token.isUnresolved(v) ? `<AWS::${pseudo}>` : v);
     for (const { machine, name } of Object.values(machines)) {
       machine.grantStartExecution(this.role);
-      this.role.addToPolicy(new iam.PolicyStatement({ actions: ['states:ListExecutions'], resources: [machine.stateMachineArn] }));
+      this.role.addToPolicy(
+        new iam.PolicyStatement({ actions: ['states:ListExecutions'], resources: [machine.stateMachineArn] }),
+      );
       const executions = `arn:${stack.partition}:states:${stack.region}:${stack.account}:execution:${name}:*`;
       this.role.addToPolicy(new iam.PolicyStatement({ actions: ['states:DescribeExecution'], resources: [executions] }));
       Validations.of(this.role).acknowledge({

@@ -73,34 +73,70 @@ export class StrataRestApi extends Construct {
 
   constructor(scope: Construct, id: string, props: StrataRestApiProps) {
     super(scope, id);
-    check(this, /^[a-z][a-z0-9-]{0,63}$/.test(props.apiName), `apiName '${props.apiName}' must be 1-64 characters of a-z, 0-9 and "-", starting with a letter`);
-    check(this, /^[A-Za-z0-9_-]{1,128}$/.test(props.stageName), `stageName '${props.stageName}' must be 1-128 characters of A-Z, a-z, 0-9, "_" and "-"`);
+    check(
+      this,
+      /^[a-z][a-z0-9-]{0,63}$/.test(props.apiName),
+      `apiName '${props.apiName}' must be 1-64 characters of a-z, 0-9 and "-", starting with a letter`,
+    );
+    check(
+      this,
+      /^[A-Za-z0-9_-]{1,128}$/.test(props.stageName),
+      `stageName '${props.stageName}' must be 1-128 characters of A-Z, a-z, 0-9, "_" and "-"`,
+    );
     check(this, props.routes.length > 0, 'routes is empty: the API needs at least one route');
     const seen = new Set<string>();
     for (const r of props.routes) {
       check(this, METHODS.has(r.method), `route ${r.method} ${r.resource}: method must be one of ${[...METHODS].join(', ')}`);
-      check(this, RESOURCE.test(r.resource), `route ${r.method} ${r.resource}: resource must be "/segment/{param}/..." (letters, digits, ".", "_", "-"; no trailing "/")`);
+      check(
+        this,
+        RESOURCE.test(r.resource),
+        `route ${r.method} ${r.resource}: resource must be "/segment/{param}/..." (letters, digits, ".", "_", "-"; no trailing "/")`,
+      );
       const k = `${r.method} ${r.resource}`;
       check(this, !seen.has(k), `route ${k} is defined twice`);
       seen.add(k);
-      check(this, props.functions[r.fn] !== undefined, `route ${k} names function '${r.fn}', which is not in functions (${Object.keys(props.functions).join(', ') || 'none'})`);
+      check(
+        this,
+        props.functions[r.fn] !== undefined,
+        `route ${k} names function '${r.fn}', which is not in functions (${Object.keys(props.functions).join(', ') || 'none'})`,
+      );
     }
-    for (const fn of Object.keys(props.functions)) check(this, props.routes.some((r) => r.fn === fn), `function '${fn}' serves no route: remove it or add its routes`);
+    for (const fn of Object.keys(props.functions))
+      check(
+        this,
+        props.routes.some((r) => r.fn === fn),
+        `function '${fn}' serves no route: remove it or add its routes`,
+      );
     checkThrottle(this, 'throttle', props.throttle);
-    check(this, props.tenants.length > 0, 'tenants is empty: every method requires an API key, so without a tenant nobody can call the API');
+    check(
+      this,
+      props.tenants.length > 0,
+      'tenants is empty: every method requires an API key, so without a tenant nobody can call the API',
+    );
     const tenantNames = new Set<string>();
     for (const t of props.tenants) {
-      check(this, /^[a-z][a-z0-9-]{0,39}$/.test(t.name), `tenant name '${t.name}' must be 1-40 characters of a-z, 0-9 and "-", starting with a letter`);
+      check(
+        this,
+        /^[a-z][a-z0-9-]{0,39}$/.test(t.name),
+        `tenant name '${t.name}' must be 1-40 characters of a-z, 0-9 and "-", starting with a letter`,
+      );
       check(this, !tenantNames.has(t.name), `tenant '${t.name}' is defined twice`);
       tenantNames.add(t.name);
       check(this, t.namespaces.length > 0, `tenant '${t.name}' has no namespaces`);
       checkThrottle(this, `tenant '${t.name}' throttle`, t.throttle);
-      check(this, t.quota === undefined || (Number.isInteger(t.quota.limit) && t.quota.limit > 0), `tenant '${t.name}' quota limit must be a positive whole number of requests`);
+      check(
+        this,
+        t.quota === undefined || (Number.isInteger(t.quota.limit) && t.quota.limit > 0),
+        `tenant '${t.name}' quota limit must be a positive whole number of requests`,
+      );
     }
     const executionLogging = props.executionLogging ?? 'ERROR';
     const removalPolicy = props.logRemovalPolicy ?? RemovalPolicy.RETAIN;
 
-    this.accessLogs = new logs.LogGroup(this, 'AccessLogs', { retention: props.accessLogRetention ?? logs.RetentionDays.ONE_MONTH, removalPolicy });
+    this.accessLogs = new logs.LogGroup(this, 'AccessLogs', {
+      retention: props.accessLogRetention ?? logs.RetentionDays.ONE_MONTH,
+      removalPolicy,
+    });
     this.api = new apigw.RestApi(this, 'Api', {
       restApiName: props.apiName,
       description: 'Strata key-value API',
@@ -113,31 +149,43 @@ export class StrataRestApi extends Construct {
         stageName: props.stageName,
         throttlingRateLimit: props.throttle.rateLimit,
         throttlingBurstLimit: props.throttle.burstLimit,
-        loggingLevel: executionLogging === 'OFF' ? apigw.MethodLoggingLevel.OFF : executionLogging === 'INFO' ? apigw.MethodLoggingLevel.INFO : apigw.MethodLoggingLevel.ERROR,
+        loggingLevel:
+          executionLogging === 'OFF'
+            ? apigw.MethodLoggingLevel.OFF
+            : executionLogging === 'INFO'
+              ? apigw.MethodLoggingLevel.INFO
+              : apigw.MethodLoggingLevel.ERROR,
         dataTraceEnabled: false, // request bodies are user data
         metricsEnabled: true,
         accessLogDestination: new apigw.LogGroupLogDestination(this.accessLogs),
-        accessLogFormat: apigw.AccessLogFormat.custom(JSON.stringify({
-          requestId: apigw.AccessLogField.contextRequestId(),
-          requestTime: apigw.AccessLogField.contextRequestTime(),
-          ip: apigw.AccessLogField.contextIdentitySourceIp(),
-          apiKeyId: apigw.AccessLogField.contextIdentityApiKeyId(),
-          method: apigw.AccessLogField.contextHttpMethod(),
-          resource: apigw.AccessLogField.contextResourcePath(),
-          status: apigw.AccessLogField.contextStatus(),
-          responseLength: apigw.AccessLogField.contextResponseLength(),
-          latencyMs: apigw.AccessLogField.contextResponseLatency(),
-          integrationLatencyMs: apigw.AccessLogField.contextIntegrationLatency(),
-          error: apigw.AccessLogField.contextErrorMessage(),
-        })),
+        accessLogFormat: apigw.AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: apigw.AccessLogField.contextRequestId(),
+            requestTime: apigw.AccessLogField.contextRequestTime(),
+            ip: apigw.AccessLogField.contextIdentitySourceIp(),
+            apiKeyId: apigw.AccessLogField.contextIdentityApiKeyId(),
+            method: apigw.AccessLogField.contextHttpMethod(),
+            resource: apigw.AccessLogField.contextResourcePath(),
+            status: apigw.AccessLogField.contextStatus(),
+            responseLength: apigw.AccessLogField.contextResponseLength(),
+            latencyMs: apigw.AccessLogField.contextResponseLatency(),
+            integrationLatencyMs: apigw.AccessLogField.contextIntegrationLatency(),
+            error: apigw.AccessLogField.contextErrorMessage(),
+          }),
+        ),
       },
     });
     // RestApi adds an `Endpoint` output; the stack publishes the URL under a stable name (ApiUrl) instead.
     this.api.node.tryRemoveChild('Endpoint');
-    const validator = this.api.addRequestValidator('PathParameters', { requestValidatorName: 'path-parameters', validateRequestParameters: true, validateRequestBody: false });
+    const validator = this.api.addRequestValidator('PathParameters', {
+      requestValidatorName: 'path-parameters',
+      validateRequestParameters: true,
+      validateRequestBody: false,
+    });
     Validations.of(this.api).acknowledge({
       id: 'AwsSolutions-APIG2',
-      reason: 'Path parameters are validated by API Gateway (validator "path-parameters"). Bodies are raw bytes for key values (binary */*) or JSON that the handlers validate with zod (core/api/validation.ts), the single source of those schemas; API Gateway body validation needs a model per method and would duplicate them.',
+      reason:
+        'Path parameters are validated by API Gateway (validator "path-parameters"). Bodies are raw bytes for key values (binary */*) or JSON that the handlers validate with zod (core/api/validation.ts), the single source of those schemas; API Gateway body validation needs a model per method and would duplicate them.',
     });
 
     const integrations = new Map<string, apigw.LambdaIntegration>();
@@ -161,7 +209,11 @@ export class StrataRestApi extends Construct {
     const keys: Record<string, apigw.IApiKey> = {};
     const plans: Record<string, apigw.UsagePlan> = {};
     for (const t of props.tenants) {
-      const key = new apigw.ApiKey(this, `Key-${t.name}`, { apiKeyName: `${props.apiName}-${t.name}`, description: `Strata tenant ${t.name}; namespaces: ${t.namespaces.join(', ')}`, enabled: true });
+      const key = new apigw.ApiKey(this, `Key-${t.name}`, {
+        apiKeyName: `${props.apiName}-${t.name}`,
+        description: `Strata tenant ${t.name}; namespaces: ${t.namespaces.join(', ')}`,
+        enabled: true,
+      });
       const plan = this.api.addUsagePlan(`Plan-${t.name}`, {
         name: `${props.apiName}-${t.name}`,
         description: `Strata tenant ${t.name}`,
@@ -183,14 +235,23 @@ export class StrataRestApi extends Construct {
           'Callers are services holding per-tenant API keys (required on every method; usage plans throttle each key). The functions authorize every request by its key (core/api/tenant-access.ts): namespaced routes only for the key\'s namespaces, /v1/admin/* only for keys granted "admin" in the environment configuration. There is no end-user identity for an IAM or Cognito authorizer to check.',
       },
       { id: 'AwsSolutions-COG4', reason: 'No Cognito user pool: tenants are services holding API keys, not end users.' },
-      { id: 'AwsSolutions-APIG3', reason: 'No WAF web ACL by default (fixed monthly cost per ACL and rule); per-key usage-plan throttles and the stage throttle bound abuse. Attach a web ACL to the stage where a WAF policy exists.' },
+      {
+        id: 'AwsSolutions-APIG3',
+        reason:
+          'No WAF web ACL by default (fixed monthly cost per ACL and rule); per-key usage-plan throttles and the stage throttle bound abuse. Attach a web ACL to the stage where a WAF policy exists.',
+      },
     );
     if (executionLogging === 'OFF') {
-      Validations.of(this.api).acknowledge({ id: 'AwsSolutions-APIG6', reason: 'Execution logging is turned off in this environment\'s configuration (api.executionLogging); access logs stay on.' });
+      Validations.of(this.api).acknowledge({
+        id: 'AwsSolutions-APIG6',
+        reason:
+          "Execution logging is turned off in this environment's configuration (api.executionLogging); access logs stay on.",
+      });
     } else {
       Validations.of(this.api).acknowledge({
         id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
-        reason: 'API Gateway\'s account-level CloudWatch role uses the AWS managed policy made for it (AmazonAPIGatewayPushToCloudWatchLogs); it is the only way execution logs are delivered.',
+        reason:
+          "API Gateway's account-level CloudWatch role uses the AWS managed policy made for it (AmazonAPIGatewayPushToCloudWatchLogs); it is the only way execution logs are delivered.",
       });
     }
   }
@@ -202,6 +263,14 @@ export class StrataRestApi extends Construct {
 }
 
 function checkThrottle(scope: Construct, what: string, t: RestThrottle): void {
-  check(scope, Number.isFinite(t.rateLimit) && t.rateLimit > 0, `${what}: rateLimit must be a positive number of requests per second (got ${t.rateLimit})`);
-  check(scope, Number.isInteger(t.burstLimit) && t.burstLimit >= 1, `${what}: burstLimit must be a whole number of at least 1 (got ${t.burstLimit})`);
+  check(
+    scope,
+    Number.isFinite(t.rateLimit) && t.rateLimit > 0,
+    `${what}: rateLimit must be a positive number of requests per second (got ${t.rateLimit})`,
+  );
+  check(
+    scope,
+    Number.isInteger(t.burstLimit) && t.burstLimit >= 1,
+    `${what}: burstLimit must be a whole number of at least 1 (got ${t.burstLimit})`,
+  );
 }

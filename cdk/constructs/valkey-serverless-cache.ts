@@ -81,20 +81,43 @@ export class ValkeyServerlessCache extends Construct {
 
   constructor(scope: Construct, id: string, props: ValkeyServerlessCacheProps) {
     super(scope, id);
-    check(this, /^[a-z][a-z0-9-]{0,29}$/.test(props.cacheName), `cacheName '${props.cacheName}' must be 1-30 characters of a-z, 0-9 and "-", starting with a letter`);
-    check(this, intIn(props.maxDataStorageGb, 1, 5000), `maxDataStorageGb must be a whole number of GB from 1 to 5000 (got ${props.maxDataStorageGb})`);
-    check(this, intIn(props.maxEcpuPerSecond, 1000, 15_000_000), `maxEcpuPerSecond must be a whole number from 1000 to 15000000 (got ${props.maxEcpuPerSecond})`);
+    check(
+      this,
+      /^[a-z][a-z0-9-]{0,29}$/.test(props.cacheName),
+      `cacheName '${props.cacheName}' must be 1-30 characters of a-z, 0-9 and "-", starting with a letter`,
+    );
+    check(
+      this,
+      intIn(props.maxDataStorageGb, 1, 5000),
+      `maxDataStorageGb must be a whole number of GB from 1 to 5000 (got ${props.maxDataStorageGb})`,
+    );
+    check(
+      this,
+      intIn(props.maxEcpuPerSecond, 1000, 15_000_000),
+      `maxEcpuPerSecond must be a whole number from 1000 to 15000000 (got ${props.maxEcpuPerSecond})`,
+    );
     const retention = props.snapshotRetentionDays ?? 0;
     check(this, intIn(retention, 0, 35), `snapshotRetentionDays must be 0-35 (got ${retention})`);
-    check(this, props.dailySnapshotTime === undefined || /^([01]\d|2[0-3]):[0-5]\d$/.test(props.dailySnapshotTime), `dailySnapshotTime must be "HH:MM" in UTC (got '${props.dailySnapshotTime}')`);
+    check(
+      this,
+      props.dailySnapshotTime === undefined || /^([01]\d|2[0-3]):[0-5]\d$/.test(props.dailySnapshotTime),
+      `dailySnapshotTime must be "HH:MM" in UTC (got '${props.dailySnapshotTime}')`,
+    );
     check(this, props.dailySnapshotTime === undefined || retention > 0, 'dailySnapshotTime needs snapshotRetentionDays > 0');
     const subnets = props.vpc.selectSubnets(props.vpcSubnets);
-    check(this, subnets.subnets.length >= 2 && subnets.subnets.length <= 3, `ElastiCache Serverless takes 2-3 subnets; the selection has ${subnets.subnets.length}`);
+    check(
+      this,
+      subnets.subnets.length >= 2 && subnets.subnets.length <= 3,
+      `ElastiCache Serverless takes 2-3 subnets; the selection has ${subnets.subnets.length}`,
+    );
     const onDelete = props.onDelete ?? 'snapshot';
     const keyPolicy = props.encryptionKey ? deletionPolicyOf(props.encryptionKey) : undefined;
-    check(this, onDelete !== 'snapshot' || keyPolicy === undefined || keyPolicy === 'Retain',
-      `the final snapshot is encrypted with encryptionKey, which is deleted with the stack (DeletionPolicy ${keyPolicy}): `
-      + 'retain the key, or the snapshot cannot be restored');
+    check(
+      this,
+      onDelete !== 'snapshot' || keyPolicy === undefined || keyPolicy === 'Retain',
+      `the final snapshot is encrypted with encryptionKey, which is deleted with the stack (DeletionPolicy ${keyPolicy}): ` +
+        'retain the key, or the snapshot cannot be restored',
+    );
 
     this.securityGroup = new ec2.SecurityGroup(this, 'SecurityGroup', {
       vpc: props.vpc,

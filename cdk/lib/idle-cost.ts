@@ -73,21 +73,41 @@ export function idleCost(input: IdleCostInput): IdleCostLine[] {
   const dashboards = ofType('AWS::CloudWatch::Dashboard').length;
 
   return [
-    { id: 'hot', usdPerMonth: round2(hot), detail: `${caches} ElastiCache Serverless cache(s) at the ${serverless?.minGB ?? 0} GB minimum × $${serverless?.perGBHour ?? 0}/GB-hour` },
+    {
+      id: 'hot',
+      usdPerMonth: round2(hot),
+      detail: `${caches} ElastiCache Serverless cache(s) at the ${serverless?.minGB ?? 0} GB minimum × $${serverless?.perGBHour ?? 0}/GB-hour`,
+    },
     {
       id: 'endpoints',
       usdPerMonth: round2(endpointAzHours * OTHER_PRICES.interfaceEndpointPerAzHour * hours),
       detail: `${endpointAzHours} interface endpoint AZ(s) × $${OTHER_PRICES.interfaceEndpointPerAzHour}/hour`,
     },
-    { id: 'secrets', usdPerMonth: round2(secrets * OTHER_PRICES.secretPerMonth), detail: `${secrets} Secrets Manager secret(s) × $${OTHER_PRICES.secretPerMonth}` },
-    { id: 'kms', usdPerMonth: round2(kmsKeys * OTHER_PRICES.kmsKeyPerMonth), detail: `${kmsKeys} customer-managed KMS key(s) × $${OTHER_PRICES.kmsKeyPerMonth}` },
-    { id: 'nat', usdPerMonth: round2(nats * OTHER_PRICES.natGatewayPerHour * hours), detail: `${nats} NAT gateway(s) × $${OTHER_PRICES.natGatewayPerHour}/hour` },
+    {
+      id: 'secrets',
+      usdPerMonth: round2(secrets * OTHER_PRICES.secretPerMonth),
+      detail: `${secrets} Secrets Manager secret(s) × $${OTHER_PRICES.secretPerMonth}`,
+    },
+    {
+      id: 'kms',
+      usdPerMonth: round2(kmsKeys * OTHER_PRICES.kmsKeyPerMonth),
+      detail: `${kmsKeys} customer-managed KMS key(s) × $${OTHER_PRICES.kmsKeyPerMonth}`,
+    },
+    {
+      id: 'nat',
+      usdPerMonth: round2(nats * OTHER_PRICES.natGatewayPerHour * hours),
+      detail: `${nats} NAT gateway(s) × $${OTHER_PRICES.natGatewayPerHour}/hour`,
+    },
     {
       id: 'metrics',
       usdPerMonth: round2(customMetrics * (cw?.customMetricPerMonth ?? 0)),
       detail: `${customMetrics} custom metrics the cost publisher writes with no traffic × $${cw?.customMetricPerMonth ?? 0}`,
     },
-    { id: 'alarms', usdPerMonth: round2(alarmMetrics * (cw?.alarmStandardPerMonth ?? 0)), detail: `${alarmMetrics} alarm metrics × $${cw?.alarmStandardPerMonth ?? 0}` },
+    {
+      id: 'alarms',
+      usdPerMonth: round2(alarmMetrics * (cw?.alarmStandardPerMonth ?? 0)),
+      detail: `${alarmMetrics} alarm metrics × $${cw?.alarmStandardPerMonth ?? 0}`,
+    },
     {
       id: 'dashboards',
       usdPerMonth: round2(Math.max(0, dashboards - OTHER_PRICES.freeDashboards) * OTHER_PRICES.dashboardPerMonth),
@@ -118,8 +138,15 @@ function alarmMetricCount(alarm: Resource): number {
 
 /** The series the cost publisher writes on an idle run (no nodes), as it bills them to itself. */
 function idleCustomMetrics(tenants: number): number {
-  const settings = { tenants: Array.from({ length: tenants }, (_, i) => ({ name: `t${i}`, namespaces: [] })), monitoring: { dashboards: 0, alarmMetrics: 0, runsPerHour: 1 } };
-  const usage = monitoringUsage(settings as unknown as Parameters<typeof monitoringUsage>[0], { environment: 'x', namespaces: [], functions: [] }, 0);
+  const settings = {
+    tenants: Array.from({ length: tenants }, (_, i) => ({ name: `t${i}`, namespaces: [] })),
+    monitoring: { dashboards: 0, alarmMetrics: 0, runsPerHour: 1 },
+  };
+  const usage = monitoringUsage(
+    settings as unknown as Parameters<typeof monitoringUsage>[0],
+    { environment: 'x', namespaces: [], functions: [] },
+    0,
+  );
   return usage.customMetrics;
 }
 
@@ -129,9 +156,9 @@ const LABELS: Readonly<Record<IdleCostLine['id'], string>> = {
   secrets: 'Secrets Manager secrets ($0.40 each)',
   kms: 'customer-managed KMS key ($1 each)',
   nat: 'NAT gateways ($0.045 per hour)',
-  metrics: "custom metrics the cost publisher writes with no traffic ($0.30 each)",
+  metrics: 'custom metrics the cost publisher writes with no traffic ($0.30 each)',
   alarms: 'alarm metrics ($0.10 each; a metric-math alarm counts each metric it reads)',
-  dashboards: 'dashboards beyond the account\'s 3 free ones ($3 each)',
+  dashboards: "dashboards beyond the account's 3 free ones ($3 each)",
 };
 
 /** Rows priced at (about) zero when idle, listed so the table is complete: [item, the same figure everywhere]. */
@@ -151,11 +178,20 @@ export function renderIdleCostTable(perEnv: Readonly<Record<string, readonly Idl
   });
   const free = FREE_ROWS.map(([item, usdText]) => `| ${item} | ${envs.map(() => usdText).join(' | ')} |`);
   const total = `| **idle total per month** | ${envs.map((e) => `**${usd(idleTotal(perEnv[e]!))}**`).join(' | ')} |`;
-  return [`| item (count in brackets) | ${envs.join(' | ')} |`, `|---|${envs.map(() => '---|').join('')}`, ...rows, ...free, total].join('\n');
+  return [
+    `| item (count in brackets) | ${envs.join(' | ')} |`,
+    `|---|${envs.map(() => '---|').join('')}`,
+    ...rows,
+    ...free,
+    total,
+  ].join('\n');
 }
 
 /** Where the generated table sits in README.md. */
-export const README_MARKERS = ['<!-- idle-cost:begin (generated: bash scripts/run-node.sh scripts/idle-cost.ts --write) -->', '<!-- idle-cost:end -->'] as const;
+export const README_MARKERS = [
+  '<!-- idle-cost:begin (generated: bash scripts/run-node.sh scripts/idle-cost.ts --write) -->',
+  '<!-- idle-cost:end -->',
+] as const;
 
 /** README.md with `table` between the markers. */
 export function withTable(readme: string, table: string): string {

@@ -11,7 +11,12 @@ export type AslDefinition = { StartAt: string; States: Record<string, unknown>; 
 export const LOCAL_ACCOUNT = '000000000000';
 export const LOCAL_REGION = 'us-east-1';
 
-const PSEUDO: Record<string, string> = { 'AWS::Partition': 'aws', 'AWS::Region': LOCAL_REGION, 'AWS::AccountId': LOCAL_ACCOUNT, 'AWS::URLSuffix': 'amazonaws.com' };
+const PSEUDO: Record<string, string> = {
+  'AWS::Partition': 'aws',
+  'AWS::Region': LOCAL_REGION,
+  'AWS::AccountId': LOCAL_ACCOUNT,
+  'AWS::URLSuffix': 'amazonaws.com',
+};
 
 /**
  * Resolves the CloudFormation intrinsics a synthesized state machine definition uses (Fn::Join, Ref, Fn::GetAtt)
@@ -36,14 +41,17 @@ export function resolveIntrinsics(value: unknown): unknown {
       return parts.map((p) => String(resolveIntrinsics(p))).join(sep);
     }
     // Values from other stacks (launch template, subnets): a stand-in naming where the value comes from.
-    if (k === 'Fn::ImportValue' || k === 'Fn::GetStackOutput') return `imported:${JSON.stringify(v).replace(/[^A-Za-z0-9:-]+/g, '')}`;
+    if (k === 'Fn::ImportValue' || k === 'Fn::GetStackOutput')
+      return `imported:${JSON.stringify(v).replace(/[^A-Za-z0-9:-]+/g, '')}`;
     if (k.startsWith('Fn::')) throw new Error(`unsupported intrinsic ${k} in a state machine definition`);
   }
   return Object.fromEntries(keys.map((k) => [k, resolveIntrinsics(o[k])]));
 }
 
 /** The state machines of a synthesized template, by their StateMachineName (or logical id), as plain ASL. */
-export function stateMachinesOf(template: { Resources?: Record<string, { Type: string; Properties?: Record<string, unknown> }> }): Record<string, AslDefinition> {
+export function stateMachinesOf(template: {
+  Resources?: Record<string, { Type: string; Properties?: Record<string, unknown> }>;
+}): Record<string, AslDefinition> {
   const out: Record<string, AslDefinition> = {};
   for (const [id, r] of Object.entries(template.Resources ?? {})) {
     if (r.Type !== 'AWS::StepFunctions::StateMachine') continue;
@@ -65,7 +73,11 @@ export function synthesizeWorkflowDefinitions(
 ): Record<WorkflowName, AslDefinition> {
   const app = new App();
   const stack = new Stack(app, 'StrataLocalWorkflows', { env: { account: LOCAL_ACCOUNT, region: LOCAL_REGION } });
-  const fn = lambda.Function.fromFunctionArn(stack, 'Steps', `arn:aws:lambda:${LOCAL_REGION}:${LOCAL_ACCOUNT}:function:strata-local-workflow-steps`);
+  const fn = lambda.Function.fromFunctionArn(
+    stack,
+    'Steps',
+    `arn:aws:lambda:${LOCAL_REGION}:${LOCAL_ACCOUNT}:function:strata-local-workflow-steps`,
+  );
   const fleetName = 'strata-local';
   const launchTemplateId = fleet.launchTemplateId ?? 'lt-0local';
   const securityGroupId = fleet.securityGroupId ?? 'sg-0local';
@@ -82,5 +94,8 @@ export function synthesizeWorkflowDefinitions(
   });
   const template = app.synth().getStackByName(stack.stackName).template as Parameters<typeof stateMachinesOf>[0];
   const machines = stateMachinesOf(template);
-  return Object.fromEntries(WORKFLOW_NAMES.map((w) => [w, machines[`strata-local-${w}`]!])) as Record<WorkflowName, AslDefinition>;
+  return Object.fromEntries(WORKFLOW_NAMES.map((w) => [w, machines[`strata-local-${w}`]!])) as Record<
+    WorkflowName,
+    AslDefinition
+  >;
 }

@@ -49,7 +49,9 @@ export class ApiStack extends StrataStack {
       const f = new StrataFunction(this, `${fn.charAt(0).toUpperCase()}${fn.slice(1)}Function`, {
         entry: apiLambdaEntry(fn),
         description: `Strata ${config.name} API '${fn}': ${routes.join(', ')}`.slice(0, 256),
-        ...(inVpc ? { vpc: network.vpc, vpcSubnets: network.privateSubnets, securityGroup: network.coordinatorSecurityGroup } : {}),
+        ...(inVpc
+          ? { vpc: network.vpc, vpcSubnets: network.privateSubnets, securityGroup: network.coordinatorSecurityGroup }
+          : {}),
         memoryMb: settings.memoryMb,
         timeoutSeconds: settings.timeoutSeconds,
         ...(settings.reservedConcurrency !== undefined ? { reservedConcurrency: settings.reservedConcurrency } : {}),
@@ -64,7 +66,10 @@ export class ApiStack extends StrataStack {
       });
       // The data functions read the ring (to route to the nodes) and write nothing in the ring store.
       if (inVpc) {
-        f.bindHotTier(data.hotTier).bindColdTier(data.coldTier).bindRingStore(data.coldTier, { read: ['ring'] }).bindFleet(fleet.fleet);
+        f.bindHotTier(data.hotTier)
+          .bindColdTier(data.coldTier)
+          .bindRingStore(data.coldTier, { read: ['ring'] })
+          .bindFleet(fleet.fleet);
       } else {
         f.bindWorkflowProgress(data.coldTier);
       }
@@ -100,10 +105,21 @@ export class ApiStack extends StrataStack {
    * id and namespaces), so a key only reaches its own namespaces (core/api/tenant-access.ts).
    */
   private grantTenantNamespaces(tenants: readonly { name: string; namespaces: readonly string[]; admin?: boolean }[]): void {
-    const grants = tenants.map((t) => ({ keyId: this.restApi.apiKeys[t.name]!.keyId, tenant: t.name, namespaces: t.namespaces, ...(t.admin ? { admin: true } : {}) }));
+    const grants = tenants.map((t) => ({
+      keyId: this.restApi.apiKeys[t.name]!.keyId,
+      tenant: t.name,
+      namespaces: t.namespaces,
+      ...(t.admin ? { admin: true } : {}),
+    }));
     // Lambda allows 4 KB of environment in all; API Gateway key ids are 10 characters.
-    const estimate = JSON.stringify(tenants.map((t) => ({ keyId: 'x'.repeat(10), tenant: t.name, namespaces: t.namespaces }))).length;
-    check(this, estimate <= 2048, `the tenants' namespace lists take ${estimate} bytes of the API functions' environment (at most 2048): grant prefixes ("web-*") instead of listing every namespace`);
+    const estimate = JSON.stringify(
+      tenants.map((t) => ({ keyId: 'x'.repeat(10), tenant: t.name, namespaces: t.namespaces })),
+    ).length;
+    check(
+      this,
+      estimate <= 2048,
+      `the tenants' namespace lists take ${estimate} bytes of the API functions' environment (at most 2048): grant prefixes ("web-*") instead of listing every namespace`,
+    );
     const value = Stack.of(this).toJsonString(grants);
     for (const fn of apiFunctionGroups()) {
       // Namespaced routes check the key's namespaces; admin routes check its admin grant: both read the map.

@@ -25,7 +25,11 @@ export class DataStack extends StrataStack {
 
     if (config.hotTier.encryptionKey === 'customer-managed') {
       // Retained with the data (removal 'retain'): the cache's final snapshot is encrypted with it.
-      this.hotTierKey = new kms.Key(this, 'HotTierKey', { description: `Strata ${config.name} hot tier (ElastiCache) encryption at rest`, enableKeyRotation: true, removalPolicy: removal });
+      this.hotTierKey = new kms.Key(this, 'HotTierKey', {
+        description: `Strata ${config.name} hot tier (ElastiCache) encryption at rest`,
+        enableKeyRotation: true,
+        removalPolicy: removal,
+      });
     }
     this.hotTier = new ValkeyServerlessCache(this, 'HotTier', {
       cacheName: `strata-${config.name}`,

@@ -21,7 +21,10 @@ export class FleetStack extends StrataStack {
   readonly fleet: CacheNodeFleet;
 
   constructor(scope: Construct, id: string, props: FleetStackProps) {
-    super(scope, id, { description: `Strata ${props.config.name}: warm-tier cache node fleet (launch template, role, security group)`, ...props });
+    super(scope, id, {
+      description: `Strata ${props.config.name}: warm-tier cache node fleet (launch template, role, security group)`,
+      ...props,
+    });
     const { config, network } = props;
     this.fleet = new CacheNodeFleet(this, 'CacheNodes', {
       name: `strata-${config.name}`,
@@ -34,6 +37,9 @@ export class FleetStack extends StrataStack {
       bundle: props.bundle,
       ringStore: props.ringStore,
     });
-    new CfnOutput(this, 'LaunchTemplateId', { value: this.fleet.launchTemplate.launchTemplateId!, description: 'Launch template of the cache nodes' });
+    new CfnOutput(this, 'LaunchTemplateId', {
+      value: this.fleet.launchTemplate.launchTemplateId!,
+      description: 'Launch template of the cache nodes',
+    });
   }
 }

@@ -55,7 +55,10 @@ export class MonitoringStack extends StrataStack {
   readonly watched: Omit<MonitoringStackProps, keyof StrataStackProps | 'network'>;
 
   constructor(scope: Construct, id: string, props: MonitoringStackProps) {
-    super(scope, id, { description: `Strata ${props.config.name}: monitoring (cost publisher, dashboards, alarms, alarm topic)`, ...props });
+    super(scope, id, {
+      description: `Strata ${props.config.name}: monitoring (cost publisher, dashboards, alarms, alarm topic)`,
+      ...props,
+    });
     const { config, api, data, fleet, workflows } = props;
     this.watched = { api, data, fleet, workflows };
     const destination = config.monitoring.alarmDestination;
@@ -68,15 +71,21 @@ export class MonitoringStack extends StrataStack {
       // Only an environment that may go without (load.ts refuses staging and prod) gets here without a destination.
       if (!destination) {
         const help = alarmDestinationHelp(config.name, config.region);
-        Annotations.of(this).addWarningV2('strata:no-alarm-destination',
-          `Strata ${config.name}: no alarm destination, so the alarm topic has no subscriber and alarms reach nobody.\n${help}`);
+        Annotations.of(this).addWarningV2(
+          'strata:no-alarm-destination',
+          `Strata ${config.name}: no alarm destination, so the alarm topic has no subscriber and alarms reach nobody.\n${help}`,
+        );
       }
     }
 
     const namespaces = [...new Set(config.tenants.flatMap((t) => t.namespaces))];
     this.dashboards = new StrataDashboards(this, 'Dashboards', {
       environment: config.name,
-      splitValues: { Tenant: [...config.tenants.map((t) => t.name), OTHER], Namespace: [...namespaces, OTHER], Operation: [...OPERATIONS] },
+      splitValues: {
+        Tenant: [...config.tenants.map((t) => t.name), OTHER],
+        Namespace: [...namespaces, OTHER],
+        Operation: [...OPERATIONS],
+      },
     });
 
     const { costPublisher: publisher, alarms } = config.monitoring;
@@ -128,10 +137,18 @@ export class MonitoringStack extends StrataStack {
       fleetTags: { 'strata:env': config.name, 'strata:role': 'cachenode' },
       tenants: config.tenants,
       hotCacheName: data.hotTier.cache.serverlessCacheName,
-      cold: { bucket: data.coldTier.bucket, prefix: data.coldTier.prefix, ...(publisher.s3RequestMetricsFilterId ? { requestMetricsFilterId: publisher.s3RequestMetricsFilterId } : {}) },
+      cold: {
+        bucket: data.coldTier.bucket,
+        prefix: data.coldTier.prefix,
+        ...(publisher.s3RequestMetricsFilterId ? { requestMetricsFilterId: publisher.s3RequestMetricsFilterId } : {}),
+      },
       ring: { store: data.coldTier, reportIdPrefix: fleet.fleet.statsReportIdPrefix },
       apiName: api.restApi.api.restApiName,
-      functions: Object.entries(api.functions).map(([fn, f]) => ({ function: f.function, memoryMb: config.api.functions[fn as keyof typeof config.api.functions].memoryMb, tier: 'api' as const })),
+      functions: Object.entries(api.functions).map(([fn, f]) => ({
+        function: f.function,
+        memoryMb: config.api.functions[fn as keyof typeof config.api.functions].memoryMb,
+        tier: 'api' as const,
+      })),
       // Lazy: the cost publisher's own alarms are added below, once it exists.
       monitoring: {
         dashboards: Object.keys(this.dashboards.dashboards).length,

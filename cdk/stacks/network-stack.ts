@@ -34,7 +34,10 @@ export class NetworkStack extends StrataStack implements StrataNetwork {
   readonly coordinatorSecurityGroup: ec2.SecurityGroup;
 
   constructor(scope: Construct, id: string, props: NetworkStackProps) {
-    super(scope, id, { description: `Strata ${props.config.name}: network (VPC, endpoints, coordinators' security group)`, ...props });
+    super(scope, id, {
+      description: `Strata ${props.config.name}: network (VPC, endpoints, coordinators' security group)`,
+      ...props,
+    });
     const { config } = props;
     const nat = config.network.natGateways;
     const vpcMask = Number(config.network.cidr.split('/')[1]);
@@ -46,7 +49,11 @@ export class NetworkStack extends StrataStack implements StrataNetwork {
       natGateways: nat,
       createInternetGateway: nat > 0,
       subnetConfiguration: [
-        { name: 'private', subnetType: nat > 0 ? ec2.SubnetType.PRIVATE_WITH_EGRESS : ec2.SubnetType.PRIVATE_ISOLATED, cidrMask: vpcMask + 4 },
+        {
+          name: 'private',
+          subnetType: nat > 0 ? ec2.SubnetType.PRIVATE_WITH_EGRESS : ec2.SubnetType.PRIVATE_ISOLATED,
+          cidrMask: vpcMask + 4,
+        },
         ...(nat > 0 ? [{ name: 'public', subnetType: ec2.SubnetType.PUBLIC, cidrMask: vpcMask + 8 }] : []),
       ],
       gatewayEndpoints: { S3: { service: ec2.GatewayVpcEndpointAwsService.S3, subnets: [this.privateSubnets] } },
@@ -56,13 +63,19 @@ export class NetworkStack extends StrataStack implements StrataNetwork {
 
     // The AZs come from the environment configuration on purpose (offline synth, no AZ lookup; every stack's subnets
     // agree): tell CDK's template validation and cfn-lint, which both warn about literal AZs (W3010).
-    const literalAzReason = 'The AZs come from the environment configuration on purpose: synth works offline (no AZ lookup) and the subnets of every stack agree; change them in cdk/config/<env>.ts or with -c availabilityZones=...';
+    const literalAzReason =
+      'The AZs come from the environment configuration on purpose: synth works offline (no AZ lookup) and the subnets of every stack agree; change them in cdk/config/<env>.ts or with -c availabilityZones=...';
     Validations.of(this.vpc).acknowledge({ id: 'CloudFormation-Validate::W3010', reason: literalAzReason });
     for (const subnet of [...this.vpc.isolatedSubnets, ...this.vpc.privateSubnets, ...this.vpc.publicSubnets]) {
-      (subnet.node.defaultChild as ec2.CfnSubnet).addMetadata('cfn-lint', { config: { ignore_checks: ['W3010'], ignore_reasons: { W3010: literalAzReason } } });
+      (subnet.node.defaultChild as ec2.CfnSubnet).addMetadata('cfn-lint', {
+        config: { ignore_checks: ['W3010'], ignore_reasons: { W3010: literalAzReason } },
+      });
     }
 
-    const flowLogs = new logs.LogGroup(this, 'FlowLogs', { retention: logRetention(config), removalPolicy: removalPolicy(config) });
+    const flowLogs = new logs.LogGroup(this, 'FlowLogs', {
+      retention: logRetention(config),
+      removalPolicy: removalPolicy(config),
+    });
     this.vpc.addFlowLog('FlowLog', {
       destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogs),
       trafficType: config.network.flowLogTraffic === 'ALL' ? ec2.FlowLogTrafficType.ALL : ec2.FlowLogTrafficType.REJECT,
@@ -73,7 +86,12 @@ export class NetworkStack extends StrataStack implements StrataNetwork {
     for (const service of props.interfaceEndpoints ?? []) {
       if (seen.has(service.shortName)) continue;
       seen.add(service.shortName);
-      const endpoint = this.vpc.addInterfaceEndpoint(endpointId(service.shortName), { service, subnets: { subnetGroupName: 'private', availabilityZones: endpointAzs }, privateDnsEnabled: true, open: false });
+      const endpoint = this.vpc.addInterfaceEndpoint(endpointId(service.shortName), {
+        service,
+        subnets: { subnetGroupName: 'private', availabilityZones: endpointAzs },
+        privateDnsEnabled: true,
+        open: false,
+      });
       // The configured CIDR rather than the VPC's CidrBlock attribute: the same range, but a literal that checks can read.
       endpoint.connections.allowFrom(ec2.Peer.ipv4(config.network.cidr), ec2.Port.tcp(443), 'HTTPS from the VPC');
     }
@@ -84,11 +102,18 @@ export class NetworkStack extends StrataStack implements StrataNetwork {
       allowAllOutbound: false,
     });
     // Private subnets route nowhere but the VPC endpoints (unless NAT is configured): 443 reaches S3 and AWS APIs.
-    this.coordinatorSecurityGroup.addEgressRule(ec2.Peer.anyIpv4(), ec2.Port.tcp(443), 'HTTPS to S3 (gateway endpoint) and AWS APIs (interface endpoints)');
+    this.coordinatorSecurityGroup.addEgressRule(
+      ec2.Peer.anyIpv4(),
+      ec2.Port.tcp(443),
+      'HTTPS to S3 (gateway endpoint) and AWS APIs (interface endpoints)',
+    );
   }
 }
 
 /** `secretsmanager` -> `SecretsManagerEndpoint` (stable construct ids). */
 function endpointId(shortName: string): string {
-  return `${shortName.split(/[.-]/).map((p) => p.charAt(0).toUpperCase() + p.slice(1)).join('')}Endpoint`;
+  return `${shortName
+    .split(/[.-]/)
+    .map((p) => p.charAt(0).toUpperCase() + p.slice(1))
+    .join('')}Endpoint`;
 }

@@ -41,7 +41,10 @@ export class WorkflowsStack extends StrataStack {
   readonly stateMachines: Readonly<Record<WorkflowName, sfn.StateMachine>>;
 
   constructor(scope: Construct, id: string, props: WorkflowsStackProps) {
-    super(scope, id, { description: `Strata ${props.config.name}: workflows (Step Functions: scale-out, scale-in, evict to S3, tier migration)`, ...props });
+    super(scope, id, {
+      description: `Strata ${props.config.name}: workflows (Step Functions: scale-out, scale-in, evict to S3, tier migration)`,
+      ...props,
+    });
     const { config, network, data, fleet } = props;
     this.stateMachineLogs = new logs.LogGroup(this, 'StateMachineLogs', {
       // Retained in staging/prod: a fixed name would still be taken after the stack is deleted and stop it from being
@@ -61,13 +64,18 @@ export class WorkflowsStack extends StrataStack {
       memoryMb: 1024,
       // A stream or eviction step returns after its maxMs (60 s by default); the rest is headroom.
       timeoutSeconds: 300,
-      ...(config.workflows.stepReservedConcurrency !== undefined ? { reservedConcurrency: config.workflows.stepReservedConcurrency } : {}),
+      ...(config.workflows.stepReservedConcurrency !== undefined
+        ? { reservedConcurrency: config.workflows.stepReservedConcurrency }
+        : {}),
       logRetention: logRetention(config),
       logRemovalPolicy: removalPolicy(config),
       environment: { STRATA_ENV: config.name },
     });
     // The ring's writers: the ring, migrations, executions' progress and scale-out locks (ColdTierBucket.grantRingWriters).
-    this.stepFunction.bindHotTier(data.hotTier).bindColdTier(data.coldTier).bindRingStore(data.coldTier, { writers: true })
+    this.stepFunction
+      .bindHotTier(data.hotTier)
+      .bindColdTier(data.coldTier)
+      .bindRingStore(data.coldTier, { writers: true })
       .bindFleet(fleet.fleet);
 
     const region = this.region;
@@ -79,7 +87,8 @@ export class WorkflowsStack extends StrataStack {
     const fleetName = `strata-${config.name}`;
     const launchTemplateId = fleet.fleet.launchTemplate.launchTemplateId!;
     const securityGroupId = fleet.fleet.securityGroup.securityGroupId;
-    const arn = (type: string, id: string) => `arn:${this.partition}:ec2:${region}:${type === 'image' ? '' : account}:${type}/${id}`;
+    const arn = (type: string, id: string) =>
+      `arn:${this.partition}:ec2:${region}:${type === 'image' ? '' : account}:${type}/${id}`;
     const workflows = new StrataWorkflows(this, 'Workflows', {
       namePrefix: `strata-${config.name}`,
       stepFunction: this.stepFunction.function,
@@ -95,23 +104,35 @@ export class WorkflowsStack extends StrataStack {
 
     const scaleOutRole = workflows.stateMachines['scale-out'].role;
     // RunInstances passes the launch template's instance profile role to the instance.
-    scaleOutRole.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['iam:PassRole'], resources: [fleet.fleet.role.roleArn] }));
-    scaleOutRole.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['ec2:CreateTags'], resources: [`arn:${this.partition}:ec2:${region}:${account}:instance/*`, `arn:${this.partition}:ec2:${region}:${account}:volume/*`], conditions: { StringEquals: { 'ec2:CreateAction': 'RunInstances' } } }));
+    scaleOutRole.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['iam:PassRole'], resources: [fleet.fleet.role.roleArn] }),
+    );
+    scaleOutRole.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['ec2:CreateTags'],
+        resources: [
+          `arn:${this.partition}:ec2:${region}:${account}:instance/*`,
+          `arn:${this.partition}:ec2:${region}:${account}:volume/*`,
+        ],
+        conditions: { StringEquals: { 'ec2:CreateAction': 'RunInstances' } },
+      }),
+    );
     // cdk-nag IAM5 findings, each justified (the finding strings render tokens as <...>).
     const stepArn = `<${this.getLogicalId(this.stepFunction.function.node.defaultChild as lambda.CfnFunction)}.Arn>:*`;
     const shown = (v: string, pseudo: string) => (Token.isUnresolved(v) ? `<AWS::${pseudo}>` : v);
-    const ec2Arn = (type: string) => `arn:${shown(this.partition, 'Partition')}:ec2:${shown(region, 'Region')}:${shown(account, 'AccountId')}:${type}/*`;
+    const ec2Arn = (type: string) =>
+      `arn:${shown(this.partition, 'Partition')}:ec2:${shown(region, 'Region')}:${shown(account, 'AccountId')}:${type}/*`;
     const tagged = `tagged ${FLEET_TAG}=${fleetName}`;
     const common: Record<string, string> = {
       [`Resource::${stepArn}`]: "invokes any version of the step Lambda, as Step Functions' lambda:InvokeFunction grant does",
-      'Resource::*': 'X-Ray (PutTraceSegments, GetSampling*) and CloudWatch Logs delivery (CreateLogDelivery, ...) actions take no resource',
+      'Resource::*':
+        'X-Ray (PutTraceSegments, GetSampling*) and CloudWatch Logs delivery (CreateLogDelivery, ...) actions take no resource',
     };
     const terminate = `TerminateInstances ends only instances ${tagged} (condition ec2:ResourceTag), whose ids are only known at run time`;
     const findings: Record<WorkflowName, Record<string, string>> = {
       'scale-out': {
         ...common,
-        [`Resource::${ec2Arn('instance')}`]:
-          `RunInstances creates instances only ${tagged} (condition aws:RequestTag), and the rollback's ${terminate}`,
+        [`Resource::${ec2Arn('instance')}`]: `RunInstances creates instances only ${tagged} (condition aws:RequestTag), and the rollback's ${terminate}`,
         [`Resource::${ec2Arn('volume')}`]:
           `RunInstances creates the launch template's volumes only ${tagged} (condition aws:RequestTag); ` +
           'their ids are only known at run time',
@@ -130,7 +151,10 @@ export class WorkflowsStack extends StrataStack {
       for (const [f, reason] of Object.entries(findings[name])) {
         Validations.of(machine.role).acknowledge({ id: `AwsSolutions-IAM5[${f}]`, reason: `${name}: ${reason}` });
       }
-      new CfnOutput(this, `${WORKFLOW_IDS[name]}StateMachineArn`, { value: machine.stateMachineArn, description: `State machine of the ${name} workflow` });
+      new CfnOutput(this, `${WORKFLOW_IDS[name]}StateMachineArn`, {
+        value: machine.stateMachineArn,
+        description: `State machine of the ${name} workflow`,
+      });
     }
 
     const trigger = config.workflows.scaleTrigger;
@@ -146,11 +170,20 @@ export class WorkflowsStack extends StrataStack {
       environment: {
         STRATA_ENV: config.name,
         STRATA_SCALE_OUT_ARN: workflows.stateMachines['scale-out'].stateMachineArn,
-        STRATA_SCALE_TRIGGER: JSON.stringify({ unit: trigger.unit, ...(trigger.capacity ? { capacity: trigger.capacity } : {}), lowRate: trigger.lowRate, highRate: trigger.highRate, mode: trigger.mode }),
+        STRATA_SCALE_TRIGGER: JSON.stringify({
+          unit: trigger.unit,
+          ...(trigger.capacity ? { capacity: trigger.capacity } : {}),
+          lowRate: trigger.lowRate,
+          highRate: trigger.highRate,
+          mode: trigger.mode,
+        }),
       },
     });
     // It reads the ring, the nodes' reports and the scale-out locks; it writes only its own counter sample.
-    this.scaleTriggerFunction.bindRingStore(data.coldTier, { read: ['ring', 'nodeStats', 'scaleLocks'], write: ['scaleTriggerSample'] });
+    this.scaleTriggerFunction.bindRingStore(data.coldTier, {
+      read: ['ring', 'nodeStats', 'scaleLocks'],
+      write: ['scaleTriggerSample'],
+    });
     this.scaleTriggerFunction.addEnvironment('STRATA_NODE_STATS_ID_PREFIX', fleet.fleet.statsReportIdPrefix);
     workflows.stateMachines['scale-out'].grantStartExecution(this.scaleTriggerFunction.role);
     new events.Rule(this, 'ScaleTriggerSchedule', {
@@ -163,7 +196,9 @@ export class WorkflowsStack extends StrataStack {
       new events.Rule(this, 'EvictionSchedule', {
         description: `Strata ${config.name}: evict warm-tier victims above the watermark to S3`,
         schedule: events.Schedule.rate(Duration.hours(config.workflows.evictionEveryHours)),
-        targets: [new targets.SfnStateMachine(workflows.stateMachines['evict-to-s3'], { input: events.RuleTargetInput.fromObject({}) })],
+        targets: [
+          new targets.SfnStateMachine(workflows.stateMachines['evict-to-s3'], { input: events.RuleTargetInput.fromObject({}) }),
+        ],
       });
     }
   }
@@ -173,6 +208,8 @@ export class WorkflowsStack extends StrataStack {
    * `workflow` with `input`. The Monitoring stack then depends on this one, never the other way round.
    */
   respondTo(rule: events.Rule, workflow: WorkflowName, input: Record<string, unknown>): void {
-    rule.addTarget(new targets.SfnStateMachine(this.stateMachines[workflow], { input: events.RuleTargetInput.fromObject(input) }));
+    rule.addTarget(
+      new targets.SfnStateMachine(this.stateMachines[workflow], { input: events.RuleTargetInput.fromObject(input) }),
+    );
   }
 }

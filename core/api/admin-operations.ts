@@ -2,7 +2,15 @@ import * as z from 'zod';
 import { NotFoundError, permanentDetails, ValidationError } from '../errors.js';
 import { WORKFLOW_NAMES, type WorkflowName } from '../workflows/progress.js';
 import { scaleInBeginInput, scaleOutBeginInput } from '../workflows/steps/scale-steps.js';
-import { DEFAULT_LIST_LIMIT, EXECUTION_NAME, MAX_LIST_LIMIT, WorkflowsUnavailableError, checkExecutionName, isWorkflowName, type WorkflowService } from '../workflows/admin-service.js';
+import {
+  DEFAULT_LIST_LIMIT,
+  EXECUTION_NAME,
+  MAX_LIST_LIMIT,
+  WorkflowsUnavailableError,
+  checkExecutionName,
+  isWorkflowName,
+  type WorkflowService,
+} from '../workflows/admin-service.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { json } from './http.js';
 import type { ApiContext } from './operations.js';
@@ -40,7 +48,11 @@ function workflowService(ctx: ApiContext): WorkflowService {
   }
   if (built?.error !== undefined) {
     const msg = built.error instanceof Error ? built.error.message : String(built.error);
-    throw new WorkflowsUnavailableError(`the workflows are misconfigured in this deployment: ${msg}`, permanentDetails(), built.error);
+    throw new WorkflowsUnavailableError(
+      `the workflows are misconfigured in this deployment: ${msg}`,
+      permanentDetails(),
+      built.error,
+    );
   }
   if (built?.service) return built.service;
   throw new WorkflowsUnavailableError(
@@ -51,7 +63,11 @@ function workflowService(ctx: ApiContext): WorkflowService {
 
 function workflowParam(raw: string | undefined, field: string): WorkflowName {
   if (!isWorkflowName(raw)) {
-    throw new ValidationError(field, `unknown workflow '${String(raw ?? '').slice(0, 64)}'; workflows: ${WORKFLOW_NAMES.join(', ')}`, { valid: [...WORKFLOW_NAMES] });
+    throw new ValidationError(
+      field,
+      `unknown workflow '${String(raw ?? '').slice(0, 64)}'; workflows: ${WORKFLOW_NAMES.join(', ')}`,
+      { valid: [...WORKFLOW_NAMES] },
+    );
   }
   return raw;
 }
@@ -74,7 +90,11 @@ const INPUT_SCHEMAS: Readonly<Record<WorkflowName, z.ZodType<Record<string, unkn
  */
 export async function startExecution(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
   const workflow = workflowParam(event.pathParameters?.workflow, 'workflow');
-  const input = jsonBody(event, z.record(z.string(), z.unknown(), { error: 'the body must be a JSON object (the workflow\'s input)' }), { optional: true });
+  const input = jsonBody(
+    event,
+    z.record(z.string(), z.unknown(), { error: "the body must be a JSON object (the workflow's input)" }),
+    { optional: true },
+  );
   // Validate the fields, but start the execution with the input as given: the first step applies the defaults.
   parseWith(INPUT_SCHEMAS[workflow], input, 'body');
   const name = event.queryStringParameters?.name;
@@ -90,7 +110,13 @@ const listQuery = z.strictObject({
     .string()
     .regex(/^\d{1,4}$/, `limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`)
     .transform(Number)
-    .pipe(z.number().int().min(1, `limit must be from 1 to ${MAX_LIST_LIMIT}`).max(MAX_LIST_LIMIT, `limit must be from 1 to ${MAX_LIST_LIMIT}`))
+    .pipe(
+      z
+        .number()
+        .int()
+        .min(1, `limit must be from 1 to ${MAX_LIST_LIMIT}`)
+        .max(MAX_LIST_LIMIT, `limit must be from 1 to ${MAX_LIST_LIMIT}`),
+    )
     .optional(),
 });
 

@@ -17,7 +17,10 @@ const PARAMS: ReadonlySet<string> = new Set(PLACEMENT_PARAMS);
 function placementQuery(event: ApiEvent): PlacementQuery {
   const query: Record<string, string> = {};
   for (const [name, value] of Object.entries(event.queryStringParameters ?? {})) {
-    if (!PARAMS.has(name)) throw new ValidationError(name.slice(0, 64), `unknown query parameter; the parameters are ${PLACEMENT_PARAMS.join(', ')}`, { valid: [...PLACEMENT_PARAMS] });
+    if (!PARAMS.has(name))
+      throw new ValidationError(name.slice(0, 64), `unknown query parameter; the parameters are ${PLACEMENT_PARAMS.join(', ')}`, {
+        valid: [...PLACEMENT_PARAMS],
+      });
     if (value !== undefined && value !== '') query[name] = value;
   }
   return query;
@@ -51,12 +54,22 @@ let paper: object | undefined;
  * (`discrepancies`, and as text `discrepanciesText`). The same for every request, so computed once.
  */
 export async function paper2010(): Promise<ApiResult> {
-  paper ??= { tables: renderPaperTables(), discrepancies: PAPER_DISCREPANCIES, discrepanciesText: renderDiscrepancies(), cells: paperCells() };
+  paper ??= {
+    tables: renderPaperTables(),
+    discrepancies: PAPER_DISCREPANCIES,
+    discrepanciesText: renderDiscrepancies(),
+    cells: paperCells(),
+  };
   return json(200, paper);
 }
 
 /** `GET /v1/cost/catalogs`: the price catalogs with their regions and price dates, the defaults, and as text. */
 export async function catalogs(): Promise<ApiResult> {
   const rows = catalogSummaries();
-  return json(200, { catalogs: rows, defaultCatalog: DEFAULT_CATALOG_ID, defaultRegion: DEFAULT_REGION, text: renderCatalogs(rows) });
+  return json(200, {
+    catalogs: rows,
+    defaultCatalog: DEFAULT_CATALOG_ID,
+    defaultRegion: DEFAULT_REGION,
+    text: renderCatalogs(rows),
+  });
 }

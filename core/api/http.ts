@@ -27,7 +27,12 @@ export function json(statusCode: number, body: unknown, headers: Record<string, 
 }
 
 export function binary(statusCode: number, value: Buffer, contentType: string, headers: Record<string, string> = {}): ApiResult {
-  return { statusCode, headers: { 'content-type': contentType, ...headers }, body: value.toString('base64'), isBase64Encoded: true };
+  return {
+    statusCode,
+    headers: { 'content-type': contentType, ...headers },
+    body: value.toString('base64'),
+    isBase64Encoded: true,
+  };
 }
 
 export function empty(statusCode: number, headers: Record<string, string> = {}): ApiResult {

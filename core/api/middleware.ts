@@ -49,7 +49,10 @@ export function errorResponder(
         return;
       }
       log('unhandled error', { requestId, error: err });
-      request.response = errorResult(new StrataError('INTERNAL', 'internal error; quote the requestId when reporting it'), requestId);
+      request.response = errorResult(
+        new StrataError('INTERNAL', 'internal error; quote the requestId when reporting it'),
+        requestId,
+      );
     },
   };
 }

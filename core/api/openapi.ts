@@ -38,7 +38,20 @@ function errorResponses(codes: ErrorCode[]): Record<string, Json> {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const c of new Set(codes)) byStatus.set(ERROR_STATUS[c], [...(byStatus.get(ERROR_STATUS[c]) ?? []), c]);
   return Object.fromEntries(
-    [...byStatus].sort(([a], [b]) => a - b).map(([status, cs]) => [String(status), json({ allOf: [ref('Error'), { type: 'object', properties: { error: { type: 'object', properties: { code: { enum: cs } } } } }] }, cs.join(', '))]),
+    [...byStatus]
+      .sort(([a], [b]) => a - b)
+      .map(([status, cs]) => [
+        String(status),
+        json(
+          {
+            allOf: [
+              ref('Error'),
+              { type: 'object', properties: { error: { type: 'object', properties: { code: { enum: cs } } } } },
+            ],
+          },
+          cs.join(', '),
+        ),
+      ]),
   );
 }
 
@@ -47,7 +60,11 @@ let servedBody: string | undefined;
 /** `GET /v1/openapi.json`: the document, serialized once per process (it only changes with the code). */
 export function openApiResult(routes: readonly ApiRoute[]): Promise<ApiResult> {
   servedBody ??= JSON.stringify(openApiDocument(routes));
-  return Promise.resolve({ statusCode: 200, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'public, max-age=300' }, body: servedBody });
+  return Promise.resolve({
+    statusCode: 200,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'public, max-age=300' },
+    body: servedBody,
+  });
 }
 
 /** The document of a route table (normally API_ROUTES: `openApiDocument(API_ROUTES)`). */
@@ -55,7 +72,12 @@ export function openApiDocument(routes: readonly ApiRoute[]): Json {
   const paths: Record<string, Record<string, Json>> = {};
   for (const r of routes) {
     const d = r.doc;
-    const params = [...r.resource.matchAll(/\{([A-Za-z0-9]+)\}/g)].map((m) => ({ name: m[1]!, in: 'path', required: true, ...PATH_PARAMS[m[1]!] }));
+    const params = [...r.resource.matchAll(/\{([A-Za-z0-9]+)\}/g)].map((m) => ({
+      name: m[1]!,
+      in: 'path',
+      required: true,
+      ...PATH_PARAMS[m[1]!],
+    }));
     const namespaced = r.resource.includes('{ns}');
     // Admin routes too: with a tenant map and no IAM in front (`npm start`), a key that is not an admin key is refused.
     const forbidden = namespaced || r.auth === 'admin' ? (['NAMESPACE_FORBIDDEN'] as ErrorCode[]) : [];
@@ -76,9 +98,17 @@ export function openApiDocument(routes: readonly ApiRoute[]): Json {
     info: {
       title: 'Strata key-value API',
       version: '1',
-      description: 'The HTTP API of a Strata deployment (docs/API.md). Generated from the route table and request schemas by `npm run openapi`.',
+      description:
+        'The HTTP API of a Strata deployment (docs/API.md). Generated from the route table and request schemas by `npm run openapi`.',
     },
-    servers: [{ url: 'http://localhost:8080', description: '`npm start`' }, { url: 'https://{api}.execute-api.{region}.amazonaws.com/{stage}', description: 'A deployed stage (the stack output ApiUrl)', variables: { api: { default: 'abc123' }, region: { default: 'us-east-1' }, stage: { default: 'dev' } } }],
+    servers: [
+      { url: 'http://localhost:8080', description: '`npm start`' },
+      {
+        url: 'https://{api}.execute-api.{region}.amazonaws.com/{stage}',
+        description: 'A deployed stage (the stack output ApiUrl)',
+        variables: { api: { default: 'abc123' }, region: { default: 'us-east-1' }, stage: { default: 'dev' } },
+      },
+    ],
     tags: [
       { name: 'keys', description: 'Values in a namespace' },
       { name: 'service', description: 'Health and statistics' },
@@ -88,14 +118,34 @@ export function openApiDocument(routes: readonly ApiRoute[]): Json {
     paths,
     components: {
       securitySchemes: {
-        apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: "A tenant's API key; it reaches only the tenant's namespaces" },
-        sigv4: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'AWS SigV4 signature of an IAM principal allowed execute-api:Invoke (admin routes)' },
+        apiKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'x-api-key',
+          description: "A tenant's API key; it reaches only the tenant's namespaces",
+        },
+        sigv4: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'Authorization',
+          description: 'AWS SigV4 signature of an IAM principal allowed execute-api:Invoke (admin routes)',
+        },
       },
       schemas: {
         Error: {
           type: 'object',
           required: ['error'],
-          properties: { error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string', enum: Object.keys(ERROR_STATUS) }, message: { type: 'string' }, details: { type: 'object' } } } },
+          properties: {
+            error: {
+              type: 'object',
+              required: ['code', 'message'],
+              properties: {
+                code: { type: 'string', enum: Object.keys(ERROR_STATUS) },
+                message: { type: 'string' },
+                details: { type: 'object' },
+              },
+            },
+          },
         },
         WriteResult: {
           type: 'object',
@@ -107,7 +157,11 @@ export function openApiDocument(routes: readonly ApiRoute[]): Json {
             expiresAt: { type: ['string', 'null'], format: 'date-time' },
             size: { type: 'integer' },
             tiers: { type: 'array', items: { type: 'string' } },
-            durable: { type: 'boolean', description: 'false while the write lives in the hot tier alone (write-back, not yet flushed): lost if the hot tier loses it first' },
+            durable: {
+              type: 'boolean',
+              description:
+                'false while the write lives in the hot tier alone (write-back, not yet flushed): lost if the hot tier loses it first',
+            },
             superseded: { type: 'boolean' },
           },
         },
@@ -117,12 +171,45 @@ export function openApiDocument(routes: readonly ApiRoute[]): Json {
           properties: {
             items: {
               type: 'array',
-              items: { type: 'object', required: ['key', 'found'], properties: { key: { type: 'string' }, found: { type: 'boolean' }, value: { type: 'string', contentEncoding: 'base64' }, version: { type: 'integer' }, expiresAt: { type: ['string', 'null'], format: 'date-time' }, tier: { type: 'string' }, contentType: { type: 'string' }, tags: { type: 'array', items: { type: 'string' } } } },
+              items: {
+                type: 'object',
+                required: ['key', 'found'],
+                properties: {
+                  key: { type: 'string' },
+                  found: { type: 'boolean' },
+                  value: { type: 'string', contentEncoding: 'base64' },
+                  version: { type: 'integer' },
+                  expiresAt: { type: ['string', 'null'], format: 'date-time' },
+                  tier: { type: 'string' },
+                  contentType: { type: 'string' },
+                  tags: { type: 'array', items: { type: 'string' } },
+                },
+              },
             },
           },
         },
-        Health: { type: 'object', required: ['status', 'tiers'], properties: { status: { enum: ['ok', 'degraded', 'down'] }, tiers: { type: 'object', additionalProperties: { type: 'object', properties: { kind: { type: 'string' }, ok: { type: 'boolean' } } } } } },
-        ExecutionSummary: { type: 'object', required: ['execution', 'workflow', 'status', 'startedAt'], properties: { execution: { type: 'string' }, workflow: { enum: [...WORKFLOW_NAMES] }, status: { enum: ['RUNNING', 'SUCCEEDED', 'FAILED', 'ABORTED', 'TIMED_OUT'] }, startedAt: { type: 'string', format: 'date-time' }, stoppedAt: { type: 'string', format: 'date-time' } } },
+        Health: {
+          type: 'object',
+          required: ['status', 'tiers'],
+          properties: {
+            status: { enum: ['ok', 'degraded', 'down'] },
+            tiers: {
+              type: 'object',
+              additionalProperties: { type: 'object', properties: { kind: { type: 'string' }, ok: { type: 'boolean' } } },
+            },
+          },
+        },
+        ExecutionSummary: {
+          type: 'object',
+          required: ['execution', 'workflow', 'status', 'startedAt'],
+          properties: {
+            execution: { type: 'string' },
+            workflow: { enum: [...WORKFLOW_NAMES] },
+            status: { enum: ['RUNNING', 'SUCCEEDED', 'FAILED', 'ABORTED', 'TIMED_OUT'] },
+            startedAt: { type: 'string', format: 'date-time' },
+            stoppedAt: { type: 'string', format: 'date-time' },
+          },
+        },
       },
     },
   };

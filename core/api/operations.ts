@@ -58,7 +58,14 @@ function entryHeaders(h: EntryHeader, served: ServedBy | string): Record<string,
  * alone (write-back, not yet flushed: docs/API.md, "Consistency").
  */
 function writeBody(w: WriteResult): Record<string, unknown> {
-  return { version: w.version, expiresAt: iso(w.expiresAt), size: w.size, tiers: w.tiers, durable: w.durable, ...(w.superseded ? { superseded: true } : {}) };
+  return {
+    version: w.version,
+    expiresAt: iso(w.expiresAt),
+    size: w.size,
+    tiers: w.tiers,
+    durable: w.durable,
+    ...(w.superseded ? { superseded: true } : {}),
+  };
 }
 
 function iso(ms: number | null): string | null {
@@ -88,7 +95,11 @@ export async function headKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResu
   const r = await ctx.coordinator.head(ns, key);
   // The same answer as GET (RFC 9110 §9.3.2), so the JSON content type the document states: HTTP drops the body.
   if (!r) throw new NotFoundError(`key '${key}' not found in namespace '${ns}'`, { ns, key });
-  return empty(200, { ...entryHeaders(r.header, r.tier), 'content-type': r.header.contentType ?? 'application/octet-stream', 'x-strata-size': String(r.header.size) });
+  return empty(200, {
+    ...entryHeaders(r.header, r.tier),
+    'content-type': r.header.contentType ?? 'application/octet-stream',
+    'x-strata-size': String(r.header.size),
+  });
 }
 
 export async function putKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
@@ -100,10 +111,17 @@ export async function putKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResul
   const ifNoneMatch = ifNoneMatchHeader(event);
   const value = bodyBytes(event);
   if (value.length > ctx.inlineLimitBytes) {
-    throw new StrataError('PAYLOAD_TOO_LARGE', `value is ${value.length} bytes; values above ${ctx.inlineLimitBytes} bytes go through an upload URL (POST ${uploadPath(ns, key)})`, { limit: ctx.inlineLimitBytes, size: value.length, uploadUrl: uploadPath(ns, key) });
+    throw new StrataError(
+      'PAYLOAD_TOO_LARGE',
+      `value is ${value.length} bytes; values above ${ctx.inlineLimitBytes} bytes go through an upload URL (POST ${uploadPath(ns, key)})`,
+      { limit: ctx.inlineLimitBytes, size: value.length, uploadUrl: uploadPath(ns, key) },
+    );
   }
   const w = await ctx.coordinator.put(ns, key, value, { ttlSeconds, tags, contentType, ifMatch, ifNoneMatch });
-  const headers = entryHeaders({ version: w.version, expiresAt: w.expiresAt, tags: tags ?? [], size: w.size, hash: '', flags: {} }, w.tiers.join(','));
+  const headers = entryHeaders(
+    { version: w.version, expiresAt: w.expiresAt, tags: tags ?? [], size: w.size, hash: '', flags: {} },
+    w.tiers.join(','),
+  );
   return json(200, { ns, key, ...writeBody(w) }, headers);
 }
 
@@ -128,9 +146,27 @@ export async function batchGet(ctx: ApiContext, event: ApiEvent): Promise<ApiRes
     budget -= h.size;
     if (budget < 0) {
       // Too much to carry inline in one response: point at the download URL instead of the bytes.
-      return { key: keys[i]!, found: true, version: h.version, expiresAt: iso(h.expiresAt), tier: r.tier, size: h.size, tooLarge: true, downloadUrl: `/v1/ns/${ns}/downloads/${encodeURIComponent(keys[i]!)}` };
+      return {
+        key: keys[i]!,
+        found: true,
+        version: h.version,
+        expiresAt: iso(h.expiresAt),
+        tier: r.tier,
+        size: h.size,
+        tooLarge: true,
+        downloadUrl: `/v1/ns/${ns}/downloads/${encodeURIComponent(keys[i]!)}`,
+      };
     }
-    return { key: keys[i]!, found: true, value: r.entry.value.toString('base64'), version: h.version, expiresAt: iso(h.expiresAt), tier: r.tier, contentType: h.contentType ?? 'application/octet-stream', tags: h.tags };
+    return {
+      key: keys[i]!,
+      found: true,
+      value: r.entry.value.toString('base64'),
+      version: h.version,
+      expiresAt: iso(h.expiresAt),
+      tier: r.tier,
+      contentType: h.contentType ?? 'application/octet-stream',
+      tags: h.tags,
+    };
   });
   return json(200, { items });
 }
@@ -144,7 +180,11 @@ export async function batchPut(ctx: ApiContext, event: ApiEvent): Promise<ApiRes
     const value = Buffer.from(it.value, 'base64');
     total += value.length;
     if (total > ctx.inlineLimitBytes) {
-      throw new StrataError('PAYLOAD_TOO_LARGE', `batch values add up to more than ${ctx.inlineLimitBytes} bytes; split the batch or upload large values one by one`, { limit: ctx.inlineLimitBytes, field: `body.items[${i}].value` });
+      throw new StrataError(
+        'PAYLOAD_TOO_LARGE',
+        `batch values add up to more than ${ctx.inlineLimitBytes} bytes; split the batch or upload large values one by one`,
+        { limit: ctx.inlineLimitBytes, field: `body.items[${i}].value` },
+      );
     }
     return { key, value, opts: { ttlSeconds: it.ttl, tags: it.tags, contentType: it.contentType ?? 'application/octet-stream' } };
   });
@@ -160,7 +200,12 @@ export async function batchDelete(ctx: ApiContext, event: ApiEvent): Promise<Api
 }
 
 function requirePresigner(ctx: ApiContext): Tier & Presigning {
-  if (!ctx.presigner) throw new StrataError('TIER_UNAVAILABLE', 'large values need a cold tier that supports presigned URLs (S3 or the local folder); none is configured', permanentDetails());
+  if (!ctx.presigner)
+    throw new StrataError(
+      'TIER_UNAVAILABLE',
+      'large values need a cold tier that supports presigned URLs (S3 or the local folder); none is configured',
+      permanentDetails(),
+    );
   return ctx.presigner;
 }
 
@@ -276,4 +321,3 @@ export async function health(ctx: ApiContext): Promise<ApiResult> {
   const h = await ctx.coordinator.health();
   return json(h.status === 'down' ? 503 : 200, h);
 }
-

@@ -20,8 +20,20 @@ const KEY_ERRORS: ErrorCode[] = ['VALIDATION_FAILED', 'TIER_UNAVAILABLE'];
 
 export const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 export const json = (schema: Json, description: string): Json => ({ description, content: { 'application/json': { schema } } });
-const header = (name: string, description: string, schema: Json = { type: 'string' }): Json => ({ name, in: 'header', required: false, description, schema });
-const query = (name: string, description: string, schema: Json = { type: 'string' }, required = false): Json => ({ name, in: 'query', required, description, schema });
+const header = (name: string, description: string, schema: Json = { type: 'string' }): Json => ({
+  name,
+  in: 'header',
+  required: false,
+  description,
+  schema,
+});
+const query = (name: string, description: string, schema: Json = { type: 'string' }, required = false): Json => ({
+  name,
+  in: 'query',
+  required,
+  description,
+  schema,
+});
 /** A zod schema as JSON Schema (draft 2020-12, the dialect of OpenAPI 3.1), without its `$schema` line. */
 function fromZod(schema: z.ZodType): Json {
   const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io: 'input' }) as Json;
@@ -29,14 +41,27 @@ function fromZod(schema: z.ZodType): Json {
 }
 
 const ENTRY_HEADERS: Json = {
-  'x-strata-tier': { description: 'The tier that served the read (`l1`, `hot`, `warm`, `cold`, `origin`), or the tiers written, comma-separated', schema: { type: 'string' } },
-  'x-strata-version': { description: 'The entry version (a decimal integer; also as `etag: "<version>"`)', schema: { type: 'string', pattern: '^[0-9]+$' } },
-  'x-strata-expires-at': { description: 'Expiry (ISO-8601); absent when the entry does not expire', schema: { type: 'string', format: 'date-time' } },
+  'x-strata-tier': {
+    description: 'The tier that served the read (`l1`, `hot`, `warm`, `cold`, `origin`), or the tiers written, comma-separated',
+    schema: { type: 'string' },
+  },
+  'x-strata-version': {
+    description: 'The entry version (a decimal integer; also as `etag: "<version>"`)',
+    schema: { type: 'string', pattern: '^[0-9]+$' },
+  },
+  'x-strata-expires-at': {
+    description: 'Expiry (ISO-8601); absent when the entry does not expire',
+    schema: { type: 'string', format: 'date-time' },
+  },
   'x-strata-tags': { description: 'The entry tags, comma-separated, when set', schema: { type: 'string' } },
 };
 
 const WRITE_HEADERS = [
-  header('x-strata-ttl', `Time to live in whole seconds (1..${MAX_TTL_SECONDS}); absent: the namespace default`, { type: 'integer', minimum: 1, maximum: MAX_TTL_SECONDS }),
+  header('x-strata-ttl', `Time to live in whole seconds (1..${MAX_TTL_SECONDS}); absent: the namespace default`, {
+    type: 'integer',
+    minimum: 1,
+    maximum: MAX_TTL_SECONDS,
+  }),
   // A list in a header: comma-separated (style simple), as the server splits it (spaces around commas are trimmed).
   {
     ...header('x-strata-tags', `Comma-separated tags (at most ${MAX_TAGS}; spaces around the commas are ignored)`, {
@@ -106,9 +131,14 @@ export const ROUTE_DOCS = {
   getKey: {
     operationId: 'getKey',
     summary: 'Read a value',
-    description: 'Walks the tiers (near cache, hot, warm, cold); a hit below the top is promoted. A namespace with an origin reads through on a miss.',
+    description:
+      'Walks the tiers (near cache, hot, warm, cold); a hit below the top is promoted. A namespace with an origin reads through on a miss.',
     responses: {
-      '200': { description: 'The value bytes, with the content type they were stored with', headers: ENTRY_HEADERS, content: { '*/*': { schema: { type: 'string', format: 'binary' } } } },
+      '200': {
+        description: 'The value bytes, with the content type they were stored with',
+        headers: ENTRY_HEADERS,
+        content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
+      },
       '303': {
         description:
           'The value is above the inline limit: `location` is a presigned download URL for the version the headers describe (412 once ' +
@@ -169,14 +199,37 @@ export const ROUTE_DOCS = {
     operationId: 'batchPut',
     summary: 'Write up to 100 values (validated whole before anything is written)',
     requestBody: { required: true, content: { 'application/json': { schema: fromZod(batchPutSchema) } } },
-    responses: { '200': json({ type: 'object', required: ['items'], properties: { items: { type: 'array', items: ref('WriteResult') } } }, 'One item per input item, in order') },
+    responses: {
+      '200': json(
+        { type: 'object', required: ['items'], properties: { items: { type: 'array', items: ref('WriteResult') } } },
+        'One item per input item, in order',
+      ),
+    },
     errors: ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', ...KEY_ERRORS],
   },
   batchDelete: {
     operationId: 'batchDelete',
     summary: 'Delete up to 100 values',
     requestBody: { required: true, content: { 'application/json': { schema: fromZod(batchKeysSchema) } } },
-    responses: { '200': json({ type: 'object', required: ['items'], properties: { items: { type: 'array', items: { type: 'object', required: ['key', 'version'], properties: { key: { type: 'string' }, version: { type: 'integer' } } } } } }, 'The tombstone version per key') },
+    responses: {
+      '200': json(
+        {
+          type: 'object',
+          required: ['items'],
+          properties: {
+            items: {
+              type: 'array',
+              items: {
+                type: 'object',
+                required: ['key', 'version'],
+                properties: { key: { type: 'string' }, version: { type: 'integer' } },
+              },
+            },
+          },
+        },
+        'The tombstone version per key',
+      ),
+    },
     errors: ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', ...KEY_ERRORS],
   },
   createUpload: {
@@ -186,7 +239,22 @@ export const ROUTE_DOCS = {
       'The upload belongs to the caller (its tenant), this namespace and key; `ttl`, `tags` and `contentType` are applied at ' +
       'completion. The URL takes one PUT, with `headers`.',
     requestBody: { required: false, content: { 'application/json': { schema: fromZod(uploadRequestSchema) } } },
-    responses: { '200': json({ type: 'object', required: ['uploadId', 'url', 'method', 'headers', 'expiresAt'], properties: { uploadId: { type: 'string' }, url: { type: 'string', format: 'uri' }, method: { const: 'PUT' }, headers: { type: 'object', additionalProperties: { type: 'string' } }, expiresAt: { type: 'string', format: 'date-time' } } }, 'PUT the bytes to `url` with `headers`, then complete the upload') },
+    responses: {
+      '200': json(
+        {
+          type: 'object',
+          required: ['uploadId', 'url', 'method', 'headers', 'expiresAt'],
+          properties: {
+            uploadId: { type: 'string' },
+            url: { type: 'string', format: 'uri' },
+            method: { const: 'PUT' },
+            headers: { type: 'object', additionalProperties: { type: 'string' } },
+            expiresAt: { type: 'string', format: 'date-time' },
+          },
+        },
+        'PUT the bytes to `url` with `headers`, then complete the upload',
+      ),
+    },
     errors: ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', ...KEY_ERRORS],
   },
   completeUpload: {
@@ -233,7 +301,10 @@ export const ROUTE_DOCS = {
   health: {
     operationId: 'health',
     summary: 'Health of every tier',
-    responses: { '200': json(ref('Health'), 'At least one tier is up (`ok` or `degraded`)'), '503': json(ref('Health'), 'No tier is up (`down`)') },
+    responses: {
+      '200': json(ref('Health'), 'At least one tier is up (`ok` or `degraded`)'),
+      '503': json(ref('Health'), 'No tier is up (`down`)'),
+    },
   },
   openApi: {
     operationId: 'openApi',
@@ -249,47 +320,132 @@ export const ROUTE_DOCS = {
       query('keys', 'Distinct keys held: `500`, `200k`, `1.5M`', { type: 'string' }, true),
       query('requestsPerMonth', 'Reads a month', { type: 'string' }, true),
       query('writesPerMonth', 'Writes a month (default: the expected misses of a cold cache)'),
-      query('persistent', 'Only placements whose data survives a node loss', { type: 'string', enum: ['true', 'false', '1', '0'] }),
+      query('persistent', 'Only placements whose data survives a node loss', {
+        type: 'string',
+        enum: ['true', 'false', '1', '0'],
+      }),
       query('latencyTarget', 'Hit latency target (`5ms`, `0.2s`)'),
       query('serviceTime', "The origin's time per miss (default `1s`)"),
-      query('inRegion', 'Results stay in the region (no transfer-out charge)', { type: 'string', enum: ['true', 'false', '1', '0'] }),
+      query('inRegion', 'Results stay in the region (no transfer-out charge)', {
+        type: 'string',
+        enum: ['true', 'false', '1', '0'],
+      }),
       query('region', 'Price region (default `us-east-1`)'),
       query('catalog', 'Price catalog id (default: the newest)'),
       query('rankBy', 'Ranking', { type: 'string', enum: ['cs', 'cost'] }),
       query('top', 'Return the best n only', { type: 'integer', minimum: 1 }),
     ],
-    responses: { '200': json({ type: 'object', required: ['workload', 'recommendations', 'text'], properties: { workload: { type: 'object' }, recommendations: { type: 'array', items: { type: 'object' } }, excluded: { type: 'array', items: { type: 'object' } }, ranked: { type: 'integer' }, text: { type: 'string' } } }, 'Ranked placements') },
+    responses: {
+      '200': json(
+        {
+          type: 'object',
+          required: ['workload', 'recommendations', 'text'],
+          properties: {
+            workload: { type: 'object' },
+            recommendations: { type: 'array', items: { type: 'object' } },
+            excluded: { type: 'array', items: { type: 'object' } },
+            ranked: { type: 'integer' },
+            text: { type: 'string' },
+          },
+        },
+        'Ranked placements',
+      ),
+    },
     errors: ['VALIDATION_FAILED'],
   },
   costPaper2010: {
     operationId: 'costPaper2010',
     summary: "Paper 001's cost tables recomputed, with the cells its own formulas do not give",
-    responses: { '200': json({ type: 'object', required: ['tables', 'cells', 'discrepancies'], properties: { tables: { type: 'string' }, cells: { type: 'array', items: { type: 'object' } }, discrepancies: { type: 'array', items: { type: 'object' } }, discrepanciesText: { type: 'string' } } }, 'Tables III and IV') },
+    responses: {
+      '200': json(
+        {
+          type: 'object',
+          required: ['tables', 'cells', 'discrepancies'],
+          properties: {
+            tables: { type: 'string' },
+            cells: { type: 'array', items: { type: 'object' } },
+            discrepancies: { type: 'array', items: { type: 'object' } },
+            discrepanciesText: { type: 'string' },
+          },
+        },
+        'Tables III and IV',
+      ),
+    },
   },
   costCatalogs: {
     operationId: 'costCatalogs',
     summary: 'The price catalogs and their regions',
-    responses: { '200': json({ type: 'object', required: ['catalogs', 'defaultCatalog', 'defaultRegion'], properties: { catalogs: { type: 'array', items: { type: 'object' } }, defaultCatalog: { type: 'string' }, defaultRegion: { type: 'string' }, text: { type: 'string' } } }, 'Catalogs') },
+    responses: {
+      '200': json(
+        {
+          type: 'object',
+          required: ['catalogs', 'defaultCatalog', 'defaultRegion'],
+          properties: {
+            catalogs: { type: 'array', items: { type: 'object' } },
+            defaultCatalog: { type: 'string' },
+            defaultRegion: { type: 'string' },
+            text: { type: 'string' },
+          },
+        },
+        'Catalogs',
+      ),
+    },
   },
   startExecution: {
     operationId: 'startExecution',
     summary: 'Start a workflow execution',
-    parameters: [query('name', 'Execution name (1-80 of A-Z a-z 0-9 _ -); default generated', { type: 'string', pattern: '^[A-Za-z0-9_-]{1,80}$' })],
-    requestBody: { required: false, description: "The workflow's input", content: { 'application/json': { schema: { type: 'object' } } } },
-    responses: { '202': { ...json(ref('ExecutionSummary'), 'Started'), headers: { location: { description: 'The execution URL', schema: { type: 'string' } } } } },
+    parameters: [
+      query('name', 'Execution name (1-80 of A-Z a-z 0-9 _ -); default generated', {
+        type: 'string',
+        pattern: '^[A-Za-z0-9_-]{1,80}$',
+      }),
+    ],
+    requestBody: {
+      required: false,
+      description: "The workflow's input",
+      content: { 'application/json': { schema: { type: 'object' } } },
+    },
+    responses: {
+      '202': {
+        ...json(ref('ExecutionSummary'), 'Started'),
+        headers: { location: { description: 'The execution URL', schema: { type: 'string' } } },
+      },
+    },
     errors: ['VALIDATION_FAILED', 'MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'EXECUTION_EXISTS', 'WORKFLOWS_UNAVAILABLE'],
   },
   listExecutions: {
     operationId: 'listExecutions',
     summary: 'List workflow executions, newest first',
-    parameters: [query('workflow', 'Only this workflow', { type: 'string', enum: [...WORKFLOW_NAMES] }), query('limit', 'At most this many (default 20)', { type: 'integer', minimum: 1, maximum: 100 })],
-    responses: { '200': json({ type: 'object', required: ['executions'], properties: { executions: { type: 'array', items: ref('ExecutionSummary') } } }, 'Executions') },
+    parameters: [
+      query('workflow', 'Only this workflow', { type: 'string', enum: [...WORKFLOW_NAMES] }),
+      query('limit', 'At most this many (default 20)', { type: 'integer', minimum: 1, maximum: 100 }),
+    ],
+    responses: {
+      '200': json(
+        {
+          type: 'object',
+          required: ['executions'],
+          properties: { executions: { type: 'array', items: ref('ExecutionSummary') } },
+        },
+        'Executions',
+      ),
+    },
     errors: ['VALIDATION_FAILED', 'WORKFLOWS_UNAVAILABLE'],
   },
   getExecution: {
     operationId: 'getExecution',
     summary: 'An execution with its input, progress, output or error',
-    responses: { '200': json({ allOf: [ref('ExecutionSummary'), { type: 'object', properties: { input: {}, progress: { type: 'object' }, output: {}, error: { type: 'object' } } }] }, 'The execution') },
+    responses: {
+      '200': json(
+        {
+          allOf: [
+            ref('ExecutionSummary'),
+            { type: 'object', properties: { input: {}, progress: { type: 'object' }, output: {}, error: { type: 'object' } } },
+          ],
+        },
+        'The execution',
+      ),
+    },
     errors: ['NOT_FOUND', 'VALIDATION_FAILED', 'WORKFLOWS_UNAVAILABLE'],
   },
 } satisfies Record<string, RouteDoc>;

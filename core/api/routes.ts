@@ -16,17 +16,50 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { method: 'POST', resource: '/v1/ns/{ns}/batch/put', fn: 'batch', run: op.batchPut, doc: doc.batchPut },
   { method: 'POST', resource: '/v1/ns/{ns}/batch/delete', fn: 'batch', run: op.batchDelete, doc: doc.batchDelete },
   { method: 'POST', resource: '/v1/ns/{ns}/uploads/{key}', fn: 'transfer', run: op.createUpload, doc: doc.createUpload },
-  { method: 'POST', resource: '/v1/ns/{ns}/uploads/{key}/complete', fn: 'transfer', run: op.completeUpload, doc: doc.completeUpload },
+  {
+    method: 'POST',
+    resource: '/v1/ns/{ns}/uploads/{key}/complete',
+    fn: 'transfer',
+    run: op.completeUpload,
+    doc: doc.completeUpload,
+  },
   { method: 'GET', resource: '/v1/ns/{ns}/downloads/{key}', fn: 'transfer', run: op.downloadUrl, doc: doc.downloadUrl },
   { method: 'GET', resource: '/v1/stats', fn: 'service', run: (ctx) => op.stats(ctx), doc: doc.stats },
   { method: 'GET', resource: '/v1/health', fn: 'service', run: (ctx) => op.health(ctx), doc: doc.health },
-  { method: 'GET', resource: '/v1/cost/placements', fn: 'service', run: (_ctx, event) => cost.placements(event), doc: doc.costPlacements },
+  {
+    method: 'GET',
+    resource: '/v1/cost/placements',
+    fn: 'service',
+    run: (_ctx, event) => cost.placements(event),
+    doc: doc.costPlacements,
+  },
   { method: 'GET', resource: '/v1/cost/paper-2010', fn: 'service', run: () => cost.paper2010(), doc: doc.costPaper2010 },
   { method: 'GET', resource: '/v1/cost/catalogs', fn: 'service', run: () => cost.catalogs(), doc: doc.costCatalogs },
   { method: 'GET', resource: '/v1/openapi.json', fn: 'service', run: () => openApiResult(API_ROUTES), doc: doc.openApi },
-  { method: 'POST', resource: '/v1/admin/workflows/{workflow}/executions', fn: 'admin', auth: 'admin', run: admin.startExecution, doc: doc.startExecution },
-  { method: 'GET', resource: '/v1/admin/workflows/executions', fn: 'admin', auth: 'admin', run: admin.listExecutions, doc: doc.listExecutions },
-  { method: 'GET', resource: '/v1/admin/workflows/executions/{execution}', fn: 'admin', auth: 'admin', run: admin.getExecution, doc: doc.getExecution },
+  {
+    method: 'POST',
+    resource: '/v1/admin/workflows/{workflow}/executions',
+    fn: 'admin',
+    auth: 'admin',
+    run: admin.startExecution,
+    doc: doc.startExecution,
+  },
+  {
+    method: 'GET',
+    resource: '/v1/admin/workflows/executions',
+    fn: 'admin',
+    auth: 'admin',
+    run: admin.listExecutions,
+    doc: doc.listExecutions,
+  },
+  {
+    method: 'GET',
+    resource: '/v1/admin/workflows/executions/{execution}',
+    fn: 'admin',
+    auth: 'admin',
+    run: admin.getExecution,
+    doc: doc.getExecution,
+  },
 ];
 
 export interface RouteMatch {
@@ -66,7 +99,10 @@ export function matchRoute(method: string, rawPath: string, routes: readonly Api
       } else if (t !== s) ok = false;
     }
     if (!ok) continue;
-    if (route.method === method || (method === 'HEAD' && route.method === 'GET' && !routes.some((r) => r.resource === route.resource && r.method === 'HEAD'))) {
+    if (
+      route.method === method ||
+      (method === 'HEAD' && route.method === 'GET' && !routes.some((r) => r.resource === route.resource && r.method === 'HEAD'))
+    ) {
       return { route, resource: route.resource, pathParameters: params, allowed: [], badParam };
     }
     best = { resource: route.resource, pathParameters: params, allowed: [...best.allowed, route.method], badParam };

@@ -30,14 +30,26 @@ export class NamespaceForbiddenError extends StrataError {
  * Refuses the request when access is enforced and the route's `{ns}` is not granted to the caller's key. Routes
  * without a namespace pass. Call after the route is matched (so `ns` is the route's parameter).
  */
-export function checkNamespaceAccess(access: TenantAccess | undefined, resource: string, event: Pick<ApiEvent, 'pathParameters' | 'requestContext'>): void {
+export function checkNamespaceAccess(
+  access: TenantAccess | undefined,
+  resource: string,
+  event: Pick<ApiEvent, 'pathParameters' | 'requestContext'>,
+): void {
   if (!access || !resource.includes('{ns}')) return;
   const ns = event.pathParameters?.ns;
   if (ns === undefined) return; // the route's own validation reports a missing namespace
   const keyId = event.requestContext?.identity?.apiKeyId ?? undefined;
-  if (!keyId) throw new NamespaceForbiddenError('this request carries no API key id, so its namespaces cannot be checked; send the tenant API key in x-api-key', { namespace: ns });
+  if (!keyId)
+    throw new NamespaceForbiddenError(
+      'this request carries no API key id, so its namespaces cannot be checked; send the tenant API key in x-api-key',
+      { namespace: ns },
+    );
   const grant = access.grantOf(keyId);
-  if (!grant) throw new NamespaceForbiddenError(`the API key is not mapped to any tenant in this deployment; ask the operator to add it to the environment's tenants`, { namespace: ns });
+  if (!grant)
+    throw new NamespaceForbiddenError(
+      `the API key is not mapped to any tenant in this deployment; ask the operator to add it to the environment's tenants`,
+      { namespace: ns },
+    );
   if (!grants(grant.namespaces, ns)) {
     const allowed = grant.namespaces.join(', ') || 'no namespace (an admin-only key)';
     throw new NamespaceForbiddenError(`tenant '${grant.tenant}' may not use namespace '${ns}'; its key is for: ${allowed}`, {
@@ -64,7 +76,8 @@ export function checkAdminAccess(access: TenantAccess | undefined, event: Pick<A
   if (identity?.userArn) return;
   const keyId = identity?.apiKeyId ?? undefined;
   const how = 'send a key marked "admin": true in STRATA_TENANT_ACCESS in x-api-key';
-  if (!keyId) throw new NamespaceForbiddenError(`the admin routes need an admin API key and this request has none; ${how}`, ADMIN_SCOPE);
+  if (!keyId)
+    throw new NamespaceForbiddenError(`the admin routes need an admin API key and this request has none; ${how}`, ADMIN_SCOPE);
   const grant = access.grantOf(keyId);
   if (!grant) {
     const message = `the API key is not mapped to any tenant in this deployment, and the admin routes need an admin key; ${how}`;

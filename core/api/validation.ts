@@ -6,7 +6,11 @@ import { MAX_TTL_SECONDS, parseWith, tagsSchema, ttlSchema } from '../model/sche
 import type { ApiEvent } from './http.js';
 import { bodyBytes, header } from './http.js';
 
-const contentTypeSchema = z.string().min(1).max(200).regex(/^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;.*)?$/, 'must be a media type like text/plain');
+const contentTypeSchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;.*)?$/, 'must be a media type like text/plain');
 
 /**
  * A key in a JSON body. The handlers check it with validateKey (naming the item, with the byte limit in the details);
@@ -36,7 +40,10 @@ export function isCanonicalBase64(s: string): boolean {
 }
 const base64Schema = z
   .string()
-  .refine(isCanonicalBase64, 'value must be standard base64 (RFC 4648: A-Z a-z 0-9 + /, padded with = to a multiple of 4 characters)')
+  .refine(
+    isCanonicalBase64,
+    'value must be standard base64 (RFC 4648: A-Z a-z 0-9 + /, padded with = to a multiple of 4 characters)',
+  )
   .meta({ pattern: BASE64_PATTERN, contentEncoding: 'base64' });
 
 export const batchKeysSchema = z.strictObject({ keys: z.array(keySchema).min(1).max(100) });
@@ -54,8 +61,14 @@ export const batchPutSchema = z.strictObject({
     .min(1)
     .max(100),
 });
-export const uploadRequestSchema = z.strictObject({ contentType: contentTypeSchema.optional(), ttl: ttlSchema.nullable().optional(), tags: tagsSchema.optional() });
-export const completeUploadSchema = uploadRequestSchema.extend({ uploadId: z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, 'uploadId is the id returned when the upload URL was requested') });
+export const uploadRequestSchema = z.strictObject({
+  contentType: contentTypeSchema.optional(),
+  ttl: ttlSchema.nullable().optional(),
+  tags: tagsSchema.optional(),
+});
+export const completeUploadSchema = uploadRequestSchema.extend({
+  uploadId: z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, 'uploadId is the id returned when the upload URL was requested'),
+});
 
 /** Path parameters ns and key, validated (the key arrives URL-decoded). */
 export function keyParams(event: ApiEvent): { ns: string; key: string } {
@@ -73,7 +86,9 @@ export function jsonBody<T extends z.ZodType>(event: ApiEvent, schema: T, { opti
   if (optional && raw.length === 0) return schema.parse({});
   const type = header(event, 'content-type') ?? '';
   if (!/^application\/json\s*(;|$)/i.test(type)) {
-    throw new StrataError('UNSUPPORTED_MEDIA_TYPE', `this endpoint takes application/json, not '${type || 'no content-type'}'`, { expected: 'application/json' });
+    throw new StrataError('UNSUPPORTED_MEDIA_TYPE', `this endpoint takes application/json, not '${type || 'no content-type'}'`, {
+      expected: 'application/json',
+    });
   }
   // JSON text is UTF-8 (RFC 8259 §8.1). Decoding invalid bytes would replace them with U+FFFD, so two different
   // keys could arrive as one: refuse the body instead.
@@ -91,16 +106,24 @@ export function jsonBody<T extends z.ZodType>(event: ApiEvent, schema: T, { opti
 export function ttlHeader(event: ApiEvent): number | undefined {
   const raw = header(event, 'x-strata-ttl');
   if (raw === undefined || raw === '') return undefined;
-  if (!/^\d{1,9}$/.test(raw.trim())) throw new ValidationError('ttl', `x-strata-ttl must be a whole number of seconds between 1 and ${MAX_TTL_SECONDS}`, { value: raw.slice(0, 40) });
+  if (!/^\d{1,9}$/.test(raw.trim()))
+    throw new ValidationError('ttl', `x-strata-ttl must be a whole number of seconds between 1 and ${MAX_TTL_SECONDS}`, {
+      value: raw.slice(0, 40),
+    });
   const n = Number(raw.trim());
-  if (n < 1 || n > MAX_TTL_SECONDS) throw new ValidationError('ttl', `x-strata-ttl must be between 1 and ${MAX_TTL_SECONDS} seconds`, { value: n });
+  if (n < 1 || n > MAX_TTL_SECONDS)
+    throw new ValidationError('ttl', `x-strata-ttl must be between 1 and ${MAX_TTL_SECONDS} seconds`, { value: n });
   return n;
 }
 
 export function tagsHeader(event: ApiEvent): string[] | undefined {
   const raw = header(event, 'x-strata-tags');
   if (raw === undefined || raw.trim() === '') return undefined;
-  return parseWith(tagsSchema, raw.split(',').map((t) => t.trim()), 'tags');
+  return parseWith(
+    tagsSchema,
+    raw.split(',').map((t) => t.trim()),
+    'tags',
+  );
 }
 
 /**
@@ -134,7 +157,9 @@ export function valueContentType(event: ApiEvent): string {
   const type = (header(event, 'content-type') ?? '').trim();
   if (type === '') return 'application/octet-stream';
   if (/^multipart\//i.test(type)) {
-    throw new StrataError('UNSUPPORTED_MEDIA_TYPE', 'send the value as the raw request body, not as a multipart form', { received: type.split(';')[0] });
+    throw new StrataError('UNSUPPORTED_MEDIA_TYPE', 'send the value as the raw request body, not as a multipart form', {
+      received: type.split(';')[0],
+    });
   }
   return parseWith(contentTypeSchema, type, 'content-type');
 }

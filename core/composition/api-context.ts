@@ -16,7 +16,12 @@ import { warmTierFromEnv } from './warm-tier-env.js';
 import { parseTenantAccess, type TenantAccess } from '../model/tenancy.js';
 import { emfDocument } from '../metrics/emf.js';
 import { metricsSink } from '../metrics/sink.js';
-import { ErrorLogLimiter, formatErrorLogEntry, type ErrorLogEntry, type ErrorLogLimiterOptions } from '../util/error-log-limiter.js';
+import {
+  ErrorLogLimiter,
+  formatErrorLogEntry,
+  type ErrorLogEntry,
+  type ErrorLogLimiterOptions,
+} from '../util/error-log-limiter.js';
 import type { MetricKey } from '../metrics/metric-catalog.js';
 import { log as processLog, registerSecret, setLogLevel, type LogLevel } from '../util/logger.js';
 
@@ -57,23 +62,40 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
           password: env.STRATA_REDIS_PASSWORD,
           // ElastiCache (AWS): IAM tokens signed per connection with the process's own credentials, no password.
           credentials: env.STRATA_REDIS_IAM_CACHE
-            ? new ElastiCacheIamAuth({ cacheName: env.STRATA_REDIS_IAM_CACHE, userId: env.STRATA_REDIS_USERNAME!, region: env.AWS_REGION })
+            ? new ElastiCacheIamAuth({
+                cacheName: env.STRATA_REDIS_IAM_CACHE,
+                userId: env.STRATA_REDIS_USERNAME!,
+                region: env.AWS_REGION,
+              })
             : undefined,
           incarnationCheck: env.STRATA_REDIS_INCARNATION,
         })
       : new MemoryTier({ name: 'hot', maxBytes: env.STRATA_HOT_MEMORY_MB * MiB }),
   );
   const wantsWarm = !!(env.STRATA_WARM_RING_BUCKET ?? env.STRATA_WARM_RING_DIR);
-  if (wantsWarm && !opts.warmTier) throw new ConfigError('STRATA_WARM_*: this runtime was built without the warm tier (pass `warmTier: warmTierFromEnv` from composition/warm-tier-env.ts to buildApiContext); unset STRATA_WARM_RING_BUCKET / STRATA_WARM_RING_DIR');
+  if (wantsWarm && !opts.warmTier)
+    throw new ConfigError(
+      'STRATA_WARM_*: this runtime was built without the warm tier (pass `warmTier: warmTierFromEnv` from composition/warm-tier-env.ts to buildApiContext); unset STRATA_WARM_RING_BUCKET / STRATA_WARM_RING_DIR',
+    );
   const warm = wantsWarm ? opts.warmTier!(env) : undefined;
   if (warm) tiers.push(warm);
   if (env.STRATA_S3_BUCKET) {
-    tiers.push(new S3Tier({ bucket: env.STRATA_S3_BUCKET, prefix: env.STRATA_S3_PREFIX, endpoint: env.STRATA_S3_ENDPOINT, region: env.AWS_REGION }));
+    tiers.push(
+      new S3Tier({
+        bucket: env.STRATA_S3_BUCKET,
+        prefix: env.STRATA_S3_PREFIX,
+        endpoint: env.STRATA_S3_ENDPOINT,
+        region: env.AWS_REGION,
+      }),
+    );
   } else if (env.STRATA_LOCAL_DIR) {
     tiers.push(new LocalFolderTier({ dir: env.STRATA_LOCAL_DIR, publicBaseUrl: env.STRATA_PUBLIC_URL }));
   }
   // An L1 in front of an in-process hot tier would only copy it.
-  const nearCache = remoteHot && env.STRATA_NEAR_CACHE_MB > 0 ? new MemoryTier({ name: 'l1', maxBytes: env.STRATA_NEAR_CACHE_MB * MiB }) : undefined;
+  const nearCache =
+    remoteHot && env.STRATA_NEAR_CACHE_MB > 0
+      ? new MemoryTier({ name: 'l1', maxBytes: env.STRATA_NEAR_CACHE_MB * MiB })
+      : undefined;
   const coordinator = new Coordinator({
     tiers,
     nearCache,
@@ -94,14 +116,22 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
     tenantAccess,
     describe: () => [
       ...(nearCache ? [`l1    memory, ${env.STRATA_NEAR_CACHE_MB} MiB per process`] : []),
-      remoteHot ? `hot   redis ${redact(env.STRATA_REDIS_URL!)}${env.STRATA_REDIS_CLUSTER ? ' (cluster)' : ''}` : `hot   memory, ${env.STRATA_HOT_MEMORY_MB} MiB (embedded; set REDIS_URL for Redis)`,
-      ...(warm ? [`warm  cache nodes, ring in ${env.STRATA_WARM_RING_BUCKET ? `s3://${env.STRATA_WARM_RING_BUCKET}/${env.STRATA_WARM_RING_PREFIX}` : env.STRATA_WARM_RING_DIR}`] : []),
+      remoteHot
+        ? `hot   redis ${redact(env.STRATA_REDIS_URL!)}${env.STRATA_REDIS_CLUSTER ? ' (cluster)' : ''}`
+        : `hot   memory, ${env.STRATA_HOT_MEMORY_MB} MiB (embedded; set REDIS_URL for Redis)`,
+      ...(warm
+        ? [
+            `warm  cache nodes, ring in ${env.STRATA_WARM_RING_BUCKET ? `s3://${env.STRATA_WARM_RING_BUCKET}/${env.STRATA_WARM_RING_PREFIX}` : env.STRATA_WARM_RING_DIR}`,
+          ]
+        : []),
       env.STRATA_S3_BUCKET
         ? `cold  s3://${env.STRATA_S3_BUCKET}/${env.STRATA_S3_PREFIX}${env.STRATA_S3_ENDPOINT ? ` at ${env.STRATA_S3_ENDPOINT}` : ''}`
         : env.STRATA_LOCAL_DIR
           ? `cold  folder ${env.STRATA_LOCAL_DIR} (set STRATA_S3_BUCKET for S3)`
           : 'cold  none',
-      tenantAccess ? `auth  ${tenantAccess.keys} API key(s) mapped to namespaces (STRATA_TENANT_ACCESS), ${admins(tenantAccess)}` : NO_AUTH,
+      tenantAccess
+        ? `auth  ${tenantAccess.keys} API key(s) mapped to namespaces (STRATA_TENANT_ACCESS), ${admins(tenantAccess)}`
+        : NO_AUTH,
     ],
   };
 }
@@ -176,15 +206,27 @@ export function coordinatorEventLog(o: CoordinatorLogOptions): (event: Coordinat
       case 'incarnation-check-failed':
         return limiter.report(e.error, 'checking the hot tier incarnation');
       case 'bump': {
-        const why = [e.writes > 0 ? `${e.writes} write(s) whose hot copy failed` : '', e.incarnation ? 'a new hot-tier incarnation' : ''].filter(Boolean).join(' and ');
+        const why = [
+          e.writes > 0 ? `${e.writes} write(s) whose hot copy failed` : '',
+          e.incarnation ? 'a new hot-tier incarnation' : '',
+        ]
+          .filter(Boolean)
+          .join(' and ');
         log(`[strata] hot fence: raised the epoch of ${e.shards} shard(s) for ${why} (fence document v${e.version})`);
         return publish({ hotFenceBumps: 1 });
       }
       case 'incarnation':
-        if (e.first) return log('[strata] hot fence: first use of this hot tier recorded (its incarnation is checked after every reconnect)');
-        return log('[strata] hot fence: the hot tier is a new incarnation (restarted or failed over): every shard was fenced; write-back entries it had not flushed are lost');
+        if (e.first)
+          return log(
+            '[strata] hot fence: first use of this hot tier recorded (its incarnation is checked after every reconnect)',
+          );
+        return log(
+          '[strata] hot fence: the hot tier is a new incarnation (restarted or failed over): every shard was fenced; write-back entries it had not flushed are lost',
+        );
       case 'write-back-lost':
-        log(`[strata] write-back: ${e.count} dirty entr${e.count === 1 ? 'y was' : 'ies were'} gone from the hot tier before their flush (evicted or expired)`);
+        log(
+          `[strata] write-back: ${e.count} dirty entr${e.count === 1 ? 'y was' : 'ies were'} gone from the hot tier before their flush (evicted or expired)`,
+        );
         return publish({ writeBackLost: e.count });
     }
   };
@@ -208,7 +250,9 @@ let current: Promise<ApiContext> | undefined;
 export function getApiContext(): Promise<ApiContext> {
   // Lambda: no flush timer (frozen between invocations); the handler flushes when due.
   if (!current) {
-    const building: Promise<ApiContext> = loadRuntimeEnvWithSecrets().then((env) => buildApiContext(env, { flushTimer: false, warmTier: warmTierFromEnv }));
+    const building: Promise<ApiContext> = loadRuntimeEnvWithSecrets().then((env) =>
+      buildApiContext(env, { flushTimer: false, warmTier: warmTierFromEnv }),
+    );
     current = building;
     building.catch(() => {
       if (current === building) current = undefined;

@@ -25,14 +25,24 @@ export function apiHandler(fn: ApiFunction) {
     const forResource = routes.filter((r) => r.resource === event.resource);
     if (forResource.length === 0) throw routeNotFound(event.httpMethod, event.path);
     const route = forResource.find((r) => r.method === event.httpMethod);
-    if (!route) throw methodNotAllowed(event.httpMethod, event.resource, forResource.map((r) => r.method));
+    if (!route)
+      throw methodNotAllowed(
+        event.httpMethod,
+        event.resource,
+        forResource.map((r) => r.method),
+      );
     ctx = await getApiContext();
     checkNamespaceAccess(ctx.tenantAccess, route.resource, event);
     if (route.auth === 'admin') checkAdminAccess(ctx.tenantAccess, event);
     return route.run(ctx, event);
   };
   return middy<ApiEvent, ApiResult, Error, Context>(dispatch)
-    .use(requestMetrics({ environment: () => (environment ??= metricsSettings().environment), namespaces: () => configuredNamespaces(ctx?.coordinator.policies) }))
+    .use(
+      requestMetrics({
+        environment: () => (environment ??= metricsSettings().environment),
+        namespaces: () => configuredNamespaces(ctx?.coordinator.policies),
+      }),
+    )
     .use(requestIdHeader())
     .use(writeBackFlush(getApiContext))
     .use(errorResponder());

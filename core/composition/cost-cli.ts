@@ -95,7 +95,8 @@ function run(args: string[], out: CliOutput): number {
     out.stdout(values.json ? `${JSON.stringify(catalogSummaries(), null, 2)}\n` : `${renderCatalogs()}\n`);
     return 0;
   }
-  const workloadGiven = values['value-size'] !== undefined || values.keys !== undefined || values['requests-per-month'] !== undefined;
+  const workloadGiven =
+    values['value-size'] !== undefined || values.keys !== undefined || values['requests-per-month'] !== undefined;
   if (values.tables || values.discrepancies || (values['paper-2010'] && !workloadGiven)) {
     if (values.json) {
       out.stdout(`${JSON.stringify({ cells: paperCells(), discrepancies: PAPER_DISCREPANCIES }, null, 2)}\n`);
@@ -106,7 +107,9 @@ function run(args: string[], out: CliOutput): number {
     return 0;
   }
   if (!workloadGiven) {
-    out.stderr(`strata cost: give a workload (--value-size, --keys, --requests-per-month) or --paper-2010 --tables\n\n${COST_USAGE}\n`);
+    out.stderr(
+      `strata cost: give a workload (--value-size, --keys, --requests-per-month) or --paper-2010 --tables\n\n${COST_USAGE}\n`,
+    );
     return 2;
   }
   const { report, top, shown } = recommendPlacements(placementQueryFromFlags(values), {

@@ -49,11 +49,18 @@ export function costPublisherFromEnv(env: NodeJS.ProcessEnv = process.env): Cost
 
   const self = env.AWS_LAMBDA_FUNCTION_NAME;
   const memoryMb = Number(env.AWS_LAMBDA_FUNCTION_MEMORY_SIZE);
-  const extraFunctions: CostedFunction[] = self && Number.isInteger(memoryMb) && memoryMb > 0 ? [{ name: self, memoryMb, tier: 'monitoring' }] : [];
+  const extraFunctions: CostedFunction[] =
+    self && Number.isInteger(memoryMb) && memoryMb > 0 ? [{ name: self, memoryMb, tier: 'monitoring' }] : [];
 
   return {
     settings,
-    deps: { fleet: new Ec2FleetReader(ec2, settings.fleet.tags), objects: new S3ListingReader(s3), metrics, fleetState, sink: new CloudWatchMetricSink(cloudWatch) },
+    deps: {
+      fleet: new Ec2FleetReader(ec2, settings.fleet.tags),
+      objects: new S3ListingReader(s3),
+      metrics,
+      fleetState,
+      sink: new CloudWatchMetricSink(cloudWatch),
+    },
     extraFunctions,
     close: async () => {
       cas?.close?.();

@@ -74,13 +74,16 @@ function hmac(key: string | Buffer, data: string): Buffer {
 export function elastiCacheIamToken(req: IamTokenRequest, credentials: AwsCredentials, now: Date = new Date()): string {
   // ElastiCache keeps cache names and user ids in lower case; a token signed for another spelling is refused.
   const host = req.cacheName.toLowerCase();
-  const amzDate = now.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, ''); // YYYYMMDDTHHMMSSZ
+  const amzDate = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, ''); // YYYYMMDDTHHMMSSZ
   const day = amzDate.slice(0, 8);
   const scope = `${day}/${req.region}/${SERVICE}/aws4_request`;
   const params: [string, string][] = [
     ['Action', 'connect'],
     ['User', req.userId.toLowerCase()],
-    ...(req.serverless ?? true ? ([['ResourceType', 'ServerlessCache']] as [string, string][]) : []),
+    ...((req.serverless ?? true) ? ([['ResourceType', 'ServerlessCache']] as [string, string][]) : []),
     ['X-Amz-Algorithm', ALGORITHM],
     ['X-Amz-Credential', `${credentials.accessKeyId}/${scope}`],
     ['X-Amz-Date', amzDate],
@@ -126,7 +129,10 @@ export class ElastiCacheIamAuth implements RedisCredentialSource {
   private current: AwsCredentials | undefined;
   private refreshing: Promise<void> | undefined;
 
-  constructor(private readonly request: IamTokenRequest, opts: ElastiCacheIamAuthOptions = {}) {
+  constructor(
+    private readonly request: IamTokenRequest,
+    opts: ElastiCacheIamAuthOptions = {},
+  ) {
     this.provider = opts.credentials ?? defaultCredentials();
     this.reauthenticateAfterMs = opts.reauthenticateAfterMs ?? IAM_REAUTH_AFTER_MS;
     this.now = opts.now ?? Date.now;
@@ -147,7 +153,8 @@ export class ElastiCacheIamAuth implements RedisCredentialSource {
       void this.refresh().catch(() => undefined);
       return 'aws-credentials-not-resolved-yet';
     }
-    if (creds.expiration && creds.expiration.getTime() - this.now() < REFRESH_BEFORE_EXPIRY_MS) void this.refresh().catch(() => undefined);
+    if (creds.expiration && creds.expiration.getTime() - this.now() < REFRESH_BEFORE_EXPIRY_MS)
+      void this.refresh().catch(() => undefined);
     return elastiCacheIamToken(this.request, creds, new Date(this.now()));
   }
 

@@ -17,7 +17,10 @@ const schema = runtimeEnvSchema.pick({ STRATA_ENV: true, STRATA_METRICS_STDOUT: 
  * the tiers. A bad value stops start-up with a message naming the variable, like the rest of the configuration.
  */
 export function metricsSettings(env: NodeJS.ProcessEnv = process.env): MetricsSettings {
-  const r = schema.safeParse({ STRATA_ENV: env.STRATA_ENV || undefined, STRATA_METRICS_STDOUT: env.STRATA_METRICS_STDOUT || undefined });
+  const r = schema.safeParse({
+    STRATA_ENV: env.STRATA_ENV || undefined,
+    STRATA_METRICS_STDOUT: env.STRATA_METRICS_STDOUT || undefined,
+  });
   if (!r.success) throw new ConfigError(`invalid configuration: ${formatIssues(r.error.issues, { root: '' })}`);
   return { environment: r.data.STRATA_ENV, stdout: !!env.AWS_LAMBDA_FUNCTION_NAME || r.data.STRATA_METRICS_STDOUT };
 }

@@ -40,7 +40,8 @@ function parseArgs(argv: string[]): Args {
     }
     const eq = a.indexOf('=');
     const name = eq > 0 ? a.slice(2, eq) : a.slice(2);
-    const value = eq > 0 ? a.slice(eq + 1) : !BOOLEAN_FLAGS.has(name) && argv[i + 1] && !argv[i + 1]!.startsWith('--') ? argv[++i]! : 'true';
+    const value =
+      eq > 0 ? a.slice(eq + 1) : !BOOLEAN_FLAGS.has(name) && argv[i + 1] && !argv[i + 1]!.startsWith('--') ? argv[++i]! : 'true';
     flags.set(name, [...(flags.get(name) ?? []), value]);
   }
   return { positional, flags };
@@ -60,9 +61,18 @@ export async function main(argv: string[]): Promise<void> {
   const ring = new RingStore(cas);
   const secret = process.env.STRATA_NODE_SECRET ?? '';
   const client = new NodeClient({ secret, timeoutMs: 5000 });
-  const migrator = new Migrator({ ring, docs: cas, client, onEvent: (e) => print({ event: e.type, at: e.at, ...('session' in e ? { session: e.session } : { plan: e.plan }) }), onWarning: (m) => print({ warning: m }) });
+  const migrator = new Migrator({
+    ring,
+    docs: cas,
+    client,
+    onEvent: (e) => print({ event: e.type, at: e.at, ...('session' in e ? { session: e.session } : { plan: e.plan }) }),
+    onWarning: (m) => print({ warning: m }),
+  });
   const mode = (flag('mode') ?? 'incremental') as MigrationMode;
-  const runOpts = { ...(num('rate') ? { rateBytesPerSec: num('rate')! } : {}), ...(num('grace-ms') !== undefined ? { graceMs: num('grace-ms')! } : {}) };
+  const runOpts = {
+    ...(num('rate') ? { rateBytesPerSec: num('rate')! } : {}),
+    ...(num('grace-ms') !== undefined ? { graceMs: num('grace-ms')! } : {}),
+  };
   const [cmd, sub, ...rest] = positional;
   if (flag('wait-for-go') === 'true') {
     // Started ahead of time (modules loaded, clients made); the command runs when a line arrives on stdin.
@@ -93,7 +103,14 @@ export async function main(argv: string[]): Promise<void> {
       case 'plan': {
         const id = flag('id');
         if (!id) throw new Error('--id is required');
-        if (sub === 'scale-out') print(await migrator.planScaleOut({ target: { id, url: flag('url') ?? '' }, mode, ...(flag('sources') ? { sources: flag('sources')!.split(',') } : {}) }));
+        if (sub === 'scale-out')
+          print(
+            await migrator.planScaleOut({
+              target: { id, url: flag('url') ?? '' },
+              mode,
+              ...(flag('sources') ? { sources: flag('sources')!.split(',') } : {}),
+            }),
+          );
         else if (sub === 'scale-in') print(await migrator.planScaleIn({ node: id, mode }));
         else throw new Error('plan scale-out | scale-in');
         break;
@@ -102,7 +119,10 @@ export async function main(argv: string[]): Promise<void> {
       case 'scale-in': {
         const id = flag('id');
         if (!id) throw new Error('--id is required');
-        const plan = cmd === 'scale-out' ? await migrator.planScaleOut({ target: { id, url: flag('url') ?? '' }, mode }) : await migrator.planScaleIn({ node: id, mode });
+        const plan =
+          cmd === 'scale-out'
+            ? await migrator.planScaleOut({ target: { id, url: flag('url') ?? '' }, mode })
+            : await migrator.planScaleIn({ node: id, mode });
         print({ event: 'plan', plan });
         print({ event: 'done', plan: await migrator.run(plan.id, runOpts) });
         break;

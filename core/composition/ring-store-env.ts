@@ -43,7 +43,9 @@ export function ringStoreFromEnv(raw: NodeJS.ProcessEnv = process.env): RingStor
     AWS_REGION: raw.AWS_REGION,
   };
   // Empty means unset, as loadRuntimeEnv reads it.
-  const r = ringStoreEnvSchema.safeParse(Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined && v !== '')));
+  const r = ringStoreEnvSchema.safeParse(
+    Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined && v !== '')),
+  );
   if (!r.success) {
     throw new ConfigError(`invalid configuration: ${formatIssues(r.error.issues, { root: '' })}`);
   }
@@ -59,6 +61,7 @@ export function ringStoreFromEnv(raw: NodeJS.ProcessEnv = process.env): RingStor
     const cas = new S3CasStore({ bucket: env.STRATA_WARM_RING_BUCKET, prefix: env.STRATA_WARM_RING_PREFIX, clientConfig });
     return { ...base, cas, describe: `s3://${env.STRATA_WARM_RING_BUCKET}/${env.STRATA_WARM_RING_PREFIX}` };
   }
-  if (env.STRATA_WARM_RING_DIR) return { ...base, cas: new FileCasStore(env.STRATA_WARM_RING_DIR), describe: env.STRATA_WARM_RING_DIR };
+  if (env.STRATA_WARM_RING_DIR)
+    return { ...base, cas: new FileCasStore(env.STRATA_WARM_RING_DIR), describe: env.STRATA_WARM_RING_DIR };
   return base;
 }

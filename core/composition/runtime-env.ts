@@ -8,9 +8,7 @@ import { formatIssues } from '../util/zod-issues.js';
 
 const MiB = 1024 * 1024;
 
-const bool = z
-  .enum(['1', '0', 'true', 'false', 'yes', 'no', ''])
-  .transform((v) => v === '1' || v === 'true' || v === 'yes');
+const bool = z.enum(['1', '0', 'true', 'false', 'yes', 'no', '']).transform((v) => v === '1' || v === 'true' || v === 'yes');
 
 /**
  * Runtime configuration from environment variables (Lambda env, or the shell for `npm start`). Read once per
@@ -33,7 +31,10 @@ export const runtimeEnvSchema = z.object({
    * and re-authenticates before ElastiCache's 12-hour limit; no password exists. Takes the place of
    * STRATA_REDIS_PASSWORD, which stays for local and self-managed Redis.
    */
-  STRATA_REDIS_IAM_CACHE: z.string().regex(/^[a-z][a-z0-9-]{0,39}$/, 'STRATA_REDIS_IAM_CACHE must be a serverless cache name').optional(),
+  STRATA_REDIS_IAM_CACHE: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{0,39}$/, 'STRATA_REDIS_IAM_CACHE must be a serverless cache name')
+    .optional(),
   /** Embedded hot tier size when no Redis is configured. */
   STRATA_HOT_MEMORY_MB: z.coerce.number().int().min(1).max(65536).default(256),
   /** Per-container near cache (L1) size; 0 turns it off. Only used above a remote hot tier. */
@@ -48,7 +49,10 @@ export const runtimeEnvSchema = z.object({
    * or a folder (local runs) — and the fleet's shared secret. Absent = no warm tier.
    */
   STRATA_WARM_RING_BUCKET: z.string().min(3).optional(),
-  STRATA_WARM_RING_PREFIX: z.string().regex(/^[A-Za-z0-9._/-]+$/).default('strata-ring'),
+  STRATA_WARM_RING_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9._/-]+$/)
+    .default('strata-ring'),
   STRATA_WARM_RING_DIR: z.string().optional(),
   STRATA_WARM_SECRET: z.string().min(16, 'the fleet secret must be at least 16 characters').optional(),
   /** The fleet secret as a Secrets Manager secret (AWS); read at start-up. Takes the place of STRATA_WARM_SECRET. */
@@ -78,7 +82,10 @@ export const runtimeEnvSchema = z.object({
     .optional(),
   /** Cold tier: S3 bucket. */
   STRATA_S3_BUCKET: z.string().min(3).optional(),
-  STRATA_S3_PREFIX: z.string().regex(/^[A-Za-z0-9._-]+$/).default('v1'),
+  STRATA_S3_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+$/)
+    .default('v1'),
   /** S3 endpoint override (LocalStack). Also read from AWS_ENDPOINT_URL_S3. */
   STRATA_S3_ENDPOINT: z.string().url().optional(),
   /** Cold tier for the embedded local run: a folder. Ignored when a bucket is set. */
@@ -90,12 +97,25 @@ export const runtimeEnvSchema = z.object({
   /** Which namespaces each API key may use (JSON; api/tenant-access.ts). Unset: not enforced. */
   STRATA_TENANT_ACCESS: z.string().optional(),
   STRATA_NAMESPACES_FILE: z.string().optional(),
-  STRATA_INLINE_LIMIT_BYTES: z.coerce.number().int().min(1024).max(6 * MiB).default(4 * MiB),
+  STRATA_INLINE_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(6 * MiB)
+    .default(4 * MiB),
   // At most 12 h: a presigned URL dies with the role session that signed it (cdk/config/schema.ts urlTtlSeconds).
-  STRATA_URL_TTL_SECONDS: z.coerce.number().int().min(60).max(12 * 3600).default(900),
+  STRATA_URL_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(60)
+    .max(12 * 3600)
+    .default(900),
   AWS_REGION: z.string().default('us-east-1'),
   /** Deployment environment (`dev`, `staging`, `prod`): the `Environment` dimension of every metric. */
-  STRATA_ENV: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'lowercase letters, digits and dashes, at most 32').default('local'),
+  STRATA_ENV: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{0,31}$/, 'lowercase letters, digits and dashes, at most 32')
+    .default('local'),
   /** `1`: also print request metrics (EMF lines) on stdout outside Lambda (in Lambda they always go there). */
   STRATA_METRICS_STDOUT: bool.default(false),
   /** Lowest level of log lines (JSON on stderr: time, level, msg, fields; secrets redacted). */
@@ -105,7 +125,11 @@ export const runtimeEnvSchema = z.object({
 export type RuntimeEnv = z.infer<typeof runtimeEnvSchema>;
 
 export function loadRuntimeEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv {
-  const input = { ...env, STRATA_REDIS_URL: env.STRATA_REDIS_URL ?? env.REDIS_URL, STRATA_S3_ENDPOINT: env.STRATA_S3_ENDPOINT ?? env.AWS_ENDPOINT_URL_S3 };
+  const input = {
+    ...env,
+    STRATA_REDIS_URL: env.STRATA_REDIS_URL ?? env.REDIS_URL,
+    STRATA_S3_ENDPOINT: env.STRATA_S3_ENDPOINT ?? env.AWS_ENDPOINT_URL_S3,
+  };
   for (const k of Object.keys(input) as (keyof typeof input)[]) if (input[k] === '') delete input[k];
   const r = runtimeEnvSchema.safeParse(input);
   if (!r.success) {
@@ -113,8 +137,8 @@ export function loadRuntimeEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv
   }
   if (r.data.STRATA_REDIS_IAM_CACHE && (!r.data.STRATA_REDIS_USERNAME || r.data.STRATA_REDIS_PASSWORD !== undefined)) {
     throw new ConfigError(
-      'invalid configuration: STRATA_REDIS_IAM_CACHE (IAM authentication) needs STRATA_REDIS_USERNAME, the IAM user, '
-        + 'and no STRATA_REDIS_PASSWORD',
+      'invalid configuration: STRATA_REDIS_IAM_CACHE (IAM authentication) needs STRATA_REDIS_USERNAME, the IAM user, ' +
+        'and no STRATA_REDIS_PASSWORD',
     );
   }
   const warm = r.data.STRATA_WARM_RING_BUCKET ?? r.data.STRATA_WARM_RING_DIR;
@@ -134,7 +158,8 @@ export function loadRuntimeEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv
 }
 
 export function namespaceConfigFrom(env: RuntimeEnv): NamespaceConfigInput {
-  const raw = env.STRATA_NAMESPACES ?? (env.STRATA_NAMESPACES_FILE ? readFileSync(env.STRATA_NAMESPACES_FILE, 'utf8') : undefined);
+  const raw =
+    env.STRATA_NAMESPACES ?? (env.STRATA_NAMESPACES_FILE ? readFileSync(env.STRATA_NAMESPACES_FILE, 'utf8') : undefined);
   if (!raw) return {};
   try {
     return JSON.parse(raw) as NamespaceConfigInput;

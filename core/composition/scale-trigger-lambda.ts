@@ -14,7 +14,8 @@ import { formatIssues } from '../util/zod-issues.js';
  */
 export async function runScaleTriggerFromEnv(raw: NodeJS.ProcessEnv = process.env): Promise<TriggerOutcome> {
   const { cas, region, reportIdPrefix } = ringStoreFromEnv(raw);
-  if (!cas) throw new ConfigError('the scale-out trigger needs the ring store: set STRATA_WARM_RING_BUCKET (or STRATA_WARM_RING_DIR)');
+  if (!cas)
+    throw new ConfigError('the scale-out trigger needs the ring store: set STRATA_WARM_RING_BUCKET (or STRATA_WARM_RING_DIR)');
   const arn = raw.STRATA_SCALE_OUT_ARN;
   if (!arn) throw new ConfigError('the scale-out trigger needs STRATA_SCALE_OUT_ARN (the ScaleOut state machine)');
   let settings: unknown;

@@ -11,7 +11,11 @@ import { formatIssues } from '../util/zod-issues.js';
  * start-up nor, for the API functions, a Secrets Manager endpoint.
  */
 const SECRETS = [
-  { arn: 'STRATA_WARM_SECRET_ARN', value: 'STRATA_WARM_SECRET', needed: (raw: NodeJS.ProcessEnv) => !!(raw.STRATA_WARM_RING_BUCKET || raw.STRATA_WARM_RING_DIR) },
+  {
+    arn: 'STRATA_WARM_SECRET_ARN',
+    value: 'STRATA_WARM_SECRET',
+    needed: (raw: NodeJS.ProcessEnv) => !!(raw.STRATA_WARM_RING_BUCKET || raw.STRATA_WARM_RING_DIR),
+  },
 ] as const;
 
 /**
@@ -23,7 +27,9 @@ export async function loadRuntimeEnvWithSecrets(raw: NodeJS.ProcessEnv = process
   const wanted = SECRETS.filter((s) => s.needed(raw) && !raw[s.value] && raw[s.arn]);
   if (wanted.length === 0) return withRingFleetSecret(loadRuntimeEnv(raw));
   const shape = Object.fromEntries(wanted.map((s) => [s.arn, true])) as Record<(typeof wanted)[number]['arn'], true>;
-  const fields = runtimeEnvSchema.pick({ ...shape, AWS_REGION: true }).safeParse({ ...Object.fromEntries(wanted.map((s) => [s.arn, raw[s.arn]])), AWS_REGION: raw.AWS_REGION || undefined });
+  const fields = runtimeEnvSchema
+    .pick({ ...shape, AWS_REGION: true })
+    .safeParse({ ...Object.fromEntries(wanted.map((s) => [s.arn, raw[s.arn]])), AWS_REGION: raw.AWS_REGION || undefined });
   if (!fields.success) throw new ConfigError(`invalid configuration: ${formatIssues(fields.error.issues, { root: '' })}`);
   const region = fields.data.AWS_REGION;
   const values = await Promise.all(wanted.map((s) => readSecret(raw[s.arn]!, region)));

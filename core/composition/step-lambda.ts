@@ -18,20 +18,30 @@ import { logLine } from '../util/logger.js';
  */
 export async function workflowDepsFromEnv(env: RuntimeEnv, secret?: string): Promise<WorkflowDeps> {
   const cas = casStoreFromEnv(env);
-  if (!cas) throw new ConfigError('the workflow steps need the ring store: set STRATA_WARM_RING_BUCKET (or STRATA_WARM_RING_DIR)');
+  if (!cas)
+    throw new ConfigError('the workflow steps need the ring store: set STRATA_WARM_RING_BUCKET (or STRATA_WARM_RING_DIR)');
   // Created here if missing, before any step runs: every node this Lambda launches waits for this secret at boot,
   // and the build (so this) runs at the first step a container serves, ScaleOut's launch included.
   const nodeSecret = secret ?? (await readFleetSecret(env, { create: true }));
   // The tiers (a Redis connection, S3 clients) only when an eviction or tier-migration step first needs them.
   let ctx: BuiltContext | undefined;
-  const tier = (name: string) => (ctx ??= buildApiContext({ ...env, STRATA_WARM_SECRET: nodeSecret }, { flushTimer: false, warmTier: warmTierFromEnv })).tiers.find((t) => t.name === name);
+  const tier = (name: string) =>
+    (ctx ??= buildApiContext(
+      { ...env, STRATA_WARM_SECRET: nodeSecret },
+      { flushTimer: false, warmTier: warmTierFromEnv },
+    )).tiers.find((t) => t.name === name);
   return workflowDeps({
     cas,
     nodes: new NodeClient({ secret: nodeSecret, timeoutMs: env.STRATA_WARM_TIMEOUT_MS }),
     onWarning: (m) => log('warn', m),
     nodeUrl: async (n) => (n.privateIp ? `http://${n.privateIp}:${env.STRATA_NODE_PORT}` : undefined),
     fleetSubnets: env.STRATA_FLEET_SUBNETS ?? [],
-    metric: (key, value, dims) => process.stdout.write(serializeEmf([emfDocument({ timestamp: Date.now(), dimensions: { Environment: env.STRATA_ENV, ...dims }, values: { [key]: value } })])),
+    metric: (key, value, dims) =>
+      process.stdout.write(
+        serializeEmf([
+          emfDocument({ timestamp: Date.now(), dimensions: { Environment: env.STRATA_ENV, ...dims }, values: { [key]: value } }),
+        ]),
+      ),
     tiers: {
       get hot() {
         return tier('hot');

@@ -15,7 +15,14 @@ type RingStoreEnv = Pick<RuntimeEnv, 'STRATA_WARM_RING_BUCKET' | 'STRATA_WARM_RI
 /** The ring's compare-and-set store: an S3 prefix (AWS) or a folder (local runs); undefined when neither is set. */
 export function casStoreFromEnv(env: RingStoreEnv): CasStore | undefined {
   if (env.STRATA_WARM_RING_BUCKET) {
-    return new S3CasStore({ bucket: env.STRATA_WARM_RING_BUCKET, prefix: env.STRATA_WARM_RING_PREFIX, clientConfig: { region: env.AWS_REGION, ...(env.STRATA_S3_ENDPOINT ? { endpoint: env.STRATA_S3_ENDPOINT, forcePathStyle: true } : {}) } });
+    return new S3CasStore({
+      bucket: env.STRATA_WARM_RING_BUCKET,
+      prefix: env.STRATA_WARM_RING_PREFIX,
+      clientConfig: {
+        region: env.AWS_REGION,
+        ...(env.STRATA_S3_ENDPOINT ? { endpoint: env.STRATA_S3_ENDPOINT, forcePathStyle: true } : {}),
+      },
+    });
   }
   return env.STRATA_WARM_RING_DIR ? new FileCasStore(env.STRATA_WARM_RING_DIR) : undefined;
 }
@@ -50,7 +57,9 @@ type FleetSecretEnv = Pick<RuntimeEnv, 'STRATA_WARM_SECRET' | 'STRATA_WARM_SECRE
 /** The ring store does not hold the fleet secret (yet), and this caller may not create it. */
 export class FleetSecretMissingError extends ConfigError {
   constructor(where: string) {
-    super(`the fleet secret does not exist yet at ${where}: the workflow steps (or the API) create it before any node is launched`);
+    super(
+      `the fleet secret does not exist yet at ${where}: the workflow steps (or the API) create it before any node is launched`,
+    );
     this.name = 'FleetSecretMissingError';
   }
 }
@@ -69,7 +78,9 @@ export async function readFleetSecret(env: FleetSecretEnv, opts: { create?: bool
   if (env.STRATA_WARM_SECRET_FROM_RING) {
     const cas = casStoreFromEnv({ ...env, STRATA_WARM_RING_PREFIX: env.STRATA_WARM_RING_PREFIX ?? 'strata-ring' });
     if (!cas) {
-      throw new ConfigError('STRATA_WARM_SECRET_FROM_RING needs the ring store holding the secret (STRATA_WARM_RING_BUCKET or _DIR)');
+      throw new ConfigError(
+        'STRATA_WARM_SECRET_FROM_RING needs the ring store holding the secret (STRATA_WARM_RING_BUCKET or _DIR)',
+      );
     }
     try {
       if (opts.create) return (await ensureFleetSecret(cas)).secret;

@@ -24,10 +24,16 @@ import { formatIssues } from '../util/zod-issues.js';
 export const workflowEnvSchema = z.object({
   STRATA_WORKFLOW_ARNS: z.string().optional(),
   STRATA_WORKFLOW_DOCS_BUCKET: z.string().min(3).optional(),
-  STRATA_WORKFLOW_DOCS_PREFIX: z.string().regex(/^[A-Za-z0-9._/-]+$/).optional(),
+  STRATA_WORKFLOW_DOCS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9._/-]+$/)
+    .optional(),
   STRATA_WORKFLOW_DOCS_DIR: z.string().min(1).optional(),
   STRATA_WARM_RING_BUCKET: z.string().min(3).optional(),
-  STRATA_WARM_RING_PREFIX: z.string().regex(/^[A-Za-z0-9._/-]+$/).optional(),
+  STRATA_WARM_RING_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9._/-]+$/)
+    .optional(),
   STRATA_WARM_RING_DIR: z.string().min(1).optional(),
   STRATA_SFN_ENDPOINT: z.string().url().optional(),
   STRATA_S3_ENDPOINT: z.string().url().optional(),
@@ -45,11 +51,16 @@ export function parseWorkflowArns(raw: string): Partial<Record<WorkflowName, str
   } catch (e) {
     throw new ConfigError(`STRATA_WORKFLOW_ARNS is not valid JSON: ${(e as Error).message}`);
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ConfigError('STRATA_WORKFLOW_ARNS must be a JSON object { "<workflow>": "<state machine ARN>" }');
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new ConfigError('STRATA_WORKFLOW_ARNS must be a JSON object { "<workflow>": "<state machine ARN>" }');
   const out: Partial<Record<WorkflowName, string>> = {};
   for (const [k, v] of Object.entries(parsed)) {
-    if (!(WORKFLOW_NAMES as readonly string[]).includes(k)) throw new ConfigError(`STRATA_WORKFLOW_ARNS: unknown workflow '${k}' (workflows: ${WORKFLOW_NAMES.join(', ')})`);
-    if (typeof v !== 'string' || !STATE_MACHINE_ARN.test(v)) throw new ConfigError(`STRATA_WORKFLOW_ARNS.${k}: must be a state machine ARN (arn:aws:states:<region>:<account>:stateMachine:<name>)`);
+    if (!(WORKFLOW_NAMES as readonly string[]).includes(k))
+      throw new ConfigError(`STRATA_WORKFLOW_ARNS: unknown workflow '${k}' (workflows: ${WORKFLOW_NAMES.join(', ')})`);
+    if (typeof v !== 'string' || !STATE_MACHINE_ARN.test(v))
+      throw new ConfigError(
+        `STRATA_WORKFLOW_ARNS.${k}: must be a state machine ARN (arn:aws:states:<region>:<account>:stateMachine:<name>)`,
+      );
     out[k as WorkflowName] = v;
   }
   return out;
@@ -58,12 +69,17 @@ export function parseWorkflowArns(raw: string): Partial<Record<WorkflowName, str
 /** The CAS store holding the progress documents, from the environment; undefined when none is configured. */
 export function progressCasFromEnv(env: z.infer<typeof workflowEnvSchema>): CasStore | undefined {
   // The STRATA_WORKFLOW_DOCS_* pair first, then the warm ring's.
-  const [bucket, prefix, dir] = env.STRATA_WORKFLOW_DOCS_BUCKET || env.STRATA_WORKFLOW_DOCS_DIR
-    ? [env.STRATA_WORKFLOW_DOCS_BUCKET, env.STRATA_WORKFLOW_DOCS_PREFIX, env.STRATA_WORKFLOW_DOCS_DIR]
-    : [env.STRATA_WARM_RING_BUCKET, env.STRATA_WARM_RING_PREFIX, env.STRATA_WARM_RING_DIR];
+  const [bucket, prefix, dir] =
+    env.STRATA_WORKFLOW_DOCS_BUCKET || env.STRATA_WORKFLOW_DOCS_DIR
+      ? [env.STRATA_WORKFLOW_DOCS_BUCKET, env.STRATA_WORKFLOW_DOCS_PREFIX, env.STRATA_WORKFLOW_DOCS_DIR]
+      : [env.STRATA_WARM_RING_BUCKET, env.STRATA_WARM_RING_PREFIX, env.STRATA_WARM_RING_DIR];
   if (bucket) {
     const endpoint = env.STRATA_S3_ENDPOINT ?? env.AWS_ENDPOINT_URL_S3;
-    return new S3CasStore({ bucket, prefix: prefix ?? 'strata-ring', clientConfig: { region: env.AWS_REGION, ...(endpoint ? { endpoint, forcePathStyle: true } : {}) } });
+    return new S3CasStore({
+      bucket,
+      prefix: prefix ?? 'strata-ring',
+      clientConfig: { region: env.AWS_REGION, ...(endpoint ? { endpoint, forcePathStyle: true } : {}) },
+    });
   }
   return dir ? new FileCasStore(dir) : undefined;
 }

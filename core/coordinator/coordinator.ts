@@ -16,11 +16,27 @@ import { Promoter } from './promotion.js';
 import { restamp, type Attempt } from './restamp.js';
 import { entryHeader, headOne, readMany, readOne, TierWalk, type TierRead, type Walked } from './tier-walk.js';
 import { TierWriter } from './tier-writer.js';
-import type { CoordinatorEvent, CoordinatorOptions, DeleteResult, ReadResult, ServedBy, WriteOptions, WriteResult } from './types.js';
+import type {
+  CoordinatorEvent,
+  CoordinatorOptions,
+  DeleteResult,
+  ReadResult,
+  ServedBy,
+  WriteOptions,
+  WriteResult,
+} from './types.js';
 import { WriteBackFlusher } from './write-back.js';
 import { log } from '../util/logger.js';
 
-export type { CoordinatorEvent, CoordinatorOptions, DeleteResult, ReadResult, ServedBy, WriteOptions, WriteResult } from './types.js';
+export type {
+  CoordinatorEvent,
+  CoordinatorOptions,
+  DeleteResult,
+  ReadResult,
+  ServedBy,
+  WriteOptions,
+  WriteResult,
+} from './types.js';
 
 interface TierCounters {
   hits: number;
@@ -169,7 +185,9 @@ export class Coordinator {
     for (const f of found) {
       if ('walked' in f && !asksOrigin(f.walked, policy)) this.reads.assertCertain(f.walked, policy);
     }
-    return Promise.all(found.map((f, i) => ('near' in f ? (f.near ?? undefined) : this.settleRead(ns, keys[i]!, f.walked, policy))));
+    return Promise.all(
+      found.map((f, i) => ('near' in f ? (f.near ?? undefined) : this.settleRead(ns, keys[i]!, f.walked, policy))),
+    );
   }
 
   /** A certain walk's answer for a read: the hit (promoted), the origin's value, or a miss. */
@@ -276,7 +294,8 @@ export class Coordinator {
   ): Promise<WriteResult> {
     const policy = this.policies.for(ns);
     const target = this.tiers.find(supportsPresigning);
-    if (!target || !supportsPresigning(target)) throw new StrataError('TIER_UNAVAILABLE', 'no tier supports uploads', permanentDetails());
+    if (!target || !supportsPresigning(target))
+      throw new StrataError('TIER_UNAVAILABLE', 'no tier supports uploads', permanentDetails());
     const ttl = opts.ttlSeconds === undefined ? policy.defaultTtlSeconds : opts.ttlSeconds;
     const expiresAt = ttl === null ? null : Date.now() + ttl * 1000;
     const meta = { tags: opts.tags ?? [], ...(opts.contentType ? { contentType: opts.contentType } : {}), flags: {} };
@@ -291,7 +310,10 @@ export class Coordinator {
         },
         {
           exhausted: () => {
-            throw new StrataError('TIER_UNAVAILABLE', 'the upload kept losing to concurrent writes of the same key; commit it again');
+            throw new StrataError(
+              'TIER_UNAVAILABLE',
+              'the upload kept losing to concurrent writes of the same key; commit it again',
+            );
           },
         },
       ),
@@ -357,7 +379,9 @@ export class Coordinator {
       }),
     );
     const f = this.fence;
-    const fence = f ? { hotFence: { active: f.active, leaseMs: f.leaseMs, bumps: f.bumpCount, unknownHotCopies: this.hotUnknown } } : {};
+    const fence = f
+      ? { hotFence: { active: f.active, leaseMs: f.leaseMs, bumps: f.bumpCount, unknownHotCopies: this.hotUnknown } }
+      : {};
     const uptimeSeconds = Math.round((Date.now() - this.started) / 1000);
     return { uptimeSeconds, tiers, promotions: this.promoter.promotions, flushed: this.flusher?.flushed ?? 0, ...fence };
   }
@@ -366,7 +390,10 @@ export class Coordinator {
     const tiers: Record<string, { kind: string; ok: boolean }> = {};
     await Promise.all(
       this.tiers.map(async (t) => {
-        const ok = await withTimeout(t.ping(), 2000).then(() => true, () => false);
+        const ok = await withTimeout(t.ping(), 2000).then(
+          () => true,
+          () => false,
+        );
         tiers[t.name] = { kind: t.kind, ok };
       }),
     );
@@ -402,7 +429,9 @@ export class Coordinator {
       const loaded = await fetchFromOrigin(origin, key);
       if (!loaded) return undefined;
       const opts: WriteOptions = { ttlSeconds: origin.ttlSeconds, contentType: loaded.contentType };
-      const written = (await this.writeLocks.run(lockId(ns, key), () => this.write(ns, key, loaded.value, opts, policy, 'restamp')))!;
+      const written = (await this.writeLocks.run(lockId(ns, key), () =>
+        this.write(ns, key, loaded.value, opts, policy, 'restamp'),
+      ))!;
       const { version, expiresAt, size } = written;
       const hash = contentHash(loaded.value);
       const header: EntryHeader = { version, expiresAt, size, hash, tags: [], contentType: loaded.contentType, flags: {} };

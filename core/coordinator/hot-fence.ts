@@ -229,7 +229,13 @@ export class HotFence {
         this.next = undefined;
         try {
           const version = await this.bump(round.shards);
-          this.onEvent({ type: 'bump', shards: round.shards.size, writes: round.writes, incarnation: round.incarnation, version });
+          this.onEvent({
+            type: 'bump',
+            shards: round.shards.size,
+            writes: round.writes,
+            incarnation: round.incarnation,
+            version,
+          });
           void this.waitUntil(this.now() + this.leaseMs).then(round.resolve);
         } catch (e) {
           round.reject(e);
@@ -314,7 +320,10 @@ export class HotFence {
     this.checking = (async () => {
       const seen = await inc.checkIncarnation();
       if (!seen.same) {
-        await this.invalidate(Array.from({ length: FENCE_SHARDS }, (_, s) => s), 'incarnation');
+        await this.invalidate(
+          Array.from({ length: FENCE_SHARDS }, (_, s) => s),
+          'incarnation',
+        );
         await inc.confirmIncarnation(seen.token);
         this.onEvent({ type: 'incarnation', token: seen.token, first: seen.previous === null });
       }

@@ -39,7 +39,8 @@ export async function copyPendingToHot(
     const h = await t.head(ns, key);
     let outcome: PendingCopyOutcome | undefined;
     if (h && h.version > version) outcome = { result: 'newer', tier: t.name, version: h.version };
-    else if (i === below.length - 1 && (h?.version !== version || h.flags.tombstone)) outcome = { result: 'changed', tier: t.name };
+    else if (i === below.length - 1 && (h?.version !== version || h.flags.tombstone))
+      outcome = { result: 'changed', tier: t.name };
     if (outcome) {
       await hot.delete(ns, key, version);
       return outcome;

@@ -7,7 +7,10 @@ export interface OriginValue {
 }
 
 /** Fetches a missing key from the namespace's read-through origin. undefined = the origin has no such key. */
-export async function fetchFromOrigin(origin: NonNullable<NamespacePolicy['origin']>, key: string): Promise<OriginValue | undefined> {
+export async function fetchFromOrigin(
+  origin: NonNullable<NamespacePolicy['origin']>,
+  key: string,
+): Promise<OriginValue | undefined> {
   const url = origin.url.replace('{key}', encodeURIComponent(key));
   let res: Response;
   try {

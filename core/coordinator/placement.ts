@@ -102,7 +102,12 @@ function decide(policy: NamespacePolicy, tiers: readonly TierSnapshot[], large: 
   const promoteInto = policy.promoteOnRead
     ? tiers.filter((t) => writesTo(policy, t.name) && !(t.name === HOT && large)).map((t) => t.name)
     : [];
-  const answer = { durable: Object.freeze(durable), hot: hot ? (around ? 'marker' : 'value') : null, writeBack, promoteInto: Object.freeze(promoteInto) } as const;
+  const answer = {
+    durable: Object.freeze(durable),
+    hot: hot ? (around ? 'marker' : 'value') : null,
+    writeBack,
+    promoteInto: Object.freeze(promoteInto),
+  } as const;
   return Object.freeze(answer);
 }
 

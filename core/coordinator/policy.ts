@@ -19,7 +19,11 @@ export const namespacePolicySchema = z.strictObject({
   /** Tiers a write goes to (those configured in this deployment). */
   writeTiers: z.array(tierName).min(1).default(['hot', 'warm', 'cold']),
   /** Values of at least this many bytes skip the hot tier (write-around) and go to warm/cold only. */
-  writeAroundBytes: z.number().int().positive().default(1 * MiB),
+  writeAroundBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(1 * MiB),
   /** Write-back flush period. */
   flushIntervalMs: z.number().int().min(50).max(3_600_000).default(1000),
   /** TTL applied when a write names none; null = no expiry. */
@@ -32,21 +36,36 @@ export const namespacePolicySchema = z.strictObject({
   hotResidencySeconds: z.number().int().min(1).max(31_536_000).default(DEFAULT_HOT_RESIDENCY_SECONDS),
   /** Promote lower-tier hits into upper tiers (off the critical path). */
   promoteOnRead: z.boolean().default(true),
-  nearCache: z.strictObject({
-    enabled: z.boolean().default(true),
-    /** Bound on staleness across containers: an L1 copy is dropped this long after it was cached. */
-    ttlMs: z.number().int().min(1).max(60_000).default(1000),
-    maxValueBytes: z.number().int().positive().default(256 * 1024),
-  }).prefault({}),
+  nearCache: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      /** Bound on staleness across containers: an L1 copy is dropped this long after it was cached. */
+      ttlMs: z.number().int().min(1).max(60_000).default(1000),
+      maxValueBytes: z
+        .number()
+        .int()
+        .positive()
+        .default(256 * 1024),
+    })
+    .prefault({}),
   /** How long a delete's tombstone shields the key in the hot tier and below. */
-  tombstoneTtlMs: z.number().int().min(1000).default(10 * 60_000),
+  tombstoneTtlMs: z
+    .number()
+    .int()
+    .min(1000)
+    .default(10 * 60_000),
   /** Optional read-through origin: a miss fetches `url` with `{key}` replaced by the URL-encoded key. */
-  origin: z.strictObject({
-    url: z.string().url().refine((u) => u.includes('{key}'), 'origin.url must contain the {key} placeholder'),
-    timeoutMs: z.number().int().min(10).max(60_000).default(5000),
-    ttlSeconds: z.number().int().min(1).max(31_536_000).nullable().default(300),
-    headers: z.record(z.string(), z.string()).default({}),
-  }).optional(),
+  origin: z
+    .strictObject({
+      url: z
+        .string()
+        .url()
+        .refine((u) => u.includes('{key}'), 'origin.url must contain the {key} placeholder'),
+      timeoutMs: z.number().int().min(10).max(60_000).default(5000),
+      ttlSeconds: z.number().int().min(1).max(31_536_000).nullable().default(300),
+      headers: z.record(z.string(), z.string()).default({}),
+    })
+    .optional(),
 });
 
 export type NamespacePolicy = z.infer<typeof namespacePolicySchema>;
@@ -84,7 +103,11 @@ export class PolicyRegistry {
     if (!p) {
       const own = this.overrides[ns];
       if (!own) return this.defaults;
-      const merged = { ...this.defaults, ...own, nearCache: { ...this.defaults.nearCache, ...(own.nearCache as object | undefined) } };
+      const merged = {
+        ...this.defaults,
+        ...own,
+        nearCache: { ...this.defaults.nearCache, ...(own.nearCache as object | undefined) },
+      };
       const parsed = namespacePolicySchema.safeParse(merged);
       if (!parsed.success) throw new PolicyConfigError(parsed.error, ns);
       p = parsed.data;

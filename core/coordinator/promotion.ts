@@ -51,7 +51,9 @@ export class Promoter {
     const upper = this.d.tiers.slice(0, r.level).filter((t) => r.into.includes(t.name));
     if (upper.length === 0) return;
     const entry = copyForTier(r.entry);
-    const copies = upper.map((t) => (t === this.d.hot ? this.toHot(t, r, entry) : t.put(r.ns, r.key, entry).then((o) => o.applied)));
+    const copies = upper.map((t) =>
+      t === this.d.hot ? this.toHot(t, r, entry) : t.put(r.ns, r.key, entry).then((o) => o.applied),
+    );
     this.d.track(
       Promise.all(copies).then((applied) => {
         if (applied.includes(true)) this.done++;

@@ -77,7 +77,12 @@ export class TierWalk {
       else found[i] = { near };
     });
     if (pending.length > 0) {
-      const walked = await this.walk(ns, pending.map((i) => keys[i]!), read, headerOf);
+      const walked = await this.walk(
+        ns,
+        pending.map((i) => keys[i]!),
+        read,
+        headerOf,
+      );
       pending.forEach((i, j) => (found[i] = { walked: walked[j]! }));
     }
     return found;

@@ -78,7 +78,12 @@ export class TierWriter {
 
     if (durable.length === 0) {
       // Hot is the only copy: it must take the value itself.
-      if (!hot) throw new StrataError('TIER_UNAVAILABLE', 'the namespace writes to no configured tier', permanentDetails({ tier: 'none' }));
+      if (!hot)
+        throw new StrataError(
+          'TIER_UNAVAILABLE',
+          'the namespace writes to no configured tier',
+          permanentDetails({ tier: 'none' }),
+        );
       let o: WriteOutcome;
       try {
         o = await hot.put(ns, key, entry);
@@ -88,7 +93,9 @@ export class TierWriter {
       }
       if (o.applied) return { ok: true, value: { tiers: [hot.name], durable: false } };
       if (o.full) {
-        throw new StrataError('TIER_UNAVAILABLE', 'the hot tier is full and the namespace writes to no other tier', { tier: hot.name });
+        throw new StrataError('TIER_UNAVAILABLE', 'the hot tier is full and the namespace writes to no other tier', {
+          tier: hot.name,
+        });
       }
       return { ok: false, current: o.current! };
     }
@@ -175,10 +182,14 @@ export class TierWriter {
     if (full.length > 0) {
       const fullNames = full.map((t) => t.name).join(',');
       if (tiers.length === 0) {
-        throw new StrataError('TIER_UNAVAILABLE', `tier '${fullNames}' is full and the namespace writes to no other durable tier`, {
-          tier: fullNames,
-          reason: 'full',
-        });
+        throw new StrataError(
+          'TIER_UNAVAILABLE',
+          `tier '${fullNames}' is full and the namespace writes to no other durable tier`,
+          {
+            tier: fullNames,
+            reason: 'full',
+          },
+        );
       }
       const marker = makeLocationMarker(entry.header.version, entry.header.expiresAt);
       const shadows = await Promise.allSettled(full.map((t) => t.put(ns, key, marker)));
@@ -191,7 +202,10 @@ export class TierWriter {
       if (unshadowed.length > 0) {
         // An older copy would stay readable there: the write is not acknowledged.
         const names = unshadowed.map((t) => t.name).join(',');
-        throw new StrataError('TIER_UNAVAILABLE', `tier '${names}' is full and could not be shadowed`, { tier: names, reason: 'full' });
+        throw new StrataError('TIER_UNAVAILABLE', `tier '${names}' is full and could not be shadowed`, {
+          tier: names,
+          reason: 'full',
+        });
       }
     }
     return { ok: true, value: tiers };

@@ -72,7 +72,11 @@ export function emfDocument(input: EmfInput): EmfDocument {
     fields[def.name] = typeof value === 'number' ? value : value.slice(0, EMF_LIMITS.valuesPerMetric);
     for (const set of sets) for (const d of set) fields[d] = input.dimensions[d];
   }
-  return { _aws: { Timestamp: input.timestamp, CloudWatchMetrics: [...directives.values()].flat() }, ...input.properties, ...fields };
+  return {
+    _aws: { Timestamp: input.timestamp, CloudWatchMetrics: [...directives.values()].flat() },
+    ...input.properties,
+    ...fields,
+  };
 }
 
 /** EMF documents as log text: one JSON object per line. */
@@ -82,7 +86,35 @@ export function serializeEmf(docs: readonly EmfDocument[]): string {
   return out;
 }
 
-const unitSchema = z.enum(['Seconds', 'Microseconds', 'Milliseconds', 'Bytes', 'Kilobytes', 'Megabytes', 'Gigabytes', 'Terabytes', 'Bits', 'Kilobits', 'Megabits', 'Gigabits', 'Terabits', 'Percent', 'Count', 'Bytes/Second', 'Kilobytes/Second', 'Megabytes/Second', 'Gigabytes/Second', 'Terabytes/Second', 'Bits/Second', 'Kilobits/Second', 'Megabits/Second', 'Gigabits/Second', 'Terabits/Second', 'Count/Second', 'None']);
+const unitSchema = z.enum([
+  'Seconds',
+  'Microseconds',
+  'Milliseconds',
+  'Bytes',
+  'Kilobytes',
+  'Megabytes',
+  'Gigabytes',
+  'Terabytes',
+  'Bits',
+  'Kilobits',
+  'Megabits',
+  'Gigabits',
+  'Terabits',
+  'Percent',
+  'Count',
+  'Bytes/Second',
+  'Kilobytes/Second',
+  'Megabytes/Second',
+  'Gigabytes/Second',
+  'Terabytes/Second',
+  'Bits/Second',
+  'Kilobits/Second',
+  'Megabits/Second',
+  'Gigabits/Second',
+  'Terabits/Second',
+  'Count/Second',
+  'None',
+]);
 
 const nameSchema = z.string().min(1).max(255);
 
@@ -94,7 +126,15 @@ const emfShape = z.looseObject({
       z.strictObject({
         Namespace: z.string().min(1).max(1024),
         Dimensions: z.array(z.array(nameSchema).max(EMF_LIMITS.dimensionsPerSet)),
-        Metrics: z.array(z.strictObject({ Name: nameSchema, Unit: unitSchema.optional(), StorageResolution: z.union([z.literal(1), z.literal(60)]).optional() })).max(EMF_LIMITS.metricsPerDirective),
+        Metrics: z
+          .array(
+            z.strictObject({
+              Name: nameSchema,
+              Unit: unitSchema.optional(),
+              StorageResolution: z.union([z.literal(1), z.literal(60)]).optional(),
+            }),
+          )
+          .max(EMF_LIMITS.metricsPerDirective),
       }),
     ),
   }),
@@ -108,13 +148,28 @@ export const emfDocumentSchema = emfShape.superRefine((doc, ctx) => {
   doc._aws.CloudWatchMetrics.forEach((directive, i) => {
     for (const set of directive.Dimensions) {
       for (const d of set) {
-        if (typeof doc[d] !== 'string') ctx.addIssue({ code: 'custom', path: ['_aws', 'CloudWatchMetrics', i, 'Dimensions'], message: `dimension '${d}' has no string value at the top level` });
+        if (typeof doc[d] !== 'string')
+          ctx.addIssue({
+            code: 'custom',
+            path: ['_aws', 'CloudWatchMetrics', i, 'Dimensions'],
+            message: `dimension '${d}' has no string value at the top level`,
+          });
       }
     }
     for (const m of directive.Metrics) {
       const v = doc[m.Name];
-      const ok = (typeof v === 'number' && Number.isFinite(v)) || (Array.isArray(v) && v.length > 0 && v.length <= EMF_LIMITS.valuesPerMetric && v.every((x) => typeof x === 'number' && Number.isFinite(x)));
-      if (!ok) ctx.addIssue({ code: 'custom', path: ['_aws', 'CloudWatchMetrics', i, 'Metrics'], message: `metric '${m.Name}' has no numeric value (or 1-100 numbers) at the top level` });
+      const ok =
+        (typeof v === 'number' && Number.isFinite(v)) ||
+        (Array.isArray(v) &&
+          v.length > 0 &&
+          v.length <= EMF_LIMITS.valuesPerMetric &&
+          v.every((x) => typeof x === 'number' && Number.isFinite(x)));
+      if (!ok)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['_aws', 'CloudWatchMetrics', i, 'Metrics'],
+          message: `metric '${m.Name}' has no numeric value (or 1-100 numbers) at the top level`,
+        });
     }
   });
 });

@@ -63,7 +63,13 @@ interface Accumulator {
 const HISTOGRAM_MAX_US = 3_600_000_000;
 
 function newHistogram(): Histogram {
-  return buildHistogram({ lowestDiscernibleValue: 1, highestTrackableValue: HISTOGRAM_MAX_US, numberOfSignificantValueDigits: 3, bitBucketSize: 'packed', useWebAssembly: false });
+  return buildHistogram({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: HISTOGRAM_MAX_US,
+    numberOfSignificantValueDigits: 3,
+    bitBucketSize: 'packed',
+    useWebAssembly: false,
+  });
 }
 
 function seriesId(namespace: string, name: string, dimensions: Readonly<Record<string, string>>): string {
@@ -92,7 +98,8 @@ export class LocalMetricsStore implements MetricsSink {
     this.resolutionMs = opts.resolutionMs ?? 10_000;
     this.retainMs = opts.retainMs ?? 3_600_000;
     this.now = opts.now ?? Date.now;
-    if (!(this.resolutionMs >= 1) || !(this.retainMs >= this.resolutionMs)) throw new RangeError('LocalMetricsStore: resolutionMs >= 1 and retainMs >= resolutionMs');
+    if (!(this.resolutionMs >= 1) || !(this.retainMs >= this.resolutionMs))
+      throw new RangeError('LocalMetricsStore: resolutionMs >= 1 and retainMs >= resolutionMs');
   }
 
   /** Takes EMF documents: each metric value once per declared dimension set, as CloudWatch does. */
@@ -102,11 +109,17 @@ export class LocalMetricsStore implements MetricsSink {
       for (const directive of doc._aws.CloudWatchMetrics) {
         for (const m of directive.Metrics) {
           const raw = doc[m.Name];
-          const values = typeof raw === 'number' ? [raw] : Array.isArray(raw) ? (raw as unknown[]).filter((v): v is number => typeof v === 'number') : [];
+          const values =
+            typeof raw === 'number'
+              ? [raw]
+              : Array.isArray(raw)
+                ? (raw as unknown[]).filter((v): v is number => typeof v === 'number')
+                : [];
           for (const set of directive.Dimensions) {
             const dims: Record<string, string> = {};
             for (const d of set) dims[d] = String(doc[d]);
-            for (const v of values) this.record({ namespace: directive.Namespace, name: m.Name, unit: m.Unit ?? 'None', dimensions: dims }, v, at);
+            for (const v of values)
+              this.record({ namespace: directive.Namespace, name: m.Name, unit: m.Unit ?? 'None', dimensions: dims }, v, at);
           }
         }
       }
@@ -128,7 +141,13 @@ export class LocalMetricsStore implements MetricsSink {
     }
     let acc = bucket.get(id);
     if (!acc) {
-      acc = { sum: 0, count: 0, min: Infinity, max: -Infinity, ...(s.unit === 'Milliseconds' ? { histogram: newHistogram() } : {}) };
+      acc = {
+        sum: 0,
+        count: 0,
+        min: Infinity,
+        max: -Infinity,
+        ...(s.unit === 'Milliseconds' ? { histogram: newHistogram() } : {}),
+      };
       bucket.set(id, acc);
     }
     acc.sum += value;

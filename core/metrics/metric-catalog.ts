@@ -26,7 +26,21 @@ export type ServedTier = (typeof SERVED_TIERS)[number];
 export const COST_TIERS = ['hot', 'warm', 'cold', 'api', 'workflows', 'monitoring'] as const;
 export type CostTier = (typeof COST_TIERS)[number];
 
-export const OPERATIONS = ['get', 'put', 'delete', 'head', 'batch-get', 'batch-put', 'batch-delete', 'upload-url', 'download-url', 'stats', 'health', 'upload-complete', 'admin'] as const;
+export const OPERATIONS = [
+  'get',
+  'put',
+  'delete',
+  'head',
+  'batch-get',
+  'batch-put',
+  'batch-delete',
+  'upload-url',
+  'download-url',
+  'stats',
+  'health',
+  'upload-complete',
+  'admin',
+] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
 /** A namespace or tenant outside the configured list is reported under this name, so dimensions stay bounded. */
@@ -43,7 +57,13 @@ export interface MetricDef {
   description: string;
 }
 
-function def(namespace: MetricNamespace, name: string, unit: MetricUnit, dimensions: readonly (readonly string[])[], description: string): MetricDef {
+function def(
+  namespace: MetricNamespace,
+  name: string,
+  unit: MetricUnit,
+  dimensions: readonly (readonly string[])[],
+  description: string,
+): MetricDef {
   return { namespace, name, unit, dimensions, description };
 }
 
@@ -55,36 +75,104 @@ const W = METRIC_NAMESPACES.workflows;
 export const METRICS = {
   // ---- Strata/Requests: EMF records written by the API handlers (one per request, flushed with the log line).
   requests: def(R, 'Requests', 'Count', [['Environment'], ['Environment', 'Operation']], 'API requests handled'),
-  hits: def(R, 'Hits', 'Count', [['Environment', 'Tier'], ['Environment', 'Namespace', 'Tier']], 'keys found, by the tier that served them'),
+  hits: def(
+    R,
+    'Hits',
+    'Count',
+    [
+      ['Environment', 'Tier'],
+      ['Environment', 'Namespace', 'Tier'],
+    ],
+    'keys found, by the tier that served them',
+  ),
   misses: def(R, 'Misses', 'Count', [['Environment'], ['Environment', 'Namespace']], 'keys found in no tier'),
-  latency: def(R, 'Latency', 'Milliseconds', [['Environment'], ['Environment', 'Tier']], 'handler latency, by the tier that served'),
+  latency: def(
+    R,
+    'Latency',
+    'Milliseconds',
+    [['Environment'], ['Environment', 'Tier']],
+    'handler latency, by the tier that served',
+  ),
   bytesIn: def(R, 'BytesIn', 'Bytes', [['Environment'], ['Environment', 'Namespace']], 'value bytes written'),
   bytesOut: def(R, 'BytesOut', 'Bytes', [['Environment'], ['Environment', 'Namespace']], 'value bytes read'),
-  errors: def(R, 'Errors', 'Count', [['Environment'], ['Environment', 'ErrorCode']], 'requests answered with an error (4xx and 5xx)'),
+  errors: def(
+    R,
+    'Errors',
+    'Count',
+    [['Environment'], ['Environment', 'ErrorCode']],
+    'requests answered with an error (4xx and 5xx)',
+  ),
   serverErrors: def(R, 'ServerErrors', 'Count', [['Environment']], 'requests answered with a 5xx'),
   // Not per request: the coordinator's background-error log (composition/api-context.ts), one record per log line with its count.
-  backgroundErrors: def(R, 'BackgroundErrors', 'Count', [['Environment'], ['Environment', 'Activity']],
-    'failed background work (promotions, write-back flushes), by activity; never a failed request'),
+  backgroundErrors: def(
+    R,
+    'BackgroundErrors',
+    'Count',
+    [['Environment'], ['Environment', 'Activity']],
+    'failed background work (promotions, write-back flushes), by activity; never a failed request',
+  ),
   // Not per request either: the coordinator's own actions (composition/api-context.ts coordinatorEventLog), one record per log line.
-  hotCopiesUnknown: def(R, 'HotCopiesUnknown', 'Count', [['Environment']],
-    'writes acknowledged from the durable tiers whose hot copy failed or timed out (each fenced off before the ack)'),
-  hotFenceBumps: def(R, 'HotFenceBumps', 'Count', [['Environment']],
-    'hot-fence epoch raises written (each covers one or more writes, or a restarted or failed-over hot tier)'),
-  writeBackLost: def(R, 'WriteBackLost', 'Count', [['Environment']],
-    'write-back entries found gone (evicted or expired) from the hot tier before they were flushed'),
+  hotCopiesUnknown: def(
+    R,
+    'HotCopiesUnknown',
+    'Count',
+    [['Environment']],
+    'writes acknowledged from the durable tiers whose hot copy failed or timed out (each fenced off before the ack)',
+  ),
+  hotFenceBumps: def(
+    R,
+    'HotFenceBumps',
+    'Count',
+    [['Environment']],
+    'hot-fence epoch raises written (each covers one or more writes, or a restarted or failed-over hot tier)',
+  ),
+  writeBackLost: def(
+    R,
+    'WriteBackLost',
+    'Count',
+    [['Environment']],
+    'write-back entries found gone (evicted or expired) from the hot tier before they were flushed',
+  ),
 
   // ---- Strata/Cost: the scheduled cost publisher (lambdas/ops).
-  costPerHour: def(C, 'CostPerHour', 'None', [['Environment', 'Tier'], ['Environment', 'Tenant']], 'USD per hour, by tier and by tenant'),
+  costPerHour: def(
+    C,
+    'CostPerHour',
+    'None',
+    [
+      ['Environment', 'Tier'],
+      ['Environment', 'Tenant'],
+    ],
+    'USD per hour, by tier and by tenant',
+  ),
   totalCostPerHour: def(C, 'TotalCostPerHour', 'None', [['Environment']], 'USD per hour, all tiers'),
-  projectedMonthlyCost: def(C, 'ProjectedMonthlyCost', 'None', [['Environment']], 'USD for the month at the current rate (month-to-date + rate x hours left)'),
+  projectedMonthlyCost: def(
+    C,
+    'ProjectedMonthlyCost',
+    'None',
+    [['Environment']],
+    'USD for the month at the current rate (month-to-date + rate x hours left)',
+  ),
   costPer1000Hits: def(C, 'CostPer1000Hits', 'None', [['Environment']], 'USD per 1,000 cache hits over the last hour'),
 
   // ---- Strata/Fleet: the cost publisher (from the ring and the nodes' /stats) and the workflow steps.
   nodes: def(F, 'Nodes', 'Count', [['Environment']], 'cache nodes in the ring'),
   nodeFill: def(F, 'NodeFillPercent', 'Percent', [['Environment', 'Node']], 'fill of each node (bytes used / capacity)'),
   maxNodeFill: def(F, 'MaxNodeFillPercent', 'Percent', [['Environment']], 'fill of the fullest node'),
-  migrationsInProgress: def(F, 'MigrationsInProgress', 'Count', [['Environment']], 'migration sessions prepared but not yet published'),
-  silentNodes: def(F, 'SilentNodes', 'Count', [['Environment']], 'nodes of the ring whose stats report is missing or older than its staleness bound'),
+  migrationsInProgress: def(
+    F,
+    'MigrationsInProgress',
+    'Count',
+    [['Environment']],
+    'migration sessions prepared but not yet published',
+  ),
+  silentNodes: def(
+    F,
+    'SilentNodes',
+    'Count',
+    [['Environment']],
+    'nodes of the ring whose stats report is missing or older than its staleness bound',
+  ),
 
   // ---- Strata/Workflows: progress of the Step Functions workflows (emitted by their step Lambdas).
   sessionsDone: def(W, 'MigrationSessionsDone', 'Count', [['Environment', 'Workflow']], 'migration sessions published'),

@@ -45,14 +45,27 @@ export function requestMetricDocuments(outcome: RequestOutcome, rc: RequestRecor
   const docs = [
     emfDocument({
       timestamp: rc.timestamp,
-      dimensions: { Environment: rc.environment, Operation: outcome.operation, Namespace: namespace, Tier: mainTier, ErrorCode: outcome.errorCode },
+      dimensions: {
+        Environment: rc.environment,
+        Operation: outcome.operation,
+        Namespace: namespace,
+        Tier: mainTier,
+        ErrorCode: outcome.errorCode,
+      },
       values,
       properties,
     }),
   ];
   if (mainTier === undefined) {
     for (const [tier, n] of hitTiers) {
-      docs.push(emfDocument({ timestamp: rc.timestamp, dimensions: { Environment: rc.environment, Namespace: namespace, Tier: tier }, values: { hits: n }, properties }));
+      docs.push(
+        emfDocument({
+          timestamp: rc.timestamp,
+          dimensions: { Environment: rc.environment, Namespace: namespace, Tier: tier },
+          values: { hits: n },
+          properties,
+        }),
+      );
     }
   }
   return docs;

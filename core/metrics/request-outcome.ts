@@ -144,7 +144,11 @@ function closingQuote(s: string, open: number): number {
  * The outcome of one request from its event and what it was answered with: the response (`after`) or the error
  * and the response the error responder built from it (`onError`).
  */
-export function requestOutcome(event: Pick<APIGatewayProxyEvent, 'httpMethod' | 'resource' | 'pathParameters' | 'body' | 'isBase64Encoded'>, result: APIGatewayProxyResult | undefined, error?: unknown): RequestOutcome {
+export function requestOutcome(
+  event: Pick<APIGatewayProxyEvent, 'httpMethod' | 'resource' | 'pathParameters' | 'body' | 'isBase64Encoded'>,
+  result: APIGatewayProxyResult | undefined,
+  error?: unknown,
+): RequestOutcome {
   const operation = OPERATION_BY_ROUTE[`${event.httpMethod} ${event.resource}`];
   const statusCode = result?.statusCode ?? 500;
   const out: RequestOutcome = { operation, namespace: event.pathParameters?.ns ?? undefined, statusCode, hits: {} };

@@ -79,7 +79,11 @@ export function isLive(h: EntryHeader, now = Date.now()): boolean {
  * Whether `candidate` may replace `existing`. Expired entries count as absent; equal versions never
  * replace each other (a write is applied exactly once).
  */
-export function isNewer(candidate: number, existing: Pick<EntryHeader, 'version' | 'expiresAt'> | undefined | null, now = Date.now()): boolean {
+export function isNewer(
+  candidate: number,
+  existing: Pick<EntryHeader, 'version' | 'expiresAt'> | undefined | null,
+  now = Date.now(),
+): boolean {
   if (!existing || isExpired(existing, now)) return true;
   return candidate > existing.version;
 }
@@ -108,7 +112,10 @@ export function copyForTier(e: Entry, flags: EntryFlags = {}): Entry {
 }
 
 export function makeTombstone(version: number, ttlMs: number, now = Date.now()): Entry {
-  return { header: { version, expiresAt: now + ttlMs, size: 0, hash: '', tags: [], flags: { tombstone: true } }, value: Buffer.alloc(0) };
+  return {
+    header: { version, expiresAt: now + ttlMs, size: 0, hash: '', tags: [], flags: { tombstone: true } },
+    value: Buffer.alloc(0),
+  };
 }
 
 export function makeLocationMarker(version: number, expiresAt: number | null): Entry {

@@ -13,7 +13,11 @@ export const MAX_KEY_BYTES = 512;
 
 export function validateNamespace(ns: unknown, field = 'ns'): string {
   if (typeof ns !== 'string' || !NAMESPACE_PATTERN.test(ns)) {
-    throw new ValidationError(field, 'namespace must be 1-63 characters of a-z, 0-9, "_" or "-", starting with a letter or digit', { value: typeof ns === 'string' ? ns.slice(0, 80) : undefined });
+    throw new ValidationError(
+      field,
+      'namespace must be 1-63 characters of a-z, 0-9, "_" or "-", starting with a letter or digit',
+      { value: typeof ns === 'string' ? ns.slice(0, 80) : undefined },
+    );
   }
   return ns;
 }
@@ -21,7 +25,8 @@ export function validateNamespace(ns: unknown, field = 'ns'): string {
 /** A namespace a request may name: valid, and not the one Strata keeps its own records in. */
 export function validateUserNamespace(ns: unknown, field = 'ns'): string {
   validateNamespace(ns, field);
-  if (ns === SYSTEM_NAMESPACE) throw new ValidationError(field, `namespace '${SYSTEM_NAMESPACE}' is reserved for Strata's own records`, { value: ns });
+  if (ns === SYSTEM_NAMESPACE)
+    throw new ValidationError(field, `namespace '${SYSTEM_NAMESPACE}' is reserved for Strata's own records`, { value: ns });
   return ns as string;
 }
 
@@ -31,7 +36,8 @@ export function validateKey(key: unknown, field = 'key'): string {
   // Lone surrogates cannot be encoded as UTF-8 and would alias other keys after encoding.
   if (!key.isWellFormed()) throw new ValidationError(field, 'key must be well-formed Unicode (no lone surrogates)');
   const bytes = Buffer.byteLength(key, 'utf8');
-  if (bytes > MAX_KEY_BYTES) throw new ValidationError(field, `key is ${bytes} bytes of UTF-8; the limit is ${MAX_KEY_BYTES}`, { limit: MAX_KEY_BYTES });
+  if (bytes > MAX_KEY_BYTES)
+    throw new ValidationError(field, `key is ${bytes} bytes of UTF-8; the limit is ${MAX_KEY_BYTES}`, { limit: MAX_KEY_BYTES });
   return key;
 }
 

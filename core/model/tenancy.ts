@@ -77,4 +77,3 @@ export function grantSpecificity(grant: string, ns: string): number {
 export function grants(namespaces: readonly string[], ns: string): boolean {
   return namespaces.some((g) => grantSpecificity(g, ns) >= 0);
 }
-

@@ -83,7 +83,12 @@ export class Ec2Fleet implements FleetProvider {
         MaxCount: 1,
         // Idempotent per node id: a retried launch returns the same instance instead of a second one.
         ClientToken: `strata-${this.o.fleet}-${nodeId}`.slice(0, 64),
-        LaunchTemplate: { ...(this.o.launchTemplate.id ? { LaunchTemplateId: this.o.launchTemplate.id } : { LaunchTemplateName: this.o.launchTemplate.name }), Version: this.o.launchTemplate.version ?? '$Latest' },
+        LaunchTemplate: {
+          ...(this.o.launchTemplate.id
+            ? { LaunchTemplateId: this.o.launchTemplate.id }
+            : { LaunchTemplateName: this.o.launchTemplate.name }),
+          Version: this.o.launchTemplate.version ?? '$Latest',
+        },
         ...(this.o.instanceType ? { InstanceType: this.o.instanceType as never } : {}),
         ...(this.o.subnetId ? { SubnetId: this.o.subnetId } : {}),
         ...(this.o.securityGroupIds ? { SecurityGroupIds: this.o.securityGroupIds } : {}),
@@ -105,7 +110,18 @@ export class Ec2Fleet implements FleetProvider {
           { ResourceType: 'instance', Tags: this.tags(nodeId) },
           { ResourceType: 'volume', Tags: this.tags(nodeId) },
         ],
-        UserData: Buffer.from((this.o.userData ?? ((id) => defaultUserData({ nodeId: id, port: this.o.port ?? 7070, deviceName: v.deviceName ?? '/dev/sdf', secretParameter: this.o.secretParameter })))(nodeId)).toString('base64'),
+        UserData: Buffer.from(
+          (
+            this.o.userData ??
+            ((id) =>
+              defaultUserData({
+                nodeId: id,
+                port: this.o.port ?? 7070,
+                deviceName: v.deviceName ?? '/dev/sdf',
+                secretParameter: this.o.secretParameter,
+              }))
+          )(nodeId),
+        ).toString('base64'),
       }),
     );
     const instanceId = run.Instances?.[0]?.InstanceId;
@@ -114,15 +130,22 @@ export class Ec2Fleet implements FleetProvider {
       const deadline = { timeoutMs: this.o.launchTimeoutMs ?? 600_000, intervalMs: this.o.pollIntervalMs ?? 2000 };
       let instance: Instance | undefined;
       const isRunning = this.o.isRunning ?? ((i: Instance) => i.State?.Name === 'running');
-      await waitUntil(`instance ${instanceId} running`, async () => {
-        instance = await this.describe(instanceId);
-        const state = instance?.State?.Name;
-        if (state === 'terminated' || state === 'shutting-down') throw new Error(`instance ${instanceId} is ${state}`);
-        return !!instance && isRunning(instance);
-      }, deadline);
+      await waitUntil(
+        `instance ${instanceId} running`,
+        async () => {
+          instance = await this.describe(instanceId);
+          const state = instance?.State?.Name;
+          if (state === 'terminated' || state === 'shutting-down') throw new Error(`instance ${instanceId} is ${state}`);
+          return !!instance && isRunning(instance);
+        },
+        deadline,
+      );
       const url = (this.o.urlOf ?? ((i: Instance) => `http://${i.PrivateIpAddress}:${this.o.port ?? 7070}`))(instance!);
       const left = Math.max(1000, deadline.timeoutMs - (performance.now() - started));
-      await waitUntil(`cache node ${nodeId} healthy at ${url}`, () => this.o.healthCheck(url, nodeId), { timeoutMs: left, intervalMs: deadline.intervalMs });
+      await waitUntil(`cache node ${nodeId} healthy at ${url}`, () => this.o.healthCheck(url, nodeId), {
+        timeoutMs: left,
+        intervalMs: deadline.intervalMs,
+      });
       const node: LaunchedNode = { nodeId, url, instance: instanceId, allocationMs: Math.round(performance.now() - started) };
       this.launched.set(nodeId, node);
       return node;
@@ -138,13 +161,24 @@ export class Ec2Fleet implements FleetProvider {
     const live = instances.filter((i) => i.State?.Name !== 'terminated').map((i) => i.InstanceId!);
     if (live.length) {
       await this.o.client.send(new TerminateInstancesCommand({ InstanceIds: live }));
-      await waitUntil(`node ${nodeId} terminated`, async () => (await this.instancesOf(nodeId)).every((i) => i.State?.Name === 'terminated'), {
-        timeoutMs: this.o.terminateTimeoutMs ?? 300_000,
-        intervalMs: this.o.pollIntervalMs ?? 2000,
-      });
+      await waitUntil(
+        `node ${nodeId} terminated`,
+        async () => (await this.instancesOf(nodeId)).every((i) => i.State?.Name === 'terminated'),
+        {
+          timeoutMs: this.o.terminateTimeoutMs ?? 300_000,
+          intervalMs: this.o.pollIntervalMs ?? 2000,
+        },
+      );
     }
     // The data volume goes with the instance (DeleteOnTermination); delete whatever of the node's is left.
-    const vols = await this.o.client.send(new DescribeVolumesCommand({ Filters: [{ Name: `tag:${NODE_ID_TAG}`, Values: [nodeId] }, { Name: `tag:${FLEET_TAG}`, Values: [this.o.fleet] }] }));
+    const vols = await this.o.client.send(
+      new DescribeVolumesCommand({
+        Filters: [
+          { Name: `tag:${NODE_ID_TAG}`, Values: [nodeId] },
+          { Name: `tag:${FLEET_TAG}`, Values: [this.o.fleet] },
+        ],
+      }),
+    );
     for (const vol of vols.Volumes ?? []) {
       if (vol.State === 'available') await this.o.client.send(new DeleteVolumeCommand({ VolumeId: vol.VolumeId! }));
     }
@@ -152,13 +186,27 @@ export class Ec2Fleet implements FleetProvider {
   }
 
   async list(): Promise<LaunchedNode[]> {
-    const res = await this.o.client.send(new DescribeInstancesCommand({ Filters: [{ Name: `tag:${FLEET_TAG}`, Values: [this.o.fleet] }, { Name: 'instance-state-name', Values: ['pending', 'running'] }] }));
+    const res = await this.o.client.send(
+      new DescribeInstancesCommand({
+        Filters: [
+          { Name: `tag:${FLEET_TAG}`, Values: [this.o.fleet] },
+          { Name: 'instance-state-name', Values: ['pending', 'running'] },
+        ],
+      }),
+    );
     const out: LaunchedNode[] = [];
     for (const r of res.Reservations ?? []) {
       for (const i of r.Instances ?? []) {
         const nodeId = i.Tags?.find((t) => t.Key === NODE_ID_TAG)?.Value;
         if (!nodeId) continue;
-        out.push(this.launched.get(nodeId) ?? { nodeId, url: (this.o.urlOf ?? ((x: Instance) => `http://${x.PrivateIpAddress}:${this.o.port ?? 7070}`))(i), instance: i.InstanceId!, allocationMs: 0 });
+        out.push(
+          this.launched.get(nodeId) ?? {
+            nodeId,
+            url: (this.o.urlOf ?? ((x: Instance) => `http://${x.PrivateIpAddress}:${this.o.port ?? 7070}`))(i),
+            instance: i.InstanceId!,
+            allocationMs: 0,
+          },
+        );
       }
     }
     return out;
@@ -174,7 +222,14 @@ export class Ec2Fleet implements FleetProvider {
   }
 
   private async instancesOf(nodeId: string): Promise<Instance[]> {
-    const res = await this.o.client.send(new DescribeInstancesCommand({ Filters: [{ Name: `tag:${NODE_ID_TAG}`, Values: [nodeId] }, { Name: `tag:${FLEET_TAG}`, Values: [this.o.fleet] }] }));
+    const res = await this.o.client.send(
+      new DescribeInstancesCommand({
+        Filters: [
+          { Name: `tag:${NODE_ID_TAG}`, Values: [nodeId] },
+          { Name: `tag:${FLEET_TAG}`, Values: [this.o.fleet] },
+        ],
+      }),
+    );
     return (res.Reservations ?? []).flatMap((r) => r.Instances ?? []);
   }
 }

@@ -26,7 +26,11 @@ export interface FleetProvider {
 }
 
 /** Polls `probe` until it returns true, every `intervalMs`, for at most `timeoutMs`. */
-export async function waitUntil(what: string, probe: () => Promise<boolean>, opts: { timeoutMs: number; intervalMs: number; signal?: AbortSignal }): Promise<void> {
+export async function waitUntil(
+  what: string,
+  probe: () => Promise<boolean>,
+  opts: { timeoutMs: number; intervalMs: number; signal?: AbortSignal },
+): Promise<void> {
   const deadline = Date.now() + opts.timeoutMs;
   let last: unknown;
   for (;;) {
@@ -36,7 +40,10 @@ export async function waitUntil(what: string, probe: () => Promise<boolean>, opt
     } catch (e) {
       last = e;
     }
-    if (Date.now() >= deadline) throw new Error(`${what}: not ready within ${opts.timeoutMs} ms${last instanceof Error ? ` (last error: ${last.message})` : ''}`);
+    if (Date.now() >= deadline)
+      throw new Error(
+        `${what}: not ready within ${opts.timeoutMs} ms${last instanceof Error ? ` (last error: ${last.message})` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, opts.intervalMs));
   }
 }

@@ -56,7 +56,15 @@ export class LocalFleet implements FleetProvider {
     if (this.nodes.has(nodeId)) throw new Error(`local node '${nodeId}' already exists`);
     const dir = join(this.opts.rootDir, nodeId);
     const started = performance.now();
-    const node: LocalNode = { nodeId, dir, port: 0, child: undefined, exited: undefined, launched: undefined as unknown as LaunchedNode, stderr: [] };
+    const node: LocalNode = {
+      nodeId,
+      dir,
+      port: 0,
+      child: undefined,
+      exited: undefined,
+      launched: undefined as unknown as LaunchedNode,
+      stderr: [],
+    };
     this.nodes.set(nodeId, node);
     try {
       await this.spawn(node);
@@ -64,7 +72,12 @@ export class LocalFleet implements FleetProvider {
       this.nodes.delete(nodeId);
       throw e;
     }
-    node.launched = { nodeId, url: this.url(node), instance: `local:${node.child!.pid}`, allocationMs: Math.round(performance.now() - started) };
+    node.launched = {
+      nodeId,
+      url: this.url(node),
+      instance: `local:${node.child!.pid}`,
+      allocationMs: Math.round(performance.now() - started),
+    };
     return node.launched;
   }
 
@@ -76,7 +89,22 @@ export class LocalFleet implements FleetProvider {
     const inherited: NodeJS.ProcessEnv = { ...process.env };
     delete inherited.NODE_OPTIONS; // Jest's --experimental-vm-modules is not for the daemon
     const env: NodeJS.ProcessEnv = { ...inherited, ...this.opts.env, STRATA_NODE_SECRET: this.opts.secret };
-    const args = [...CACHE_NODE_V8_FLAGS, '--import', 'tsx', this.entry, '--data-dir', node.dir, '--port', String(node.port), '--host', this.host, '--node-id', node.nodeId, '--capacity-bytes', String(this.opts.capacityBytes ?? 1024 ** 3)];
+    const args = [
+      ...CACHE_NODE_V8_FLAGS,
+      '--import',
+      'tsx',
+      this.entry,
+      '--data-dir',
+      node.dir,
+      '--port',
+      String(node.port),
+      '--host',
+      this.host,
+      '--node-id',
+      node.nodeId,
+      '--capacity-bytes',
+      String(this.opts.capacityBytes ?? 1024 ** 3),
+    ];
     const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     node.child = child;
     node.stderr = [];
@@ -88,7 +116,15 @@ export class LocalFleet implements FleetProvider {
     });
     const lines = createInterface({ input: child.stdout! });
     const ready = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`cache node '${node.nodeId}' did not start within ${this.opts.startTimeoutMs ?? 30_000} ms: ${node.stderr.join('').slice(-2000)}`)), this.opts.startTimeoutMs ?? 30_000);
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `cache node '${node.nodeId}' did not start within ${this.opts.startTimeoutMs ?? 30_000} ms: ${node.stderr.join('').slice(-2000)}`,
+            ),
+          ),
+        this.opts.startTimeoutMs ?? 30_000,
+      );
       lines.on('line', (line) => {
         try {
           const ev = JSON.parse(line) as { event?: string; port?: number };
@@ -125,10 +161,15 @@ export class LocalFleet implements FleetProvider {
   /** Starts a stopped or killed node again on the same data dir and port. */
   async restart(nodeId: string): Promise<LaunchedNode> {
     const node = this.require(nodeId);
-    if (node.child && node.child.exitCode === null && node.child.signalCode === null) throw new Error(`local node '${nodeId}' is still running`);
+    if (node.child && node.child.exitCode === null && node.child.signalCode === null)
+      throw new Error(`local node '${nodeId}' is still running`);
     const started = performance.now();
     await this.spawn(node);
-    node.launched = { ...node.launched, instance: `local:${node.child!.pid}`, allocationMs: Math.round(performance.now() - started) };
+    node.launched = {
+      ...node.launched,
+      instance: `local:${node.child!.pid}`,
+      allocationMs: Math.round(performance.now() - started),
+    };
     return node.launched;
   }
 

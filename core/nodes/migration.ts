@@ -166,7 +166,9 @@ export class Migrator {
       }
       if (!best?.cut) continue; // nothing worth moving from this source
       const lower = await this.client.rangeStats(url, best.span.start, best.cut);
-      sessions.push(this.newSession(planId, sessions.length, source, o.target.id, { start: best.span.start, end: best.cut }, lower));
+      sessions.push(
+        this.newSession(planId, sessions.length, source, o.target.id, { start: best.span.start, end: best.cut }, lower),
+      );
     }
     return this.createPlan(planId, 'scale-out', o.mode, o.target.id, sessions);
   }
@@ -185,26 +187,67 @@ export class Migrator {
     doc.ranges.forEach((r, i) => {
       if (r.owner !== o.node || r.pending) return;
       let j = (i + 1) % doc.ranges.length;
-      while (j !== i && (doc.ranges[j]!.owner === o.node || doc.nodes.find((n) => n.id === doc.ranges[j]!.owner)?.state === 'LEAVING')) j = (j + 1) % doc.ranges.length;
+      while (
+        j !== i &&
+        (doc.ranges[j]!.owner === o.node || doc.nodes.find((n) => n.id === doc.ranges[j]!.owner)?.state === 'LEAVING')
+      )
+        j = (j + 1) % doc.ranges.length;
       if (j === i) throw new MigrationError(`node '${o.node}' is the only node left: nowhere to drain it to`);
-      sessions.push(this.newSession(planId, sessions.length, o.node, doc.ranges[j]!.owner, spanOf(doc, i), { keys: 0, bytes: 0 }));
+      sessions.push(
+        this.newSession(planId, sessions.length, o.node, doc.ranges[j]!.owner, spanOf(doc, i), { keys: 0, bytes: 0 }),
+      );
     });
-    for (const s of sessions) s.planned = await this.client.rangeStats(url, s.span.start, s.span.end).then(({ keys, bytes }) => ({ keys, bytes }));
+    for (const s of sessions)
+      s.planned = await this.client.rangeStats(url, s.span.start, s.span.end).then(({ keys, bytes }) => ({ keys, bytes }));
     return this.createPlan(planId, 'scale-in', o.mode, o.node, sessions);
   }
 
-  private newSession(plan: string, i: number, source: string, target: string, span: RangeSpan, planned: { keys: number; bytes: number }): MigrationSession {
+  private newSession(
+    plan: string,
+    i: number,
+    source: string,
+    target: string,
+    span: RangeSpan,
+    planned: { keys: number; bytes: number },
+  ): MigrationSession {
     const at = new Date(this.now()).toISOString();
-    return { id: `${plan}-s${i}`, plan, source, target, span, state: 'planned', cursor: null, copied: { keys: 0, bytes: 0, applied: 0, stale: 0 }, createdAt: at, updatedAt: at, planned };
+    return {
+      id: `${plan}-s${i}`,
+      plan,
+      source,
+      target,
+      span,
+      state: 'planned',
+      cursor: null,
+      copied: { keys: 0, bytes: 0, applied: 0, stale: 0 },
+      createdAt: at,
+      updatedAt: at,
+      planned,
+    };
   }
 
-  private async createPlan(id: string, kind: MigrationPlan['kind'], mode: MigrationMode, node: string, sessions: MigrationSession[]): Promise<MigrationPlan> {
+  private async createPlan(
+    id: string,
+    kind: MigrationPlan['kind'],
+    mode: MigrationMode,
+    node: string,
+    sessions: MigrationSession[],
+  ): Promise<MigrationPlan> {
     for (const s of sessions) {
       await this.sessions.create(s.id, s);
       this.emit({ type: 'planned', session: s, at: this.now() });
     }
     const at = new Date(this.now()).toISOString();
-    return this.plans.create(id, { id, kind, mode, node, sessions: sessions.map((s) => s.id), state: 'running', createdAt: at, updatedAt: at });
+    return this.plans.create(id, {
+      id,
+      kind,
+      mode,
+      node,
+      sessions: sessions.map((s) => s.id),
+      state: 'running',
+      createdAt: at,
+      updatedAt: at,
+    });
   }
 
   // ------------------------------------------------------------------ steps
@@ -241,7 +284,9 @@ export class Migrator {
     await this.push(doc, [s.target, s.source]);
     if (s.state === 'planned') {
       const at = new Date(this.now()).toISOString();
-      const updated = await this.sessions.update(s.id, (cur) => (cur.state === 'planned' ? { ...cur, state: 'prepared', preparedAt: at, updatedAt: at } : undefined));
+      const updated = await this.sessions.update(s.id, (cur) =>
+        cur.state === 'planned' ? { ...cur, state: 'prepared', preparedAt: at, updatedAt: at } : undefined,
+      );
       this.emit({ type: 'prepared', session: updated, at: this.now() });
       return updated;
     }
@@ -269,7 +314,13 @@ export class Migrator {
 
     const checkpoint = async (state?: SessionState) => {
       const at = new Date(this.now()).toISOString();
-      s = await this.sessions.update(s.id, (cur) => ({ ...cur, cursor, copied: { ...copied }, updatedAt: at, ...(state ? { state, streamedAt: at } : {}) }));
+      s = await this.sessions.update(s.id, (cur) => ({
+        ...cur,
+        cursor,
+        copied: { ...copied },
+        updatedAt: at,
+        ...(state ? { state, streamedAt: at } : {}),
+      }));
       lastCheckpoint = this.now();
       this.emit({ type: state === 'streamed' ? 'streamed' : 'progress', session: s, at: this.now() });
     };
@@ -293,7 +344,13 @@ export class Migrator {
 
     try {
       // Records go from the export to the import as they are (no decoding and re-encoding of entries).
-      const it = this.client.exportRangeRaw(sourceUrl, { start: s.span.start, end: s.span.end, after: cursor, ...(o.rateBytesPerSec ? { rate: o.rateBytesPerSec } : {}), ...(o.signal ? { signal: o.signal } : {}) });
+      const it = this.client.exportRangeRaw(sourceUrl, {
+        start: s.span.start,
+        end: s.span.end,
+        after: cursor,
+        ...(o.rateBytesPerSec ? { rate: o.rateBytesPerSec } : {}),
+        ...(o.signal ? { signal: o.signal } : {}),
+      });
       try {
         let r = await it.next();
         while (!r.done) {
@@ -337,7 +394,8 @@ export class Migrator {
   async publish(sessionIds: string[], o: { graceMs?: number; targetState?: NodeState } = {}): Promise<MigrationSession[]> {
     const sessions = await Promise.all(sessionIds.map((id) => this.session(id)));
     for (const s of sessions) {
-      if (s.state !== 'streamed' && s.state !== 'published' && s.state !== 'cleaned') throw new MigrationError(`session ${s.id} is ${s.state}: stream it before publishing`);
+      if (s.state !== 'streamed' && s.state !== 'published' && s.state !== 'cleaned')
+        throw new MigrationError(`session ${s.id} is ${s.state}: stream it before publishing`);
     }
     const todo = sessions.filter((s) => s.state === 'streamed');
     const order = [...new Set(todo.map((s) => s.target)), ...new Set(todo.map((s) => s.source))];
@@ -386,7 +444,11 @@ export class Migrator {
         out.push(s);
         continue;
       }
-      const u = await this.sessions.update(s.id, (cur) => (cur.state === 'streamed' ? { ...cur, state: 'published', publishedAt: at, cleanAfter: this.now() + (o.graceMs ?? 60_000), updatedAt: at } : undefined));
+      const u = await this.sessions.update(s.id, (cur) =>
+        cur.state === 'streamed'
+          ? { ...cur, state: 'published', publishedAt: at, cleanAfter: this.now() + (o.graceMs ?? 60_000), updatedAt: at }
+          : undefined,
+      );
       this.emit({ type: 'published', session: u, at: this.now() });
       out.push(u);
     }
@@ -398,7 +460,8 @@ export class Migrator {
     const s = await this.session(sessionId);
     if (s.state === 'cleaned') return s;
     if (s.state !== 'published') throw new MigrationError(`session ${s.id} is ${s.state}, not published`);
-    if (!o.force && this.now() < (s.cleanAfter ?? 0)) throw new MigrationError(`session ${s.id}: grace period runs until ${new Date(s.cleanAfter!).toISOString()}`);
+    if (!o.force && this.now() < (s.cleanAfter ?? 0))
+      throw new MigrationError(`session ${s.id}: grace period runs until ${new Date(s.cleanAfter!).toISOString()}`);
     const doc = (await this.ring.load())!;
     const source = doc.nodes.find((n) => n.id === s.source);
     if (source) await this.client.deleteRange(source.url, s.span.start, s.span.end);
@@ -430,7 +493,8 @@ export class Migrator {
   async rollback(sessionId: string): Promise<MigrationSession> {
     const s = await this.session(sessionId);
     if (s.state === 'rolled-back') return s;
-    if (s.state === 'published' || s.state === 'cleaned') throw new MigrationError(`session ${s.id} is ${s.state}: published spans are moved back by another migration`);
+    if (s.state === 'published' || s.state === 'cleaned')
+      throw new MigrationError(`session ${s.id} is ${s.state}: published spans are moved back by another migration`);
     const doc = await this.ring.update((d, next) => {
       let changed = false;
       d.ranges.forEach((r) => {
@@ -444,7 +508,10 @@ export class Migrator {
     });
     await this.push(doc, [s.target, s.source], { required: [s.source] });
     const target = doc.nodes.find((n) => n.id === s.target);
-    if (target) await this.client.deleteRange(target.url, s.span.start, s.span.end).catch((e: unknown) => this.opts.onWarning?.(`rollback of ${s.id}: could not clear the target's copy: ${String(e)}`));
+    if (target)
+      await this.client
+        .deleteRange(target.url, s.span.start, s.span.end)
+        .catch((e: unknown) => this.opts.onWarning?.(`rollback of ${s.id}: could not clear the target's copy: ${String(e)}`));
     const at = new Date(this.now()).toISOString();
     const u = await this.sessions.update(s.id, (cur) => ({ ...cur, state: 'rolled-back', rolledBackAt: at, updatedAt: at }));
     this.emit({ type: 'rolled-back', session: u, at: this.now() });
@@ -463,7 +530,8 @@ export class Migrator {
     const plan = await this.plan(planId);
     if (plan.state !== 'running') return plan;
     const last = plan.sessions.length - 1;
-    const joinState = (i: number): NodeState | undefined => (plan.kind === 'scale-out' ? (i === last ? 'NORMAL' : 'PARTIAL') : undefined);
+    const joinState = (i: number): NodeState | undefined =>
+      plan.kind === 'scale-out' ? (i === last ? 'NORMAL' : 'PARTIAL') : undefined;
     if (plan.mode === 'incremental') {
       for (const [i, id] of plan.sessions.entries()) {
         const s = await this.session(id);
@@ -499,7 +567,8 @@ export class Migrator {
     if (plan.state !== 'running') return plan;
     const sessions = await Promise.all(plan.sessions.map((id) => this.session(id)));
     const open = sessions.filter((s) => s.state !== 'published' && s.state !== 'cleaned' && s.state !== 'rolled-back');
-    if (open.length) throw new MigrationError(`plan ${planId}: sessions not finished: ${open.map((s) => `${s.id} (${s.state})`).join(', ')}`);
+    if (open.length)
+      throw new MigrationError(`plan ${planId}: sessions not finished: ${open.map((s) => `${s.id} (${s.state})`).join(', ')}`);
     const doc = await this.ring.update((d) => {
       const before = JSON.stringify([d.nodes, d.ranges]);
       if (plan.kind === 'scale-out') {
@@ -507,7 +576,8 @@ export class Migrator {
         const n = d.nodes.find((x) => x.id === plan.node);
         if (n && owns) n.state = 'NORMAL';
       } else {
-        if (d.ranges.some((r) => r.owner === plan.node || r.pending?.target === plan.node)) throw new RingPreconditionError(`node '${plan.node}' still owns ranges`);
+        if (d.ranges.some((r) => r.owner === plan.node || r.pending?.target === plan.node))
+          throw new RingPreconditionError(`node '${plan.node}' still owns ranges`);
         if (d.nodes.some((x) => x.id === plan.node)) removeNode(d, plan.node);
       }
       coalesce(d);
@@ -580,14 +650,22 @@ export class Migrator {
       try {
         await this.client.pushRing(n.url, doc);
       } catch (e) {
-        if (required.has(id)) throw new MigrationError(`node '${id}' did not take ring version ${doc.version}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+        if (required.has(id))
+          throw new MigrationError(
+            `node '${id}' did not take ring version ${doc.version}: ${e instanceof Error ? e.message : String(e)}`,
+            { cause: e },
+          );
         this.opts.onWarning?.(`ring version ${doc.version} not pushed to '${id}': ${String(e)}`);
       }
     }
     await Promise.all(
       doc.nodes
         .filter((n) => !done.has(n.id))
-        .map((n) => this.client.pushRing(n.url, doc).catch((e: unknown) => this.opts.onWarning?.(`ring version ${doc.version} not pushed to '${n.id}': ${String(e)}`))),
+        .map((n) =>
+          this.client
+            .pushRing(n.url, doc)
+            .catch((e: unknown) => this.opts.onWarning?.(`ring version ${doc.version} not pushed to '${n.id}': ${String(e)}`)),
+        ),
     );
   }
 

@@ -21,7 +21,6 @@ import {
 
 export { NodeRequestError, NodeUnavailableError, StaleRouteError } from './node-client-errors.js';
 
-
 export interface NodeClientOptions {
   /** The fleet's shared secret. */
   secret: string;
@@ -93,13 +92,14 @@ export class NodeClient {
     return this.connections.request(url, spec);
   }
 
-
   /** Reads the whole body; a failure while reading is an outage. */
   private async bytes(url: string, x: Exchange): Promise<Buffer> {
     try {
       return await x.bytes();
     } catch (e) {
-      throw new NodeUnavailableError(url, `reading the response failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      throw new NodeUnavailableError(url, `reading the response failed: ${e instanceof Error ? e.message : String(e)}`, {
+        cause: e,
+      });
     }
   }
 
@@ -134,7 +134,11 @@ export class NodeClient {
   // ------------------------------------------------------------------ keys
 
   async get(url: string, ns: string, key: string, ringVersion: number): Promise<Entry | undefined> {
-    const res = await this.request(url, { path: keyPath(ns, key), method: 'GET', headers: { [RING_HEADER]: String(ringVersion) } });
+    const res = await this.request(url, {
+      path: keyPath(ns, key),
+      method: 'GET',
+      headers: { [RING_HEADER]: String(ringVersion) },
+    });
     if (res.statusCode === 404) {
       await res.discard();
       return undefined;
@@ -145,7 +149,11 @@ export class NodeClient {
   }
 
   async head(url: string, ns: string, key: string, ringVersion: number): Promise<EntryHeader | undefined> {
-    const res = await this.request(url, { path: keyPath(ns, key), method: 'HEAD', headers: { [RING_HEADER]: String(ringVersion) } });
+    const res = await this.request(url, {
+      path: keyPath(ns, key),
+      method: 'HEAD',
+      headers: { [RING_HEADER]: String(ringVersion) },
+    });
     await res.discard();
     if (res.statusCode === 404) return undefined;
     if (res.statusCode !== 200) {
@@ -213,7 +221,13 @@ export class NodeClient {
     return (await this.json<{ outcomes: WriteOutcome[] }>(url, res)).outcomes;
   }
 
-  async deleteMany(url: string, ns: string, keys: string[], ringVersion: number, versions?: (number | null)[]): Promise<boolean[]> {
+  async deleteMany(
+    url: string,
+    ns: string,
+    keys: string[],
+    ringVersion: number,
+    versions?: (number | null)[],
+  ): Promise<boolean[]> {
     const res = await this.request(url, {
       path: '/v1/batch/delete',
       method: 'POST',
@@ -381,10 +395,21 @@ export class NodeClient {
    * The node's next eviction victims: expired entries first, then its SIEVE order (pinned entries never). Each
    * call moves the node's SIEVE hand past the victims it names.
    */
-  async victims(url: string, limit = 100): Promise<{
+  async victims(
+    url: string,
+    limit = 100,
+  ): Promise<{
     aboveWatermark: boolean;
     bytesOverWatermark: number;
-    victims: { ns: string; key: string; version: number; bytes: number; position: string; expiresAt: number | null; expired?: true }[];
+    victims: {
+      ns: string;
+      key: string;
+      version: number;
+      bytes: number;
+      position: string;
+      expiresAt: number | null;
+      expired?: true;
+    }[];
   }> {
     return this.getJson(url, `/v1/victims?limit=${limit}`);
   }

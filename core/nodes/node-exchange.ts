@@ -353,7 +353,11 @@ export class Exchange {
       this.recheck = setImmediate(onRecheck, this);
       return;
     }
-    const phase = !this.connected ? 'connecting' : !this.res ? 'waiting for the response' : 'waiting for the rest of the response';
+    const phase = !this.connected
+      ? 'connecting'
+      : !this.res
+        ? 'waiting for the response'
+        : 'waiting for the rest of the response';
     this.abort(new Error(`timed out after ${this.timeoutMs} ms ${phase}`));
   }
 

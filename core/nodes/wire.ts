@@ -70,7 +70,11 @@ export function parseStoreKey(k: Uint8Array): { position: string; ns: string; ke
   const b = Buffer.from(k.buffer, k.byteOffset, k.byteLength);
   const sep = b.indexOf(0, HASH_BYTES);
   if (sep < 0) throw new Error('corrupt storage key');
-  return { position: b.toString('hex', 0, HASH_BYTES), ns: b.toString('utf8', HASH_BYTES, sep), key: b.toString('utf8', sep + 1) };
+  return {
+    position: b.toString('hex', 0, HASH_BYTES),
+    ns: b.toString('utf8', HASH_BYTES, sep),
+    key: b.toString('utf8', sep + 1),
+  };
 }
 
 /** The smallest storage key after `k` (for exclusive cursors). */
@@ -112,7 +116,12 @@ export interface RawEntryRecord {
 export type WireRecord = EntryRecord | AbsentRecord | TrailerRecord;
 
 /** Encodes an entry record. `headerJson` may be passed when the caller already has it (stored form). */
-export function encodeEntryRecord(ns: string, key: string, entry: Pick<Entry, 'value'> & { header?: EntryHeader }, headerJson?: string): Buffer {
+export function encodeEntryRecord(
+  ns: string,
+  key: string,
+  entry: Pick<Entry, 'value'> & { header?: EntryHeader },
+  headerJson?: string,
+): Buffer {
   return encodeEntryRecordHead(ns, key, headerJson ?? JSON.stringify(entry.header), entry.value);
 }
 
@@ -128,7 +137,14 @@ export function encodeEntryRecordParts(ns: string, key: string, headerJson: stri
  * Writes an entry record's length prefix, type and field lengths into `out` at `at`; answers where its ns bytes
  * go (the one place that knows the layout's fixed part).
  */
-function writeEntryRecordFixed(out: Buffer, at: number, nsBytes: number, keyBytes: number, headerBytes: number, valueBytes: number): number {
+function writeEntryRecordFixed(
+  out: Buffer,
+  at: number,
+  nsBytes: number,
+  keyBytes: number,
+  headerBytes: number,
+  valueBytes: number,
+): number {
   out.writeUInt32BE(1 + ENTRY_FIXED + nsBytes + keyBytes + headerBytes + valueBytes, at);
   out[at + 4] = RECORD_ENTRY;
   out.writeUInt16BE(nsBytes, at + 5);
@@ -198,7 +214,12 @@ export function peekEntryRecord(buf: Buffer): RawEntryRecord {
   const nsBytes = buf.readUInt16BE(5);
   const keyBytes = buf.readUInt16BE(7);
   const at = PREFIX_BYTES + ENTRY_FIXED;
-  return { type: RECORD_ENTRY, ns: buf.toString('utf8', at, at + nsBytes), key: buf.toString('utf8', at + nsBytes, at + nsBytes + keyBytes), raw: buf };
+  return {
+    type: RECORD_ENTRY,
+    ns: buf.toString('utf8', at, at + nsBytes),
+    key: buf.toString('utf8', at + nsBytes, at + nsBytes + keyBytes),
+    raw: buf,
+  };
 }
 
 /** Decodes one whole record (`buf` = length prefix through the end of the payload). */
@@ -303,7 +324,10 @@ export async function* readRecords(stream: AsyncIterable<Uint8Array>, maxRecordB
 }
 
 /** Reads every record of a stream, entry records left encoded. */
-export async function* readRawRecords(stream: AsyncIterable<Uint8Array>, maxRecordBytes?: number): AsyncGenerator<RawEntryRecord | AbsentRecord | TrailerRecord> {
+export async function* readRawRecords(
+  stream: AsyncIterable<Uint8Array>,
+  maxRecordBytes?: number,
+): AsyncGenerator<RawEntryRecord | AbsentRecord | TrailerRecord> {
   const reader = new RecordReader(maxRecordBytes);
   for await (const chunk of stream) yield* reader.pushRaw(chunk);
   if (reader.pending > 0) throw new Error(`stream ended inside a record (${reader.pending} bytes left)`);

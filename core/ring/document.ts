@@ -97,7 +97,8 @@ export function ringProblem(doc: Pick<RingDocument, 'nodes' | 'ranges' | 'versio
   if (doc.ranges[0]?.start !== RING_MIN) return `the first range must start at ${RING_MIN}`;
   for (let i = 0; i < doc.ranges.length; i++) {
     const r = doc.ranges[i]!;
-    if (i > 0 && !(doc.ranges[i - 1]!.start < r.start)) return `ranges must be in strictly ascending order of start (at ${r.start})`;
+    if (i > 0 && !(doc.ranges[i - 1]!.start < r.start))
+      return `ranges must be in strictly ascending order of start (at ${r.start})`;
     if (!ids.has(r.owner)) return `range ${r.start} is owned by unknown node '${r.owner}'`;
     if (r.pending) {
       if (!ids.has(r.pending.target)) return `range ${r.start} is pending to unknown node '${r.pending.target}'`;
@@ -119,14 +120,24 @@ export function parseRingDocument(input: unknown): RingDocument {
  * A first ring: `rangesPerNode` equal ranges per node, dealt round-robin so each node's ranges are spread over
  * the space. Version 1.
  */
-export function initialRing(nodes: { id: string; url: string; instance?: string }[], rangesPerNode = 1, now = new Date()): RingDocument {
+export function initialRing(
+  nodes: { id: string; url: string; instance?: string }[],
+  rangesPerNode = 1,
+  now = new Date(),
+): RingDocument {
   if (nodes.length === 0) throw new RingDocumentError('a ring needs at least one node');
   const starts = evenStarts(nodes.length * rangesPerNode);
   const doc: RingDocument = {
     format: 1,
     version: 1,
     updatedAt: now.toISOString(),
-    nodes: nodes.map((n) => ({ id: n.id, url: n.url, state: 'NORMAL' as const, ...(n.instance ? { instance: n.instance } : {}), addedAt: now.toISOString() })),
+    nodes: nodes.map((n) => ({
+      id: n.id,
+      url: n.url,
+      state: 'NORMAL' as const,
+      ...(n.instance ? { instance: n.instance } : {}),
+      addedAt: now.toISOString(),
+    })),
     ranges: starts.map((start, i) => ({ start, owner: nodes[i % nodes.length]!.id, epoch: 1 })),
   };
   const problem = ringProblem(doc);
@@ -191,7 +202,8 @@ export function rangesIn(doc: RingDocument, span: RangeSpan): number[] {
   for (let i = first; i < doc.ranges.length; i++) {
     const s = spanOf(doc, i);
     if (span.end !== null && s.start >= span.end) break;
-    if (span.end !== null && (s.end === null || s.end > span.end)) throw new RingDocumentError(`${span.end} is not a range boundary in ring version ${doc.version}`);
+    if (span.end !== null && (s.end === null || s.end > span.end))
+      throw new RingDocumentError(`${span.end} is not a range boundary in ring version ${doc.version}`);
     out.push(i);
   }
   return out;
@@ -228,12 +240,19 @@ export function setNodeState(doc: RingDocument, id: string, state: NodeState): v
 
 /** Removes a node that owns nothing and is no range's pending target. */
 export function removeNode(doc: RingDocument, id: string): void {
-  if (doc.ranges.some((r) => r.owner === id || r.pending?.target === id)) throw new RingDocumentError(`node '${id}' still owns or receives ranges`);
+  if (doc.ranges.some((r) => r.owner === id || r.pending?.target === id))
+    throw new RingDocumentError(`node '${id}' still owns or receives ranges`);
   doc.nodes = doc.nodes.filter((n) => n.id !== id);
 }
 
 /** Ranges (as spans) a node owns, and those it is the pending target of. */
-export function rangesOfNode(doc: RingDocument, id: string): { owned: (RangeSpan & { epoch: number; pending?: RingRange['pending'] })[]; incoming: (RangeSpan & { owner: string; session: string })[] } {
+export function rangesOfNode(
+  doc: RingDocument,
+  id: string,
+): {
+  owned: (RangeSpan & { epoch: number; pending?: RingRange['pending'] })[];
+  incoming: (RangeSpan & { owner: string; session: string })[];
+} {
   const owned: (RangeSpan & { epoch: number; pending?: RingRange['pending'] })[] = [];
   const incoming: (RangeSpan & { owner: string; session: string })[] = [];
   doc.ranges.forEach((r, i) => {

@@ -172,7 +172,8 @@ export class S3CasStore implements CasStore {
     } catch (e) {
       const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
       const name = (e as { name?: string }).name;
-      if (status === 412 || status === 409 || name === 'PreconditionFailed' || name === 'ConditionalRequestConflict') throw new CasConflictError(key);
+      if (status === 412 || status === 409 || name === 'PreconditionFailed' || name === 'ConditionalRequestConflict')
+        throw new CasConflictError(key);
       throw new CasStoreUnavailableError(key, e);
     }
   }
@@ -297,6 +298,11 @@ export class JsonDocStore<T> {
 export function casStoreFromUri(uri: string, s3Endpoint?: string): CasStore {
   if (uri.startsWith('file:')) return new FileCasStore(uri.slice('file:'.length));
   const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(uri);
-  if (m) return new S3CasStore({ bucket: m[1]!, prefix: m[2] || 'strata-ring', ...(s3Endpoint ? { clientConfig: { endpoint: s3Endpoint } } : {}) });
+  if (m)
+    return new S3CasStore({
+      bucket: m[1]!,
+      prefix: m[2] || 'strata-ring',
+      ...(s3Endpoint ? { clientConfig: { endpoint: s3Endpoint } } : {}),
+    });
   throw new Error(`a ring store must be file:<dir> or s3://<bucket>/<prefix> (got '${uri}')`);
 }

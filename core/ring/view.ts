@@ -1,4 +1,12 @@
-import { parseRingDocument, rangeIndexOf, spanOf, type RangeSpan, type RingDocument, type RingNode, type RingRange } from './document.js';
+import {
+  parseRingDocument,
+  rangeIndexOf,
+  spanOf,
+  type RangeSpan,
+  type RingDocument,
+  type RingNode,
+  type RingRange,
+} from './document.js';
 import type { RingStore } from './store.js';
 
 export interface Route {

@@ -143,7 +143,12 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
 
   async put(ns: string, key: string, entry: Entry): Promise<WriteOutcome> {
     const path = this.entryPath(ns, key);
-    const header: EntryHeader = { ...entry.header, size: entry.value.length, tags: [...entry.header.tags], flags: { ...entry.header.flags } };
+    const header: EntryHeader = {
+      ...entry.header,
+      size: entry.value.length,
+      tags: [...entry.header.tags],
+      flags: { ...entry.header.flags },
+    };
     return this.withLock(path, async () => {
       const cur = await this.readHeader(path);
       if (cur && !isNewer(header.version, cur, this.now())) return { applied: false, current: cur.version };
@@ -190,7 +195,10 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
     const after = opts.cursor ?? '';
     let shards: string[];
     try {
-      shards = (await readdir(root, { withFileTypes: true })).filter((d) => d.isDirectory() && /^[0-9a-f]{2}$/.test(d.name)).map((d) => d.name).sort();
+      shards = (await readdir(root, { withFileTypes: true }))
+        .filter((d) => d.isDirectory() && /^[0-9a-f]{2}$/.test(d.name))
+        .map((d) => d.name)
+        .sort();
     } catch (e) {
       if (isMissing(e)) return { items: [], cursor: null };
       throw this.unavailable(e);
@@ -254,7 +262,12 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
     const exp = stored.urlExpiresAt;
     const ct = upload.contentType;
     const token = this.sign({ op: 'put', path: `${UPLOADS_FOLDER}/${upload.uploadId}`, exp, ...(ct ? { ct } : {}) });
-    return { url: `${this.publicBaseUrl}/local-blobs/${token}`, method: 'PUT', headers: ct ? { 'content-type': ct } : {}, expiresAt: exp };
+    return {
+      url: `${this.publicBaseUrl}/local-blobs/${token}`,
+      method: 'PUT',
+      headers: ct ? { 'content-type': ct } : {},
+      expiresAt: exp,
+    };
   }
 
   async claimUpload(uploadId: string, accept: (r: UploadRecord) => boolean): Promise<UploadClaim | undefined> {
@@ -329,16 +342,31 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
    * StagedUploadExistsError when something is already staged, the bytes of an earlier PUT or the marker a
    * completed upload leaves. Accepts a Buffer or a stream. Throws PAYLOAD_TOO_LARGE past `maxBytes`.
    */
-  async writeStagedUpload(uploadId: string, body: Buffer | AsyncIterable<Uint8Array>, opts: { maxBytes?: number } = {}): Promise<{ size: number }> {
+  async writeStagedUpload(
+    uploadId: string,
+    body: Buffer | AsyncIterable<Uint8Array>,
+    opts: { maxBytes?: number } = {},
+  ): Promise<{ size: number }> {
     validateUploadId(uploadId);
     const path = join(this.dir, UPLOADS_FOLDER, uploadId);
     // Refuse before reading the body when we can; the exclusive link below decides races.
-    if (await stat(path).then(() => true, () => false)) throw new StagedUploadExistsError(path);
+    if (
+      await stat(path).then(
+        () => true,
+        () => false,
+      )
+    )
+      throw new StagedUploadExistsError(path);
     const size = await this.writeAtomic(path, Buffer.isBuffer(body) ? [body] : body, opts.maxBytes, true);
     return { size };
   }
 
-  async commitUpload(uploadId: string, ns: string, key: string, header: Omit<EntryHeader, 'size' | 'hash'>): Promise<WriteOutcome & { size: number }> {
+  async commitUpload(
+    uploadId: string,
+    ns: string,
+    key: string,
+    header: Omit<EntryHeader, 'size' | 'hash'>,
+  ): Promise<WriteOutcome & { size: number }> {
     validateUploadId(uploadId);
     const staged = join(this.dir, UPLOADS_FOLDER, uploadId);
     const path = this.entryPath(ns, key);
@@ -411,7 +439,10 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
   }
 
   /** Read-modify-write of an upload's record under its lock (one process per directory, see the class comment). */
-  private async changeUpload(uploadId: string, change: (u: StoredUpload) => StoredUpload | undefined): Promise<StoredUpload | undefined> {
+  private async changeUpload(
+    uploadId: string,
+    change: (u: StoredUpload) => StoredUpload | undefined,
+  ): Promise<StoredUpload | undefined> {
     const recordPath = this.uploadRecordPath(uploadId);
     return this.withLock(recordPath, async () => {
       const cur = await this.readUpload(uploadId);
@@ -512,7 +543,8 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
   /** Absolute path of an entry file; always inside `dir` (ns is validated, the key encoded). */
   entryPath(ns: string, key: string): string {
     const path = join(this.dir, ...localEntrySegments(ns, key));
-    if (!path.startsWith(this.dir.endsWith(sep) ? this.dir : this.dir + sep)) throw new ValidationError('key', 'key maps outside the tier directory');
+    if (!path.startsWith(this.dir.endsWith(sep) ? this.dir : this.dir + sep))
+      throw new ValidationError('key', 'key maps outside the tier directory');
     return path;
   }
 
@@ -593,7 +625,8 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
       try {
         for await (const part of parts) {
           written += part.length;
-          if (maxBytes !== undefined && written > maxBytes) throw new StrataError('PAYLOAD_TOO_LARGE', `upload is larger than ${maxBytes} bytes`, { limit: maxBytes });
+          if (maxBytes !== undefined && written > maxBytes)
+            throw new StrataError('PAYLOAD_TOO_LARGE', `upload is larger than ${maxBytes} bytes`, { limit: maxBytes });
           await fh.writeFile(part);
         }
         if (this.fsync) await fh.sync();
@@ -713,7 +746,12 @@ function presignSeconds(requested: number, expiresAt: number | null, now: number
  * Depth-first walk; `visit` returns whether to descend into a directory. `depth` is 0 for children of `root`;
  * `parentName` is the name of the containing directory.
  */
-async function walk(root: string, visit: (path: string, name: string, depth: number, parentName: string) => Promise<boolean>, depth = 0, parentName = ''): Promise<void> {
+async function walk(
+  root: string,
+  visit: (path: string, name: string, depth: number, parentName: string) => Promise<boolean>,
+  depth = 0,
+  parentName = '',
+): Promise<void> {
   let dir;
   try {
     dir = await opendir(root);

@@ -2,7 +2,18 @@ import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive, isNewer } from '../model/entry.js';
 import { S3Fifo } from '../eviction/s3fifo.js';
 import { decodeKey, encodeKey } from '../model/keys.js';
-import type { Confirming, DirtyTracking, KeyRef, Pinning, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
+import type {
+  Confirming,
+  DirtyTracking,
+  KeyRef,
+  Pinning,
+  ScanOptions,
+  ScanPage,
+  Scanning,
+  Tier,
+  TierName,
+  TierStats,
+} from './tier.js';
 
 export interface MemoryTierOptions {
   /** 'l1' for the per-container near cache, 'hot' when it is the embedded hot tier. @default 'hot' */
@@ -208,7 +219,15 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
   }
 
   async stats(): Promise<TierStats> {
-    return { name: this.name, kind: this.kind, entries: this.entries.size, bytes: this.bytes, capacityBytes: this.maxBytes, evictions: this.evictions, dirtyEntries: this.dirty.size };
+    return {
+      name: this.name,
+      kind: this.kind,
+      entries: this.entries.size,
+      bytes: this.bytes,
+      capacityBytes: this.maxBytes,
+      evictions: this.evictions,
+      dirtyEntries: this.dirty.size,
+    };
   }
 
   async ping(): Promise<void> {}

@@ -17,7 +17,14 @@ import { NotFoundError, StrataError, TierUnavailableError, ValidationError } fro
 import type { Entry, EntryFlags, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive, isNewer } from '../model/entry.js';
 import { validateNamespace } from '../model/keys.js';
-import { DEFAULT_S3_PREFIX, normalizePrefix, parseS3ObjectKey, s3ObjectKey, s3StagingKey, s3UploadRecordKey } from './storage-key.js';
+import {
+  DEFAULT_S3_PREFIX,
+  normalizePrefix,
+  parseS3ObjectKey,
+  s3ObjectKey,
+  s3StagingKey,
+  s3UploadRecordKey,
+} from './storage-key.js';
 import { mapLimit } from '../util/concurrency.js';
 import type {
   NewUpload,
@@ -158,7 +165,8 @@ export class S3Tier implements Tier, Presigning, Scanning {
     this.multipartThreshold = opts.multipartThresholdBytes ?? 16 * MiB;
     this.partSize = opts.partSizeBytes ?? 8 * MiB;
     if (!(this.partSize >= 5 * MiB)) throw new ValidationError('partSizeBytes', 'S3 multipart parts must be at least 5 MiB');
-    if (!(this.multipartThreshold > 0)) throw new ValidationError('multipartThresholdBytes', 'must be a positive number of bytes');
+    if (!(this.multipartThreshold > 0))
+      throw new ValidationError('multipartThresholdBytes', 'must be a positive number of bytes');
     this.tombstoneTtlMs = opts.tombstoneTtlMs ?? 10 * 60_000;
     this.concurrency = Math.max(1, opts.batchConcurrency ?? 16);
     if (opts.client) {
@@ -248,7 +256,8 @@ export class S3Tier implements Tier, Presigning, Scanning {
     if (!cur.header) return false; // not ours
     if (isExpired(cur.header)) {
       // Counts as absent; remove it opportunistically when it is the version asked for (or any).
-      if (version === undefined || cur.header.version === version) await this.deleteObject(objectKey, cur.etag).catch(() => false);
+      if (version === undefined || cur.header.version === version)
+        await this.deleteObject(objectKey, cur.etag).catch(() => false);
       return false;
     }
     if (version !== undefined && cur.header.version !== version) return false;
@@ -281,12 +290,14 @@ export class S3Tier implements Tier, Presigning, Scanning {
     const listPrefix = `${this.prefix === '' ? '' : this.prefix + '/'}${ns}/`;
     let res;
     try {
-      res = await this.client.send(new ListObjectsV2Command({
-        Bucket: this.bucket,
-        Prefix: listPrefix,
-        MaxKeys: Math.max(1, Math.min(1000, Math.floor(opts.limit))),
-        ...(opts.cursor ? { ContinuationToken: opts.cursor } : {}),
-      }));
+      res = await this.client.send(
+        new ListObjectsV2Command({
+          Bucket: this.bucket,
+          Prefix: listPrefix,
+          MaxKeys: Math.max(1, Math.min(1000, Math.floor(opts.limit))),
+          ...(opts.cursor ? { ContinuationToken: opts.cursor } : {}),
+        }),
+      );
     } catch (e) {
       throw this.unavailable(e);
     }
@@ -332,12 +343,25 @@ export class S3Tier implements Tier, Presigning, Scanning {
     try {
       // Ids are random: a record already there means a reused id, which must not take over another upload.
       const recordKey = s3UploadRecordKey(this.prefix, upload.uploadId);
-      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: recordKey, Body: encodeUpload(stored), ContentType: JSON_TYPE, IfNoneMatch: '*' }));
+      await this.client.send(
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: recordKey,
+          Body: encodeUpload(stored),
+          ContentType: JSON_TYPE,
+          IfNoneMatch: '*',
+        }),
+      );
     } catch (e) {
       throw isConflict(e) ? new ValidationError('uploadId', 'this upload id is taken') : this.unavailable(e);
     }
     const ct = upload.contentType && isHeaderValue(upload.contentType) ? upload.contentType : undefined;
-    const put = new PutObjectCommand({ Bucket: this.bucket, Key: stagingKey, IfNoneMatch: '*', ...(ct ? { ContentType: ct } : {}) });
+    const put = new PutObjectCommand({
+      Bucket: this.bucket,
+      Key: stagingKey,
+      IfNoneMatch: '*',
+      ...(ct ? { ContentType: ct } : {}),
+    });
     const url = await this.presign(put, expiresIn);
     // S3 presigning never signs content-type; sending it makes the staged object carry it. If-None-Match is signed.
     const headers = { 'if-none-match': '*', ...(ct ? { 'content-type': ct } : {}) };
@@ -354,14 +378,22 @@ export class S3Tier implements Tier, Presigning, Scanning {
     await this.changeUpload(claim.record.uploadId, (cur) => released(cur, claim));
   }
 
-  async commitUpload(uploadId: string, ns: string, key: string, header: Omit<EntryHeader, 'size' | 'hash'>): Promise<WriteOutcome & { size: number }> {
+  async commitUpload(
+    uploadId: string,
+    ns: string,
+    key: string,
+    header: Omit<EntryHeader, 'size' | 'hash'>,
+  ): Promise<WriteOutcome & { size: number }> {
     const stagingKey = s3StagingKey(this.prefix, uploadId);
     const objectKey = s3ObjectKey(this.prefix, ns, key);
     if (!committable((await this.readUpload(uploadId))?.upload, ns, key)) throw uploadNotFound(uploadId);
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const staged = await this.headObject(stagingKey);
       if (!staged || staged.completedMarker) throw uploadNotFound(uploadId);
-      if (staged.size > MAX_COPY_BYTES) throw new StrataError('PAYLOAD_TOO_LARGE', `uploads above ${MAX_COPY_BYTES} bytes are not supported`, { limit: MAX_COPY_BYTES });
+      if (staged.size > MAX_COPY_BYTES)
+        throw new StrataError('PAYLOAD_TOO_LARGE', `uploads above ${MAX_COPY_BYTES} bytes are not supported`, {
+          limit: MAX_COPY_BYTES,
+        });
       const full: EntryHeader = {
         version: header.version,
         expiresAt: header.expiresAt,
@@ -370,7 +402,7 @@ export class S3Tier implements Tier, Presigning, Scanning {
         hash: `etag:${staged.etag.replace(/"/g, '')}`,
         tags: [...header.tags],
         flags: { ...header.flags },
-        ...(header.contentType ?? staged.contentType ? { contentType: header.contentType ?? staged.contentType } : {}),
+        ...((header.contentType ?? staged.contentType) ? { contentType: header.contentType ?? staged.contentType } : {}),
       };
       const cur = await this.headObject(objectKey);
       if (cur?.header && !isNewer(full.version, cur.header)) {
@@ -379,17 +411,19 @@ export class S3Tier implements Tier, Presigning, Scanning {
       }
       const { meta, contentType } = this.encodeMeta(full, false);
       try {
-        await this.client.send(new CopyObjectCommand({
-          Bucket: this.bucket,
-          Key: objectKey,
-          CopySource: `${this.bucket}/${stagingKey.split('/').map(encodeURIComponent).join('/')}`,
-          CopySourceIfMatch: staged.etag,
-          MetadataDirective: 'REPLACE',
-          Metadata: meta,
-          ContentType: contentType,
-          TaggingDirective: 'REPLACE',
-          ...(cur ? { IfMatch: cur.etag } : { IfNoneMatch: '*' }),
-        }));
+        await this.client.send(
+          new CopyObjectCommand({
+            Bucket: this.bucket,
+            Key: objectKey,
+            CopySource: `${this.bucket}/${stagingKey.split('/').map(encodeURIComponent).join('/')}`,
+            CopySourceIfMatch: staged.etag,
+            MetadataDirective: 'REPLACE',
+            Metadata: meta,
+            ContentType: contentType,
+            TaggingDirective: 'REPLACE',
+            ...(cur ? { IfMatch: cur.etag } : { IfNoneMatch: '*' }),
+          }),
+        );
       } catch (e) {
         // 412: the target changed (a concurrent writer); 404: the target was deleted meanwhile (or the staging
         // object vanished). Re-HEAD both and decide again.
@@ -469,15 +503,31 @@ export class S3Tier implements Tier, Presigning, Scanning {
   }
 
   private encodeMeta(h: EntryHeader, placeholder: boolean): { meta: Record<string, string>; contentType: string } {
-    const stored: StoredHeader = { e: h.expiresAt, h: h.hash, t: h.tags, f: h.flags, ...(h.contentType !== undefined ? { c: h.contentType } : {}), ...(placeholder ? { p: 1 as const } : {}) };
+    const stored: StoredHeader = {
+      e: h.expiresAt,
+      h: h.hash,
+      t: h.tags,
+      f: h.flags,
+      ...(h.contentType !== undefined ? { c: h.contentType } : {}),
+      ...(placeholder ? { p: 1 as const } : {}),
+    };
     const meta = { [META_VERSION]: String(h.version), [META_HEADER]: asciiJson(stored) };
     const bytes = Object.entries(meta).reduce((n, [k, v]) => n + k.length + v.length, 0);
-    if (bytes > META_BUDGET_BYTES) throw new ValidationError('tags', `entry header is ${bytes} bytes; S3 metadata allows about ${META_BUDGET_BYTES} (fewer or shorter tags / content type)`);
+    if (bytes > META_BUDGET_BYTES)
+      throw new ValidationError(
+        'tags',
+        `entry header is ${bytes} bytes; S3 metadata allows about ${META_BUDGET_BYTES} (fewer or shorter tags / content type)`,
+      );
     const contentType = h.contentType && isHeaderValue(h.contentType) ? h.contentType : 'application/octet-stream';
     return { meta, contentType };
   }
 
-  private async writeObject(objectKey: string, header: EntryHeader, value: Buffer, cond: { IfMatch: string } | { IfNoneMatch: '*' }): Promise<void> {
+  private async writeObject(
+    objectKey: string,
+    header: EntryHeader,
+    value: Buffer,
+    cond: { IfMatch: string } | { IfNoneMatch: '*' },
+  ): Promise<void> {
     const marker = value.length === 0 && (header.flags.tombstone || header.flags.elsewhere);
     const body = marker ? Buffer.from(`strata:${header.flags.tombstone ? 'tombstone' : 'elsewhere'}:${header.version}`) : value;
     const { meta, contentType } = this.encodeMeta(header, !!marker);
@@ -521,7 +571,10 @@ export class S3Tier implements Tier, Presigning, Scanning {
 
   /** DeleteObject without a precondition: true when it deleted something (a 404 means it was already gone). */
   private async deleteUnconditionally(objectKey: string): Promise<boolean> {
-    return (await this.unlessNotFound(this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey })))) !== undefined;
+    return (
+      (await this.unlessNotFound(this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: objectKey })))) !==
+      undefined
+    );
   }
 
   /** The upload's record and the ETag it was read at; undefined when there is none (or it is not a record). */
@@ -544,7 +597,10 @@ export class S3Tier implements Tier, Presigning, Scanning {
    * another request changed it: read again and decide again). Returns the record written, or undefined when there
    * is none or `change` declines.
    */
-  private async changeUpload(uploadId: string, change: (u: StoredUpload) => StoredUpload | undefined): Promise<StoredUpload | undefined> {
+  private async changeUpload(
+    uploadId: string,
+    change: (u: StoredUpload) => StoredUpload | undefined,
+  ): Promise<StoredUpload | undefined> {
     const recordKey = s3UploadRecordKey(this.prefix, uploadId);
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const cur = await this.readUpload(uploadId);
@@ -552,7 +608,15 @@ export class S3Tier implements Tier, Presigning, Scanning {
       const next = change(cur.upload);
       if (!next) return undefined;
       try {
-        await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: recordKey, Body: encodeUpload(next), ContentType: JSON_TYPE, IfMatch: cur.etag }));
+        await this.client.send(
+          new PutObjectCommand({
+            Bucket: this.bucket,
+            Key: recordKey,
+            Body: encodeUpload(next),
+            ContentType: JSON_TYPE,
+            IfMatch: cur.etag,
+          }),
+        );
         return next;
       } catch (e) {
         if (!isConflict(e) && !isNotFound(e)) throw this.unavailable(e);
@@ -571,7 +635,12 @@ export class S3Tier implements Tier, Presigning, Scanning {
   private async settleCommitted(uploadId: string, stagingKey: string): Promise<void> {
     try {
       await this.changeUpload(uploadId, (u) => (u.state === 'claimed' ? completed(u) : undefined));
-      const marker = { Bucket: this.bucket, Key: stagingKey, Body: COMPLETED_MARKER_BODY, Metadata: { [META_UPLOAD]: 'completed' } };
+      const marker = {
+        Bucket: this.bucket,
+        Key: stagingKey,
+        Body: COMPLETED_MARKER_BODY,
+        Metadata: { [META_UPLOAD]: 'completed' },
+      };
       await this.client.send(new PutObjectCommand(marker));
     } catch {
       // Best effort, see above.
@@ -627,7 +696,10 @@ export class S3Tier implements Tier, Presigning, Scanning {
   }
 
   private contention(objectKey: string): Error {
-    return new TierUnavailableError(this.name, new Error(`gave up after ${MAX_CAS_ATTEMPTS} conflicting conditional writes to ${objectKey}`));
+    return new TierUnavailableError(
+      this.name,
+      new Error(`gave up after ${MAX_CAS_ATTEMPTS} conflicting conditional writes to ${objectKey}`),
+    );
   }
 }
 
@@ -704,7 +776,9 @@ function presignSeconds(requested: number, expiresAt: number | null, now: number
 }
 
 function uploadNotFound(uploadId: string): NotFoundError {
-  return new NotFoundError(`upload '${uploadId}' not found (nothing was uploaded, it expired, or it was already completed)`, { uploadId });
+  return new NotFoundError(`upload '${uploadId}' not found (nothing was uploaded, it expired, or it was already completed)`, {
+    uploadId,
+  });
 }
 
 function discard(body: unknown): void {

@@ -22,7 +22,10 @@ export function normalizePrefix(prefix: string): string {
   if (p === '') return '';
   for (const seg of p.split('/')) {
     if (!PREFIX_SEGMENT.test(seg) || seg === '.' || seg === '..') {
-      throw new ValidationError('prefix', `invalid S3 prefix segment '${seg}' (use [A-Za-z0-9._-], no empty, '.' or '..' segments)`);
+      throw new ValidationError(
+        'prefix',
+        `invalid S3 prefix segment '${seg}' (use [A-Za-z0-9._-], no empty, '.' or '..' segments)`,
+      );
     }
   }
   if (p.length > 200) throw new ValidationError('prefix', 'S3 prefix must be at most 200 characters');
@@ -38,7 +41,8 @@ export function s3ObjectKey(prefix: string, ns: string, key: string): string {
   validateNamespace(ns);
   validateKey(key);
   const k = join(prefix, `${ns}/${keyShard(ns, key)}/${encodeKey(key)}`);
-  if (Buffer.byteLength(k) > S3_MAX_OBJECT_KEY_BYTES) throw new ValidationError('key', `object key would be ${Buffer.byteLength(k)} bytes; S3 allows ${S3_MAX_OBJECT_KEY_BYTES}`);
+  if (Buffer.byteLength(k) > S3_MAX_OBJECT_KEY_BYTES)
+    throw new ValidationError('key', `object key would be ${Buffer.byteLength(k)} bytes; S3 allows ${S3_MAX_OBJECT_KEY_BYTES}`);
   return k;
 }
 

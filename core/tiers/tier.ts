@@ -142,7 +142,12 @@ export interface Presigning {
    * the coordinator can re-stamp and commit again) and marks the upload completed. Throws NotFound if nothing was
    * uploaded, the upload is not claimed for (ns, key), or it was already completed.
    */
-  commitUpload(uploadId: string, ns: string, key: string, header: Omit<EntryHeader, 'size' | 'hash'>): Promise<WriteOutcome & { size: number }>;
+  commitUpload(
+    uploadId: string,
+    ns: string,
+    key: string,
+    header: Omit<EntryHeader, 'size' | 'hash'>,
+  ): Promise<WriteOutcome & { size: number }>;
 }
 
 /**

@@ -47,7 +47,8 @@ export function decodeUpload(text: string, uploadId: string): StoredUpload | und
   } catch {
     return undefined;
   }
-  if (!v || typeof v !== 'object' || v.uploadId !== uploadId || typeof v.ns !== 'string' || typeof v.key !== 'string') return undefined;
+  if (!v || typeof v !== 'object' || v.uploadId !== uploadId || typeof v.ns !== 'string' || typeof v.key !== 'string')
+    return undefined;
   if (!(v.owner === null || typeof v.owner === 'string')) return undefined;
   if (typeof v.urlExpiresAt !== 'number' || typeof v.completeBy !== 'number') return undefined;
   if (v.state !== 'open' && v.state !== 'claimed' && v.state !== 'completed') return undefined;

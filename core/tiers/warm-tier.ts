@@ -4,7 +4,13 @@ import { isExpired, isLive } from '../model/entry.js';
 import { validateNamespace } from '../model/keys.js';
 import { isRingPosition, ringHash, RING_MIN } from '../ring/hash.js';
 import type { RingRouter, RingView, Route } from '../ring/view.js';
-import { NodeClient, NodeUnavailableError, StaleRouteError, type ExportTrailer, type NodeClientOptions } from '../nodes/node-client.js';
+import {
+  NodeClient,
+  NodeUnavailableError,
+  StaleRouteError,
+  type ExportTrailer,
+  type NodeClientOptions,
+} from '../nodes/node-client.js';
 import type { Pinning, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
 
 export interface WarmTierOptions {
@@ -120,7 +126,11 @@ export class WarmTier implements Tier, Scanning, Pinning {
     this.ring = opts.ring;
     this.ownsClient = !opts.client;
     if (!opts.client && !opts.secret) throw new Error('WarmTier needs the fleet secret (or a NodeClient)');
-    const clientOpts: NodeClientOptions = { secret: opts.secret ?? '', timeoutMs: opts.timeoutMs ?? 2000, connectionsPerNode: opts.connectionsPerNode ?? 16 };
+    const clientOpts: NodeClientOptions = {
+      secret: opts.secret ?? '',
+      timeoutMs: opts.timeoutMs ?? 2000,
+      connectionsPerNode: opts.connectionsPerNode ?? 16,
+    };
     this.client = opts.client ?? new NodeClient(clientOpts);
     this.coalesce = opts.coalesce ?? true;
     this.coalesceMaxBytes = opts.coalesceMaxBytes ?? 1024 * 1024;
@@ -168,11 +178,19 @@ export class WarmTier implements Tier, Scanning, Pinning {
     const positions = keys.map((k) => ringHash(ns, k));
     const out = new Array<Entry | undefined>(keys.length);
     const { router } = await this.routed(positions[0]!);
-    const groups = groupBy(positions.map((_, i) => i), (i) => router.route(positions[i]!).reader.url);
+    const groups = groupBy(
+      positions.map((_, i) => i),
+      (i) => router.route(positions[i]!).reader.url,
+    );
     await Promise.all(
       [...groups].map(async ([url, idx]) => {
         try {
-          const got = await this.client.getMany(url, ns, idx.map((i) => keys[i]!), router.version);
+          const got = await this.client.getMany(
+            url,
+            ns,
+            idx.map((i) => keys[i]!),
+            router.version,
+          );
           idx.forEach((i, j) => (out[i] = got[j]));
         } catch (e) {
           if (!(e instanceof StaleRouteError)) throw this.unavailable(e);
@@ -186,11 +204,33 @@ export class WarmTier implements Tier, Scanning, Pinning {
   }
 
   async putMany(ns: string, items: { key: string; entry: Entry }[]): Promise<WriteOutcome[]> {
-    return this.writeMany(ns, items.map((it) => it.key), (url, idx, v) => this.client.putMany(url, ns, idx.map((i) => items[i]!), v), (i) => this.put(ns, items[i]!.key, items[i]!.entry));
+    return this.writeMany(
+      ns,
+      items.map((it) => it.key),
+      (url, idx, v) =>
+        this.client.putMany(
+          url,
+          ns,
+          idx.map((i) => items[i]!),
+          v,
+        ),
+      (i) => this.put(ns, items[i]!.key, items[i]!.entry),
+    );
   }
 
   async deleteMany(ns: string, keys: string[]): Promise<boolean[]> {
-    return this.writeMany(ns, keys, (url, idx, v) => this.client.deleteMany(url, ns, idx.map((i) => keys[i]!), v), (i) => this.delete(ns, keys[i]!));
+    return this.writeMany(
+      ns,
+      keys,
+      (url, idx, v) =>
+        this.client.deleteMany(
+          url,
+          ns,
+          idx.map((i) => keys[i]!),
+          v,
+        ),
+      (i) => this.delete(ns, keys[i]!),
+    );
   }
 
   // ------------------------------------------------------------------ enumeration and pinning
@@ -219,7 +259,13 @@ export class WarmTier implements Tier, Scanning, Pinning {
       const after = cur.after ?? (cur.position > route.span.start ? cur.position : null);
       let trailer: ExportTrailer;
       try {
-        const records = this.client.exportRange(route.reader.url, { start: route.span.start, end: route.span.end, after, limit: budget, headersOnly: true });
+        const records = this.client.exportRange(route.reader.url, {
+          start: route.span.start,
+          end: route.span.end,
+          after,
+          limit: budget,
+          headersOnly: true,
+        });
         for (let r = await records.next(); ; r = await records.next()) {
           if (r.done) {
             trailer = r.value;
@@ -241,7 +287,9 @@ export class WarmTier implements Tier, Scanning, Pinning {
 
   /** Pins or unpins the entry at exactly `version` on its owner (and, while the range migrates, its target). */
   async setPinned(ns: string, key: string, version: number, pinned: boolean): Promise<boolean> {
-    return this.write(ringHash(ns, key), (url, v) => this.client.setPinned(url, ns, [key], [version], pinned, v).then((r) => r[0] === true));
+    return this.write(ringHash(ns, key), (url, v) =>
+      this.client.setPinned(url, ns, [key], [version], pinned, v).then((r) => r[0] === true),
+    );
   }
 
   // ------------------------------------------------------------------ coalescing
@@ -251,7 +299,15 @@ export class WarmTier implements Tier, Scanning, Pinning {
    * route (ring version, reader or owner and pending target, namespace) share a batch request. A batch whose
    * destination has `coalesceMaxInFlight` requests out keeps collecting until one of them returns.
    */
-  private enqueue<T>(op: 'get' | 'put', router: RingRouter, position: string, ns: string, key: string, entry: Entry | undefined, attempt = 0): Promise<T> {
+  private enqueue<T>(
+    op: 'get' | 'put',
+    router: RingRouter,
+    position: string,
+    ns: string,
+    key: string,
+    entry: Entry | undefined,
+    attempt = 0,
+  ): Promise<T> {
     const route = router.route(position);
     const dest = op === 'get' ? route.reader.url : `${route.owner.url} ${route.pending?.url ?? ''}`;
     const flightKey = `${op} ${dest}`;
@@ -318,17 +374,29 @@ export class WarmTier implements Tier, Scanning, Pinning {
     this.coalesced.operations += items.length;
     let got: (Entry | undefined)[];
     try {
-      got = await this.client.getMany(b.route.reader.url, ns, items.map((it) => it.key), b.router.version);
+      got = await this.client.getMany(
+        b.route.reader.url,
+        ns,
+        items.map((it) => it.key),
+        b.router.version,
+      );
     } catch (e) {
       // Regroup on the refreshed ring: after a ring change whole batches bounce, and they should not come back
       // as a burst of single requests.
       let router: RingRouter | undefined;
       if (e instanceof StaleRouteError) router = await this.recover(e, b.router);
-      else router = await this.rerouted(e, b.router, (r) => items.some((it) => r.route(it.position).reader.url !== b.route.reader.url));
+      else
+        router = await this.rerouted(e, b.router, (r) =>
+          items.some((it) => r.route(it.position).reader.url !== b.route.reader.url),
+        );
       if (!router) throw e;
       for (const it of items) {
         if (it.attempt >= MAX_STALE_RETRIES) it.reject(this.unavailable(e));
-        else this.enqueue<Entry | undefined>('get', router, it.position, ns, it.key, undefined, it.attempt + 1).then(it.resolve, it.reject);
+        else
+          this.enqueue<Entry | undefined>('get', router, it.position, ns, it.key, undefined, it.attempt + 1).then(
+            it.resolve,
+            it.reject,
+          );
       }
       return;
     }
@@ -364,18 +432,29 @@ export class WarmTier implements Tier, Scanning, Pinning {
       // The owner refused the batch (or could not be reached, and a newer ring names other owners): regroup.
       let router: RingRouter | undefined;
       if (p.reason instanceof StaleRouteError) router = await this.recover(p.reason, b.router);
-      else router = await this.rerouted(p.reason, b.router, (r) => items.some((it) => r.route(it.position).owner.url !== route.owner.url));
+      else
+        router = await this.rerouted(p.reason, b.router, (r) =>
+          items.some((it) => r.route(it.position).owner.url !== route.owner.url),
+        );
       if (!router) throw p.reason;
       for (const it of items) {
         if (it.attempt >= MAX_STALE_RETRIES) it.reject(this.unavailable(p.reason));
-        else this.enqueue<WriteOutcome>('put', router, it.position, ns, it.key, it.entry, it.attempt + 1).then(it.resolve, it.reject);
+        else
+          this.enqueue<WriteOutcome>('put', router, it.position, ns, it.key, it.entry, it.attempt + 1).then(
+            it.resolve,
+            it.reject,
+          );
       }
       return;
     }
     if (s.status === 'rejected') {
       if (!(s.reason instanceof StaleRouteError)) throw s.reason;
       const router = await this.recover(s.reason, b.router);
-      await Promise.all(items.map((it, i) => this.writeOthers(it.position, route.owner.url, single(it), router, 1).then(() => it.resolve(p.value[i]!), it.reject)));
+      await Promise.all(
+        items.map((it, i) =>
+          this.writeOthers(it.position, route.owner.url, single(it), router, 1).then(() => it.resolve(p.value[i]!), it.reject),
+        ),
+      );
       return;
     }
     items.forEach((it, i) => it.resolve(p.value[i]!));
@@ -391,14 +470,34 @@ export class WarmTier implements Tier, Scanning, Pinning {
       router.doc.nodes.map(async (n) => {
         try {
           const s = await this.client.stats(n.url);
-          return { id: n.id, state: n.state, ok: true, keys: s.keys, bytes: s.bytes, capacityBytes: s.capacityBytes, fill: s.fill };
+          return {
+            id: n.id,
+            state: n.state,
+            ok: true,
+            keys: s.keys,
+            bytes: s.bytes,
+            capacityBytes: s.capacityBytes,
+            fill: s.fill,
+          };
         } catch {
           return { id: n.id, state: n.state, ok: false };
         }
       }),
     );
-    const sum = (k: 'keys' | 'bytes' | 'capacityBytes') => nodes.reduce((a, n) => a + ((n as Record<string, unknown>)[k] as number | undefined ?? 0), 0);
-    return { name: this.name, kind: this.kind, entries: sum('keys'), bytes: sum('bytes'), capacityBytes: sum('capacityBytes'), ringVersion: router.version, ranges: router.doc.ranges.length, nodes, staleRetries: this.staleRetries, coalesced: { ...this.coalesced } };
+    const sum = (k: 'keys' | 'bytes' | 'capacityBytes') =>
+      nodes.reduce((a, n) => a + (((n as Record<string, unknown>)[k] as number | undefined) ?? 0), 0);
+    return {
+      name: this.name,
+      kind: this.kind,
+      entries: sum('keys'),
+      bytes: sum('bytes'),
+      capacityBytes: sum('capacityBytes'),
+      ringVersion: router.version,
+      ranges: router.doc.ranges.length,
+      nodes,
+      staleRetries: this.staleRetries,
+      coalesced: { ...this.coalesced },
+    };
   }
 
   /** Healthy when the ring is known and every node that owns a range answers. */
@@ -411,11 +510,13 @@ export class WarmTier implements Tier, Scanning, Pinning {
     }
     const owners = new Set(router.doc.ranges.map((r) => r.owner));
     await Promise.all(
-      router.doc.nodes.filter((n) => owners.has(n.id)).map((n) =>
-        this.client.health(n.url).catch((e: unknown) => {
-          throw this.unavailable(e);
-        }),
-      ),
+      router.doc.nodes
+        .filter((n) => owners.has(n.id))
+        .map((n) =>
+          this.client.health(n.url).catch((e: unknown) => {
+            throw this.unavailable(e);
+          }),
+        ),
     );
   }
 
@@ -467,7 +568,10 @@ export class WarmTier implements Tier, Scanning, Pinning {
     let { router } = await this.routed(position);
     for (let attempt = 0; ; attempt++) {
       const route = router.route(position);
-      const [p, s] = await Promise.allSettled([call(route.owner.url, router.version), route.pending ? call(route.pending.url, router.version) : Promise.resolve(undefined)]);
+      const [p, s] = await Promise.allSettled([
+        call(route.owner.url, router.version),
+        route.pending ? call(route.pending.url, router.version) : Promise.resolve(undefined),
+      ]);
       if (p.status === 'rejected') {
         if (attempt >= MAX_STALE_RETRIES) throw this.unavailable(p.reason);
         // The owner refused, so nothing landed there: redo the whole write on the refreshed route. (An unreachable
@@ -498,7 +602,13 @@ export class WarmTier implements Tier, Scanning, Pinning {
   }
 
   /** The write on every node of the key's route except `done` (which already has it), with the remaining retries. */
-  private async writeOthers<T>(position: string, done: string, call: (url: string, ringVersion: number) => Promise<T>, router: RingRouter, attempt: number): Promise<void> {
+  private async writeOthers<T>(
+    position: string,
+    done: string,
+    call: (url: string, ringVersion: number) => Promise<T>,
+    router: RingRouter,
+    attempt: number,
+  ): Promise<void> {
     for (; ; attempt++) {
       const r = router.route(position);
       const others = [r.owner.url, r.pending?.url].filter((u): u is string => u !== undefined && u !== done);
@@ -520,15 +630,26 @@ export class WarmTier implements Tier, Scanning, Pinning {
   }
 
   /** Batch writes grouped per node (owners, and pending targets for shadow copies); stale groups fall back to single writes. */
-  private async writeMany<T>(ns: string, keys: string[], callGroup: (url: string, idx: number[], ringVersion: number) => Promise<T[]>, single: (i: number) => Promise<T>): Promise<T[]> {
+  private async writeMany<T>(
+    ns: string,
+    keys: string[],
+    callGroup: (url: string, idx: number[], ringVersion: number) => Promise<T[]>,
+    single: (i: number) => Promise<T>,
+  ): Promise<T[]> {
     if (keys.length === 0) return [];
     const positions = keys.map((k) => ringHash(ns, k));
     const { router } = await this.routed(positions[0]!);
     const routes = positions.map((p) => router.route(p));
     const out = new Array<T>(keys.length);
     const retry = new Set<number>();
-    const primaries = groupBy(keys.map((_, i) => i), (i) => routes[i]!.owner.url);
-    const shadows = groupBy(keys.map((_, i) => i).filter((i) => routes[i]!.pending), (i) => routes[i]!.pending!.url);
+    const primaries = groupBy(
+      keys.map((_, i) => i),
+      (i) => routes[i]!.owner.url,
+    );
+    const shadows = groupBy(
+      keys.map((_, i) => i).filter((i) => routes[i]!.pending),
+      (i) => routes[i]!.pending!.url,
+    );
     let stale: StaleRouteError | undefined;
     const run = async (url: string, idx: number[], primary: boolean) => {
       try {
@@ -540,7 +661,10 @@ export class WarmTier implements Tier, Scanning, Pinning {
         idx.forEach((i) => retry.add(i));
       }
     };
-    await Promise.all([...[...primaries].map(([u, idx]) => run(u, idx, true)), ...[...shadows].map(([u, idx]) => run(u, idx, false))]);
+    await Promise.all([
+      ...[...primaries].map(([u, idx]) => run(u, idx, true)),
+      ...[...shadows].map(([u, idx]) => run(u, idx, false)),
+    ]);
     if (stale) {
       await this.recover(stale, router);
       await Promise.all([...retry].map(async (i) => (out[i] = await single(i))));

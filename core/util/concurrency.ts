@@ -1,7 +1,11 @@
 /** Small async helpers shared by the tiers and the coordinator. */
 
 /** Maps with at most `limit` calls in flight, preserving order; the first rejection rejects the whole call. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
   let failed = false;
@@ -23,5 +27,8 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
 /** Rejects after `ms` unless `p` settles first (the timer never outlives the race). */
 export function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout;
-  return Promise.race([p, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms))),
+  ]).finally(() => clearTimeout(timer));
 }

@@ -110,13 +110,27 @@ export class ErrorLogLimiter {
       }
       if (this.newKindsWritten < this.maxNew) {
         this.newKindsWritten++;
-        this.remember(id, { what, otherKinds: false, count: 0, since: now, lastSeen: now, latest: error, latestDetails: details }, now);
-        this.emit({ type: 'first', what, summary: errorSummary(error), error, ...(details ? { details } : {}), count: 1, periodMs: 0 });
+        this.remember(
+          id,
+          { what, otherKinds: false, count: 0, since: now, lastSeen: now, latest: error, latestDetails: details },
+          now,
+        );
+        this.emit({
+          type: 'first',
+          what,
+          summary: errorSummary(error),
+          error,
+          ...(details ? { details } : {}),
+          count: 1,
+          periodMs: 0,
+        });
         return;
       }
       // Too many new kinds this interval: count it with the other unusual errors of `what`.
       id = `${what}\u0000*`;
-      kind = this.live(id, now) ?? this.remember(id, { what, otherKinds: true, count: 0, since: now, lastSeen: now, latest: error }, now);
+      kind =
+        this.live(id, now) ??
+        this.remember(id, { what, otherKinds: true, count: 0, since: now, lastSeen: now, latest: error }, now);
     }
     kind.count++;
     kind.lastSeen = now;
@@ -194,17 +208,20 @@ export class ErrorLogLimiter {
   private arm(ms: number): void {
     if (this.timerArmed || !this.schedule) return;
     this.timerArmed = true;
-    this.schedule(() => {
-      this.timerArmed = false;
-      const now = this.now();
-      let next = Number.POSITIVE_INFINITY;
-      for (const kind of this.kinds.values()) {
-        if (kind.count === 0) continue;
-        if (now - kind.since >= this.intervalMs) this.summarise(kind, now);
-        else next = Math.min(next, kind.since + this.intervalMs - now);
-      }
-      if (next !== Number.POSITIVE_INFINITY) this.arm(next);
-    }, Math.max(1, ms));
+    this.schedule(
+      () => {
+        this.timerArmed = false;
+        const now = this.now();
+        let next = Number.POSITIVE_INFINITY;
+        for (const kind of this.kinds.values()) {
+          if (kind.count === 0) continue;
+          if (now - kind.since >= this.intervalMs) this.summarise(kind, now);
+          else next = Math.min(next, kind.since + this.intervalMs - now);
+        }
+        if (next !== Number.POSITIVE_INFINITY) this.arm(next);
+      },
+      Math.max(1, ms),
+    );
   }
 }
 

@@ -34,7 +34,8 @@ const REDACTED = '[redacted]';
  * anything named `...secret` or `...password`. Matched case-insensitively with `-` and `_` removed, so
  * `x-api-key`, `apiKey` and `STRATA_WARM_SECRET` all match.
  */
-const SECRET_NAME = /^(?:x?apikey|authorization|(?:set)?cookie|(?:session|xamzsecurity)?token|secretaccesskey|passwd)$|(?:secret|password)$/;
+const SECRET_NAME =
+  /^(?:x?apikey|authorization|(?:set)?cookie|(?:session|xamzsecurity)?token|secretaccesskey|passwd)$|(?:secret|password)$/;
 const isSecretName = (k: string): boolean => SECRET_NAME.test(k.replace(/[-_]/g, '').toLowerCase());
 
 /**

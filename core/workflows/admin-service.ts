@@ -64,7 +64,12 @@ export const DEFAULT_LIST_LIMIT = 20;
 export const MAX_LIST_LIMIT = 100;
 
 /** What each workflow's `total`/`done` count. */
-export const PROGRESS_UNITS: Readonly<Record<WorkflowName, string>> = { 'scale-out': 'sessions', 'scale-in': 'sessions', 'evict-to-s3': 'nodes', 'tier-migrate': 'batches' };
+export const PROGRESS_UNITS: Readonly<Record<WorkflowName, string>> = {
+  'scale-out': 'sessions',
+  'scale-in': 'sessions',
+  'evict-to-s3': 'nodes',
+  'tier-migrate': 'batches',
+};
 
 /** Step Functions execution names; stricter than the service (no characters that need escaping anywhere). */
 export const EXECUTION_NAME = /^[A-Za-z0-9_-]{1,80}$/;
@@ -89,13 +94,19 @@ export function isWorkflowName(v: unknown): v is WorkflowName {
 
 /** A fresh execution name: `<workflow>-<UTC timestamp>-<6 hex>`, sortable by start time per workflow. */
 export function newExecutionName(workflow: WorkflowName, now: Date = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const stamp = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
   return `${workflow}-${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
 /** Validates a caller-chosen execution name (400 naming `field`). */
 export function checkExecutionName(name: string, field = 'name'): string {
-  if (!EXECUTION_NAME.test(name)) throw new ValidationError(field, 'execution names are 1-80 characters of A-Z, a-z, 0-9, "_" and "-"', { value: name.slice(0, 100) });
+  if (!EXECUTION_NAME.test(name))
+    throw new ValidationError(field, 'execution names are 1-80 characters of A-Z, a-z, 0-9, "_" and "-"', {
+      value: name.slice(0, 100),
+    });
   return name;
 }
 
@@ -119,7 +130,11 @@ export function newestFirst(a: ExecutionSummary, b: ExecutionSummary): number {
 }
 
 /** Reads the progress document; a store that cannot be read leaves the detail without progress (logged). */
-export async function readProgress(store: ProgressStore | undefined, execution: string, status: ExecutionStatus): Promise<ExecutionProgress | undefined> {
+export async function readProgress(
+  store: ProgressStore | undefined,
+  execution: string,
+  status: ExecutionStatus,
+): Promise<ExecutionProgress | undefined> {
   if (!store) return undefined;
   try {
     const p = await store.get(execution);
@@ -155,8 +170,12 @@ export class SfnWorkflowService implements WorkflowService {
     this.machines = new Map();
     for (const [workflow, arn] of Object.entries(o.stateMachines) as [string, string | undefined][]) {
       if (arn === undefined) continue;
-      if (!isWorkflowName(workflow)) throw new Error(`unknown workflow '${workflow}' in the state machine map (workflows: ${WORKFLOW_NAMES.join(', ')})`);
-      if (!STATE_MACHINE_ARN.test(arn)) throw new Error(`'${arn}' (workflow ${workflow}) is not a state machine ARN (arn:aws:states:<region>:<account>:stateMachine:<name>)`);
+      if (!isWorkflowName(workflow))
+        throw new Error(`unknown workflow '${workflow}' in the state machine map (workflows: ${WORKFLOW_NAMES.join(', ')})`);
+      if (!STATE_MACHINE_ARN.test(arn))
+        throw new Error(
+          `'${arn}' (workflow ${workflow}) is not a state machine ARN (arn:aws:states:<region>:<account>:stateMachine:<name>)`,
+        );
       this.machines.set(workflow, arn);
     }
   }
@@ -175,7 +194,9 @@ export class SfnWorkflowService implements WorkflowService {
     const stateMachineArn = this.machineOf(workflow);
     const execution = name === undefined ? newExecutionName(workflow) : checkExecutionName(name);
     try {
-      const r = await this.o.client.send(new StartExecutionCommand({ stateMachineArn, name: execution, input: JSON.stringify(input) }));
+      const r = await this.o.client.send(
+        new StartExecutionCommand({ stateMachineArn, name: execution, input: JSON.stringify(input) }),
+      );
       return { execution, workflow, status: 'RUNNING', startedAt: (r.startDate ?? new Date()).toISOString() };
     } catch (e) {
       throw sfnError(e, 'StartExecution', { workflow, execution });
@@ -192,7 +213,12 @@ export class SfnWorkflowService implements WorkflowService {
         if (errorName(e) === 'ExecutionDoesNotExist') continue;
         throw sfnError(e, 'DescribeExecution', { workflow, execution });
       }
-      const detail: ExecutionDetail = { execution, workflow, status: statusOf(r.status), startedAt: (r.startDate ?? new Date(0)).toISOString() };
+      const detail: ExecutionDetail = {
+        execution,
+        workflow,
+        status: statusOf(r.status),
+        startedAt: (r.startDate ?? new Date(0)).toISOString(),
+      };
       if (r.stopDate) detail.stoppedAt = r.stopDate.toISOString();
       if (r.input !== undefined) detail.input = parseJson(r.input);
       if (r.output !== undefined) detail.output = parseJson(r.output);
@@ -211,7 +237,9 @@ export class SfnWorkflowService implements WorkflowService {
     const lists = await Promise.all(
       workflows.map(async (workflow) => {
         try {
-          const r = await this.o.client.send(new ListExecutionsCommand({ stateMachineArn: this.machineOf(workflow), maxResults: limit }));
+          const r = await this.o.client.send(
+            new ListExecutionsCommand({ stateMachineArn: this.machineOf(workflow), maxResults: limit }),
+          );
           return (r.executions ?? []).map((x): ExecutionSummary => ({
             execution: x.name ?? '',
             workflow,
@@ -229,7 +257,11 @@ export class SfnWorkflowService implements WorkflowService {
 
   private machineOf(workflow: WorkflowName): string {
     const arn = this.machines.get(workflow);
-    if (!arn) throw new WorkflowsUnavailableError(`workflow '${workflow}' has no state machine configured here (configured: ${this.workflows.join(', ') || 'none'})`, permanentDetails({ workflow }));
+    if (!arn)
+      throw new WorkflowsUnavailableError(
+        `workflow '${workflow}' has no state machine configured here (configured: ${this.workflows.join(', ') || 'none'})`,
+        permanentDetails({ workflow }),
+      );
     return arn;
   }
 
@@ -280,7 +312,11 @@ function sfnError(e: unknown, call: string, details: Record<string, unknown>): S
       return new WorkflowsUnavailableError('too many executions are running; try again when some have finished', details, e);
     case 'StateMachineDoesNotExist':
     case 'StateMachineDeleting':
-      return new WorkflowsUnavailableError(`the state machine of workflow '${String(details.workflow)}' does not exist (${name}); check the deployment`, permanentDetails(details), e);
+      return new WorkflowsUnavailableError(
+        `the state machine of workflow '${String(details.workflow)}' does not exist (${name}); check the deployment`,
+        permanentDetails(details),
+        e,
+      );
     default:
       return new WorkflowsUnavailableError(`Step Functions ${call} failed (${name})`, { ...details, sfnError: name }, e);
   }

@@ -29,7 +29,18 @@ export class ProgressStore {
   async update(execution: string, workflow: WorkflowName, edit: (p: WorkflowProgress) => void): Promise<WorkflowProgress> {
     const at = new Date(this.now()).toISOString();
     if (!(await this.docs.get(execution))) {
-      const fresh: WorkflowProgress = { execution, workflow, phase: 'starting', total: 0, done: 0, keys: 0, bytes: 0, startedAt: at, updatedAt: at, facts: {} };
+      const fresh: WorkflowProgress = {
+        execution,
+        workflow,
+        phase: 'starting',
+        total: 0,
+        done: 0,
+        keys: 0,
+        bytes: 0,
+        startedAt: at,
+        updatedAt: at,
+        facts: {},
+      };
       try {
         await this.docs.create(execution, fresh);
       } catch (e) {

@@ -5,7 +5,14 @@ import type { APIGatewayProxyEvent, Context } from 'aws-lambda';
  * Builds the API Gateway REST (v1) proxy event API Gateway would send for this request, with binary media
  * types set to `*\/*` as the API stack configures them (so every body arrives base64-encoded).
  */
-export function toApiGatewayEvent(req: IncomingMessage, body: Buffer, match: { resource: string; pathParameters: Record<string, string> }, requestId: string, path: string, query: URLSearchParams): APIGatewayProxyEvent {
+export function toApiGatewayEvent(
+  req: IncomingMessage,
+  body: Buffer,
+  match: { resource: string; pathParameters: Record<string, string> },
+  requestId: string,
+  path: string,
+  query: URLSearchParams,
+): APIGatewayProxyEvent {
   const headers: Record<string, string> = {};
   const multiValueHeaders: Record<string, string[]> = {};
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
@@ -42,7 +49,11 @@ export function toApiGatewayEvent(req: IncomingMessage, body: Buffer, match: { r
       httpMethod: req.method ?? 'GET',
       // API Gateway puts the id of the caller's key here. Locally there is no key store: a key sent in x-api-key
       // is its own id, so STRATA_TENANT_ACCESS can name local keys (api/tenant-access.ts).
-      identity: { sourceIp: req.socket.remoteAddress ?? '127.0.0.1', userAgent: req.headers['user-agent'] ?? null, ...(apiKey ? { apiKey, apiKeyId: apiKey } : {}) } as APIGatewayProxyEvent['requestContext']['identity'],
+      identity: {
+        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: req.headers['user-agent'] ?? null,
+        ...(apiKey ? { apiKey, apiKeyId: apiKey } : {}),
+      } as APIGatewayProxyEvent['requestContext']['identity'],
       path,
       stage: 'local',
       requestId,

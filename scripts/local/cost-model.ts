@@ -104,7 +104,11 @@ export function localCostModel(o: LocalCostModelOptions): LocalCostModel {
     return {
       window: { start: new Date(at), end: new Date(at + res) },
       fleet: {
-        instances: Array.from({ length: nodes }, (_, i) => ({ id: `local-node-${i + 1}`, type: dev.fleet.instanceType, state: 'running' })),
+        instances: Array.from({ length: nodes }, (_, i) => ({
+          id: `local-node-${i + 1}`,
+          type: dev.fleet.instanceType,
+          state: 'running',
+        })),
         volumes: Array.from({ length: nodes }, (_, i) => ({
           id: `local-volume-${i + 1}`,
           type: 'gp3',
@@ -115,13 +119,23 @@ export function localCostModel(o: LocalCostModelOptions): LocalCostModel {
       },
       hot: { bytesUsed: 0, ecpus: lookups - hits.l1! + writes + bytes / 1024 },
       cold: {
-        bytes: 0, objects: 0, storageSource: 'listing', truncated: false,
-        getRequests: s3.get, putRequests: s3.put, requestSource: 'estimate',
+        bytes: 0,
+        objects: 0,
+        storageSource: 'listing',
+        truncated: false,
+        getRequests: s3.get,
+        putRequests: s3.put,
+        requestSource: 'estimate',
       },
       apiRequests: requests,
       functions: [
-        { name: 'api', memoryMb: API_MEMORY_MB, tier: 'api', invocations: requests,
-          gbSeconds: (handlerMs / 1000) * (API_MEMORY_MB / 1024) },
+        {
+          name: 'api',
+          memoryMb: API_MEMORY_MB,
+          tier: 'api',
+          invocations: requests,
+          gbSeconds: (handlerMs / 1000) * (API_MEMORY_MB / 1024),
+        },
       ],
       hits: HIT_TIERS.reduce((a, t) => a + hits[t]!, 0),
       namespaces,

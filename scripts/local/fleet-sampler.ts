@@ -29,7 +29,12 @@ export interface FleetSampler {
 
 /** Records a fleet state as the Strata/Fleet points the cost publisher would publish. */
 export function recordFleetState(store: LocalMetricsStore, environment: string, state: FleetState, at: number): void {
-  const put = (def: MetricDef, value: number, extra: Record<string, string> = {}) => store.record({ namespace: def.namespace, name: def.name, unit: def.unit, dimensions: { Environment: environment, ...extra } }, value, at);
+  const put = (def: MetricDef, value: number, extra: Record<string, string> = {}) =>
+    store.record(
+      { namespace: def.namespace, name: def.name, unit: def.unit, dimensions: { Environment: environment, ...extra } },
+      value,
+      at,
+    );
   put(METRICS.nodes, state.nodes);
   for (const f of state.fills) put(METRICS.nodeFill, f.percent, { Node: f.node });
   if (state.maxFillPercent !== undefined) put(METRICS.maxNodeFill, state.maxFillPercent);

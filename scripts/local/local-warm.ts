@@ -26,15 +26,29 @@ export interface LocalWarm {
   close(): Promise<void>;
 }
 
-export async function startLocalWarm(o: { nodes: number; dataDir: string; capacityBytes?: number; log?: (line: string) => void }): Promise<LocalWarm> {
+export async function startLocalWarm(o: {
+  nodes: number;
+  dataDir: string;
+  capacityBytes?: number;
+  log?: (line: string) => void;
+}): Promise<LocalWarm> {
   const root = join(o.dataDir, LOCAL_WARM_FOLDER);
   rmSync(root, { recursive: true, force: true });
   const secret = randomBytes(24).toString('hex');
-  const fleet = new LocalFleet({ rootDir: join(root, 'nodes'), secret, ...(o.capacityBytes ? { capacityBytes: o.capacityBytes } : {}) });
+  const fleet = new LocalFleet({
+    rootDir: join(root, 'nodes'),
+    secret,
+    ...(o.capacityBytes ? { capacityBytes: o.capacityBytes } : {}),
+  });
   try {
     const launched = await Promise.all(Array.from({ length: o.nodes }, (_, i) => fleet.launch(`n${i + 1}`)));
     const ringDir = join(root, 'ring');
-    const doc = await new RingStore(new FileCasStore(ringDir)).create(initialRing(launched.map((n) => ({ id: n.nodeId, url: n.url, instance: n.nodeId })), 2));
+    const doc = await new RingStore(new FileCasStore(ringDir)).create(
+      initialRing(
+        launched.map((n) => ({ id: n.nodeId, url: n.url, instance: n.nodeId })),
+        2,
+      ),
+    );
     const client = new NodeClient({ secret });
     await Promise.all(launched.map((n) => client.pushRing(n.url, doc)));
     await client.close();
@@ -96,6 +110,9 @@ export function storeMetric(
 ): (key: keyof typeof METRICS, value: number, dims?: Record<string, string>) => void {
   return (key, value, dims = {}) => {
     const def = METRICS[key];
-    store.record({ namespace: def.namespace, name: def.name, unit: def.unit, dimensions: { Environment: environment, ...dims } }, value);
+    store.record(
+      { namespace: def.namespace, name: def.name, unit: def.unit, dimensions: { Environment: environment, ...dims } },
+      value,
+    );
   };
 }

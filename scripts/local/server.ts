@@ -31,7 +31,10 @@ import { startWorkflowSampler } from './workflow-sampler.js';
 type LambdaHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
 /** The same handler modules Lambda runs, keyed like the API stack's functions. */
-const HANDLERS: Record<ApiFunction, LambdaHandler> = { keys, batch, transfer, service, admin } as Record<ApiFunction, LambdaHandler>;
+const HANDLERS: Record<ApiFunction, LambdaHandler> = { keys, batch, transfer, service, admin } as Record<
+  ApiFunction,
+  LambdaHandler
+>;
 
 /** API Gateway rejects request bodies above 10 MB before any Lambda runs; so does the local server. */
 export const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
@@ -98,7 +101,9 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
     ...(workflows
       ? {
           executions: () => executions,
-          notes: { [LOCAL_WORKFLOWS_NAMESPACE]: 'no workflow executions yet: npx strata workflow start scale-out --endpoint <this URL>' },
+          notes: {
+            [LOCAL_WORKFLOWS_NAMESPACE]: 'no workflow executions yet: npx strata workflow start scale-out --endpoint <this URL>',
+          },
         }
       : {}),
     refresh: async () => {
@@ -161,14 +166,44 @@ async function handle(
   const body = await readBody(req, MAX_REQUEST_BYTES);
   if (body === null) {
     res.setHeader('connection', 'close');
-    return send(res, errorResult(new StrataError('PAYLOAD_TOO_LARGE', `request bodies are limited to ${MAX_REQUEST_BYTES} bytes; upload large values through an upload URL`, { limit: MAX_REQUEST_BYTES })), isHead);
+    return send(
+      res,
+      errorResult(
+        new StrataError(
+          'PAYLOAD_TOO_LARGE',
+          `request bodies are limited to ${MAX_REQUEST_BYTES} bytes; upload large values through an upload URL`,
+          { limit: MAX_REQUEST_BYTES },
+        ),
+      ),
+      isHead,
+    );
   }
 
   if (path === '/' || path === '') {
-    return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ service: 'strata', api: '/v1', health: '/v1/health', stats: '/v1/stats', dashboard: '/dashboard', docs: 'docs/API.md', openapi: '/v1/openapi.json' }) }, isHead);
+    return send(
+      res,
+      {
+        statusCode: 200,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          service: 'strata',
+          api: '/v1',
+          health: '/v1/health',
+          stats: '/v1/stats',
+          dashboard: '/dashboard',
+          docs: 'docs/API.md',
+          openapi: '/v1/openapi.json',
+        }),
+      },
+      isHead,
+    );
   }
   if (path === '/openapi.json' && (req.method === 'GET' || isHead)) {
-    return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(openApiDocument(API_ROUTES)) }, isHead);
+    return send(
+      res,
+      { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(openApiDocument(API_ROUTES)) },
+      isHead,
+    );
   }
   if (isDashboardPath(path)) {
     if (path === '/dashboard/data') await dashboard.refresh?.();
@@ -181,9 +216,21 @@ async function handle(
     res.setHeader('allow', match.allowed.join(', '));
     return send(res, errorResult(methodNotAllowed(req.method ?? 'GET', match.resource, match.allowed)), isHead);
   }
-  if (match.badParam) return send(res, errorResult(new ValidationError(match.badParam, 'is not valid percent-encoding (encode keys with encodeURIComponent)')), isHead);
+  if (match.badParam)
+    return send(
+      res,
+      errorResult(new ValidationError(match.badParam, 'is not valid percent-encoding (encode keys with encodeURIComponent)')),
+      isHead,
+    );
 
-  const event = toApiGatewayEvent(req, body, { resource: match.resource, pathParameters: match.pathParameters }, requestId, path, query);
+  const event = toApiGatewayEvent(
+    req,
+    body,
+    { resource: match.resource, pathParameters: match.pathParameters },
+    requestId,
+    path,
+    query,
+  );
   const result = await HANDLERS[match.route.fn](event, lambdaContext(requestId, `strata-api-${match.route.fn}`));
   const base = urls.hostUrls && urls.publicUrl ? requestBaseUrl(req.headers.host, urls.port()) : undefined;
   send(res, base && urls.publicUrl && base !== urls.publicUrl ? rebaseUrls(result, urls.publicUrl, base) : result, isHead);
@@ -235,7 +282,17 @@ async function serveBlob(req: IncomingMessage, res: ServerResponse, blobs: Local
   const allowed = claims && (claims.op === 'put' ? req.method === 'PUT' : req.method === 'GET' || isHead);
   if (!claims || !allowed) {
     req.resume();
-    return send(res, { statusCode: 403, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: { code: 'FORBIDDEN', message: 'the blob URL is invalid, expired, or used with the wrong method' } }) }, isHead);
+    return send(
+      res,
+      {
+        statusCode: 403,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          error: { code: 'FORBIDDEN', message: 'the blob URL is invalid, expired, or used with the wrong method' },
+        }),
+      },
+      isHead,
+    );
   }
   if (claims.op === 'put') {
     let size: number;
@@ -245,9 +302,21 @@ async function serveBlob(req: IncomingMessage, res: ServerResponse, blobs: Local
       if (!(e instanceof StagedUploadExistsError)) throw e;
       // The URL takes one PUT, as the S3 tier's (If-None-Match: * signed in): bytes are staged, or the upload is completed.
       req.resume();
-      return send(res, preconditionFailed('this upload URL was used already (bytes are staged, or the upload is completed)'), false);
+      return send(
+        res,
+        preconditionFailed('this upload URL was used already (bytes are staged, or the upload is completed)'),
+        false,
+      );
     }
-    return send(res, { statusCode: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ uploadId: claims.uploadId, size }) }, false);
+    return send(
+      res,
+      {
+        statusCode: 200,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ uploadId: claims.uploadId, size }),
+      },
+      false,
+    );
   }
   const blob = await blobs.readBlob(claims.ns, claims.key);
   if (!blob) return send(res, errorResult(new StrataError('NOT_FOUND', 'the value is gone (deleted or expired)')), isHead);
@@ -257,7 +326,11 @@ async function serveBlob(req: IncomingMessage, res: ServerResponse, blobs: Local
     const message = `the key holds version ${blob.header.version} now; this URL was made for version ${claims.version}`;
     return send(res, preconditionFailed(message), isHead);
   }
-  res.writeHead(200, { 'content-type': blob.header.contentType ?? 'application/octet-stream', 'content-length': blob.size, 'x-strata-version': String(blob.header.version) });
+  res.writeHead(200, {
+    'content-type': blob.header.contentType ?? 'application/octet-stream',
+    'content-length': blob.size,
+    'x-strata-version': String(blob.header.version),
+  });
   if (isHead) {
     blob.body.destroy();
     res.end();

@@ -78,7 +78,8 @@ export function startWorkflowSampler(o: WorkflowSamplerOptions): WorkflowSampler
         }
       } else {
         const prev = rows.find((r) => r.execution === e.execution);
-        if (prev?.percent !== undefined) Object.assign(row, { percent: prev.percent, done: prev.done, total: prev.total, unit: prev.unit });
+        if (prev?.percent !== undefined)
+          Object.assign(row, { percent: prev.percent, done: prev.done, total: prev.total, unit: prev.unit });
       }
       if (finished && !ended.has(e.execution)) {
         ended.add(e.execution);

@@ -11,7 +11,23 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const require = createRequire(import.meta.url);
 
-const exported = ['StrataClient', 'StrataError', 'ValidationError', 'NotFoundError', 'VersionConflictError', 'TimeoutError', 'NetworkError', 'UnavailableError', 'RateLimitedError', 'WorkflowsUnavailableError', 'ExecutionExistsError', 'WorkflowsClient', 'CostClient', 'renderProgressBar', 'formatBytes'];
+const exported = [
+  'StrataClient',
+  'StrataError',
+  'ValidationError',
+  'NotFoundError',
+  'VersionConflictError',
+  'TimeoutError',
+  'NetworkError',
+  'UnavailableError',
+  'RateLimitedError',
+  'WorkflowsUnavailableError',
+  'ExecutionExistsError',
+  'WorkflowsClient',
+  'CostClient',
+  'renderProgressBar',
+  'formatBytes',
+];
 
 function check(label, mod) {
   for (const name of exported) assert.equal(typeof mod[name], 'function', `${label}: ${name} is not exported`);
@@ -27,7 +43,11 @@ function check(label, mod) {
 
 // The tarball carries the license package.json names, the same text as the repository's.
 assert.equal(pkg.license, 'Apache-2.0');
-assert.equal(readFileSync(join(root, 'LICENSE'), 'utf8'), readFileSync(join(root, '..', 'LICENSE'), 'utf8'), 'sdk/LICENSE differs from LICENSE');
+assert.equal(
+  readFileSync(join(root, 'LICENSE'), 'utf8'),
+  readFileSync(join(root, '..', 'LICENSE'), 'utf8'),
+  'sdk/LICENSE differs from LICENSE',
+);
 
 for (const file of [pkg.exports['.'].import, pkg.exports['.'].require, pkg.exports['.'].types, pkg.bin.strata]) {
   assert.ok(existsSync(join(root, file)), `missing ${file}`);

@@ -19,8 +19,11 @@ const SECTIONS: readonly { readonly title: string; readonly flags: readonly Cost
   {
     title: 'Chiu & Agrawal, "Evaluating Caching and Storage Options on the Amazon Web Services Cloud" (2010):',
     flags: [
-      { flag: 'paper-2010', help: 'with --tables, or alone: the paper\'s tables; with a workload: price it with the 2010 catalog' },
-      { flag: 'tables', help: 'Tables III and IV recomputed from Table I\'s prices; the paper\'s differing cells are marked' },
+      {
+        flag: 'paper-2010',
+        help: "with --tables, or alone: the paper's tables; with a workload: price it with the 2010 catalog",
+      },
+      { flag: 'tables', help: "Tables III and IV recomputed from Table I's prices; the paper's differing cells are marked" },
       { flag: 'discrepancies', help: 'list the cells of the paper that its own formulas do not give' },
     ],
   },
@@ -30,16 +33,31 @@ const SECTIONS: readonly { readonly title: string; readonly flags: readonly Cost
       { flag: 'value-size', arg: '<size>', param: 'valueSize', help: 'value size d: 1KB, 1MB, 50MB (decimal) or 1MiB (binary)' },
       { flag: 'keys', arg: '<n>', param: 'keys', help: 'distinct keys held' },
       { flag: 'requests-per-month', arg: '<n>', param: 'requestsPerMonth', help: 'reads a month R: 2000, 200k, 1.5M' },
-      { flag: 'writes-per-month', arg: '<n>', param: 'writesPerMonth', help: 'writes a month (default: the expected misses of a cold cache)' },
+      {
+        flag: 'writes-per-month',
+        arg: '<n>',
+        param: 'writesPerMonth',
+        help: 'writes a month (default: the expected misses of a cold cache)',
+      },
       { flag: 'persistent', param: 'persistent', help: 'only placements whose data survives a node loss (S3, EBS, S3-backed)' },
-      { flag: 'latency-target', arg: '<t>', param: 'latencyTarget', help: 'hit latency target, e.g. 5ms; slower placements rank last' },
+      {
+        flag: 'latency-target',
+        arg: '<t>',
+        param: 'latencyTarget',
+        help: 'hit latency target, e.g. 5ms; slower placements rank last',
+      },
       { flag: 'service-time', arg: '<t>', param: 'serviceTime', help: 'origin time per miss, the speedup baseline (default 1s)' },
       { flag: 'in-region', param: 'inRegion', help: 'results stay in the region (no transfer-out charge C_IO)' },
-      { flag: 'region', arg: '<region>', param: 'region', help: 'default: the server\'s (us-east-1)' },
-      { flag: 'catalog', arg: '<id>', param: 'catalog', help: 'price catalog (default: the server\'s newest); --paper-2010 selects paper-2010' },
+      { flag: 'region', arg: '<region>', param: 'region', help: "default: the server's (us-east-1)" },
+      {
+        flag: 'catalog',
+        arg: '<id>',
+        param: 'catalog',
+        help: "price catalog (default: the server's newest); --paper-2010 selects paper-2010",
+      },
       { flag: 'rank-by', arg: 'cs|cost', param: 'rankBy', help: 'C/S (cost per unit speedup, default) or monthly cost' },
       { flag: 'top', arg: '<n>', param: 'top', help: 'show the best n only' },
-      { flag: 'json', help: 'machine-readable output (the server\'s answer)' },
+      { flag: 'json', help: "machine-readable output (the server's answer)" },
     ],
   },
   { title: '', flags: [{ flag: 'catalogs', help: 'list the price catalogs, their regions and dates' }] },
@@ -64,12 +82,17 @@ export const COST_USAGE = [
   'usage: strata cost [options]        (offline, in the Strata repository: npm run cost -- [options])',
   '',
   'The cost model of the Strata at --endpoint: what `npm run cost` prints, computed by the server.',
-  ...SECTIONS.flatMap((s) => [...(s.title ? ['', s.title] : ['']), ...s.flags.map((f) => usageLine(`--${f.flag}${f.arg ? ` ${f.arg}` : ''}`, f.help))]),
+  ...SECTIONS.flatMap((s) => [
+    ...(s.title ? ['', s.title] : ['']),
+    ...s.flags.map((f) => usageLine(`--${f.flag}${f.arg ? ` ${f.arg}` : ''}`, f.help)),
+  ]),
   usageLine('-h, --help', ''),
   '',
   'Connection: --endpoint <url> (default $STRATA_ENDPOINT or http://localhost:8080), --api-key <key> (default',
   '$STRATA_API_KEY), --timeout <ms>. Exit code 2 for a usage error or a value the server rejects.',
-].join('\n').replace(/ +$/gm, '');
+]
+  .join('\n')
+  .replace(/ +$/gm, '');
 
 type Flags = Readonly<Record<string, string | boolean | undefined>>;
 

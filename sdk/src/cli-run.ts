@@ -91,7 +91,7 @@ ${WORKFLOW_USAGE}
 
 ${CONNECTION_HELP}`,
   cost: COST_USAGE,
-  help: 'usage: strata help [command]\n\nPrints the list of commands, or one command\'s usage and options.',
+  help: "usage: strata help [command]\n\nPrints the list of commands, or one command's usage and options.",
 };
 
 /** The options each command takes besides the connection options (a foreign one is a mistake, not ignored). */
@@ -165,14 +165,16 @@ export function describeItem(item: CacheItem, now: number): string {
     const left = item.expiresAt.getTime() - now;
     expires = `${item.expiresAt.toISOString()} (${left > 0 ? `${formatDuration(left)} left` : 'expired'})`;
   }
-  return [
-    `version  ${item.version}`,
-    `tier     ${item.tier}`,
-    `expires  ${expires}`,
-    ...(item.contentType ? [`type     ${item.contentType}`] : []),
-    ...(item.tags.length ? [`tags     ${item.tags.join(', ')}`] : []),
-    `size     ${item.value.byteLength} bytes`,
-  ].join('\n') + '\n';
+  return (
+    [
+      `version  ${item.version}`,
+      `tier     ${item.tier}`,
+      `expires  ${expires}`,
+      ...(item.contentType ? [`type     ${item.contentType}`] : []),
+      ...(item.tags.length ? [`tags     ${item.tags.join(', ')}`] : []),
+      `size     ${item.value.byteLength} bytes`,
+    ].join('\n') + '\n'
+  );
 }
 
 function isLocal(endpoint: string): boolean {
@@ -218,7 +220,8 @@ function parse(argv: readonly string[]) {
     const option = /'(-[^' ]+)/.exec(raw)?.[1];
     const command = guessCommand(argv);
     if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') throw new UsageError(`unknown option ${option ?? raw}`, undefined, command);
-    if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') throw new UsageError(`${option ?? 'an option'} needs a value`, undefined, command);
+    if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE')
+      throw new UsageError(`${option ?? 'an option'} needs a value`, undefined, command);
     throw new UsageError(raw.split('\n')[0]!, undefined, command);
   }
 }
@@ -255,7 +258,8 @@ async function run(argv: readonly string[], ctx: CliContext): Promise<number> {
     throw new UsageError(`--${foreign} is not an option of strata ${command}${where}`, undefined, command);
   }
   const max = MAX_ARGS[command];
-  if (max !== undefined && args.length > max) throw new UsageError(`${command}: unexpected argument '${args[max]}'`, undefined, command);
+  if (max !== undefined && args.length > max)
+    throw new UsageError(`${command}: unexpected argument '${args[max]}'`, undefined, command);
   const timeoutMs = wholeNumber('timeout', values.timeout, command);
   const endpoint = values.endpoint ?? ctx.env.STRATA_ENDPOINT ?? DEFAULT_ENDPOINT;
   let client: StrataClient;
@@ -295,11 +299,13 @@ async function run(argv: readonly string[], ctx: CliContext): Promise<number> {
         const value = args[1];
         const ttl = wholeNumber('ttl', values.ttl, command);
         const body = value === undefined || value === '-' ? await readAll(ctx.stdin ?? []) : value;
-        print(await client.put(k, body, {
-          ttl,
-          ...(values.tags ? { tags: values.tags.split(',').filter(Boolean) } : {}),
-          contentType: values['content-type'],
-        }));
+        print(
+          await client.put(k, body, {
+            ttl,
+            ...(values.tags ? { tags: values.tags.split(',').filter(Boolean) } : {}),
+            contentType: values['content-type'],
+          }),
+        );
         return 0;
       }
       case 'delete':

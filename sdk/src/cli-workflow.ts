@@ -78,7 +78,13 @@ export function formatExecutionTable(rows: readonly WorkflowExecution[], now: Da
   if (rows.length === 0) return 'no executions\n';
   const table = [
     ['EXECUTION', 'WORKFLOW', 'STATUS', 'STARTED', 'DURATION'],
-    ...rows.map((r) => [r.execution, r.workflow, r.status, r.startedAt.toISOString().replace(/\.\d+Z$/, 'Z'), formatDuration((r.stoppedAt ?? now).getTime() - r.startedAt.getTime()) + (r.stoppedAt ? '' : ' (running)')]),
+    ...rows.map((r) => [
+      r.execution,
+      r.workflow,
+      r.status,
+      r.startedAt.toISOString().replace(/\.\d+Z$/, 'Z'),
+      formatDuration((r.stoppedAt ?? now).getTime() - r.startedAt.getTime()) + (r.stoppedAt ? '' : ' (running)'),
+    ]),
   ];
   const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
   return table.map((row) => row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n') + '\n';
@@ -109,7 +115,10 @@ async function follow(client: StrataClient, execution: string, o: WorkflowCliOpt
   const reporter = new ProgressReporter(io.stderr);
   let final: WorkflowExecutionDetail;
   try {
-    final = await client.workflows.wait(execution, { intervalMs: positiveInt('--interval', o.interval) ?? 1000, onProgress: (d) => reporter.update(d) });
+    final = await client.workflows.wait(execution, {
+      intervalMs: positiveInt('--interval', o.interval) ?? 1000,
+      onProgress: (d) => reporter.update(d),
+    });
   } finally {
     reporter.finish();
   }
@@ -128,7 +137,12 @@ async function follow(client: StrataClient, execution: string, o: WorkflowCliOpt
  * Runs `strata workflow <sub> ...` (args after `workflow`) and resolves the exit code. Throws {@link UsageError}
  * for bad arguments and the SDK's errors for failed requests (the CLI prints both and exits 2).
  */
-export async function workflowCommand(client: StrataClient, args: readonly string[], o: WorkflowCliOptions, io: CliIo): Promise<number> {
+export async function workflowCommand(
+  client: StrataClient,
+  args: readonly string[],
+  o: WorkflowCliOptions,
+  io: CliIo,
+): Promise<number> {
   const [sub, arg] = args;
   switch (sub) {
     case 'start': {
@@ -159,9 +173,13 @@ export async function workflowCommand(client: StrataClient, args: readonly strin
       return 0;
     }
     case 'list': {
-      if (o.workflow !== undefined && !(WORKFLOW_NAMES as readonly string[]).includes(o.workflow)) throw unknownWorkflow(o.workflow);
+      if (o.workflow !== undefined && !(WORKFLOW_NAMES as readonly string[]).includes(o.workflow))
+        throw unknownWorkflow(o.workflow);
       const limit = positiveInt('--limit', o.limit);
-      const rows = await client.workflows.list({ ...(o.workflow ? { workflow: o.workflow as WorkflowName } : {}), ...(limit ? { limit } : {}) });
+      const rows = await client.workflows.list({
+        ...(o.workflow ? { workflow: o.workflow as WorkflowName } : {}),
+        ...(limit ? { limit } : {}),
+      });
       if (o.json) print(io, rows);
       else io.stdout.write(formatExecutionTable(rows));
       return 0;

@@ -60,7 +60,8 @@ const LOCATION_HEADER_PREFIX = 'x-strata-location-';
 function locationHeaders(res: Headers): Record<string, string> {
   const out: Record<string, string> = {};
   res.forEach((value, name) => {
-    if (name.toLowerCase().startsWith(LOCATION_HEADER_PREFIX)) out[name.slice(LOCATION_HEADER_PREFIX.length).toLowerCase()] = value;
+    if (name.toLowerCase().startsWith(LOCATION_HEADER_PREFIX))
+      out[name.slice(LOCATION_HEADER_PREFIX.length).toLowerCase()] = value;
   });
   return out;
 }
@@ -139,11 +140,19 @@ async function readJson(res: Response): Promise<JsonObject> {
   } catch {
     /* fall through */
   }
-  throw invalidResponse(res.status, `expected a JSON object from the server (HTTP ${res.status}), got: ${text.slice(0, 200)}`, requestIdOf(res));
+  throw invalidResponse(
+    res.status,
+    `expected a JSON object from the server (HTTP ${res.status}), got: ${text.slice(0, 200)}`,
+    requestIdOf(res),
+  );
 }
 
 function itemFromHeaders(key: string, value: Uint8Array, meta: Headers, body: Headers = meta): CacheItem {
-  const version = parseVersion(meta.get('x-strata-version')) ?? parseVersion(body.get('x-strata-version')) ?? parseVersion(meta.get('etag')) ?? 0;
+  const version =
+    parseVersion(meta.get('x-strata-version')) ??
+    parseVersion(body.get('x-strata-version')) ??
+    parseVersion(meta.get('etag')) ??
+    0;
   const contentType = body.get('content-type') ?? meta.get('content-type') ?? undefined;
   return makeItem({
     key,
@@ -158,7 +167,8 @@ function itemFromHeaders(key: string, value: Uint8Array, meta: Headers, body: He
 
 function putResult(body: JsonObject, ns: string, key: string, status: number): PutResult {
   const version = asNumber(body.version);
-  if (version === undefined) throw invalidResponse(status, `write response without a version: ${JSON.stringify(body).slice(0, 200)}`);
+  if (version === undefined)
+    throw invalidResponse(status, `write response without a version: ${JSON.stringify(body).slice(0, 200)}`);
   return {
     ns: typeof body.ns === 'string' ? body.ns : ns,
     key: typeof body.key === 'string' ? body.key : key,
@@ -290,7 +300,12 @@ export class StrataClient {
     for (let attempt = 0; ; attempt++) {
       const first = await this.transport.send(this.req('GET', url, opts, { accept: [303, 404] }), async (res) => {
         if (res.status === 404) {
-          const err = errorFromResponse({ status: 404, body: await res.text(), requestId: requestIdOf(res), context: `GET ${url}` });
+          const err = errorFromResponse({
+            status: 404,
+            body: await res.text(),
+            requestId: requestIdOf(res),
+            context: `GET ${url}`,
+          });
           if (err.code === 'NOT_FOUND') return undefined;
           throw err;
         }
@@ -417,18 +432,23 @@ export class StrataClient {
     const url = `${this.endpoint}/v1/ns/${ns}/batch/get`;
     const out = new Map<string, CacheItem>();
     await mapLimit(chunk(unique, BATCH_SIZE), BATCH_CONCURRENCY, async (batch) => {
-      const items = await this.sendJson(this.req('POST', url, opts), { keys: batch }, (body, status) => batchItems(body, batch.length, status));
+      const items = await this.sendJson(this.req('POST', url, opts), { keys: batch }, (body, status) =>
+        batchItems(body, batch.length, status),
+      );
       for (const it of items) {
         if (it.found !== true || typeof it.key !== 'string' || typeof it.value !== 'string') continue;
-        out.set(it.key, makeItem({
-          key: it.key,
-          value: fromBase64(it.value),
-          version: asNumber(it.version) ?? 0,
-          expiresAt: parseDate(it.expiresAt),
-          tier: typeof it.tier === 'string' ? it.tier : 'unknown',
-          contentType: typeof it.contentType === 'string' ? it.contentType : undefined,
-          tags: stringArray(it.tags),
-        }));
+        out.set(
+          it.key,
+          makeItem({
+            key: it.key,
+            value: fromBase64(it.value),
+            version: asNumber(it.version) ?? 0,
+            expiresAt: parseDate(it.expiresAt),
+            tier: typeof it.tier === 'string' ? it.tier : 'unknown',
+            contentType: typeof it.contentType === 'string' ? it.contentType : undefined,
+            tags: stringArray(it.tags),
+          }),
+        );
       }
     });
     return out;
@@ -488,7 +508,9 @@ export class StrataClient {
           contentType: enc.contentType,
         })),
       };
-      const out = await this.sendJson(this.req('POST', url, opts), payload, (body, status) => batchItems(body, batch.length, status));
+      const out = await this.sendJson(this.req('POST', url, opts), payload, (body, status) =>
+        batchItems(body, batch.length, status),
+      );
       batch.forEach((e, i) => {
         const r = out[i]!;
         results[e.index] = {
@@ -500,7 +522,11 @@ export class StrataClient {
       });
     });
     for (const e of large) {
-      const r = await this.putEncoded(ns, e.item.key, e.enc, { ...opts, ttl: e.item.ttl ?? opts.ttl, tags: e.item.tags ?? opts.tags });
+      const r = await this.putEncoded(ns, e.item.key, e.enc, {
+        ...opts,
+        ttl: e.item.ttl ?? opts.ttl,
+        tags: e.item.tags ?? opts.tags,
+      });
       results[e.index] = { key: r.key, version: r.version, expiresAt: r.expiresAt, size: r.size };
     }
     return results;
@@ -520,7 +546,9 @@ export class StrataClient {
     const url = `${this.endpoint}/v1/ns/${ns}/batch/delete`;
     const batches = chunk(keys, BATCH_SIZE);
     const done = await mapLimit(batches, BATCH_CONCURRENCY, async (batch) => {
-      const items = await this.sendJson(this.req('POST', url, opts), { keys: batch }, (body, status) => batchItems(body, batch.length, status));
+      const items = await this.sendJson(this.req('POST', url, opts), { keys: batch }, (body, status) =>
+        batchItems(body, batch.length, status),
+      );
       return items.map((r, i) => ({ key: typeof r.key === 'string' ? r.key : batch[i]!, version: asNumber(r.version) ?? 0 }));
     });
     return done.flat();
@@ -561,7 +589,15 @@ export class StrataClient {
         }
         throw err;
       }
-      return makeItem({ key, value: enc.bytes, version: res.version, expiresAt: res.expiresAt, tier: 'loader', contentType: enc.contentType, tags: [...(opts.tags ?? [])] });
+      return makeItem({
+        key,
+        value: enc.bytes,
+        version: res.version,
+        expiresAt: res.expiresAt,
+        tier: 'loader',
+        contentType: enc.contentType,
+        tags: [...(opts.tags ?? [])],
+      });
     })();
     this.inflight.set(id, work);
     try {
@@ -581,7 +617,10 @@ export class StrataClient {
    * ```
    */
   async stats(opts: Omit<RequestOptions, 'ns'> = {}): Promise<StatsResponse> {
-    return this.transport.send(this.req('GET', `${this.endpoint}/v1/stats`, opts), async (res) => (await readJson(res)) as unknown as StatsResponse);
+    return this.transport.send(
+      this.req('GET', `${this.endpoint}/v1/stats`, opts),
+      async (res) => (await readJson(res)) as unknown as StatsResponse,
+    );
   }
 
   /**
@@ -603,7 +642,8 @@ export class StrataClient {
         body = undefined;
       }
       if (isObject(body) && typeof body.status === 'string') return body as HealthResponse;
-      if (res.status === 503) throw errorFromResponse({ status: 503, body: text, requestId: requestIdOf(res), context: 'GET /v1/health' });
+      if (res.status === 503)
+        throw errorFromResponse({ status: 503, body: text, requestId: requestIdOf(res), context: 'GET /v1/health' });
       throw invalidResponse(res.status, `unexpected health response: ${text.slice(0, 200)}`, requestIdOf(res));
     });
   }
@@ -654,7 +694,9 @@ export class StrataClient {
     const conditional = opts.ifMatch !== undefined || opts.ifNoneMatch !== undefined;
     const req = this.req('PUT', this.keyUrl(ns, key), opts, { headers, retryMode: conditional ? 'conditional' : 'idempotent' });
     try {
-      return await this.transport.send({ ...req, body: enc.bytes }, async (res) => putResult(await readJson(res), ns, key, res.status));
+      return await this.transport.send({ ...req, body: enc.bytes }, async (res) =>
+        putResult(await readJson(res), ns, key, res.status),
+      );
     } catch (err) {
       // The server's inline limit is lower than ours: remember it and use the upload flow.
       if (!(err instanceof PayloadTooLargeError) || conditional) throw err;
@@ -667,11 +709,19 @@ export class StrataClient {
   /** `.` and `..` (see DOT_KEYS): a one-item `batch/put`. */
   private async putDotKey(ns: string, key: string, enc: EncodedValue, opts: PutOptions): Promise<PutResult> {
     if (opts.ifMatch !== undefined || opts.ifNoneMatch !== undefined) {
-      throw optionError(opts.ifMatch !== undefined ? 'if-match' : 'if-none-match', `conditional writes are not supported for the key "${key}"`);
+      throw optionError(
+        opts.ifMatch !== undefined ? 'if-match' : 'if-none-match',
+        `conditional writes are not supported for the key "${key}"`,
+      );
     }
-    if (enc.bytes.byteLength > this.inlineLimitBytes) throw optionError('value', `values above the inline limit are not supported for the key "${key}"`);
-    const payload = { items: [{ key, value: toBase64(enc.bytes), ttl: opts.ttl, tags: opts.tags, contentType: enc.contentType }] };
-    const [r] = await this.sendJson(this.req('POST', `${this.endpoint}/v1/ns/${ns}/batch/put`, opts), payload, (body, status) => batchItems(body, 1, status));
+    if (enc.bytes.byteLength > this.inlineLimitBytes)
+      throw optionError('value', `values above the inline limit are not supported for the key "${key}"`);
+    const payload = {
+      items: [{ key, value: toBase64(enc.bytes), ttl: opts.ttl, tags: opts.tags, contentType: enc.contentType }],
+    };
+    const [r] = await this.sendJson(this.req('POST', `${this.endpoint}/v1/ns/${ns}/batch/put`, opts), payload, (body, status) =>
+      batchItems(body, 1, status),
+    );
     return { ...putResult(r!, ns, key, 200), size: asNumber(r!.size) ?? enc.bytes.byteLength };
   }
 
@@ -682,7 +732,10 @@ export class StrataClient {
    */
   private async upload(ns: string, key: string, enc: EncodedValue, opts: PutOptions): Promise<PutResult> {
     if (opts.ifMatch !== undefined || opts.ifNoneMatch !== undefined) {
-      throw optionError(opts.ifMatch !== undefined ? 'if-match' : 'if-none-match', `conditional writes are not supported for values above the inline limit (${enc.bytes.byteLength} bytes)`);
+      throw optionError(
+        opts.ifMatch !== undefined ? 'if-match' : 'if-none-match',
+        `conditional writes are not supported for values above the inline limit (${enc.bytes.byteLength} bytes)`,
+      );
     }
     const base = `${this.endpoint}/v1/ns/${ns}/uploads/${encodeKey(key)}`;
     for (let attempt = 0; ; attempt++) {

@@ -192,7 +192,20 @@ export interface CostRequestOptions {
   timeoutMs?: number | undefined;
 }
 
-const PARAMS = ['valueSize', 'keys', 'requestsPerMonth', 'writesPerMonth', 'persistent', 'latencyTarget', 'serviceTime', 'inRegion', 'region', 'catalog', 'rankBy', 'top'] as const satisfies readonly (keyof CostWorkload)[];
+const PARAMS = [
+  'valueSize',
+  'keys',
+  'requestsPerMonth',
+  'writesPerMonth',
+  'persistent',
+  'latencyTarget',
+  'serviceTime',
+  'inRegion',
+  'region',
+  'catalog',
+  'rankBy',
+  'top',
+] as const satisfies readonly (keyof CostWorkload)[];
 
 /**
  * The workload as query parameters. Only what a request cannot carry is caught here; the server checks the values
@@ -205,7 +218,8 @@ function workloadQuery(workload: CostWorkload): URLSearchParams {
     const v = workload[p];
     if (v === undefined) continue;
     if (typeof v === 'number' && !Number.isFinite(v)) throw optionError(p, `must be a finite number, got ${v}`);
-    if (typeof v !== 'number' && typeof v !== 'string' && typeof v !== 'boolean') throw optionError(p, `must be a number or a string, got ${typeof v}`);
+    if (typeof v !== 'number' && typeof v !== 'string' && typeof v !== 'boolean')
+      throw optionError(p, `must be a number or a string, got ${typeof v}`);
     q.set(p, String(v));
   }
   return q;
@@ -214,8 +228,11 @@ function workloadQuery(workload: CostWorkload): URLSearchParams {
 /** The JSON body, once it has the fields the client relies on; `INVALID_RESPONSE` otherwise. */
 async function answer<T>(res: Response, fields: Readonly<Record<string, 'string' | 'array'>>, what: string): Promise<T> {
   const body = await readBody(res);
-  const ok = isObject(body) && Object.entries(fields).every(([k, type]) => (type === 'array' ? Array.isArray(body[k]) : typeof body[k] === type));
-  if (!ok) throw invalid(res.status, `expected ${what} from the server, got: ${JSON.stringify(body).slice(0, 200)}`, requestIdOf(res));
+  const ok =
+    isObject(body) &&
+    Object.entries(fields).every(([k, type]) => (type === 'array' ? Array.isArray(body[k]) : typeof body[k] === type));
+  if (!ok)
+    throw invalid(res.status, `expected ${what} from the server, got: ${JSON.stringify(body).slice(0, 200)}`, requestIdOf(res));
   return body as T;
 }
 
@@ -250,7 +267,9 @@ export class CostClient {
    */
   async placements(workload: CostWorkload, opts: CostRequestOptions = {}): Promise<CostPlacementsResult> {
     const url = `${this.t.endpoint}/v1/cost/placements?${workloadQuery(workload)}`;
-    return this.t.transport.send(this.req(url, opts), (res) => answer<CostPlacementsResult>(res, { text: 'string', recommendations: 'array', excluded: 'array' }, 'ranked placements'));
+    return this.t.transport.send(this.req(url, opts), (res) =>
+      answer<CostPlacementsResult>(res, { text: 'string', recommendations: 'array', excluded: 'array' }, 'ranked placements'),
+    );
   }
 
   /**
@@ -268,7 +287,9 @@ export class CostClient {
   async paper2010(opts: CostRequestOptions = {}): Promise<Paper2010Result> {
     const fields = { tables: 'string', discrepanciesText: 'string', discrepancies: 'array', cells: 'array' } as const;
     const url = `${this.t.endpoint}/v1/cost/paper-2010`;
-    return this.t.transport.send(this.req(url, opts), (res) => answer<Paper2010Result>(res, fields, "Chiu & Agrawal's (2010) tables"));
+    return this.t.transport.send(this.req(url, opts), (res) =>
+      answer<Paper2010Result>(res, fields, "Chiu & Agrawal's (2010) tables"),
+    );
   }
 
   /**
@@ -283,10 +304,20 @@ export class CostClient {
    */
   async catalogs(opts: CostRequestOptions = {}): Promise<CostCatalogsResult> {
     const fields = { text: 'string', catalogs: 'array', defaultCatalog: 'string', defaultRegion: 'string' } as const;
-    return this.t.transport.send(this.req(`${this.t.endpoint}/v1/cost/catalogs`, opts), (res) => answer<CostCatalogsResult>(res, fields, 'the price catalogs'));
+    return this.t.transport.send(this.req(`${this.t.endpoint}/v1/cost/catalogs`, opts), (res) =>
+      answer<CostCatalogsResult>(res, fields, 'the price catalogs'),
+    );
   }
 
   private req(url: string, opts: CostRequestOptions): HttpRequest {
-    return { method: 'GET', url, auth: true, retryMode: 'idempotent', signal: opts.signal, timeoutMs: opts.timeoutMs ?? this.t.timeoutMs, headers: {} };
+    return {
+      method: 'GET',
+      url,
+      auth: true,
+      retryMode: 'idempotent',
+      signal: opts.signal,
+      timeoutMs: opts.timeoutMs ?? this.t.timeoutMs,
+      headers: {},
+    };
   }
 }

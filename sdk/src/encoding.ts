@@ -33,7 +33,8 @@ export function checkKey(key: string): string {
 export function checkTags(tags: readonly string[] | undefined): void {
   if (tags === undefined) return;
   if (!Array.isArray(tags) || tags.length > MAX_TAGS) throw invalid('tags', `must be an array of at most ${MAX_TAGS} tags`);
-  for (const t of tags) if (typeof t !== 'string' || !TAG_RE.test(t)) throw invalid('tags', `"${String(t)}" must match [A-Za-z0-9_.:-]{1,64}`);
+  for (const t of tags)
+    if (typeof t !== 'string' || !TAG_RE.test(t)) throw invalid('tags', `"${String(t)}" must match [A-Za-z0-9_.:-]{1,64}`);
 }
 
 /** Percent-encodes a key for the URL path: `encodeURIComponent`, plus `.` as `%2E` so `.`/`..` survive URL normalisation. */
@@ -49,9 +50,13 @@ export interface EncodedValue {
 /** Encodes a value: bytes as-is, strings as UTF-8 text, everything else as JSON. */
 export function encodeValue(value: CacheValue, contentType?: string): EncodedValue {
   if (value instanceof Uint8Array) return { bytes: value, contentType: contentType ?? 'application/octet-stream' };
-  if (value instanceof ArrayBuffer) return { bytes: new Uint8Array(value), contentType: contentType ?? 'application/octet-stream' };
+  if (value instanceof ArrayBuffer)
+    return { bytes: new Uint8Array(value), contentType: contentType ?? 'application/octet-stream' };
   if (ArrayBuffer.isView(value)) {
-    return { bytes: new Uint8Array(value.buffer, value.byteOffset, value.byteLength), contentType: contentType ?? 'application/octet-stream' };
+    return {
+      bytes: new Uint8Array(value.buffer, value.byteOffset, value.byteLength),
+      contentType: contentType ?? 'application/octet-stream',
+    };
   }
   if (typeof value === 'string') return { bytes: encoder.encode(value), contentType: contentType ?? 'text/plain; charset=utf-8' };
   const json = JSON.stringify(value);
@@ -74,7 +79,12 @@ export function parseDate(v: unknown): Date | null {
 }
 
 export function parseTags(v: string | null | undefined): string[] {
-  return v ? v.split(',').map((t) => t.trim()).filter(Boolean) : [];
+  return v
+    ? v
+        .split(',')
+        .map((t) => t.trim())
+        .filter(Boolean)
+    : [];
 }
 
 export function makeItem(fields: Omit<CacheItem, 'text' | 'json'>): CacheItem {
@@ -94,7 +104,11 @@ export function chunk<T>(items: readonly T[], size: number): T[][] {
 }
 
 /** Runs `fn` over `items` with at most `limit` in flight; results keep input order. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   let failed = false;

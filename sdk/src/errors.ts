@@ -105,7 +105,14 @@ export class StrataError extends Error {
    * ```
    */
   toJSON(): Record<string, unknown> {
-    return { name: this.name, code: this.code, status: this.status, message: this.message, details: this.details, requestId: this.requestId };
+    return {
+      name: this.name,
+      code: this.code,
+      status: this.status,
+      message: this.message,
+      details: this.details,
+      requestId: this.requestId,
+    };
   }
 }
 
@@ -264,16 +271,25 @@ const BY_CODE: Record<ServerErrorCode, ErrorClass> = {
 
 function classForStatus(status: number): ErrorClass {
   switch (status) {
-    case 400: return ValidationError;
+    case 400:
+      return ValidationError;
     case 401:
-    case 403: return AuthenticationError;
-    case 404: return NotFoundError;
-    case 409: return VersionConflictError;
-    case 413: return PayloadTooLargeError;
-    case 415: return UnsupportedMediaTypeError;
-    case 429: return RateLimitedError;
-    case 500: return StrataServerError;
-    default: return status > 500 && status < 600 ? UnavailableError : StrataServerError;
+    case 403:
+      return AuthenticationError;
+    case 404:
+      return NotFoundError;
+    case 409:
+      return VersionConflictError;
+    case 413:
+      return PayloadTooLargeError;
+    case 415:
+      return UnsupportedMediaTypeError;
+    case 429:
+      return RateLimitedError;
+    case 500:
+      return StrataServerError;
+    default:
+      return status > 500 && status < 600 ? UnavailableError : StrataServerError;
   }
 }
 

@@ -115,7 +115,8 @@ export function renderProgressBar(d: ProgressSubject, o: ProgressBarOptions = {}
   parts.push(p?.phase || (d.status === 'RUNNING' ? 'starting' : d.status.toLowerCase()));
   // The ring change is done and every session counted, but the execution still waits (a minute by default).
   const grace = graceWait(d);
-  if (grace) parts.push(graceText(d, grace, o.now === undefined ? Date.now() : Number(o.now), Math.max(1, o.countdownStepSeconds ?? 1)));
+  if (grace)
+    parts.push(graceText(d, grace, o.now === undefined ? Date.now() : Number(o.now), Math.max(1, o.countdownStepSeconds ?? 1)));
   const line = `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${parts.join(' · ')}`;
   return o.columns !== undefined && o.columns > 1 && line.length > o.columns ? `${line.slice(0, o.columns - 1)}…` : line;
 }
@@ -146,7 +147,11 @@ export class ProgressReporter {
     const now = (this.o.now ?? Date.now)();
     if (this.out.isTTY) {
       // Leave the last column free: writing into it wraps on some terminals and breaks the redraw.
-      const line = renderProgressBar(d, { width: this.o.width ?? 24, now, ...(this.out.columns ? { columns: this.out.columns - 1 } : {}) });
+      const line = renderProgressBar(d, {
+        width: this.o.width ?? 24,
+        now,
+        ...(this.out.columns ? { columns: this.out.columns - 1 } : {}),
+      });
       if (line === this.last && this.drawn) return;
       this.out.write(`\r${line}\x1b[K`);
       this.drawn = true;

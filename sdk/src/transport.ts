@@ -38,7 +38,14 @@ export interface TransportConfig {
   onRetry: ((info: RetryInfo) => void) | undefined;
 }
 
-const CONNECT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /** Codes found on an error, its `cause` chain and `AggregateError.errors` (undici wraps the socket error). */
 function errorCodes(err: unknown, depth = 0): string[] {
@@ -59,7 +66,9 @@ export function parseRetryAfter(value: string | null): number | undefined {
 }
 
 export function requestIdOf(res: Response): string | undefined {
-  return res.headers.get('x-request-id') ?? res.headers.get('x-amzn-requestid') ?? res.headers.get('apigw-requestid') ?? undefined;
+  return (
+    res.headers.get('x-request-id') ?? res.headers.get('x-amzn-requestid') ?? res.headers.get('apigw-requestid') ?? undefined
+  );
 }
 
 /** The URL without its query string (presigned URLs carry credentials there), for messages. */
@@ -125,16 +134,28 @@ export class Transport {
         });
         if ((res.status >= 200 && res.status < 300) || req.accept?.includes(res.status)) return await read(res);
         const body = await res.text();
-        error = errorFromResponse({ status: res.status, body, requestId: requestIdOf(res), retryAfterMs: parseRetryAfter(res.headers.get('retry-after')), context });
+        error = errorFromResponse({
+          status: res.status,
+          body,
+          requestId: requestIdOf(res),
+          retryAfterMs: parseRetryAfter(res.headers.get('retry-after')),
+          context,
+        });
       } catch (err) {
         if (req.signal?.aborted) throw req.signal.reason;
         if (err instanceof StrataError) {
           error = err;
         } else if (timeout.aborted) {
-          error = new TimeoutError({ code: 'TIMEOUT', status: 0, message: `${context} timed out after ${req.timeoutMs} ms`, cause: err });
+          error = new TimeoutError({
+            code: 'TIMEOUT',
+            status: 0,
+            message: `${context} timed out after ${req.timeoutMs} ms`,
+            cause: err,
+          });
         } else {
           const codes = errorCodes(err);
-          const detail = codes[0] ?? (err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err));
+          const detail =
+            codes[0] ?? (err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err));
           error = new NetworkError({
             code: 'NETWORK_ERROR',
             status: 0,
@@ -155,8 +176,10 @@ export class Transport {
   /** The delay before the next attempt, or undefined when `error` must be raised. */
   private retryDelay(error: StrataError, attempt: number, mode: RetryMode): number | undefined {
     if (attempt > this.cfg.retries || !error.retryable) return undefined;
-    if (mode === 'conditional' && !(error instanceof RateLimitedError) && !(error instanceof NetworkError && error.connectFailed)) return undefined;
-    if (error.retryAfterMs !== undefined && (error.status === 429 || error.status === 503)) return Math.min(error.retryAfterMs, this.cfg.maxRetryAfterMs);
+    if (mode === 'conditional' && !(error instanceof RateLimitedError) && !(error instanceof NetworkError && error.connectFailed))
+      return undefined;
+    if (error.retryAfterMs !== undefined && (error.status === 429 || error.status === 503))
+      return Math.min(error.retryAfterMs, this.cfg.maxRetryAfterMs);
     const ceiling = Math.min(this.cfg.retryMaxDelayMs, this.cfg.retryBaseDelayMs * 2 ** (attempt - 1));
     return Math.floor(Math.random() * ceiling);
   }

@@ -5,7 +5,13 @@
 import { errorFromResponse, NotFoundError, TimeoutError } from './errors.js';
 import { invalid, isObject, optionError, readBody, type Json, type SubClientTransport } from './json.js';
 import { requestIdOf, sleep, type HttpRequest, type RetryMode } from './transport.js';
-import { WORKFLOW_EXECUTION_STATUSES, WORKFLOW_NAMES as NAMES, type WorkflowExecutionStatus, type WorkflowName, type WorkflowProgressView } from './contract.js';
+import {
+  WORKFLOW_EXECUTION_STATUSES,
+  WORKFLOW_NAMES as NAMES,
+  type WorkflowExecutionStatus,
+  type WorkflowName,
+  type WorkflowProgressView,
+} from './contract.js';
 
 // Written once in contract.ts, shared with the server.
 export type { WorkflowExecutionStatus, WorkflowName };
@@ -129,12 +135,14 @@ const STATUSES: ReadonlySet<string> = new Set(WORKFLOW_EXECUTION_STATUSES);
 const EXECUTION_NAME = /^[A-Za-z0-9_-]{1,80}$/;
 
 function checkWorkflow(workflow: string, field = 'workflow'): WorkflowName {
-  if (!(WORKFLOW_NAMES as readonly string[]).includes(workflow)) throw optionError(field, `unknown workflow '${workflow}'; workflows: ${WORKFLOW_NAMES.join(', ')}`);
+  if (!(WORKFLOW_NAMES as readonly string[]).includes(workflow))
+    throw optionError(field, `unknown workflow '${workflow}'; workflows: ${WORKFLOW_NAMES.join(', ')}`);
   return workflow as WorkflowName;
 }
 
 function checkExecution(execution: string, field = 'execution'): string {
-  if (typeof execution !== 'string' || !EXECUTION_NAME.test(execution)) throw optionError(field, 'execution names are 1-80 characters of A-Z, a-z, 0-9, "_" and "-"');
+  if (typeof execution !== 'string' || !EXECUTION_NAME.test(execution))
+    throw optionError(field, 'execution names are 1-80 characters of A-Z, a-z, 0-9, "_" and "-"');
   return execution;
 }
 
@@ -149,19 +157,33 @@ function num(v: unknown): number {
 }
 
 function parseExecution(body: unknown, status: number): WorkflowExecution {
-  if (!isObject(body) || typeof body.execution !== 'string' || typeof body.workflow !== 'string' || typeof body.status !== 'string' || !STATUSES.has(body.status)) {
+  if (
+    !isObject(body) ||
+    typeof body.execution !== 'string' ||
+    typeof body.workflow !== 'string' ||
+    typeof body.status !== 'string' ||
+    !STATUSES.has(body.status)
+  ) {
     throw invalid(status, `expected a workflow execution from the server, got: ${JSON.stringify(body).slice(0, 200)}`);
   }
   const startedAt = date(body.startedAt);
   if (!startedAt) throw invalid(status, `execution '${body.execution}' without a valid startedAt`);
-  return { execution: body.execution, workflow: body.workflow as WorkflowName, status: body.status as WorkflowExecutionStatus, startedAt, stoppedAt: date(body.stoppedAt) };
+  return {
+    execution: body.execution,
+    workflow: body.workflow as WorkflowName,
+    status: body.status as WorkflowExecutionStatus,
+    startedAt,
+    stoppedAt: date(body.stoppedAt),
+  };
 }
 
 function parseProgress(p: unknown): WorkflowProgress | undefined {
   if (!isObject(p)) return undefined;
   const now = new Date();
   const facts: WorkflowProgress['facts'] = {};
-  if (isObject(p.facts)) for (const [k, v] of Object.entries(p.facts)) if (v === null || ['string', 'number', 'boolean'].includes(typeof v)) facts[k] = v as string | number | boolean | null;
+  if (isObject(p.facts))
+    for (const [k, v] of Object.entries(p.facts))
+      if (v === null || ['string', 'number', 'boolean'].includes(typeof v)) facts[k] = v as string | number | boolean | null;
   return {
     phase: typeof p.phase === 'string' ? p.phase : '',
     total: num(p.total),
@@ -183,7 +205,11 @@ function parseDetail(body: unknown, status: number): WorkflowExecutionDetail {
   const detail: WorkflowExecutionDetail = { ...base };
   if ('input' in b) detail.input = b.input;
   if ('output' in b) detail.output = b.output;
-  if (isObject(b.error)) detail.error = { error: String(b.error.Error ?? b.error.error ?? 'Error'), cause: String(b.error.Cause ?? b.error.cause ?? '') };
+  if (isObject(b.error))
+    detail.error = {
+      error: String(b.error.Error ?? b.error.error ?? 'Error'),
+      cause: String(b.error.Cause ?? b.error.cause ?? ''),
+    };
   const progress = parseProgress(b.progress);
   if (progress) detail.progress = progress;
   return detail;
@@ -218,13 +244,21 @@ export class WorkflowsClient {
    * const { execution } = await strata.workflows.start('scale-in', { nodeId: 'n3' }, { name: 'retire-n3' });
    * ```
    */
-  async start<W extends WorkflowName>(workflow: W, input: WorkflowInputs[W] = {} as WorkflowInputs[W], opts: WorkflowStartOptions = {}): Promise<WorkflowExecution> {
+  async start<W extends WorkflowName>(
+    workflow: W,
+    input: WorkflowInputs[W] = {} as WorkflowInputs[W],
+    opts: WorkflowStartOptions = {},
+  ): Promise<WorkflowExecution> {
     checkWorkflow(workflow);
-    if (!isObject(input)) throw optionError('input', 'must be an object (the workflow\'s input)');
+    if (!isObject(input)) throw optionError('input', "must be an object (the workflow's input)");
     const query = opts.name === undefined ? '' : `?name=${encodeURIComponent(checkExecution(opts.name, 'name'))}`;
     const url = `${this.t.endpoint}/v1/admin/workflows/${workflow}/executions${query}`;
     return this.t.transport.send(
-      { ...this.req('POST', url, opts, 'conditional'), headers: { 'content-type': 'application/json' }, body: JSON.stringify(input) },
+      {
+        ...this.req('POST', url, opts, 'conditional'),
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(input),
+      },
       async (res) => parseExecution(await readBody(res), res.status),
     );
   }
@@ -244,7 +278,12 @@ export class WorkflowsClient {
     const url = `${this.t.endpoint}/v1/admin/workflows/executions/${encodeURIComponent(execution)}`;
     return this.t.transport.send({ ...this.req('GET', url, opts, 'idempotent'), accept: [404] }, async (res) => {
       if (res.status === 404) {
-        const err = errorFromResponse({ status: 404, body: await res.text(), requestId: requestIdOf(res), context: `GET ${url}` });
+        const err = errorFromResponse({
+          status: 404,
+          body: await res.text(),
+          requestId: requestIdOf(res),
+          context: `GET ${url}`,
+        });
         if (err.code === 'NOT_FOUND') return undefined;
         throw err;
       }
@@ -264,13 +303,15 @@ export class WorkflowsClient {
     const q = new URLSearchParams();
     if (opts.workflow !== undefined) q.set('workflow', checkWorkflow(opts.workflow));
     if (opts.limit !== undefined) {
-      if (!Number.isInteger(opts.limit) || opts.limit < 1 || opts.limit > 100) throw optionError('limit', 'must be a whole number from 1 to 100');
+      if (!Number.isInteger(opts.limit) || opts.limit < 1 || opts.limit > 100)
+        throw optionError('limit', 'must be a whole number from 1 to 100');
       q.set('limit', String(opts.limit));
     }
     const url = `${this.t.endpoint}/v1/admin/workflows/executions${q.size ? `?${q}` : ''}`;
     return this.t.transport.send(this.req('GET', url, opts, 'idempotent'), async (res) => {
       const body = await readBody(res);
-      if (!isObject(body) || !Array.isArray(body.executions)) throw invalid(res.status, 'expected { executions: [...] } from the server', requestIdOf(res));
+      if (!isObject(body) || !Array.isArray(body.executions))
+        throw invalid(res.status, 'expected { executions: [...] } from the server', requestIdOf(res));
       return body.executions.map((e) => parseExecution(e, res.status));
     });
   }
@@ -294,23 +335,46 @@ export class WorkflowsClient {
     checkExecution(execution);
     const interval = opts.intervalMs ?? 2000;
     if (!Number.isFinite(interval) || interval < 0) throw optionError('intervalMs', 'must be a finite number >= 0');
-    if (opts.timeoutMs !== undefined && (!Number.isFinite(opts.timeoutMs) || opts.timeoutMs < 0)) throw optionError('timeoutMs', 'must be a finite number >= 0');
+    if (opts.timeoutMs !== undefined && (!Number.isFinite(opts.timeoutMs) || opts.timeoutMs < 0))
+      throw optionError('timeoutMs', 'must be a finite number >= 0');
     const deadline = opts.timeoutMs === undefined ? Infinity : Date.now() + opts.timeoutMs;
-    const reqOpts: WorkflowRequestOptions = { ...(opts.signal ? { signal: opts.signal } : {}), ...(opts.requestTimeoutMs !== undefined ? { timeoutMs: opts.requestTimeoutMs } : {}) };
+    const reqOpts: WorkflowRequestOptions = {
+      ...(opts.signal ? { signal: opts.signal } : {}),
+      ...(opts.requestTimeoutMs !== undefined ? { timeoutMs: opts.requestTimeoutMs } : {}),
+    };
     for (;;) {
       const d = await this.get(execution, reqOpts);
-      if (!d) throw new NotFoundError({ code: 'NOT_FOUND', status: 404, message: `no workflow execution named '${execution}'`, details: { execution } });
+      if (!d)
+        throw new NotFoundError({
+          code: 'NOT_FOUND',
+          status: 404,
+          message: `no workflow execution named '${execution}'`,
+          details: { execution },
+        });
       opts.onProgress?.(d);
       if (d.status !== 'RUNNING') return d;
       const left = deadline - Date.now();
       if (left <= 0) {
-        throw new TimeoutError({ code: 'TIMEOUT', status: 0, message: `execution '${execution}' is still RUNNING after ${opts.timeoutMs} ms`, details: { execution, phase: d.progress?.phase } });
+        throw new TimeoutError({
+          code: 'TIMEOUT',
+          status: 0,
+          message: `execution '${execution}' is still RUNNING after ${opts.timeoutMs} ms`,
+          details: { execution, phase: d.progress?.phase },
+        });
       }
       await sleep(Math.min(interval, left), opts.signal);
     }
   }
 
   private req(method: string, url: string, opts: WorkflowRequestOptions, retryMode: RetryMode): HttpRequest {
-    return { method, url, auth: true, retryMode, signal: opts.signal, timeoutMs: opts.timeoutMs ?? this.t.timeoutMs, headers: {} };
+    return {
+      method,
+      url,
+      auth: true,
+      retryMode,
+      signal: opts.signal,
+      timeoutMs: opts.timeoutMs ?? this.t.timeoutMs,
+      headers: {},
+    };
   }
 }

@@ -21,7 +21,10 @@ export class ScriptedServer {
   readonly requests: RecordedRequest[] = [];
   private handler: Handler = (_req, res) => sendError(res, 500, 'INTERNAL', 'no handler scripted');
 
-  private constructor(private readonly server: Server, readonly url: string) {}
+  private constructor(
+    private readonly server: Server,
+    readonly url: string,
+  ) {}
 
   static async start(): Promise<ScriptedServer> {
     const server = createServer();
@@ -56,7 +59,13 @@ export class ScriptedServer {
       return; // client went away
     }
     const url = raw.url ?? '/';
-    const rec: RecordedRequest = { method: raw.method ?? 'GET', url, path: url.split('?')[0]!, headers: raw.headers, body: Buffer.concat(chunks) };
+    const rec: RecordedRequest = {
+      method: raw.method ?? 'GET',
+      url,
+      path: url.split('?')[0]!,
+      headers: raw.headers,
+      body: Buffer.concat(chunks),
+    };
     this.requests.push(rec);
     try {
       await this.handler(rec, res, raw);
@@ -72,7 +81,14 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
-export function sendError(res: ServerResponse, status: number, code: string, message: string, details?: Record<string, unknown>, headers: Record<string, string> = {}): void {
+export function sendError(
+  res: ServerResponse,
+  status: number,
+  code: string,
+  message: string,
+  details?: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): void {
   sendJson(res, status, { error: { code, message, ...(details ? { details } : {}) } }, headers);
 }
 

@@ -22,7 +22,11 @@ export type Backend = 'embedded' | 'redis+s3';
  * Starts the real local server on a free port over real tiers: `embedded` (memory + local folder) or
  * `redis+s3` (the run's redis-server and a fresh LocalStack bucket). `o.workflows` serves the admin routes.
  */
-export async function startTestApi(backend: Backend, extraEnv: Record<string, string> = {}, o: { workflows?: WorkflowService } = {}): Promise<TestApi> {
+export async function startTestApi(
+  backend: Backend,
+  extraEnv: Record<string, string> = {},
+  o: { workflows?: WorkflowService } = {},
+): Promise<TestApi> {
   const port = await freePort();
   const env: Record<string, string> = { STRATA_PUBLIC_URL: `http://127.0.0.1:${port}`, ...extraEnv };
   let dir: string | undefined;
@@ -31,10 +35,21 @@ export async function startTestApi(backend: Backend, extraEnv: Record<string, st
     env.STRATA_LOCAL_DIR = dir;
   } else {
     const bucket = uniqueName('strata-test').toLowerCase();
-    const s3 = new S3Client({ endpoint: testS3Endpoint(), forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+    const s3 = new S3Client({
+      endpoint: testS3Endpoint(),
+      forcePathStyle: true,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    });
     await s3.send(new CreateBucketCommand({ Bucket: bucket }));
     s3.destroy();
-    Object.assign(env, { STRATA_REDIS_URL: testRedisUrl(), STRATA_S3_BUCKET: bucket, STRATA_S3_ENDPOINT: testS3Endpoint(), AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' });
+    Object.assign(env, {
+      STRATA_REDIS_URL: testRedisUrl(),
+      STRATA_S3_BUCKET: bucket,
+      STRATA_S3_ENDPOINT: testS3Endpoint(),
+      AWS_ACCESS_KEY_ID: 'test',
+      AWS_SECRET_ACCESS_KEY: 'test',
+    });
   }
   const ctx = buildApiContext(loadRuntimeEnv(env), { warmTier: warmTierFromEnv });
   // The admin routes' workflows (a LocalWorkflowService in tests).

@@ -1,7 +1,10 @@
 /** Service endpoints published by global-setup for integration tests. */
 export function testRedisUrl(): string {
   const url = process.env.STRATA_TEST_REDIS_URL;
-  if (!url) throw new Error('STRATA_TEST_REDIS_URL is not set: integration tests need the Jest global setup (do not set STRATA_TEST_SERVICES=none)');
+  if (!url)
+    throw new Error(
+      'STRATA_TEST_REDIS_URL is not set: integration tests need the Jest global setup (do not set STRATA_TEST_SERVICES=none)',
+    );
   return url;
 }
 

@@ -1,7 +1,10 @@
 import { ensureLocalStack, LOCALSTACK_ENDPOINT, startRedis } from './services';
 
 /** Handles live in this process: Jest runs global setup and teardown in the same one. */
-export interface TestServices { redisPid: number; localstackPid: number | null }
+export interface TestServices {
+  redisPid: number;
+  localstackPid: number | null;
+}
 const state = globalThis as { __strataTestServices?: TestServices };
 
 /**
@@ -20,5 +23,7 @@ export default async function globalSetup(): Promise<void> {
   process.env.AWS_SECRET_ACCESS_KEY ??= 'test';
   process.env.AWS_REGION ??= 'us-east-1';
   state.__strataTestServices = { redisPid: redis.pid, localstackPid };
-  process.stderr.write(`\n[test services] redis ${redis.url}, LocalStack ${LOCALSTACK_ENDPOINT}${localstackPid ? ' (started)' : ' (reused)'} in ${Date.now() - started} ms\n`);
+  process.stderr.write(
+    `\n[test services] redis ${redis.url}, LocalStack ${LOCALSTACK_ENDPOINT}${localstackPid ? ' (started)' : ' (reused)'} in ${Date.now() - started} ms\n`,
+  );
 }

@@ -8,6 +8,14 @@ export default async function globalTeardown(): Promise<void> {
   state.__strataTestServices = undefined;
   for (const pid of [s.redisPid, process.env.STRATA_KEEP_LOCALSTACK ? null : s.localstackPid]) {
     if (!pid) continue;
-    try { process.kill(-pid, 'SIGTERM'); } catch { try { process.kill(pid, 'SIGTERM'); } catch { /* gone */ } }
+    try {
+      process.kill(-pid, 'SIGTERM');
+    } catch {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        /* gone */
+      }
+    }
   }
 }

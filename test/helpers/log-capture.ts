@@ -15,7 +15,12 @@ export function captureLog(): CapturedLog {
     return true;
   });
   return {
-    lines: () => chunks.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>),
+    lines: () =>
+      chunks
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
     restore: () => spy.mockRestore(),
   };
 }

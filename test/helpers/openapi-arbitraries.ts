@@ -32,7 +32,20 @@ export interface Schema {
 }
 
 const KNOWN = new Set([
-  ...['$ref', 'type', 'enum', 'const', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum', 'minItems', 'maxItems', 'items'],
+  ...[
+    '$ref',
+    'type',
+    'enum',
+    'const',
+    'pattern',
+    'minLength',
+    'maxLength',
+    'minimum',
+    'maximum',
+    'minItems',
+    'maxItems',
+    'items',
+  ],
   ...['properties', 'required', 'additionalProperties', 'anyOf', 'oneOf', 'allOf', 'not', 'format', 'x-strata-max-utf8-bytes'],
   // Annotations: they constrain nothing.
   ...['description', 'contentEncoding', 'default'],
@@ -89,14 +102,22 @@ const HEADER_SAFE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
 
 function isType(t: string, v: unknown): boolean {
   switch (t) {
-    case 'string': return typeof v === 'string';
-    case 'integer': return Number.isInteger(v);
-    case 'number': return typeof v === 'number' && Number.isFinite(v);
-    case 'boolean': return typeof v === 'boolean';
-    case 'null': return v === null;
-    case 'array': return Array.isArray(v);
-    case 'object': return isObject(v);
-    default: throw new Error(`openapi-arbitraries: unknown type ${t}`);
+    case 'string':
+      return typeof v === 'string';
+    case 'integer':
+      return Number.isInteger(v);
+    case 'number':
+      return typeof v === 'number' && Number.isFinite(v);
+    case 'boolean':
+      return typeof v === 'boolean';
+    case 'null':
+      return v === null;
+    case 'array':
+      return Array.isArray(v);
+    case 'object':
+      return isObject(v);
+    default:
+      throw new Error(`openapi-arbitraries: unknown type ${t}`);
   }
 }
 
@@ -108,7 +129,12 @@ export class SchemaKit {
   /** The document's operations, in document order. */
   operations(): Operation[] {
     return Object.entries(this.doc.paths).flatMap(([path, methods]) =>
-      Object.entries(methods).map(([method, op]) => ({ ...op, method: method.toUpperCase(), path, parameters: op.parameters ?? [] })),
+      Object.entries(methods).map(([method, op]) => ({
+        ...op,
+        method: method.toUpperCase(),
+        path,
+        parameters: op.parameters ?? [],
+      })),
     );
   }
 
@@ -132,7 +158,8 @@ export class SchemaKit {
   /** The first way `v` breaks `schema` (a path and a reason), or undefined when it conforms. */
   check(schema: Schema, v: unknown, at = '$'): string | undefined {
     const s = this.resolve(schema);
-    for (const k of Object.keys(s)) if (!KNOWN.has(k)) throw new Error(`openapi-arbitraries: keyword ${k} is not checked (at ${at})`);
+    for (const k of Object.keys(s))
+      if (!KNOWN.has(k)) throw new Error(`openapi-arbitraries: keyword ${k} is not checked (at ${at})`);
     if ('const' in s && !equal(v, s.const)) return `${at}: is not ${JSON.stringify(s.const)}`;
     if (s.enum && !s.enum.some((e) => equal(e, v))) return `${at}: is not one of ${JSON.stringify(s.enum)}`;
     if (s.type !== undefined) {
@@ -154,10 +181,11 @@ export class SchemaKit {
     if (Array.isArray(v)) {
       if (s.minItems !== undefined && v.length < s.minItems) return `${at}: fewer than ${s.minItems} items`;
       if (s.maxItems !== undefined && v.length > s.maxItems) return `${at}: more than ${s.maxItems} items`;
-      if (s.items) for (let i = 0; i < v.length; i++) {
-        const e = this.check(s.items, v[i], `${at}[${i}]`);
-        if (e) return e;
-      }
+      if (s.items)
+        for (let i = 0; i < v.length; i++) {
+          const e = this.check(s.items, v[i], `${at}[${i}]`);
+          if (e) return e;
+        }
     }
     if (isObject(v)) {
       for (const r of s.required ?? []) if (!(r in v)) return `${at}: lacks required ${r}`;
@@ -208,19 +236,32 @@ export class SchemaKit {
     else if (Array.isArray(s.type)) arb = fc.oneof(...s.type.map((t) => this.valid({ ...s, type: t })));
     else {
       switch (s.type) {
-        case 'string': arb = this.validString(s); break;
+        case 'string':
+          arb = this.validString(s);
+          break;
         case 'integer': {
           const min = s.minimum ?? -1_000_000;
           const max = s.maximum ?? 1_000_000_000;
           arb = fc.oneof({ arbitrary: fc.constantFrom(min, max), weight: 1 }, { arbitrary: fc.integer({ min, max }), weight: 4 });
           break;
         }
-        case 'number': arb = fc.double({ min: s.minimum, max: s.maximum, noNaN: true, noDefaultInfinity: true }); break;
-        case 'boolean': arb = fc.boolean(); break;
-        case 'null': arb = fc.constant(null); break;
-        case 'array': arb = fc.array(this.valid(s.items ?? {}), { minLength: s.minItems ?? 0, maxLength: s.maxItems ?? 8 }); break;
-        case 'object': arb = this.validObject(s); break;
-        default: arb = fc.jsonValue({ maxDepth: 2 });
+        case 'number':
+          arb = fc.double({ min: s.minimum, max: s.maximum, noNaN: true, noDefaultInfinity: true });
+          break;
+        case 'boolean':
+          arb = fc.boolean();
+          break;
+        case 'null':
+          arb = fc.constant(null);
+          break;
+        case 'array':
+          arb = fc.array(this.valid(s.items ?? {}), { minLength: s.minItems ?? 0, maxLength: s.maxItems ?? 8 });
+          break;
+        case 'object':
+          arb = this.validObject(s);
+          break;
+        default:
+          arb = fc.jsonValue({ maxDepth: 2 });
       }
     }
     return arb.filter((v) => this.check(s, v) === undefined);
@@ -286,10 +327,13 @@ export class SchemaKit {
   /** Ways to break `s`, each an arbitrary that mostly (not always: see {@link viable}) does. */
   private invalidOptions(s: Schema, wire: boolean): fc.Arbitrary<unknown>[] {
     const options: fc.Arbitrary<unknown>[] = [];
-    if (s.enum || 'const' in s) options.push(wire ? fc.string({ maxLength: 10 }) : fc.oneof(fc.string({ maxLength: 10 }), fc.integer()));
+    if (s.enum || 'const' in s)
+      options.push(wire ? fc.string({ maxLength: 10 }) : fc.oneof(fc.string({ maxLength: 10 }), fc.integer()));
     if (s.type !== undefined && !wire) options.push(fc.constantFrom<unknown>('x', 7, 1.5, true, null, [], {}));
     if (typeof s.pattern === 'string') {
-      options.push(fc.oneof(fc.string({ maxLength: 20 }), fc.string({ unit: 'grapheme', maxLength: 20 })).filter((v) => v.isWellFormed()));
+      options.push(
+        fc.oneof(fc.string({ maxLength: 20 }), fc.string({ unit: 'grapheme', maxLength: 20 })).filter((v) => v.isWellFormed()),
+      );
     }
     if (s.minLength) options.push(fc.constant(''));
     if (s.maxLength !== undefined) options.push(fc.constant('a'.repeat(s.maxLength + 1)));
@@ -337,10 +381,12 @@ export class SchemaKit {
     const types = Array.isArray(s.type) ? s.type : [s.type];
     let arb: fc.Arbitrary<string> | undefined;
     if (types.includes('integer')) {
-      const bounds = [s.minimum === undefined ? [] : [`${s.minimum - 1}`], s.maximum === undefined ? [] : [`${s.maximum + 1}`]].flat();
+      const bounds = [
+        s.minimum === undefined ? [] : [`${s.minimum - 1}`],
+        s.maximum === undefined ? [] : [`${s.maximum + 1}`],
+      ].flat();
       arb = fc.constantFrom('abc', '1.5', '-1', '0x10', ...bounds);
-    }
-    else arb = this.invalid(s, true)?.map((v) => (Array.isArray(v) ? v.map(String).join(',') : String(v)));
+    } else arb = this.invalid(s, true)?.map((v) => (Array.isArray(v) ? v.map(String).join(',') : String(v)));
     return arb && viable([arb], (v) => v !== '' && this.transportable(p, v) && this.checkWire(p, v) !== undefined);
   }
 }

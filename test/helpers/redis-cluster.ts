@@ -18,22 +18,47 @@ export async function startRedisCluster(): Promise<RedisClusterHandle> {
   const dir = mkdtempSync(join(tmpdir(), 'strata-redis-cluster-'));
   const ports = [await freePort(), await freePort(), await freePort()];
   const children: ChildProcess[] = ports.map((port) =>
-    spawn('redis-server', [
-      '--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`,
-      '--cluster-node-timeout', '2000', '--dir', dir, '--save', '', '--appendonly', 'no',
-    ], { stdio: 'ignore' }),
+    spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--cluster-node-timeout',
+        '2000',
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+      ],
+      { stdio: 'ignore' },
+    ),
   );
   const stop = () => {
     for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const clients = ports.map((port) =>
-      new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null }));
+    const clients = ports.map(
+      (port) => new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null }),
+    );
     try {
       for (const c of clients) {
         for (let i = 0; ; i++) {
-          try { await c.connect(); break; } catch (e) { if (i > 50) throw e; await sleep(50); }
+          try {
+            await c.connect();
+            break;
+          } catch (e) {
+            if (i > 50) throw e;
+            await sleep(50);
+          }
         }
       }
       const create = ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'];

@@ -39,27 +39,52 @@ async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs: n
   throw new Error(`${what} was not ready within ${timeoutMs} ms`);
 }
 
-export interface RedisHandle { url: string; port: number; pid: number; stop(): Promise<void> }
+export interface RedisHandle {
+  url: string;
+  port: number;
+  pid: number;
+  stop(): Promise<void>;
+}
 
 export async function startRedis(extraArgs: string[] = []): Promise<RedisHandle> {
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extraArgs], { stdio: 'ignore', detached: true });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extraArgs],
+    { stdio: 'ignore', detached: true },
+  );
   child.unref();
   await new Promise<void>((resolve, reject) => {
     child.once('spawn', () => resolve());
     child.once('error', (e) => reject(new Error(`cannot start redis-server (run 'npm run setup'): ${e.message}`)));
   });
   const { default: Redis } = await import('ioredis');
-  await waitFor('redis-server', async () => {
-    const r = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-    r.on('error', () => {}); // not up yet: the probe retries
-    try { await r.connect(); return (await r.ping()) === 'PONG'; } finally { r.disconnect(); }
-  }, 10_000, child);
+  await waitFor(
+    'redis-server',
+    async () => {
+      const r = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      r.on('error', () => {}); // not up yet: the probe retries
+      try {
+        await r.connect();
+        return (await r.ping()) === 'PONG';
+      } finally {
+        r.disconnect();
+      }
+    },
+    10_000,
+    child,
+  );
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
     pid: child.pid!,
-    stop: async () => { try { process.kill(child.pid!, 'SIGKILL'); } catch { /* already gone */ } },
+    stop: async () => {
+      try {
+        process.kill(child.pid!, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    },
   };
 }
 
@@ -85,7 +110,13 @@ export async function ensureLocalStack(): Promise<number | null> {
   mkdirSync(dataDir, { recursive: true });
   const log = openSync(join(ROOT, '.localstack', 'localstack.log'), 'a');
   const child = spawn(python, ['-m', 'localstack.runtime.main'], {
-    env: { ...process.env, GATEWAY_LISTEN: '127.0.0.1:4566', LOCALSTACK_VOLUME_DIR: dataDir, DISABLE_EVENTS: '1', SKIP_SSL_CERT_DOWNLOAD: '1' },
+    env: {
+      ...process.env,
+      GATEWAY_LISTEN: '127.0.0.1:4566',
+      LOCALSTACK_VOLUME_DIR: dataDir,
+      DISABLE_EVENTS: '1',
+      SKIP_SSL_CERT_DOWNLOAD: '1',
+    },
     stdio: ['ignore', log, log],
     detached: true,
   });

@@ -20,7 +20,10 @@ export async function runStrataCli(endpoint: string, args: readonly string[]): P
   const env: NodeJS.ProcessEnv = { ...process.env, STRATA_ENDPOINT: endpoint };
   delete env.NODE_OPTIONS;
   try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', join(ROOT, 'sdk/src/cli.ts'), ...args], { cwd: ROOT, env });
+    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', join(ROOT, 'sdk/src/cli.ts'), ...args], {
+      cwd: ROOT,
+      env,
+    });
     return { code: 0, stdout, stderr };
   } catch (e) {
     const err = e as { code?: number; stdout: string; stderr: string };

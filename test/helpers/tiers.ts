@@ -6,7 +6,10 @@ import type { TierName } from '../../core/tiers/tier.js';
 
 export function entry(version: number, value: string | Buffer = 'v', extra: Partial<Entry['header']> = {}): Entry {
   const buf = Buffer.isBuffer(value) ? value : Buffer.from(value);
-  return { header: { version, expiresAt: null, size: buf.length, hash: contentHash(buf), tags: [], flags: {}, ...extra }, value: buf };
+  return {
+    header: { version, expiresAt: null, size: buf.length, hash: contentHash(buf), tags: [], flags: {}, ...extra },
+    value: buf,
+  };
 }
 
 /** A memory tier whose backend can be switched off, to exercise fall-through and 503 paths without mocks. */

@@ -111,8 +111,14 @@ describe('Alarm destination', () => {
   it('with e-mails: one topic, one e-mail subscription per address, and every alarm notifies it on ALARM and OK', () => {
     const { monitoring } = build('staging', { alarmEmails: 'oncall@example.org, ops@example.org' });
     monitoring.resourceCountIs('AWS::SNS::Topic', 1);
-    const subs = props<{ Protocol: string; Endpoint: string }>(monitoring, 'AWS::SNS::Subscription').map((x) => [x.Protocol, x.Endpoint]);
-    expect(subs.sort()).toEqual([['email', 'oncall@example.org'], ['email', 'ops@example.org']]);
+    const subs = props<{ Protocol: string; Endpoint: string }>(monitoring, 'AWS::SNS::Subscription').map((x) => [
+      x.Protocol,
+      x.Endpoint,
+    ]);
+    expect(subs.sort()).toEqual([
+      ['email', 'oncall@example.org'],
+      ['email', 'ops@example.org'],
+    ]);
     const topic = { Ref: Object.keys(monitoring.findResources('AWS::SNS::Topic'))[0]! };
     for (const a of Object.values(alarmsOf(monitoring))) expect(actions(a)).toEqual([a.AlarmName, [topic], [topic]]);
   });
@@ -145,7 +151,10 @@ describe.each(ENVIRONMENT_NAMES)('%s: alarms on what the request metrics cannot 
     // AWS/ApiGateway 5XXError by ApiName + Stage; its Average is the share of requests answered 5xx (0-1).
     expect(errors).toMatchObject({ Namespace: 'AWS/ApiGateway', MetricName: '5XXError', Statistic: 'Average', Period: 60 });
     expect(dims(errors)).toEqual(apiDims);
-    expect(errors).toMatchObject({ Threshold: limits.apiServerErrorRatePercent / 100, ComparisonOperator: 'GreaterThanThreshold' });
+    expect(errors).toMatchObject({
+      Threshold: limits.apiServerErrorRatePercent / 100,
+      ComparisonOperator: 'GreaterThanThreshold',
+    });
     expect(errors).toMatchObject({ EvaluationPeriods: 3, DatapointsToAlarm: 3 });
     const latency = alarms[name('api-latency')]!;
     // https://docs.aws.amazon.com/apigateway/latest/developerguide/api-gateway-metrics-and-dimensions.html
@@ -161,7 +170,9 @@ describe.each(ENVIRONMENT_NAMES)('%s: alarms on what the request metrics cannot 
 
   it('alarms on Errors and Throttles of every function: the five API ones, the step and scale-trigger ones, the cost publisher', () => {
     const functions: [string, IConstruct, boolean][] = [
-      ...Object.entries(s.stacks.api.functions).map(([fn, f]) => [`api-${fn}`, f.function, false] as [string, IConstruct, boolean]),
+      ...Object.entries(s.stacks.api.functions).map(
+        ([fn, f]) => [`api-${fn}`, f.function, false] as [string, IConstruct, boolean],
+      ),
       ['workflow-steps', s.stacks.workflows.stepFunction.function, false],
       ['scale-trigger', s.stacks.workflows.scaleTriggerFunction.function, true],
       ['cost-publisher', monitoringStack.costPublisher.function.function, false],
@@ -172,8 +183,15 @@ describe.each(ENVIRONMENT_NAMES)('%s: alarms on what the request metrics cannot 
     for (const [fn, construct, scheduled] of functions) {
       const errors = alarms[name(`fn-${fn}-errors`)];
       const throttles = alarms[name(`fn-${fn}-throttles`)];
-      expect({ fn, errors: errors !== undefined, throttles: throttles !== undefined }).toEqual({ fn, errors: true, throttles: true });
-      for (const [a, metricName] of [[errors!, 'Errors'], [throttles!, 'Throttles']] as const) {
+      expect({ fn, errors: errors !== undefined, throttles: throttles !== undefined }).toEqual({
+        fn,
+        errors: true,
+        throttles: true,
+      });
+      for (const [a, metricName] of [
+        [errors!, 'Errors'],
+        [throttles!, 'Throttles'],
+      ] as const) {
         // https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html
         // AWS/Lambda, Errors / Throttles by FunctionName, counted with Sum.
         expect(a).toMatchObject({ Namespace: 'AWS/Lambda', MetricName: metricName, Statistic: 'Sum', EvaluationPeriods: 1 });
@@ -188,7 +206,9 @@ describe.each(ENVIRONMENT_NAMES)('%s: alarms on what the request metrics cannot 
       // https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.aws_cloudwatch.TreatMissingData.html
       // Errors is reported (0 or 1) for every invocation, so no data = not invoked: breaching for the scale trigger
       // (its schedule stopped, so scale-outs never start), whose period spans two runs; idle elsewhere.
-      const expected = scheduled ? { missing: 'breaching', period: Math.max(period, 2 * every) } : { missing: 'notBreaching', period };
+      const expected = scheduled
+        ? { missing: 'breaching', period: Math.max(period, 2 * every) }
+        : { missing: 'notBreaching', period };
       expect({ fn, missing: errors!.TreatMissingData, period: errors!.Period }).toEqual({ fn, ...expected });
       expect(throttles!.TreatMissingData).toBe('notBreaching');
     }
@@ -198,7 +218,10 @@ describe.each(ENVIRONMENT_NAMES)('%s: alarms on what the request metrics cannot 
     const machines = Object.entries(s.stacks.workflows.stateMachines);
     expect(machines).toHaveLength(4);
     for (const [wf, machine] of machines) {
-      for (const [suffix, metricName] of [['failed', 'ExecutionsFailed'], ['timed-out', 'ExecutionsTimedOut']] as const) {
+      for (const [suffix, metricName] of [
+        ['failed', 'ExecutionsFailed'],
+        ['timed-out', 'ExecutionsTimedOut'],
+      ] as const) {
         const a = alarms[name(`wf-${wf}-${suffix}`)];
         expect({ wf, suffix, exists: a !== undefined }).toEqual({ wf, suffix, exists: true });
         // https://app.unpkg.com/aws-cdk-lib@2.211.0/files/aws-stepfunctions/lib/stepfunctions-canned-metrics.generated.js
@@ -227,13 +250,23 @@ describe.each(ENVIRONMENT_NAMES)('%s: alarms on what the request metrics cannot 
     const storage = alarms[name('hot-storage')]!;
     // https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/serverless-metrics-events-redis.html
     // BytesUsedForCache, bytes (the limit's GB taken as 10^9 bytes).
-    expect(storage).toMatchObject({ Namespace: 'AWS/ElastiCache', MetricName: 'BytesUsedForCache', Statistic: 'Maximum', Period: 60 });
+    expect(storage).toMatchObject({
+      Namespace: 'AWS/ElastiCache',
+      MetricName: 'BytesUsedForCache',
+      Statistic: 'Maximum',
+      Period: 60,
+    });
     expect(storage).toMatchObject({ ComparisonOperator: atLeast, EvaluationPeriods: 3, DatapointsToAlarm: 3 });
     expect(storage.Threshold).toBe(Math.round(share * c.hotTier.maxDataStorageGb * 1e9));
     const ecpu = alarms[name('hot-ecpu')]!;
     // https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/serverless-metrics-events-redis.html
     // ElastiCacheProcessingUnits counts ECPUs consumed, so its one-minute Sum is 60 x ECPU/s.
-    expect(ecpu).toMatchObject({ Namespace: 'AWS/ElastiCache', MetricName: 'ElastiCacheProcessingUnits', Statistic: 'Sum', Period: 60 });
+    expect(ecpu).toMatchObject({
+      Namespace: 'AWS/ElastiCache',
+      MetricName: 'ElastiCacheProcessingUnits',
+      Statistic: 'Sum',
+      Period: 60,
+    });
     expect(ecpu).toMatchObject({ ComparisonOperator: atLeast, EvaluationPeriods: 3, DatapointsToAlarm: 3 });
     expect(ecpu.Threshold).toBe(Math.round(share * c.hotTier.maxEcpuPerSecond * 60));
     const throttled = alarms[name('hot-throttled')]!;
@@ -269,11 +302,16 @@ describe.each(ENVIRONMENT_NAMES)('%s: alarms on what the request metrics cannot 
     for (const a of Object.values(alarms)) expect(actions(a)).toEqual([a.AlarmName, [topic], [topic]]);
   });
 
-  it('bills exactly the metrics its alarms read: metricCount and the cost publisher\'s alarmMetrics match the template', () => {
+  it("bills exactly the metrics its alarms read: metricCount and the cost publisher's alarmMetrics match the template", () => {
     // A plain alarm reads one metric; a metric-math alarm each MetricStat of its expression (CloudWatch bills both per metric).
-    const read = Object.values(alarms).reduce((n, a) => n + (a.MetricName ? 1 : (a.Metrics ?? []).filter((m) => m.MetricStat).length), 0);
+    const read = Object.values(alarms).reduce(
+      (n, a) => n + (a.MetricName ? 1 : (a.Metrics ?? []).filter((m) => m.MetricStat).length),
+      0,
+    );
     expect(monitoringStack.alarms.metricCount).toBe(read);
-    const fn = props<unknown>(s.templates.monitoring, 'AWS::Lambda::Function').find((r) => JSON.stringify(r).includes(COST_SETTINGS_ENV));
+    const fn = props<unknown>(s.templates.monitoring, 'AWS::Lambda::Function').find((r) =>
+      JSON.stringify(r).includes(COST_SETTINGS_ENV),
+    );
     const billed = /\\?"alarmMetrics\\?":(\d+)/.exec(JSON.stringify(fn))?.[1];
     expect(Number(billed)).toBe(read);
   });

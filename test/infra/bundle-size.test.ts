@@ -9,10 +9,16 @@ const s = synthesized('dev', { bundling: true });
 /** Every Strata Lambda of the API, Workflows and Monitoring stacks (not CDK's own helper functions). */
 function lambdaBundles(): { fn: string; dir: string }[] {
   return (['api', 'workflows', 'monitoring'] as const).flatMap((stack) => {
-    const resources = s.templates[stack].toJSON().Resources as Record<string, { Type: string; Properties: { Code: { S3Key: string }; Description?: string } }>;
+    const resources = s.templates[stack].toJSON().Resources as Record<
+      string,
+      { Type: string; Properties: { Code: { S3Key: string }; Description?: string } }
+    >;
     return Object.entries(resources)
       .filter(([, r]) => r.Type === 'AWS::Lambda::Function' && String(r.Properties.Description ?? '').startsWith('Strata'))
-      .map(([id, r]) => ({ fn: `${stack}/${id.replace(/Function.*/, '').toLowerCase()}`, dir: join(s.outdir, `asset.${r.Properties.Code.S3Key.replace(/\.zip$/, '')}`) }));
+      .map(([id, r]) => ({
+        fn: `${stack}/${id.replace(/Function.*/, '').toLowerCase()}`,
+        dir: join(s.outdir, `asset.${r.Properties.Code.S3Key.replace(/\.zip$/, '')}`),
+      }));
   });
 }
 
@@ -22,8 +28,15 @@ describe('Lambda bundles', () => {
     // API: keys, batch, transfer, service, admin; workflows: steps, scale trigger; monitoring: the cost publisher.
     expect(rows.map((r) => r.fn.split('/')[0])).toEqual(expect.arrayContaining(['api', 'workflows', 'monitoring']));
     expect(rows.length).toBeGreaterThanOrEqual(7);
-    process.stdout.write(`Lambda bundles (${CHOSEN_PACKAGING.name}), budget ${(BUNDLE_BUDGET_BYTES / 1e6).toFixed(1)} MB:\n${rows.map((r) => `  ${r.fn.padEnd(24)} ${(r.bytes / 1024).toFixed(1).padStart(7)} KiB`).join('\n')}\n`);
-    for (const r of rows) expect({ fn: r.fn, bytes: r.bytes, withinBudget: r.bytes <= BUNDLE_BUDGET_BYTES }).toEqual({ fn: r.fn, bytes: r.bytes, withinBudget: true });
+    process.stdout.write(
+      `Lambda bundles (${CHOSEN_PACKAGING.name}), budget ${(BUNDLE_BUDGET_BYTES / 1e6).toFixed(1)} MB:\n${rows.map((r) => `  ${r.fn.padEnd(24)} ${(r.bytes / 1024).toFixed(1).padStart(7)} KiB`).join('\n')}\n`,
+    );
+    for (const r of rows)
+      expect({ fn: r.fn, bytes: r.bytes, withinBudget: r.bytes <= BUNDLE_BUDGET_BYTES }).toEqual({
+        fn: r.fn,
+        bytes: r.bytes,
+        withinBudget: true,
+      });
   });
 
   it('are ES modules with a source map, loading the AWS SDK from the runtime', () => {

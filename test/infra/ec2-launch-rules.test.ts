@@ -31,7 +31,10 @@ const RUN_INSTANCES = 'arn:aws:states:::aws-sdk:ec2:runInstances';
 function evalPath(path: string, input: unknown, context: unknown): unknown {
   const [root, rest] = path.startsWith('$$') ? [context, path.slice(2)] : [input, path.slice(1)];
   if (rest !== '' && !rest.startsWith('.')) throw new Error(`unsupported JSONPath ${path}`);
-  return rest.split('.').slice(1).reduce<unknown>((v, k) => (v as Json | undefined)?.[k], root);
+  return rest
+    .split('.')
+    .slice(1)
+    .reduce<unknown>((v, k) => (v as Json | undefined)?.[k], root);
 }
 
 /** A state's Parameters with each `key.$` replaced by `key` and the value its path selects. */
@@ -61,7 +64,9 @@ async function launchRequest(def: AslDefinition, stepEnv: Record<string, string>
     const env = loadRuntimeEnv({ ...stepEnv, STRATA_WARM_RING_DIR: dir, STRATA_WARM_SECRET: 'a-fleet-secret-of-16+' });
     const deps = await workflowDepsFromEnv(env);
     const handlers = stepHandlers(deps);
-    const context = { Execution: { Id: `arn:aws:states:us-east-1:000000000000:execution:x:${executionName}`, Name: executionName } };
+    const context = {
+      Execution: { Id: `arn:aws:states:us-east-1:000000000000:execution:x:${executionName}`, Name: executionName },
+    };
     let input: Json = {};
     let name = def.StartAt;
     for (let hops = 0; hops < 20; hops++) {
@@ -130,7 +135,13 @@ function allowStatements(template: Template): Statement[] {
 
 /** Whether an IAM action pattern (wildcards allowed, case-insensitive) grants `action`. */
 function grants(pattern: string, action: string): boolean {
-  return new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, 'i').test(action);
+  return new RegExp(
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.')}$`,
+    'i',
+  ).test(action);
 }
 
 // ------------------------------------------------------------------ the rules
@@ -202,7 +213,9 @@ describe.each(ENVIRONMENT_NAMES)('%s', (envName) => {
       // https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_RunInstances.html
       const lt = launchTemplate();
       const interfaces = request.NetworkInterfaces ?? lt.NetworkInterfaces;
-      const topLevel = ['SubnetId', 'SecurityGroupIds', 'SecurityGroups'].filter((k) => request[k] !== undefined || lt[k] !== undefined);
+      const topLevel = ['SubnetId', 'SecurityGroupIds', 'SecurityGroups'].filter(
+        (k) => request[k] !== undefined || lt[k] !== undefined,
+      );
       expect(interfaces === undefined ? [] : topLevel).toEqual([]);
     });
 
@@ -212,7 +225,10 @@ describe.each(ENVIRONMENT_NAMES)('%s', (envName) => {
       // "If you don't specify a subnet ID, we choose a default subnet from your default VPC": outside Strata's VPC.
       // https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_RunInstances.html
       const subnet = interfaces?.[0]?.SubnetId ?? request.SubnetId;
-      const fleetSubnets = JSON.parse(stepLambdaEnv().STRATA_FLEET_SUBNETS ?? '[]') as { subnetId: string; availabilityZone: string }[];
+      const fleetSubnets = JSON.parse(stepLambdaEnv().STRATA_FLEET_SUBNETS ?? '[]') as {
+        subnetId: string;
+        availabilityZone: string;
+      }[];
       expect(fleetSubnets.map((x) => x.availabilityZone).sort()).toEqual([...s.config.availabilityZones].sort());
       expect(fleetSubnets.map((x) => x.subnetId)).toContain(subnet);
       // InstanceNetworkInterfaceSpecification DeviceIndex: "If you specify a network interface when launching an
@@ -268,30 +284,38 @@ describe.each(ENVIRONMENT_NAMES)('%s', (envName) => {
         if (!st.actions.some((a) => grants(a, 'ec2:TerminateInstances') || grants(a, 'ec2:StopInstances'))) continue;
         for (const r of st.resources) {
           if (r === '*') problems.push(`${st.where}: ${st.actions.join(',')} on *`);
-          else if (r.includes('*') && !tagCondition(st)) problems.push(`${st.where}: ${st.actions.join(',')} on ${r}, no tag condition`);
+          else if (r.includes('*') && !tagCondition(st))
+            problems.push(`${st.where}: ${st.actions.join(',')} on ${r}, no tag condition`);
         }
       }
       expect(problems).toEqual([]);
     });
 
-    it.each(STACK_KEYS)("%s: RunInstances only with the fleet's security group, Amazon's images, tagged instances and volumes", (key) => {
-      const problems: string[] = [];
-      for (const st of allowStatements(s.templates[key].toJSON() as Template)) {
-        if (!st.actions.some((a) => grants(a, 'ec2:RunInstances'))) continue;
-        const requestTagged = st.conditionKeys.some((k) => /^aws:RequestTag\//i.test(k));
-        for (const r of st.resources) {
-          const type = /:ec2:[^:]*:[^:]*:([a-z-]+)\//.exec(r)?.[1];
-          const any = r.includes('*');
-          const problem =
-            r === '*' ? 'any resource'
-            : type === 'security-group' && any ? 'any security group'
-            : type === 'image' && any && !st.conditionKeys.includes('ec2:Owner') ? 'any image, no ec2:Owner condition'
-            : (type === 'instance' || type === 'volume') && any && !requestTagged ? 'no aws:RequestTag condition'
-            : undefined;
-          if (problem) problems.push(`${st.where}: RunInstances on ${r}: ${problem}`);
+    it.each(STACK_KEYS)(
+      "%s: RunInstances only with the fleet's security group, Amazon's images, tagged instances and volumes",
+      (key) => {
+        const problems: string[] = [];
+        for (const st of allowStatements(s.templates[key].toJSON() as Template)) {
+          if (!st.actions.some((a) => grants(a, 'ec2:RunInstances'))) continue;
+          const requestTagged = st.conditionKeys.some((k) => /^aws:RequestTag\//i.test(k));
+          for (const r of st.resources) {
+            const type = /:ec2:[^:]*:[^:]*:([a-z-]+)\//.exec(r)?.[1];
+            const any = r.includes('*');
+            const problem =
+              r === '*'
+                ? 'any resource'
+                : type === 'security-group' && any
+                  ? 'any security group'
+                  : type === 'image' && any && !st.conditionKeys.includes('ec2:Owner')
+                    ? 'any image, no ec2:Owner condition'
+                    : (type === 'instance' || type === 'volume') && any && !requestTagged
+                      ? 'no aws:RequestTag condition'
+                      : undefined;
+            if (problem) problems.push(`${st.where}: RunInstances on ${r}: ${problem}`);
+          }
         }
-      }
-      expect(problems).toEqual([]);
-    });
+        expect(problems).toEqual([]);
+      },
+    );
   });
 });

@@ -55,15 +55,23 @@ describe('Cache-node fleet and the ring store', () => {
     // Policy variables are literal text under older policy language versions.
     expect(doc.Version).toBe('2012-10-17');
     expect(doc.Statement).toHaveLength(2);
-    const [read, write] = doc.Statement as { Sid: string; Action: unknown; Effect: string; Resource: unknown; Condition?: unknown }[];
+    const [read, write] = doc.Statement as {
+      Sid: string;
+      Action: unknown;
+      Effect: string;
+      Resource: unknown;
+      Condition?: unknown;
+    }[];
     expect(read).toMatchObject({ Sid: 'ReadBundleRingAndSecret', Action: 's3:GetObject', Effect: 'Allow' });
     const objects = (read!.Resource as unknown[]).map(rendered);
     expect(objects).toHaveLength(3);
-    expect(objects).toEqual(expect.arrayContaining([
-      expect.stringMatching(/cdk-hnb659fds-assets-.*\/[0-9a-f]{64}\.zip$/),
-      expect.stringMatching(/ColdTierBucket.*\/strata-ring\/ring\.json$/),
-      expect.stringMatching(/ColdTierBucket.*\/strata-ring\/fleet\/secret$/),
-    ]));
+    expect(objects).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/cdk-hnb659fds-assets-.*\/[0-9a-f]{64}\.zip$/),
+        expect.stringMatching(/ColdTierBucket.*\/strata-ring\/ring\.json$/),
+        expect.stringMatching(/ColdTierBucket.*\/strata-ring\/fleet\/secret$/),
+      ]),
+    );
     // One key per instance: the instance profile session's aws:userid (`<role id>:<instance id>`), no wildcard.
     expect(write).toMatchObject({ Sid: 'WriteOwnStatsReport', Action: 's3:PutObject', Effect: 'Allow' });
     expect(write!.Condition).toBeUndefined();
@@ -73,7 +81,7 @@ describe('Cache-node fleet and the ring store', () => {
     expect(JSON.stringify(doc)).not.toMatch(/secretsmanager|s3:ListBucket|s3:DeleteObject/);
   });
 
-  it('keys each node\'s report by its role id and instance id, the value IAM substitutes for aws:userid', () => {
+  it("keys each node's report by its role id and instance id, the value IAM substitutes for aws:userid", () => {
     type LaunchTemplate = { Properties: { LaunchTemplateData: { UserData: unknown } } };
     const lt = Object.values(prod.templates.fleet.findResources('AWS::EC2::LaunchTemplate'))[0] as LaunchTemplate;
     const userData = rendered(lt.Properties.LaunchTemplateData.UserData);
@@ -91,7 +99,7 @@ describe('Cache-node fleet and the ring store', () => {
     expect(CacheNodeFleet.INTERFACE_ENDPOINTS).toEqual([]);
   });
 
-  it('gives the coordinators bound to the fleet the secret\'s object to read, and to create but never replace', () => {
+  it("gives the coordinators bound to the fleet the secret's object to read, and to create but never replace", () => {
     type Fn = { Properties: { Environment: { Variables: Json }; Role: { 'Fn::GetAtt': [string, string] } } };
     const functions = prod.templates.api.findResources('AWS::Lambda::Function') as Record<string, Fn>;
     const bound = Object.entries(functions).filter(([, f]) => 'STRATA_NODE_PORT' in f.Properties.Environment.Variables);
@@ -104,7 +112,9 @@ describe('Cache-node fleet and the ring store', () => {
       expect(vars.STRATA_WARM_SECRET_ARN).toBeUndefined();
       const role = f.Properties.Role['Fn::GetAtt'][0];
       const policy = policies.find((p) => JSON.stringify(p.Properties.Roles).includes(role))!;
-      const onSecret = policy.Properties.PolicyDocument.Statement.filter((s) => /\/strata-ring\/fleet\/secret$/.test(rendered(s.Resource)));
+      const onSecret = policy.Properties.PolicyDocument.Statement.filter((s) =>
+        /\/strata-ring\/fleet\/secret$/.test(rendered(s.Resource)),
+      );
       const shown = onSecret.map((s) => ({ ...s, Resource: rendered(s.Resource).replace(/^.*\/strata-ring/, 'strata-ring') }));
       expect({ id, onSecret: shown }).toEqual({
         id,
@@ -127,7 +137,9 @@ describe('Cache-node fleet and the ring store', () => {
   it('gives the workflow steps, which create the secret before any launch, the same access', () => {
     type Fn = { Properties: { Environment?: { Variables: Json } } };
     const functions = prod.templates.workflows.findResources('AWS::Lambda::Function') as Record<string, Fn>;
-    const steps = Object.values(functions).filter((f) => f.Properties.Environment?.Variables.STRATA_WARM_SECRET_FROM_RING === '1');
+    const steps = Object.values(functions).filter(
+      (f) => f.Properties.Environment?.Variables.STRATA_WARM_SECRET_FROM_RING === '1',
+    );
     expect(steps.length).toBeGreaterThanOrEqual(1);
     const text = JSON.stringify(prod.templates.workflows.findResources('AWS::IAM::Policy'));
     expect(text).toContain('"s3:if-none-match":"false"');

@@ -32,7 +32,8 @@ describe('Function limits', () => {
     });
 
     it('reserves nothing in dev (the account pool is shared with whatever else runs there)', () => {
-      for (const t of Object.values(dev.templates)) for (const f of functionsOf(t)) expect(f.ReservedConcurrentExecutions).toBeUndefined();
+      for (const t of Object.values(dev.templates))
+        for (const f of functionsOf(t)) expect(f.ReservedConcurrentExecutions).toBeUndefined();
     });
 
     it('refuses reservations that leave less than 100 of the account quota unreserved, as Lambda would at deploy', () => {
@@ -41,7 +42,9 @@ describe('Function limits', () => {
       const files = withProd((c) => {
         c.api.functions!.keys = { ...c.api.functions!.keys, reservedConcurrency: 800 };
       });
-      expect(errorOf(() => loadEnvironmentConfig('prod', {}, files))).toMatch(/reserve 1080 concurrent executions.*100 of the account's 1000 unreserved/);
+      expect(errorOf(() => loadEnvironmentConfig('prod', {}, files))).toMatch(
+        /reserve 1080 concurrent executions.*100 of the account's 1000 unreserved/,
+      );
       const raised = withProd((c) => {
         c.api.functions!.keys = { ...c.api.functions!.keys, reservedConcurrency: 800 };
         c.lambdaAccountConcurrency = 2000;

@@ -17,7 +17,10 @@ import { ValkeyServerlessCache } from '../../cdk/constructs/valkey-serverless-ca
 import { STACK_KEYS, synthesized } from './helpers/synth.js';
 
 type Json = Record<string, unknown>;
-interface Resource { Type: string; Properties: Json }
+interface Resource {
+  Type: string;
+  Properties: Json;
+}
 
 /** An ARN built with Fn::Join, as text: pseudo parameters as ${AWS::Name}. */
 function arnText(v: unknown): string {
@@ -34,7 +37,7 @@ function statementsOf(resources: Record<string, Resource>, roleId: string): Json
   for (const r of Object.values(resources)) {
     if (r.Type !== 'AWS::IAM::Policy') continue;
     if (!(r.Properties.Roles as { Ref: string }[]).some((x) => x.Ref === roleId)) continue;
-    out.push(...((r.Properties.PolicyDocument as { Statement: Json[] }).Statement));
+    out.push(...(r.Properties.PolicyDocument as { Statement: Json[] }).Statement);
   }
   const role = resources[roleId]!;
   const inline = (role.Properties.Policies as { PolicyDocument: { Statement: Json[] } }[] | undefined) ?? [];
@@ -57,7 +60,10 @@ describe.each(['dev', 'staging', 'prod'] as EnvironmentName[])('Hot tier IAM aut
     expect(app.Properties.UserId).toBe(app.Properties.UserName);
     expect(app.Properties.UserId).toBe(`${cacheName}-app`);
     const defaultUser = users.find((u) => u.Properties.UserName === 'default')!;
-    expect(defaultUser.Properties).toMatchObject({ AccessString: 'off -@all', AuthenticationMode: { Type: 'no-password-required' } });
+    expect(defaultUser.Properties).toMatchObject({
+      AccessString: 'off -@all',
+      AuthenticationMode: { Type: 'no-password-required' },
+    });
     const group = Object.values(data).find((r) => r.Type === 'AWS::ElastiCache::UserGroup')!;
     expect(group.Properties.UserIds).toEqual([`${cacheName}-default`, `${cacheName}-app`]);
   });
@@ -67,7 +73,10 @@ describe.each(['dev', 'staging', 'prod'] as EnvironmentName[])('Hot tier IAM aut
     for (const key of STACK_KEYS) {
       const resources = s.templates[key].toJSON().Resources as Record<string, Resource>;
       for (const fn of Object.values(resources).filter((r) => r.Type === 'AWS::Lambda::Function')) {
-        const vars = ((fn.Properties.Environment as { Variables?: Json } | undefined)?.Variables ?? {}) as Record<string, unknown>;
+        const vars = ((fn.Properties.Environment as { Variables?: Json } | undefined)?.Variables ?? {}) as Record<
+          string,
+          unknown
+        >;
         const roleId = ((fn.Properties.Role as { 'Fn::GetAtt': string[] })['Fn::GetAtt'] ?? [])[0];
         const elastiCache = (st: Json) => asArray(st.Action as string | string[]).some((a) => a.startsWith('elasticache:'));
         const connect = roleId ? statementsOf(resources, roleId).filter(elastiCache) : [];
@@ -94,7 +103,9 @@ describe.each(['dev', 'staging', 'prod'] as EnvironmentName[])('Hot tier IAM aut
   });
 
   it('has no password anywhere: no secret for it, and no function may read one for the hot tier', () => {
-    expect(Object.entries(data).filter(([id, r]) => r.Type === 'AWS::SecretsManager::Secret' && id.startsWith('HotTier'))).toEqual([]);
+    expect(
+      Object.entries(data).filter(([id, r]) => r.Type === 'AWS::SecretsManager::Secret' && id.startsWith('HotTier')),
+    ).toEqual([]);
     for (const key of STACK_KEYS) {
       const text = JSON.stringify(s.templates[key].toJSON());
       expect(text).not.toMatch(/AppUserPassword|STRATA_REDIS_PASSWORD|resolve:secretsmanager/);
@@ -108,10 +119,15 @@ describe('ValkeyServerlessCache', () => {
     const stack = new Stack(app, 'Data', { env: { account: '111111111111', region: 'eu-west-1' } });
     const subnetType = ec2.SubnetType.PRIVATE_ISOLATED;
     const vpc = new ec2.Vpc(stack, 'Vpc', { maxAzs: 2, natGateways: 0, subnetConfiguration: [{ name: 'p', subnetType }] });
-    return { app, stack, vpc, props: { cacheName: 'c', vpc, vpcSubnets: { subnetType }, maxDataStorageGb: 1, maxEcpuPerSecond: 1000 } };
+    return {
+      app,
+      stack,
+      vpc,
+      props: { cacheName: 'c', vpc, vpcSubnets: { subnetType }, maxDataStorageGb: 1, maxEcpuPerSecond: 1000 },
+    };
   };
 
-  it('grants Connect from another stack without referring to any resource of the cache\'s stack', () => {
+  it("grants Connect from another stack without referring to any resource of the cache's stack", () => {
     const f = fixture();
     const cache = new ValkeyServerlessCache(f.stack, 'Cache', f.props);
     const other = new Stack(f.app, 'Api', { env: { account: '111111111111', region: 'eu-west-1' } });
@@ -131,11 +147,14 @@ describe('ValkeyServerlessCache', () => {
   it('refuses a final snapshot encrypted with a key the stack deletes (the snapshot could not be restored)', () => {
     const f = fixture();
     const key = new kms.Key(f.stack, 'Key', { removalPolicy: RemovalPolicy.DESTROY });
-    expect(() => new ValkeyServerlessCache(f.stack, 'Cache', { ...f.props, encryptionKey: key }))
-      .toThrow(/the final snapshot is encrypted with encryptionKey, which is deleted with the stack \(DeletionPolicy Delete\)/);
+    expect(() => new ValkeyServerlessCache(f.stack, 'Cache', { ...f.props, encryptionKey: key })).toThrow(
+      /the final snapshot is encrypted with encryptionKey, which is deleted with the stack \(DeletionPolicy Delete\)/,
+    );
     const dropped = { ...f.props, cacheName: 'd', encryptionKey: key, onDelete: 'destroy' } as const;
     expect(() => new ValkeyServerlessCache(f.stack, 'Dropped', dropped)).not.toThrow();
     const retainedKey = new kms.Key(f.stack, 'RetainedKey', { removalPolicy: RemovalPolicy.RETAIN });
-    expect(() => new ValkeyServerlessCache(f.stack, 'Kept', { ...f.props, cacheName: 'k', encryptionKey: retainedKey })).not.toThrow();
+    expect(
+      () => new ValkeyServerlessCache(f.stack, 'Kept', { ...f.props, cacheName: 'k', encryptionKey: retainedKey }),
+    ).not.toThrow();
   });
 });

@@ -28,8 +28,14 @@ import { ColdTierBucket } from '../../cdk/constructs/cold-tier-bucket.js';
 import { STACK_KEYS, synthesized, type StackKey, type SynthesizedEnvironment } from './helpers/synth.js';
 
 type Json = Record<string, unknown>;
-interface Resource { Type: string; Properties?: Json }
-interface TemplateJson { Resources: Record<string, Resource>; Outputs?: Record<string, { Value: unknown; Export?: { Name: unknown } }> }
+interface Resource {
+  Type: string;
+  Properties?: Json;
+}
+interface TemplateJson {
+  Resources: Record<string, Resource>;
+  Outputs?: Record<string, { Value: unknown; Export?: { Name: unknown } }>;
+}
 interface Statement {
   Effect: 'Allow' | 'Deny';
   Action?: string | string[];
@@ -70,8 +76,14 @@ const AWS_MANAGED_POLICIES: Readonly<Record<string, Statement[]>> = {
 
 /** Actions that change an object (or its tags), each matched against the statements' action patterns. */
 const WRITE_ACTIONS = [
-  's3:PutObject', 's3:DeleteObject', 's3:DeleteObjectVersion', 's3:PutObjectTagging', 's3:DeleteObjectTagging', 's3:PutObjectAcl',
-  's3:RestoreObject', 's3:AbortMultipartUpload',
+  's3:PutObject',
+  's3:DeleteObject',
+  's3:DeleteObjectVersion',
+  's3:PutObjectTagging',
+  's3:DeleteObjectTagging',
+  's3:PutObjectAcl',
+  's3:RestoreObject',
+  's3:AbortMultipartUpload',
 ];
 
 /** The IAM of one synthesized environment, with CloudFormation references resolved to strings. */
@@ -110,7 +122,8 @@ class IamModel {
     const [stackKey, id] = role.split('/') as [StackKey, string];
     const props = this.templates[stackKey].Resources[id]!.Properties ?? {};
     const docs: unknown[] = ((props.Policies as { PolicyDocument: unknown }[] | undefined) ?? []).map((p) => p.PolicyDocument);
-    for (const arn of (props.ManagedPolicyArns as unknown[] | undefined) ?? []) docs.push(this.managedPolicyDocument(stackKey, arn));
+    for (const arn of (props.ManagedPolicyArns as unknown[] | undefined) ?? [])
+      docs.push(this.managedPolicyDocument(stackKey, arn));
     for (const k of STACK_KEYS) {
       for (const [pid, r] of Object.entries(this.templates[k].Resources)) {
         if (r.Type !== 'AWS::IAM::Policy' && r.Type !== 'AWS::IAM::ManagedPolicy') continue;
@@ -118,7 +131,9 @@ class IamModel {
         if (attached.includes(`<role:${role}>`)) docs.push(this.policyDocument(k, pid));
       }
     }
-    return docs.flatMap((d) => ((d as { Statement: Statement[] }).Statement ?? []).map((s) => this.resolveStatement(stackKey, s)));
+    return docs.flatMap((d) =>
+      ((d as { Statement: Statement[] }).Statement ?? []).map((s) => this.resolveStatement(stackKey, s)),
+    );
   }
 
   /** The service a role is for (`lambda.amazonaws.com`, `ec2.amazonaws.com`, ...). */
@@ -136,7 +151,8 @@ class IamModel {
   allows(role: string, actions: readonly string[], arn: string, condition?: (s: Statement) => boolean): boolean {
     return this.statements(role).some((s) => {
       if (s.Effect !== 'Allow') return false;
-      const action = (a: string) => (s.Action !== undefined ? matchesAny(s.Action, a, true) : !matchesAny(s.NotAction ?? [], a, true));
+      const action = (a: string) =>
+        s.Action !== undefined ? matchesAny(s.Action, a, true) : !matchesAny(s.NotAction ?? [], a, true);
       if (!actions.some(action)) return false;
       const notResource = (s.NotResource ?? []) as string[];
       const resource = s.Resource !== undefined ? matchesAny(s.Resource as string[], arn) : !matchesAny(notResource, arn);
@@ -149,7 +165,9 @@ class IamModel {
     const prefix = `${ColdTierBucket.RING_PREFIX}/${key}`;
     return this.allows(role, ['s3:ListBucket'], this.coldBucket, (s) => {
       const cond = s.Condition ?? {};
-      const keys = Object.entries(cond).flatMap(([op, kv]) => Object.entries(kv).map(([k, v]) => ({ op, k, v: asArray(v as string[]) })));
+      const keys = Object.entries(cond).flatMap(([op, kv]) =>
+        Object.entries(kv).map(([k, v]) => ({ op, k, v: asArray(v as string[]) })),
+      );
       return keys.every(({ op, k, v }) => {
         if (k !== 's3:prefix') return false; // a condition this check does not model: treat as not granting
         if (op === 'StringLike') return v.some((p) => wildcard(p, prefix));
@@ -173,7 +191,9 @@ class IamModel {
     if (ref) return this.policyDocument(ref.stack, ref.id);
     const aws = /^arn:aws:iam::aws:policy\/(.+)$/.exec(this.render(stackKey, arn))?.[1];
     if (aws && AWS_MANAGED_POLICIES[aws]) return { Statement: AWS_MANAGED_POLICIES[aws] };
-    throw new Error(`${stackKey}: managed policy ${JSON.stringify(arn)} is neither this app's nor a known AWS one: model its grants`);
+    throw new Error(
+      `${stackKey}: managed policy ${JSON.stringify(arn)} is neither this app's nor a known AWS one: model its grants`,
+    );
   }
 
   private policyDocument(stackKey: StackKey, id: string): unknown {
@@ -260,12 +280,17 @@ function asArray<T>(v: T | T[]): T[] {
  */
 function createOnly(s: Statement): boolean {
   const c = s.Condition ?? {};
-  return c.Null?.['s3:if-none-match'] === 'false' || asArray((c.StringEquals?.['s3:if-none-match'] ?? []) as string[]).includes('*');
+  return (
+    c.Null?.['s3:if-none-match'] === 'false' || asArray((c.StringEquals?.['s3:if-none-match'] ?? []) as string[]).includes('*')
+  );
 }
 
 /** IAM wildcard match: `*` any run of characters, `?` one. */
 function wildcard(pattern: string, value: string, ignoreCase = false): boolean {
-  const source = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const source = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${source}$`, ignoreCase ? 'is' : 's').test(value);
 }
 
@@ -296,7 +321,9 @@ describe.each(ENVIRONMENT_NAMES)('ring store grants (%s)', (name) => {
     // CacheNodeFleet.grantCreateSecret: whichever coordinator needs the secret first creates it (If-None-Match:
     // * only, so it can never replace one), so a fresh deployment's API does not wait for a workflow to run.
     for (const [fn, role] of apiRoles) {
-      const created = (Object.keys(PROBES) as Probe[]).filter((p) => iam.allows(role, ['s3:PutObject'], iam.objectArn(PROBES[p])));
+      const created = (Object.keys(PROBES) as Probe[]).filter((p) =>
+        iam.allows(role, ['s3:PutObject'], iam.objectArn(PROBES[p])),
+      );
       expect({ fn, created: created.filter((p) => p !== 'fleetSecret') }).toEqual({ fn, created: [] });
     }
   });

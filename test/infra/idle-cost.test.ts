@@ -2,7 +2,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ENVIRONMENT_NAMES } from '../../cdk/config/schema.js';
 import { REPO_ROOT } from '../../cdk/lib/packaging.js';
-import { idleCostOf, idleTotal, README_MARKERS, renderIdleCostTable, withTable, type IdleCostLine } from '../../cdk/lib/idle-cost.js';
+import {
+  idleCostOf,
+  idleTotal,
+  README_MARKERS,
+  renderIdleCostTable,
+  withTable,
+  type IdleCostLine,
+} from '../../cdk/lib/idle-cost.js';
 import { synthesized } from './helpers/synth.js';
 
 /** Issue 20's budget for an idle environment (USD per month), which later issues must keep. */
@@ -20,7 +27,8 @@ describe('Idle cost', () => {
 
   it('puts nothing in the VPC that bills by the hour while idle (interface endpoints, NAT gateways)', () => {
     for (const name of ENVIRONMENT_NAMES) {
-      for (const id of ['endpoints', 'nat'] as const) expect([name, id, perEnv[name]!.find((l) => l.id === id)!.usdPerMonth]).toEqual([name, id, 0]);
+      for (const id of ['endpoints', 'nat'] as const)
+        expect([name, id, perEnv[name]!.find((l) => l.id === id)!.usdPerMonth]).toEqual([name, id, 0]);
     }
   });
 

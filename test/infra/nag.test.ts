@@ -5,13 +5,25 @@ import type { IConstruct } from 'constructs';
 import { ENVIRONMENT_NAMES } from '../../cdk/config/schema.js';
 import { STACK_KEYS, synthesized } from './helpers/synth.js';
 
-interface Acknowledgment { path: string; id: string; reason: string }
+interface Acknowledgment {
+  path: string;
+  id: string;
+  reason: string;
+}
 
 /** Every `Validations.of(x).acknowledge()` under `scope`. */
 function acknowledgments(scope: IConstruct): Acknowledgment[] {
-  return scope.node.findAll().flatMap((c) => c.node.metadata
-    .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY && m.data)
-    .flatMap((m) => Object.entries(m.data as Record<string, string>).map(([id, reason]) => ({ path: c.node.path, id: id.replace(/^annotation::/i, ''), reason }))));
+  return scope.node.findAll().flatMap((c) =>
+    c.node.metadata
+      .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY && m.data)
+      .flatMap((m) =>
+        Object.entries(m.data as Record<string, string>).map(([id, reason]) => ({
+          path: c.node.path,
+          id: id.replace(/^annotation::/i, ''),
+          reason,
+        })),
+      ),
+  );
 }
 
 /** Runs AwsSolutions on `scope`, recording which acknowledgments silenced a finding (path of the finding, rule id). */
@@ -52,7 +64,8 @@ describe('cdk-nag AwsSolutions', () => {
       for (const a of acknowledgments(s.stacks[key]).filter((x) => x.id.startsWith('AwsSolutions-'))) {
         expect(a.reason.length).toBeGreaterThan(60);
         const silenced = used.some((u) => u.id === a.id && (u.path === a.path || u.path.startsWith(`${a.path}/`)));
-        if (!silenced) throw new Error(`stale acknowledgment ${a.id} at ${a.path}: nothing there triggers it any more; remove it`);
+        if (!silenced)
+          throw new Error(`stale acknowledgment ${a.id} at ${a.path}: nothing there triggers it any more; remove it`);
       }
     });
   });

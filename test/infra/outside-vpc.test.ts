@@ -55,21 +55,32 @@ describe('ColdTierBucket ring-store grants', () => {
   it('shares one policy per document and access between the roles granted it', () => {
     const { stack } = fixture();
     const cold = new ColdTierBucket(stack, 'Cold');
-    const roles = ['A', 'B'].map((id) => new iam.Role(stack, id, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') }));
+    const roles = ['A', 'B'].map(
+      (id) => new iam.Role(stack, id, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') }),
+    );
     for (const r of roles) cold.grantRingRead(r, ['ring', 'nodeStats']);
     cold.grantRingWriters(roles[0]!);
-    const ids = Object.keys(Template.fromStack(stack).findResources('AWS::IAM::ManagedPolicy')).map((id) => id.replace(/[0-9A-F]{8}$/, ''));
+    const ids = Object.keys(Template.fromStack(stack).findResources('AWS::IAM::ManagedPolicy')).map((id) =>
+      id.replace(/[0-9A-F]{8}$/, ''),
+    );
     expect(ids.sort()).toEqual([
-      'ColdAccessPolicy', 'ColdRingReadNodeStats', 'ColdRingReadRing',
-      'ColdRingWriteExecutions', 'ColdRingWriteMigrations', 'ColdRingWriteRing', 'ColdRingWriteScaleLocks',
+      'ColdAccessPolicy',
+      'ColdRingReadNodeStats',
+      'ColdRingReadRing',
+      'ColdRingWriteExecutions',
+      'ColdRingWriteMigrations',
+      'ColdRingWriteRing',
+      'ColdRingWriteScaleLocks',
     ]);
   });
 
-  it('grants nothing on the policies/ prefix reserved for the admin path\'s policy documents', () => {
+  it("grants nothing on the policies/ prefix reserved for the admin path's policy documents", () => {
     const { stack } = fixture();
     const cold = new ColdTierBucket(stack, 'Cold');
     const role = new iam.Role(stack, 'R', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
-    expect(() => cold.grantRingRead(role, ['policies'])).toThrow(/policies\/ prefix is reserved .* \(the policy engine, not built yet\)/);
+    expect(() => cold.grantRingRead(role, ['policies'])).toThrow(
+      /policies\/ prefix is reserved .* \(the policy engine, not built yet\)/,
+    );
     expect(() => cold.grantRingWrite(role, ['policies'])).toThrow(/reserved/);
   });
 });

@@ -28,7 +28,8 @@ function statements(resources: Resources): Json[] {
   for (const r of Object.values(resources)) {
     const docs: Json[] = [];
     if (r.Type === 'AWS::IAM::Policy' || r.Type === 'AWS::IAM::ManagedPolicy') docs.push(r.Properties.PolicyDocument as Json);
-    if (r.Type === 'AWS::IAM::Role') for (const p of (r.Properties.Policies as { PolicyDocument: Json }[] | undefined) ?? []) docs.push(p.PolicyDocument);
+    if (r.Type === 'AWS::IAM::Role')
+      for (const p of (r.Properties.Policies as { PolicyDocument: Json }[] | undefined) ?? []) docs.push(p.PolicyDocument);
     for (const d of docs) out.push(...(d.Statement as Json[]));
   }
   return out;
@@ -53,7 +54,9 @@ describe('Stacks', () => {
       const s3 = Match.objectLike({ 'Fn::Join': Match.arrayWith([Match.arrayWith([Match.stringLikeRegexp('\\.s3$')])]) });
       for (const t of [prod.templates.network, dev.templates.network]) {
         t.hasResourceProperties('AWS::EC2::VPCEndpoint', { VpcEndpointType: 'Gateway', ServiceName: s3 });
-        expect(Object.keys(t.findResources('AWS::EC2::VPCEndpoint', { Properties: { VpcEndpointType: 'Interface' } }))).toEqual([]);
+        expect(Object.keys(t.findResources('AWS::EC2::VPCEndpoint', { Properties: { VpcEndpointType: 'Interface' } }))).toEqual(
+          [],
+        );
       }
     });
 
@@ -62,26 +65,39 @@ describe('Stacks', () => {
       for (const config of [prod.config, dev.config]) {
         const app = new App({ context: cdkJsonContext(), analyticsReporting: false });
         const t = Template.fromStack(new NetworkStack(app, 'Network', { config, interfaceEndpoints: endpoints }));
-        const interfaces = Object.values(t.findResources('AWS::EC2::VPCEndpoint', { Properties: { VpcEndpointType: 'Interface' } }));
+        const interfaces = Object.values(
+          t.findResources('AWS::EC2::VPCEndpoint', { Properties: { VpcEndpointType: 'Interface' } }),
+        );
         // One per service however often it is declared; dev keeps its endpoints in one AZ (cost).
         expect(interfaces).toHaveLength(1);
         const azs = config.network.interfaceEndpointAzs ?? config.availabilityZones.length;
         expect((interfaces[0] as { Properties: Json }).Properties.SubnetIds).toHaveLength(azs);
-        const https = { CidrIp: config.network.cidr, FromPort: 443, ToPort: 443, IpProtocol: 'tcp', Description: 'HTTPS from the VPC' };
+        const https = {
+          CidrIp: config.network.cidr,
+          FromPort: 443,
+          ToPort: 443,
+          IpProtocol: 'tcp',
+          Description: 'HTTPS from the VPC',
+        };
         const endpointGroup = Match.stringLikeRegexp('SecretsmanagerEndpoint');
         t.hasResourceProperties('AWS::EC2::SecurityGroup', { GroupDescription: endpointGroup, SecurityGroupIngress: [https] });
       }
     });
 
     it('logs VPC flows', () => {
-      prod.templates.network.hasResourceProperties('AWS::EC2::FlowLog', { TrafficType: 'ALL', LogDestinationType: 'cloud-watch-logs' });
+      prod.templates.network.hasResourceProperties('AWS::EC2::FlowLog', {
+        TrafficType: 'ALL',
+        LogDestinationType: 'cloud-watch-logs',
+      });
       dev.templates.network.hasResourceProperties('AWS::EC2::FlowLog', { TrafficType: 'REJECT' });
     });
 
     it('lets the coordinators out on HTTPS only (further rules come from the tiers they bind)', () => {
       prod.templates.network.hasResourceProperties('AWS::EC2::SecurityGroup', {
         GroupDescription: Match.stringLikeRegexp('^Strata coordinators'),
-        SecurityGroupEgress: [{ CidrIp: '0.0.0.0/0', FromPort: 443, ToPort: 443, IpProtocol: 'tcp', Description: Match.anyValue() }],
+        SecurityGroupEgress: [
+          { CidrIp: '0.0.0.0/0', FromPort: 443, ToPort: 443, IpProtocol: 'tcp', Description: Match.anyValue() },
+        ],
       });
     });
   });
@@ -94,7 +110,10 @@ describe('Stacks', () => {
         Engine: 'valkey',
         MajorEngineVersion: '8',
         ServerlessCacheName: 'strata-prod',
-        CacheUsageLimits: { DataStorage: { Maximum: prod.config.hotTier.maxDataStorageGb, Unit: 'GB' }, ECPUPerSecond: { Maximum: prod.config.hotTier.maxEcpuPerSecond } },
+        CacheUsageLimits: {
+          DataStorage: { Maximum: prod.config.hotTier.maxDataStorageGb, Unit: 'GB' },
+          ECPUPerSecond: { Maximum: prod.config.hotTier.maxEcpuPerSecond },
+        },
         SnapshotRetentionLimit: 7,
         DailySnapshotTime: '05:00',
       });
@@ -111,18 +130,27 @@ describe('Stacks', () => {
     it('authenticates with RBAC: one IAM-authenticated user (no password anywhere), default user off', () => {
       const t = prod.templates.data;
       const group = only(t.findResources('AWS::ElastiCache::UserGroup')) as { Properties: Json };
-      expect(group.Properties).toMatchObject({ Engine: 'valkey', UserGroupId: 'strata-prod', UserIds: ['strata-prod-default', 'strata-prod-app'] });
+      expect(group.Properties).toMatchObject({
+        Engine: 'valkey',
+        UserGroupId: 'strata-prod',
+        UserIds: ['strata-prod-default', 'strata-prod-app'],
+      });
       t.hasResourceProperties('AWS::ElastiCache::ServerlessCache', { UserGroupId: Match.anyValue() });
       t.hasResourceProperties('AWS::ElastiCache::User', { UserName: 'default', AccessString: 'off -@all' });
       // IAM users: user id equal to user name (https://docs.aws.amazon.com/AmazonElastiCache/latest/dg/auth-iam.html).
-      const app = only(t.findResources('AWS::ElastiCache::User', { Properties: { UserName: 'strata-prod-app' } })) as { Properties: Json };
+      const app = only(t.findResources('AWS::ElastiCache::User', { Properties: { UserName: 'strata-prod-app' } })) as {
+        Properties: Json;
+      };
       expect(app.Properties).toMatchObject({ UserId: 'strata-prod-app', AuthenticationMode: { Type: 'iam' } });
       t.resourceCountIs('AWS::SecretsManager::Secret', 0);
     });
 
     it('admits only the coordinators, on 6379-6380', () => {
       const t = prod.templates.data;
-      t.hasResourceProperties('AWS::EC2::SecurityGroup', { GroupDescription: Match.stringLikeRegexp('ElastiCache Serverless'), SecurityGroupEgress: Match.anyValue() });
+      t.hasResourceProperties('AWS::EC2::SecurityGroup', {
+        GroupDescription: Match.stringLikeRegexp('ElastiCache Serverless'),
+        SecurityGroupEgress: Match.anyValue(),
+      });
       const ingress = Object.values(t.findResources('AWS::EC2::SecurityGroupIngress')) as { Properties: Json }[];
       expect(ingress).toHaveLength(1);
       expect(ingress[0]!.Properties).toMatchObject({ IpProtocol: 'tcp', FromPort: 6379, ToPort: 6380 });
@@ -132,17 +160,32 @@ describe('Stacks', () => {
 
     it('encrypts the cold bucket, blocks public access and enforces TLS 1.2', () => {
       const t = prod.templates.data;
-      const cold = { BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] }, PublicAccessBlockConfiguration: { BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true }, OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] } };
+      const cold = {
+        BucketEncryption: { ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] },
+        PublicAccessBlockConfiguration: {
+          BlockPublicAcls: true,
+          BlockPublicPolicy: true,
+          IgnorePublicAcls: true,
+          RestrictPublicBuckets: true,
+        },
+        OwnershipControls: { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] },
+      };
       expect(Object.keys(t.findResources('AWS::S3::Bucket', { Properties: cold }))).toHaveLength(2); // the tier and its access logs
-      const policies = Object.values(t.findResources('AWS::S3::BucketPolicy')) as { Properties: { PolicyDocument: { Statement: Json[] } } }[];
+      const policies = Object.values(t.findResources('AWS::S3::BucketPolicy')) as {
+        Properties: { PolicyDocument: { Statement: Json[] } };
+      }[];
       expect(policies).toHaveLength(2);
       for (const p of policies) {
-        expect(p.Properties.PolicyDocument.Statement).toEqual(expect.arrayContaining([
-          expect.objectContaining({ Effect: 'Deny', Action: 's3:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
-          expect.objectContaining({ Effect: 'Deny', Action: 's3:*', Condition: { NumericLessThan: { 's3:TlsVersion': 1.2 } } }),
-        ]));
+        expect(p.Properties.PolicyDocument.Statement).toEqual(
+          expect.arrayContaining([
+            expect.objectContaining({ Effect: 'Deny', Action: 's3:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+            expect.objectContaining({ Effect: 'Deny', Action: 's3:*', Condition: { NumericLessThan: { 's3:TlsVersion': 1.2 } } }),
+          ]),
+        );
       }
-      t.hasResourceProperties('AWS::S3::Bucket', { LoggingConfiguration: { DestinationBucketName: Match.anyValue(), LogFilePrefix: 'cold-tier/' } });
+      t.hasResourceProperties('AWS::S3::Bucket', {
+        LoggingConfiguration: { DestinationBucketName: Match.anyValue(), LogFilePrefix: 'cold-tier/' },
+      });
     });
 
     it('expires incomplete multipart uploads, tombstones (the rule S3Tier defines) and abandoned staged uploads', () => {
@@ -152,8 +195,18 @@ describe('Stacks', () => {
       prod.templates.data.hasResourceProperties('AWS::S3::Bucket', {
         LifecycleConfiguration: {
           Rules: [
-            { Id: 'abort-incomplete-multipart-uploads', Status: 'Enabled', AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 } },
-            { Id: rule.ID, Status: 'Enabled', Prefix: rule.Filter!.And!.Prefix, TagFilters: [{ Key: 'strata-tombstone', Value: '1' }], ExpirationInDays: rule.Expiration!.Days },
+            {
+              Id: 'abort-incomplete-multipart-uploads',
+              Status: 'Enabled',
+              AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
+            },
+            {
+              Id: rule.ID,
+              Status: 'Enabled',
+              Prefix: rule.Filter!.And!.Prefix,
+              TagFilters: [{ Key: 'strata-tombstone', Value: '1' }],
+              ExpirationInDays: rule.Expiration!.Days,
+            },
             { Id: 'expire-abandoned-staged-uploads', Status: 'Enabled', Prefix: 'v1/_uploads/', ExpirationInDays: 1 },
           ],
         },
@@ -161,11 +214,26 @@ describe('Stacks', () => {
     });
 
     it('scopes the cold-tier policy to the tier prefix of its bucket, with the actions S3Tier uses', () => {
-      const policy = only(prod.templates.data.findResources('AWS::IAM::ManagedPolicy', { Properties: { Description: 'Strata cold tier: objects under v1/ of its bucket' } })) as { Properties: { PolicyDocument: { Statement: Json[] } } };
+      const policy = only(
+        prod.templates.data.findResources('AWS::IAM::ManagedPolicy', {
+          Properties: { Description: 'Strata cold tier: objects under v1/ of its bucket' },
+        }),
+      ) as { Properties: { PolicyDocument: { Statement: Json[] } } };
       const [objects, bucket] = policy.Properties.PolicyDocument.Statement;
-      expect(objects).toMatchObject({ Sid: 'TierObjects', Effect: 'Allow', Action: ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject', 's3:PutObjectTagging'] });
-      expect(objects!.Resource).toEqual({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [expect.stringMatching(/^ColdTierBucket/), 'Arn'] }, '/v1/*']] });
-      expect(bucket).toEqual({ Sid: 'HeadBucket', Effect: 'Allow', Action: 's3:ListBucket', Resource: { 'Fn::GetAtt': [expect.stringMatching(/^ColdTierBucket/), 'Arn'] } });
+      expect(objects).toMatchObject({
+        Sid: 'TierObjects',
+        Effect: 'Allow',
+        Action: ['s3:AbortMultipartUpload', 's3:DeleteObject', 's3:GetObject', 's3:PutObject', 's3:PutObjectTagging'],
+      });
+      expect(objects!.Resource).toEqual({
+        'Fn::Join': ['', [{ 'Fn::GetAtt': [expect.stringMatching(/^ColdTierBucket/), 'Arn'] }, '/v1/*']],
+      });
+      expect(bucket).toEqual({
+        Sid: 'HeadBucket',
+        Effect: 'Allow',
+        Action: 's3:ListBucket',
+        Resource: { 'Fn::GetAtt': [expect.stringMatching(/^ColdTierBucket/), 'Arn'] },
+      });
     });
 
     it('grants the ring store one document kind per policy: read, or read and conditional write, and listing of those keys only', () => {
@@ -173,20 +241,37 @@ describe('Stacks', () => {
       type Policy = { Properties: { PolicyDocument: { Statement: Json[] } } };
       const ringStore = { Properties: { Description: Match.stringLikeRegexp('^Strata ring store') } };
       const policies = prod.templates.data.findResources('AWS::IAM::ManagedPolicy', ringStore) as Record<string, Policy>;
-      expect(Object.keys(policies).map((id) => id.replace(/^ColdTier(Ring(?:Read|Write)[A-Za-z]+?)[0-9A-F]{8}$/, '$1')).sort()).toEqual([
-        'RingReadExecutions', 'RingReadNodeStats', 'RingReadRing', 'RingReadScaleLocks',
-        'RingWriteExecutions', 'RingWriteMigrations', 'RingWriteRing', 'RingWriteScaleLocks', 'RingWriteScaleTriggerSample',
+      expect(
+        Object.keys(policies)
+          .map((id) => id.replace(/^ColdTier(Ring(?:Read|Write)[A-Za-z]+?)[0-9A-F]{8}$/, '$1'))
+          .sort(),
+      ).toEqual([
+        'RingReadExecutions',
+        'RingReadNodeStats',
+        'RingReadRing',
+        'RingReadScaleLocks',
+        'RingWriteExecutions',
+        'RingWriteMigrations',
+        'RingWriteRing',
+        'RingWriteScaleLocks',
+        'RingWriteScaleTriggerSample',
       ]);
       const bucketArn = { 'Fn::GetAtt': [expect.stringMatching(/^ColdTierBucket/), 'Arn'] };
       for (const [id, p] of Object.entries(policies)) {
         const [objects, list] = p.Properties.PolicyDocument.Statement as [Json, Json];
-        const key = (((objects.Resource as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1][1]) as string).replace(/^\//, '');
+        const key = ((objects.Resource as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1][1] as string).replace(/^\//, '');
         expect(key).toMatch(/^strata-ring\/[a-z]/);
         const actions = id.includes('RingWrite') ? ['s3:GetObject', 's3:PutObject'] : 's3:GetObject';
         const objectArn = { 'Fn::Join': ['', [bucketArn, `/${key}`]] };
         expect(objects).toEqual({ Sid: 'RingDocuments', Effect: 'Allow', Action: actions, Resource: objectArn });
         const listed = { StringLike: { 's3:prefix': [key] } };
-        const listing = { Sid: 'ListRingDocuments', Effect: 'Allow', Action: 's3:ListBucket', Resource: bucketArn, Condition: listed };
+        const listing = {
+          Sid: 'ListRingDocuments',
+          Effect: 'Allow',
+          Action: 's3:ListBucket',
+          Resource: bucketArn,
+          Condition: listed,
+        };
         expect(list).toEqual(listing);
       }
     });
@@ -202,26 +287,39 @@ describe('Stacks', () => {
   });
 
   describe('Fleet', () => {
-    const lt = () => (only(prod.templates.fleet.findResources('AWS::EC2::LaunchTemplate')) as { Properties: { LaunchTemplateName: string; LaunchTemplateData: Json } }).Properties;
+    const lt = () =>
+      (
+        only(prod.templates.fleet.findResources('AWS::EC2::LaunchTemplate')) as {
+          Properties: { LaunchTemplateName: string; LaunchTemplateData: Json };
+        }
+      ).Properties;
 
     it('launches Amazon Linux 2023 arm64 with IMDSv2 only and the configured instance type', () => {
       const t = prod.templates.fleet;
       expect(lt().LaunchTemplateName).toBe('strata-prod-cachenode');
       expect(lt().LaunchTemplateData).toMatchObject({
-        InstanceType: 'r7g.large', MetadataOptions: { HttpTokens: 'required', HttpPutResponseHopLimit: 1 },
+        InstanceType: 'r7g.large',
+        MetadataOptions: { HttpTokens: 'required', HttpPutResponseHopLimit: 1 },
       });
       // Each launch brings the network settings, no public IP included (test/infra/ec2-launch-rules.test.ts).
       expect(lt().LaunchTemplateData).not.toHaveProperty('NetworkInterfaces');
       expect(lt().LaunchTemplateData).not.toHaveProperty('SecurityGroupIds');
       t.templateMatches({ Parameters: Match.objectLike({}) });
       const params = t.toJSON().Parameters as Record<string, { Default?: string }>;
-      expect(Object.values(params).some((p) => /^\/aws\/service\/ami-amazon-linux-latest\/al2023-ami-kernel-[\d.]+-arm64$/.test(p.Default ?? ''))).toBe(true);
+      expect(
+        Object.values(params).some((p) =>
+          /^\/aws\/service\/ami-amazon-linux-latest\/al2023-ami-kernel-[\d.]+-arm64$/.test(p.Default ?? ''),
+        ),
+      ).toBe(true);
     });
 
     it('encrypts a gp3 root and the configured gp3 data volume', () => {
       expect(lt().LaunchTemplateData.BlockDeviceMappings).toEqual([
         { DeviceName: '/dev/xvda', Ebs: { DeleteOnTermination: true, Encrypted: true, VolumeSize: 10, VolumeType: 'gp3' } },
-        { DeviceName: '/dev/sdf', Ebs: { DeleteOnTermination: true, Encrypted: true, VolumeSize: 500, Iops: 6000, Throughput: 250, VolumeType: 'gp3' } },
+        {
+          DeviceName: '/dev/sdf',
+          Ebs: { DeleteOnTermination: true, Encrypted: true, VolumeSize: 500, Iops: 6000, Throughput: 250, VolumeType: 'gp3' },
+        },
       ]);
     });
 
@@ -240,7 +338,8 @@ describe('Stacks', () => {
         `ExecStart=/usr/bin/node-24 ${CACHE_NODE_V8_FLAGS.join(' ')} --enable-source-maps /opt/strata/cachenode/main.mjs`,
         'ProtectSystem=strict',
         'systemctl enable --now strata-cachenode.service',
-      ]) expect(userData).toContain(step);
+      ])
+        expect(userData).toContain(step);
     });
 
     it('admits only the coordinators, on the daemon port, and lets nodes out on HTTPS only', () => {
@@ -249,9 +348,17 @@ describe('Stacks', () => {
       expect(ingress).toHaveLength(1);
       expect(ingress[0]!.Properties).toMatchObject({ IpProtocol: 'tcp', FromPort: 7070, ToPort: 7070 });
       expect(JSON.stringify(ingress[0]!.Properties.SourceSecurityGroupId)).toContain('CoordinatorSecurityGroup');
-      t.hasResourceProperties('AWS::EC2::SecurityGroup', { SecurityGroupEgress: [{ CidrIp: '0.0.0.0/0', FromPort: 443, ToPort: 443, IpProtocol: 'tcp', Description: Match.anyValue() }] });
+      t.hasResourceProperties('AWS::EC2::SecurityGroup', {
+        SecurityGroupEgress: [
+          { CidrIp: '0.0.0.0/0', FromPort: 443, ToPort: 443, IpProtocol: 'tcp', Description: Match.anyValue() },
+        ],
+      });
       // the matching egress on the coordinators' group lives here too (no reference back to the fleet from Network)
-      t.hasResourceProperties('AWS::EC2::SecurityGroupEgress', { FromPort: 7070, ToPort: 7070, DestinationSecurityGroupId: Match.anyValue() });
+      t.hasResourceProperties('AWS::EC2::SecurityGroupEgress', {
+        FromPort: 7070,
+        ToPort: 7070,
+        DestinationSecurityGroupId: Match.anyValue(),
+      });
     });
 
     it('lets the instance role read exactly its bundle object, the ring document and the fleet secret, and write its own report', () => {
@@ -261,9 +368,17 @@ describe('Stacks', () => {
       const s = statements(t.toJSON().Resources as Resources);
       expect(s).toHaveLength(2);
       // Three objects: the bundle, the ring document (the nodes poll it) and the fleet secret, not the rest of the bucket.
-      expect(s[0]).toMatchObject({ Action: 's3:GetObject', Effect: 'Allow', Resource: [expect.anything(), expect.anything(), expect.anything()] });
+      expect(s[0]).toMatchObject({
+        Action: 's3:GetObject',
+        Effect: 'Allow',
+        Resource: [expect.anything(), expect.anything(), expect.anything()],
+      });
       const objects = (s[0]!.Resource as Json[]).map((r) => JSON.stringify(r));
-      for (const object of [/cdk-hnb659fds-assets-.*\/[0-9a-f]{64}\.zip"/, /ColdTierBucket.*"\/strata-ring\/ring\.json"/, /ColdTierBucket.*"\/strata-ring\/fleet\/secret"/]) {
+      for (const object of [
+        /cdk-hnb659fds-assets-.*\/[0-9a-f]{64}\.zip"/,
+        /ColdTierBucket.*"\/strata-ring\/ring\.json"/,
+        /ColdTierBucket.*"\/strata-ring\/fleet\/secret"/,
+      ]) {
         expect(objects.filter((o) => object.test(o))).toHaveLength(1);
       }
       // Its own statistics report only (per instance: test/infra/fleet-ring-access.test.ts).
@@ -274,7 +389,8 @@ describe('Stacks', () => {
 
   describe('API', () => {
     const functions = () => prod.templates.api.findResources('AWS::Lambda::Function') as Record<string, { Properties: Json }>;
-    const fnLogicalId = (fn: string) => Object.keys(functions()).find((id) => id.startsWith(`${fn.charAt(0).toUpperCase()}${fn.slice(1)}Function`))!;
+    const fnLogicalId = (fn: string) =>
+      Object.keys(functions()).find((id) => id.startsWith(`${fn.charAt(0).toUpperCase()}${fn.slice(1)}Function`))!;
 
     it('has one nodejs24.x arm64 function per API group, sized from config', () => {
       const groups = [...new Set(API_ROUTES.map((r) => r.fn))];
@@ -282,13 +398,22 @@ describe('Stacks', () => {
       for (const fn of groups) {
         const f = functions()[fnLogicalId(fn)]!.Properties;
         const settings = prod.config.api.functions[fn];
-        expect(f).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'], Handler: 'index.handler', MemorySize: settings.memoryMb, Timeout: 29 });
+        expect(f).toMatchObject({
+          Runtime: 'nodejs24.x',
+          Architectures: ['arm64'],
+          Handler: 'index.handler',
+          MemorySize: settings.memoryMb,
+          Timeout: 29,
+        });
         if (fn === 'admin') {
           // Step Functions and its progress documents in S3 only: outside the VPC, no interface endpoint needed.
           expect(f.VpcConfig).toBeUndefined();
           continue;
         }
-        expect(f.VpcConfig).toMatchObject({ SecurityGroupIds: [expect.anything()], SubnetIds: expect.arrayContaining([expect.anything()]) });
+        expect(f.VpcConfig).toMatchObject({
+          SecurityGroupIds: [expect.anything()],
+          SubnetIds: expect.arrayContaining([expect.anything()]),
+        });
         expect(JSON.stringify((f.VpcConfig as Json).SecurityGroupIds)).toContain('CoordinatorSecurityGroup');
         expect(f.LoggingConfig).toEqual({ LogGroup: { Ref: expect.stringMatching(/Logs/) } });
       }
@@ -302,8 +427,13 @@ describe('Stacks', () => {
           // The admin function: the workflows' state machines and their progress documents (the ring store under names
           // of their own: it has no warm tier), and no tier, node or secret.
           const expected = [
-            'NODE_OPTIONS', 'STRATA_NEAR_CACHE_MB', 'STRATA_TENANT_ACCESS', 'STRATA_URL_TTL_SECONDS',
-            'STRATA_WORKFLOW_ARNS', 'STRATA_WORKFLOW_DOCS_BUCKET', 'STRATA_WORKFLOW_DOCS_PREFIX',
+            'NODE_OPTIONS',
+            'STRATA_NEAR_CACHE_MB',
+            'STRATA_TENANT_ACCESS',
+            'STRATA_URL_TTL_SECONDS',
+            'STRATA_WORKFLOW_ARNS',
+            'STRATA_WORKFLOW_DOCS_BUCKET',
+            'STRATA_WORKFLOW_DOCS_PREFIX',
           ];
           expect(Object.keys(vars).sort()).toEqual(expected);
           // A JSON object (rendered by CloudFormation) naming each workflow's state machine of the Workflows stack.
@@ -335,7 +465,9 @@ describe('Stacks', () => {
         expect(vars.STRATA_REDIS_CLUSTER).toBe('1');
         expect(vars.STRATA_REDIS_USERNAME).toBe('strata-prod-app');
         expect(vars.STRATA_S3_PREFIX).toBe('v1');
-        expect(JSON.stringify(vars.STRATA_REDIS_URL)).toMatch(/^\{"Fn::Join":\["",\["rediss:\/\/",.*EndpointAddress.*":",.*EndpointPort/);
+        expect(JSON.stringify(vars.STRATA_REDIS_URL)).toMatch(
+          /^\{"Fn::Join":\["",\["rediss:\/\/",.*EndpointAddress.*":",.*EndpointPort/,
+        );
         // No password: the runtime signs IAM tokens for this cache (composition/elasticache-iam.ts).
         expect(vars.STRATA_REDIS_IAM_CACHE).toBe('strata-prod');
         expect(JSON.stringify(vars)).not.toContain('{{resolve:secretsmanager:');
@@ -349,13 +481,20 @@ describe('Stacks', () => {
 
     it('grants data functions logs, VPC networking, tier policy, ring read, hot-tier Connect, fleet secret; admin logs, workflows', () => {
       const t = prod.templates.api;
-      const roles = t.findResources('AWS::IAM::Role', { Properties: { AssumeRolePolicyDocument: { Statement: [{ Principal: { Service: 'lambda.amazonaws.com' } }] } } }) as Record<string, { Properties: Json }>;
+      const roles = t.findResources('AWS::IAM::Role', {
+        Properties: { AssumeRolePolicyDocument: { Statement: [{ Principal: { Service: 'lambda.amazonaws.com' } }] } },
+      }) as Record<string, { Properties: Json }>;
       expect(Object.keys(roles)).toHaveLength(new Set(API_ROUTES.map((r) => r.fn)).size);
-      const dataOutput = (name: RegExp) => ({ 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Data', OutputName: expect.stringMatching(name) }) });
+      const dataOutput = (name: RegExp) => ({
+        'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Data', OutputName: expect.stringMatching(name) }),
+      });
       const adminRole = Object.keys(roles).find((id) => id.startsWith('AdminFunction'))!;
       // The data functions read the ring document (to route to the nodes); the admin function its executions' progress.
       for (const [id, r] of Object.entries(roles)) {
-        const data = [dataOutput(/^PublishOutputRefColdTierAccessPolicy/), dataOutput(/^PublishOutputRefColdTierRingReadRing[0-9A-F]/)];
+        const data = [
+          dataOutput(/^PublishOutputRefColdTierAccessPolicy/),
+          dataOutput(/^PublishOutputRefColdTierRingReadRing[0-9A-F]/),
+        ];
         const admin = [dataOutput(/^PublishOutputRefColdTierRingReadExecutions/)];
         expect(r.Properties.ManagedPolicyArns).toEqual(id === adminRole ? admin : data);
       }
@@ -368,13 +507,23 @@ describe('Stacks', () => {
           // describe their executions. No network interface, hot tier or fleet secret.
           const [logsStatement, ...rest] = p.Properties.PolicyDocument.Statement;
           const logGroup = { 'Fn::GetAtt': [expect.stringMatching(/Logs/), 'Arn'] };
-          expect(logsStatement).toEqual({ Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Effect: 'Allow', Resource: logGroup });
+          expect(logsStatement).toEqual({
+            Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+            Effect: 'Allow',
+            Resource: logGroup,
+          });
           const machine = { 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Workflows' }) };
           const WORKFLOWS = ['evict-to-s3', 'scale-in', 'scale-out', 'tier-migrate'];
           const account = { Ref: 'AWS::AccountId' };
-          const executions = (w: string) => ({ 'Fn::Join': ['', ['arn:aws:states:us-east-1:', account, `:execution:strata-prod-${w}:*`]] });
+          const executions = (w: string) => ({
+            'Fn::Join': ['', ['arn:aws:states:us-east-1:', account, `:execution:strata-prod-${w}:*`]],
+          });
           expect(rest).toEqual([
-            { Action: ['states:ListExecutions', 'states:StartExecution'], Effect: 'Allow', Resource: expect.arrayContaining([machine]) },
+            {
+              Action: ['states:ListExecutions', 'states:StartExecution'],
+              Effect: 'Allow',
+              Resource: expect.arrayContaining([machine]),
+            },
             { Action: 'states:DescribeExecution', Effect: 'Allow', Resource: WORKFLOWS.map(executions) },
           ]);
           expect((rest[0]!.Resource as unknown[]).length).toBe(4);
@@ -382,14 +531,30 @@ describe('Stacks', () => {
         }
         expect(p.Properties.PolicyDocument.Statement).toHaveLength(5);
         const [logsStatement, eni, connect, secret, createSecret] = p.Properties.PolicyDocument.Statement;
-        expect(logsStatement).toEqual({ Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Effect: 'Allow', Resource: { 'Fn::GetAtt': [expect.stringMatching(/Logs/), 'Arn'] } });
-        expect(eni!.Action).toEqual(['ec2:AssignPrivateIpAddresses', 'ec2:CreateNetworkInterface', 'ec2:DeleteNetworkInterface', 'ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets', 'ec2:UnassignPrivateIpAddresses']);
+        expect(logsStatement).toEqual({
+          Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+          Effect: 'Allow',
+          Resource: { 'Fn::GetAtt': [expect.stringMatching(/Logs/), 'Arn'] },
+        });
+        expect(eni!.Action).toEqual([
+          'ec2:AssignPrivateIpAddresses',
+          'ec2:CreateNetworkInterface',
+          'ec2:DeleteNetworkInterface',
+          'ec2:DescribeNetworkInterfaces',
+          'ec2:DescribeSubnets',
+          'ec2:UnassignPrivateIpAddresses',
+        ]);
         // The hot tier: IAM authentication, on the cache and its user only (test/infra/hot-tier-iam.test.ts).
         expect(connect).toMatchObject({ Action: 'elasticache:Connect', Effect: 'Allow' });
         // The fleet's shared secret only: its ring-store object, read, and created if missing (test/infra/fleet-ring-access.test.ts).
         expect(secret).toMatchObject({ Action: 's3:GetObject', Effect: 'Allow' });
-        expect(createSecret).toMatchObject({ Action: 's3:PutObject', Effect: 'Allow', Condition: { Null: { 's3:if-none-match': 'false' } } });
-        for (const st of [secret, createSecret]) expect(JSON.stringify(st!.Resource)).toMatch(/"\/strata-ring\/fleet\/secret"\]\]\}$/);
+        expect(createSecret).toMatchObject({
+          Action: 's3:PutObject',
+          Effect: 'Allow',
+          Condition: { Null: { 's3:if-none-match': 'false' } },
+        });
+        for (const st of [secret, createSecret])
+          expect(JSON.stringify(st!.Resource)).toMatch(/"\/strata-ring\/fleet\/secret"\]\]\}$/);
       }
     });
 
@@ -410,22 +575,51 @@ describe('Stacks', () => {
         return `${p.HttpMethod as string} ${pathOf((p.ResourceId as { Ref: string }).Ref)} ${fn} ${p.AuthorizationType as string}`;
       });
       // Admin routes also need an IAM principal (SigV4); the others the API key alone.
-      expect(generated.sort()).toEqual(API_ROUTES.map((r) => `${r.method} ${r.resource} ${r.fn} ${r.auth === 'admin' ? 'AWS_IAM' : 'NONE'}`).sort());
+      expect(generated.sort()).toEqual(
+        API_ROUTES.map((r) => `${r.method} ${r.resource} ${r.fn} ${r.auth === 'admin' ? 'AWS_IAM' : 'NONE'}`).sort(),
+      );
     });
 
     it('validates path parameters of every parameterised route', () => {
       const t = prod.templates.api;
-      t.hasResourceProperties('AWS::ApiGateway::RequestValidator', { ValidateRequestParameters: true, ValidateRequestBody: false });
-      t.hasResourceProperties('AWS::ApiGateway::Method', { HttpMethod: 'PUT', RequestParameters: { 'method.request.path.ns': true, 'method.request.path.key': true }, RequestValidatorId: Match.anyValue() });
+      t.hasResourceProperties('AWS::ApiGateway::RequestValidator', {
+        ValidateRequestParameters: true,
+        ValidateRequestBody: false,
+      });
+      t.hasResourceProperties('AWS::ApiGateway::Method', {
+        HttpMethod: 'PUT',
+        RequestParameters: { 'method.request.path.ns': true, 'method.request.path.key': true },
+        RequestValidatorId: Match.anyValue(),
+      });
     });
 
-    it('accepts binary bodies and logs access as JSON with the caller\'s API key id', () => {
+    it("accepts binary bodies and logs access as JSON with the caller's API key id", () => {
       const t = prod.templates.api;
-      t.hasResourceProperties('AWS::ApiGateway::RestApi', { BinaryMediaTypes: ['*/*'], EndpointConfiguration: { Types: ['REGIONAL'] }, ApiKeySourceType: 'HEADER' });
-      const stage = only(t.findResources('AWS::ApiGateway::Stage')) as { Properties: { StageName: string; AccessLogSetting: { Format: string }; MethodSettings: Json[] } };
+      t.hasResourceProperties('AWS::ApiGateway::RestApi', {
+        BinaryMediaTypes: ['*/*'],
+        EndpointConfiguration: { Types: ['REGIONAL'] },
+        ApiKeySourceType: 'HEADER',
+      });
+      const stage = only(t.findResources('AWS::ApiGateway::Stage')) as {
+        Properties: { StageName: string; AccessLogSetting: { Format: string }; MethodSettings: Json[] };
+      };
       expect(stage.Properties.StageName).toBe('prod');
-      expect(JSON.parse(stage.Properties.AccessLogSetting.Format)).toMatchObject({ apiKeyId: '$context.identity.apiKeyId', status: '$context.status', requestId: '$context.requestId' });
-      expect(stage.Properties.MethodSettings).toEqual([expect.objectContaining({ HttpMethod: '*', ResourcePath: '/*', ThrottlingRateLimit: 2000, ThrottlingBurstLimit: 4000, LoggingLevel: 'ERROR', DataTraceEnabled: false, MetricsEnabled: true })]);
+      expect(JSON.parse(stage.Properties.AccessLogSetting.Format)).toMatchObject({
+        apiKeyId: '$context.identity.apiKeyId',
+        status: '$context.status',
+        requestId: '$context.requestId',
+      });
+      expect(stage.Properties.MethodSettings).toEqual([
+        expect.objectContaining({
+          HttpMethod: '*',
+          ResourcePath: '/*',
+          ThrottlingRateLimit: 2000,
+          ThrottlingBurstLimit: 4000,
+          LoggingLevel: 'ERROR',
+          DataTraceEnabled: false,
+          MetricsEnabled: true,
+        }),
+      ]);
     });
 
     it('gives each tenant an API key and a usage plan with its throttle and quota', () => {
@@ -433,8 +627,16 @@ describe('Stacks', () => {
       t.resourceCountIs('AWS::ApiGateway::ApiKey', prod.config.tenants.length);
       t.resourceCountIs('AWS::ApiGateway::UsagePlanKey', prod.config.tenants.length);
       t.hasResourceProperties('AWS::ApiGateway::ApiKey', { Name: 'strata-prod-web', Enabled: true, Value: Match.absent() });
-      t.hasResourceProperties('AWS::ApiGateway::UsagePlan', { UsagePlanName: 'strata-prod-web', Throttle: { RateLimit: 1000, BurstLimit: 2000 }, Quota: Match.absent() });
-      t.hasResourceProperties('AWS::ApiGateway::UsagePlan', { UsagePlanName: 'strata-prod-analytics', Throttle: { RateLimit: 200, BurstLimit: 400 }, Quota: { Limit: 5_000_000, Period: 'DAY' } });
+      t.hasResourceProperties('AWS::ApiGateway::UsagePlan', {
+        UsagePlanName: 'strata-prod-web',
+        Throttle: { RateLimit: 1000, BurstLimit: 2000 },
+        Quota: Match.absent(),
+      });
+      t.hasResourceProperties('AWS::ApiGateway::UsagePlan', {
+        UsagePlanName: 'strata-prod-analytics',
+        Throttle: { RateLimit: 200, BurstLimit: 400 },
+        Quota: { Limit: 5_000_000, Period: 'DAY' },
+      });
     });
 
     it('tells the functions with namespaced routes which namespaces each tenant key id may use', () => {
@@ -443,7 +645,10 @@ describe('Stacks', () => {
         const vars = (functions()[fnLogicalId(fn)]!.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
         // CloudFormation renders the JSON with each key's id (a Ref to the ApiKey resource) in place.
         const rendered = JSON.stringify(vars.STRATA_TENANT_ACCESS);
-        for (const t of prod.config.tenants) expect(rendered).toContain(JSON.stringify(`","tenant":"${t.name}","namespaces":${JSON.stringify(t.namespaces)}}`).slice(1, -1));
+        for (const t of prod.config.tenants)
+          expect(rendered).toContain(
+            JSON.stringify(`","tenant":"${t.name}","namespaces":${JSON.stringify(t.namespaces)}}`).slice(1, -1),
+          );
         for (const id of keyIds) expect(rendered).toContain(`{"Ref":"${id}"}`);
       }
     });
@@ -452,23 +657,33 @@ describe('Stacks', () => {
       const many = Array.from({ length: 150 }, (_, i) => `namespace-${i}`);
       const config = { ...dev.config, tenants: [{ ...dev.config.tenants[0]!, namespaces: many }] };
       const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] }, analyticsReporting: false });
-      expect(() => buildStrataApp(app, { config, cacheNodeBundle: CacheNodeBundle.fromEntry(PLACEHOLDER_CACHENODE), nag: false })).toThrow(/namespace lists take \d+ bytes .* grant prefixes \("web-\*"\)/);
+      expect(() =>
+        buildStrataApp(app, { config, cacheNodeBundle: CacheNodeBundle.fromEntry(PLACEHOLDER_CACHENODE), nag: false }),
+      ).toThrow(/namespace lists take \d+ bytes .* grant prefixes \("web-\*"\)/);
     });
 
-    it('outputs the API URL and every tenant\'s key id', () => {
+    it("outputs the API URL and every tenant's key id", () => {
       const outputs = prod.templates.api.toJSON().Outputs as Record<string, unknown>;
       // PublishOutputRef*: CDK's weak cross-stack references (the Monitoring stack reads the functions' names).
-      expect(Object.keys(outputs).filter((o) => !o.startsWith('PublishOutputRef')).sort()).toEqual(['ApiKeyIdAnalytics', 'ApiKeyIdWeb', 'ApiUrl']);
+      expect(
+        Object.keys(outputs)
+          .filter((o) => !o.startsWith('PublishOutputRef'))
+          .sort(),
+      ).toEqual(['ApiKeyIdAnalytics', 'ApiKeyIdWeb', 'ApiUrl']);
     });
   });
 
   describe('Monitoring and Workflows', () => {
     it('has the alarm topic, TLS only', () => {
       prod.templates.monitoring.resourceCountIs('AWS::SNS::Topic', 1);
-      prod.templates.monitoring.hasResourceProperties('AWS::SNS::TopicPolicy', { PolicyDocument: { Statement: [Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })] } });
+      prod.templates.monitoring.hasResourceProperties('AWS::SNS::TopicPolicy', {
+        PolicyDocument: {
+          Statement: [Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })],
+        },
+      });
     });
 
-    it('has the state machines\' log group', () => {
+    it("has the state machines' log group", () => {
       // Named after the stack's UUID: retained, so a fixed name would block creating the stack again (teardown.test.ts).
       const name = { 'Fn::Join': ['', ['/aws/vendedlogs/states/strata-prod-', Match.anyValue()]] };
       prod.templates.workflows.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: name, RetentionInDays: 90 });
@@ -476,21 +691,33 @@ describe('Stacks', () => {
   });
 
   describe('Everywhere', () => {
-    it.each(['dev', 'prod'] as const)('%s: IAM statements name their resources; only VPC networking and the cost publisher\'s reads use "*"', (env) => {
-      const s = env === 'dev' ? dev : prod;
-      for (const key of STACK_KEYS) {
-        for (const st of statements(s.templates[key].toJSON().Resources as Resources)) {
-          const resources = asArray(st.Resource);
-          const actions = asArray(st.Action as string | string[]);
-          expect(actions.some((a) => a.endsWith('*'))).toBe(false);
-          // Actions without resource-level permissions: VPC networking, and the cost publisher's read-only calls
-          // and its PutMetricData, which must be limited by a namespace condition.
-          // ... and the state machines' X-Ray tracing and log delivery, which take no resource.
-          if (resources.includes('*')) expect(actions.filter((a) => !/^(ec2:(\w+NetworkInterfaces?|DescribeSubnets|(Assign|Unassign)PrivateIpAddresses|DescribeInstances|DescribeVolumes)|cloudwatch:(GetMetricData|PutMetricData)|xray:(PutTraceSegments|PutTelemetryRecords|GetSamplingRules|GetSamplingTargets)|logs:(CreateLogDelivery|GetLogDelivery|UpdateLogDelivery|DeleteLogDelivery|ListLogDeliveries|PutResourcePolicy|DescribeResourcePolicies|DescribeLogGroups))$/.test(a))).toEqual([]);
-          if (actions.includes('cloudwatch:PutMetricData')) expect(st.Condition).toEqual({ StringEquals: { 'cloudwatch:namespace': expect.any(Array) } });
+    it.each(['dev', 'prod'] as const)(
+      '%s: IAM statements name their resources; only VPC networking and the cost publisher\'s reads use "*"',
+      (env) => {
+        const s = env === 'dev' ? dev : prod;
+        for (const key of STACK_KEYS) {
+          for (const st of statements(s.templates[key].toJSON().Resources as Resources)) {
+            const resources = asArray(st.Resource);
+            const actions = asArray(st.Action as string | string[]);
+            expect(actions.some((a) => a.endsWith('*'))).toBe(false);
+            // Actions without resource-level permissions: VPC networking, and the cost publisher's read-only calls
+            // and its PutMetricData, which must be limited by a namespace condition.
+            // ... and the state machines' X-Ray tracing and log delivery, which take no resource.
+            if (resources.includes('*'))
+              expect(
+                actions.filter(
+                  (a) =>
+                    !/^(ec2:(\w+NetworkInterfaces?|DescribeSubnets|(Assign|Unassign)PrivateIpAddresses|DescribeInstances|DescribeVolumes)|cloudwatch:(GetMetricData|PutMetricData)|xray:(PutTraceSegments|PutTelemetryRecords|GetSamplingRules|GetSamplingTargets)|logs:(CreateLogDelivery|GetLogDelivery|UpdateLogDelivery|DeleteLogDelivery|ListLogDeliveries|PutResourcePolicy|DescribeResourcePolicies|DescribeLogGroups))$/.test(
+                      a,
+                    ),
+                ),
+              ).toEqual([]);
+            if (actions.includes('cloudwatch:PutMetricData'))
+              expect(st.Condition).toEqual({ StringEquals: { 'cloudwatch:namespace': expect.any(Array) } });
+          }
         }
-      }
-    });
+      },
+    );
 
     it('commits no account id, endpoint or secret: templates refer to the account and secrets symbolically', () => {
       for (const key of STACK_KEYS) {

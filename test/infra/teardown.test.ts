@@ -23,8 +23,15 @@ interface Resource {
   DeletionPolicy?: string;
   UpdateReplacePolicy?: string;
 }
-interface Template { Resources: Record<string, Resource>; Outputs?: Record<string, { Value: Json; Export?: { Name: Json } }> }
-interface Located { stack: string; id: string; resource: Resource }
+interface Template {
+  Resources: Record<string, Resource>;
+  Outputs?: Record<string, { Value: Json; Export?: { Name: Json } }>;
+}
+interface Located {
+  stack: string;
+  id: string;
+  resource: Resource;
+}
 
 const ENVS: EnvironmentName[] = ['dev', 'staging', 'prod'];
 const KEPT = new Set(['Retain', 'RetainExceptOnCreate', 'Snapshot']);
@@ -64,13 +71,16 @@ const USE_JUSTIFIED: { from: RegExp; to: string; reason: string }[] = [
  * an account-level setting of the region (AWS::ApiGateway::Account) that every REST API of the account shares, so it
  * outlives any one stack on purpose (strata-rest-api.ts sets cloudWatchRoleRemovalPolicy RETAIN); neither has a name.
  */
-const RETAINED_EVERYWHERE: Record<string, RegExp> = { 'API Gateway account CloudWatch role': /^api\/RestApi(CloudWatchRole|Account)/ };
+const RETAINED_EVERYWHERE: Record<string, RegExp> = {
+  'API Gateway account CloudWatch role': /^api\/RestApi(CloudWatchRole|Account)/,
+};
 
 class Templates {
   readonly byStack = new Map<string, { key: StackKey; template: Template }>();
   constructor(readonly env: EnvironmentName) {
     const s = synthesized(env, { nag: false });
-    for (const key of STACK_KEYS) this.byStack.set(s.stacks[key].stackName, { key, template: s.templates[key].toJSON() as Template });
+    for (const key of STACK_KEYS)
+      this.byStack.set(s.stacks[key].stackName, { key, template: s.templates[key].toJSON() as Template });
   }
 
   *resources(): Generator<Located & { key: StackKey }> {
@@ -171,7 +181,8 @@ function evaluate(value: Json, stackId: string): string {
   throw new Error(`cannot evaluate ${JSON.stringify(value)}`);
 }
 
-const SAMPLE_STACK_ID = 'arn:aws:cloudformation:us-east-1:123456789012:stack/Strata-prod-Data/1c2fa620-982a-11e3-aff7-50e2416294e0';
+const SAMPLE_STACK_ID =
+  'arn:aws:cloudformation:us-east-1:123456789012:stack/Strata-prod-Data/1c2fa620-982a-11e3-aff7-50e2416294e0';
 
 describe.each(ENVS)('Teardown and re-deploy (%s)', (env) => {
   const t = new Templates(env);
@@ -221,38 +232,41 @@ describe('Removal policies per environment', () => {
     expect(caches[0]!.resource.Properties!.FinalSnapshotName).toBeUndefined();
   });
 
-  it.each(['staging', 'prod'] as const)('keeps buckets, logs, the KMS key and the hot tier data (a final snapshot) in %s', (env) => {
-    const t = new Templates(env);
-    const all = [...t.resources()];
-    const ofType = (type: string) => all.filter((r) => r.resource.Type === type);
-    for (const type of ['AWS::S3::Bucket', 'AWS::Logs::LogGroup', 'AWS::KMS::Key']) {
-      expect(ofType(type).length).toBeGreaterThan(0);
-      for (const r of ofType(type)) {
-        expect([r.id, r.resource.DeletionPolicy, r.resource.UpdateReplacePolicy]).toEqual([r.id, 'Retain', 'Retain']);
+  it.each(['staging', 'prod'] as const)(
+    'keeps buckets, logs, the KMS key and the hot tier data (a final snapshot) in %s',
+    (env) => {
+      const t = new Templates(env);
+      const all = [...t.resources()];
+      const ofType = (type: string) => all.filter((r) => r.resource.Type === type);
+      for (const type of ['AWS::S3::Bucket', 'AWS::Logs::LogGroup', 'AWS::KMS::Key']) {
+        expect(ofType(type).length).toBeGreaterThan(0);
+        for (const r of ofType(type)) {
+          expect([r.id, r.resource.DeletionPolicy, r.resource.UpdateReplacePolicy]).toEqual([r.id, 'Retain', 'Retain']);
+        }
       }
-    }
-    // The cache goes (so its users, user group, security group and network interfaces can go too); its data stays
-    // in a final snapshot, whose name is unique per created stack and valid for a serverless cache snapshot
-    // (^[a-z][a-z0-9]*(-[a-z0-9]+)*$, at most 255:
-    // https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-elasticache-serverlesscachesnapshot.html).
-    const [cache, ...more] = ofType('AWS::ElastiCache::ServerlessCache');
-    expect(more).toEqual([]);
-    expect(cache!.resource.DeletionPolicy).toBe('Delete');
-    const name = cache!.resource.Properties!.FinalSnapshotName;
-    expect(t.fixed(name, cache!.stack)).toBe(false);
-    const sample = evaluate(name, SAMPLE_STACK_ID);
-    expect(sample).toBe(`strata-${env}-final-1c2fa620-982a-11e3-aff7-50e2416294e0`);
-    expect(sample).toMatch(/^[a-z][a-z0-9]*(-[a-z0-9]+)*$/);
-    expect(sample.length).toBeLessThanOrEqual(255);
-    // The snapshot is encrypted with the cache's key: that key is retained.
-    const [key] = t.references(cache!.resource.Properties!.KmsKeyId, cache!.stack);
-    expect(key?.resource.Type).toBe('AWS::KMS::Key');
-    expect(key?.resource.DeletionPolicy).toBe('Retain');
-    const access = [...ofType('AWS::ElastiCache::User'), ...ofType('AWS::ElastiCache::UserGroup')];
-    for (const r of access) expect(retained(r.resource)).toBe(false);
-  });
+      // The cache goes (so its users, user group, security group and network interfaces can go too); its data stays
+      // in a final snapshot, whose name is unique per created stack and valid for a serverless cache snapshot
+      // (^[a-z][a-z0-9]*(-[a-z0-9]+)*$, at most 255:
+      // https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-elasticache-serverlesscachesnapshot.html).
+      const [cache, ...more] = ofType('AWS::ElastiCache::ServerlessCache');
+      expect(more).toEqual([]);
+      expect(cache!.resource.DeletionPolicy).toBe('Delete');
+      const name = cache!.resource.Properties!.FinalSnapshotName;
+      expect(t.fixed(name, cache!.stack)).toBe(false);
+      const sample = evaluate(name, SAMPLE_STACK_ID);
+      expect(sample).toBe(`strata-${env}-final-1c2fa620-982a-11e3-aff7-50e2416294e0`);
+      expect(sample).toMatch(/^[a-z][a-z0-9]*(-[a-z0-9]+)*$/);
+      expect(sample.length).toBeLessThanOrEqual(255);
+      // The snapshot is encrypted with the cache's key: that key is retained.
+      const [key] = t.references(cache!.resource.Properties!.KmsKeyId, cache!.stack);
+      expect(key?.resource.Type).toBe('AWS::KMS::Key');
+      expect(key?.resource.DeletionPolicy).toBe('Retain');
+      const access = [...ofType('AWS::ElastiCache::User'), ...ofType('AWS::ElastiCache::UserGroup')];
+      for (const r of access) expect(retained(r.resource)).toBe(false);
+    },
+  );
 
-  it('names the state machines\' retained log group after the stack, under /aws/vendedlogs/states/', () => {
+  it("names the state machines' retained log group after the stack, under /aws/vendedlogs/states/", () => {
     const t = new Templates('prod');
     const group = [...t.resources()].find((r) => r.key === 'workflows' && r.id.startsWith('StateMachineLogs'))!;
     const name = evaluate(group.resource.Properties!.LogGroupName, SAMPLE_STACK_ID);

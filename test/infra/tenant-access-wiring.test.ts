@@ -6,7 +6,9 @@ type Fn = { Type: string; Properties: { Description?: string; Environment?: { Va
 
 describe('Tenant access wiring', () => {
   const dev = synthesized('dev', { nag: false });
-  const functions = Object.values((dev.templates.api.toJSON() as { Resources: Record<string, Fn> }).Resources).filter((r) => r.Type === 'AWS::Lambda::Function');
+  const functions = Object.values((dev.templates.api.toJSON() as { Resources: Record<string, Fn> }).Resources).filter(
+    (r) => r.Type === 'AWS::Lambda::Function',
+  );
 
   // checkAdminAccess (core/api/tenant-access.ts) lets every caller through when no tenant map is configured
   // (local runs). A deployed admin function without the map would let any tenant's key start a ScaleIn.
@@ -18,11 +20,29 @@ describe('Tenant access wiring', () => {
   });
 
   it('marks only tenants configured with "admin": true as admin keys, and lets such a tenant list no namespace', () => {
-    const files = { dev: { ...structuredClone(ENVIRONMENTS.dev), tenants: [...ENVIRONMENTS.dev.tenants, { name: 'ops', namespaces: [], admin: true, throttle: { rateLimit: 5, burstLimit: 10 } }] } };
+    const files = {
+      dev: {
+        ...structuredClone(ENVIRONMENTS.dev),
+        tenants: [
+          ...ENVIRONMENTS.dev.tenants,
+          { name: 'ops', namespaces: [], admin: true, throttle: { rateLimit: 5, burstLimit: 10 } },
+        ],
+      },
+    };
     const config = loadEnvironmentConfig('dev', {}, files);
-    expect(config.tenants.map((t) => [t.name, t.admin])).toEqual([['developers', false], ['ops', true]]);
-    const bad = { dev: { ...structuredClone(ENVIRONMENTS.dev), tenants: [{ name: 'x', namespaces: [], throttle: { rateLimit: 5, burstLimit: 10 } }] } };
+    expect(config.tenants.map((t) => [t.name, t.admin])).toEqual([
+      ['developers', false],
+      ['ops', true],
+    ]);
+    const bad = {
+      dev: {
+        ...structuredClone(ENVIRONMENTS.dev),
+        tenants: [{ name: 'x', namespaces: [], throttle: { rateLimit: 5, burstLimit: 10 } }],
+      },
+    };
     expect(() => loadEnvironmentConfig('dev', {}, bad)).toThrow(ConfigurationError);
-    expect(() => loadEnvironmentConfig('dev', {}, bad)).toThrow(/at least one namespace \(an operator key with none: "admin": true\)/);
+    expect(() => loadEnvironmentConfig('dev', {}, bad)).toThrow(
+      /at least one namespace \(an operator key with none: "admin": true\)/,
+    );
   });
 });

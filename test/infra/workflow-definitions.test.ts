@@ -5,7 +5,10 @@ import { allStates } from '../../core/workflows/local/asl-runner.js';
 import { STEP_NAMES } from '../../core/workflows/steps/registry.js';
 import { WORKFLOW_NAMES } from '../../core/workflows/progress.js';
 
-const aslValidator = createRequire(import.meta.url)('asl-validator') as (d: unknown) => { isValid: boolean; errorsText: (sep?: string) => string };
+const aslValidator = createRequire(import.meta.url)('asl-validator') as (d: unknown) => {
+  isValid: boolean;
+  errorsText: (sep?: string) => string;
+};
 
 describe('workflow definitions', () => {
   const defs = synthesizeWorkflowDefinitions();
@@ -31,18 +34,30 @@ describe('workflow definitions', () => {
 
   it('EC2 calls use Step Functions SDK integrations', () => {
     const resources = WORKFLOW_NAMES.flatMap((w) => allStates(defs[w]).map(([, s]) => s.Resource)).filter(Boolean);
-    expect(resources).toEqual(expect.arrayContaining(['arn:aws:states:::aws-sdk:ec2:runInstances', 'arn:aws:states:::aws-sdk:ec2:terminateInstances']));
+    expect(resources).toEqual(
+      expect.arrayContaining(['arn:aws:states:::aws-sdk:ec2:runInstances', 'arn:aws:states:::aws-sdk:ec2:terminateInstances']),
+    );
   });
 
   it('every Lambda task retries nothing of the permanent errors, named as the steps name them', () => {
     // The names come from the classes; what a step throws is named after its class (a Lambda error's errorType).
-    expect(PERMANENT_ERRORS).toEqual(['ValidationError', 'ScaleOutInFlightError', 'NoNodeToRemoveError', 'NodeLaunchTimeoutError', 'RingPreconditionError', 'RingDocumentError']);
+    expect(PERMANENT_ERRORS).toEqual([
+      'ValidationError',
+      'ScaleOutInFlightError',
+      'NoNodeToRemoveError',
+      'NodeLaunchTimeoutError',
+      'RingPreconditionError',
+      'RingDocumentError',
+    ]);
     for (const C of PERMANENT_ERROR_CLASSES) expect(new (C as new (...a: unknown[]) => Error)('x', 'y').name).toBe(C.name);
     for (const w of WORKFLOW_NAMES) {
       for (const [name, s] of allStates(defs[w])) {
         if (s.Type !== 'Task' || !String(s.Resource).includes(':lambda:')) continue;
         const retry = (s as { Retry?: { ErrorEquals: string[]; MaxAttempts?: number }[] }).Retry ?? [];
-        expect([name, retry.find((r) => r.MaxAttempts === 0)]).toEqual([name, expect.objectContaining({ ErrorEquals: PERMANENT_ERRORS })]);
+        expect([name, retry.find((r) => r.MaxAttempts === 0)]).toEqual([
+          name,
+          expect.objectContaining({ ErrorEquals: PERMANENT_ERRORS }),
+        ]);
       }
     }
   });

@@ -9,7 +9,18 @@ const wf = prod.templates.workflows;
 
 /** The shape of a definition: every state's name, type and transitions (resources and fleet ids left out). */
 function shape(def: AslDefinition): string[] {
-  return allStates(def).map(([name, s]) => JSON.stringify({ name, type: s.Type, next: s.Next ?? null, end: s.End ?? null, catch: s.Catch ?? null, choices: s.Choices ?? null, default: s.Default ?? null, step: (s.Parameters as { step?: string } | undefined)?.step ?? null }));
+  return allStates(def).map(([name, s]) =>
+    JSON.stringify({
+      name,
+      type: s.Type,
+      next: s.Next ?? null,
+      end: s.End ?? null,
+      catch: s.Catch ?? null,
+      choices: s.Choices ?? null,
+      default: s.Default ?? null,
+      step: (s.Parameters as { step?: string } | undefined)?.step ?? null,
+    }),
+  );
 }
 
 describe('Workflows stack', () => {
@@ -45,26 +56,47 @@ describe('Workflows stack', () => {
         }),
       },
     });
-    const fns = Object.values(wf.findResources('AWS::Lambda::Function')) as { Properties: { Environment?: { Variables?: Record<string, unknown> } } }[];
+    const fns = Object.values(wf.findResources('AWS::Lambda::Function')) as {
+      Properties: { Environment?: { Variables?: Record<string, unknown> } };
+    }[];
     for (const f of fns) expect(Object.keys(f.Properties.Environment?.Variables ?? {})).not.toContain('STRATA_WARM_SECRET');
     for (const f of fns) expect(Object.keys(f.Properties.Environment?.Variables ?? {})).not.toContain('STRATA_REDIS_PASSWORD');
   });
 
   it('runs the scale-out trigger every minute and EvictToS3 on a schedule', () => {
-    wf.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(1 minute)', Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ScaleTriggerFunction'), 'Arn'] } })] });
-    wf.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(6 hours)', Targets: [Match.objectLike({ Arn: { Ref: Match.stringLikeRegexp('^WorkflowsEvictToS3') } })] });
-    wf.hasResourceProperties('AWS::Lambda::Function', { Description: Match.stringLikeRegexp('scale-out trigger'), Environment: { Variables: Match.objectLike({ STRATA_SCALE_OUT_ARN: Match.anyValue(), STRATA_SCALE_TRIGGER: Match.stringLikeRegexp('"lowRate":50') }) } });
+    wf.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ScaleTriggerFunction'), 'Arn'] } })],
+    });
+    wf.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(6 hours)',
+      Targets: [Match.objectLike({ Arn: { Ref: Match.stringLikeRegexp('^WorkflowsEvictToS3') } })],
+    });
+    wf.hasResourceProperties('AWS::Lambda::Function', {
+      Description: Match.stringLikeRegexp('scale-out trigger'),
+      Environment: {
+        Variables: Match.objectLike({
+          STRATA_SCALE_OUT_ARN: Match.anyValue(),
+          STRATA_SCALE_TRIGGER: Match.stringLikeRegexp('"lowRate":50'),
+        }),
+      },
+    });
   });
 
-  it('runs the scale-out trigger outside the VPC on the nodes\' reports: no network interface, fleet secret or node port', () => {
+  it("runs the scale-out trigger outside the VPC on the nodes' reports: no network interface, fleet secret or node port", () => {
     type Fn = { Properties: { VpcConfig?: unknown; Environment: { Variables: Record<string, unknown> } } };
     const trigger = { Properties: { Description: Match.stringLikeRegexp('scale-out trigger') } };
     const fn = Object.values(wf.findResources('AWS::Lambda::Function', trigger))[0] as Fn;
     expect(fn.Properties.VpcConfig).toBeUndefined();
     const vars = fn.Properties.Environment.Variables;
     expect(Object.keys(vars).sort()).toEqual([
-      'NODE_OPTIONS', 'STRATA_ENV', 'STRATA_NODE_STATS_ID_PREFIX', 'STRATA_SCALE_OUT_ARN', 'STRATA_SCALE_TRIGGER',
-      'STRATA_WARM_RING_BUCKET', 'STRATA_WARM_RING_PREFIX',
+      'NODE_OPTIONS',
+      'STRATA_ENV',
+      'STRATA_NODE_STATS_ID_PREFIX',
+      'STRATA_SCALE_OUT_ARN',
+      'STRATA_SCALE_TRIGGER',
+      'STRATA_WARM_RING_BUCKET',
+      'STRATA_WARM_RING_PREFIX',
     ]);
     // The fleet role's id and a colon: each node's report is keyed by its session's aws:userid (CacheNodeFleet).
     expect(JSON.stringify(vars.STRATA_NODE_STATS_ID_PREFIX)).toMatch(/Strata-prod-Fleet.*RoleId/);
@@ -72,7 +104,11 @@ describe('Workflows stack', () => {
 
   it('starts EvictToS3 when the node-fill alarm goes into ALARM (the configured response)', () => {
     expect(prod.config.workflows.fillAlarmResponse).toBe('evict-to-s3');
-    const rules = Object.values(prod.templates.monitoring.findResources('AWS::Events::Rule', { Properties: { EventPattern: { 'detail-type': ['CloudWatch Alarm State Change'] } } })) as { Properties: { EventPattern: { resources: unknown }; Targets?: { Arn: unknown }[] } }[];
+    const rules = Object.values(
+      prod.templates.monitoring.findResources('AWS::Events::Rule', {
+        Properties: { EventPattern: { 'detail-type': ['CloudWatch Alarm State Change'] } },
+      }),
+    ) as { Properties: { EventPattern: { resources: unknown }; Targets?: { Arn: unknown }[] } }[];
     const withTargets = rules.filter((r) => (r.Properties.Targets ?? []).length > 0);
     expect(withTargets).toHaveLength(1);
     expect(JSON.stringify(withTargets[0]!.Properties.EventPattern.resources)).toMatch(/NodeFill/i);
@@ -87,7 +123,11 @@ describe('Workflows stack', () => {
       PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Action: 'iam:PassRole', Resource: Match.anyValue() })]) },
     });
     wf.hasResourceProperties('AWS::IAM::Policy', {
-      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Action: 'ec2:CreateTags', Condition: { StringEquals: { 'ec2:CreateAction': 'RunInstances' } } })]) },
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Action: 'ec2:CreateTags', Condition: { StringEquals: { 'ec2:CreateAction': 'RunInstances' } } }),
+        ]),
+      },
     });
   });
 });

@@ -20,9 +20,15 @@ const prefix = uniqueName('strata-admin').toLowerCase();
 /** Stand-in definitions under the real state machine names. */
 const DEFINITIONS: Partial<Record<WorkflowName, object>> = {
   // Runs for a moment, then succeeds with an output.
-  'scale-out': { StartAt: 'Work', States: { Work: { Type: 'Wait', Seconds: 2, Next: 'Done' }, Done: { Type: 'Pass', Result: { joined: 'n4' }, End: true } } },
+  'scale-out': {
+    StartAt: 'Work',
+    States: { Work: { Type: 'Wait', Seconds: 2, Next: 'Done' }, Done: { Type: 'Pass', Result: { joined: 'n4' }, End: true } },
+  },
   // Fails at once, the way a rolled-back scale-in ends.
-  'scale-in': { StartAt: 'Boom', States: { Boom: { Type: 'Fail', Error: 'NoNodeToRemoveError', Cause: 'node n9 is not in the ring' } } },
+  'scale-in': {
+    StartAt: 'Boom',
+    States: { Boom: { Type: 'Fail', Error: 'NoNodeToRemoveError', Cause: 'node n9 is not in the ring' } },
+  },
   'evict-to-s3': { StartAt: 'Done', States: { Done: { Type: 'Pass', End: true } } },
 };
 
@@ -39,21 +45,30 @@ async function eventually<T>(probe: () => Promise<T | undefined>, what: string, 
   }
 }
 
-const stopped = (svc: SfnWorkflowService, name: string) => eventually(async () => {
-  const d = await svc.describe(name);
-  return d && d.status !== 'RUNNING' ? d : undefined;
-}, `${name} stopped`);
+const stopped = (svc: SfnWorkflowService, name: string) =>
+  eventually(async () => {
+    const d = await svc.describe(name);
+    return d && d.status !== 'RUNNING' ? d : undefined;
+  }, `${name} stopped`);
 
 beforeAll(async () => {
   sfn = new SFNClient({ endpoint: testS3Endpoint(), region: 'us-east-1' });
   for (const [workflow, def] of Object.entries(DEFINITIONS)) {
-    const r = await sfn.send(new CreateStateMachineCommand({ name: `${prefix}-${workflow}`, definition: JSON.stringify(def), roleArn: ROLE, type: 'STANDARD' }));
+    const r = await sfn.send(
+      new CreateStateMachineCommand({
+        name: `${prefix}-${workflow}`,
+        definition: JSON.stringify(def),
+        roleArn: ROLE,
+        type: 'STANDARD',
+      }),
+    );
     arns[workflow as WorkflowName] = r.stateMachineArn!;
   }
 });
 
 afterAll(async () => {
-  for (const arn of Object.values(arns)) await sfn.send(new DeleteStateMachineCommand({ stateMachineArn: arn })).catch(() => undefined);
+  for (const arn of Object.values(arns))
+    await sfn.send(new DeleteStateMachineCommand({ stateMachineArn: arn })).catch(() => undefined);
   sfn.destroy();
 });
 
@@ -66,7 +81,9 @@ describe('SfnWorkflowService (LocalStack Step Functions API)', () => {
     const started = await svc.start('scale-out', { mode: 'parallel' });
     expect(started).toMatchObject({ workflow: 'scale-out', status: 'RUNNING' });
     expect(started.execution).toMatch(/^scale-out-\d{8}T\d{6}Z-[0-9a-f]{6}$/);
-    expect(svc.executionArn('scale-out', started.execution)).toBe(`${arns['scale-out']!.replace(':stateMachine:', ':execution:')}:${started.execution}`);
+    expect(svc.executionArn('scale-out', started.execution)).toBe(
+      `${arns['scale-out']!.replace(':stateMachine:', ':execution:')}:${started.execution}`,
+    );
 
     // What the steps would have written: 2 of 5 sessions.
     await progress.update(started.execution, 'scale-out', (p) => {
@@ -76,8 +93,19 @@ describe('SfnWorkflowService (LocalStack Step Functions API)', () => {
       p.phase = 'streaming session 3 of 5';
     });
     const running = (await svc.describe(started.execution))!;
-    expect(running).toMatchObject({ execution: started.execution, workflow: 'scale-out', status: 'RUNNING', input: { mode: 'parallel' } });
-    expect(running.progress).toMatchObject({ total: 5, done: 2, fraction: 0.4, unit: 'sessions', phase: 'streaming session 3 of 5' });
+    expect(running).toMatchObject({
+      execution: started.execution,
+      workflow: 'scale-out',
+      status: 'RUNNING',
+      input: { mode: 'parallel' },
+    });
+    expect(running.progress).toMatchObject({
+      total: 5,
+      done: 2,
+      fraction: 0.4,
+      unit: 'sessions',
+      phase: 'streaming session 3 of 5',
+    });
     expect(running.stoppedAt).toBeUndefined();
 
     const done = await stopped(svc, started.execution);
@@ -87,11 +115,15 @@ describe('SfnWorkflowService (LocalStack Step Functions API)', () => {
     expect(done.progress!.fraction).toBe(1);
   }, 60_000);
 
-  it('reports a failed execution with Step Functions\' error and cause', async () => {
+  it("reports a failed execution with Step Functions' error and cause", async () => {
     const svc = new SfnWorkflowService({ client: sfn, stateMachines: arns });
     const { execution } = await svc.start('scale-in', { nodeId: 'n9' });
     const d: ExecutionDetail = await stopped(svc, execution);
-    expect(d).toMatchObject({ workflow: 'scale-in', status: 'FAILED', error: { Error: 'NoNodeToRemoveError', Cause: 'node n9 is not in the ring' } });
+    expect(d).toMatchObject({
+      workflow: 'scale-in',
+      status: 'FAILED',
+      error: { Error: 'NoNodeToRemoveError', Cause: 'node n9 is not in the ring' },
+    });
     expect(d.progress).toBeUndefined();
   }, 60_000);
 
@@ -101,7 +133,11 @@ describe('SfnWorkflowService (LocalStack Step Functions API)', () => {
     await svc.start('evict-to-s3', { targetFraction: 0.5 }, name);
     const d = await stopped(svc, name);
     expect(d).toMatchObject({ execution: name, workflow: 'evict-to-s3', status: 'SUCCEEDED', input: { targetFraction: 0.5 } });
-    await expect(svc.start('evict-to-s3', { other: true }, name)).rejects.toMatchObject({ code: 'EXECUTION_EXISTS', status: 409, details: { execution: name } });
+    await expect(svc.start('evict-to-s3', { other: true }, name)).rejects.toMatchObject({
+      code: 'EXECUTION_EXISTS',
+      status: 409,
+      details: { execution: name },
+    });
     await expect(svc.describe(uniqueName('never-started'))).resolves.toBeUndefined();
     // Not a valid execution name: nobody can have one.
     await expect(svc.describe('a:b')).resolves.toBeUndefined();
@@ -130,9 +166,14 @@ describe('SfnWorkflowService (LocalStack Step Functions API)', () => {
     const svc = new SfnWorkflowService({ client: sfn, stateMachines: arns });
     await expect(svc.start('tier-migrate', {})).rejects.toMatchObject({ code: 'WORKFLOWS_UNAVAILABLE', status: 503 });
     await expect(svc.list({ workflow: 'tier-migrate' })).rejects.toMatchObject({ code: 'WORKFLOWS_UNAVAILABLE' });
-    const gone = new SfnWorkflowService({ client: sfn, stateMachines: { 'tier-migrate': `${arns['scale-out']!.split(':stateMachine:')[0]}:stateMachine:${prefix}-missing` } });
+    const gone = new SfnWorkflowService({
+      client: sfn,
+      stateMachines: { 'tier-migrate': `${arns['scale-out']!.split(':stateMachine:')[0]}:stateMachine:${prefix}-missing` },
+    });
     await expect(gone.start('tier-migrate', {})).rejects.toMatchObject({ code: 'WORKFLOWS_UNAVAILABLE', status: 503 });
-    expect(() => new SfnWorkflowService({ client: sfn, stateMachines: { 'scale-out': 'not-an-arn' } })).toThrow(/not a state machine ARN/);
+    expect(() => new SfnWorkflowService({ client: sfn, stateMachines: { 'scale-out': 'not-an-arn' } })).toThrow(
+      /not a state machine ARN/,
+    );
   });
 });
 
@@ -142,9 +183,24 @@ describe('admin Lambda (lambdas/api/admin.ts) with Step Functions and progress i
   const saved = { ...process.env };
   let handler: (e: ApiEvent, c: Context) => Promise<ApiResult>;
 
-  function event(method: string, resource: string, path: string, params: Record<string, string> | null, o: { body?: unknown; query?: Record<string, string> } = {}): ApiEvent {
+  function event(
+    method: string,
+    resource: string,
+    path: string,
+    params: Record<string, string> | null,
+    o: { body?: unknown; query?: Record<string, string> } = {},
+  ): ApiEvent {
     const body = o.body === undefined ? null : Buffer.from(JSON.stringify(o.body)).toString('base64');
-    return { httpMethod: method, resource, path, pathParameters: params, queryStringParameters: o.query ?? null, headers: body ? { 'Content-Type': 'application/json' } : {}, body, isBase64Encoded: !!body } as unknown as ApiEvent;
+    return {
+      httpMethod: method,
+      resource,
+      path,
+      pathParameters: params,
+      queryStringParameters: o.query ?? null,
+      headers: body ? { 'Content-Type': 'application/json' } : {},
+      body,
+      isBase64Encoded: !!body,
+    } as unknown as ApiEvent;
   }
 
   beforeAll(async () => {
@@ -166,43 +222,88 @@ describe('admin Lambda (lambdas/api/admin.ts) with Step Functions and progress i
   });
 
   it('starts (202), lists and describes with the progress document read from the bucket next to the ring', async () => {
-    const start = await handler(event('POST', '/v1/admin/workflows/{workflow}/executions', '/v1/admin/workflows/scale-out/executions', { workflow: 'scale-out' }, { body: { mode: 'incremental', graceMs: 0 } }), ctx);
+    const start = await handler(
+      event(
+        'POST',
+        '/v1/admin/workflows/{workflow}/executions',
+        '/v1/admin/workflows/scale-out/executions',
+        { workflow: 'scale-out' },
+        { body: { mode: 'incremental', graceMs: 0 } },
+      ),
+      ctx,
+    );
     expect(start.statusCode).toBe(202);
     const summary = JSON.parse(start.body) as { execution: string };
     expect(summary).toMatchObject({ workflow: 'scale-out', status: 'RUNNING' });
     expect(start.headers).toMatchObject({ location: `../executions/${summary.execution}`, 'x-request-id': 'req-admin' });
 
     // The progress document as a step Lambda writes it: into the ring's bucket and prefix.
-    const progress = new ProgressStore(new S3CasStore({ bucket, prefix: 'ring', clientConfig: { endpoint: testS3Endpoint(), region: 'us-east-1', forcePathStyle: true } }));
+    const progress = new ProgressStore(
+      new S3CasStore({
+        bucket,
+        prefix: 'ring',
+        clientConfig: { endpoint: testS3Endpoint(), region: 'us-east-1', forcePathStyle: true },
+      }),
+    );
     await progress.update(summary.execution, 'scale-out', (p) => {
       p.total = 3;
       p.done = 1;
       p.phase = 'published 1 of 3 sessions';
     });
-    const get = await handler(event('GET', '/v1/admin/workflows/executions/{execution}', `/v1/admin/workflows/executions/${summary.execution}`, { execution: summary.execution }), ctx);
+    const get = await handler(
+      event('GET', '/v1/admin/workflows/executions/{execution}', `/v1/admin/workflows/executions/${summary.execution}`, {
+        execution: summary.execution,
+      }),
+      ctx,
+    );
     expect(get.statusCode).toBe(200);
     const detail = JSON.parse(get.body) as ExecutionDetail;
-    expect(detail).toMatchObject({ execution: summary.execution, workflow: 'scale-out', input: { mode: 'incremental', graceMs: 0 } });
+    expect(detail).toMatchObject({
+      execution: summary.execution,
+      workflow: 'scale-out',
+      input: { mode: 'incremental', graceMs: 0 },
+    });
     expect(detail.progress).toMatchObject({ total: 3, done: 1, unit: 'sessions', phase: 'published 1 of 3 sessions' });
     expect(detail.progress!.fraction).toBeCloseTo(1 / 3);
 
-    const list = await handler(event('GET', '/v1/admin/workflows/executions', '/v1/admin/workflows/executions', null, { query: { workflow: 'scale-out', limit: '3' } }), ctx);
+    const list = await handler(
+      event('GET', '/v1/admin/workflows/executions', '/v1/admin/workflows/executions', null, {
+        query: { workflow: 'scale-out', limit: '3' },
+      }),
+      ctx,
+    );
     expect(list.statusCode).toBe(200);
     const { executions } = JSON.parse(list.body) as { executions: { execution: string; workflow: string }[] };
     expect(executions.length).toBeLessThanOrEqual(3);
     expect(executions[0]!.execution).toBe(summary.execution);
     expect(executions.every((e) => e.workflow === 'scale-out')).toBe(true);
 
-    const missing = await handler(event('GET', '/v1/admin/workflows/executions/{execution}', '/v1/admin/workflows/executions/nope', { execution: 'nope' }), ctx);
+    const missing = await handler(
+      event('GET', '/v1/admin/workflows/executions/{execution}', '/v1/admin/workflows/executions/nope', { execution: 'nope' }),
+      ctx,
+    );
     expect(missing.statusCode).toBe(404);
     expect(JSON.parse(missing.body)).toMatchObject({ error: { code: 'NOT_FOUND' } });
   }, 60_000);
 
   it('rejects a scale-out request its begin step would reject, before starting anything', async () => {
-    const before = (await new SfnWorkflowService({ client: sfn, stateMachines: arns }).list({ workflow: 'scale-out', limit: 100 })).length;
-    const bad = await handler(event('POST', '/v1/admin/workflows/{workflow}/executions', '/v1/admin/workflows/scale-out/executions', { workflow: 'scale-out' }, { body: { mode: 'sideways' } }), ctx);
+    const before = (
+      await new SfnWorkflowService({ client: sfn, stateMachines: arns }).list({ workflow: 'scale-out', limit: 100 })
+    ).length;
+    const bad = await handler(
+      event(
+        'POST',
+        '/v1/admin/workflows/{workflow}/executions',
+        '/v1/admin/workflows/scale-out/executions',
+        { workflow: 'scale-out' },
+        { body: { mode: 'sideways' } },
+      ),
+      ctx,
+    );
     expect(bad.statusCode).toBe(400);
     expect(JSON.parse(bad.body)).toMatchObject({ error: { code: 'VALIDATION_FAILED', details: { field: 'body.mode' } } });
-    expect((await new SfnWorkflowService({ client: sfn, stateMachines: arns }).list({ workflow: 'scale-out', limit: 100 })).length).toBe(before);
+    expect(
+      (await new SfnWorkflowService({ client: sfn, stateMachines: arns }).list({ workflow: 'scale-out', limit: 100 })).length,
+    ).toBe(before);
   });
 });

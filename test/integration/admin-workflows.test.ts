@@ -34,7 +34,13 @@ beforeAll(async () => {
     await w.close();
   }
   // What start-local builds for `npm start` with a warm tier: the harness provides the ring store and the fleet.
-  workflows = localWorkflows({ definitions: definitions(), cas: h.cas, fleet: h.fleet, secret: SECRET, waitOverridesMs: { WaitForNode: 100 } });
+  workflows = localWorkflows({
+    definitions: definitions(),
+    cas: h.cas,
+    fleet: h.fleet,
+    secret: SECRET,
+    waitOverridesMs: { WaitForNode: 100 },
+  });
   api = await startTestApi('embedded', {}, { workflows: workflows.service });
   url = api.url;
 }, 60_000);
@@ -51,7 +57,11 @@ describe('admin API on a local run: SDK and CLI against a LocalWorkflowService',
     const started = await strata.workflows.start('scale-out', { mode: 'incremental', ...FAST });
     expect(started.status).toBe('RUNNING');
     const seen: WorkflowExecutionDetail[] = [];
-    const done = await strata.workflows.wait(started.execution, { intervalMs: 50, timeoutMs: 150_000, onProgress: (d) => seen.push(d) });
+    const done = await strata.workflows.wait(started.execution, {
+      intervalMs: 50,
+      timeoutMs: 150_000,
+      onProgress: (d) => seen.push(d),
+    });
     expect(done.error).toBeUndefined();
     expect(done.status).toBe('SUCCEEDED');
     expect(done.progress).toMatchObject({ total: 3, done: 3, fraction: 1, unit: 'sessions', outcome: 'succeeded' });
@@ -60,14 +70,18 @@ describe('admin API on a local run: SDK and CLI against a LocalWorkflowService',
     // Progress only moves forward, and was seen part-way at least once.
     const fractions = seen.map((d) => d.progress?.fraction ?? 0);
     for (let i = 1; i < fractions.length; i++) expect(fractions[i]!).toBeGreaterThanOrEqual(fractions[i - 1]!);
-    expect(seen.some((d) => d.status === 'RUNNING' && d.progress !== undefined && d.progress.total > 0 && d.progress.done < d.progress.total)).toBe(true);
+    expect(
+      seen.some(
+        (d) => d.status === 'RUNNING' && d.progress !== undefined && d.progress.total > 0 && d.progress.done < d.progress.total,
+      ),
+    ).toBe(true);
     expect((await h.ring.load())!.nodes).toHaveLength(4);
 
     const listed = await strata.workflows.list({ workflow: 'scale-out' });
     expect(listed[0]).toMatchObject({ execution: started.execution, status: 'SUCCEEDED' });
   }, 180_000);
 
-  it('HTTP: the 202\'s location, resolved against the request URL, is the execution\'s URL', async () => {
+  it("HTTP: the 202's location, resolved against the request URL, is the execution's URL", async () => {
     const startUrl = `${url}/v1/admin/workflows/evict-to-s3/executions?name=evict-location`;
     const res = await fetch(startUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(res.status).toBe(202);
@@ -79,7 +93,18 @@ describe('admin API on a local run: SDK and CLI against a LocalWorkflowService',
   });
 
   it('CLI: `workflow start scale-in --wait` prints progress lines and exits 0; a failing one exits 1 with its error', async () => {
-    const ok = await cli('workflow', 'start', 'scale-in', '--mode', 'parallel', '--input', JSON.stringify(FAST), '--wait', '--interval', '100');
+    const ok = await cli(
+      'workflow',
+      'start',
+      'scale-in',
+      '--mode',
+      'parallel',
+      '--input',
+      JSON.stringify(FAST),
+      '--wait',
+      '--interval',
+      '100',
+    );
     expect([ok.code, ok.stderr]).toEqual([0, expect.stringMatching(/^started scale-in-\S+\n/)]);
     expect(ok.stderr).toMatch(/^\[[#-]{24}\] .+$/m);
     expect(ok.stderr).toMatch(/\[#{24}\] \d+\/\d+ sessions · [\d.]+ \S*B · /);
@@ -91,7 +116,18 @@ describe('admin API on a local run: SDK and CLI against a LocalWorkflowService',
     expect(final.progress.done).toBe(final.progress.total);
     expect((await h.ring.load())!.nodes).toHaveLength(3);
 
-    const bad = await cli('workflow', 'start', 'scale-in', '--input', '{"nodeId":"n9"}', '--name', 'retire-n9', '--wait', '--interval', '50');
+    const bad = await cli(
+      'workflow',
+      'start',
+      'scale-in',
+      '--input',
+      '{"nodeId":"n9"}',
+      '--name',
+      'retire-n9',
+      '--wait',
+      '--interval',
+      '50',
+    );
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/strata: retire-n9 FAILED after [\d.]+ s: .*node 'n9' is not in the ring/);
     expect(JSON.parse(bad.stdout)).toMatchObject({ execution: 'retire-n9', status: 'FAILED' });
@@ -102,7 +138,12 @@ describe('admin API on a local run: SDK and CLI against a LocalWorkflowService',
 
     const status = await cli('workflow', 'status', 'retire-n9');
     expect(status.code).toBe(0);
-    expect(JSON.parse(status.stdout)).toMatchObject({ execution: 'retire-n9', workflow: 'scale-in', status: 'FAILED', error: { error: expect.any(String) } });
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      execution: 'retire-n9',
+      workflow: 'scale-in',
+      status: 'FAILED',
+      error: { error: expect.any(String) },
+    });
 
     const list = await cli('workflow', 'list', '--workflow', 'scale-in');
     expect(list.code).toBe(0);

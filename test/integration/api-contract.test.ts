@@ -70,7 +70,10 @@ describe('the OpenAPI document and the server agree', () => {
   let kit: SchemaKit;
   const dispatcher = new Agent({ connections: 4, keepAliveTimeout: 10_000 });
 
-  type Sent = Pick<GeneratedRequest, 'method' | 'path' | 'body'> & { query?: Record<string, string>; headers?: Record<string, string> };
+  type Sent = Pick<GeneratedRequest, 'method' | 'path' | 'body'> & {
+    query?: Record<string, string>;
+    headers?: Record<string, string>;
+  };
   const send = async (r: Sent): Promise<Answer> => {
     const qs = new URLSearchParams(r.query ?? {}).toString();
     const url = `${api.url}${r.path}${qs ? `?${qs}` : ''}`;
@@ -79,7 +82,8 @@ describe('the OpenAPI document and the server agree', () => {
   };
   const keyUrl = (ns: string, key: string) => `/v1/ns/${ns}/keys/${encodeURIComponent(key)}`;
   const get = (ns: string, key: string) => send({ method: 'GET', path: keyUrl(ns, key) });
-  const postJson = (path: string, body: Buffer) => send({ method: 'POST', path, headers: { 'content-type': 'application/json' }, body });
+  const postJson = (path: string, body: Buffer) =>
+    send({ method: 'POST', path, headers: { 'content-type': 'application/json' }, body });
   type ErrorBody = { error: { code: string; message: string; details?: Record<string, unknown> } };
   const errorOf = (a: Answer) => (JSON.parse(a.text) as ErrorBody).error;
 
@@ -99,14 +103,21 @@ describe('the OpenAPI document and the server agree', () => {
     it('malformed base64 in a batch value: 400 VALIDATION_FAILED naming the item, and nothing of the batch written', async () => {
       // Truncated, unpadded, a stray character, URL-safe letters, non-zero pad bits (aR== and aQ== would both be 'i').
       for (const bad of ['aGk', 'aGk=a', 'a', 'aGk=\n', 'aG!k', 'aGk-', 'a_8=', 'aR==', 'aGl=', '====', 'aGk==']) {
-        const a = await batchPut('refuse', [{ key: 'first', value: 'aGk=' }, { key: 'second', value: bad }]);
+        const a = await batchPut('refuse', [
+          { key: 'first', value: 'aGk=' },
+          { key: 'second', value: bad },
+        ]);
         expect({ bad, status: a.status }).toEqual({ bad, status: 400 });
         expect(errorOf(a)).toMatchObject({ code: 'VALIDATION_FAILED', details: { field: 'body.items[1].value' } });
       }
       expect((await get('refuse', 'first')).status).toBe(404);
       // Canonical base64 still round-trips, the empty value included.
       const binary = Buffer.from([0, 255, 254]).toString('base64');
-      const ok = await batchPut('refuse', [{ key: 'first', value: 'aGk=' }, { key: 'empty', value: '' }, { key: 'bin', value: binary }]);
+      const ok = await batchPut('refuse', [
+        { key: 'first', value: 'aGk=' },
+        { key: 'empty', value: '' },
+        { key: 'bin', value: binary },
+      ]);
       expect(ok.status).toBe(200);
       expect((await get('refuse', 'first')).text).toBe('hi');
       const bin = await request(`${api.url}${keyUrl('refuse', 'bin')}`, { dispatcher });
@@ -129,7 +140,14 @@ describe('the OpenAPI document and the server agree', () => {
       // What used to be stored under the replacement character is not there.
       expect((await get('refuse', 'a\ufffd')).status).toBe(404);
       // Valid UTF-8 is still accepted, and distinct keys stay distinct.
-      expect((await batchPut('refuse', [{ key: 'aÿ', value: 'eQ==' }, { key: 'aþ', value: 'dA==' }])).status).toBe(200);
+      expect(
+        (
+          await batchPut('refuse', [
+            { key: 'aÿ', value: 'eQ==' },
+            { key: 'aþ', value: 'dA==' },
+          ])
+        ).status,
+      ).toBe(200);
       expect((await get('refuse', 'aÿ')).text).toBe('y');
       expect((await get('refuse', 'aþ')).text).toBe('t');
     });
@@ -177,8 +195,17 @@ describe('the OpenAPI document and the server agree', () => {
     });
 
     it('malformed percent-encoding on /local-blobs/: 400 VALIDATION_FAILED as JSON, for reads and uploads alike', async () => {
-      for (const [method, token] of [['GET', '%zz'], ['HEAD', '%E2%82'], ['PUT', 'abc%'], ['GET', '%ED%A0%80.x']] as const) {
-        const a = await send({ method, path: `/local-blobs/${token}`, body: method === 'PUT' ? Buffer.from('bytes') : undefined });
+      for (const [method, token] of [
+        ['GET', '%zz'],
+        ['HEAD', '%E2%82'],
+        ['PUT', 'abc%'],
+        ['GET', '%ED%A0%80.x'],
+      ] as const) {
+        const a = await send({
+          method,
+          path: `/local-blobs/${token}`,
+          body: method === 'PUT' ? Buffer.from('bytes') : undefined,
+        });
         expect({ token, status: a.status }).toEqual({ token, status: 400 });
         expect(String(a.headers['content-type'])).toMatch(/^application\/json/);
         if (method !== 'HEAD') expect(errorOf(a)).toMatchObject({ code: 'VALIDATION_FAILED', details: { field: 'token' } });
@@ -225,7 +252,9 @@ describe('the OpenAPI document and the server agree', () => {
       // Optional parameters are left out half the time (fc.option's default is one in six).
       const maybe = (p: Parameter) => (p.required ? value(p) : fc.option(value(p), { nil: undefined, freq: 1 }));
       const named = (ps: Parameter[]) =>
-        fc.tuple(...ps.map(maybe)).map((pairs) => Object.fromEntries(pairs.filter((pair) => pair !== undefined)) as Record<string, string>);
+        fc
+          .tuple(...ps.map(maybe))
+          .map((pairs) => Object.fromEntries(pairs.filter((pair) => pair !== undefined)) as Record<string, string>);
       return fc
         .record({ path, query: named(params('query')), headers: named(params('header')), body: bodyArb(op) })
         .map(({ path, query, headers, body }) => {
@@ -351,17 +380,27 @@ describe('the OpenAPI document and the server agree', () => {
       expect(ops.length).toBeGreaterThan(15);
       const arb = fc.oneof(...ops.map((op) => validRequest(op).map((r) => [op, r] as const)));
       // Besides the random runs: one request known to reach each answer the coverage check below expects.
-      const example = (id: string, method: string, path: string, more: Partial<GeneratedRequest> = {}): [[Operation, GeneratedRequest]] => {
+      const example = (
+        id: string,
+        method: string,
+        path: string,
+        more: Partial<GeneratedRequest> = {},
+      ): [[Operation, GeneratedRequest]] => {
         return [[ops.find((o) => o.operationId === id)!, { method, path, query: {}, headers: {}, ...more }]];
       };
-      const batch = { headers: { 'content-type': 'application/json' }, body: Buffer.from('{"items":[{"key":"k3","value":"aGk="}]}') };
+      const batch = {
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.from('{"items":[{"key":"k3","value":"aGk="}]}'),
+      };
       const examples = [
         example('putKey', 'PUT', keyUrl('contract', 'k1'), { body: Buffer.from('v') }),
         example('getKey', 'GET', keyUrl('contract', 'k1')),
         example('headKey', 'HEAD', keyUrl('contract', 'k1')),
         example('headKey', 'HEAD', keyUrl('contract', 'never-written')),
         example('batchPut', 'POST', '/v1/ns/contract/batch/put', batch),
-        example('costPlacements', 'GET', '/v1/cost/placements', { query: { valueSize: '1KB', keys: '500', requestsPerMonth: '2000' } }),
+        example('costPlacements', 'GET', '/v1/cost/placements', {
+          query: { valueSize: '1KB', keys: '500', requestsPerMonth: '2000' },
+        }),
       ];
       await fc.assert(
         fc.asyncProperty(arb, ([op, r]) => run(op, r, false)),

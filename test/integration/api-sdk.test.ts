@@ -32,7 +32,11 @@ describe.each<Backend>(['embedded', 'redis+s3'])('API through the SDK (%s)', (ba
       STRATA_INLINE_LIMIT_BYTES: String(INLINE_LIMIT),
       STRATA_NAMESPACES: JSON.stringify({
         defaults: { writeAroundBytes: 128 * 1024 },
-        namespaces: { nol1: { nearCache: { enabled: false } }, wb: { writeMode: 'write-back', flushIntervalMs: 100 }, rt: { origin: { url: `${originUrl}/items/{key}`, ttlSeconds: 60 } } },
+        namespaces: {
+          nol1: { nearCache: { enabled: false } },
+          wb: { writeMode: 'write-back', flushIntervalMs: 100 },
+          rt: { origin: { url: `${originUrl}/items/{key}`, ttlSeconds: 60 } },
+        },
       }),
     });
     client = new StrataClient({ endpoint: api.url, namespace: 'app', retries: 1, inlineLimitBytes: INLINE_LIMIT });
@@ -92,10 +96,19 @@ describe.each<Backend>(['embedded', 'redis+s3'])('API through the SDK (%s)', (ba
 
   it('answers /v1/stats with the fields docs/API.md lists', async () => {
     const stats = await client.stats();
-    expect(stats).toMatchObject({ uptimeSeconds: expect.any(Number), promotions: expect.any(Number), flushed: expect.any(Number) });
+    expect(stats).toMatchObject({
+      uptimeSeconds: expect.any(Number),
+      promotions: expect.any(Number),
+      flushed: expect.any(Number),
+    });
     expect(stats).not.toHaveProperty('requests');
     for (const t of stats.tiers) {
-      expect(t).toMatchObject({ name: expect.any(String), kind: expect.any(String), hits: expect.any(Number), misses: expect.any(Number) });
+      expect(t).toMatchObject({
+        name: expect.any(String),
+        kind: expect.any(String),
+        hits: expect.any(Number),
+        misses: expect.any(Number),
+      });
       expect(t).toMatchObject({ errors: expect.any(Number), ok: true });
     }
     expect(stats.tiers.map((t) => t.name)).toEqual(expect.arrayContaining(['hot', 'cold']));
@@ -104,7 +117,10 @@ describe.each<Backend>(['embedded', 'redis+s3'])('API through the SDK (%s)', (ba
   it('enforces conditional writes with typed 409s', async () => {
     const w1 = await client.put('cond', 'v1', { ifNoneMatch: '*' });
     await expect(client.put('cond', 'v2', { ifNoneMatch: '*' })).rejects.toBeInstanceOf(VersionConflictError);
-    await expect(client.put('cond', 'v2', { ifMatch: w1.version + 1 })).rejects.toMatchObject({ code: 'VERSION_CONFLICT', status: 409 });
+    await expect(client.put('cond', 'v2', { ifMatch: w1.version + 1 })).rejects.toMatchObject({
+      code: 'VERSION_CONFLICT',
+      status: 409,
+    });
     const w2 = await client.put('cond', 'v2', { ifMatch: w1.version });
     expect((await client.get('cond'))!.version).toBe(w2.version);
   });
@@ -116,7 +132,9 @@ describe.each<Backend>(['embedded', 'redis+s3'])('API through the SDK (%s)', (ba
     expect(await res.json()).toMatchObject({ error: { code: 'VALIDATION_FAILED', details: { field: 'ttl' } } });
     const big = await fetch(`${api.url}/v1/ns/app/keys/k`, { method: 'PUT', body: Buffer.alloc(INLINE_LIMIT + 1) });
     expect(big.status).toBe(413);
-    expect(await big.json()).toMatchObject({ error: { code: 'PAYLOAD_TOO_LARGE', details: { uploadUrl: '/v1/ns/app/uploads/k', limit: INLINE_LIMIT } } });
+    expect(await big.json()).toMatchObject({
+      error: { code: 'PAYLOAD_TOO_LARGE', details: { uploadUrl: '/v1/ns/app/uploads/k', limit: INLINE_LIMIT } },
+    });
   });
 
   it('batch-gets, -puts and -deletes across 250 keys', async () => {
@@ -161,7 +179,11 @@ describe.each<Backend>(['embedded', 'redis+s3'])('API through the SDK (%s)', (ba
     };
     const upload = async (key: string, created: Record<string, unknown>, completion: Record<string, unknown>) => {
       const t = (await (await post(key, created)).json()) as { uploadId: string; url: string; headers: Record<string, string> };
-      const put = await fetch(new URL(t.url, api.url), { method: 'PUT', headers: t.headers, body: Buffer.alloc(INLINE_LIMIT + 1, 1) });
+      const put = await fetch(new URL(t.url, api.url), {
+        method: 'PUT',
+        headers: t.headers,
+        body: Buffer.alloc(INLINE_LIMIT + 1, 1),
+      });
       expect(put.status).toBe(200);
       const res = await post(`${key}/complete`, { uploadId: t.uploadId, ...completion });
       expect(res.status).toBe(200);
@@ -197,7 +219,10 @@ describe.each<Backend>(['embedded', 'redis+s3'])('API through the SDK (%s)', (ba
     expect(Object.keys(locationHeaders)).toEqual(backend === 'embedded' ? [] : ['if-match']);
 
     const w2 = await client.put('dl-race', newBytes);
-    for (const [url, headers] of [[dl.url, dl.headers], [redirect.headers.get('location')!, locationHeaders]] as const) {
+    for (const [url, headers] of [
+      [dl.url, dl.headers],
+      [redirect.headers.get('location')!, locationHeaders],
+    ] as const) {
       const stale = await fetch(new URL(url, api.url), { headers });
       expect(stale.status).toBe(412);
       expect(Buffer.from(await stale.arrayBuffer()).includes(newBytes.subarray(0, 64))).toBe(false);

@@ -18,7 +18,11 @@ describe('API with a warm tier of cache nodes', () => {
   beforeAll(async () => {
     const node = await fleet.launch('n1');
     await new RingStore(new FileCasStore(ringDir.dir)).create(singleNodeRing('n1', node.url));
-    api = await startTestApi('embedded', { STRATA_WARM_RING_DIR: ringDir.dir, STRATA_WARM_SECRET: SECRET, STRATA_NAMESPACES: JSON.stringify({ namespaces: { app: { promoteOnRead: false } } }) });
+    api = await startTestApi('embedded', {
+      STRATA_WARM_RING_DIR: ringDir.dir,
+      STRATA_WARM_SECRET: SECRET,
+      STRATA_NAMESPACES: JSON.stringify({ namespaces: { app: { promoteOnRead: false } } }),
+    });
     client = new StrataClient({ endpoint: api.url, namespace: 'app', retries: 0 });
   });
 
@@ -34,7 +38,11 @@ describe('API with a warm tier of cache nodes', () => {
     expect(w.tiers).toEqual(['hot', 'warm', 'cold']);
     await api.ctx.coordinator.tierList()[0]!.delete('app', 'k'); // as if evicted from hot
     const got = (await client.get('k'))!;
-    expect({ tier: got.tier, value: got.text(), version: got.version }).toEqual({ tier: 'warm', value: 'via-warm', version: w.version });
+    expect({ tier: got.tier, value: got.text(), version: got.version }).toEqual({
+      tier: 'warm',
+      value: 'via-warm',
+      version: w.version,
+    });
   });
 
   it('falls through to cold when the cache node is down', async () => {
@@ -46,7 +54,9 @@ describe('API with a warm tier of cache nodes', () => {
   });
 
   it('fails clearly in a runtime built without the warm tier (the API Lambdas) instead of ignoring the config', () => {
-    expect(() => buildApiContext(loadRuntimeEnv({ STRATA_WARM_RING_DIR: ringDir.dir, STRATA_WARM_SECRET: SECRET }))).toThrow(/built without the warm tier/);
+    expect(() => buildApiContext(loadRuntimeEnv({ STRATA_WARM_RING_DIR: ringDir.dir, STRATA_WARM_SECRET: SECRET }))).toThrow(
+      /built without the warm tier/,
+    );
   });
 
   it('refuses to start with a warm tier but no fleet secret', async () => {

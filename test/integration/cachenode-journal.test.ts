@@ -5,8 +5,14 @@ import { INLINE_VALUE_MAX_BYTES, NodeStore } from '../../cachenode/src/store.js'
 import { storeKey } from '../../core/nodes/wire.js';
 import { entry, tempDir } from './warm-fixtures.js';
 
-const segments = (dir: string) => readdirSync(dir).filter((f) => /^journal-\d{16}\.log$/.test(f)).sort();
-const spares = (dir: string) => readdirSync(dir).filter((f) => f.startsWith('journal-spare-')).sort();
+const segments = (dir: string) =>
+  readdirSync(dir)
+    .filter((f) => /^journal-\d{16}\.log$/.test(f))
+    .sort();
+const spares = (dir: string) =>
+  readdirSync(dir)
+    .filter((f) => f.startsWith('journal-spare-'))
+    .sort();
 /** A record to append: its payload behind the space for its frame. */
 const rec = (payload: string) => Buffer.concat([Buffer.alloc(FRAME_BYTES), Buffer.from(payload)]);
 const payloads = (dir: string) => [...readJournal(dir).records].map((r) => [r.seq, r.payload.toString()]);
@@ -68,7 +74,9 @@ describe('write journal (segment files on a temp dir)', () => {
     damaged[FRAME_BYTES + 2] = damaged[FRAME_BYTES + 2]! ^ 0xff;
     writeFileSync(join(tmp.dir, first!), damaged);
     expect(() => payloads(tmp.dir)).toThrow(JournalCorruptError);
-    expect(() => payloads(tmp.dir)).toThrow(/starts at record 2, but the segment before it ends at 0 \(missing, or damaged after that record\)/);
+    expect(() => payloads(tmp.dir)).toThrow(
+      /starts at record 2, but the segment before it ends at 0 \(missing, or damaged after that record\)/,
+    );
     rmSync(join(tmp.dir, first!));
     writeFileSync(join(tmp.dir, 'journal-0000000000000001.log'), ''); // records 1.. but none in it
     expect(() => payloads(tmp.dir)).toThrow(/starts at record 2, but the segment before it ends at 0/);
@@ -76,7 +84,8 @@ describe('write journal (segment files on a temp dir)', () => {
 
   it('skips records the caller holds already, and a segment left behind before them is no gap', async () => {
     const j = new Journal({ dir: tmp.dir, fsync: false, firstSeq: 1, segmentBytes: 16 });
-    for (const p of ['one, long enough to fill a segment', 'two, long enough to fill a segment', 'three']) await j.append([rec(p)]).durable;
+    for (const p of ['one, long enough to fill a segment', 'two, long enough to fill a segment', 'three'])
+      await j.append([rec(p)]).durable;
     await j.close();
     rmSync(join(tmp.dir, 'journal-0000000000000002.log')); // as if its deletion had succeeded and the first one's not
     expect([...readJournal(tmp.dir, 2).records].map((r) => [r.seq, r.payload.toString()])).toEqual([[3, 'three']]);
@@ -85,11 +94,20 @@ describe('write journal (segment files on a temp dir)', () => {
 
   it('disposes of a segment once all its records are released: kept as one of two spares, else deleted', async () => {
     const j = new Journal({ dir: tmp.dir, fsync: false, firstSeq: 1, segmentBytes: 16 });
-    for (const p of ['one, long enough to fill a segment', 'two, long enough to fill a segment', 'three, long enough to fill a segment']) await j.append([rec(p)]).durable;
+    for (const p of [
+      'one, long enough to fill a segment',
+      'two, long enough to fill a segment',
+      'three, long enough to fill a segment',
+    ])
+      await j.append([rec(p)]).durable;
     await j.append([rec('four')]).durable;
     expect(segments(tmp.dir)).toHaveLength(4);
     await j.release(1);
-    expect(segments(tmp.dir)).toEqual(['journal-0000000000000002.log', 'journal-0000000000000003.log', 'journal-0000000000000004.log']);
+    expect(segments(tmp.dir)).toEqual([
+      'journal-0000000000000002.log',
+      'journal-0000000000000003.log',
+      'journal-0000000000000004.log',
+    ]);
     expect(spares(tmp.dir)).toEqual(['journal-spare-1.log']);
     await j.release(3);
     expect(segments(tmp.dir)).toEqual(['journal-0000000000000004.log']);
@@ -113,7 +131,9 @@ describe('write journal (segment files on a temp dir)', () => {
     // The spare became the new segment: records 17-19 over 1-3, and 4-8 behind them, whole, at record boundaries.
     expect(statSync(join(tmp.dir, 'journal-0000000000000017.log')).size).toBe(224);
     const read = readJournal(tmp.dir, 16);
-    expect([...read.records].map((r) => [r.seq, r.payload.toString()])).toEqual([17, 18, 19].map((i) => [i, record(i).subarray(FRAME_BYTES).toString()]));
+    expect([...read.records].map((r) => [r.seq, r.payload.toString()])).toEqual(
+      [17, 18, 19].map((i) => [i, record(i).subarray(FRAME_BYTES).toString()]),
+    );
     expect(read.lastSeq()).toBe(19);
     await j.close();
   });
@@ -236,13 +256,22 @@ describe('NodeStore with its write journal', () => {
   it('replays every acknowledged write from crash copies taken while segments are rotated, recycled and released', async () => {
     await store.close();
     // 16 KiB segments: about a dozen records each, so a few thousand writes rotate, release and recycle many times.
-    store = new NodeStore({ dir: tmp.dir, capacityBytes: 64 * 1024 * 1024, applyIntervalMs: 3_600_000, journalSegmentBytes: 16 * 1024 });
+    store = new NodeStore({
+      dir: tmp.dir,
+      capacityBytes: 64 * 1024 * 1024,
+      applyIntervalMs: 3_600_000,
+      journalSegmentBytes: 16 * 1024,
+    });
     const latest = new Map<string, number>();
     const checks: { dir: string; expected: Map<string, number> }[] = [];
     for (let round = 0; round < 12; round++) {
       // Records all of one size, so a recycled file's old records sit exactly where new ones would start.
       // Rounds of different sizes: a segment recycled from a larger round keeps that round's last records behind.
-      const writes = Array.from({ length: [150, 60, 110, 40][round % 4]! }, (_, i) => ({ ns: 'n', key: `k${String((round * 97 + i * 13) % 400).padStart(3, '0')}`, entry: small(100_000 + round * 1000 + i) }));
+      const writes = Array.from({ length: [150, 60, 110, 40][round % 4]! }, (_, i) => ({
+        ns: 'n',
+        key: `k${String((round * 97 + i * 13) % 400).padStart(3, '0')}`,
+        entry: small(100_000 + round * 1000 + i),
+      }));
       await Promise.all(writes.map((w) => store.put(w.ns, w.key, w.entry)));
       for (const w of writes) latest.set(w.key, w.entry.header.version);
       if (round % 3 === 2) await store.settle(); // applied and released: segments become spares, spares segments
@@ -250,7 +279,12 @@ describe('NodeStore with its write journal', () => {
     }
     expect(readdirSync(tmp.dir).some((f) => f.startsWith('journal-spare-'))).toBe(true);
     for (const { dir, expected } of checks) {
-      const crashed = new NodeStore({ dir, capacityBytes: 64 * 1024 * 1024, applyIntervalMs: 3_600_000, journalSegmentBytes: 16 * 1024 });
+      const crashed = new NodeStore({
+        dir,
+        capacityBytes: 64 * 1024 * 1024,
+        applyIntervalMs: 3_600_000,
+        journalSegmentBytes: 16 * 1024,
+      });
       try {
         for (const [key, version] of expected) expect([key, crashed.head('n', key)?.version]).toEqual([key, version]);
         expect(crashed.stats().keys).toBe(expected.size);
@@ -289,7 +323,8 @@ describe('NodeStore with its write journal', () => {
 
   it('queues bulk writes (migration imports) to LMDB directly, unless a journaled write of the key is waiting', async () => {
     const sk = (k: string) => storeKey('n', k);
-    const meta = (k: string) => (store as unknown as { meta: { getBinary(k: Buffer): Buffer | undefined } }).meta.getBinary(sk(k));
+    const meta = (k: string) =>
+      (store as unknown as { meta: { getBinary(k: Buffer): Buffer | undefined } }).meta.getBinary(sk(k));
     await store.put('n', 'waiting', small(1));
     await store.putMany(
       [
@@ -323,7 +358,8 @@ describe('NodeStore with its write journal', () => {
     await store.close();
     store = new NodeStore({ dir: tmp.dir, capacityBytes: 16 * 1024 * 1024, applyIntervalMs: 20 });
     await store.put('n', 'k', small(1));
-    for (let i = 0; i < 200 && store.scan('0000000000000000', null, undefined, 10).length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 200 && store.scan('0000000000000000', null, undefined, 10).length === 0; i++)
+      await new Promise((r) => setTimeout(r, 10));
     expect(store.scan('0000000000000000', null, undefined, 10).map((i) => i.key)).toEqual(['k']);
   });
 });

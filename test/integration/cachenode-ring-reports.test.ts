@@ -12,7 +12,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand,
+  DeleteBucketCommand,
+  DeleteObjectsCommand,
+  ListObjectsV2Command,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import { ensureFleetSecret } from '../../core/ring/fleet-secret.js';
 import { readNodeReport } from '../../core/ring/node-report-reader.js';
 import { FLEET_SECRET_KEY, nodeStatsKey, type NodeStatsReport } from '../../core/ring/node-reports.js';
@@ -79,13 +85,19 @@ describe.each(KINDS)('statistics reports in the ring store ($name, real processe
     const prefix = kind.name === 's3' ? 'AROAEXAMPLEROLEID0001:' : '';
     const reportId = `${prefix}reporter`;
     const statsId: Record<string, string> = kind.name === 's3' ? { STRATA_NODE_STATS_ID: reportId } : {};
-    const fleet = localFleet({ env: { ...kind.nodeEnv(), STRATA_NODE_STATS_INTERVAL_MS: '250', STRATA_NODE_WARMUP_MS: '0', ...statsId } });
+    const fleet = localFleet({
+      env: { ...kind.nodeEnv(), STRATA_NODE_STATS_INTERVAL_MS: '250', STRATA_NODE_WARMUP_MS: '0', ...statsId },
+    });
     const cas = kind.cas();
     try {
       const n = await fleet.launch('reporter');
       let first: NodeStatsReport | undefined;
       await eventually(async () => !!(first = await readReport(cas, reportId)), 3000, 'the first report');
-      expect(first).toMatchObject({ nodeId: 'reporter', intervalMs: 250, stats: { nodeId: 'reporter', keys: 0, ringVersion: 0 } });
+      expect(first).toMatchObject({
+        nodeId: 'reporter',
+        intervalMs: 250,
+        stats: { nodeId: 'reporter', keys: 0, ringVersion: 0 },
+      });
       expect(Math.abs(first!.at - Date.now())).toBeLessThan(5000);
       // The report is the node's /stats body (its own counters included), and the readers find it fresh.
       expect(Object.keys(first!.stats).sort()).toEqual(Object.keys(await client.stats(n.url)).sort());
@@ -121,13 +133,17 @@ describe('statistics reports when the store is unreachable (real process)', () =
     try {
       const n = await fleet.launch('cut-off');
       let counters: { written: number; failed: number; failingInARow: number; lastError: string | null } | undefined;
-      const failedTwelve = async () => ((counters = (await client.stats(n.url)).statsReports as typeof counters)?.failed ?? 0) >= 12;
+      const failedTwelve = async () =>
+        ((counters = (await client.stats(n.url)).statsReports as typeof counters)?.failed ?? 0) >= 12;
       await eventually(failedTwelve, 10_000, '12 failed reports');
       expect(counters).toMatchObject({ written: 0, lastError: expect.any(String) });
       await client.pushRing(n.url, singleNodeRing('cut-off', n.url));
       await client.put(n.url, 'r', 'k', entry(1, 'still serving'), 1);
       await expect(client.get(n.url, 'r', 'k', 1)).resolves.toMatchObject({ header: { version: 1 } });
-      const lines = fleet.stderr('cut-off').split('\n').filter((l) => l.includes('could not write the stats report'));
+      const lines = fleet
+        .stderr('cut-off')
+        .split('\n')
+        .filter((l) => l.includes('could not write the stats report'));
       // The first failure, then one line per 10 more: 12 or more failures make 2 lines, not 12.
       expect(lines.length).toBeGreaterThanOrEqual(1);
       expect(lines.length).toBeLessThanOrEqual(Math.ceil(counters!.failed / 10) + 1);
@@ -174,16 +190,26 @@ function startNode(env: Record<string, string>, nodeId: string): StartedNode {
 }
 
 describe.each(KINDS)('fleet secret from the ring store ($name, real processes)', (kind) => {
-  it('a node waits, saying where and why, until the secret exists; concurrent creators end with one secret, the node\'s', async () => {
+  it("a node waits, saying where and why, until the secret exists; concurrent creators end with one secret, the node's", async () => {
     const prefix = uniqueName('secret');
     const uri = kind.name === 'file' ? `file:${join(folder.dir, prefix)}` : `s3://${s3Bucket}/${prefix}`;
     const endpoint: Record<string, string> = kind.name === 's3' ? { STRATA_NODE_S3_ENDPOINT: testS3Endpoint() } : {};
     const node = startNode({ STRATA_NODE_RING_STORE: uri, STRATA_NODE_SECRET_FROM_RING: '1', ...endpoint }, 'waiting');
     let listening = false;
-    void node.listening.then(() => (listening = true), () => undefined);
+    void node.listening.then(
+      () => (listening = true),
+      () => undefined,
+    );
     try {
-      await eventually(() => node.stderr().includes('waiting for the fleet secret in the ring store'), 15_000, 'the waiting line');
-      const waitingLine = node.stderr().split('\n').find((l) => l.includes('waiting for the fleet secret'))!;
+      await eventually(
+        () => node.stderr().includes('waiting for the fleet secret in the ring store'),
+        15_000,
+        'the waiting line',
+      );
+      const waitingLine = node
+        .stderr()
+        .split('\n')
+        .find((l) => l.includes('waiting for the fleet secret'))!;
       const line = JSON.parse(waitingLine) as Record<string, unknown>;
       expect(line).toMatchObject({ store: uri, key: FLEET_SECRET_KEY, reason: expect.stringMatching(/does not exist yet/) });
       await new Promise((r) => setTimeout(r, 700));
@@ -224,7 +250,11 @@ describe('fleet secret from the ring store, refused', () => {
       const bad = startNode({ STRATA_NODE_RING_STORE: `file:${dir.dir}`, STRATA_NODE_SECRET_FROM_RING: '1' }, 'bad');
       await expect(bad.exited).resolves.toBe(2);
       expect(bad.stderr()).toContain('is unusable: it must be at least 16 visible ASCII characters');
-      const twiceEnv = { STRATA_NODE_RING_STORE: `file:${dir.dir}`, STRATA_NODE_SECRET_FROM_RING: '1', STRATA_NODE_SECRET: SECRET };
+      const twiceEnv = {
+        STRATA_NODE_RING_STORE: `file:${dir.dir}`,
+        STRATA_NODE_SECRET_FROM_RING: '1',
+        STRATA_NODE_SECRET: SECRET,
+      };
       const twice = startNode(twiceEnv, 'twice');
       await expect(twice.exited).resolves.toBe(2);
       expect(twice.stderr()).toContain('STRATA_NODE_SECRET_FROM_RING excludes STRATA_NODE_SECRET');

@@ -67,8 +67,16 @@ describe('NodeStore (LMDB on a temp dir)', () => {
   });
 
   it('decides concurrent writes of one key by version, whatever their order of arrival', async () => {
-    const results = await Promise.all([store.put('n', 'k', entry(5, 'five')), store.put('n', 'k', entry(9, 'nine')), store.put('n', 'k', entry(7, 'seven'))]);
-    expect(results).toEqual([{ applied: true, current: 5 }, { applied: true, current: 9 }, { applied: false, current: 9 }]);
+    const results = await Promise.all([
+      store.put('n', 'k', entry(5, 'five')),
+      store.put('n', 'k', entry(9, 'nine')),
+      store.put('n', 'k', entry(7, 'seven')),
+    ]);
+    expect(results).toEqual([
+      { applied: true, current: 5 },
+      { applied: true, current: 9 },
+      { applied: false, current: 9 },
+    ]);
     expect(store.get('n', 'k')!.value.toString()).toBe('nine');
   });
 
@@ -81,7 +89,9 @@ describe('NodeStore (LMDB on a temp dir)', () => {
     await store.remove('n', 'b');
     const s2 = store.stats();
     expect(s2.keys).toBe(1);
-    expect(s2.bytes).toBe(storeKey('n', 'a').length + JSON.stringify(entry(2, 'x'.repeat(10)).header).length + 10 + ENTRY_OVERHEAD_BYTES);
+    expect(s2.bytes).toBe(
+      storeKey('n', 'a').length + JSON.stringify(entry(2, 'x'.repeat(10)).header).length + 10 + ENTRY_OVERHEAD_BYTES,
+    );
     await store.close();
     store = new NodeStore({ dir: tmp.dir, capacityBytes: 1024 * 1024, sync: 'commit', now: () => now });
     expect(store.stats()).toMatchObject({ keys: 1, bytes: s2.bytes });
@@ -121,7 +131,10 @@ describe('NodeStore (LMDB on a temp dir)', () => {
   it('measures a range across many read chunks: key count, bytes and the key at a quantile', async () => {
     store = await reopenLarge(store);
     const n = 9000;
-    for (let i = 0; i < n; i += 500) await store.putMany(Array.from({ length: 500 }, (_, j) => ({ ns: 'n', key: `q${i + j}`, entry: entry(1, 'x'.repeat((i + j) % 7)) })));
+    for (let i = 0; i < n; i += 500)
+      await store.putMany(
+        Array.from({ length: 500 }, (_, j) => ({ ns: 'n', key: `q${i + j}`, entry: entry(1, 'x'.repeat((i + j) % 7)) })),
+      );
     await store.settle();
     const all = store.scan(RING_MIN, null, undefined, n + 1, false);
     expect(all).toHaveLength(n);
@@ -135,13 +148,19 @@ describe('NodeStore (LMDB on a temp dir)', () => {
   it('answers range stats from its position buckets exactly as a full read would, wherever a range starts and ends', async () => {
     store = await reopenLarge(store);
     const n = 3000;
-    for (let i = 0; i < n; i += 500) await store.putMany(Array.from({ length: 500 }, (_, j) => ({ ns: 'n', key: `h${i + j}`, entry: entry(1, 'x'.repeat((i + j) % 11)) })));
+    for (let i = 0; i < n; i += 500)
+      await store.putMany(
+        Array.from({ length: 500 }, (_, j) => ({ ns: 'n', key: `h${i + j}`, entry: entry(1, 'x'.repeat((i + j) % 11)) })),
+      );
     // Overwrites that change sizes, and removes: the buckets must follow both.
     for (let i = 0; i < n; i += 7) await store.put('n', `h${i}`, entry(2, 'y'.repeat(40)));
     for (let i = 3; i < n; i += 13) await store.remove('n', `h${i}`);
     const check = async (label: string) => {
       await store.settle();
-      const all = store.scan(RING_MIN, null, undefined, n + 1).map((it) => ({ pos: it.sk.toString('hex', 0, 8), bytes: it.sk.length + Buffer.byteLength(it.headerJson) + it.value.length + ENTRY_OVERHEAD_BYTES }));
+      const all = store.scan(RING_MIN, null, undefined, n + 1).map((it) => ({
+        pos: it.sk.toString('hex', 0, 8),
+        bytes: it.sk.length + Buffer.byteLength(it.headerJson) + it.value.length + ENTRY_OVERHEAD_BYTES,
+      }));
       const positions = all.map((a) => a.pos);
       const shift = (pos: string, d: bigint) => bigIntToPosition(BigInt.asUintN(64, positionToBigInt(pos) + d));
       // Boundaries: stored positions (a range may start exactly at a key), next to them, bucket starts, anywhere.
@@ -172,7 +191,11 @@ describe('NodeStore (LMDB on a temp dir)', () => {
 
   describe('record layouts (small values inline, large ones in the data database)', () => {
     /** The store's LMDB databases, to look at what is on disk. */
-    const dbs = () => store as unknown as { meta: { getBinary(k: Buffer): Buffer | undefined; put(k: Buffer, v: Buffer): Promise<boolean> }; data: { getBinary(k: Buffer): Buffer | undefined; put(k: Buffer, v: Buffer): Promise<boolean> } };
+    const dbs = () =>
+      store as unknown as {
+        meta: { getBinary(k: Buffer): Buffer | undefined; put(k: Buffer, v: Buffer): Promise<boolean> };
+        data: { getBinary(k: Buffer): Buffer | undefined; put(k: Buffer, v: Buffer): Promise<boolean> };
+      };
     const small = Buffer.alloc(INLINE_VALUE_MAX_BYTES, 0x61);
     const large = Buffer.alloc(INLINE_VALUE_MAX_BYTES + 1, 0x62);
 
@@ -269,7 +292,11 @@ describe('Sieve', () => {
 
 describe('record stream codec', () => {
   it('reassembles records split at any byte', () => {
-    const recs = Buffer.concat([encodeEntryRecord('ns', 'ké y', entry(3, Buffer.alloc(3000, 7), { tags: ['ü'] })), encodeAbsentRecord(), encodeTrailerRecord({ done: true, next: null })]);
+    const recs = Buffer.concat([
+      encodeEntryRecord('ns', 'ké y', entry(3, Buffer.alloc(3000, 7), { tags: ['ü'] })),
+      encodeAbsentRecord(),
+      encodeTrailerRecord({ done: true, next: null }),
+    ]);
     for (const step of [1, 7, 4096]) {
       const reader = new RecordReader();
       const out = [];

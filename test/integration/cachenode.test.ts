@@ -50,7 +50,15 @@ describe('cachenode daemon (real process)', () => {
     expect(argv).toEqual(expect.arrayContaining([...CACHE_NODE_V8_FLAGS]));
     expect(argv.indexOf(CACHE_NODE_V8_FLAGS[0]!)).toBeLessThan(argv.indexOf('--import'));
     // The flags are V8's, not the script's: a child run with them reports the heap they ask for.
-    const probe = spawn(process.execPath, [...CACHE_NODE_V8_FLAGS, '-e', "process.stdout.write(String(require('v8').getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size))"], { env: { PATH: process.env.PATH } });
+    const probe = spawn(
+      process.execPath,
+      [
+        ...CACHE_NODE_V8_FLAGS,
+        '-e',
+        "process.stdout.write(String(require('v8').getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size))",
+      ],
+      { env: { PATH: process.env.PATH } },
+    );
     let out = '';
     probe.stdout.on('data', (d: Buffer) => (out += d.toString()));
     await new Promise((resolve) => probe.once('exit', resolve));
@@ -121,15 +129,25 @@ describe('cachenode daemon (real process)', () => {
     it('round trips values and headers, never replaces a newer version, and keeps tombstones', async () => {
       const v = ring.version;
       const value = randomBytes(1000);
-      await expect(client.put(url, 't', 'a/b ü?&', entry(10, value, { tags: ['x', 'ÿ'], contentType: 'text/plain' }), v)).resolves.toEqual({ applied: true, current: 10 });
+      await expect(
+        client.put(url, 't', 'a/b ü?&', entry(10, value, { tags: ['x', 'ÿ'], contentType: 'text/plain' }), v),
+      ).resolves.toEqual({ applied: true, current: 10 });
       await expect(client.put(url, 't', 'a/b ü?&', entry(9, 'older'), v)).resolves.toEqual({ applied: false, current: 10 });
-      await expect(client.put(url, 't', 'a/b ü?&', entry(10, 'same version'), v)).resolves.toEqual({ applied: false, current: 10 });
+      await expect(client.put(url, 't', 'a/b ü?&', entry(10, 'same version'), v)).resolves.toEqual({
+        applied: false,
+        current: 10,
+      });
       const got = await client.get(url, 't', 'a/b ü?&', v);
       expect(got!.value.equals(value)).toBe(true);
       expect(got!.header).toMatchObject({ version: 10, size: 1000, tags: ['x', 'ÿ'], contentType: 'text/plain' });
       await expect(client.head(url, 't', 'a/b ü?&', v)).resolves.toMatchObject({ version: 10, size: 1000 });
-      await expect(client.put(url, 't', 'a/b ü?&', makeTombstone(11, 60_000), v)).resolves.toEqual({ applied: true, current: 11 });
-      await expect(client.get(url, 't', 'a/b ü?&', v)).resolves.toMatchObject({ header: { version: 11, flags: { tombstone: true } } });
+      await expect(client.put(url, 't', 'a/b ü?&', makeTombstone(11, 60_000), v)).resolves.toEqual({
+        applied: true,
+        current: 11,
+      });
+      await expect(client.get(url, 't', 'a/b ü?&', v)).resolves.toMatchObject({
+        header: { version: 11, flags: { tombstone: true } },
+      });
       await expect(client.put(url, 't', 'a/b ü?&', entry(10, value), v)).resolves.toEqual({ applied: false, current: 11 });
     });
 
@@ -161,10 +179,16 @@ describe('cachenode daemon (real process)', () => {
     });
 
     it('rejects invalid keys and headers with 400', async () => {
-      const res = await request(`${url}/v1/kv/BAD%20NS/k`, { headers: { [SECRET_HEADER]: SECRET, [RING_HEADER]: String(ring.version) } });
+      const res = await request(`${url}/v1/kv/BAD%20NS/k`, {
+        headers: { [SECRET_HEADER]: SECRET, [RING_HEADER]: String(ring.version) },
+      });
       expect(res.statusCode).toBe(400);
       await res.body.dump();
-      const put = await request(`${url}/v1/kv/t/k`, { method: 'PUT', body: 'x', headers: { [SECRET_HEADER]: SECRET, [RING_HEADER]: String(ring.version), 'x-strata-entry': '{not json' } });
+      const put = await request(`${url}/v1/kv/t/k`, {
+        method: 'PUT',
+        body: 'x',
+        headers: { [SECRET_HEADER]: SECRET, [RING_HEADER]: String(ring.version), 'x-strata-entry': '{not json' },
+      });
       expect(put.statusCode).toBe(400);
       await put.body.dump();
     });
@@ -177,7 +201,10 @@ describe('cachenode daemon (real process)', () => {
       const outcomes = await client.putMany(url, 't', items, v);
       expect(outcomes.every((o) => o.applied)).toBe(true);
       const again = await client.putMany(url, 't', items.slice(0, 2), v);
-      expect(again).toEqual([{ applied: false, current: 100 }, { applied: false, current: 101 }]);
+      expect(again).toEqual([
+        { applied: false, current: 100 },
+        { applied: false, current: 101 },
+      ]);
       const got = await client.getMany(url, 't', ['b3', 'missing', 'b49'], v);
       expect(got.map((e) => e?.value.toString())).toEqual(['value 3', undefined, 'value 49']);
       await expect(client.deleteMany(url, 't', ['b0', 'b1', 'missing'], v)).resolves.toEqual([true, true, false]);
@@ -188,68 +215,120 @@ describe('cachenode daemon (real process)', () => {
     it('serves overlapping batches of large and small values intact, and gives every buffer back, after aborts too', async () => {
       const v = ring.version;
       // Distinct contents per key, large (external) and small (inline): a buffer reused too early would mix them.
-      const items = Array.from({ length: 24 }, (_, i) => ({ key: `slab${i}`, entry: entry(10, i % 3 === 0 ? `small ${i}` : randomBytes(150_000 + i)) }));
+      const items = Array.from({ length: 24 }, (_, i) => ({
+        key: `slab${i}`,
+        entry: entry(10, i % 3 === 0 ? `small ${i}` : randomBytes(150_000 + i)),
+      }));
       await client.putMany(url, 't', items, v);
       const want = new Map(items.map((it) => [it.key, it.entry.value]));
       // 40 batches at once, more than the pool's 16 buffers, each asking for more than one buffer holds.
-      const batches = Array.from({ length: 40 }, (_, b) => Array.from({ length: 16 }, (_, j) => items[(b * 5 + j) % items.length]!.key));
+      const batches = Array.from({ length: 40 }, (_, b) =>
+        Array.from({ length: 16 }, (_, j) => items[(b * 5 + j) % items.length]!.key),
+      );
       const results = await Promise.all(batches.map((keys) => client.getMany(url, 't', keys, v)));
       results.forEach((got, b) => got.forEach((e, j) => expect(e?.value.equals(want.get(batches[b]![j]!)!)).toBe(true)));
 
       // Responses the caller walks away from mid-body: their buffers come back once the connection closes.
       const body = JSON.stringify({ ns: 't', keys: items.map((it) => it.key) });
       for (let i = 0; i < 4; i++) {
-        const res = await request(`${url}/v1/batch/get`, { method: 'POST', headers: { [SECRET_HEADER]: SECRET, [RING_HEADER]: String(v), 'content-type': 'application/json' }, body });
+        const res = await request(`${url}/v1/batch/get`, {
+          method: 'POST',
+          headers: { [SECRET_HEADER]: SECRET, [RING_HEADER]: String(v), 'content-type': 'application/json' },
+          body,
+        });
         expect(res.statusCode).toBe(200);
         res.body.destroy();
       }
-      await eventually(async () => {
-        const slabs = ((await client.stats(url)) as unknown as { responseSlabs: { slabs: number; out: number } }).responseSlabs;
-        return slabs.slabs > 0 && slabs.slabs <= 16 && slabs.out === 0;
-      }, 10_000, 'every response buffer back in the pool');
+      await eventually(
+        async () => {
+          const slabs = ((await client.stats(url)) as unknown as { responseSlabs: { slabs: number; out: number } }).responseSlabs;
+          return slabs.slabs > 0 && slabs.slabs <= 16 && slabs.out === 0;
+        },
+        10_000,
+        'every response buffer back in the pool',
+      );
     });
   });
 
   describe('writes from pooled request buffers', () => {
-    const slabsOf = async () => ((await client.stats(url)) as unknown as { requestSlabs: { slabs: number; out: number } }).requestSlabs;
+    const slabsOf = async () =>
+      ((await client.stats(url)) as unknown as { requestSlabs: { slabs: number; out: number } }).requestSlabs;
 
     it('stores overlapping batch and single puts intact, and gives every buffer back after refusals and aborts', async () => {
       const v = ring.version;
       // 40 batches at once (more than the pool's 16 buffers), each with distinct large (external) and small (inline)
       // values: a buffer handed to the next request before the store wrote its values would mix their bytes.
-      const batches = Array.from({ length: 40 }, (_, b) => Array.from({ length: 4 }, (_, j) => ({ key: `wslab${b}-${j}`, entry: entry(10, j === 3 ? `small ${b}` : randomBytes(120_000 + b * 7 + j)) })));
+      const batches = Array.from({ length: 40 }, (_, b) =>
+        Array.from({ length: 4 }, (_, j) => ({
+          key: `wslab${b}-${j}`,
+          entry: entry(10, j === 3 ? `small ${b}` : randomBytes(120_000 + b * 7 + j)),
+        })),
+      );
       const singles = Array.from({ length: 12 }, (_, i) => ({ key: `wsingle${i}`, entry: entry(10, randomBytes(300_000 + i)) }));
-      const outcomes = await Promise.all([...batches.map((items) => client.putMany(url, 't', items, v)), ...singles.map((it) => client.put(url, 't', it.key, it.entry, v).then((o) => [o]))]);
+      const outcomes = await Promise.all([
+        ...batches.map((items) => client.putMany(url, 't', items, v)),
+        ...singles.map((it) => client.put(url, 't', it.key, it.entry, v).then((o) => [o])),
+      ]);
       for (const o of outcomes.flat()) expect(o.applied).toBe(true);
       const all = [...batches.flat(), ...singles];
-      const got = await client.getMany(url, 't', all.map((it) => it.key), v);
+      const got = await client.getMany(
+        url,
+        't',
+        all.map((it) => it.key),
+        v,
+      );
       got.forEach((e, i) => expect(e?.value.equals(all[i]!.entry.value)).toBe(true));
 
       // Refused before anything is queued: a stale ring version (409) and a malformed body (400).
-      await expect(client.putMany(url, 't', [{ key: 'wslab-stale', entry: entry(11, randomBytes(50_000)) }], 0)).rejects.toBeInstanceOf(StaleRouteError);
-      const bad = await request(`${url}/v1/batch/put`, { method: 'POST', headers: { [SECRET_HEADER]: SECRET, [RING_HEADER]: String(v), 'content-type': 'application/octet-stream' }, body: randomBytes(70_000) });
+      await expect(
+        client.putMany(url, 't', [{ key: 'wslab-stale', entry: entry(11, randomBytes(50_000)) }], 0),
+      ).rejects.toBeInstanceOf(StaleRouteError);
+      const bad = await request(`${url}/v1/batch/put`, {
+        method: 'POST',
+        headers: { [SECRET_HEADER]: SECRET, [RING_HEADER]: String(v), 'content-type': 'application/octet-stream' },
+        body: randomBytes(70_000),
+      });
       expect(bad.statusCode).toBe(400);
       expect(await bad.body.json()).toMatchObject({ error: { code: 'VALIDATION_FAILED' } });
 
       // Uploads abandoned mid-body: their buffers come back when the connection closes.
       for (let i = 0; i < 3; i++) {
         await new Promise<void>((resolve) => {
-          const req = httpRequest(`${url}/v1/batch/put`, { method: 'POST', headers: { [SECRET_HEADER]: SECRET, [RING_HEADER]: String(v), 'content-type': 'application/octet-stream', 'content-length': '600000' } });
+          const req = httpRequest(`${url}/v1/batch/put`, {
+            method: 'POST',
+            headers: {
+              [SECRET_HEADER]: SECRET,
+              [RING_HEADER]: String(v),
+              'content-type': 'application/octet-stream',
+              'content-length': '600000',
+            },
+          });
           req.on('error', () => resolve());
-          req.write(randomBytes(200_000), () => setTimeout(() => {
-            req.destroy();
-            resolve();
-          }, 50));
+          req.write(randomBytes(200_000), () =>
+            setTimeout(() => {
+              req.destroy();
+              resolve();
+            }, 50),
+          );
         });
       }
-      await eventually(async () => {
-        const slabs = await slabsOf();
-        return slabs.slabs > 0 && slabs.slabs <= 16 && slabs.out === 0;
-      }, 10_000, 'every request buffer back in the pool');
+      await eventually(
+        async () => {
+          const slabs = await slabsOf();
+          return slabs.slabs > 0 && slabs.slabs <= 16 && slabs.out === 0;
+        },
+        10_000,
+        'every request buffer back in the pool',
+      );
       // The refused and abandoned writes left nothing behind.
       await expect(client.getMany(url, 't', ['wslab-stale'], v)).resolves.toEqual([undefined]);
       // Later tests export the whole node: leave it as it was.
-      await client.deleteMany(url, 't', all.map((it) => it.key), v);
+      await client.deleteMany(
+        url,
+        't',
+        all.map((it) => it.key),
+        v,
+      );
     });
   });
 
@@ -290,7 +369,12 @@ describe('cachenode daemon (real process)', () => {
 
     it('caps the export rate in bytes per second', async () => {
       const v = ring.version;
-      await client.putMany(url, 'slow', Array.from({ length: 1600 }, (_, i) => ({ key: `s${i}`, entry: entry(1, randomBytes(1000)) })), v);
+      await client.putMany(
+        url,
+        'slow',
+        Array.from({ length: 1600 }, (_, i) => ({ key: `s${i}`, entry: entry(1, randomBytes(1000)) })),
+        v,
+      );
       const started = Date.now();
       // A sixteenth of the ring: about 100 of these, and little of what earlier tests stored (large values).
       const it = client.exportRange(url, { start: RING_MIN, end: '1000000000000000', rate: 100_000 });
@@ -306,10 +390,20 @@ describe('cachenode daemon (real process)', () => {
       const v = ring.version;
       const soon = Date.now() + 400;
       // Far more expired entries than live ones: runs of them longer than an export's read chunk.
-      await client.putMany(url, 'gap', Array.from({ length: 1500 }, (_, i) => ({ key: `x${i}`, entry: entry(1, `expiring ${i}`, { expiresAt: soon }) })), v);
+      await client.putMany(
+        url,
+        'gap',
+        Array.from({ length: 1500 }, (_, i) => ({ key: `x${i}`, entry: entry(1, `expiring ${i}`, { expiresAt: soon }) })),
+        v,
+      );
       const live = new Map<string, Buffer>();
       for (let i = 0; i < 40; i++) live.set(`l${i}`, randomBytes(i % 8 === 0 ? 100_000 : i % 8 === 1 ? 5000 : 300));
-      await client.putMany(url, 'gap', [...live].map(([key, value]) => ({ key, entry: entry(2, value) })), v);
+      await client.putMany(
+        url,
+        'gap',
+        [...live].map(([key, value]) => ({ key, entry: entry(2, value) })),
+        v,
+      );
       await new Promise((r) => setTimeout(r, Math.max(0, soon - Date.now()) + 50));
       for (const rate of [20 * MiB, undefined]) {
         const got = new Map<string, Buffer>();
@@ -341,12 +435,24 @@ describe('cachenode daemon (real process)', () => {
   describe('capacity, eviction order and stats', () => {
     it('reports keys, bytes, fill, counters and latency percentiles', async () => {
       const s = await client.stats(url);
-      expect(s).toMatchObject({ nodeId: 'n1', keys: expect.any(Number), bytes: expect.any(Number), capacityBytes: 64 * MiB, watermark: 0.85, refused: expect.any(Number) });
+      expect(s).toMatchObject({
+        nodeId: 'n1',
+        keys: expect.any(Number),
+        bytes: expect.any(Number),
+        capacityBytes: 64 * MiB,
+        watermark: 0.85,
+        refused: expect.any(Number),
+      });
       expect(s.fill).toBeGreaterThan(0);
       const ops = s.ops as Record<string, { count: number; p50Ms: number; p99Ms: number }>;
       expect(ops.put!.count).toBeGreaterThan(0);
       expect(ops.get!.p99Ms).toBeGreaterThanOrEqual(ops.get!.p50Ms);
-      await expect(client.ownership(url)).resolves.toMatchObject({ nodeId: 'n1', ringVersion: ring.version, owned: [{ start: RING_MIN, end: null }], incoming: [] });
+      await expect(client.ownership(url)).resolves.toMatchObject({
+        nodeId: 'n1',
+        ringVersion: ring.version,
+        owned: [{ start: RING_MIN, end: null }],
+        incoming: [],
+      });
     });
 
     it('refuses writes that would exceed capacity (never drops data) and names victims in SIEVE order', async () => {
@@ -425,7 +531,12 @@ describe('cachenode durability and shutdown (real process)', () => {
   it('drains in-flight requests on SIGTERM and exits 0', async () => {
     const n = await fleet.launch('drain');
     await client.pushRing(n.url, singleNodeRing('drain', n.url));
-    await client.putMany(n.url, 'd', Array.from({ length: 40 }, (_, i) => ({ key: `d${i}`, entry: entry(1, randomBytes(2000)) })), 1);
+    await client.putMany(
+      n.url,
+      'd',
+      Array.from({ length: 40 }, (_, i) => ({ key: `d${i}`, entry: entry(1, randomBytes(2000)) })),
+      1,
+    );
     // ~80 KB at 40 KB/s: the export takes about two seconds.
     const it = client.exportRange(n.url, { start: RING_MIN, end: null, rate: 40_000 });
     const first = await it.next();
@@ -468,16 +579,35 @@ describe('cachenode ring polling (real process)', () => {
     await eventually(async () => (await client.ownership(n.url)).ringVersion === first.version, 10_000, 'the first ring version');
     const second = await store.update((d) => addNode(d, { id: 'other', url: 'http://127.0.0.1:9', state: 'JOINING' }));
     expect(second.version).toBeGreaterThan(first.version);
-    await eventually(async () => (await client.ownership(n.url)).ringVersion === second.version, 10_000, 'the second ring version');
+    await eventually(
+      async () => (await client.ownership(n.url)).ringVersion === second.version,
+      10_000,
+      'the second ring version',
+    );
     // The node holds the document itself, not only its version number.
     const res = await request(`${n.url}/v1/ring`, { headers: { [SECRET_HEADER]: SECRET } });
     expect(res.statusCode).toBe(200);
-    await expect(res.body.json()).resolves.toMatchObject({ version: second.version, nodes: expect.arrayContaining([expect.objectContaining({ id: 'other' })]) });
+    await expect(res.body.json()).resolves.toMatchObject({
+      version: second.version,
+      nodes: expect.arrayContaining([expect.objectContaining({ id: 'other' })]),
+    });
   });
 
   it('refuses a ring store that is neither file: nor s3://', () => {
-    expect(() => loadNodeConfig({ STRATA_NODE_DATA_DIR: '/tmp/x', STRATA_NODE_SECRET: SECRET, STRATA_NODE_RING_STORE: 'http://example.invalid/ring' })).toThrow(NodeConfigError);
-    expect(loadNodeConfig({ STRATA_NODE_DATA_DIR: '/tmp/x', STRATA_NODE_SECRET: SECRET, STRATA_NODE_RING_STORE: 's3://bucket/strata-ring' }).ringStore).toEqual({ uri: 's3://bucket/strata-ring', pollMs: 5000 });
+    expect(() =>
+      loadNodeConfig({
+        STRATA_NODE_DATA_DIR: '/tmp/x',
+        STRATA_NODE_SECRET: SECRET,
+        STRATA_NODE_RING_STORE: 'http://example.invalid/ring',
+      }),
+    ).toThrow(NodeConfigError);
+    expect(
+      loadNodeConfig({
+        STRATA_NODE_DATA_DIR: '/tmp/x',
+        STRATA_NODE_SECRET: SECRET,
+        STRATA_NODE_RING_STORE: 's3://bucket/strata-ring',
+      }).ringStore,
+    ).toEqual({ uri: 's3://bucket/strata-ring', pollMs: 5000 });
   });
 });
 
@@ -493,11 +623,15 @@ describe('cachenode boot (real process)', () => {
   it('serves a workload to a scratch node of its own before it listens, then leaves nothing of it behind', async () => {
     const scratchRoot = join(tmp.dir, 'tmp');
     mkdirSync(scratchRoot);
-    const child = spawn(process.execPath, ['--import', 'tsx', 'cachenode/src/main.ts', '--data-dir', join(tmp.dir, 'data'), '--port', '0', '--node-id', 'warm'], {
-      cwd: fileURLToPath(new URL('../../', import.meta.url)),
-      env: { ...process.env, NODE_OPTIONS: '', STRATA_NODE_SECRET: SECRET, STRATA_NODE_WARMUP_MS: '1500', TMPDIR: scratchRoot },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'cachenode/src/main.ts', '--data-dir', join(tmp.dir, 'data'), '--port', '0', '--node-id', 'warm'],
+      {
+        cwd: fileURLToPath(new URL('../../', import.meta.url)),
+        env: { ...process.env, NODE_OPTIONS: '', STRATA_NODE_SECRET: SECRET, STRATA_NODE_WARMUP_MS: '1500', TMPDIR: scratchRoot },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     try {
       const events: { event: string; port?: number; requests?: number; rounds?: number }[] = [];
@@ -543,9 +677,14 @@ describe('cachenode boot (real process)', () => {
     const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
     expect(code).toBe(3);
     // One structured line (JSON on stderr) that says how to fix it, and no stack: the operator's to fix, not a bug.
-    const lines = stderr.trim().split('\n').map((l) => JSON.parse(l) as { level: string; msg: string; component: string });
+    const lines = stderr
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { level: string; msg: string; component: string });
     expect(lines).toEqual([expect.objectContaining({ level: 'error', component: 'cachenode' })]);
-    expect(lines[0]!.msg).toContain(`cannot open the store: the data directory ${dir} holds keys placed by ring hash "murmur3-64"`);
+    expect(lines[0]!.msg).toContain(
+      `cannot open the store: the data directory ${dir} holds keys placed by ring hash "murmur3-64"`,
+    );
     expect(lines[0]!.msg).toContain('Drain the node with the build that wrote it');
     expect(stderr).not.toContain('    at ');
     const lmdb = openLmdb({ path: dir, maxDbs: 4, noSubdir: false });

@@ -21,7 +21,8 @@ function offline(...args: string[]): string {
 }
 
 /** The line of `text` with all of `parts`, in order. */
-const line = (...parts: string[]): RegExp => new RegExp(`^.*${parts.map((p) => p.replace(/[$.*+?()[\]{}|\\^]/g, '\\$&')).join('.*')}.*$`, 'm');
+const line = (...parts: string[]): RegExp =>
+  new RegExp(`^.*${parts.map((p) => p.replace(/[$.*+?()[\]{}|\\^]/g, '\\$&')).join('.*')}.*$`, 'm');
 
 beforeAll(async () => {
   api = await startTestApi('embedded');
@@ -56,7 +57,11 @@ describe('strata cost against a running Strata', () => {
 
     const json = await strata('cost', '--value-size', '1MB', '--keys', '500', '--requests-per-month', '2000', '--json');
     expect(json.code).toBe(0);
-    const answer = JSON.parse(json.stdout) as { rankBy: string; ranked: number; recommendations: { rank: number; placement: { id: string }; costPerSpeedup: number; meetsLatency: boolean }[] };
+    const answer = JSON.parse(json.stdout) as {
+      rankBy: string;
+      ranked: number;
+      recommendations: { rank: number; placement: { id: string }; costPerSpeedup: number; meetsLatency: boolean }[];
+    };
     expect(answer.rankBy).toBe('cost-per-speedup');
     expect(answer.recommendations).toHaveLength(answer.ranked);
     expect(answer.recommendations.map((x) => x.rank)).toEqual(answer.recommendations.map((_, i) => i + 1));
@@ -71,11 +76,28 @@ describe('strata cost against a running Strata', () => {
     expect([r.code, r.stdout]).toEqual([0, offline('--catalogs')]);
   }, 60_000);
 
-  it('exits 2 with the server\'s message, the flag named, for a value it rejects; and with the usage for no workload', async () => {
+  it("exits 2 with the server's message, the flag named, for a value it rejects; and with the usage for no workload", async () => {
     const bad = await strata('cost', '--value-size', 'huge', '--keys', '500', '--requests-per-month', '2000');
-    expect([bad.code, bad.stdout, bad.stderr]).toEqual([2, '', 'strata cost: --value-size: not a size: "huge" (use e.g. 1KB, 5MB, 2GiB or a byte count)\n']);
-    const region = await strata('cost', '--value-size', '1MB', '--keys', '500', '--requests-per-month', '2000', '--region', 'mars-1');
-    expect([region.code, region.stderr]).toEqual([2, expect.stringMatching(/^strata cost: --region: .*no prices for region 'mars-1'/)]);
+    expect([bad.code, bad.stdout, bad.stderr]).toEqual([
+      2,
+      '',
+      'strata cost: --value-size: not a size: "huge" (use e.g. 1KB, 5MB, 2GiB or a byte count)\n',
+    ]);
+    const region = await strata(
+      'cost',
+      '--value-size',
+      '1MB',
+      '--keys',
+      '500',
+      '--requests-per-month',
+      '2000',
+      '--region',
+      'mars-1',
+    );
+    expect([region.code, region.stderr]).toEqual([
+      2,
+      expect.stringMatching(/^strata cost: --region: .*no prices for region 'mars-1'/),
+    ]);
     const none = await strata('cost');
     expect(none.code).toBe(2);
     expect(none.stderr).toMatch(/^strata: cost: give a workload .*\n\nusage: strata cost \[options\]/);

@@ -1,6 +1,24 @@
 import { CloudWatchClient, GetMetricDataCommand, PutMetricDataCommand, type MetricDatum } from '@aws-sdk/client-cloudwatch';
-import { CreateLaunchTemplateCommand, CreateVolumeCommand, DeleteLaunchTemplateCommand, DeleteVolumeCommand, DescribeInstancesCommand, EC2Client, RunInstancesCommand, StopInstancesCommand, TerminateInstancesCommand, type _InstanceType } from '@aws-sdk/client-ec2';
-import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import {
+  CreateLaunchTemplateCommand,
+  CreateVolumeCommand,
+  DeleteLaunchTemplateCommand,
+  DeleteVolumeCommand,
+  DescribeInstancesCommand,
+  EC2Client,
+  RunInstancesCommand,
+  StopInstancesCommand,
+  TerminateInstancesCommand,
+  type _InstanceType,
+} from '@aws-sdk/client-ec2';
+import {
+  CreateBucketCommand,
+  DeleteBucketCommand,
+  DeleteObjectsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import type { Context } from 'aws-lambda';
 import { handler } from '../../lambdas/ops/cost-publisher.js';
 import { aws202611Catalog } from '../../core/cost/model/catalogs/aws-2026-11.js';
@@ -42,7 +60,10 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
   const env = uniqueName('cost');
   const bucket = uniqueName('strata-cold');
   const fleet = localFleet({ capacityBytes: 2_000_000 });
-  const tags = [{ Key: 'strata:env', Value: env }, { Key: 'strata:role', Value: 'cachenode' }];
+  const tags = [
+    { Key: 'strata:env', Value: env },
+    { Key: 'strata:role', Value: 'cachenode' },
+  ];
   let ec2: EC2Client;
   let s3: S3Client;
   let cw: CloudWatchClient;
@@ -63,9 +84,17 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
 
   // What the test puts in, from which it computes what the publisher should report.
   const objectSizes = [1000, 250_000, 4096, 777];
-  const hits = { pages: { hot: 600, l1: 300, cold: 40, origin: 10 }, reports: { warm: 200, cold: 50 }, other: { hot: 5 } } as const;
+  const hits = {
+    pages: { hot: 600, l1: 300, cold: 40, origin: 10 },
+    reports: { warm: 200, cold: 50 },
+    other: { hot: 5 },
+  } as const;
   const misses = { pages: 30, reports: 20 };
-  const bytes = { pages: { in: 2_000_000, out: 6_000_000 }, reports: { in: 1_000_000, out: 31_000_000 }, other: { in: 0, out: 1000 } };
+  const bytes = {
+    pages: { in: 2_000_000, out: 6_000_000 },
+    reports: { in: 1_000_000, out: 31_000_000 },
+    other: { in: 0, out: 1000 },
+  };
   const writes = { put: 120, delete: 8 };
   const apiCount = 1_285;
   const lambda = { invocations: 1_285, durationMs: 64_250 };
@@ -87,13 +116,15 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
   }
 
   async function runInstances(type: string, count: number, withTags: boolean): Promise<string[]> {
-    const res = await ec2.send(new RunInstancesCommand({
-      MinCount: count,
-      MaxCount: count,
-      LaunchTemplate: { LaunchTemplateId: templateId },
-      InstanceType: type as _InstanceType,
-      ...(withTags ? { TagSpecifications: [{ ResourceType: 'instance', Tags: tags }] } : {}),
-    }));
+    const res = await ec2.send(
+      new RunInstancesCommand({
+        MinCount: count,
+        MaxCount: count,
+        LaunchTemplate: { LaunchTemplateId: templateId },
+        InstanceType: type as _InstanceType,
+        ...(withTags ? { TagSpecifications: [{ ResourceType: 'instance', Tags: tags }] } : {}),
+      }),
+    );
     const ids = (res.Instances ?? []).map((i) => i.InstanceId!);
     instanceIds.push(...ids);
     return ids;
@@ -108,7 +139,12 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
 
     // Warm tier, EC2 side: two running t4g.small nodes, one stopped r7g.large node, an untagged instance
     // (not Strata's), a 20 GiB baseline gp3 volume and a 100 GiB one with 4,000 IOPS and 200 MiB/s.
-    const lt = await ec2.send(new CreateLaunchTemplateCommand({ LaunchTemplateName: uniqueName('strata-cost'), LaunchTemplateData: { ImageId: 'ami-12345678' } }));
+    const lt = await ec2.send(
+      new CreateLaunchTemplateCommand({
+        LaunchTemplateName: uniqueName('strata-cost'),
+        LaunchTemplateData: { ImageId: 'ami-12345678' },
+      }),
+    );
     templateId = lt.LaunchTemplate!.LaunchTemplateId!;
     const running = await runInstances('t4g.small', 2, true);
     const stopped = await runInstances('r7g.large', 1, true);
@@ -116,13 +152,25 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
     await waitRunning([...running, ...stopped]);
     await ec2.send(new StopInstancesCommand({ InstanceIds: stopped }));
     for (const v of [{ Size: 20 }, { Size: 100, Iops: 4000, Throughput: 200 }]) {
-      const vol = await ec2.send(new CreateVolumeCommand({ AvailabilityZone: 'us-east-1a', VolumeType: 'gp3', Encrypted: true, ...v, TagSpecifications: [{ ResourceType: 'volume', Tags: tags }] }));
+      const vol = await ec2.send(
+        new CreateVolumeCommand({
+          AvailabilityZone: 'us-east-1a',
+          VolumeType: 'gp3',
+          Encrypted: true,
+          ...v,
+          TagSpecifications: [{ ResourceType: 'volume', Tags: tags }],
+        }),
+      );
       volumeIds.push(vol.VolumeId!);
     }
 
     // Cold tier: objects under the tier's prefix, and one outside it.
     await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-    await Promise.all(objectSizes.map((n, i) => s3.send(new PutObjectCommand({ Bucket: bucket, Key: `v1/pages/0${i}/key-${i}`, Body: Buffer.alloc(n, 1) }))));
+    await Promise.all(
+      objectSizes.map((n, i) =>
+        s3.send(new PutObjectCommand({ Bucket: bucket, Key: `v1/pages/0${i}/key-${i}`, Body: Buffer.alloc(n, 1) })),
+      ),
+    );
     await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'elsewhere/not-the-tier', Body: Buffer.alloc(9999) }));
 
     // Warm tier, ring side: two real cache nodes, the ring in the bucket, some data, a migration in progress.
@@ -130,11 +178,19 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
     urls = Object.fromEntries(launched.map((n) => [n.nodeId, n.url]));
     ringCas = new S3CasStore({ bucket, prefix: 'strata-ring', client: s3 });
     const store = new RingStore(ringCas);
-    const ring = await store.create(initialRing(launched.map((n) => ({ id: n.nodeId, url: n.url })), 2));
+    const ring = await store.create(
+      initialRing(
+        launched.map((n) => ({ id: n.nodeId, url: n.url })),
+        2,
+      ),
+    );
     const admin = new NodeClient({ secret: SECRET });
     await Promise.all(Object.values(urls).map((u) => admin.pushRing(u, ring)));
     const warm = new WarmTier({ ring: new RingView({ store, refreshIntervalMs: 0 }), secret: SECRET });
-    await warm.putMany('pages', Array.from({ length: 40 }, (_, i) => ({ key: `k${i}`, entry: entry(1, Buffer.alloc(5000 + i * 100, 7)) })));
+    await warm.putMany(
+      'pages',
+      Array.from({ length: 40 }, (_, i) => ({ key: `k${i}`, entry: entry(1, Buffer.alloc(5000 + i * 100, 7)) })),
+    );
     await warm.close();
     // Each node's report, from its /stats after the writes (what its reporter would write next).
     for (const [id, url] of Object.entries(urls)) await writeReport(id, await admin.stats(url));
@@ -152,29 +208,95 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
       { MetricName: 'BytesUsedForCache', Dimensions: cache, Value: 4 * GiB, Unit: 'Bytes', Timestamp: t2 },
       { MetricName: 'ElastiCacheProcessingUnits', Dimensions: cache, Value: ecpus, Unit: 'Count', Timestamp: t2 },
     ]);
-    await put('AWS/ApiGateway', [{ MetricName: 'Count', Dimensions: [{ Name: 'ApiName', Value: `strata-${env}` }], Value: apiCount, Unit: 'Count', Timestamp: t2 }]);
+    await put('AWS/ApiGateway', [
+      {
+        MetricName: 'Count',
+        Dimensions: [{ Name: 'ApiName', Value: `strata-${env}` }],
+        Value: apiCount,
+        Unit: 'Count',
+        Timestamp: t2,
+      },
+    ]);
     const fn = [{ Name: 'FunctionName', Value: `${env}-keys` }];
     await put('AWS/Lambda', [
       { MetricName: 'Invocations', Dimensions: fn, Value: lambda.invocations, Unit: 'Count', Timestamp: t2 },
-      { MetricName: 'Duration', Dimensions: fn, StatisticValues: { SampleCount: lambda.invocations, Sum: lambda.durationMs, Minimum: 20, Maximum: 120 }, Unit: 'Milliseconds', Timestamp: t2 },
+      {
+        MetricName: 'Duration',
+        Dimensions: fn,
+        StatisticValues: { SampleCount: lambda.invocations, Sum: lambda.durationMs, Minimum: 20, Maximum: 120 },
+        Unit: 'Milliseconds',
+        Timestamp: t2,
+      },
     ]);
     const E = { Name: 'Environment', Value: env };
     const requests: MetricDatum[] = [];
     for (const [ns, byTier] of Object.entries(hits)) {
-      for (const [tier, n] of Object.entries(byTier)) requests.push({ MetricName: 'Hits', Dimensions: [E, { Name: 'Namespace', Value: ns }, { Name: 'Tier', Value: tier }], Value: n, Unit: 'Count', Timestamp: t2 });
+      for (const [tier, n] of Object.entries(byTier))
+        requests.push({
+          MetricName: 'Hits',
+          Dimensions: [E, { Name: 'Namespace', Value: ns }, { Name: 'Tier', Value: tier }],
+          Value: n,
+          Unit: 'Count',
+          Timestamp: t2,
+        });
     }
-    for (const [ns, n] of Object.entries(misses)) requests.push({ MetricName: 'Misses', Dimensions: [E, { Name: 'Namespace', Value: ns }], Value: n, Unit: 'Count', Timestamp: t2 });
+    for (const [ns, n] of Object.entries(misses))
+      requests.push({
+        MetricName: 'Misses',
+        Dimensions: [E, { Name: 'Namespace', Value: ns }],
+        Value: n,
+        Unit: 'Count',
+        Timestamp: t2,
+      });
     for (const [ns, b] of Object.entries(bytes)) {
-      requests.push({ MetricName: 'BytesIn', Dimensions: [E, { Name: 'Namespace', Value: ns }], Value: b.in, Unit: 'Bytes', Timestamp: t2 });
-      requests.push({ MetricName: 'BytesOut', Dimensions: [E, { Name: 'Namespace', Value: ns }], Value: b.out, Unit: 'Bytes', Timestamp: t2 });
+      requests.push({
+        MetricName: 'BytesIn',
+        Dimensions: [E, { Name: 'Namespace', Value: ns }],
+        Value: b.in,
+        Unit: 'Bytes',
+        Timestamp: t2,
+      });
+      requests.push({
+        MetricName: 'BytesOut',
+        Dimensions: [E, { Name: 'Namespace', Value: ns }],
+        Value: b.out,
+        Unit: 'Bytes',
+        Timestamp: t2,
+      });
     }
-    for (const [op, n] of Object.entries(writes)) requests.push({ MetricName: 'Requests', Dimensions: [E, { Name: 'Operation', Value: op }], Value: n, Unit: 'Count', Timestamp: t2 });
+    for (const [op, n] of Object.entries(writes))
+      requests.push({
+        MetricName: 'Requests',
+        Dimensions: [E, { Name: 'Operation', Value: op }],
+        Value: n,
+        Unit: 'Count',
+        Timestamp: t2,
+      });
     // An hour older than the window: must not count.
-    requests.push({ MetricName: 'Hits', Dimensions: [E, { Name: 'Namespace', Value: 'pages' }, { Name: 'Tier', Value: 'hot' }], Value: 1e6, Unit: 'Count', Timestamp: new Date(now.getTime() - 2 * HOUR) });
+    requests.push({
+      MetricName: 'Hits',
+      Dimensions: [E, { Name: 'Namespace', Value: 'pages' }, { Name: 'Tier', Value: 'hot' }],
+      Value: 1e6,
+      Unit: 'Count',
+      Timestamp: new Date(now.getTime() - 2 * HOUR),
+    });
     await put('Strata/Requests', requests);
 
     // Earlier runs of this month (the month-to-date), when the month has completed hours before this one.
-    await Promise.all(history().map((h) => put('Strata/Cost', h.points.map((v, i) => ({ MetricName: 'TotalCostPerHour', Dimensions: [E], Value: v, Unit: 'None', Timestamp: new Date(h.hour.getTime() + (10 + 30 * i) * 60_000) })))));
+    await Promise.all(
+      history().map((h) =>
+        put(
+          'Strata/Cost',
+          h.points.map((v, i) => ({
+            MetricName: 'TotalCostPerHour',
+            Dimensions: [E],
+            Value: v,
+            Unit: 'None',
+            Timestamp: new Date(h.hour.getTime() + (10 + 30 * i) * 60_000),
+          })),
+        ),
+      ),
+    );
   }, 120_000);
 
   afterAll(async () => {
@@ -187,7 +309,10 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
     for (const id of volumeIds) await ec2.send(new DeleteVolumeCommand({ VolumeId: id })).catch(() => undefined);
     await ec2.send(new DeleteLaunchTemplateCommand({ LaunchTemplateId: templateId })).catch(() => undefined);
     const list = await s3.send(new ListObjectsV2Command({ Bucket: bucket }));
-    if (list.Contents?.length) await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: list.Contents.map((o) => ({ Key: o.Key! })) } }));
+    if (list.Contents?.length)
+      await s3.send(
+        new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: list.Contents.map((o) => ({ Key: o.Key! })) } }),
+      );
     await s3.send(new DeleteBucketCommand({ Bucket: bucket })).catch(() => undefined);
     ec2.destroy();
     s3.destroy();
@@ -208,7 +333,10 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
     return {
       environment: env,
       region: 'us-east-1',
-      tenants: [{ name: 'web', namespaces: ['pages', 'sessions'] }, { name: 'analytics', namespaces: ['reports'] }],
+      tenants: [
+        { name: 'web', namespaces: ['pages', 'sessions'] },
+        { name: 'analytics', namespaces: ['reports'] },
+      ],
       fleet: { tags: { 'strata:env': env, 'strata:role': 'cachenode' } },
       hot: { cacheName: `strata-${env}` },
       cold: { bucket, prefix: 'v1' },
@@ -226,11 +354,27 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
   }
 
   async function readBack(namespace: string, name: string, dims: Record<string, string>): Promise<number[]> {
-    const res = await cw.send(new GetMetricDataCommand({
-      StartTime: new Date(now.getTime() - 60_000),
-      EndTime: new Date(now.getTime() + 60_000),
-      MetricDataQueries: [{ Id: 'm', ReturnData: true, MetricStat: { Metric: { Namespace: namespace, MetricName: name, Dimensions: Object.entries(dims).map(([Name, Value]) => ({ Name, Value })) }, Period: 60, Stat: 'Maximum' } }],
-    }));
+    const res = await cw.send(
+      new GetMetricDataCommand({
+        StartTime: new Date(now.getTime() - 60_000),
+        EndTime: new Date(now.getTime() + 60_000),
+        MetricDataQueries: [
+          {
+            Id: 'm',
+            ReturnData: true,
+            MetricStat: {
+              Metric: {
+                Namespace: namespace,
+                MetricName: name,
+                Dimensions: Object.entries(dims).map(([Name, Value]) => ({ Name, Value })),
+              },
+              Period: 60,
+              Stat: 'Maximum',
+            },
+          },
+        ],
+      }),
+    );
     return res.MetricDataResults?.[0]?.Values ?? [];
   }
 
@@ -240,36 +384,66 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
     const s3 = P.s3.classes.STANDARD!;
     const sl = P.elasticache!.serverless!;
     const cw$ = P.cloudWatch!;
-    const warm = 2 * P.ec2.instances['t4g.small']!.hourly + ((20 + 100) * gp3.perGBMonth + (4000 - 3000) * gp3.perIopsMonth + (200 - 125) * gp3.perMBpsMonth) / H;
+    const warm =
+      2 * P.ec2.instances['t4g.small']!.hourly +
+      ((20 + 100) * gp3.perGBMonth + (4000 - 3000) * gp3.perIopsMonth + (200 - 125) * gp3.perMBpsMonth) / H;
     const hot = 3 * sl.perGBHour + perRequest(ecpus, sl.ecpu);
     const coldHits = hits.pages.cold + hits.reports.cold;
     const allMisses = misses.pages + misses.reports;
     const storedGB = objectSizes.reduce((a, b) => a + b, 0) / GiB;
     // Without S3 request metrics: GETs = cold hits + misses; PUTs = puts + deletes (the documented estimate).
-    const cold = (storedGB * s3.perGBMonth) / H + perRequest(coldHits + allMisses, s3.get) + perRequest(writes.put + writes.delete, s3.put);
-    const api = perRequest(apiCount, P.apiGateway!.restRequests) + perRequest(lambda.invocations, P.lambda!.requests) + (lambda.durationMs / 1000) * (1024 / 1024) * P.lambda!.perGBSecondArm64;
+    const cold =
+      (storedGB * s3.perGBMonth) / H + perRequest(coldHits + allMisses, s3.get) + perRequest(writes.put + writes.delete, s3.put);
+    const api =
+      perRequest(apiCount, P.apiGateway!.restRequests) +
+      perRequest(lambda.invocations, P.lambda!.requests) +
+      (lambda.durationMs / 1000) * (1024 / 1024) * P.lambda!.perGBSecondArm64;
     // Monitoring: series = 6 tiers + 2 tenants + other + 3 (total, projected, per 1,000 hits) in Strata/Cost and
     // 4 + 2 nodes in Strata/Fleet; 2 PutMetricData calls a run; GetMetricData metrics a run: 8 per namespace
     // (pages, sessions, reports, other), 4 cold-tier write operations, 2 ElastiCache, 1 API Gateway,
     // 2 per function, 2 S3 storage, 1 month-to-date: 32 + 4 + 2 + 1 + 2 + 2 + 1 = 44; 4 runs an hour.
     const series = 6 + 3 + 3 + (4 + 2);
-    const monitoring = (series * cw$.customMetricPerMonth + 3 * cw$.dashboardPerMonth + 12 * cw$.alarmStandardPerMonth) / H + perRequest(2 * 4, cw$.putMetricData) + perRequest(44 * 4, cw$.getMetricDataMetrics);
+    const monitoring =
+      (series * cw$.customMetricPerMonth + 3 * cw$.dashboardPerMonth + 12 * cw$.alarmStandardPerMonth) / H +
+      perRequest(2 * 4, cw$.putMetricData) +
+      perRequest(44 * 4, cw$.getMetricDataMetrics);
     const tiers = { hot, warm, cold, api, workflows: 0, monitoring };
     const total = hot + warm + cold + api + monitoring;
 
     // Tenants: storage tiers by bytes moved, the API and monitoring by lookups.
-    const b = { web: bytes.pages.in + bytes.pages.out, analytics: bytes.reports.in + bytes.reports.out, other: bytes.other.in + bytes.other.out };
+    const b = {
+      web: bytes.pages.in + bytes.pages.out,
+      analytics: bytes.reports.in + bytes.reports.out,
+      other: bytes.other.in + bytes.other.out,
+    };
     const sumOf = (h: Record<string, number>) => Object.values(h).reduce((x, y) => x + y, 0);
-    const r = { web: sumOf(hits.pages) + misses.pages, analytics: sumOf(hits.reports) + misses.reports, other: sumOf(hits.other) };
+    const r = {
+      web: sumOf(hits.pages) + misses.pages,
+      analytics: sumOf(hits.reports) + misses.reports,
+      other: sumOf(hits.other),
+    };
     const byBytes = hot + warm + cold;
     const byRequests = api + monitoring;
     const tenant = (k: 'web' | 'analytics' | 'other') => (byBytes * b[k]) / sumOf(b) + (byRequests * r[k]) / sumOf(r);
 
-    const allHits = hits.pages.hot + hits.pages.l1 + hits.pages.cold + hits.pages.origin + hits.reports.warm + hits.reports.cold + hits.other.hot;
+    const allHits =
+      hits.pages.hot +
+      hits.pages.l1 +
+      hits.pages.cold +
+      hits.pages.origin +
+      hits.reports.warm +
+      hits.reports.cold +
+      hits.other.hot;
     const monthToDate = history().reduce((a, h) => a + h.points.reduce((x, y) => x + y, 0) / h.points.length, 0);
     const nextMonth = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
     const hoursLeft = (nextMonth - Math.floor(now.getTime() / HOUR) * HOUR) / HOUR;
-    return { tiers, total, tenants: { web: tenant('web'), analytics: tenant('analytics'), other: tenant('other') }, projected: monthToDate + total * hoursLeft, per1000: total / (allHits / 1000) };
+    return {
+      tiers,
+      total,
+      tenants: { web: tenant('web'), analytics: tenant('analytics'), other: tenant('other') },
+      projected: monthToDate + total * hoursLeft,
+      per1000: total / (allHits / 1000),
+    };
   }
 
   let report: CostPublisherReport;
@@ -289,7 +463,17 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
     // No fleet secret in its environment: the publisher reads reports, it never calls a node.
     for (const k of ['STRATA_WARM_SECRET', 'STRATA_WARM_SECRET_ARN']) expect(process.env[k]).toBeUndefined();
     report = await handler({ 'detail-type': 'Scheduled Event', source: 'aws.events', time: now.toISOString() }, {} as Context);
-    expect(report.usage).toEqual({ runningInstances: 2, volumes: 2, cold: { bytes: objectSizes.reduce((a, b) => a + b, 0), objects: objectSizes.length, storageSource: 'listing', requestSource: 'estimate', truncated: false } });
+    expect(report.usage).toEqual({
+      runningInstances: 2,
+      volumes: 2,
+      cold: {
+        bytes: objectSizes.reduce((a, b) => a + b, 0),
+        objects: objectSizes.length,
+        storageSource: 'listing',
+        requestSource: 'estimate',
+        truncated: false,
+      },
+    });
     expect(report.unpriced).toEqual([]);
 
     const want = expected();
@@ -308,13 +492,14 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
     expect((await readBack('Strata/Cost', 'CostPer1000Hits', E))[0]).toBeCloseTo(want.per1000, 10);
   });
 
-  it('publishes Strata/Fleet from the ring and the nodes\' reports in S3, which carry the nodes\' own stats', async () => {
+  it("publishes Strata/Fleet from the ring and the nodes' reports in S3, which carry the nodes' own stats", async () => {
     const admin = new NodeClient({ secret: SECRET });
     const fillOf = async (url: string) => (await admin.stats(url)).fill * 100;
     const live: Record<string, number> = {};
     for (const [id, url] of Object.entries(urls)) live[id] = await fillOf(url);
     await admin.close();
-    const reportOf = async (id: string) => JSON.parse((await ringCas.get(nodeStatsKey(REPORT_ID_PREFIX + id)))!.body) as NodeStatsReport;
+    const reportOf = async (id: string) =>
+      JSON.parse((await ringCas.get(nodeStatsKey(REPORT_ID_PREFIX + id)))!.body) as NodeStatsReport;
     const reportedFill = async (id: string) => ((await reportOf(id)).stats.fill as number) * 100;
     const reported: Record<string, number> = {};
     for (const id of Object.keys(urls)) reported[id] = await reportedFill(id);
@@ -339,7 +524,10 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
     // Its last report, four intervals old: the node stopped writing (or cannot reach S3).
     await writeReport(quiet, stats, Date.now() - 4 * 30_000);
     const envC = `${env}-c`;
-    const runtime = costPublisherFromEnv({ ...process.env, STRATA_COST_SETTINGS: JSON.stringify({ ...settings(), environment: envC }) });
+    const runtime = costPublisherFromEnv({
+      ...process.env,
+      STRATA_COST_SETTINGS: JSON.stringify({ ...settings(), environment: envC }),
+    });
     try {
       const r = await runCostPublisher(runtime.deps, runtime.settings, now);
       expect(r.fleet.silent).toEqual([{ node: quiet, reason: expect.stringMatching(/old \(silent after 90 s\)/) }]);
@@ -353,13 +541,28 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
     }
   });
 
-  it('prefers S3\'s daily storage metrics over listing the bucket when CloudWatch has them', async () => {
+  it("prefers S3's daily storage metrics over listing the bucket when CloudWatch has them", async () => {
     const E = [{ Name: 'BucketName', Value: bucket }];
     await put('AWS/S3', [
-      { MetricName: 'BucketSizeBytes', Dimensions: [...E, { Name: 'StorageType', Value: 'StandardStorage' }], Value: 50 * GiB, Unit: 'Bytes', Timestamp: new Date(now.getTime() - 20 * HOUR) },
-      { MetricName: 'NumberOfObjects', Dimensions: [...E, { Name: 'StorageType', Value: 'AllStorageTypes' }], Value: 12_345, Unit: 'Count', Timestamp: new Date(now.getTime() - 20 * HOUR) },
+      {
+        MetricName: 'BucketSizeBytes',
+        Dimensions: [...E, { Name: 'StorageType', Value: 'StandardStorage' }],
+        Value: 50 * GiB,
+        Unit: 'Bytes',
+        Timestamp: new Date(now.getTime() - 20 * HOUR),
+      },
+      {
+        MetricName: 'NumberOfObjects',
+        Dimensions: [...E, { Name: 'StorageType', Value: 'AllStorageTypes' }],
+        Value: 12_345,
+        Unit: 'Count',
+        Timestamp: new Date(now.getTime() - 20 * HOUR),
+      },
     ]);
-    const runtime = costPublisherFromEnv({ ...process.env, STRATA_COST_SETTINGS: JSON.stringify({ ...settings(), environment: `${env}-b` }) });
+    const runtime = costPublisherFromEnv({
+      ...process.env,
+      STRATA_COST_SETTINGS: JSON.stringify({ ...settings(), environment: `${env}-b` }),
+    });
     try {
       const later = new Date(now.getTime() + 1000);
       const r = await runCostPublisher(runtime.deps, runtime.settings, later);

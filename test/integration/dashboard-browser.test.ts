@@ -63,15 +63,17 @@ async function readPage(page: Page) {
       values: JSON.parse(p.getAttribute('data-values') ?? '[]') as [number, number][],
     })),
   );
-  const legend = (await page.$$eval('section[data-widget-id] .legend span[data-series]', (items) =>
-    items.map((e) => ({
-      widget: e.closest('section')!.getAttribute('data-widget-id')!,
-      series: e.getAttribute('data-series')!,
-      latest: e.getAttribute('data-latest'),
-      total: e.getAttribute('data-total'),
-      text: e.textContent ?? '',
-    })),
-  )).map((e): LegendItem => ({ ...e, latest: num(e.latest), total: num(e.total) }));
+  const legend = (
+    await page.$$eval('section[data-widget-id] .legend span[data-series]', (items) =>
+      items.map((e) => ({
+        widget: e.closest('section')!.getAttribute('data-widget-id')!,
+        series: e.getAttribute('data-series')!,
+        latest: e.getAttribute('data-latest'),
+        total: e.getAttribute('data-total'),
+        text: e.textContent ?? '',
+      })),
+    )
+  ).map((e): LegendItem => ({ ...e, latest: num(e.latest), total: num(e.total) }));
   const numbers = await page.$$eval('section[data-widget-id] .value[data-series]', (els) =>
     els.map((e) => ({
       key: `${e.closest('section')!.getAttribute('data-widget-id')} ${e.getAttribute('data-series')}`,
@@ -140,8 +142,18 @@ describeWithChromium('Local dashboard in headless Chromium', () => {
     warm = await startLocalWarm({ nodes: 2, dataDir: warmDir });
     workflows = await startLocalWorkflows(warm, [], { store: metrics, environment: metricsSettings().environment });
     server = await startLocalServer({ context: { ...ctx, workflows: workflows.service }, port, metrics });
-    const args = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking'];
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: [...args, '--disable-component-update', '--disable-sync'] });
+    const args = [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+    ];
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [...args, '--disable-component-update', '--disable-sync'],
+    });
   }, 120_000);
 
   afterAll(async () => {
@@ -190,7 +202,9 @@ describeWithChromium('Local dashboard in headless Chromium', () => {
       sent.missesOther++;
     }
     // k0 and k1 were written; `nope` is a miss.
-    await send('POST', '/v1/ns/app/batch/get', JSON.stringify({ keys: ['k0', 'k1', 'nope'] }), { 'content-type': 'application/json' });
+    await send('POST', '/v1/ns/app/batch/get', JSON.stringify({ keys: ['k0', 'k1', 'nope'] }), {
+      'content-type': 'application/json',
+    });
     sent.missesApp++;
     const bad = await send('PUT', '/v1/ns/app/keys/bad', 'v', { 'x-strata-ttl': 'later' });
     expect(bad.status).toBe(400);
@@ -204,10 +218,14 @@ describeWithChromium('Local dashboard in headless Chromium', () => {
     const start = await send('POST', '/v1/admin/workflows/scale-out/executions?name=dash-scale-out', input, json);
     expect(start.status).toBe(202);
     let detail: { status: string; progress?: { facts: { allocationMs?: number } } } = { status: 'RUNNING' };
-    await eventually(async () => {
-      detail = JSON.parse((await send('GET', '/v1/admin/workflows/executions/dash-scale-out')).text);
-      return detail.status !== 'RUNNING';
-    }, 120_000, 'scale-out to end');
+    await eventually(
+      async () => {
+        detail = JSON.parse((await send('GET', '/v1/admin/workflows/executions/dash-scale-out')).text);
+        return detail.status !== 'RUNNING';
+      },
+      120_000,
+      'scale-out to end',
+    );
     expect(detail.status).toBe('SUCCEEDED');
 
     // Two waves of traffic with at least one empty bucket between them: a gap the lines must show.
@@ -230,7 +248,9 @@ describeWithChromium('Local dashboard in headless Chromium', () => {
     try {
       await page.goto(`${server.url}/dashboard?until=${until}`);
       await page.waitForSelector('body[data-ready="true"]', { timeout: 15_000 }).catch(async (e: unknown) => {
-        throw new Error(`page not ready: ${String(e)}; errors: ${pageErrors.join('; ')}; header: ${await page.textContent('#meta')}`);
+        throw new Error(
+          `page not ready: ${String(e)}; errors: ${pageErrors.join('; ')}; header: ${await page.textContent('#meta')}`,
+        );
       });
       expect(pageErrors).toEqual([]);
       let p = await readPage(page);
@@ -240,7 +260,9 @@ describeWithChromium('Local dashboard in headless Chromium', () => {
       expect(p.countTexts.length).toBeGreaterThan(10);
       for (const t of p.countTexts) expect([t, /^(\d+|–)$/.test(t)]).toEqual([t, true]);
       // Per-bucket counts say per how long.
-      expect(await page.textContent('section[data-widget-id="performance.throughput"] h2')).toContain(`per ${RESOLUTION_MS / 1000} s`);
+      expect(await page.textContent('section[data-widget-id="performance.throughput"] h2')).toContain(
+        `per ${RESOLUTION_MS / 1000} s`,
+      );
 
       // Requests per operation: each line's total over the chart is exactly what was sent.
       const byOp = p.legend('performance.throughput');
@@ -304,7 +326,10 @@ describeWithChromium('Local dashboard in headless Chromium', () => {
       const costNow = p.number('cost.total-now all tiers')!;
       expect(costNow.value).toBeGreaterThan(0);
       expect(costNow.text).toMatch(/^\$\d/);
-      expect(costNow.value).toBeCloseTo(perTier.reduce((a, l) => a + l.latest!, 0), 12);
+      expect(costNow.value).toBeCloseTo(
+        perTier.reduce((a, l) => a + l.latest!, 0),
+        12,
+      );
       // The latest bucket had requests: the API tier (API Gateway + Lambda) costs something, as does the hot tier.
       expect(p.item('cost.per-tier', 'api')!.latest).toBeGreaterThan(0);
       expect(p.item('cost.per-tier', 'hot')!.latest).toBeGreaterThan(0);
@@ -327,7 +352,9 @@ describeWithChromium('Local dashboard in headless Chromium', () => {
       expect(Math.max(...p.line('fleet.local-progress', 'dash-scale-out')!.values.map(([, v]) => v))).toBe(100);
       // The steps' own metrics (Strata/Workflows), which their Lambdas publish in AWS.
       // The steps' own metrics (Strata/Workflows), which their Lambdas publish in AWS: the new node's allocation time.
-      expect(Math.max(...p.line('fleet.allocation-time', 'max')!.values.map(([, v]) => v))).toBe(detail.progress!.facts.allocationMs);
+      expect(Math.max(...p.line('fleet.allocation-time', 'max')!.values.map(([, v]) => v))).toBe(
+        detail.progress!.facts.allocationMs,
+      );
       expect(p.bodyText).not.toMatch(/NaN|undefined|Infinity/);
       await page.screenshot({ path: ARTIFACT.replace(/\.png$/, '-fleet.png'), fullPage: true });
       expect(pageErrors).toEqual([]);
@@ -398,7 +425,15 @@ describe('URLs the local server hands out', () => {
     expect(requestBaseUrl('localhost:8080', 8080)).toBe('http://localhost:8080');
     expect(requestBaseUrl('[::1]:8080', 8080)).toBe('http://[::1]:8080');
     expect(requestBaseUrl('localhost', 80)).toBe('http://localhost');
-    const refused = [undefined, '', 'localhost:8081', 'user@localhost:8080', 'localhost:8080/x', 'example.com:8080', 'localhost:8080?x'];
+    const refused = [
+      undefined,
+      '',
+      'localhost:8081',
+      'user@localhost:8080',
+      'localhost:8080/x',
+      'example.com:8080',
+      'localhost:8080?x',
+    ];
     for (const bad of refused) expect([bad, requestBaseUrl(bad, 8080)]).toEqual([bad, undefined]);
   });
 });

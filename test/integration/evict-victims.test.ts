@@ -109,15 +109,20 @@ describe('cache node pin and headers-only export (real process)', () => {
     // A pin is a write: a caller without a ring is refused like any other writer.
     await expect(client.setPinned(url, 't', ['k0'], [3], true, 0)).rejects.toBeInstanceOf(StaleRouteError);
     // Bad input gets a 400 with a code.
-    await expect(client.setPinned(url, 't', ['k0', 'k1'], [3], true, 1)).rejects.toMatchObject({ status: 400, code: 'VALIDATION_FAILED' });
+    await expect(client.setPinned(url, 't', ['k0', 'k1'], [3], true, 1)).rejects.toMatchObject({
+      status: 400,
+      code: 'VALIDATION_FAILED',
+    });
   });
 
   it('exports headers only when asked (sizes kept, values empty)', async () => {
     await client.put(url, 'h', 'big', entry(1, Buffer.alloc(50_000, 1)), 1);
     const full: number[] = [];
     const bare: number[] = [];
-    for await (const r of client.exportRange(url, { start: RING_MIN, end: null })) if (r.ns === 'h') full.push(r.entry.value.length);
-    for await (const r of client.exportRange(url, { start: RING_MIN, end: null, headersOnly: true })) if (r.ns === 'h') bare.push(r.entry.header.size * 1000 + r.entry.value.length);
+    for await (const r of client.exportRange(url, { start: RING_MIN, end: null }))
+      if (r.ns === 'h') full.push(r.entry.value.length);
+    for await (const r of client.exportRange(url, { start: RING_MIN, end: null, headersOnly: true }))
+      if (r.ns === 'h') bare.push(r.entry.header.size * 1000 + r.entry.value.length);
     expect(full).toEqual([50_000]);
     expect(bare).toEqual([50_000 * 1000]);
   });

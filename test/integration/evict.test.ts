@@ -2,7 +2,13 @@
  * Eviction from the warm tier to S3 (core/workflows/steps/evict.ts) over real parts: two cache-node processes
  * with a ring, LocalStack S3 as the cold tier, and the real Coordinator for the read path.
  */
-import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand,
+  DeleteBucketCommand,
+  DeleteObjectsCommand,
+  ListObjectsV2Command,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import { Coordinator } from '../../core/coordinator/coordinator.js';
 import { PolicyRegistry } from '../../core/coordinator/policy.js';
 import { NotFoundError, ValidationError } from '../../core/errors.js';
@@ -43,7 +49,12 @@ describe('evict to S3 (cache-node processes, LocalStack S3)', () => {
     const launched = await Promise.all(['e1', 'e2'].map((id) => fleet.launch(id)));
     urls = Object.fromEntries(launched.map((n) => [n.nodeId, n.url]));
     store = new RingStore(new InMemoryCasStore());
-    ring = await store.create(initialRing(launched.map((n) => ({ id: n.nodeId, url: n.url })), 1));
+    ring = await store.create(
+      initialRing(
+        launched.map((n) => ({ id: n.nodeId, url: n.url })),
+        1,
+      ),
+    );
     await Promise.all(Object.values(urls).map((u) => nodes.pushRing(u, ring)));
     view = new RingView({ store, refreshIntervalMs: 0 });
     warm = new WarmTier({ ring: view, client: nodes });
@@ -70,7 +81,11 @@ describe('evict to S3 (cache-node processes, LocalStack S3)', () => {
   });
 
   const deps = (extra: Partial<EvictDeps> = {}): EvictDeps => ({ nodes, ring: view, cold, ...extra });
-  const freshNs = () => uniqueName('ev').toLowerCase().replace(/[^a-z0-9-]/g, '').slice(0, 40);
+  const freshNs = () =>
+    uniqueName('ev')
+      .toLowerCase()
+      .replace(/[^a-z0-9-]/g, '')
+      .slice(0, 40);
 
   /** `n` keys of `ns` whose range `nodeId` owns, in order. */
   function keysOn(nodeId: string, ns: string, n: number, prefix = 'k'): string[] {
@@ -149,7 +164,17 @@ describe('evict to S3 (cache-node processes, LocalStack S3)', () => {
 
     const plan = await planEviction(deps(), {});
     expect(plan.ringVersion).toBe(ring.version);
-    expect(plan.nodes).toEqual([{ nodeId: 'e1', url: urls.e1, bytes: s1.bytes, capacityBytes: CAPACITY, fill: s1.fill, watermark: 0.85, targetBytes: Math.ceil(s1.bytes - 0.85 * CAPACITY) }]);
+    expect(plan.nodes).toEqual([
+      {
+        nodeId: 'e1',
+        url: urls.e1,
+        bytes: s1.bytes,
+        capacityBytes: CAPACITY,
+        fill: s1.fill,
+        watermark: 0.85,
+        targetBytes: Math.ceil(s1.bytes - 0.85 * CAPACITY),
+      },
+    ]);
     expect(plan.skipped).toEqual([{ nodeId: 'e2', reason: expect.stringContaining('below its watermark') }]);
     expect(plan.totalBytes).toBe(plan.nodes[0]!.targetBytes);
 
@@ -168,7 +193,10 @@ describe('evict to S3 (cache-node processes, LocalStack S3)', () => {
     expect(e2.nodes).toEqual([expect.objectContaining({ nodeId: 'e2', targetBytes: (await nodes.stats(urls.e2!)).bytes })]);
     // Forced: every node, with an amount.
     const forced = await planEviction(deps(), { force: true, bytesPerNode: 1000 });
-    expect(forced.nodes.map((n) => [n.nodeId, n.targetBytes]).sort()).toEqual([['e1', 1000], ['e2', 1000]]);
+    expect(forced.nodes.map((n) => [n.nodeId, n.targetBytes]).sort()).toEqual([
+      ['e1', 1000],
+      ['e2', 1000],
+    ]);
   });
 
   it('a key rewritten on the node while it is being copied keeps its new version there', async () => {
@@ -189,10 +217,19 @@ describe('evict to S3 (cache-node processes, LocalStack S3)', () => {
     expect(r!.report.find((l) => l.key === raced)).toMatchObject({ outcome: 'changed', version: 10 });
     expect(r).toMatchObject({ keys: 3, skippedChanged: 1 });
     // The node keeps the new version; S3 has the old copy, which readers never see while the node has the new.
-    await expect(nodes.get(urls.e1!, ns, raced, ring.version)).resolves.toMatchObject({ header: { version: 20 }, value: Buffer.from('new value') });
+    await expect(nodes.get(urls.e1!, ns, raced, ring.version)).resolves.toMatchObject({
+      header: { version: 20 },
+      value: Buffer.from('new value'),
+    });
     await expect(cold.head(ns, raced)).resolves.toMatchObject({ version: 10 });
-    const coordinator = new Coordinator({ tiers: [warm, cold], policies: new PolicyRegistry({ defaults: { promoteOnRead: false } }) });
-    await expect(coordinator.get(ns, raced)).resolves.toMatchObject({ tier: 'warm', entry: { header: { version: 20 }, value: Buffer.from('new value') } });
+    const coordinator = new Coordinator({
+      tiers: [warm, cold],
+      policies: new PolicyRegistry({ defaults: { promoteOnRead: false } }),
+    });
+    await expect(coordinator.get(ns, raced)).resolves.toMatchObject({
+      tier: 'warm',
+      entry: { header: { version: 20 }, value: Buffer.from('new value') },
+    });
     // The next eviction of that key replaces the older copy below.
     const [again] = await evictAll({ nodeId: 'e1', maxBytes: 100 * MiB });
     expect(moved(again!)).toContain(raced);
@@ -211,7 +248,8 @@ describe('evict to S3 (cache-node processes, LocalStack S3)', () => {
     const coordinator = new Coordinator({ tiers: [hot, warm, cold], policies });
     const written = new Map<string, number>();
     for (const ns of [marker, copied, promoted]) {
-      for (let i = 0; i < 8; i++) written.set(`${ns}/k${i}`, (await coordinator.put(ns, `k${i}`, Buffer.from(`${ns} ${i}`))).version);
+      for (let i = 0; i < 8; i++)
+        written.set(`${ns}/k${i}`, (await coordinator.put(ns, `k${i}`, Buffer.from(`${ns} ${i}`))).version);
     }
     for (const n of ['e1', 'e2']) {
       const calls = await evictAll({ nodeId: n, maxBytes: 100 * MiB });
@@ -220,13 +258,22 @@ describe('evict to S3 (cache-node processes, LocalStack S3)', () => {
     expect((await nodes.stats(urls.e1!)).keys + (await nodes.stats(urls.e2!)).keys).toBe(0);
 
     for (let i = 0; i < 8; i++) {
-      await expect(coordinator.get(marker, `k${i}`)).resolves.toMatchObject({ tier: 'cold', entry: { header: { version: written.get(`${marker}/k${i}`) }, value: Buffer.from(`${marker} ${i}`) } });
+      await expect(coordinator.get(marker, `k${i}`)).resolves.toMatchObject({
+        tier: 'cold',
+        entry: { header: { version: written.get(`${marker}/k${i}`) }, value: Buffer.from(`${marker} ${i}`) },
+      });
       // The hot copy is the same version: still right to serve.
-      await expect(coordinator.get(copied, `k${i}`)).resolves.toMatchObject({ tier: 'hot', entry: { header: { version: written.get(`${copied}/k${i}`) } } });
+      await expect(coordinator.get(copied, `k${i}`)).resolves.toMatchObject({
+        tier: 'hot',
+        entry: { header: { version: written.get(`${copied}/k${i}`) } },
+      });
     }
     // Without the hot tier (lost, or evicted there too) the copies read from S3 as well.
     const coldOnly = new Coordinator({ tiers: [new MemoryTier({ name: 'hot' }), warm, cold], policies });
-    await expect(coldOnly.get(copied, 'k3')).resolves.toMatchObject({ tier: 'cold', entry: { value: Buffer.from(`${copied} 3`) } });
+    await expect(coldOnly.get(copied, 'k3')).resolves.toMatchObject({
+      tier: 'cold',
+      entry: { value: Buffer.from(`${copied} 3`) },
+    });
     // A read of an evicted key promotes it back into the warm tier (at the same version).
     await expect(coordinator.get(promoted, 'k5')).resolves.toMatchObject({ tier: 'cold' });
     await coordinator.drain();
@@ -237,13 +284,19 @@ describe('evict to S3 (cache-node processes, LocalStack S3)', () => {
     const ns = freshNs();
     const keys = keysOn('e1', ns, 6);
     const soon = Date.now() + 300;
-    for (const [i, k] of keys.entries()) await nodes.put(urls.e1!, ns, k, entry(1, `v${i}`, i < 3 ? { expiresAt: soon } : {}), ring.version);
+    for (const [i, k] of keys.entries())
+      await nodes.put(urls.e1!, ns, k, entry(1, `v${i}`, i < 3 ? { expiresAt: soon } : {}), ring.version);
     await new Promise((r) => setTimeout(r, Math.max(0, soon - Date.now()) + 50));
     const [r] = await evictAll({ nodeId: 'e1', maxBytes: 100 * MiB, maxKeys: 3 });
     // Expired victims come first, are not counted as moved, and free their bytes.
     expect(r).toMatchObject({ keys: 3, skippedExpired: 3 });
     expect(r!.report.slice(0, 3).map((l) => l.outcome)).toEqual(['expired', 'expired', 'expired']);
-    expect(r!.report.slice(0, 3).map((l) => l.key).sort()).toEqual(keys.slice(0, 3).sort());
+    expect(
+      r!.report
+        .slice(0, 3)
+        .map((l) => l.key)
+        .sort(),
+    ).toEqual(keys.slice(0, 3).sort());
     expect((await coldKeys(ns)).map((x) => x.key)).toEqual(keys.slice(3).sort());
     expect((await nodes.stats(urls.e1!)).keys).toBe(0);
   });
@@ -258,7 +311,8 @@ describe('evict to S3 (cache-node processes, LocalStack S3)', () => {
     expect(calls[calls.length - 1]).toMatchObject({ done: true, reason: 'no-victims' });
     expect(calls.reduce((s, c) => s + c.keys, 0)).toBe(4);
     expect((await coldKeys(ns)).map((x) => x.key)).toEqual([keys[1], keys[2], keys[4], keys[5]].sort());
-    for (const k of [keys[0]!, keys[3]!]) await expect(warm.head(ns, k)).resolves.toMatchObject({ version: 5, flags: { pinned: true } });
+    for (const k of [keys[0]!, keys[3]!])
+      await expect(warm.head(ns, k)).resolves.toMatchObject({ version: 5, flags: { pinned: true } });
   });
 
   it('caps the copy bandwidth with a token bucket across the batch', async () => {
@@ -290,17 +344,29 @@ describe('evict to S3 (cache-node processes, LocalStack S3)', () => {
       [3, false, 'time'],
       [0, true, 'no-victims'],
     ]);
-    expect(calls[3]!.cursor).toEqual({ keys: 9, bytes: keys.reduce((s, k) => s + k.length, 0), freedBytes: expect.any(Number), calls: 4, idleCalls: 1 });
+    expect(calls[3]!.cursor).toEqual({
+      keys: 9,
+      bytes: keys.reduce((s, k) => s + k.length, 0),
+      freedBytes: expect.any(Number),
+      calls: 4,
+      idleCalls: 1,
+    });
     expect((await coldKeys(ns)).map((x) => x.key)).toEqual([...keys].sort());
   });
 
   it('validates its input with typed errors', async () => {
-    await expect(evictBatch(deps(), { maxBytes: 10 })).rejects.toMatchObject({ code: 'VALIDATION_FAILED', details: { field: 'input.nodeId' } });
+    await expect(evictBatch(deps(), { maxBytes: 10 })).rejects.toMatchObject({
+      code: 'VALIDATION_FAILED',
+      details: { field: 'input.nodeId' },
+    });
     await expect(evictBatch(deps(), { nodeId: 'e1', maxBytes: -1 })).rejects.toBeInstanceOf(ValidationError);
     await expect(evictBatch(deps(), { nodeId: 'e1', maxBytes: 10, verify: 'maybe' })).rejects.toBeInstanceOf(ValidationError);
     await expect(evictBatch(deps(), { nodeId: 'e1', maxBytes: 10, extra: 1 })).rejects.toBeInstanceOf(ValidationError);
     await expect(evictBatch(deps(), { nodeId: 'nope', maxBytes: 10 })).rejects.toBeInstanceOf(NotFoundError);
-    await expect(planEviction(deps(), { force: true })).rejects.toMatchObject({ code: 'VALIDATION_FAILED', details: { field: 'input.force' } });
+    await expect(planEviction(deps(), { force: true })).rejects.toMatchObject({
+      code: 'VALIDATION_FAILED',
+      details: { field: 'input.force' },
+    });
     await expect(planEviction(deps(), { nodeId: 'nope' })).rejects.toBeInstanceOf(NotFoundError);
     await expect(planEviction(deps(), { targetFill: 2 })).rejects.toBeInstanceOf(ValidationError);
   });

@@ -63,14 +63,25 @@ async function freePort(): Promise<number> {
 function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
   delete env.NODE_OPTIONS;
-  const unset = ['REDIS_URL', 'STRATA_REDIS_URL', 'STRATA_S3_BUCKET', 'STRATA_S3_ENDPOINT', 'STRATA_LOCAL_NODES', 'STRATA_TENANT_ACCESS'];
+  const unset = [
+    'REDIS_URL',
+    'STRATA_REDIS_URL',
+    'STRATA_S3_BUCKET',
+    'STRATA_S3_ENDPOINT',
+    'STRATA_LOCAL_NODES',
+    'STRATA_TENANT_ACCESS',
+  ];
   for (const k of unset) delete env[k];
   return env;
 }
 
 function run(file: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['scripts/run-node.sh', join('examples', file)], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', ['scripts/run-node.sh', join('examples', file)], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -129,15 +140,21 @@ describe('examples/ against npm start', () => {
   });
 
   it('has expectations for every example, and an examples/README.md entry for each', () => {
-    const files = readdirSync(join(ROOT, 'examples')).filter((f) => /\.(ts|mjs)$/.test(f)).sort();
+    const files = readdirSync(join(ROOT, 'examples'))
+      .filter((f) => /\.(ts|mjs)$/.test(f))
+      .sort();
     expect(files).toEqual(Object.keys(EXPECTED).sort());
     const readme = readFileSync(join(ROOT, 'examples', 'README.md'), 'utf8');
     for (const f of files) expect(readme).toContain(`bash scripts/run-node.sh examples/${f}`);
   });
 
-  it.each(Object.keys(EXPECTED))('%s exits 0 and prints what it shows', async (file) => {
-    const { code, stdout, stderr } = await run(file, cleanEnv({ STRATA_ENDPOINT: endpoint }));
-    if (code !== 0) throw new Error(`examples/${file} exited ${code}\nstdout:\n${stdout}\nstderr:\n${stderr}`);
-    for (const pattern of EXPECTED[file]!) expect(stdout).toMatch(pattern);
-  }, 40_000);
+  it.each(Object.keys(EXPECTED))(
+    '%s exits 0 and prints what it shows',
+    async (file) => {
+      const { code, stdout, stderr } = await run(file, cleanEnv({ STRATA_ENDPOINT: endpoint }));
+      if (code !== 0) throw new Error(`examples/${file} exited ${code}\nstdout:\n${stdout}\nstderr:\n${stderr}`);
+      for (const pattern of EXPECTED[file]!) expect(stdout).toMatch(pattern);
+    },
+    40_000,
+  );
 });

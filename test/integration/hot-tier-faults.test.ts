@@ -34,7 +34,11 @@ class OwnRedis {
 
   async start(): Promise<void> {
     this.port ||= await freePort();
-    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--appendonly', 'no', ...this.extra], { stdio: 'ignore' });
+    this.child = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--appendonly', 'no', ...this.extra],
+      { stdio: 'ignore' },
+    );
     for (let i = 0; i < 100; i++) {
       const r = new Redis({ port: this.port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
       r.on('error', () => {});
@@ -96,7 +100,10 @@ class Endpoint {
     this.target = targetPort;
     this.server = createServer((client) => {
       const upstream = connect(this.target, '127.0.0.1');
-      for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
+      for (const [a, b] of [
+        [client, upstream],
+        [upstream, client],
+      ] as const) {
         this.open.add(a);
         a.pipe(b);
         a.on('error', () => b.destroy());
@@ -127,13 +134,20 @@ describe('hot-tier faults never undo an acknowledged write', () => {
   /** Two coordinators (two containers) over one Redis and one durable folder. */
   async function deployment(
     redis: { url: string },
-    o: { defaults?: NamespacePolicyInput; incarnationCheck?: 'run-id' | 'reconnect'; onEvent?: (e: CoordinatorEvent) => void } = {},
+    o: {
+      defaults?: NamespacePolicyInput;
+      incarnationCheck?: 'run-id' | 'reconnect';
+      onEvent?: (e: CoordinatorEvent) => void;
+    } = {},
   ) {
     const dir = mkdtempSync(join(tmpdir(), 'strata-hot-faults-cold-'));
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
     const make = async () => {
       const c = new Coordinator({
-        tiers: [RedisTier.fromUrl(redis.url, { commandTimeoutMs: STALL_MS, incarnationCheck: o.incarnationCheck }), new LocalFolderTier({ dir, fsync: false })],
+        tiers: [
+          RedisTier.fromUrl(redis.url, { commandTimeoutMs: STALL_MS, incarnationCheck: o.incarnationCheck }),
+          new LocalFolderTier({ dir, fsync: false }),
+        ],
         policies: new PolicyRegistry({ defaults: { nearCache: { enabled: false }, ...o.defaults } }),
         flushTimer: false,
         onBackgroundError: () => {},
@@ -157,10 +171,12 @@ describe('hot-tier faults never undo an acknowledged write', () => {
       const got = await c.get('ns', k);
       const head = await c.head('ns', k);
       if (want.deleted) {
-        if (got && got.entry.header.version < want.version) bad.push(`${k}: deleted @${want.version}, read @${got.entry.header.version}`);
+        if (got && got.entry.header.version < want.version)
+          bad.push(`${k}: deleted @${want.version}, read @${got.entry.header.version}`);
         if (head && head.header.version < want.version) bad.push(`${k}: deleted @${want.version}, head @${head.header.version}`);
       } else {
-        if (!got || got.entry.header.version < want.version) bad.push(`${k}: acked @${want.version}, read @${got?.entry.header.version}`);
+        if (!got || got.entry.header.version < want.version)
+          bad.push(`${k}: acked @${want.version}, read @${got?.entry.header.version}`);
         if (!head || head.header.version < want.version) bad.push(`${k}: acked @${want.version}, head @${head?.header.version}`);
       }
     });
@@ -174,7 +190,9 @@ describe('hot-tier faults never undo an acknowledged write', () => {
     const { a, b } = await deployment(redis);
     const keys = Array.from({ length: 600 }, (_, i) => `key-${i}`);
     const acked: Acked = new Map();
-    await mapLimit(keys, 32, async (k) => acked.set(k, { version: (await a.put('ns', k, Buffer.from(`v1 ${k}`))).version, deleted: false }));
+    await mapLimit(keys, 32, async (k) =>
+      acked.set(k, { version: (await a.put('ns', k, Buffer.from(`v1 ${k}`))).version, deleted: false }),
+    );
     // Every key is in hot, and readers use it.
     expect((await b.get('ns', keys[0]!))!.tier).toBe('hot');
 
@@ -189,7 +207,8 @@ describe('hot-tier faults never undo an acknowledged write', () => {
         if (got === 'error') continue;
         // Keys deleted in this round may read as absent once their delete has begun.
         const deletedNow = keys.indexOf(k) % 10 === 0;
-        if (!before.deleted && ((!got && !deletedNow) || (got && got.entry.header.version < before.version))) violations.push(`during: ${k} acked @${before.version}, read @${got?.entry.header.version}`);
+        if (!before.deleted && ((!got && !deletedNow) || (got && got.entry.header.version < before.version)))
+          violations.push(`during: ${k} acked @${before.version}, read @${got?.entry.header.version}`);
       }
     })();
     const pause = (async () => {
@@ -227,7 +246,9 @@ describe('hot-tier faults never undo an acknowledged write', () => {
     const value = (v: string) => Buffer.concat([Buffer.from(v), Buffer.alloc(4000, 1)]);
     const acked: Acked = new Map();
     for (const round of ['v1', 'v2']) {
-      await mapLimit(keys, 16, async (k) => acked.set(k, { version: (await a.put('ns', k, value(round))).version, deleted: false }));
+      await mapLimit(keys, 16, async (k) =>
+        acked.set(k, { version: (await a.put('ns', k, value(round))).version, deleted: false }),
+      );
     }
     expect(await checkAll(b, keys, acked)).toEqual([]);
     const info = await redis.admin((r) => r.info('stats'));
@@ -254,7 +275,13 @@ describe('hot-tier faults never undo an acknowledged write', () => {
     // Five dirty entries vanish before the flush (as an allkeys-* eviction or a lost replica would do).
     await redis.admin(async (r) => {
       for (let i = 0; i < 5; i++) {
-        const [, found] = await r.scan('0', 'MATCH', `strata:{*}:ns:${Buffer.from(`k${i}`).toString('base64url')}`, 'COUNT', '10000');
+        const [, found] = await r.scan(
+          '0',
+          'MATCH',
+          `strata:{*}:ns:${Buffer.from(`k${i}`).toString('base64url')}`,
+          'COUNT',
+          '10000',
+        );
         await r.del(...found);
       }
     });
@@ -284,11 +311,14 @@ describe('hot-tier faults never undo an acknowledged write', () => {
     await mapLimit(keys, 16, (k) => a.put('ns', k, Buffer.from(`v1 ${k}`)));
     // The replica has caught up (v1 and the recorded incarnation), then falls behind: it stops replicating.
     const target = await primary.admin((r) => r.dbsize());
-    for (let i = 0; i < 400 && (await replica.admin((r) => r.dbsize())) < target; i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 400 && (await replica.admin((r) => r.dbsize())) < target; i++)
+      await new Promise((r) => setTimeout(r, 50));
     expect(await replica.admin((r) => r.dbsize())).toBe(target);
     await replica.admin((r) => r.replicaof('NO', 'ONE'));
     const acked: Acked = new Map();
-    await mapLimit(keys, 16, async (k) => acked.set(k, { version: (await a.put('ns', k, Buffer.from(`v2 ${k}`))).version, deleted: false }));
+    await mapLimit(keys, 16, async (k) =>
+      acked.set(k, { version: (await a.put('ns', k, Buffer.from(`v2 ${k}`))).version, deleted: false }),
+    );
     expect((await a.get('ns', keys[0]!))!.tier).toBe('hot');
     endpoint.switchTo(replica.port); // the failover: the endpoint now leads to the replica, which holds v1
     await new Promise((r) => setTimeout(r, STALL_MS));
@@ -322,7 +352,9 @@ describe('hot-tier faults never undo an acknowledged write', () => {
     await mapLimit(keys, 16, (k) => a.put('ns', k, Buffer.from(`v1 ${k}`)));
     await redis.admin((r) => r.save()); // the snapshot holds v1
     const acked: Acked = new Map();
-    await mapLimit(keys, 16, async (k) => acked.set(k, { version: (await a.put('ns', k, Buffer.from(`v2 ${k}`))).version, deleted: false }));
+    await mapLimit(keys, 16, async (k) =>
+      acked.set(k, { version: (await a.put('ns', k, Buffer.from(`v2 ${k}`))).version, deleted: false }),
+    );
     expect((await a.get('ns', keys[0]!))!.tier).toBe('hot');
     await redis.kill();
     await redis.start(); // loads the snapshot: every key is back at v1 in hot

@@ -47,7 +47,8 @@ describe('the local data folder: namespaces and the local warm tier', () => {
       } finally {
         await warm.close();
       }
-      for (const ns of COLLIDING) expect([run, ns, (await cold.get(ns, 'k'))?.value.toString()]).toEqual([run, ns, `value of ${ns}`]);
+      for (const ns of COLLIDING)
+        expect([run, ns, (await cold.get(ns, 'k'))?.value.toString()]).toEqual([run, ns, `value of ${ns}`]);
     }
     // The folder tier does not count or sweep the cache nodes' files as its own.
     const stats = await cold.stats();

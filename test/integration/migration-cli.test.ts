@@ -17,8 +17,15 @@ describe('ring CLI (separate processes sharing a file CAS store)', () => {
   const cli = async (...args: string[]) => {
     const env: NodeJS.ProcessEnv = { ...process.env, STRATA_NODE_SECRET: SECRET };
     delete env.NODE_OPTIONS;
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', join(ROOT, 'core/composition/migration-cli.ts'), '--store', store, ...args], { cwd: ROOT, env });
-    return stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const { stdout } = await run(
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, 'core/composition/migration-cli.ts'), '--store', store, ...args],
+      { cwd: ROOT, env },
+    );
+    return stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
   };
   /** The command's result: its last line (events come before it). */
   const result = async (...args: string[]) => (await cli(...args)).at(-1)!;
@@ -35,7 +42,10 @@ describe('ring CLI (separate processes sharing a file CAS store)', () => {
     const ring = new RingStore(new FileCasStore(join(tmp.dir, 'ring')));
     const tier = new WarmTier({ ring: new RingView({ store: ring, refreshIntervalMs: 0 }), secret: SECRET });
     const keys = Array.from({ length: 2000 }, (_, i) => `k${i}`);
-    await tier.putMany('cli', keys.map((k, i) => ({ key: k, entry: entry(i + 1, `v${i}`) })));
+    await tier.putMany(
+      'cli',
+      keys.map((k, i) => ({ key: k, entry: entry(i + 1, `v${i}`) })),
+    );
 
     const planned = await cli('plan', 'scale-out', '--id', 'c', '--url', c!.url, '--mode', 'incremental');
     expect(planned.filter((l) => l.event === 'planned')).toHaveLength(2);

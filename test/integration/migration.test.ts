@@ -21,7 +21,12 @@ async function cluster(): Promise<Cluster> {
   const urls = Object.fromEntries(launched.map((n) => [n.nodeId, n.url]));
   const cas = new InMemoryCasStore();
   const store = new RingStore(cas);
-  const ring = await store.create(initialRing(launched.map((n) => ({ id: n.nodeId, url: n.url })), 2));
+  const ring = await store.create(
+    initialRing(
+      launched.map((n) => ({ id: n.nodeId, url: n.url })),
+      2,
+    ),
+  );
   const client = new NodeClient({ secret: SECRET, timeoutMs: 5000 });
   await Promise.all(launched.map((n) => client.pushRing(n.url, ring)));
   const events: MigrationEvent[] = [];
@@ -39,7 +44,6 @@ async function cluster(): Promise<Cluster> {
     },
   };
 }
-
 
 async function nodeKeys(c: Cluster, ids: string[]): Promise<Record<string, number>> {
   return Object.fromEntries(await Promise.all(ids.map(async (id) => [id, (await c.client.stats(c.urls[id]!)).keys] as const)));
@@ -155,7 +159,11 @@ describe('scale-out 3 -> 4 under read/write load (real processes, 20,000 keys)',
       const victim = (await c.migrator.session(plan.sessions[0]!)).source;
       w.start(4);
       let killed = false;
-      const killing = eventually(() => c.events.some((e) => e.type === 'progress' && e.session.id === plan.sessions[0] && e.session.copied.keys > 0), 20_000, 'first progress').then(async () => {
+      const killing = eventually(
+        () => c.events.some((e) => e.type === 'progress' && e.session.id === plan.sessions[0] && e.session.copied.keys > 0),
+        20_000,
+        'first progress',
+      ).then(async () => {
         await c.fleet.kill(victim, 'SIGKILL');
         killed = true;
       });

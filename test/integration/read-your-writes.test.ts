@@ -56,7 +56,8 @@ describe('read-your-writes under concurrency', () => {
             const got = await client.get(key);
             const own = mine.get(key);
             // A later delete by someone else may hide the key; otherwise the version must not go backwards.
-            if (own !== undefined && got && got.version < own) violations.push(`worker ${w} wrote ${key}@${own} then read @${got.version}`);
+            if (own !== undefined && got && got.version < own)
+              violations.push(`worker ${w} wrote ${key}@${own} then read @${got.version}`);
           }
         }
       }),
@@ -72,7 +73,11 @@ describe('read-your-writes under concurrency', () => {
     const cold = api.ctx.coordinator.tierList().find((t) => t.name === 'cold')!;
     for (const [key, ack] of newest) {
       const e = await cold.get('ryw', key);
-      expect({ key, version: e?.header.version, tombstone: !!e?.header.flags.tombstone }).toEqual({ key, version: ack.version, tombstone: ack.value === null });
+      expect({ key, version: e?.header.version, tombstone: !!e?.header.flags.tombstone }).toEqual({
+        key,
+        version: ack.version,
+        tombstone: ack.value === null,
+      });
     }
   }, 300_000);
 });

@@ -25,13 +25,19 @@ let nextVersion = 1;
 
 function entry(text: string): Entry {
   const value = Buffer.from(text);
-  return { header: { version: nextVersion++, expiresAt: null, size: value.length, hash: contentHash(value), tags: [], flags: {} }, value };
+  return {
+    header: { version: nextVersion++, expiresAt: null, size: value.length, hash: contentHash(value), tags: [], flags: {} },
+    value,
+  };
 }
 
 /** A stub signer: hands out `<prefix>-1`, `<prefix>-2`, ... (each one once), like an IAM token per connection. */
 class TokenStub implements RedisCredentialSource {
   readonly issued: string[] = [];
-  constructor(readonly prefix: string, readonly reauthenticateAfterMs?: number) {}
+  constructor(
+    readonly prefix: string,
+    readonly reauthenticateAfterMs?: number,
+  ) {}
   password(): string {
     const token = `${this.prefix}-${this.issued.length + 1}`;
     this.issued.push(token);
@@ -77,14 +83,16 @@ async function authFailures(admin: Redis, user: string): Promise<number> {
 async function workload(tier: RedisTier, ns: string, ms: number, loops = 4): Promise<number> {
   const until = Date.now() + ms;
   let ops = 0;
-  await Promise.all(Array.from({ length: loops }, async (_, l) => {
-    for (let i = 0; Date.now() < until; i++) {
-      const text = `loop ${l} value ${i}`;
-      await tier.put(ns, `k${l}-${i % 7}`, entry(text));
-      expect((await tier.get(ns, `k${l}-${i % 7}`))?.value.toString()).toBe(text);
-      ops += 2;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: loops }, async (_, l) => {
+      for (let i = 0; Date.now() < until; i++) {
+        const text = `loop ${l} value ${i}`;
+        await tier.put(ns, `k${l}-${i % 7}`, entry(text));
+        expect((await tier.get(ns, `k${l}-${i % 7}`))?.value.toString()).toBe(text);
+        ops += 2;
+      }
+    }),
+  );
   return ops;
 }
 
@@ -181,7 +189,12 @@ describe('RedisTier with per-connection tokens (3-node redis cluster, as ElastiC
   });
 
   const clusterTier = (user: string, stub: TokenStub) =>
-    new RedisTier({ cluster: { nodes: cluster.nodes.slice(0, 1) }, username: user, credentials: stub, keyPrefix: uniqueName('iamc') });
+    new RedisTier({
+      cluster: { nodes: cluster.nodes.slice(0, 1) },
+      username: user,
+      credentials: stub,
+      keyPrefix: uniqueName('iamc'),
+    });
 
   it('gives every node connection a token and re-authenticates each on schedule while commands keep succeeding', async () => {
     const user = uniqueName('app');
@@ -192,7 +205,10 @@ describe('RedisTier with per-connection tokens (3-node redis cluster, as ElastiC
       const ns = uniqueName('ns');
       // Entries on every shard, so on every node.
       const keys = Array.from({ length: 64 }, (_, i) => `key-${i}`);
-      await t.putMany(ns, keys.map((key) => ({ key, entry: entry(`value of ${key}`) })));
+      await t.putMany(
+        ns,
+        keys.map((key) => ({ key, entry: entry(`value of ${key}`) })),
+      );
       const conns = await Promise.all(admins.map((a) => connectionIds(a, user)));
       for (const c of conns) expect(c.length).toBeGreaterThanOrEqual(1);
       await revokeIssued(admins, user, stub);
@@ -222,7 +238,10 @@ describe('RedisTier with per-connection tokens (3-node redis cluster, as ElastiC
     try {
       const ns = uniqueName('ns');
       const keys = Array.from({ length: 64 }, (_, i) => `key-${i}`);
-      await t.putMany(ns, keys.map((key) => ({ key, entry: entry(key) })));
+      await t.putMany(
+        ns,
+        keys.map((key) => ({ key, entry: entry(key) })),
+      );
       const issued = stub.issued.length;
       await revokeIssued(admins, user, stub);
       for (const a of admins) await a.call('CLIENT', 'KILL', 'USER', user);
@@ -262,7 +281,10 @@ async function recordingProxy(port: number): Promise<{ port: number; firstComman
       upstream.write(chunk);
     });
     upstream.on('data', (chunk) => client.write(chunk));
-    const end = () => { client.destroy(); upstream.destroy(); };
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+    };
     client.on('close', end).on('error', end);
     upstream.on('close', end).on('error', end);
   });
@@ -292,7 +314,11 @@ describe('the runtime with STRATA_REDIS_IAM_CACHE', () => {
     server = await startRedis(['--user', 'strata-test-app', 'on', 'nopass', '~*', '&*', '+@all']);
     const proxy = await recordingProxy(server.port);
     // The SDK's default credential chain reads these first (a Lambda's execution role arrives the same way).
-    Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'AKIDRUNTIME', AWS_SECRET_ACCESS_KEY: 'secret', AWS_SESSION_TOKEN: 'session' });
+    Object.assign(process.env, {
+      AWS_ACCESS_KEY_ID: 'AKIDRUNTIME',
+      AWS_SECRET_ACCESS_KEY: 'secret',
+      AWS_SESSION_TOKEN: 'session',
+    });
     const env = loadRuntimeEnv({
       STRATA_REDIS_URL: `redis://127.0.0.1:${proxy.port}`,
       STRATA_REDIS_USERNAME: 'strata-test-app',
@@ -331,7 +357,8 @@ describe('the runtime with STRATA_REDIS_IAM_CACHE', () => {
     expect(() => loadRuntimeEnv(base)).toThrow(/STRATA_REDIS_IAM_CACHE \(IAM authentication\) needs STRATA_REDIS_USERNAME/);
     const withUser = { ...base, STRATA_REDIS_USERNAME: 'u' };
     expect(() => loadRuntimeEnv({ ...withUser, STRATA_REDIS_PASSWORD: 'p' })).toThrow(/and no STRATA_REDIS_PASSWORD/);
-    expect(() => loadRuntimeEnv({ ...withUser, STRATA_REDIS_IAM_CACHE: 'Not_A_Cache' }))
-      .toThrow(/STRATA_REDIS_IAM_CACHE must be a serverless cache name/);
+    expect(() => loadRuntimeEnv({ ...withUser, STRATA_REDIS_IAM_CACHE: 'Not_A_Cache' })).toThrow(
+      /STRATA_REDIS_IAM_CACHE must be a serverless cache name/,
+    );
   });
 });

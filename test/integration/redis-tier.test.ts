@@ -19,13 +19,30 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function entry(value: Buffer | string, version: number, header: Partial<EntryHeader> = {}): Entry {
   const buf = typeof value === 'string' ? Buffer.from(value) : value;
-  return { header: { version, expiresAt: null, size: buf.length, hash: contentHash(buf), tags: [], flags: {}, ...header }, value: buf };
+  return {
+    header: { version, expiresAt: null, size: buf.length, hash: contentHash(buf), tags: [], flags: {}, ...header },
+    value: buf,
+  };
 }
 
 /** A plain client for inspecting what the tier stored (fail-fast, so a lost server fails the test instead of hanging it). */
 const rawClient = () => new Redis(testRedisUrl(), { maxRetriesPerRequest: 1, commandTimeout: 5000 });
 
-const AWKWARD_KEYS = ['a/b/c', '../../etc/passwd', '..', '100%', '%2F%2e', 'naïve ☃ 日本語 🎉', '{braces}', '}{', '{}', 'a:b:c', ' ', 'é'.repeat(256), 'x'.repeat(512)];
+const AWKWARD_KEYS = [
+  'a/b/c',
+  '../../etc/passwd',
+  '..',
+  '100%',
+  '%2F%2e',
+  'naïve ☃ 日本語 🎉',
+  '{braces}',
+  '}{',
+  '{}',
+  'a:b:c',
+  ' ',
+  'é'.repeat(256),
+  'x'.repeat(512),
+];
 
 describe('RedisTier (standalone redis-server)', () => {
   const prefix = uniqueName('strata');
@@ -54,7 +71,8 @@ describe('RedisTier (standalone redis-server)', () => {
     const all = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
     const big = randomBytes(1024 * 1024);
     const values = { all, empty: Buffer.alloc(0), big, invalidUtf8: Buffer.from([0xff, 0xfe, 0xc3, 0x28, 0x00, 0x80]) };
-    for (const [key, value] of Object.entries(values)) expect(await tier.put(ns, key, entry(value, v()))).toMatchObject({ applied: true });
+    for (const [key, value] of Object.entries(values))
+      expect(await tier.put(ns, key, entry(value, v()))).toMatchObject({ applied: true });
     for (const [key, value] of Object.entries(values)) {
       const got = await tier.get(ns, key);
       expect(Buffer.isBuffer(got?.value)).toBe(true);
@@ -137,7 +155,12 @@ describe('RedisTier (standalone redis-server)', () => {
   it('preserves headers (tags, contentType, flags, expiry)', async () => {
     const ns = uniqueName('hdr');
     const expiresAt = Date.now() + 60_000;
-    const e = entry('{"a":1}', v(), { tags: ['user:1', 'tag with spaces', 'ünïcode'], contentType: 'application/json; charset=utf-8', expiresAt, flags: { dirty: true } });
+    const e = entry('{"a":1}', v(), {
+      tags: ['user:1', 'tag with spaces', 'ünïcode'],
+      contentType: 'application/json; charset=utf-8',
+      expiresAt,
+      flags: { dirty: true },
+    });
     await tier.put(ns, 'k', e);
     expect(await tier.head(ns, 'k')).toEqual(e.header);
     expect((await tier.get(ns, 'k'))!.header).toEqual(e.header);
@@ -245,14 +268,20 @@ describe('RedisTier (standalone redis-server)', () => {
     const present = keys.filter((_, i) => i % 3 !== 0);
     const base = v();
     nextVersion += 1000;
-    const outcomes = await tier.putMany(ns, present.map((key, i) => ({ key, entry: entry(`value of ${key}`, base + i) })));
+    const outcomes = await tier.putMany(
+      ns,
+      present.map((key, i) => ({ key, entry: entry(`value of ${key}`, base + i) })),
+    );
     expect(outcomes).toEqual(present.map((_, i) => ({ applied: true, current: base + i })));
     // Mixed outcomes in one batch: refused and applied, in order.
     const again = await tier.putMany(ns, [
       { key: present[0]!, entry: entry('stale', base - 10) },
       { key: present[1]!, entry: entry('fresh', base + 500) },
     ]);
-    expect(again).toEqual([{ applied: false, current: base }, { applied: true, current: base + 500 }]);
+    expect(again).toEqual([
+      { applied: false, current: base },
+      { applied: true, current: base + 500 },
+    ]);
 
     const got = await tier.getMany(ns, keys);
     expect(got).toHaveLength(keys.length);
@@ -281,14 +310,21 @@ describe('RedisTier (standalone redis-server)', () => {
     await sleep(3);
     await t.put('other-ns', 'c', entry('C', v(), { flags: { dirty: true } }));
     await t.put(ns, 'clean', entry('clean', v()));
-    expect(await t.listDirty(10)).toEqual([{ ns, key: 'a' }, { ns, key: 'b/ü' }, { ns: 'other-ns', key: 'c' }]);
-    expect(await t.listDirty(2)).toEqual([{ ns, key: 'a' }, { ns, key: 'b/ü' }]);
+    expect(await t.listDirty(10)).toEqual([
+      { ns, key: 'a' },
+      { ns, key: 'b/ü' },
+      { ns: 'other-ns', key: 'c' },
+    ]);
+    expect(await t.listDirty(2)).toEqual([
+      { ns, key: 'a' },
+      { ns, key: 'b/ü' },
+    ]);
     expect(await t.listDirty(0)).toEqual([]);
     // A newer dirty write keeps its place in the queue (dirty since the first unflushed write).
     await sleep(3);
     const va2 = v();
     await t.put(ns, 'a', entry('A2', va2, { flags: { dirty: true }, tags: ['t'], expiresAt: Date.now() + 60_000 }));
-    expect((await t.listDirty(1))).toEqual([{ ns, key: 'a' }]);
+    expect(await t.listDirty(1)).toEqual([{ ns, key: 'a' }]);
 
     // The flusher wrote version va below, but va2 is stored now: a stale markClean changes nothing.
     expect(await t.markClean(ns, 'a', va)).toBe(false);
@@ -296,7 +332,10 @@ describe('RedisTier (standalone redis-server)', () => {
     expect((await t.head(ns, 'a'))!.flags.dirty).toBe(true);
 
     expect(await t.markClean(ns, 'a', va2)).toBe(true);
-    expect(await t.listDirty(10)).toEqual([{ ns, key: 'b/ü' }, { ns: 'other-ns', key: 'c' }]);
+    expect(await t.listDirty(10)).toEqual([
+      { ns, key: 'b/ü' },
+      { ns: 'other-ns', key: 'c' },
+    ]);
     const cleaned = await t.get(ns, 'a');
     expect(cleaned!.header.flags.dirty).toBeUndefined();
     expect(cleaned!.header.tags).toEqual(['t']);
@@ -320,7 +359,9 @@ describe('RedisTier (standalone redis-server)', () => {
     // An older dirty version does not re-dirty; a newer clean one clears.
     const ver = v();
     await t.put(ns, 'overwritten', entry('2', ver));
-    expect(await t.put(ns, 'overwritten', entry('stale', ver - 100, { flags: { dirty: true } }))).toMatchObject({ applied: false });
+    expect(await t.put(ns, 'overwritten', entry('stale', ver - 100, { flags: { dirty: true } }))).toMatchObject({
+      applied: false,
+    });
     await t.delete(ns, 'deleted');
     await sleep(300);
     expect(await t.listDirty(10)).toEqual([]);
@@ -331,10 +372,15 @@ describe('RedisTier (standalone redis-server)', () => {
 
   it('round-trips awkward keys without collisions', async () => {
     const ns = uniqueName('keys');
-    const outcomes = await tier.putMany(ns, AWKWARD_KEYS.map((key, i) => ({ key, entry: entry(`value #${i}`, v()) })));
+    const outcomes = await tier.putMany(
+      ns,
+      AWKWARD_KEYS.map((key, i) => ({ key, entry: entry(`value #${i}`, v()) })),
+    );
     expect(outcomes.every((o) => o.applied)).toBe(true);
     for (const [i, key] of AWKWARD_KEYS.entries()) expect((await tier.get(ns, key))!.value.toString()).toBe(`value #${i}`);
-    expect((await tier.getMany(ns, AWKWARD_KEYS)).map((e) => e!.value.toString())).toEqual(AWKWARD_KEYS.map((_, i) => `value #${i}`));
+    expect((await tier.getMany(ns, AWKWARD_KEYS)).map((e) => e!.value.toString())).toEqual(
+      AWKWARD_KEYS.map((_, i) => `value #${i}`),
+    );
     const stored = await raw.keys(`${prefix}:*:${ns}:*`);
     expect(stored).toHaveLength(AWKWARD_KEYS.length);
     for (const key of stored) expect(key).toMatch(/^[^{}]*\{[0-9a-f]{2}\}:[a-z0-9-]+:[A-Za-z0-9_-]+$/);
@@ -387,9 +433,19 @@ describe('RedisTier (standalone redis-server)', () => {
       await expect(t.get('ns', 'k')).rejects.toBeInstanceOf(TierUnavailableError);
       await expect(t.get('ns', 'k')).rejects.toBeInstanceOf(TierUnavailableError);
       // Restart on the same port: the client reconnects in the background and the tier works again.
-      restarted = spawn('redis-server', ['--port', String(server.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+      restarted = spawn(
+        'redis-server',
+        ['--port', String(server.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+        { stdio: 'ignore' },
+      );
       for (let i = 0; ; i++) {
-        try { await t.ping(); break; } catch (e) { if (i > 60) throw e; await sleep(100); }
+        try {
+          await t.ping();
+          break;
+        } catch (e) {
+          if (i > 60) throw e;
+          await sleep(100);
+        }
       }
       expect(await t.get('ns', 'k')).toBeUndefined(); // a fresh, empty server
     } finally {
@@ -409,9 +465,17 @@ describe('RedisTier (standalone redis-server)', () => {
       await t.put('ns', 'k', entry('x', v()));
       // The server stops answering every client (its own connection included) for 3 s.
       await admin.call('CLIENT', 'PAUSE', '3000', 'ALL');
-      timer = setTimeout(() => { pauseOver = true; }, 3000);
+      timer = setTimeout(() => {
+        pauseOver = true;
+      }, 3000);
       const started = Date.now();
-      const results = await Promise.allSettled([t.get('ns', 'k'), t.put('ns', 'k2', entry('y', v())), t.head('ns', 'k'), t.getMany('ns', ['a', 'b']), t.markClean('ns', 'k', 1)]);
+      const results = await Promise.allSettled([
+        t.get('ns', 'k'),
+        t.put('ns', 'k2', entry('y', v())),
+        t.head('ns', 'k'),
+        t.getMany('ns', ['a', 'b']),
+        t.markClean('ns', 'k', 1),
+      ]);
       const elapsed = Date.now() - started;
       for (const r of results) {
         expect(r.status).toBe('rejected');
@@ -431,7 +495,13 @@ describe('RedisTier (standalone redis-server)', () => {
       expect(pauseOver).toBe(false);
       // After the pause the tier reconnects by itself.
       for (let i = 0; ; i++) {
-        try { await t.ping(); break; } catch (e) { if (i > 100) throw e; await sleep(100); }
+        try {
+          await t.ping();
+          break;
+        } catch (e) {
+          if (i > 100) throw e;
+          await sleep(100);
+        }
       }
       expect((await t.get('ns', 'k'))!.value.toString()).toBe('x');
     } finally {
@@ -447,10 +517,37 @@ describe('RedisTier (standalone redis-server)', () => {
     let server: Awaited<ReturnType<typeof startRedis>> | undefined;
     let t: RedisTier | undefined;
     try {
-      await promisify(execFile)('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost']);
+      await promisify(execFile)('openssl', [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=DNS:localhost',
+      ]);
       const tlsPort = await freePort();
       // startRedis probes the plain port; the TLS port is served beside it.
-      server = await startRedis(['--tls-port', String(tlsPort), '--tls-cert-file', join(dir, 'cert.pem'), '--tls-key-file', join(dir, 'key.pem'), '--tls-ca-cert-file', join(dir, 'cert.pem'), '--tls-auth-clients', 'no']);
+      server = await startRedis([
+        '--tls-port',
+        String(tlsPort),
+        '--tls-cert-file',
+        join(dir, 'cert.pem'),
+        '--tls-key-file',
+        join(dir, 'key.pem'),
+        '--tls-ca-cert-file',
+        join(dir, 'cert.pem'),
+        '--tls-auth-clients',
+        'no',
+      ]);
       t = RedisTier.fromUrl(`rediss://localhost:${tlsPort}`, { tls: { ca: readFileSync(join(dir, 'cert.pem')) } });
       await t.put('ns', 'k', entry(Buffer.from([0, 1, 2, 255]), v()));
       expect((await t.get('ns', 'k'))!.value).toEqual(Buffer.from([0, 1, 2, 255]));
@@ -483,7 +580,10 @@ describe('RedisTier (3-node redis cluster)', () => {
     expect(tier.mode).toBe('cluster');
     const ns = uniqueName('cl');
     const ver = v();
-    expect(await tier.put(ns, 'k', entry(Buffer.from([0, 255, 1]), ver, { flags: { dirty: true } }))).toEqual({ applied: true, current: ver });
+    expect(await tier.put(ns, 'k', entry(Buffer.from([0, 255, 1]), ver, { flags: { dirty: true } }))).toEqual({
+      applied: true,
+      current: ver,
+    });
     expect(await tier.put(ns, 'k', entry('old', ver - 1))).toEqual({ applied: false, current: ver });
     expect((await tier.get(ns, 'k'))!.value).toEqual(Buffer.from([0, 255, 1]));
     expect(await tier.has(ns, 'k')).toBe(true);
@@ -496,9 +596,15 @@ describe('RedisTier (3-node redis cluster)', () => {
     const keys = Array.from({ length: 200 }, (_, i) => `key-${i}`);
     const base = v();
     nextVersion += 1000;
-    const outcomes = await tier.putMany(ns, keys.map((key, i) => ({ key, entry: entry(`value of ${key}`, base + i, { flags: { dirty: i < 5 } }) })));
+    const outcomes = await tier.putMany(
+      ns,
+      keys.map((key, i) => ({ key, entry: entry(`value of ${key}`, base + i, { flags: { dirty: i < 5 } }) })),
+    );
     expect(outcomes).toEqual(keys.map((_, i) => ({ applied: true, current: base + i })));
-    expect((await tier.getMany(ns, [...keys, 'missing'])).map((e) => e?.value.toString())).toEqual([...keys.map((k) => `value of ${k}`), undefined]);
+    expect((await tier.getMany(ns, [...keys, 'missing'])).map((e) => e?.value.toString())).toEqual([
+      ...keys.map((k) => `value of ${k}`),
+      undefined,
+    ]);
     const dirty = await tier.listDirty(100);
     expect(dirty.map((r) => r.key).sort()).toEqual(keys.slice(0, 5).sort());
     expect(await tier.markClean(ns, 'key-0', base)).toBe(true);
@@ -508,26 +614,38 @@ describe('RedisTier (3-node redis cluster)', () => {
   });
 
   it('resets only the stalled node, then gets it back', async () => {
-    const t = new RedisTier({ cluster: { nodes: cluster.nodes.slice(0, 1) }, keyPrefix: uniqueName('cls'), commandTimeoutMs: 500 });
+    const t = new RedisTier({
+      cluster: { nodes: cluster.nodes.slice(0, 1) },
+      keyPrefix: uniqueName('cls'),
+      commandTimeoutMs: 500,
+    });
     const ns = uniqueName('cls');
     const keys = Array.from({ length: 60 }, (_, i) => `key-${i}`);
     const admin = new Redis({ ...cluster.nodes[2]!, maxRetriesPerRequest: 0 });
     let pauseOver = false;
     let timer: NodeJS.Timeout | undefined;
     try {
-      await t.putMany(ns, keys.map((key) => ({ key, entry: entry(`value of ${key}`, v()) })));
+      await t.putMany(
+        ns,
+        keys.map((key) => ({ key, entry: entry(`value of ${key}`, v()) })),
+      );
       await admin.call('CLIENT', 'PAUSE', '3000', 'ALL');
-      timer = setTimeout(() => { pauseOver = true; }, 3000);
+      timer = setTimeout(() => {
+        pauseOver = true;
+      }, 3000);
       const results = await Promise.allSettled(keys.map((key) => t.get(ns, key)));
       expect(pauseOver).toBe(false); // answered while the node was still paused
       const rejected = results.filter((r) => r.status === 'rejected');
       expect(rejected.length).toBeGreaterThan(0); // the keys on the paused node
       expect(rejected.length).toBeLessThan(keys.length);
       for (const r of rejected) expect(r.reason).toBeInstanceOf(TierUnavailableError);
-      results.forEach((r, i) => { if (r.status === 'fulfilled') expect(r.value!.value.toString()).toBe(`value of ${keys[i]}`); });
+      results.forEach((r, i) => {
+        if (r.status === 'fulfilled') expect(r.value!.value.toString()).toBe(`value of ${keys[i]}`);
+      });
       for (let i = 0; ; i++) {
         const again = await Promise.allSettled(keys.map((key) => t.get(ns, key)));
-        if (again.every((r) => r.status === 'fulfilled' && r.value?.value.toString() === `value of ${keys[again.indexOf(r)]}`)) break;
+        if (again.every((r) => r.status === 'fulfilled' && r.value?.value.toString() === `value of ${keys[again.indexOf(r)]}`))
+          break;
         if (i > 100) throw new Error('the cluster tier did not recover after the pause');
         await sleep(100);
       }

@@ -31,7 +31,11 @@ const saved = { ...process.env };
 beforeAll(async () => {
   // The application user needs the password; the default user stays open for the helper's readiness probe only.
   redis = await startRedis(['--user', 'app', 'on', `>${PASSWORD}`, '~*', '&*', '+@all']);
-  sm = new SecretsManagerClient({ endpoint: testS3Endpoint(), region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+  sm = new SecretsManagerClient({
+    endpoint: testS3Endpoint(),
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+  });
   for (const [k, value] of [['fleet', FLEET_SECRET]] as const) {
     arns[k] = (await sm.send(new CreateSecretCommand({ Name: uniqueName(`strata-${k}`), SecretString: value }))).ARN!;
   }
@@ -41,7 +45,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const arn of Object.values(arns)) if (arn) await sm.send(new DeleteSecretCommand({ SecretId: arn, ForceDeleteWithoutRecovery: true })).catch(() => undefined);
+  for (const arn of Object.values(arns))
+    if (arn) await sm.send(new DeleteSecretCommand({ SecretId: arn, ForceDeleteWithoutRecovery: true })).catch(() => undefined);
   sm?.destroy();
   await redis?.stop();
   rmSync(ringDir, { recursive: true, force: true });
@@ -49,7 +54,11 @@ afterAll(async () => {
 
 beforeEach(() => {
   // The SDK's own settings (it reads them from the process): LocalStack's endpoint and credentials.
-  Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_ENDPOINT_URL_SECRETS_MANAGER: testS3Endpoint() });
+  Object.assign(process.env, {
+    AWS_ACCESS_KEY_ID: 'test',
+    AWS_SECRET_ACCESS_KEY: 'test',
+    AWS_ENDPOINT_URL_SECRETS_MANAGER: testS3Endpoint(),
+  });
 });
 
 afterEach(() => resetApiRuntime(saved));
@@ -65,7 +74,10 @@ const lambdaEnv = (password = PASSWORD) => ({
 });
 
 const value = Buffer.from('secret-checked');
-const entry = (version: number) => ({ header: { version, expiresAt: null, size: value.length, hash: contentHash(value), tags: [], flags: {} }, value });
+const entry = (version: number) => ({
+  header: { version, expiresAt: null, size: value.length, hash: contentHash(value), tags: [], flags: {} },
+  value,
+});
 
 async function roundTrip(hot: Tier | undefined): Promise<string | undefined> {
   await hot!.put('app', 'k', entry(Date.now()));

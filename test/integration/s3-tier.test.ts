@@ -58,11 +58,21 @@ describe('S3Tier (LocalStack)', () => {
   it('round trips binary values (and an empty one) with their headers', async () => {
     const bin = randomBytes(100_000);
     const expiresAt = Date.now() + 3_600_000;
-    await expect(tier.put('ns', 'bin', entry(1, bin, { tags: ['a', 'ünï'], contentType: 'application/x-thing', expiresAt }))).resolves.toEqual({ applied: true, current: 1 });
+    await expect(
+      tier.put('ns', 'bin', entry(1, bin, { tags: ['a', 'ünï'], contentType: 'application/x-thing', expiresAt })),
+    ).resolves.toEqual({ applied: true, current: 1 });
     await expect(tier.put('ns', 'empty', entry(1, Buffer.alloc(0)))).resolves.toEqual({ applied: true, current: 1 });
     const got = await tier.get('ns', 'bin');
     expect(got!.value.equals(bin)).toBe(true);
-    expect(got!.header).toEqual({ version: 1, expiresAt, size: bin.length, hash: contentHash(bin), tags: ['a', 'ünï'], contentType: 'application/x-thing', flags: {} });
+    expect(got!.header).toEqual({
+      version: 1,
+      expiresAt,
+      size: bin.length,
+      hash: contentHash(bin),
+      tags: ['a', 'ünï'],
+      contentType: 'application/x-thing',
+      flags: {},
+    });
     expect(await tier.head('ns', 'bin')).toEqual(got!.header);
     const empty = await tier.get('ns', 'empty');
     expect(empty!.value.length).toBe(0);
@@ -81,7 +91,10 @@ describe('S3Tier (LocalStack)', () => {
 
   it('round trips hostile keys, all under the prefix', async () => {
     const keys = ['/', '..', '../../escape', 'a/b/../c', '%2F', 'ключ', '🙂'.repeat(128), 'x'.repeat(512)];
-    await tier.putMany('weird', keys.map((key, i) => ({ key, entry: entry(i + 1, `v:${key}`) })));
+    await tier.putMany(
+      'weird',
+      keys.map((key, i) => ({ key, entry: entry(i + 1, `v:${key}`) })),
+    );
     const got = await tier.getMany('weird', keys);
     expect(got.map((e) => e?.value.toString())).toEqual(keys.map((k) => `v:${k}`));
     const list = await admin.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'v1/weird/' }));
@@ -131,7 +144,7 @@ describe('S3Tier (LocalStack)', () => {
     await expect(tier.presignDownload('ns', 'dead', 60)).rejects.toThrow(NotFoundError);
 
     await tier.put('ns', 'marker', makeLocationMarker(3, null));
-    expect((await tier.head('ns', 'marker'))).toMatchObject({ version: 3, size: 0, flags: { elsewhere: true } });
+    expect(await tier.head('ns', 'marker')).toMatchObject({ version: 3, size: 0, flags: { elsewhere: true } });
     // A newer value replaces the tombstone and drops its tag.
     await tier.put('ns', 'dead', entry(4, 'back'));
     const tags2 = await admin.send(new GetObjectTaggingCommand({ Bucket: bucket, Key: s3ObjectKey('v1', 'ns', 'dead') }));
@@ -261,7 +274,10 @@ describe('S3Tier (LocalStack)', () => {
 
   it('commits a claimed upload into place with a version, once', async () => {
     const uploadId = uniqueName('up').replace(/[^A-Za-z0-9_-]/g, '_');
-    const up = await tier.presignUpload(upload(uploadId, 'ns', 'uploaded', { contentType: 'text/csv', ttlSeconds: 60, tags: ['t'] }), 300);
+    const up = await tier.presignUpload(
+      upload(uploadId, 'ns', 'uploaded', { contentType: 'text/csv', ttlSeconds: 60, tags: ['t'] }),
+      300,
+    );
     expect(up).toMatchObject({ method: 'PUT', headers: { 'content-type': 'text/csv', 'if-none-match': '*' } });
     expect(up.url).toContain(`/v1/_uploads/${uploadId}`);
     expect(up.url).not.toContain('x-amz-checksum');
@@ -278,7 +294,15 @@ describe('S3Tier (LocalStack)', () => {
     await expect(tier.commitUpload(uploadId, 'ns', 'uploaded', commitHeader(6))).rejects.toThrow(NotFoundError);
     expect(await tier.claimUpload(uploadId, (r) => r.owner === 'tenant:b')).toBeUndefined();
     const claim = await claimFor(uploadId);
-    const record = { uploadId, owner: 'tenant:a', ns: 'ns', key: 'uploaded', ttlSeconds: 60, tags: ['t'], contentType: 'text/csv' };
+    const record = {
+      uploadId,
+      owner: 'tenant:a',
+      ns: 'ns',
+      key: 'uploaded',
+      ttlSeconds: 60,
+      tags: ['t'],
+      contentType: 'text/csv',
+    };
     expect(claim.record).toMatchObject(record);
     await expect(tier.claimUpload(uploadId, mine)).rejects.toMatchObject({ code: 'VERSION_CONFLICT' });
     await expect(tier.commitUpload(uploadId, 'ns', 'elsewhere', commitHeader(6))).rejects.toThrow(NotFoundError);
@@ -305,12 +329,20 @@ describe('S3Tier (LocalStack)', () => {
     const up = await tier.presignUpload(upload(stale, 'ns', 'restamped'), 60);
     await fetch(up.url, { method: 'PUT', body: Buffer.from('restamped'), headers: up.headers });
     const claim = await claimFor(stale);
-    await expect(tier.commitUpload(stale, 'ns', 'restamped', commitHeader(3))).resolves.toEqual({ applied: false, current: 6, size: 9 });
+    await expect(tier.commitUpload(stale, 'ns', 'restamped', commitHeader(3))).resolves.toEqual({
+      applied: false,
+      current: 6,
+      size: 9,
+    });
     expect((await tier.get('ns', 'restamped'))!.header.version).toBe(6);
     // A failed completion gives its claim back; the next claim (a retry) proceeds.
     await tier.releaseUpload(claim);
     await claimFor(stale);
-    await expect(tier.commitUpload(stale, 'ns', 'restamped', commitHeader(8))).resolves.toEqual({ applied: true, current: 8, size: 9 });
+    await expect(tier.commitUpload(stale, 'ns', 'restamped', commitHeader(8))).resolves.toEqual({
+      applied: true,
+      current: 8,
+      size: 9,
+    });
     expect((await tier.get('ns', 'restamped'))!.value.toString()).toBe('restamped');
 
     // A commit onto an absent key uses If-None-Match.
@@ -318,7 +350,11 @@ describe('S3Tier (LocalStack)', () => {
     const up2 = await tier.presignUpload(upload(fresh, 'ns', 'fresh-upload'), 60);
     await fetch(up2.url, { method: 'PUT', body: Buffer.from('fresh bytes'), headers: up2.headers });
     await claimFor(fresh);
-    await expect(tier.commitUpload(fresh, 'ns', 'fresh-upload', commitHeader(1))).resolves.toEqual({ applied: true, current: 1, size: 11 });
+    await expect(tier.commitUpload(fresh, 'ns', 'fresh-upload', commitHeader(1))).resolves.toEqual({
+      applied: true,
+      current: 1,
+      size: 11,
+    });
     expect((await tier.get('ns', 'fresh-upload'))!.value.toString()).toBe('fresh bytes');
   });
 
@@ -362,7 +398,11 @@ describe('S3Tier (LocalStack)', () => {
   it('answers ping and stats', async () => {
     await expect(tier.ping()).resolves.toBeUndefined();
     await expect(tier.stats()).resolves.toEqual({ name: 'cold', kind: 's3', bucket, prefix: 'v1' });
-    const missing = new S3Tier({ bucket: uniqueName('no-such-bucket').toLowerCase(), endpoint: testS3Endpoint(), region: 'us-east-1' });
+    const missing = new S3Tier({
+      bucket: uniqueName('no-such-bucket').toLowerCase(),
+      endpoint: testS3Endpoint(),
+      region: 'us-east-1',
+    });
     await expect(missing.ping()).rejects.toThrow(TierUnavailableError);
     await missing.close();
   });

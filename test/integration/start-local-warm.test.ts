@@ -37,7 +37,15 @@ describe('npm start with STRATA_LOCAL_NODES (child process)', () => {
   it('serves the API over a local warm tier and scales it out through the admin API', async () => {
     const port = await freePort();
     child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start-local.ts'], {
-      env: { ...process.env, PORT: String(port), STRATA_LOCAL_DIR: dir, STRATA_LOCAL_NODES: '2', REDIS_URL: '', STRATA_REDIS_URL: '', STRATA_S3_BUCKET: '' },
+      env: {
+        ...process.env,
+        PORT: String(port),
+        STRATA_LOCAL_DIR: dir,
+        STRATA_LOCAL_NODES: '2',
+        REDIS_URL: '',
+        STRATA_REDIS_URL: '',
+        STRATA_S3_BUCKET: '',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
@@ -66,7 +74,8 @@ describe('npm start with STRATA_LOCAL_NODES (child process)', () => {
     expect(done.status).toBe('SUCCEEDED');
     expect(done.progress).toMatchObject({ total: 2, done: 2, outcome: 'succeeded' });
     expect(done.workflow).toBe('scale-out');
-    for (let i = 0; i < 200; i++) expect([i, Buffer.from((await strata.get(`k${i}`))!.value).toString()]).toEqual([i, `value ${i}`]);
+    for (let i = 0; i < 200; i++)
+      expect([i, Buffer.from((await strata.get(`k${i}`))!.value).toString()]).toEqual([i, `value ${i}`]);
     const listed = await strata.workflows.list({ workflow: 'scale-out' });
     expect(listed.map((e) => e.execution)).toContain(run.execution);
   }, 150_000);

@@ -16,7 +16,11 @@ import { NodeClient } from '../../core/nodes/node-client.js';
 import { testRedisUrl, testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { entry, localFleet, SECRET } from './warm-fixtures.js';
 
-async function scanAll(tier: Scanning, ns: string, opts: { prefix?: string; limit: number }): Promise<{ items: ScanItem[]; pages: number }> {
+async function scanAll(
+  tier: Scanning,
+  ns: string,
+  opts: { prefix?: string; limit: number },
+): Promise<{ items: ScanItem[]; pages: number }> {
   const items: ScanItem[] = [];
   let cursor: string | null = null;
   for (let pages = 1; pages < 10_000; pages++) {
@@ -37,8 +41,12 @@ function contract(make: () => Tier & Scanning, opts: { exact: boolean; pageLimit
   let ns: string;
   beforeAll(async () => {
     tier = make();
-    ns = uniqueName('scan').toLowerCase().replace(/[^a-z0-9-]/g, '').slice(0, 40);
-    for (const [i, k] of KEYS.entries()) await tier.put(ns, k, entry(10 + i, `value of ${k}`, { tags: i % 3 === 0 ? ['third'] : [] }));
+    ns = uniqueName('scan')
+      .toLowerCase()
+      .replace(/[^a-z0-9-]/g, '')
+      .slice(0, 40);
+    for (const [i, k] of KEYS.entries())
+      await tier.put(ns, k, entry(10 + i, `value of ${k}`, { tags: i % 3 === 0 ? ['third'] : [] }));
     await tier.put(ns, 'gone', makeTombstone(99, 3_600_000));
     await tier.put(`${ns}x`, 'a', entry(1, 'a namespace whose name extends this one'));
   });
@@ -53,14 +61,21 @@ function contract(make: () => Tier & Scanning, opts: { exact: boolean; pageLimit
         if (it.key === 'gone') expect(it.header).toMatchObject({ version: 99, flags: { tombstone: true } });
         else {
           const i = KEYS.indexOf(it.key);
-          expect(it.header).toMatchObject({ version: 10 + i, size: Buffer.byteLength(`value of ${it.key}`), tags: i % 3 === 0 ? ['third'] : [] });
+          expect(it.header).toMatchObject({
+            version: 10 + i,
+            size: Buffer.byteLength(`value of ${it.key}`),
+            tags: i % 3 === 0 ? ['third'] : [],
+          });
         }
       }
     }
   });
 
   it('filters by a prefix of the user key', async () => {
-    await expect(scanAll(tier, ns, { prefix: 'user:1', limit: 4 }).then((r) => uniq(r.items))).resolves.toEqual(['user:1', 'user:10']);
+    await expect(scanAll(tier, ns, { prefix: 'user:1', limit: 4 }).then((r) => uniq(r.items))).resolves.toEqual([
+      'user:1',
+      'user:10',
+    ]);
     await expect(scanAll(tier, ns, { prefix: 'a', limit: 4 }).then((r) => uniq(r.items))).resolves.toEqual(['a', 'a/b', 'ab']);
     await expect(scanAll(tier, ns, { prefix: '*', limit: 4 }).then((r) => uniq(r.items))).resolves.toEqual(['*star?']);
     await expect(scanAll(tier, ns, { prefix: 'none-such', limit: 4 }).then((r) => r.items)).resolves.toEqual([]);
@@ -68,7 +83,10 @@ function contract(make: () => Tier & Scanning, opts: { exact: boolean; pageLimit
 }
 
 describe('RedisTier.scan (redis-server)', () => {
-  contract(() => RedisTier.fromUrl(testRedisUrl(), { keyPrefix: uniqueName('scan') }), { exact: false, pageLimits: [1, 3, 1000] });
+  contract(() => RedisTier.fromUrl(testRedisUrl(), { keyPrefix: uniqueName('scan') }), {
+    exact: false,
+    pageLimits: [1, 3, 1000],
+  });
 
   it('refuses a cursor that is not its own with a typed error', async () => {
     const t = RedisTier.fromUrl(testRedisUrl(), { keyPrefix: uniqueName('scan') });
@@ -96,7 +114,12 @@ describe('WarmTier.scan (three cache-node processes)', () => {
   beforeAll(async () => {
     const nodes = await Promise.all(['s1', 's2', 's3'].map((id) => fleet.launch(id)));
     store = new RingStore(new InMemoryCasStore());
-    ring = await store.create(initialRing(nodes.map((n) => ({ id: n.nodeId, url: n.url })), 2));
+    ring = await store.create(
+      initialRing(
+        nodes.map((n) => ({ id: n.nodeId, url: n.url })),
+        2,
+      ),
+    );
     await Promise.all(nodes.map((n) => admin.pushRing(n.url, ring)));
   });
   afterAll(async () => {
@@ -104,13 +127,22 @@ describe('WarmTier.scan (three cache-node processes)', () => {
     await fleet.closeAll();
   });
 
-  contract(() => new WarmTier({ ring: new RingView({ store, refreshIntervalMs: 0 }), secret: SECRET }), { exact: true, pageLimits: [1, 5, 1000] });
+  contract(() => new WarmTier({ ring: new RingView({ store, refreshIntervalMs: 0 }), secret: SECRET }), {
+    exact: true,
+    pageLimits: [1, 5, 1000],
+  });
 
   it('walks every range of every node: keys of all namespaces count against the page, matches are kept', async () => {
     const t = new WarmTier({ ring: new RingView({ store, refreshIntervalMs: 0 }), secret: SECRET });
     const keys = Array.from({ length: 60 }, (_, i) => `k${i}`);
-    await t.putMany('wide', keys.map((k, i) => ({ key: k, entry: entry(i + 1, k) })));
-    await t.putMany('noise', keys.map((k) => ({ key: k, entry: entry(1, 'noise') })));
+    await t.putMany(
+      'wide',
+      keys.map((k, i) => ({ key: k, entry: entry(i + 1, k) })),
+    );
+    await t.putMany(
+      'noise',
+      keys.map((k) => ({ key: k, entry: entry(1, 'noise') })),
+    );
     const { items, pages } = await scanAll(t, 'wide', { limit: 7 });
     expect(uniq(items)).toEqual([...keys].sort());
     expect(items).toHaveLength(60);

@@ -1,4 +1,11 @@
-import { CreateLaunchTemplateCommand, DeleteLaunchTemplateCommand, DescribeInstanceAttributeCommand, DescribeInstancesCommand, DescribeVolumesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import {
+  CreateLaunchTemplateCommand,
+  DeleteLaunchTemplateCommand,
+  DescribeInstanceAttributeCommand,
+  DescribeInstancesCommand,
+  DescribeVolumesCommand,
+  EC2Client,
+} from '@aws-sdk/client-ec2';
 import { defaultUserData, Ec2Fleet, FLEET_TAG, NODE_ID_TAG } from '../../core/nodes/ec2-fleet.js';
 import { CACHE_NODE_V8_FLAGS } from '../../core/nodes/node-process.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
@@ -14,8 +21,17 @@ describe('Ec2Fleet (LocalStack EC2 API)', () => {
   const fleetName = uniqueName('fleet');
 
   beforeAll(async () => {
-    ec2 = new EC2Client({ endpoint: testS3Endpoint(), region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
-    const lt = await ec2.send(new CreateLaunchTemplateCommand({ LaunchTemplateName: uniqueName('strata-node'), LaunchTemplateData: { ImageId: 'ami-12345678', InstanceType: 't3.medium' } }));
+    ec2 = new EC2Client({
+      endpoint: testS3Endpoint(),
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    });
+    const lt = await ec2.send(
+      new CreateLaunchTemplateCommand({
+        LaunchTemplateName: uniqueName('strata-node'),
+        LaunchTemplateData: { ImageId: 'ami-12345678', InstanceType: 't3.medium' },
+      }),
+    );
     templateId = lt.LaunchTemplate!.LaunchTemplateId!;
   });
 
@@ -24,7 +40,10 @@ describe('Ec2Fleet (LocalStack EC2 API)', () => {
     ec2.destroy();
   });
 
-  function fleet(health: (url: string, id: string) => Promise<boolean>, extra: Partial<ConstructorParameters<typeof Ec2Fleet>[0]> = {}): Ec2Fleet {
+  function fleet(
+    health: (url: string, id: string) => Promise<boolean>,
+    extra: Partial<ConstructorParameters<typeof Ec2Fleet>[0]> = {},
+  ): Ec2Fleet {
     return new Ec2Fleet({
       client: ec2,
       fleet: fleetName,
@@ -55,8 +74,15 @@ describe('Ec2Fleet (LocalStack EC2 API)', () => {
     const desc = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [node.instance] }));
     const inst = desc.Reservations![0]!.Instances![0]!;
     const tags = Object.fromEntries(inst.Tags!.map((t) => [t.Key, t.Value]));
-    expect(tags).toMatchObject({ [FLEET_TAG]: fleetName, [NODE_ID_TAG]: 'node-a', team: 'cache', 'aws:ec2launchtemplate:id': templateId });
-    const vols = await ec2.send(new DescribeVolumesCommand({ Filters: [{ Name: 'attachment.instance-id', Values: [node.instance] }] }));
+    expect(tags).toMatchObject({
+      [FLEET_TAG]: fleetName,
+      [NODE_ID_TAG]: 'node-a',
+      team: 'cache',
+      'aws:ec2launchtemplate:id': templateId,
+    });
+    const vols = await ec2.send(
+      new DescribeVolumesCommand({ Filters: [{ Name: 'attachment.instance-id', Values: [node.instance] }] }),
+    );
     expect(vols.Volumes).toHaveLength(1);
     expect(vols.Volumes![0]).toMatchObject({ VolumeType: 'gp3', Encrypted: true, Size: 50 });
     expect(Object.fromEntries(vols.Volumes![0]!.Tags!.map((t) => [t.Key, t.Value]))).toMatchObject({ [NODE_ID_TAG]: 'node-a' });
@@ -65,13 +91,22 @@ describe('Ec2Fleet (LocalStack EC2 API)', () => {
     expect(script).toContain("NODE_ID='node-a'");
     expect(script).toContain("--name '/strata/test/secret'");
     expect(script).not.toMatch(/STRATA_NODE_SECRET=/);
-    expect(script).toContain(`ExecStart=/usr/bin/node ${CACHE_NODE_V8_FLAGS.join(' ')} --import tsx /opt/strata/cachenode/src/main.ts`);
+    expect(script).toContain(
+      `ExecStart=/usr/bin/node ${CACHE_NODE_V8_FLAGS.join(' ')} --import tsx /opt/strata/cachenode/src/main.ts`,
+    );
 
     await expect(f.list()).resolves.toEqual([node]);
     await f.terminate('node-a');
     const after = await ec2.send(new DescribeInstancesCommand({ InstanceIds: [node.instance] }));
     expect(after.Reservations![0]!.Instances![0]!.State!.Name).toBe('terminated');
-    const left = await ec2.send(new DescribeVolumesCommand({ Filters: [{ Name: `tag:${NODE_ID_TAG}`, Values: ['node-a'] }, { Name: `tag:${FLEET_TAG}`, Values: [fleetName] }] }));
+    const left = await ec2.send(
+      new DescribeVolumesCommand({
+        Filters: [
+          { Name: `tag:${NODE_ID_TAG}`, Values: ['node-a'] },
+          { Name: `tag:${FLEET_TAG}`, Values: [fleetName] },
+        ],
+      }),
+    );
     expect(left.Volumes ?? []).toEqual([]);
     await expect(f.list()).resolves.toEqual([]);
   });
@@ -87,7 +122,14 @@ describe('Ec2Fleet (LocalStack EC2 API)', () => {
     });
     await expect(f.launch('node-b')).rejects.toThrow(/not ready within/);
     expect(states.length).toBeGreaterThanOrEqual(1);
-    const desc = await ec2.send(new DescribeInstancesCommand({ Filters: [{ Name: `tag:${NODE_ID_TAG}`, Values: ['node-b'] }, { Name: `tag:${FLEET_TAG}`, Values: [fleetName] }] }));
+    const desc = await ec2.send(
+      new DescribeInstancesCommand({
+        Filters: [
+          { Name: `tag:${NODE_ID_TAG}`, Values: ['node-b'] },
+          { Name: `tag:${FLEET_TAG}`, Values: [fleetName] },
+        ],
+      }),
+    );
     const insts = desc.Reservations!.flatMap((r) => r.Instances!);
     expect(insts.length).toBe(1);
     expect(['shutting-down', 'terminated']).toContain(insts[0]!.State!.Name);

@@ -16,7 +16,9 @@ export function tempDir(prefix: string): { dir: string; remove(): void } {
 }
 
 /** A fleet of local processes in a fresh temp dir (removed by close()). */
-export function localFleet(opts: { capacityBytes?: number; env?: Record<string, string> } = {}): LocalFleet & { closeAll(): Promise<void> } {
+export function localFleet(
+  opts: { capacityBytes?: number; env?: Record<string, string> } = {},
+): LocalFleet & { closeAll(): Promise<void> } {
   const tmp = tempDir('strata-fleet-');
   const fleet = new LocalFleet({ rootDir: tmp.dir, secret: SECRET, ...opts }) as LocalFleet & { closeAll(): Promise<void> };
   fleet.closeAll = async () => {

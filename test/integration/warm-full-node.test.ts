@@ -40,7 +40,11 @@ describe('a full cache node', () => {
   it('shadows the older copy with a marker and acknowledges with the tiers that took the value', async () => {
     const cold = new SwitchableTier('cold', 64 * 1024 * 1024);
     // No hot tier: reads go to the warm node first, where the older version would still be live.
-    const c = new Coordinator({ tiers: [warm, cold], policies: new PolicyRegistry({ defaults: { writeTiers: ['warm', 'cold'], promoteOnRead: false } }), flushTimer: false });
+    const c = new Coordinator({
+      tiers: [warm, cold],
+      policies: new PolicyRegistry({ defaults: { writeTiers: ['warm', 'cold'], promoteOnRead: false } }),
+      flushTimer: false,
+    });
     const v1 = await c.put('shadow', 'k', Buffer.from('small v1'));
     expect(v1.tiers).toEqual(['warm', 'cold']);
     await fill(c, 'shadow');
@@ -53,9 +57,17 @@ describe('a full cache node', () => {
   });
 
   it('refuses with 503 (reason full) when the namespace writes to the full node alone, and the old value stays', async () => {
-    const c = new Coordinator({ tiers: [warm], policies: new PolicyRegistry({ defaults: { writeTiers: ['warm'] } }), flushTimer: false });
+    const c = new Coordinator({
+      tiers: [warm],
+      policies: new PolicyRegistry({ defaults: { writeTiers: ['warm'] } }),
+      flushTimer: false,
+    });
     const v1 = await c.put('alone', 'k', Buffer.from('v1'));
-    await expect(c.put('alone', 'k', Buffer.alloc(512 * 1024))).rejects.toMatchObject({ status: 503, code: 'TIER_UNAVAILABLE', details: { reason: 'full' } });
+    await expect(c.put('alone', 'k', Buffer.alloc(512 * 1024))).rejects.toMatchObject({
+      status: 503,
+      code: 'TIER_UNAVAILABLE',
+      details: { reason: 'full' },
+    });
     expect((await c.get('alone', 'k'))!.entry.header.version).toBe(v1.version);
   });
 });

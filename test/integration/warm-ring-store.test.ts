@@ -1,4 +1,10 @@
-import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand,
+  DeleteBucketCommand,
+  DeleteObjectsCommand,
+  ListObjectsV2Command,
+  S3Client,
+} from '@aws-sdk/client-s3';
 import { addNode, initialRing } from '../../core/ring/document.js';
 import { CasConflictError, CasStoreUnavailableError, RingStore, S3CasStore } from '../../core/ring/store.js';
 import { testS3Endpoint, uniqueName } from '../helpers/env.js';
@@ -35,7 +41,9 @@ describe('ring document in S3 (LocalStack conditional writes)', () => {
     const store = new RingStore(cas);
     await store.create(initialRing([{ id: 'a', url: 'http://a:1' }], 1));
     const added = ['b', 'c', 'd', 'e', 'f'];
-    const results = await Promise.all(added.map((id) => new RingStore(cas).update((d) => addNode(d, { id, url: `http://${id}:1` }))));
+    const results = await Promise.all(
+      added.map((id) => new RingStore(cas).update((d) => addNode(d, { id, url: `http://${id}:1` }))),
+    );
     const final = (await store.load())!;
     expect(final.version).toBe(1 + added.length);
     expect(final.nodes.map((n) => n.id).sort()).toEqual(['a', ...added]);
@@ -43,7 +51,15 @@ describe('ring document in S3 (LocalStack conditional writes)', () => {
   });
 
   it('reports an unreachable store as unavailable, not as a conflict', async () => {
-    const dead = new S3CasStore({ bucket, clientConfig: { endpoint: 'http://127.0.0.1:1', region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' }, maxAttempts: 1 } });
+    const dead = new S3CasStore({
+      bucket,
+      clientConfig: {
+        endpoint: 'http://127.0.0.1:1',
+        region: 'us-east-1',
+        credentials: { accessKeyId: 'x', secretAccessKey: 'x' },
+        maxAttempts: 1,
+      },
+    });
     await expect(dead.get('doc')).rejects.toBeInstanceOf(CasStoreUnavailableError);
     await expect(dead.put('doc', '{}', null)).rejects.toBeInstanceOf(CasStoreUnavailableError);
     dead.close();

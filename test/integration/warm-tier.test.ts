@@ -35,7 +35,12 @@ describe('WarmTier over three cache node processes', () => {
     const launched = await Promise.all(['n1', 'n2', 'n3', 'n4'].map((id) => fleet.launch(id)));
     urls = Object.fromEntries(launched.map((n) => [n.nodeId, n.url]));
     store = new RingStore(new InMemoryCasStore());
-    ring = await store.create(initialRing(['n1', 'n2', 'n3'].map((id) => ({ id, url: urls[id]! })), 2));
+    ring = await store.create(
+      initialRing(
+        ['n1', 'n2', 'n3'].map((id) => ({ id, url: urls[id]! })),
+        2,
+      ),
+    );
     await Promise.all(Object.values(urls).map((u) => admin.pushRing(u, ring)));
   });
 
@@ -52,7 +57,10 @@ describe('WarmTier over three cache node processes', () => {
   it('routes each key to the owner of its range, singly and in batches grouped per node', async () => {
     const t = tier();
     const keys = Array.from({ length: 60 }, (_, i) => `route-${i}`);
-    const outcomes = await t.putMany('t', keys.map((key, i) => ({ key, entry: entry(10 + i, `v${i}`) })));
+    const outcomes = await t.putMany(
+      't',
+      keys.map((key, i) => ({ key, entry: entry(10 + i, `v${i}`) })),
+    );
     expect(outcomes.every((o) => o.applied)).toBe(true);
     for (const k of keys.slice(0, 10)) {
       const owner = ownerOf(k);
@@ -83,7 +91,10 @@ describe('WarmTier over three cache node processes', () => {
     const keys: string[] = [];
     for (let i = 0; keys.length < 12; i++) if (ownerOf(`big-${i}`) === owner) keys.push(`big-${i}`);
     const value = Buffer.alloc(300 * 1024, 7);
-    await t.putMany('t', keys.map((key) => ({ key, entry: entry(1, value) })));
+    await t.putMany(
+      't',
+      keys.map((key) => ({ key, entry: entry(1, value) })),
+    );
     // Nothing learnt yet: one batch of twelve.
     const first = { ...t.coalesced };
     const got = await Promise.all(keys.map((k) => t.get('t', k)));
@@ -93,7 +104,10 @@ describe('WarmTier over three cache node processes', () => {
     const second = { ...t.coalesced };
     const again = await Promise.all(keys.map((k) => t.get('t', k)));
     expect(again.every((e) => e?.value.equals(value))).toBe(true);
-    expect({ requests: t.coalesced.requests - second.requests, operations: t.coalesced.operations - second.operations }).toEqual({ requests: 4, operations: 12 });
+    expect({ requests: t.coalesced.requests - second.requests, operations: t.coalesced.operations - second.operations }).toEqual({
+      requests: 4,
+      operations: 12,
+    });
     await t.close();
   });
 
@@ -103,7 +117,10 @@ describe('WarmTier over three cache node processes', () => {
     const owner = ownerOf('held-0');
     const keys: string[] = [];
     for (let i = 0; keys.length < 6; i++) if (ownerOf(`held-${i}`) === owner) keys.push(`held-${i}`);
-    await t.putMany('t', keys.map((key, i) => ({ key, entry: entry(1, `h${i}`) })));
+    await t.putMany(
+      't',
+      keys.map((key, i) => ({ key, entry: entry(1, `h${i}`) })),
+    );
     const before = { ...t.coalesced };
     // The owner is stopped, so the first read stays in flight while the others arrive, each in a turn of its own.
     const pid = fleet.pid(owner)!;
@@ -123,7 +140,10 @@ describe('WarmTier over three cache node processes', () => {
     const got = (await Promise.all(reads)) as ({ value: Buffer } | undefined)[];
     expect(got.map((e) => e?.value.toString())).toEqual(keys.map((_, i) => `h${i}`));
     // One single read, then the five that waited in one batch (without the limit: five single reads).
-    expect({ requests: t.coalesced.requests - before.requests, operations: t.coalesced.operations - before.operations }).toEqual({ requests: 1, operations: 5 });
+    expect({ requests: t.coalesced.requests - before.requests, operations: t.coalesced.operations - before.operations }).toEqual({
+      requests: 1,
+      operations: 5,
+    });
     await t.close();
   });
 
@@ -135,10 +155,13 @@ describe('WarmTier over three cache node processes', () => {
     await publish((d) => {
       addNode(d, { id: 'n4', url: urls.n4!, state: 'NORMAL' });
     });
-    await publish((d, next) => {
-      d.ranges[idx]!.owner = 'n4';
-      d.ranges[idx]!.epoch = next;
-    }, ['n1', 'n2', 'n3']); // n4 has not heard of it yet
+    await publish(
+      (d, next) => {
+        d.ranges[idx]!.owner = 'n4';
+        d.ranges[idx]!.epoch = next;
+      },
+      ['n1', 'n2', 'n3'],
+    ); // n4 has not heard of it yet
     // A tier still on the old ring writes to the former owner, gets 409 with the new ring, retries on n4, which
     // is behind and answers 409 too: the tier pushes its (newer) ring there and retries once more.
     const t = tier({ initial: old });
@@ -220,7 +243,12 @@ describe('WarmTier over three cache node processes', () => {
     const hot = new SwitchableTier('hot');
     const cold = new SwitchableTier('cold', 64 * 1024 * 1024);
     const warm = tier({ timeoutMs: 500 });
-    const c = new Coordinator({ tiers: [hot, warm, cold], policies: new PolicyRegistry({ defaults: { nearCache: { enabled: false } } }), flushTimer: false, onBackgroundError: () => {} });
+    const c = new Coordinator({
+      tiers: [hot, warm, cold],
+      policies: new PolicyRegistry({ defaults: { nearCache: { enabled: false } } }),
+      flushTimer: false,
+      onBackgroundError: () => {},
+    });
     const put = await c.put('t', 'layered', Buffer.from('v1'));
     expect(put.tiers).toEqual(['hot', 'warm', 'cold']);
     hot.down = true;

@@ -28,9 +28,15 @@ export class Workload {
   readonly tiers: WarmTier[];
 
   constructor(store: RingStore) {
-    this.tiers = [0, 1].map(() => new WarmTier({ ring: new RingView({ store, refreshIntervalMs: 1000 }), secret: SECRET, timeoutMs: 3000 }));
-    const policies = new PolicyRegistry({ defaults: { writeTiers: ['warm'], nearCache: { enabled: false }, promoteOnRead: false } });
-    this.coordinators = this.tiers.map((t) => new Coordinator({ tiers: [t], policies, flushTimer: false, onBackgroundError: () => {} }));
+    this.tiers = [0, 1].map(
+      () => new WarmTier({ ring: new RingView({ store, refreshIntervalMs: 1000 }), secret: SECRET, timeoutMs: 3000 }),
+    );
+    const policies = new PolicyRegistry({
+      defaults: { writeTiers: ['warm'], nearCache: { enabled: false }, promoteOnRead: false },
+    });
+    this.coordinators = this.tiers.map(
+      (t) => new Coordinator({ tiers: [t], policies, flushTimer: false, onBackgroundError: () => {} }),
+    );
   }
 
   /** Writes every key once, in batches (through the tier directly, with versions from one clock). */
@@ -40,7 +46,13 @@ export class Workload {
       const items = Array.from({ length: Math.min(1000, KEYS - i) }, (_, j) => {
         const version = clock.next();
         const value = valueFor(i + j, version);
-        return { key: `k${i + j}`, entry: { header: { version, expiresAt: null, size: value.length, hash: contentHash(value), tags: [], flags: {} }, value } };
+        return {
+          key: `k${i + j}`,
+          entry: {
+            header: { version, expiresAt: null, size: value.length, hash: contentHash(value), tags: [], flags: {} },
+            value,
+          },
+        };
       });
       const out = await this.tiers[0]!.putMany(NS, items);
       out.forEach((o, j) => {
@@ -65,11 +77,14 @@ export class Workload {
         } else {
           const expected = this.acked[i]!;
           const r = await c.get(NS, key);
-          if (!r || r.entry.header.version < expected) this.staleReads.push(`${key}: read ${r?.entry.header.version ?? 'nothing'} after ${expected} was acknowledged`);
+          if (!r || r.entry.header.version < expected)
+            this.staleReads.push(`${key}: read ${r?.entry.header.version ?? 'nothing'} after ${expected} was acknowledged`);
         }
         this.ops++;
       } catch (e) {
-        this.errors.push(`${key}: ${e instanceof Error ? `${e.message} ${e.cause instanceof Error ? e.cause.message : ''}` : String(e)}`);
+        this.errors.push(
+          `${key}: ${e instanceof Error ? `${e.message} ${e.cause instanceof Error ? e.cause.message : ''}` : String(e)}`,
+        );
       }
     }
   }
@@ -87,7 +102,8 @@ export class Workload {
       const keys = Array.from({ length: Math.min(1000, KEYS - i) }, (_, j) => `k${i + j}`);
       const got = await t.getMany(NS, keys);
       got.forEach((e, j) => {
-        if (!e || e.header.version < this.acked[i + j]!) missing.push(`${keys[j]}: has ${e?.header.version ?? 'nothing'}, acknowledged ${this.acked[i + j]}`);
+        if (!e || e.header.version < this.acked[i + j]!)
+          missing.push(`${keys[j]}: has ${e?.header.version ?? 'nothing'}, acknowledged ${this.acked[i + j]}`);
       });
     }
     await t.close();

@@ -32,26 +32,62 @@ const task = (step: string, next?: string, resultPath = '$.result') => ({
 
 /** scale-out: plan (total 2), then a stream step that waits for the gate, then done. scale-in: fails at once. */
 const DEFINITIONS = {
-  'scale-out': { StartAt: 'Plan', States: { Plan: task('scale-out.plan', 'Stream'), Stream: task('migrate.stream', 'Finish'), Finish: { Type: 'Pass', Result: { joined: 'n4' }, End: true } } },
+  'scale-out': {
+    StartAt: 'Plan',
+    States: {
+      Plan: task('scale-out.plan', 'Stream'),
+      Stream: task('migrate.stream', 'Finish'),
+      Finish: { Type: 'Pass', Result: { joined: 'n4' }, End: true },
+    },
+  },
   'scale-in': { StartAt: 'Begin', States: { Begin: task('scale-in.begin') } },
 } as unknown as Record<WorkflowName, AslDefinition>;
 
 const ctx = { awsRequestId: 'req-admin' } as Context;
 
-function event(method: string, resource: string, path: string, params: Record<string, string> | null, o: { body?: string; contentType?: string; query?: Record<string, string> } = {}): ApiEvent {
+function event(
+  method: string,
+  resource: string,
+  path: string,
+  params: Record<string, string> | null,
+  o: { body?: string; contentType?: string; query?: Record<string, string> } = {},
+): ApiEvent {
   const body = o.body === undefined ? null : Buffer.from(o.body).toString('base64');
   const headers = o.body === undefined ? {} : { 'content-type': o.contentType ?? 'application/json' };
-  return { httpMethod: method, resource, path, pathParameters: params, queryStringParameters: o.query ?? null, headers, body, isBase64Encoded: !!body } as unknown as ApiEvent;
+  return {
+    httpMethod: method,
+    resource,
+    path,
+    pathParameters: params,
+    queryStringParameters: o.query ?? null,
+    headers,
+    body,
+    isBase64Encoded: !!body,
+  } as unknown as ApiEvent;
 }
 
 const START = '/v1/admin/workflows/{workflow}/executions';
 const LIST = '/v1/admin/workflows/executions';
 const GET = '/v1/admin/workflows/executions/{execution}';
 
-const start = (workflow: string, body?: unknown, o: { query?: Record<string, string>; raw?: string; contentType?: string } = {}) =>
-  handler(event('POST', START, `/v1/admin/workflows/${workflow}/executions`, { workflow }, { body: o.raw ?? (body === undefined ? undefined : JSON.stringify(body)), contentType: o.contentType, query: o.query }), ctx) as Promise<ApiResult>;
+const start = (
+  workflow: string,
+  body?: unknown,
+  o: { query?: Record<string, string>; raw?: string; contentType?: string } = {},
+) =>
+  handler(
+    event(
+      'POST',
+      START,
+      `/v1/admin/workflows/${workflow}/executions`,
+      { workflow },
+      { body: o.raw ?? (body === undefined ? undefined : JSON.stringify(body)), contentType: o.contentType, query: o.query },
+    ),
+    ctx,
+  ) as Promise<ApiResult>;
 const list = (query?: Record<string, string>) => handler(event('GET', LIST, LIST, null, { query }), ctx) as Promise<ApiResult>;
-const get = (execution: string) => handler(event('GET', GET, `/v1/admin/workflows/executions/${execution}`, { execution }), ctx) as Promise<ApiResult>;
+const get = (execution: string) =>
+  handler(event('GET', GET, `/v1/admin/workflows/executions/${execution}`, { execution }), ctx) as Promise<ApiResult>;
 const body = <T>(r: ApiResult): T => JSON.parse(r.body) as T;
 
 let gate: { open: () => void; promise: Promise<void> };
@@ -96,7 +132,12 @@ beforeAll(() => {
 
 beforeEach(() => {
   newGate();
-  setApiContext({ coordinator: new Coordinator({ tiers: [new MemoryTier()], flushTimer: false }), inlineLimitBytes: 1024, urlTtlSeconds: 60, workflows: service });
+  setApiContext({
+    coordinator: new Coordinator({ tiers: [new MemoryTier()], flushTimer: false }),
+    inlineLimitBytes: 1024,
+    urlTtlSeconds: 60,
+    workflows: service,
+  });
 });
 
 afterEach(() => gate.open());
@@ -131,7 +172,14 @@ describe('admin API: workflow executions (admin Lambda handler, LocalWorkflowSer
     do running = body<ExecutionDetail>(await get(summary.execution));
     while (running.progress === undefined && Date.now() < deadline);
     expect(running).toMatchObject({ status: 'RUNNING', input: { mode: 'parallel' } });
-    expect(running.progress).toMatchObject({ total: 2, done: 1, fraction: 0.5, unit: 'sessions', bytes: 3 * 1024 * 1024, phase: 'streaming session 2 of 2' });
+    expect(running.progress).toMatchObject({
+      total: 2,
+      done: 1,
+      fraction: 0.5,
+      unit: 'sessions',
+      bytes: 3 * 1024 * 1024,
+      phase: 'streaming session 2 of 2',
+    });
 
     gate.open();
     const done = await until(summary.execution, 'SUCCEEDED');
@@ -166,7 +214,7 @@ describe('admin API: workflow executions (admin Lambda handler, LocalWorkflowSer
     expect(err.message).toContain('scale-out, scale-in, evict-to-s3, tier-migrate');
   });
 
-  it('validates scale-out and scale-in input with their begin steps\' schemas; an empty body is an empty input', async () => {
+  it("validates scale-out and scale-in input with their begin steps' schemas; an empty body is an empty input", async () => {
     const cases: [unknown, string][] = [
       [{ mode: 'sideways' }, 'body.mode'],
       [{ streamMaxMs: 5 }, 'body.streamMaxMs'],
@@ -175,7 +223,11 @@ describe('admin API: workflow executions (admin Lambda handler, LocalWorkflowSer
     ];
     for (const [input, field] of cases) {
       const res = await start('scale-out', input);
-      expect([input, res.statusCode, body<{ error: { details: { field: string } } }>(res).error.details.field]).toEqual([input, 400, field]);
+      expect([input, res.statusCode, body<{ error: { details: { field: string } } }>(res).error.details.field]).toEqual([
+        input,
+        400,
+        field,
+      ]);
     }
     const scaleIn = await start('scale-in', { nodeId: 'bad id!' });
     expect(body(scaleIn)).toMatchObject({ error: { code: 'VALIDATION_FAILED', details: { field: 'body.nodeId' } } });
@@ -185,7 +237,9 @@ describe('admin API: workflow executions (admin Lambda handler, LocalWorkflowSer
 
   it('answers 400 MALFORMED_JSON, 400 for a non-object body and 415 for another content type', async () => {
     expect(body(await start('scale-in', undefined, { raw: '{"nodeId":' }))).toMatchObject({ error: { code: 'MALFORMED_JSON' } });
-    expect(body(await start('scale-in', undefined, { raw: '["n1"]' }))).toMatchObject({ error: { code: 'VALIDATION_FAILED', details: { field: 'body' } } });
+    expect(body(await start('scale-in', undefined, { raw: '["n1"]' }))).toMatchObject({
+      error: { code: 'VALIDATION_FAILED', details: { field: 'body' } },
+    });
     const text = await start('scale-in', undefined, { raw: 'nodeId=n1', contentType: 'text/plain' });
     expect(text.statusCode).toBe(415);
   });
@@ -203,9 +257,19 @@ describe('admin API: workflow executions (admin Lambda handler, LocalWorkflowSer
   });
 
   it('answers 400 for a bad list query', async () => {
-    for (const [query, field] of [[{ limit: '0' }, 'query.limit'], [{ limit: '101' }, 'query.limit'], [{ limit: 'ten' }, 'query.limit'], [{ workflow: 'nope' }, 'query.workflow'], [{ wrkflow: 'scale-in' }, 'query']] as const) {
+    for (const [query, field] of [
+      [{ limit: '0' }, 'query.limit'],
+      [{ limit: '101' }, 'query.limit'],
+      [{ limit: 'ten' }, 'query.limit'],
+      [{ workflow: 'nope' }, 'query.workflow'],
+      [{ wrkflow: 'scale-in' }, 'query'],
+    ] as const) {
       const res = await list(query);
-      expect([query, res.statusCode, body<{ error: { details: { field: string } } }>(res).error.details.field]).toEqual([query, 400, field]);
+      expect([query, res.statusCode, body<{ error: { details: { field: string } } }>(res).error.details.field]).toEqual([
+        query,
+        400,
+        field,
+      ]);
     }
   });
 
@@ -231,7 +295,13 @@ describe('admin API without workflows', () => {
   beforeAll(() => {
     log = captureLog();
   });
-  beforeEach(() => setApiContext({ coordinator: new Coordinator({ tiers: [new MemoryTier()], flushTimer: false }), inlineLimitBytes: 1024, urlTtlSeconds: 60 }));
+  beforeEach(() =>
+    setApiContext({
+      coordinator: new Coordinator({ tiers: [new MemoryTier()], flushTimer: false }),
+      inlineLimitBytes: 1024,
+      urlTtlSeconds: 60,
+    }),
+  );
   afterAll(() => {
     log.restore();
     setWorkflowServiceFactory(undefined);
@@ -242,27 +312,31 @@ describe('admin API without workflows', () => {
     expect(process.env.STRATA_WORKFLOW_ARNS).toBeUndefined();
     for (const res of [await start('scale-out', {}), await list(), await get('scale-out-x')]) {
       expect(res.statusCode).toBe(503);
-      expect(body(res)).toMatchObject({ error: { code: 'WORKFLOWS_UNAVAILABLE', message: expect.stringContaining('STRATA_WORKFLOW_ARNS') } });
+      expect(body(res)).toMatchObject({
+        error: { code: 'WORKFLOWS_UNAVAILABLE', message: expect.stringContaining('STRATA_WORKFLOW_ARNS') },
+      });
       // Permanent: retrying cannot help, so the SDK does not retry it and no retry-after invites one.
       expect(body(res)).toMatchObject({ error: { details: { permanent: true } } });
       expect(res.headers?.['retry-after']).toBeUndefined();
     }
   });
 
-  it('answers 503 naming the configuration problem when the runtime\'s service cannot be built, and builds it once', async () => {
+  it("answers 503 naming the configuration problem when the runtime's service cannot be built, and builds it once", async () => {
     let calls = 0;
     setWorkflowServiceFactory(() => {
       calls++;
-      throw new ConfigError('STRATA_WORKFLOW_ARNS: unknown workflow \'scale-up\'');
+      throw new ConfigError("STRATA_WORKFLOW_ARNS: unknown workflow 'scale-up'");
     });
     const res = await list();
     expect(res.statusCode).toBe(503);
-    expect(body(res)).toMatchObject({ error: { code: 'WORKFLOWS_UNAVAILABLE', message: expect.stringContaining("unknown workflow 'scale-up'") } });
+    expect(body(res)).toMatchObject({
+      error: { code: 'WORKFLOWS_UNAVAILABLE', message: expect.stringContaining("unknown workflow 'scale-up'") },
+    });
     await list();
     expect(calls).toBe(1);
   });
 
-  it('uses the runtime\'s service when the context has none', async () => {
+  it("uses the runtime's service when the context has none", async () => {
     const seen: string[] = [];
     const fake: WorkflowService = {
       start: async () => {
@@ -290,8 +364,14 @@ describe('route table', () => {
 
   it('matches the admin paths (a literal segment wins over a parameter)', () => {
     expect(matchRoute('GET', '/v1/admin/workflows/executions')).toMatchObject({ resource: LIST });
-    expect(matchRoute('GET', '/v1/admin/workflows/executions/scale-out-1')).toMatchObject({ resource: GET, pathParameters: { execution: 'scale-out-1' } });
-    expect(matchRoute('POST', '/v1/admin/workflows/scale-in/executions')).toMatchObject({ resource: START, pathParameters: { workflow: 'scale-in' } });
+    expect(matchRoute('GET', '/v1/admin/workflows/executions/scale-out-1')).toMatchObject({
+      resource: GET,
+      pathParameters: { execution: 'scale-out-1' },
+    });
+    expect(matchRoute('POST', '/v1/admin/workflows/scale-in/executions')).toMatchObject({
+      resource: START,
+      pathParameters: { workflow: 'scale-in' },
+    });
     const wrongMethod = matchRoute('GET', '/v1/admin/workflows/scale-in/executions');
     expect(wrongMethod.route).toBeUndefined();
     expect(wrongMethod).toMatchObject({ resource: START, allowed: ['POST'] });

@@ -4,16 +4,39 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileCasStore, S3CasStore } from '../../core/ring/store.js';
 import { ConfigError } from '../../core/errors.js';
-import { parseWorkflowArns, progressCasFromEnv, workflowEnvSchema, workflowServiceFromEnv } from '../../core/composition/workflow-service-env.js';
+import {
+  parseWorkflowArns,
+  progressCasFromEnv,
+  workflowEnvSchema,
+  workflowServiceFromEnv,
+} from '../../core/composition/workflow-service-env.js';
 import { WORKFLOW_NAMES, type WorkflowProgress } from '../../core/workflows/progress.js';
-import { EXECUTION_NAME, SfnWorkflowService, checkExecutionName, newExecutionName, progressView } from '../../core/workflows/admin-service.js';
+import {
+  EXECUTION_NAME,
+  SfnWorkflowService,
+  checkExecutionName,
+  newExecutionName,
+  progressView,
+} from '../../core/workflows/admin-service.js';
 import { LocalWorkflowService } from '../../core/workflows/local/local-workflow-service.js';
 import type { LocalExecution } from '../../core/workflows/local/asl-runner.js';
 
 const ARN = (wf: string) => `arn:aws:states:us-east-1:123456789012:stateMachine:strata-dev-${wf}`;
 
 function doc(p: Partial<WorkflowProgress>): WorkflowProgress {
-  return { execution: 'e', workflow: 'scale-out', phase: 'x', total: 0, done: 0, keys: 0, bytes: 0, startedAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', facts: {}, ...p };
+  return {
+    execution: 'e',
+    workflow: 'scale-out',
+    phase: 'x',
+    total: 0,
+    done: 0,
+    keys: 0,
+    bytes: 0,
+    startedAt: '2026-01-01T00:00:00.000Z',
+    updatedAt: '2026-01-01T00:00:00.000Z',
+    facts: {},
+    ...p,
+  };
 }
 
 describe('execution names', () => {
@@ -25,13 +48,19 @@ describe('execution names', () => {
       expect(n).toMatch(/^tier-migrate-20261121T123456Z-[0-9a-f]{6}$/);
       expect(EXECUTION_NAME.test(n)).toBe(true);
     }
-    expect(newExecutionName('scale-out', new Date('2026-01-01T00:00:00Z')) < newExecutionName('scale-out', new Date('2026-01-01T00:00:01Z'))).toBe(true);
+    expect(
+      newExecutionName('scale-out', new Date('2026-01-01T00:00:00Z')) <
+        newExecutionName('scale-out', new Date('2026-01-01T00:00:01Z')),
+    ).toBe(true);
   });
 
   it('accepts 1-80 characters of A-Z a-z 0-9 _ - and nothing else', () => {
     expect(checkExecutionName('a')).toBe('a');
     expect(checkExecutionName('x'.repeat(80))).toHaveLength(80);
-    for (const bad of ['', 'x'.repeat(81), 'a b', 'a:b', 'a/b', 'ü', 'a.b']) expect(() => checkExecutionName(bad)).toThrow(expect.objectContaining({ code: 'VALIDATION_FAILED', details: expect.objectContaining({ field: 'name' }) }));
+    for (const bad of ['', 'x'.repeat(81), 'a b', 'a:b', 'a/b', 'ü', 'a.b'])
+      expect(() => checkExecutionName(bad)).toThrow(
+        expect.objectContaining({ code: 'VALIDATION_FAILED', details: expect.objectContaining({ field: 'name' }) }),
+      );
   });
 });
 
@@ -58,8 +87,18 @@ describe('progressView', () => {
 });
 
 describe('LocalWorkflowService over a runner', () => {
-  const rec = (name: string, startedAt: string): LocalExecution => ({ name, workflow: 'scale-in', status: 'SUCCEEDED', input: {}, startedAt, stoppedAt: startedAt, states: [] });
-  const execs = Array.from({ length: 130 }, (_, i) => rec(`e${String(i).padStart(3, '0')}`, new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString()));
+  const rec = (name: string, startedAt: string): LocalExecution => ({
+    name,
+    workflow: 'scale-in',
+    status: 'SUCCEEDED',
+    input: {},
+    startedAt,
+    stoppedAt: startedAt,
+    states: [],
+  });
+  const execs = Array.from({ length: 130 }, (_, i) =>
+    rec(`e${String(i).padStart(3, '0')}`, new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString()),
+  );
   const runner = { workflows: [...WORKFLOW_NAMES], list: () => [...execs], describe: () => undefined, start: () => execs[0]! };
   const svc = new LocalWorkflowService({ runner });
 
@@ -80,7 +119,10 @@ describe('LocalWorkflowService over a runner', () => {
 
 describe('runtime configuration (composition/workflow-service-env.ts)', () => {
   it('parses STRATA_WORKFLOW_ARNS', () => {
-    expect(parseWorkflowArns(JSON.stringify({ 'scale-out': ARN('scale-out'), 'scale-in': ARN('scale-in') }))).toEqual({ 'scale-out': ARN('scale-out'), 'scale-in': ARN('scale-in') });
+    expect(parseWorkflowArns(JSON.stringify({ 'scale-out': ARN('scale-out'), 'scale-in': ARN('scale-in') }))).toEqual({
+      'scale-out': ARN('scale-out'),
+      'scale-in': ARN('scale-in'),
+    });
     expect(parseWorkflowArns('{}')).toEqual({});
   });
 
@@ -88,8 +130,14 @@ describe('runtime configuration (composition/workflow-service-env.ts)', () => {
     const cases: [string, RegExp][] = [
       ['{"scale-out":', /not valid JSON/],
       ['["arn"]', /must be a JSON object/],
-      [JSON.stringify({ 'scale-up': ARN('scale-up') }), /unknown workflow 'scale-up' \(workflows: scale-out, scale-in, evict-to-s3, tier-migrate\)/],
-      [JSON.stringify({ 'scale-out': 'arn:aws:lambda:us-east-1:123456789012:function:x' }), /STRATA_WORKFLOW_ARNS\.scale-out: must be a state machine ARN/],
+      [
+        JSON.stringify({ 'scale-up': ARN('scale-up') }),
+        /unknown workflow 'scale-up' \(workflows: scale-out, scale-in, evict-to-s3, tier-migrate\)/,
+      ],
+      [
+        JSON.stringify({ 'scale-out': 'arn:aws:lambda:us-east-1:123456789012:function:x' }),
+        /STRATA_WORKFLOW_ARNS\.scale-out: must be a state machine ARN/,
+      ],
       [JSON.stringify({ 'scale-out': 42 }), /STRATA_WORKFLOW_ARNS\.scale-out/],
     ];
     for (const [raw, msg] of cases) {
@@ -101,16 +149,25 @@ describe('runtime configuration (composition/workflow-service-env.ts)', () => {
   it('builds no service without STRATA_WORKFLOW_ARNS, and a Step Functions one with it', () => {
     expect(workflowServiceFromEnv({})).toBeUndefined();
     expect(workflowServiceFromEnv({ STRATA_WORKFLOW_ARNS: '' })).toBeUndefined();
-    const svc = workflowServiceFromEnv({ STRATA_WORKFLOW_ARNS: JSON.stringify({ 'evict-to-s3': ARN('evict-to-s3') }), STRATA_SFN_ENDPOINT: 'http://127.0.0.1:4566' })!;
+    const svc = workflowServiceFromEnv({
+      STRATA_WORKFLOW_ARNS: JSON.stringify({ 'evict-to-s3': ARN('evict-to-s3') }),
+      STRATA_SFN_ENDPOINT: 'http://127.0.0.1:4566',
+    })!;
     expect(svc).toBeInstanceOf(SfnWorkflowService);
     expect(svc.workflows).toEqual(['evict-to-s3']);
-    expect(svc.executionArn('evict-to-s3', 'run-1')).toBe('arn:aws:states:us-east-1:123456789012:execution:strata-dev-evict-to-s3:run-1');
-    expect(() => workflowServiceFromEnv({ STRATA_WORKFLOW_ARNS: '{}', STRATA_SFN_ENDPOINT: 'not a url' })).toThrow(/STRATA_SFN_ENDPOINT/);
+    expect(svc.executionArn('evict-to-s3', 'run-1')).toBe(
+      'arn:aws:states:us-east-1:123456789012:execution:strata-dev-evict-to-s3:run-1',
+    );
+    expect(() => workflowServiceFromEnv({ STRATA_WORKFLOW_ARNS: '{}', STRATA_SFN_ENDPOINT: 'not a url' })).toThrow(
+      /STRATA_SFN_ENDPOINT/,
+    );
   });
 
-  it('reads progress from the workflow docs store, else the warm ring\'s, else nowhere', () => {
+  it("reads progress from the workflow docs store, else the warm ring's, else nowhere", () => {
     const env = (e: Record<string, string>) => workflowEnvSchema.parse(e);
-    const s3 = progressCasFromEnv(env({ STRATA_WORKFLOW_DOCS_BUCKET: 'ring-bucket', STRATA_WORKFLOW_DOCS_PREFIX: 'strata/ring' }));
+    const s3 = progressCasFromEnv(
+      env({ STRATA_WORKFLOW_DOCS_BUCKET: 'ring-bucket', STRATA_WORKFLOW_DOCS_PREFIX: 'strata/ring' }),
+    );
     expect(s3).toBeInstanceOf(S3CasStore);
     (s3 as S3CasStore).close();
     const warm = progressCasFromEnv(env({ STRATA_WARM_RING_BUCKET: 'warm-bucket' }));
@@ -120,7 +177,9 @@ describe('runtime configuration (composition/workflow-service-env.ts)', () => {
     try {
       expect(progressCasFromEnv(env({ STRATA_WORKFLOW_DOCS_DIR: dir }))).toBeInstanceOf(FileCasStore);
       // The docs variables win over the warm ring's.
-      expect(progressCasFromEnv(env({ STRATA_WORKFLOW_DOCS_DIR: dir, STRATA_WARM_RING_BUCKET: 'warm-bucket' }))).toBeInstanceOf(FileCasStore);
+      expect(progressCasFromEnv(env({ STRATA_WORKFLOW_DOCS_DIR: dir, STRATA_WARM_RING_BUCKET: 'warm-bucket' }))).toBeInstanceOf(
+        FileCasStore,
+      );
       const docs = progressCasFromEnv(env({ STRATA_WORKFLOW_DOCS_BUCKET: 'docs-bucket', STRATA_WARM_RING_DIR: dir }));
       expect(docs).toBeInstanceOf(S3CasStore);
       (docs as S3CasStore).close();

@@ -35,13 +35,13 @@ async function strata(args: string[], env: Record<string, string> = {}, stdin?: 
 }
 
 describe('strata --version and help', () => {
-  it('--version prints the SDK version, which is package.json\'s', async () => {
+  it("--version prints the SDK version, which is package.json's", async () => {
     const pkg = JSON.parse(readFileSync(join(REPO_ROOT, 'sdk/package.json'), 'utf8')) as { version: string };
     expect(await strata(['--version'])).toEqual({ code: 0, out: `${pkg.version}\n`, err: '' });
     expect(SDK_VERSION).toBe(pkg.version);
   });
 
-  it('help lists every command; help <command> and <command> --help print that command\'s usage', async () => {
+  it("help lists every command; help <command> and <command> --help print that command's usage", async () => {
     const all = await strata(['help']);
     expect([all.code, all.err]).toEqual([0, '']);
     expect(all.out).toBe(`${USAGE}\n`);
@@ -71,24 +71,36 @@ describe('mistakes are one line naming what was wrong and the help to run', () =
     [['get'], "strata: get needs a key; run 'strata help get'\n"],
     [['has'], "strata: has needs a key; run 'strata help has'\n"],
     [['get', 'a', 'b'], "strata: get: unexpected argument 'b'; run 'strata help get'\n"],
-    [['get', 'a', '--ttl', '5'], "strata: --ttl is not an option of strata get (it is an option of strata put); run 'strata help get'\n"],
+    [
+      ['get', 'a', '--ttl', '5'],
+      "strata: --ttl is not an option of strata get (it is an option of strata put); run 'strata help get'\n",
+    ],
     [['get', 'a', '--bogus'], "strata: unknown option --bogus; run 'strata help get'\n"],
     [['put', 'k', '--ttl'], "strata: --ttl needs a value; run 'strata help put'\n"],
-    [['put', 'k', 'v', '--ttl', 'soon'], "strata: --ttl must be a whole number of at least 1, not 'soon'; run 'strata help put'\n"],
+    [
+      ['put', 'k', 'v', '--ttl', 'soon'],
+      "strata: --ttl must be a whole number of at least 1, not 'soon'; run 'strata help put'\n",
+    ],
     [['stats', '--timeout', '0'], "strata: --timeout must be a whole number of at least 1, not '0'; run 'strata help stats'\n"],
     [['get', 'a', '--ns', 'Not A Namespace'], expect.stringMatching(/^strata: ns: must match .*; run 'strata help get'\n$/)],
     [['workflow', 'start'], "strata: workflow start needs a workflow name; run 'strata help workflow'\n"],
-    [['workflow', 'start', 'scale-up'], `strata: unknown workflow 'scale-up'; workflows: ${WORKFLOWS}; run 'strata help workflow'\n`],
+    [
+      ['workflow', 'start', 'scale-up'],
+      `strata: unknown workflow 'scale-up'; workflows: ${WORKFLOWS}; run 'strata help workflow'\n`,
+    ],
     [['cost', '--keys', '5'], `strata: cost: --value-size is required with a workload ${WORKLOAD}; run 'strata help cost'\n`],
     [['cost', '--region', 'x'], `strata: cost: give a workload ${WORKLOAD} or --paper-2010 --tables; run 'strata help cost'\n`],
-    [['stats', '--top', '3'], "strata: --top is not an option of strata stats (it is an option of strata cost); run 'strata help stats'\n"],
+    [
+      ['stats', '--top', '3'],
+      "strata: --top is not an option of strata stats (it is an option of strata cost); run 'strata help stats'\n",
+    ],
   ])('%j', async (args, err) => {
     suite.server.script((_req, res) => sendError(res, 500, 'INTERNAL', 'no request was expected'));
     expect(await strata(args)).toEqual({ code: 2, out: '', err });
     expect(suite.server.requests).toHaveLength(0);
   });
 
-  it('a bare `strata workflow` or `strata cost` (asking what it does) gets the command\'s usage', async () => {
+  it("a bare `strata workflow` or `strata cost` (asking what it does) gets the command's usage", async () => {
     const wf = await strata(['workflow']);
     expect(wf.code).toBe(2);
     expect(wf.err).toMatch(/^strata: workflow needs a command: start, status or list\n\nusage: strata workflow /);
@@ -175,7 +187,7 @@ describe('errors that say what to do next', () => {
     expect((await strata(['workflow', 'start', 'evict-to-s3'])).err).toBe(`strata: WORKFLOWS_UNAVAILABLE (HTTP 503): ${lacks}\n`);
   });
 
-  it('other request errors: code, status and the server\'s message on one line, exit 2', async () => {
+  it("other request errors: code, status and the server's message on one line, exit 2", async () => {
     suite.server.script((_req, res) => sendError(res, 409, 'VERSION_CONFLICT', 'stale', { current: 3 }));
     expect(await strata(['put', 'k', 'v'])).toEqual({ code: 2, out: '', err: 'strata: VERSION_CONFLICT (HTTP 409): stale\n' });
   });

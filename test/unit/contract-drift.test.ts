@@ -5,10 +5,23 @@
  * (the type checks below are compile-time: `tsc -p tsconfig.json` checks this file).
  */
 import * as sdk from '../../sdk/src/index.js';
-import { SERVER_ERROR_CODES, SERVER_ERROR_STATUS, WORKFLOW_EXECUTION_STATUSES, WORKFLOW_NAMES as CONTRACT_WORKFLOW_NAMES } from '../../sdk/src/contract.js';
+import {
+  SERVER_ERROR_CODES,
+  SERVER_ERROR_STATUS,
+  WORKFLOW_EXECUTION_STATUSES,
+  WORKFLOW_NAMES as CONTRACT_WORKFLOW_NAMES,
+} from '../../sdk/src/contract.js';
 import { NamespaceForbiddenError } from '../../core/api/tenant-access.js';
 import { PlacementQueryError } from '../../core/cost/model/placement-query.js';
-import { ERROR_STATUS, NotFoundError, StrataError, TierUnavailableError, ValidationError, VersionConflictError, type ErrorCode } from '../../core/errors.js';
+import {
+  ERROR_STATUS,
+  NotFoundError,
+  StrataError,
+  TierUnavailableError,
+  ValidationError,
+  VersionConflictError,
+  type ErrorCode,
+} from '../../core/errors.js';
 import { WORKFLOW_NAMES, type WorkflowName, type WorkflowProgress } from '../../core/workflows/progress.js';
 import { NodeLaunchTimeoutError, NoNodeToRemoveError, ScaleOutInFlightError } from '../../core/workflows/steps/scale-steps.js';
 import {
@@ -28,7 +41,9 @@ type Equals<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B 
 function assertType<T extends true>(_: T): void {}
 
 /** What the SDK makes of a progress view it receives as JSON: dates parsed, execution and workflow on the detail. */
-type AsParsedBySdk<P> = { [K in keyof P as Exclude<K, 'execution' | 'workflow'>]: K extends 'startedAt' | 'updatedAt' ? Date : P[K] };
+type AsParsedBySdk<P> = {
+  [K in keyof P as Exclude<K, 'execution' | 'workflow'>]: K extends 'startedAt' | 'updatedAt' ? Date : P[K];
+};
 type ServerProgressOnTheWire = NonNullable<ExecutionDetail['progress']>;
 
 assertType<Equals<ErrorCode, sdk.ServerErrorCode>>(true);
@@ -36,7 +51,12 @@ assertType<Equals<WorkflowName, sdk.WorkflowName>>(true);
 assertType<Equals<ExecutionStatus, sdk.WorkflowExecutionStatus>>(true);
 assertType<Equals<ServerProgressOnTheWire, ExecutionProgress>>(true);
 assertType<Equals<Omit<ExecutionProgress, 'fraction' | 'unit'>, Omit<WorkflowProgress, never>>>(true);
-assertType<Equals<AsParsedBySdk<ServerProgressOnTheWire>, AsParsedBySdk<sdk.WorkflowProgress & Pick<ExecutionProgress, 'execution' | 'workflow'>>>>(true);
+assertType<
+  Equals<
+    AsParsedBySdk<ServerProgressOnTheWire>,
+    AsParsedBySdk<sdk.WorkflowProgress & Pick<ExecutionProgress, 'execution' | 'workflow'>>
+  >
+>(true);
 // ... and so each is assignable to the other.
 export const serverToSdk = (p: AsParsedBySdk<ServerProgressOnTheWire>): sdk.WorkflowProgress => p;
 export const sdkToServer = (p: sdk.WorkflowProgress): AsParsedBySdk<ServerProgressOnTheWire> => p;
@@ -69,7 +89,8 @@ function sdkClassForStatus(status: number): typeof sdk.StrataError {
 describe('the server and the SDK agree on error codes', () => {
   it('have one list of codes with one status each', () => {
     expect([...SERVER_ERROR_CODES].sort()).toEqual(Object.keys(ERROR_STATUS).sort());
-    for (const code of SERVER_ERROR_CODES) expect({ code, status: ERROR_STATUS[code] }).toEqual({ code, status: SERVER_ERROR_STATUS[code] });
+    for (const code of SERVER_ERROR_CODES)
+      expect({ code, status: ERROR_STATUS[code] }).toEqual({ code, status: SERVER_ERROR_STATUS[code] });
   });
 
   it('the SDK maps every code the server sends to a class of its own (not the fallback by status)', () => {
@@ -82,21 +103,38 @@ describe('the server and the SDK agree on error codes', () => {
     }
   });
 
-  it.each(serverErrors().map((e) => [`${e.name} ${e.code}`, e] as const))('%s reaches the SDK with its code, status and semantics', (_, e) => {
-    expect(e.status).toBe(ERROR_STATUS[e.code]);
-    const got = sdk.errorFromResponse({ status: e.status, body: JSON.stringify(e.toJSON()), requestId: 'r1' });
-    expect({ code: got.code, status: got.status, message: got.message, details: got.details }).toEqual({ code: e.code, status: e.status, message: e.message, details: e.details });
-    // Retried exactly when the status says so: throttling and server errors.
-    expect({ code: e.code, retryable: got.retryable }).toEqual({ code: e.code, retryable: e.status === 429 || e.status >= 500 });
-    // The class is the status's class or a refinement of it; a class of its own only directly under StrataError.
-    const statusClass = sdkClassForStatus(e.status);
-    const ownClass = Object.getPrototypeOf(got.constructor) === sdk.StrataError;
-    const refines = got instanceof statusClass || ownClass;
-    expect({ code: e.code, sdkClass: got.name, statusClass: statusClass.name, refines }).toEqual({ code: e.code, sdkClass: got.name, statusClass: statusClass.name, refines: true });
-    // A server class the SDK has too (ValidationError, NamespaceForbiddenError, ...) arrives as that class.
-    const same = (sdk as Record<string, unknown>)[e.name];
-    if (typeof same === 'function' && e.name !== 'StrataError') expect({ code: e.code, sdkClass: got.name }).toEqual({ code: e.code, sdkClass: e.name });
-  });
+  it.each(serverErrors().map((e) => [`${e.name} ${e.code}`, e] as const))(
+    '%s reaches the SDK with its code, status and semantics',
+    (_, e) => {
+      expect(e.status).toBe(ERROR_STATUS[e.code]);
+      const got = sdk.errorFromResponse({ status: e.status, body: JSON.stringify(e.toJSON()), requestId: 'r1' });
+      expect({ code: got.code, status: got.status, message: got.message, details: got.details }).toEqual({
+        code: e.code,
+        status: e.status,
+        message: e.message,
+        details: e.details,
+      });
+      // Retried exactly when the status says so: throttling and server errors.
+      expect({ code: e.code, retryable: got.retryable }).toEqual({
+        code: e.code,
+        retryable: e.status === 429 || e.status >= 500,
+      });
+      // The class is the status's class or a refinement of it; a class of its own only directly under StrataError.
+      const statusClass = sdkClassForStatus(e.status);
+      const ownClass = Object.getPrototypeOf(got.constructor) === sdk.StrataError;
+      const refines = got instanceof statusClass || ownClass;
+      expect({ code: e.code, sdkClass: got.name, statusClass: statusClass.name, refines }).toEqual({
+        code: e.code,
+        sdkClass: got.name,
+        statusClass: statusClass.name,
+        refines: true,
+      });
+      // A server class the SDK has too (ValidationError, NamespaceForbiddenError, ...) arrives as that class.
+      const same = (sdk as Record<string, unknown>)[e.name];
+      if (typeof same === 'function' && e.name !== 'StrataError')
+        expect({ code: e.code, sdkClass: got.name }).toEqual({ code: e.code, sdkClass: e.name });
+    },
+  );
 
   it('server errors are named after their class and keep their cause', () => {
     for (const e of serverErrors()) expect(e.name).toBe(e.constructor.name);
@@ -113,9 +151,33 @@ describe('the server and the SDK agree on workflows', () => {
   });
 
   it('the progress the admin API returns has every field of the SDK progress type', () => {
-    const doc: WorkflowProgress = { execution: 'e', workflow: 'scale-out', phase: 'streaming', total: 2, done: 1, keys: 3, bytes: 4, startedAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:01.000Z', outcome: 'succeeded', facts: { plan: 'p' } };
+    const doc: WorkflowProgress = {
+      execution: 'e',
+      workflow: 'scale-out',
+      phase: 'streaming',
+      total: 2,
+      done: 1,
+      keys: 3,
+      bytes: 4,
+      startedAt: '2026-01-01T00:00:00.000Z',
+      updatedAt: '2026-01-01T00:00:01.000Z',
+      outcome: 'succeeded',
+      facts: { plan: 'p' },
+    };
     const wire = JSON.parse(JSON.stringify(progressView(doc, 'RUNNING'))) as Record<string, unknown>;
-    const sdkFields: Record<keyof sdk.WorkflowProgress, true> = { phase: true, total: true, done: true, unit: true, fraction: true, keys: true, bytes: true, outcome: true, facts: true, startedAt: true, updatedAt: true };
+    const sdkFields: Record<keyof sdk.WorkflowProgress, true> = {
+      phase: true,
+      total: true,
+      done: true,
+      unit: true,
+      fraction: true,
+      keys: true,
+      bytes: true,
+      outcome: true,
+      facts: true,
+      startedAt: true,
+      updatedAt: true,
+    };
     expect(Object.keys(wire).sort()).toEqual([...Object.keys(sdkFields), 'execution', 'workflow'].sort());
   });
 });

@@ -66,7 +66,13 @@ describe('a delete is re-stamped like a write', () => {
     const hot = new SwitchableTier('hot');
     const cold = new SwitchableTier('cold', 64 * 1024 * 1024);
     const policies = new PolicyRegistry();
-    const c = new Coordinator({ tiers: [hot, cold], policies, flushTimer: false, onBackgroundError: () => {}, hotFence: { leaseMs: 20 } });
+    const c = new Coordinator({
+      tiers: [hot, cold],
+      policies,
+      flushTimer: false,
+      onBackgroundError: () => {},
+      hotFence: { leaseMs: 20 },
+    });
     return { c, hot, cold };
   }
 

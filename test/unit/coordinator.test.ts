@@ -11,7 +11,14 @@ function setup(defaults: NamespacePolicyInput = {}, opts: { l1?: boolean } = {})
   const hot = new SwitchableTier('hot');
   const cold = new SwitchableTier('cold', 64 * 1024 * 1024);
   const l1 = opts.l1 ? new MemoryTier({ name: 'l1', maxBytes: 1024 * 1024 }) : undefined;
-  const c = new Coordinator({ tiers: [hot, cold], nearCache: l1, policies: new PolicyRegistry({ defaults }), flushTimer: false, onBackgroundError: () => {}, hotFence: { leaseMs: 20 } });
+  const c = new Coordinator({
+    tiers: [hot, cold],
+    nearCache: l1,
+    policies: new PolicyRegistry({ defaults }),
+    flushTimer: false,
+    onBackgroundError: () => {},
+    hotFence: { leaseMs: 20 },
+  });
   return { c, hot, cold, l1 };
 }
 
@@ -112,7 +119,11 @@ describe('Coordinator', () => {
     it('write-back writes through when the hot tier has no room for more dirty data', async () => {
       const hot = new SwitchableTier('hot', 4000);
       const cold = new SwitchableTier('cold');
-      const c = new Coordinator({ tiers: [hot, cold], policies: new PolicyRegistry({ defaults: { writeMode: 'write-back' } }), flushTimer: false });
+      const c = new Coordinator({
+        tiers: [hot, cold],
+        policies: new PolicyRegistry({ defaults: { writeMode: 'write-back' } }),
+        flushTimer: false,
+      });
       const results = [];
       for (let i = 0; i < 5; i++) results.push(await c.put('ns', `k${i}`, Buffer.alloc(900)));
       expect(results.map((r) => r.tiers.join('+'))).toContain('hot+cold');
@@ -185,7 +196,10 @@ describe('Coordinator', () => {
       const { c } = setup();
       const w1 = await c.put('ns', 'k', buf('a'), { ifNoneMatch: true });
       await expect(c.put('ns', 'k', buf('b'), { ifNoneMatch: true })).rejects.toBeInstanceOf(VersionConflictError);
-      await expect(c.put('ns', 'k', buf('b'), { ifMatch: w1.version - 1 })).rejects.toMatchObject({ status: 409, details: { current: w1.version } });
+      await expect(c.put('ns', 'k', buf('b'), { ifMatch: w1.version - 1 })).rejects.toMatchObject({
+        status: 409,
+        details: { current: w1.version },
+      });
       const w2 = await c.put('ns', 'k', buf('b'), { ifMatch: w1.version });
       expect(w2.version).toBeGreaterThan(w1.version);
       await expect(c.delete('ns', 'k', { ifMatch: w1.version })).rejects.toBeInstanceOf(VersionConflictError);
@@ -203,7 +217,11 @@ describe('Coordinator', () => {
         }
       }
       const hot = new ShuffledTier({ name: 'hot' });
-      const c = new Coordinator({ tiers: [hot], policies: new PolicyRegistry({ defaults: { writeTiers: ['hot'], nearCache: { enabled: false } } }), flushTimer: false });
+      const c = new Coordinator({
+        tiers: [hot],
+        policies: new PolicyRegistry({ defaults: { writeTiers: ['hot'], nearCache: { enabled: false } } }),
+        flushTimer: false,
+      });
       const spy = jest.spyOn((c as unknown as { writeLocks: { run: (...a: unknown[]) => unknown } }).writeLocks, 'run');
       const rs = await Promise.all(Array.from({ length: 32 }, (_, i) => c.put('ns', 'hot-key', buf(`v${i}`))));
       expect(rs.every((r) => !r.superseded && r.tiers.includes('hot'))).toBe(true);
@@ -221,7 +239,9 @@ describe('Coordinator', () => {
 
     it('lets exactly one of many concurrent create-only writes win', async () => {
       const { c } = setup();
-      const rs = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => c.put('ns', 'once', buf(String(i)), { ifNoneMatch: true })));
+      const rs = await Promise.allSettled(
+        Array.from({ length: 20 }, (_, i) => c.put('ns', 'once', buf(String(i)), { ifNoneMatch: true })),
+      );
       expect(rs.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
       for (const r of rs) if (r.status === 'rejected') expect((r.reason as StrataError).code).toBe('VERSION_CONFLICT');
     });
@@ -242,7 +262,12 @@ describe('Coordinator', () => {
     it('can be switched off per namespace', async () => {
       const hot = new SwitchableTier('hot');
       const l1 = new MemoryTier({ name: 'l1' });
-      const c = new Coordinator({ tiers: [hot], nearCache: l1, policies: new PolicyRegistry({ namespaces: { nol1: { nearCache: { enabled: false } } } }), flushTimer: false });
+      const c = new Coordinator({
+        tiers: [hot],
+        nearCache: l1,
+        policies: new PolicyRegistry({ namespaces: { nol1: { nearCache: { enabled: false } } } }),
+        flushTimer: false,
+      });
       await c.put('nol1', 'k', buf('v'));
       expect((await c.get('nol1', 'k'))!.tier).toBe('hot');
     });
@@ -253,7 +278,14 @@ describe('Coordinator', () => {
     function pair(defaults: NamespacePolicyInput = {}) {
       const hot = new SwitchableTier('hot');
       const cold = new SwitchableTier('cold', 64 * 1024 * 1024);
-      const make = () => new Coordinator({ tiers: [hot, cold], policies: new PolicyRegistry({ defaults }), flushTimer: false, onBackgroundError: () => {}, hotFence: { leaseMs: 30 } });
+      const make = () =>
+        new Coordinator({
+          tiers: [hot, cold],
+          policies: new PolicyRegistry({ defaults }),
+          flushTimer: false,
+          onBackgroundError: () => {},
+          hotFence: { leaseMs: 30 },
+        });
       return { hot, cold, a: make(), b: make() };
     }
 
@@ -304,11 +336,17 @@ describe('Coordinator', () => {
     it('does not acknowledge a write whose hot copy failed when the fence cannot be raised', async () => {
       const hot = new SwitchableTier('hot');
       const cold = new SwitchableTier('cold');
-      const c = new Coordinator({ tiers: [hot, cold], flushTimer: false, onBackgroundError: () => {}, hotFence: { leaseMs: 20 } });
+      const c = new Coordinator({
+        tiers: [hot, cold],
+        flushTimer: false,
+        onBackgroundError: () => {},
+        hotFence: { leaseMs: 20 },
+      });
       await c.put('ns', 'k', buf('v1'));
       hot.down = true;
       const putFence = cold.put.bind(cold);
-      cold.put = async (ns: string, key: string, e: Entry) => (ns === 'strata-system' ? Promise.reject(new TierUnavailableError('cold')) : putFence(ns, key, e));
+      cold.put = async (ns: string, key: string, e: Entry) =>
+        ns === 'strata-system' ? Promise.reject(new TierUnavailableError('cold')) : putFence(ns, key, e);
       await expect(c.put('ns', 'k', buf('v2'))).rejects.toMatchObject({ code: 'TIER_UNAVAILABLE' });
     });
 
@@ -371,9 +409,17 @@ describe('Coordinator', () => {
 
     it('refuses with a typed 503 when no durable tier could take the value, leaving the old one intact', async () => {
       const warm = new SwitchableTier('warm', 2000);
-      const c = new Coordinator({ tiers: [warm], flushTimer: false, policies: new PolicyRegistry({ defaults: { writeTiers: ['warm'] } }) });
+      const c = new Coordinator({
+        tiers: [warm],
+        flushTimer: false,
+        policies: new PolicyRegistry({ defaults: { writeTiers: ['warm'] } }),
+      });
       const v1 = await c.put('ns', 'k', Buffer.alloc(100));
-      await expect(c.put('ns', 'k', Buffer.alloc(5000))).rejects.toMatchObject({ status: 503, code: 'TIER_UNAVAILABLE', details: { reason: 'full' } });
+      await expect(c.put('ns', 'k', Buffer.alloc(5000))).rejects.toMatchObject({
+        status: 503,
+        code: 'TIER_UNAVAILABLE',
+        details: { reason: 'full' },
+      });
       expect((await c.get('ns', 'k'))!.entry.header.version).toBe(v1.version);
     });
   });
@@ -392,7 +438,14 @@ describe('Coordinator', () => {
       const hot = new SwitchableTier('hot');
       const warm = new SwitchableTier('warm');
       const cold = new SwitchableTier('cold');
-      const make = (writeTiers: ('hot' | 'warm' | 'cold')[]) => new Coordinator({ tiers: [hot, warm, cold], policies: new PolicyRegistry({ defaults: { writeTiers } }), flushTimer: false, onBackgroundError: () => {}, hotFence: { leaseMs: 20 } });
+      const make = (writeTiers: ('hot' | 'warm' | 'cold')[]) =>
+        new Coordinator({
+          tiers: [hot, warm, cold],
+          policies: new PolicyRegistry({ defaults: { writeTiers } }),
+          flushTimer: false,
+          onBackgroundError: () => {},
+          hotFence: { leaseMs: 20 },
+        });
       await cold.put('ns', 'k', entry(1, 'evicted to cold long ago'));
       warm.down = true; // may hold a newer version
       const warmOnly = make(['hot', 'warm']);
@@ -413,7 +466,7 @@ describe('Coordinator', () => {
       await expect(c.delete('ns', 'k', { ifMatch: 5 })).rejects.toMatchObject({ status: 503 });
     });
 
-    it("answers a miss while only the hot tier is down, for a write-through namespace (hot never leads)", async () => {
+    it('answers a miss while only the hot tier is down, for a write-through namespace (hot never leads)', async () => {
       const { c, hot } = setup();
       hot.down = true;
       expect(await c.get('ns', 'absent')).toBeUndefined();

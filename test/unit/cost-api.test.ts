@@ -17,8 +17,21 @@ import { MemoryTier } from '../../core/tiers/memory-tier.js';
 
 const ctx = { awsRequestId: 'req-cost' } as Context;
 
-async function get(resource: string, query: Record<string, string> | null = null, method = 'GET'): Promise<{ status: number; body: Record<string, unknown> }> {
-  const event = { httpMethod: method, resource, path: resource, pathParameters: null, queryStringParameters: query, headers: {}, body: null, isBase64Encoded: false } as unknown as ApiEvent;
+async function get(
+  resource: string,
+  query: Record<string, string> | null = null,
+  method = 'GET',
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const event = {
+    httpMethod: method,
+    resource,
+    path: resource,
+    pathParameters: null,
+    queryStringParameters: query,
+    headers: {},
+    body: null,
+    isBase64Encoded: false,
+  } as unknown as ApiEvent;
   const res = (await service(event, ctx)) as ApiResult;
   return { status: res.statusCode, body: JSON.parse(res.body) as Record<string, unknown> };
 }
@@ -36,7 +49,12 @@ interface Placements {
   catalog: { id: string; version: string };
   region: string;
   rankBy: string;
-  recommendations: { rank: number; placement: { id: string; tier: string; persistent: boolean }; costPerSpeedup: number; cost: { total: number } }[];
+  recommendations: {
+    rank: number;
+    placement: { id: string; tier: string; persistent: boolean };
+    costPerSpeedup: number;
+    cost: { total: number };
+  }[];
   ranked: number;
   excluded: { placement: { id: string }; reason: string }[];
   text: string;
@@ -44,7 +62,13 @@ interface Placements {
 
 const WORKLOAD = { valueSize: '1MB', keys: '500', requestsPerMonth: '2000' };
 
-beforeAll(() => setApiContext({ coordinator: new Coordinator({ tiers: [new MemoryTier()], flushTimer: false }), inlineLimitBytes: 1024, urlTtlSeconds: 60 }));
+beforeAll(() =>
+  setApiContext({
+    coordinator: new Coordinator({ tiers: [new MemoryTier()], flushTimer: false }),
+    inlineLimitBytes: 1024,
+    urlTtlSeconds: 60,
+  }),
+);
 afterAll(() => setApiContext(undefined));
 
 describe('GET /v1/cost/placements', () => {
@@ -53,7 +77,14 @@ describe('GET /v1/cost/placements', () => {
     expect(status).toBe(200);
     const r = body as unknown as Placements;
     expect(r).toMatchObject({
-      workload: { valueBytes: 1e6, keys: 500, requestsPerMonth: 2000, persistent: false, serviceTimeMs: 1000, transferOut: 'internet' },
+      workload: {
+        valueBytes: 1e6,
+        keys: 500,
+        requestsPerMonth: 2000,
+        persistent: false,
+        serviceTimeMs: 1000,
+        transferOut: 'internet',
+      },
       catalog: { id: 'aws-2026-11', version: '2026.11.0' },
       region: 'us-east-1',
       rankBy: 'cost-per-speedup',
@@ -72,11 +103,31 @@ describe('GET /v1/cost/placements', () => {
   });
 
   it('takes every option of strata cost as a query parameter, an empty one as absent', async () => {
-    const query = { valueSize: '50MB', keys: '500', requestsPerMonth: '200k', writesPerMonth: '', persistent: 'true', latencyTarget: '20ms', serviceTime: '2s', inRegion: '1', region: 'eu-west-1', catalog: '', rankBy: 'cost', top: '3' };
+    const query = {
+      valueSize: '50MB',
+      keys: '500',
+      requestsPerMonth: '200k',
+      writesPerMonth: '',
+      persistent: 'true',
+      latencyTarget: '20ms',
+      serviceTime: '2s',
+      inRegion: '1',
+      region: 'eu-west-1',
+      catalog: '',
+      rankBy: 'cost',
+      top: '3',
+    };
     const { status, body } = await get('/v1/cost/placements', query);
     expect(status).toBe(200);
     const r = body as unknown as Placements;
-    expect(r.workload).toMatchObject({ valueBytes: 50e6, requestsPerMonth: 200_000, persistent: true, latencyTargetMs: 20, serviceTimeMs: 2000, transferOut: 'in-region' });
+    expect(r.workload).toMatchObject({
+      valueBytes: 50e6,
+      requestsPerMonth: 200_000,
+      persistent: true,
+      latencyTargetMs: 20,
+      serviceTimeMs: 2000,
+      transferOut: 'in-region',
+    });
     expect(r.workload).not.toHaveProperty('writesPerMonth');
     expect(r).toMatchObject({ region: 'eu-west-1', rankBy: 'cost', catalog: { id: 'aws-2026-11' } });
     expect(r.recommendations).toHaveLength(3);
@@ -85,11 +136,30 @@ describe('GET /v1/cost/placements', () => {
     expect(r.excluded.map((x) => x.placement.id)).toContain('elasticache-serverless');
     expect(r.text).toContain(`ranked by cost; top 3 of ${r.ranked}`);
     expect(`${r.text}\n`).toBe(
-      costCli('--value-size', '50MB', '--keys', '500', '--requests-per-month', '200k', '--persistent', '--latency-target', '20ms', '--service-time', '2s', '--in-region', '--region', 'eu-west-1', '--rank-by', 'cost', '--top', '3'),
+      costCli(
+        '--value-size',
+        '50MB',
+        '--keys',
+        '500',
+        '--requests-per-month',
+        '200k',
+        '--persistent',
+        '--latency-target',
+        '20ms',
+        '--service-time',
+        '2s',
+        '--in-region',
+        '--region',
+        'eu-west-1',
+        '--rank-by',
+        'cost',
+        '--top',
+        '3',
+      ),
     );
   });
 
-  it('prices with the 2010 catalog when asked: the paper\'s placements', async () => {
+  it("prices with the 2010 catalog when asked: the paper's placements", async () => {
     const { body } = await get('/v1/cost/placements', { ...WORKLOAD, catalog: 'paper-2010' });
     const r = body as unknown as Placements;
     expect(r.catalog.id).toBe('paper-2010');
@@ -98,7 +168,11 @@ describe('GET /v1/cost/placements', () => {
 
   it.each([
     [{ keys: '500', requestsPerMonth: '2000' }, 'valueSize', /valueSize is required/],
-    [{ valueSize: '1MB', requestsPerMonth: '2000' }, 'keys', /keys is required with a workload \(valueSize, keys, requestsPerMonth\)/],
+    [
+      { valueSize: '1MB', requestsPerMonth: '2000' },
+      'keys',
+      /keys is required with a workload \(valueSize, keys, requestsPerMonth\)/,
+    ],
     [{ ...WORKLOAD, valueSize: 'huge' }, 'valueSize', /valueSize: not a size: "huge"/],
     [{ ...WORKLOAD, valueSize: '0' }, 'valueSize', /valueSize: Too small/],
     [{ ...WORKLOAD, keys: '0' }, 'keys', /keys: Too small/],
@@ -118,7 +192,9 @@ describe('GET /v1/cost/placements', () => {
   ])('answers %j with 400 VALIDATION_FAILED naming %s', async (query, field, message) => {
     const { status, body } = await get('/v1/cost/placements', query as Record<string, string>);
     expect(status).toBe(400);
-    expect(body).toEqual({ error: { code: 'VALIDATION_FAILED', message: expect.stringMatching(message), details: expect.objectContaining({ field }) } });
+    expect(body).toEqual({
+      error: { code: 'VALIDATION_FAILED', message: expect.stringMatching(message), details: expect.objectContaining({ field }) },
+    });
   });
 
   it('answers no query string at all with a 400 naming the first required parameter', async () => {

@@ -2,17 +2,23 @@ import { getCatalog, listCatalogs, parseCatalog, priceBook, PriceCatalogError } 
 import type { PriceCatalog } from '../../core/cost/model/catalogs/schema.js';
 import { ValidationError } from '../../core/errors.js';
 
-const STRATA_INSTANCES = ['r7g', 'm7g', 'c7g'].flatMap((f) => ['medium', 'large', 'xlarge'].map((s) => `${f}.${s}`)).concat(['t4g.small', 't4g.medium']);
+const STRATA_INSTANCES = ['r7g', 'm7g', 'c7g']
+  .flatMap((f) => ['medium', 'large', 'xlarge'].map((s) => `${f}.${s}`))
+  .concat(['t4g.small', 't4g.medium']);
 
 /** Every object in the region data that carries prices must say when and where they come from. */
 function serviceBlocks(c: PriceCatalog): [string, Record<string, unknown>][] {
-  return Object.entries(c.regions).flatMap(([region, prices]) => Object.entries(prices).map(([svc, block]) => [`${region}.${svc}`, block as Record<string, unknown>] as [string, Record<string, unknown>]));
+  return Object.entries(c.regions).flatMap(([region, prices]) =>
+    Object.entries(prices).map(
+      ([svc, block]) => [`${region}.${svc}`, block as Record<string, unknown>] as [string, Record<string, unknown>],
+    ),
+  );
 }
 
 const clone = <T>(x: T): T => structuredClone(x);
 
 describe('price catalogs', () => {
-  it('all validate against the schema and include the AWS prices and the paper\'s 2010 prices', () => {
+  it("all validate against the schema and include the AWS prices and the paper's 2010 prices", () => {
     const ids = listCatalogs().map((c) => c.id);
     expect(ids).toEqual(expect.arrayContaining(['aws-2026-11', 'paper-2010']));
     for (const c of listCatalogs()) expect(() => parseCatalog(c)).not.toThrow();
@@ -22,7 +28,10 @@ describe('price catalogs', () => {
     for (const c of listCatalogs()) {
       for (const [where, block] of serviceBlocks(c)) {
         expect({ where, asOf: block.asOf }).toEqual({ where, asOf: expect.stringMatching(/^\d{4}-\d{2}/) });
-        expect({ where, source: block.source }).toEqual({ where, source: expect.stringMatching(/AWS public price list|Table I/) });
+        expect({ where, source: block.source }).toEqual({
+          where,
+          source: expect.stringMatching(/AWS public price list|Table I/),
+        });
       }
     }
   });
@@ -41,7 +50,12 @@ describe('price catalogs', () => {
       expect(p.lambda?.perGBSecondArm64).toBeGreaterThan(0);
       expect(p.apiGateway?.restRequests.per).toBe(1_000_000);
       expect(p.stepFunctions?.standardTransitions.per).toBe(1000);
-      expect(p.cloudWatch).toMatchObject({ customMetricPerMonth: expect.any(Number), dashboardPerMonth: expect.any(Number), alarmStandardPerMonth: expect.any(Number), logsIngestionPerGB: expect.any(Number) });
+      expect(p.cloudWatch).toMatchObject({
+        customMetricPerMonth: expect.any(Number),
+        dashboardPerMonth: expect.any(Number),
+        alarmStandardPerMonth: expect.any(Number),
+        logsIngestionPerGB: expect.any(Number),
+      });
       expect(p.cloudWatch?.putMetricData.usd).toBeGreaterThan(0);
       expect(p.cloudWatch?.getMetricDataMetrics.usd).toBeGreaterThan(0);
     });
@@ -69,7 +83,11 @@ describe('price catalogs', () => {
       expect([c.hoursPerMonth, c.bytesPerGB]).toEqual([744, 1e9]);
       expect(p.ec2.instances['m1.small']?.hourly).toBe(0.085);
       expect(p.ec2.instances['m1.xlarge']?.hourly).toBe(0.68);
-      expect(p.s3.classes.STANDARD).toMatchObject({ perGBMonth: 0.15, put: { usd: 0.01, per: 1000 }, get: { usd: 0.01, per: 10_000 } });
+      expect(p.s3.classes.STANDARD).toMatchObject({
+        perGBMonth: 0.15,
+        put: { usd: 0.01, per: 1000 },
+        get: { usd: 0.01, per: 10_000 },
+      });
       expect(p.dataTransfer.outToInternetPerGB).toBe(0.15);
       expect(p.ebs.standard).toMatchObject({ perGBMonth: 0.1, io: { usd: 0.1, per: 1_000_000 } });
       expect(p.ebs.gp3).toBeUndefined();
@@ -114,7 +132,9 @@ describe('price catalogs', () => {
     });
 
     it('rejects a request price with no batch size', () => {
-      const c = clone(base) as unknown as { regions: Record<string, { s3: { classes: { STANDARD: { get: { per: number } } } } }> };
+      const c = clone(base) as unknown as {
+        regions: Record<string, { s3: { classes: { STANDARD: { get: { per: number } } } } }>;
+      };
       c.regions['us-east-1']!.s3.classes.STANDARD.get.per = 0;
       expect(issuesOf(c).join()).toMatch(/STANDARD\.get\.per/);
     });

@@ -18,7 +18,7 @@ describe('strata cost', () => {
   describe('--paper-2010 --tables', () => {
     const { code, stdout } = run('cost', '--paper-2010', '--tables');
 
-    it('prints Tables III and IV with the paper\'s numbers where its formulas give them', () => {
+    it("prints Tables III and IV with the paper's numbers where its formulas give them", () => {
       expect(code).toBe(0);
       expect(stdout).toContain('TABLE III');
       expect(stdout).toContain('TABLE IV');
@@ -36,7 +36,7 @@ describe('strata cost', () => {
       expect(lineWith(stdout, '50 MB', 'm1.xlarge-ebs')).toContain('$88.63');
     });
 
-    it('prints the formula\'s value where the paper is wrong, and the paper\'s beside it with the discrepancy id', () => {
+    it("prints the formula's value where the paper is wrong, and the paper's beside it with the discrepancy id", () => {
       const xl = lineWith(stdout, '5 MB', 'm1.xlarge-mem');
       expect(xl).toContain('$507.42 = $505.92 + $1.50');
       expect(xl).toContain('C 506.78 [D8]');
@@ -58,7 +58,21 @@ describe('strata cost', () => {
   });
 
   it('honours --persistent, --region, --rank-by and --top', () => {
-    const { code, stdout } = run('--value-size', '1MB', '--keys', '500', '--requests-per-month', '200k', '--persistent', '--region', 'eu-west-1', '--rank-by', 'cost', '--top', '3');
+    const { code, stdout } = run(
+      '--value-size',
+      '1MB',
+      '--keys',
+      '500',
+      '--requests-per-month',
+      '200k',
+      '--persistent',
+      '--region',
+      'eu-west-1',
+      '--rank-by',
+      'cost',
+      '--top',
+      '3',
+    );
     expect(code).toBe(0);
     expect(stdout).toContain('eu-west-1');
     expect(stdout).toContain('ranked by cost; top 3 of');

@@ -9,7 +9,16 @@ import { readFleetState, ringStoreFleetSource, type FleetStateSource } from '../
 import { priceBook } from '../../core/cost/model/price-catalog.js';
 import { priceLiveUsage } from '../../core/cost/model/live-cost.js';
 import { MAX_DATA_PER_CALL, metricPoint, publishPoints, type MetricSink } from '../../core/cost/publisher/metric-writer.js';
-import { collectUsage, estimateS3Requests, type FleetReader, type MetricQuery, type MetricSource, type MetricValue, type ObjectStoreReader, type UsageTargets } from '../../core/cost/publisher/usage-reader.js';
+import {
+  collectUsage,
+  estimateS3Requests,
+  type FleetReader,
+  type MetricQuery,
+  type MetricSource,
+  type MetricValue,
+  type ObjectStoreReader,
+  type UsageTargets,
+} from '../../core/cost/publisher/usage-reader.js';
 import { type TimeWindow } from '../../core/cost/model/usage.js';
 import { ValidationError } from '../../core/errors.js';
 import { METRIC_NAMESPACES, METRICS } from '../../core/metrics/metric-catalog.js';
@@ -33,7 +42,14 @@ class InMemoryMetrics implements MetricSource, MetricSink {
 
   async put(namespace: string, data: readonly MetricDatum[]): Promise<void> {
     this.calls.push({ namespace, count: data.length });
-    for (const d of data) this.add(namespace, d.MetricName!, Object.fromEntries((d.Dimensions ?? []).map((x) => [x.Name!, x.Value!])), d.Value!, d.Timestamp as Date);
+    for (const d of data)
+      this.add(
+        namespace,
+        d.MetricName!,
+        Object.fromEntries((d.Dimensions ?? []).map((x) => [x.Name!, x.Value!])),
+        d.Value!,
+        d.Timestamp as Date,
+      );
   }
 
   async query(queries: readonly MetricQuery[], range: TimeWindow): Promise<ReadonlyMap<string, readonly MetricValue[]>> {
@@ -44,10 +60,23 @@ class InMemoryMetrics implements MetricSource, MetricSink {
       for (const d of this.data) {
         if (d.namespace !== q.namespace || d.name !== q.metricName || !sameDims(d.dims, q.dimensions)) continue;
         if (d.at < range.start || d.at >= range.end) continue;
-        const b = range.start.getTime() + Math.floor((d.at.getTime() - range.start.getTime()) / (q.periodSeconds * 1000)) * q.periodSeconds * 1000;
+        const b =
+          range.start.getTime() +
+          Math.floor((d.at.getTime() - range.start.getTime()) / (q.periodSeconds * 1000)) * q.periodSeconds * 1000;
         buckets.set(b, [...(buckets.get(b) ?? []), d.value]);
       }
-      out.set(q.id, [...buckets].map(([t, vs]) => ({ timestamp: new Date(t), value: q.stat === 'Sum' ? vs.reduce((a, b) => a + b, 0) : q.stat === 'Maximum' ? Math.max(...vs) : vs.reduce((a, b) => a + b, 0) / vs.length })));
+      out.set(
+        q.id,
+        [...buckets].map(([t, vs]) => ({
+          timestamp: new Date(t),
+          value:
+            q.stat === 'Sum'
+              ? vs.reduce((a, b) => a + b, 0)
+              : q.stat === 'Maximum'
+                ? Math.max(...vs)
+                : vs.reduce((a, b) => a + b, 0) / vs.length,
+        })),
+      );
     }
     return out;
   }
@@ -81,7 +110,9 @@ describe('metricPoint', () => {
   });
 
   it('rejects non-finite values and empty dimension values', () => {
-    expect(() => metricPoint(METRICS.totalCostPerHour, { Environment: 'dev' }, Number.POSITIVE_INFINITY)).toThrow(ValidationError);
+    expect(() => metricPoint(METRICS.totalCostPerHour, { Environment: 'dev' }, Number.POSITIVE_INFINITY)).toThrow(
+      ValidationError,
+    );
     expect(() => metricPoint(METRICS.totalCostPerHour, { Environment: '' }, 1)).toThrow(ValidationError);
   });
 });
@@ -90,15 +121,22 @@ describe('publishPoints', () => {
   it('sends one namespace per call, at most 1,000 points a call, with the catalog units', async () => {
     const sink = new InMemoryMetrics();
     const at = new Date('2026-11-10T12:00:00Z');
-    const fills = Array.from({ length: 2500 }, (_, i) => metricPoint(METRICS.nodeFill, { Environment: 'dev', Node: `n${i}` }, i % 100));
+    const fills = Array.from({ length: 2500 }, (_, i) =>
+      metricPoint(METRICS.nodeFill, { Environment: 'dev', Node: `n${i}` }, i % 100),
+    );
     const result = await publishPoints(sink, [metricPoint(METRICS.totalCostPerHour, { Environment: 'dev' }, 1), ...fills], at);
     expect(result).toEqual({ calls: 4, points: { [METRIC_NAMESPACES.cost]: 1, [METRIC_NAMESPACES.fleet]: 2500 } });
-    expect(sink.calls).toEqual([{ namespace: 'Strata/Cost', count: 1 }, { namespace: 'Strata/Fleet', count: MAX_DATA_PER_CALL }, { namespace: 'Strata/Fleet', count: MAX_DATA_PER_CALL }, { namespace: 'Strata/Fleet', count: 500 }]);
+    expect(sink.calls).toEqual([
+      { namespace: 'Strata/Cost', count: 1 },
+      { namespace: 'Strata/Fleet', count: MAX_DATA_PER_CALL },
+      { namespace: 'Strata/Fleet', count: MAX_DATA_PER_CALL },
+      { namespace: 'Strata/Fleet', count: 500 },
+    ]);
     expect(sink.data.every((d) => d.at === at)).toBe(true);
   });
 });
 
-describe('readFleetState (from the nodes\' reports in a real ring store)', () => {
+describe("readFleetState (from the nodes' reports in a real ring store)", () => {
   const NOW = Date.parse('2026-11-10T12:00:00Z');
   const INTERVAL = 30_000;
   let dir: string;
@@ -111,7 +149,14 @@ describe('readFleetState (from the nodes\' reports in a real ring store)', () =>
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
   const ring = (): RingDocument => {
-    const doc = initialRing([{ id: 'a', url: 'http://a:1' }, { id: 'b', url: 'http://b:1' }, { id: 'c', url: 'http://c:1' }], 2);
+    const doc = initialRing(
+      [
+        { id: 'a', url: 'http://a:1' },
+        { id: 'b', url: 'http://b:1' },
+        { id: 'c', url: 'http://c:1' },
+      ],
+      2,
+    );
     doc.version = 5;
     doc.ranges[0]!.pending = { target: 'b', session: 's1' };
     doc.ranges[3]!.pending = { target: 'b', session: 's1' };
@@ -126,14 +171,18 @@ describe('readFleetState (from the nodes\' reports in a real ring store)', () =>
   }
   const read = (o: { reportIdPrefix?: string } = {}) => readFleetState(ringStoreFleetSource(cas, { now: () => NOW, ...o }));
 
-  it('counts nodes, distinct pending sessions, and each reporting node\'s fill in percent', async () => {
+  it("counts nodes, distinct pending sessions, and each reporting node's fill in percent", async () => {
     await new RingStore(cas).create(ring());
     await report('a', 0.5);
     await report('b', 0.875);
     await report('c', 0.1);
     const s = await read();
     expect(s).toMatchObject({ ringVersion: 5, nodes: 3, maxFillPercent: 87.5, migrationsInProgress: 2, silent: [] });
-    expect(s.fills).toEqual([{ node: 'a', percent: 50 }, { node: 'b', percent: 87.5 }, { node: 'c', percent: 10 }]);
+    expect(s.fills).toEqual([
+      { node: 'a', percent: 50 },
+      { node: 'b', percent: 87.5 },
+      { node: 'c', percent: 10 },
+    ]);
   });
 
   it('counts a node silent when its report is missing or older than SILENT_AFTER_INTERVALS intervals, and drops its fill', async () => {
@@ -148,7 +197,7 @@ describe('readFleetState (from the nodes\' reports in a real ring store)', () =>
     expect(s.silent[1]!.reason).toBe('no stats report in the ring store');
   });
 
-  it('takes the staleness bound from each node\'s own interval, up to a ceiling a broken node cannot raise', async () => {
+  it("takes the staleness bound from each node's own interval, up to a ceiling a broken node cannot raise", async () => {
     await new RingStore(cas).create(ring());
     await report('a', 0.1, 4 * 60_000, { intervalMs: 120_000 }); // 4 min old, 6 min allowed
     await report('b', 0.1, 4 * 60_000); // 4 min old, 90 s allowed
@@ -159,14 +208,16 @@ describe('readFleetState (from the nodes\' reports in a real ring store)', () =>
     expect(2 * 3600_000).toBeGreaterThan(SILENT_AFTER_INTERVALS * MAX_TRUSTED_INTERVAL_MS);
   });
 
-  it('tolerates a node clock ahead of the publisher\'s up to the staleness bound, and counts a clock further ahead as silent', async () => {
+  it("tolerates a node clock ahead of the publisher's up to the staleness bound, and counts a clock further ahead as silent", async () => {
     await new RingStore(cas).create(ring());
     await report('a', 0.2, -20_000); // dated 20 s in the future: skew, not silence
     await report('b', 0.2, -(SILENT_AFTER_INTERVALS * INTERVAL + 1000)); // would stay "fresh" long after the node died
     await report('c', 0.2);
     const s = await read();
     expect(s.fills.map((f) => f.node)).toEqual(['a', 'c']);
-    expect(s.silent).toEqual([{ node: 'b', reason: expect.stringMatching(/ahead of this reader's clock.*the node's clock is wrong/) }]);
+    expect(s.silent).toEqual([
+      { node: 'b', reason: expect.stringMatching(/ahead of this reader's clock.*the node's clock is wrong/) },
+    ]);
   });
 
   it('counts an unreadable, malformed, misaddressed or fill-less report as silent', async () => {
@@ -183,7 +234,7 @@ describe('readFleetState (from the nodes\' reports in a real ring store)', () =>
     ]);
   });
 
-  it('reads each report under the report id prefix (the fleet role\'s id on EC2)', async () => {
+  it("reads each report under the report id prefix (the fleet role's id on EC2)", async () => {
     await new RingStore(cas).create(ring());
     for (const id of ['a', 'b', 'c']) await report(id, 0.25, 1000, { prefix: 'AROAEXAMPLE:' });
     expect((await read({ reportIdPrefix: 'AROAEXAMPLE:' })).fills).toHaveLength(3);
@@ -191,7 +242,14 @@ describe('readFleetState (from the nodes\' reports in a real ring store)', () =>
   });
 
   it('is an empty fleet without a ring', async () => {
-    expect(await read()).toEqual({ ringVersion: null, nodes: 0, fills: [], maxFillPercent: 0, migrationsInProgress: 0, silent: [] });
+    expect(await read()).toEqual({
+      ringVersion: null,
+      nodes: 0,
+      fills: [],
+      maxFillPercent: 0,
+      migrationsInProgress: 0,
+      silent: [],
+    });
     const empty = { ringVersion: null, nodes: 0, fills: [], maxFillPercent: 0, migrationsInProgress: 0, silent: [] };
     expect(await readFleetState(noRing)).toEqual(empty);
   });
@@ -235,7 +293,11 @@ describe('collectUsage', () => {
     m.add('AWS/ApiGateway', 'Count', { ApiName: 'strata-dev' }, 99, inWindow);
     m.add('AWS/Lambda', 'Invocations', { FunctionName: 'keys' }, 99, inWindow);
     m.add('AWS/Lambda', 'Duration', { FunctionName: 'keys' }, 5000, inWindow);
-    const u = await collectUsage({ fleet: noFleet, objects: { list: async () => ({ bytes: 42, objects: 2, truncated: false }) }, metrics: m }, targets, window);
+    const u = await collectUsage(
+      { fleet: noFleet, objects: { list: async () => ({ bytes: 42, objects: 2, truncated: false }) }, metrics: m },
+      targets,
+      window,
+    );
 
     expect(u.namespaces).toEqual([
       { namespace: 'pages', requests: 78, bytes: 1000 },
@@ -246,28 +308,85 @@ describe('collectUsage', () => {
     expect(u.hot).toEqual({ bytesUsed: 200, ecpus: 1234 });
     expect(u.apiRequests).toBe(99);
     expect(u.functions).toEqual([{ name: 'keys', memoryMb: 2048, tier: 'api', invocations: 99, gbSeconds: 5 * 2 }]);
-    expect(u.cold).toEqual({ bytes: 42, objects: 2, storageSource: 'listing', truncated: false, ...toRequests(estimateS3Requests({ coldHits: 5, misses: 20, coldWrites: 8 })), requestSource: 'estimate' });
+    expect(u.cold).toEqual({
+      bytes: 42,
+      objects: 2,
+      storageSource: 'listing',
+      truncated: false,
+      ...toRequests(estimateS3Requests({ coldHits: 5, misses: 20, coldWrites: 8 })),
+      requestSource: 'estimate',
+    });
     expect(u.cold).toMatchObject({ getRequests: 25, putRequests: 8 });
   });
 
   it('prefers S3 storage and request metrics from CloudWatch when the bucket has them', async () => {
     const m = new InMemoryMetrics();
     requests(m);
-    m.add('AWS/S3', 'BucketSizeBytes', { BucketName: 'tier', StorageType: 'StandardStorage' }, 5e9, new Date('2026-11-08T00:00:00Z'));
-    m.add('AWS/S3', 'BucketSizeBytes', { BucketName: 'tier', StorageType: 'StandardStorage' }, 6e9, new Date('2026-11-09T00:00:00Z'));
-    m.add('AWS/S3', 'NumberOfObjects', { BucketName: 'tier', StorageType: 'AllStorageTypes' }, 600, new Date('2026-11-09T00:00:00Z'));
+    m.add(
+      'AWS/S3',
+      'BucketSizeBytes',
+      { BucketName: 'tier', StorageType: 'StandardStorage' },
+      5e9,
+      new Date('2026-11-08T00:00:00Z'),
+    );
+    m.add(
+      'AWS/S3',
+      'BucketSizeBytes',
+      { BucketName: 'tier', StorageType: 'StandardStorage' },
+      6e9,
+      new Date('2026-11-09T00:00:00Z'),
+    );
+    m.add(
+      'AWS/S3',
+      'NumberOfObjects',
+      { BucketName: 'tier', StorageType: 'AllStorageTypes' },
+      600,
+      new Date('2026-11-09T00:00:00Z'),
+    );
     m.add('AWS/S3', 'GetRequests', { BucketName: 'tier', FilterId: 'all' }, 11, inWindow);
     m.add('AWS/S3', 'PutRequests', { BucketName: 'tier', FilterId: 'all' }, 3, inWindow);
     const listed: string[] = [];
-    const u = await collectUsage({ fleet: noFleet, objects: { list: async (b) => { listed.push(b); return { bytes: 0, objects: 0, truncated: false }; } }, metrics: m }, { ...targets, cold: { ...targets.cold!, requestMetricsFilterId: 'all' } }, window);
-    expect(u.cold).toEqual({ bytes: 6e9, objects: 600, storageSource: 'cloudwatch', truncated: false, getRequests: 11, putRequests: 3, requestSource: 'cloudwatch' });
+    const u = await collectUsage(
+      {
+        fleet: noFleet,
+        objects: {
+          list: async (b) => {
+            listed.push(b);
+            return { bytes: 0, objects: 0, truncated: false };
+          },
+        },
+        metrics: m,
+      },
+      { ...targets, cold: { ...targets.cold!, requestMetricsFilterId: 'all' } },
+      window,
+    );
+    expect(u.cold).toEqual({
+      bytes: 6e9,
+      objects: 600,
+      storageSource: 'cloudwatch',
+      truncated: false,
+      getRequests: 11,
+      putRequests: 3,
+      requestSource: 'cloudwatch',
+    });
     expect(listed).toEqual([]);
   });
 
   it('reads nothing for tiers the environment does not have', async () => {
     const m = new InMemoryMetrics();
-    const u = await collectUsage({ fleet: noFleet, objects: noObjects, metrics: m }, { environment: 'dev', namespaces: [], functions: [] }, window);
-    expect(u).toEqual({ window, fleet: { instances: [], volumes: [] }, apiRequests: 0, functions: [], hits: 0, namespaces: [{ namespace: 'other', requests: 0, bytes: 0 }] });
+    const u = await collectUsage(
+      { fleet: noFleet, objects: noObjects, metrics: m },
+      { environment: 'dev', namespaces: [], functions: [] },
+      window,
+    );
+    expect(u).toEqual({
+      window,
+      fleet: { instances: [], volumes: [] },
+      apiRequests: 0,
+      functions: [],
+      hits: 0,
+      namespaces: [{ namespace: 'other', requests: 0, bytes: 0 }],
+    });
     expect(m.queried.flat().map((q) => q.namespace)).toEqual(Array(8).fill('Strata/Requests'));
   });
 });
@@ -280,7 +399,13 @@ describe('settings', () => {
   const minimal = { environment: 'dev', fleet: { tags: { 'strata:env': 'dev' } } };
 
   it('fills defaults', () => {
-    expect(parseCostPublisherSettings(minimal)).toMatchObject({ catalogId: 'aws-2026-11', windowMinutes: 60, tenants: [], functions: [], monitoring: { dashboards: 0, alarmMetrics: 0, runsPerHour: 4 } });
+    expect(parseCostPublisherSettings(minimal)).toMatchObject({
+      catalogId: 'aws-2026-11',
+      windowMinutes: 60,
+      tenants: [],
+      functions: [],
+      monitoring: { dashboards: 0, alarmMetrics: 0, runsPerHour: 4 },
+    });
   });
 
   it.each([
@@ -306,7 +431,12 @@ describe('runCostPublisher', () => {
     const at = new Date('2026-11-30T21:40:00Z');
     // The fleet in a ring store: n1 reported 5 s ago, n2 never did.
     const cas = new FileCasStore(dir);
-    await new RingStore(cas).create(initialRing([{ id: 'n1', url: 'http://n1:1' }, { id: 'n2', url: 'http://n2:1' }]));
+    await new RingStore(cas).create(
+      initialRing([
+        { id: 'n1', url: 'http://n1:1' },
+        { id: 'n2', url: 'http://n2:1' },
+      ]),
+    );
     const n1 = { nodeId: 'n1', at: at.getTime() - 5000, intervalMs: 30_000, stats: { fill: 0.42 } };
     await cas.put(nodeStatsKey('n1'), JSON.stringify(n1), null);
     // Two earlier hours of this month's published rate (and one of last month, which does not count).
@@ -314,18 +444,33 @@ describe('runCostPublisher', () => {
     m.add('Strata/Cost', 'TotalCostPerHour', { Environment: 'dev' }, 3, new Date('2026-11-30T19:40:00Z'));
     m.add('Strata/Cost', 'TotalCostPerHour', { Environment: 'dev' }, 5, new Date('2026-11-30T20:20:00Z'));
     m.add('Strata/Cost', 'TotalCostPerHour', { Environment: 'dev' }, 50, new Date('2026-10-31T20:20:00Z'));
-    m.add('Strata/Requests', 'Hits', { Environment: 'dev', Namespace: 'pages', Tier: 'hot' }, 4000, new Date('2026-11-30T21:00:00Z'));
+    m.add(
+      'Strata/Requests',
+      'Hits',
+      { Environment: 'dev', Namespace: 'pages', Tier: 'hot' },
+      4000,
+      new Date('2026-11-30T21:00:00Z'),
+    );
     const deps: CostPublisherDeps = {
-      fleet: { instances: async () => [{ id: 'i-1', type: 't4g.small', state: 'running' }], volumes: async () => [{ id: 'v-1', type: 'gp3', sizeGiB: 20, iops: 3000, throughputMiBps: 125 }] },
+      fleet: {
+        instances: async () => [{ id: 'i-1', type: 't4g.small', state: 'running' }],
+        volumes: async () => [{ id: 'v-1', type: 'gp3', sizeGiB: 20, iops: 3000, throughputMiBps: 125 }],
+      },
       objects: noObjects,
       metrics: m,
       fleetState: ringStoreFleetSource(cas, { now: () => at.getTime() }),
       sink: m,
     };
-    const settings = parseCostPublisherSettings({ environment: 'dev', region: 'us-east-1', fleet: { tags: { 'strata:env': 'dev' } }, tenants: [{ name: 'web', namespaces: ['pages'] }] });
+    const settings = parseCostPublisherSettings({
+      environment: 'dev',
+      region: 'us-east-1',
+      fleet: { tags: { 'strata:env': 'dev' } },
+      tenants: [{ name: 'web', namespaces: ['pages'] }],
+    });
     const report = await runCostPublisher(deps, settings, at);
 
-    const published = (name: string, dims: Record<string, string>) => m.data.filter((d) => d.at === at && d.name === name && sameDims(d.dims, dims)).map((d) => d.value);
+    const published = (name: string, dims: Record<string, string>) =>
+      m.data.filter((d) => d.at === at && d.name === name && sameDims(d.dims, dims)).map((d) => d.value);
     const rate = report.costPerHour.total;
     expect(rate).toBeGreaterThan(0);
     expect(published('TotalCostPerHour', { Environment: 'dev' })).toEqual([rate]);
@@ -346,18 +491,44 @@ describe('runCostPublisher', () => {
 
     // Every Strata/Cost and Strata/Fleet metric a dashboard draws is among what the run published.
     const names = new Set(m.data.filter((d) => d.at === at).map((d) => d.name));
-    for (const key of [...referencedMetricKeys(DASHBOARDS, 'Strata/Cost'), ...referencedMetricKeys(DASHBOARDS, 'Strata/Fleet')]) expect(names).toContain(METRICS[key].name);
+    for (const key of [...referencedMetricKeys(DASHBOARDS, 'Strata/Cost'), ...referencedMetricKeys(DASHBOARDS, 'Strata/Fleet')])
+      expect(names).toContain(METRICS[key].name);
   });
 
   it('publishes no CostPer1000Hits without hits, and no MaxNodeFillPercent but SilentNodes when no node reported', () => {
-    const cost = priceLiveUsage({ window: { start: new Date(0), end: new Date(3_600_000) }, fleet: { instances: [], volumes: [] }, apiRequests: 0, functions: [], hits: 0, namespaces: [] }, priceBook(), { tenants: [], monitoring: { customMetrics: 1, dashboards: 0, alarmMetrics: 0, putMetricDataCallsPerHour: 0, getMetricDataMetricsPerHour: 0 } });
-    const silent = [{ node: 'a', reason: 'x' }, { node: 'b', reason: 'x' }];
+    const cost = priceLiveUsage(
+      {
+        window: { start: new Date(0), end: new Date(3_600_000) },
+        fleet: { instances: [], volumes: [] },
+        apiRequests: 0,
+        functions: [],
+        hits: 0,
+        namespaces: [],
+      },
+      priceBook(),
+      {
+        tenants: [],
+        monitoring: {
+          customMetrics: 1,
+          dashboards: 0,
+          alarmMetrics: 0,
+          putMetricDataCallsPerHour: 0,
+          getMetricDataMetricsPerHour: 0,
+        },
+      },
+    );
+    const silent = [
+      { node: 'a', reason: 'x' },
+      { node: 'b', reason: 'x' },
+    ];
     const fleet = { ringVersion: 3, nodes: 2, fills: [], maxFillPercent: undefined, migrationsInProgress: 0, silent };
     const points = costAndFleetPoints('dev', cost, { monthToDate: 0, hoursLeft: 1, projected: cost.total }, undefined, fleet);
     const names = points.map((p) => p.def.name);
     expect(names).not.toContain('CostPer1000Hits');
     expect(names).not.toContain('MaxNodeFillPercent');
-    expect(names).toEqual(expect.arrayContaining(['CostPerHour', 'TotalCostPerHour', 'ProjectedMonthlyCost', 'Nodes', 'MigrationsInProgress']));
+    expect(names).toEqual(
+      expect.arrayContaining(['CostPerHour', 'TotalCostPerHour', 'ProjectedMonthlyCost', 'Nodes', 'MigrationsInProgress']),
+    );
     expect(names).toContain('SilentNodes');
     expect(points.find((p) => p.def === METRICS.silentNodes)!.value).toBe(2);
   });

@@ -1,8 +1,25 @@
 import { readFileSync } from 'node:fs';
 import { priceBook } from '../../core/cost/model/price-catalog.js';
 import { costPlacement } from '../../core/cost/model/calculator.js';
-import { allocationCost, breakdown, costPerSpeedup, estimateSpeedup, expectedDistinctKeys, requestCost, transferCost } from '../../core/cost/model/formulas.js';
-import { cellKey, computePaperRow, findDiscrepancy, PAPER_DISCREPANCIES, PAPER_ROWS, paperCells, type PaperCell, type PaperRow } from '../../core/cost/model/paper-2010-tables.js';
+import {
+  allocationCost,
+  breakdown,
+  costPerSpeedup,
+  estimateSpeedup,
+  expectedDistinctKeys,
+  requestCost,
+  transferCost,
+} from '../../core/cost/model/formulas.js';
+import {
+  cellKey,
+  computePaperRow,
+  findDiscrepancy,
+  PAPER_DISCREPANCIES,
+  PAPER_ROWS,
+  paperCells,
+  type PaperCell,
+  type PaperRow,
+} from '../../core/cost/model/paper-2010-tables.js';
 import { instancePlacement, s3Placement } from '../../core/cost/model/placements.js';
 
 const book = priceBook('paper-2010');
@@ -12,7 +29,13 @@ const row = (table: 'III' | 'IV', size: string, label: string): PaperRow => {
   if (!r) throw new Error(`no row ${table} ${size} ${label}`);
   return r;
 };
-const cell = (table: 'III' | 'IV', size: string, label: string, requests: 2000 | 200_000, q: PaperCell['quantity']): PaperCell => {
+const cell = (
+  table: 'III' | 'IV',
+  size: string,
+  label: string,
+  requests: 2000 | 200_000,
+  q: PaperCell['quantity'],
+): PaperCell => {
   const c = cells.find((x) => x.key === cellKey(table, size, label, requests, q));
   if (!c) throw new Error(`no cell ${table} ${size} ${label} ${requests} ${q}`);
   return c;
@@ -54,7 +77,10 @@ describe('cost formulas (paper 001 §III-C)', () => {
     expect(expectedDistinctKeys(500, 1)).toBeCloseTo(1, 10);
     expect(expectedDistinctKeys(500, 0)).toBe(0);
     // A free hit leaves only the misses' time: S = R·t / (M·t) = R / M.
-    expect(estimateSpeedup({ requests: 2000, keys: 500, serviceTimeSec: 1, hitTimeSec: 0, fillTimeSec: 0 })).toBeCloseTo(2000 / expectedDistinctKeys(500, 2000), 10);
+    expect(estimateSpeedup({ requests: 2000, keys: 500, serviceTimeSec: 1, hitTimeSec: 0, fillTimeSec: 0 })).toBeCloseTo(
+      2000 / expectedDistinctKeys(500, 2000),
+      10,
+    );
     expect(estimateSpeedup({ requests: 0, keys: 500, serviceTimeSec: 1, hitTimeSec: 0, fillTimeSec: 0 })).toBe(1);
   });
 });
@@ -88,10 +114,14 @@ describe('paper 001 Tables III and IV from Table I prices', () => {
     expect(PAPER_DISCREPANCIES.find((d) => d.id === 'D30')?.explanation).toMatch(/233\.87/);
   });
 
-  it('asserts the formula where the paper\'s arithmetic is wrong: 5 MB m1.xlarge is $507.42, not $506.78', () => {
+  it("asserts the formula where the paper's arithmetic is wrong: 5 MB m1.xlarge is $507.42, not $506.78", () => {
     const r = computePaperRow(row('III', '5 MB', 'm1.xlarge-mem'), 2000);
     expect(r.result.cost.total).toBeCloseTo(507.42, 10);
-    expect(findDiscrepancy(cellKey('III', '5 MB', 'm1.xlarge-mem', 2000, 'C'))).toMatchObject({ published: 506.78, formula: 507.42, kind: 'sum' });
+    expect(findDiscrepancy(cellKey('III', '5 MB', 'm1.xlarge-mem', 2000, 'C'))).toMatchObject({
+      published: 506.78,
+      formula: 507.42,
+      kind: 'sum',
+    });
     // The S3 1 KB total the paper prints as $0.0023 dropped C_S after rounding it to $0.00.
     expect(computePaperRow(row('IV', '1 KB', 'S3'), 2000).result.cost.total).toBeCloseTo(0.002375, 12);
     expect(findDiscrepancy(cellKey('IV', '1 KB', 'S3', 2000, 'C'))).toMatchObject({ id: 'D12', published: 0.0023 });
@@ -127,7 +157,10 @@ describe('paper 001 Tables III and IV from Table I prices', () => {
 
 describe('discrepancy list', () => {
   it('is exactly the set of cells the formulas do not give', () => {
-    const inconsistent = cells.filter((c) => !c.consistent).map((c) => c.key).sort();
+    const inconsistent = cells
+      .filter((c) => !c.consistent)
+      .map((c) => c.key)
+      .sort();
     const listed = PAPER_DISCREPANCIES.map((d) => cellKey(d.table, d.unitSize, d.placement, d.requests, d.quantity)).sort();
     expect(listed).toEqual(inconsistent);
   });
@@ -137,7 +170,11 @@ describe('discrepancy list', () => {
     const rows = doc.split('\n').filter((l) => /^\| D\d+ \|/.test(l));
     expect(rows).toHaveLength(PAPER_DISCREPANCIES.length);
     for (const d of PAPER_DISCREPANCIES) {
-      expect(rows).toContainEqual(expect.stringContaining(`| ${d.id} | ${d.table} | ${d.unitSize} | ${d.placement} | ${d.requests.toLocaleString('en-US')} | ${d.quantity} | ${d.published} | ${d.formula} |`));
+      expect(rows).toContainEqual(
+        expect.stringContaining(
+          `| ${d.id} | ${d.table} | ${d.unitSize} | ${d.placement} | ${d.requests.toLocaleString('en-US')} | ${d.quantity} | ${d.published} | ${d.formula} |`,
+        ),
+      );
     }
   });
 

@@ -54,12 +54,26 @@ describe('Local dashboard data (the dashboards/ specs over the local metrics)', 
     expect(values(widget(data, 'performance.errors-now'))['errors %']).toBeCloseTo(100 / 16, 6);
     expect(values(widget(data, 'performance.errors'))).toEqual({ 'errors VALIDATION_FAILED': 1, '5xx (all codes)': 0 });
     const byOp = values(widget(data, 'performance.throughput'));
-    expect(byOp).toMatchObject({ 'requests get': 4, 'requests put': 4, 'requests head': 2, 'requests batch-get': 1, 'requests stats': 1, 'requests health': 1 });
+    expect(byOp).toMatchObject({
+      'requests get': 4,
+      'requests put': 4,
+      'requests head': 2,
+      'requests batch-get': 1,
+      'requests stats': 1,
+      'requests health': 1,
+    });
   });
 
   it('draws latency percentiles per serving tier from the recorded latencies', () => {
     const p50 = widget(data, 'performance.latency-p50');
-    expect(p50.series.map((s) => [s.label, s.points.length])).toEqual([['l1', 0], ['hot', 1], ['warm', 0], ['cold', 1], ['origin', 0], ['none', 1]]);
+    expect(p50.series.map((s) => [s.label, s.points.length])).toEqual([
+      ['l1', 0],
+      ['hot', 1],
+      ['warm', 0],
+      ['cold', 1],
+      ['origin', 0],
+      ['none', 1],
+    ]);
     const now = values(widget(data, 'performance.latency-now'));
     expect(now.p50).toBeGreaterThan(0);
     expect(now.p99!).toBeGreaterThanOrEqual(now.p50!);
@@ -107,15 +121,25 @@ describe('Expression evaluation', () => {
 
   it('leaves a point out where an input has none, fills where asked, and rates per step', () => {
     const store = new LocalMetricsStore({ now: () => T0 + 30_000 });
-    for (let i = 0; i < 4; i++) store.write([emfDocument({ timestamp: T0, dimensions: { Environment: 'local' }, values: { requests: 1 } })]);
+    for (let i = 0; i < 4; i++)
+      store.write([emfDocument({ timestamp: T0, dimensions: { Environment: 'local' }, values: { requests: 1 } })]);
     store.write([emfDocument({ timestamp: T0 + 10_000, dimensions: { Environment: 'local' }, values: { requests: 5 } })]);
     store.record({ namespace: 'Strata/Requests', name: 'Errors', unit: 'Count', dimensions: { Environment: 'local' } }, 1, T0);
     const w = dashboardData(store, { environment: 'local', now: T0 + 20_000 }, [spec]).dashboards[0]!.widgets[0]!;
     const byLabel = Object.fromEntries(w.series.map((s) => [s.label, s.points]));
     expect(byLabel['error % (no FILL)']).toEqual([[T0, 25]]);
-    expect(byLabel['error % (FILL)']).toEqual([[T0, 25], [T0 + 10_000, 0]]);
-    expect(byLabel.rps).toEqual([[T0, 0.4], [T0 + 10_000, 0.5]]);
-    expect(byLabel['expression of an expression']).toEqual([[T0, 1], [T0 + 10_000, 1]]);
+    expect(byLabel['error % (FILL)']).toEqual([
+      [T0, 25],
+      [T0 + 10_000, 0],
+    ]);
+    expect(byLabel.rps).toEqual([
+      [T0, 0.4],
+      [T0 + 10_000, 0.5],
+    ]);
+    expect(byLabel['expression of an expression']).toEqual([
+      [T0, 1],
+      [T0 + 10_000, 1],
+    ]);
   });
 
   it('gives no point for a division by zero', () => {
@@ -143,13 +167,20 @@ describe('Dashboard routes', () => {
     expect(page.headers!['content-type']).toMatch(/text\/html/);
     expect(page.body).toMatch(/<svg|SVG/);
     const json = dashboardResponse('GET', '/dashboard/data', new URLSearchParams('minutes=5'), opts);
-    expect(JSON.parse(json.body)).toMatchObject({ environment: 'local', dashboards: [{ id: 'performance' }, { id: 'cost' }, { id: 'fleet' }] });
+    expect(JSON.parse(json.body)).toMatchObject({
+      environment: 'local',
+      dashboards: [{ id: 'performance' }, { id: 'cost' }, { id: 'fleet' }],
+    });
   });
 
   it('answers bad input with typed errors', () => {
     const bad = dashboardResponse('GET', '/dashboard/data', new URLSearchParams('minutes=0'), opts);
     expect([bad.statusCode, JSON.parse(bad.body).error.code]).toEqual([400, 'VALIDATION_FAILED']);
     const post = dashboardResponse('POST', '/dashboard/data', new URLSearchParams(), opts);
-    expect([post.statusCode, JSON.parse(post.body).error.code, post.headers!.allow]).toEqual([405, 'METHOD_NOT_ALLOWED', 'GET, HEAD']);
+    expect([post.statusCode, JSON.parse(post.body).error.code, post.headers!.allow]).toEqual([
+      405,
+      'METHOD_NOT_ALLOWED',
+      'GET, HEAD',
+    ]);
   });
 });

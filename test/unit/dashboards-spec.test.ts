@@ -55,7 +55,9 @@ describe('Dashboards as data', () => {
     }
     const emitted = new Set<string>();
     for (const doc of traffic.docs) {
-      for (const d of doc._aws.CloudWatchMetrics) for (const m of d.Metrics) for (const set of d.Dimensions) emitted.add(`${d.Namespace} ${m.Name} [${[...set].sort().join(',')}]`);
+      for (const d of doc._aws.CloudWatchMetrics)
+        for (const m of d.Metrics)
+          for (const set of d.Dimensions) emitted.add(`${d.Namespace} ${m.Name} [${[...set].sort().join(',')}]`);
     }
     const wanted = allMetricSeries().filter(({ s }) => METRICS[s.metric].namespace === METRIC_NAMESPACES.requests);
     expect(wanted.length).toBeGreaterThan(20);
@@ -70,7 +72,11 @@ describe('Dashboards as data', () => {
       const tier = s.dimensions?.Tier;
       if (tier === undefined) continue;
       expect(SERVED_TIERS).toContain(tier);
-      if (['hot', 'cold', 'none'].includes(tier)) expect([s.id, traffic.docs.some((doc) => doc.Tier === tier && doc[METRICS[s.metric].name] !== undefined)]).toEqual([s.id, true]);
+      if (['hot', 'cold', 'none'].includes(tier))
+        expect([s.id, traffic.docs.some((doc) => doc.Tier === tier && doc[METRICS[s.metric].name] !== undefined)]).toEqual([
+          s.id,
+          true,
+        ]);
     }
   });
 
@@ -82,7 +88,9 @@ describe('Dashboards as data', () => {
     expect(cost).toEqual(expect.arrayContaining<MetricKey>(['costPerHour', 'projectedMonthlyCost', 'costPer1000Hits']));
     expect(fleet).toEqual(expect.arrayContaining<MetricKey>(['nodes', 'nodeFill', 'migrationsInProgress']));
     for (const k of [...cost, ...fleet, ...workflows]) expect(Object.keys(METRICS)).toContain(k);
-    expect(new Set([...cost, ...fleet, ...workflows, ...referencedMetricKeys(DASHBOARDS, METRIC_NAMESPACES.requests)])).toEqual(new Set(referencedMetricKeys()));
+    expect(new Set([...cost, ...fleet, ...workflows, ...referencedMetricKeys(DASHBOARDS, METRIC_NAMESPACES.requests)])).toEqual(
+      new Set(referencedMetricKeys()),
+    );
   });
 
   it('Performance shows hit ratio per tier, p50 and p99 per tier, throughput and errors', () => {
@@ -92,15 +100,32 @@ describe('Dashboards as data', () => {
     expect(ratioLines).toEqual(['all tiers', 'l1', 'hot', 'warm', 'cold', 'origin']);
     for (const p of ['p50', 'p99']) {
       const w = widgets.find((x) => x.id === `performance.latency-${p}`)!;
-      expect(metricSeries(w).map((s) => [s.metric, s.stat, s.dimensions?.Tier])).toEqual(['l1', 'hot', 'warm', 'cold', 'origin', 'none'].map((t) => ['latency', p, t]));
+      expect(metricSeries(w).map((s) => [s.metric, s.stat, s.dimensions?.Tier])).toEqual(
+        ['l1', 'hot', 'warm', 'cold', 'origin', 'none'].map((t) => ['latency', p, t]),
+      );
     }
-    expect(metricSeries(widgets.find((w) => w.id === 'performance.throughput')!)[0]).toMatchObject({ metric: 'requests', stat: 'Sum', splitBy: 'Operation' });
-    expect(metricSeries(widgets.find((w) => w.id === 'performance.errors')!)[0]).toMatchObject({ metric: 'errors', stat: 'Sum', splitBy: 'ErrorCode' });
+    expect(metricSeries(widgets.find((w) => w.id === 'performance.throughput')!)[0]).toMatchObject({
+      metric: 'requests',
+      stat: 'Sum',
+      splitBy: 'Operation',
+    });
+    expect(metricSeries(widgets.find((w) => w.id === 'performance.errors')!)[0]).toMatchObject({
+      metric: 'errors',
+      stat: 'Sum',
+      splitBy: 'ErrorCode',
+    });
   });
 
   it('Cost shows cost per tier and per tenant, the projected month and $ per 1,000 hits', () => {
     const series = allMetricSeries([COST_DASHBOARD]).map(({ s }) => s);
-    expect(series.filter((s) => s.metric === 'costPerHour' && s.dimensions?.Tier).map((s) => s.dimensions!.Tier)).toEqual(['hot', 'warm', 'cold', 'api', 'workflows', 'monitoring']);
+    expect(series.filter((s) => s.metric === 'costPerHour' && s.dimensions?.Tier).map((s) => s.dimensions!.Tier)).toEqual([
+      'hot',
+      'warm',
+      'cold',
+      'api',
+      'workflows',
+      'monitoring',
+    ]);
     expect(series.some((s) => s.metric === 'costPerHour' && s.splitBy === 'Tenant')).toBe(true);
     expect(series.some((s) => s.metric === 'projectedMonthlyCost')).toBe(true);
     expect(series.some((s) => s.metric === 'costPer1000Hits')).toBe(true);
@@ -123,14 +148,38 @@ describe('dashboardProblems', () => {
   const base = { id: 'performance' as const, name: 'P', description: '' };
 
   it('flags a dimension combination the catalog does not publish', () => {
-    const d: DashboardSpec = { ...base, widgets: [{ id: 'performance.x', title: 'x', view: 'line', periodSeconds: 60, unit: 'Count', series: [metric('m', 'misses', 'Sum', 'm', { dimensions: { Tier: 'hot' } })] }] };
+    const d: DashboardSpec = {
+      ...base,
+      widgets: [
+        {
+          id: 'performance.x',
+          title: 'x',
+          view: 'line',
+          periodSeconds: 60,
+          unit: 'Count',
+          series: [metric('m', 'misses', 'Sum', 'm', { dimensions: { Tier: 'hot' } })],
+        },
+      ],
+    };
     expect(dashboardProblems(d).join('\n')).toMatch(/Misses is not published with dimensions \[Environment, Tier\]/);
   });
 
   it('flags a series that names Environment or fixes the dimension it splits by', () => {
     const d: DashboardSpec = {
       ...base,
-      widgets: [{ id: 'performance.x', title: 'x', view: 'line', periodSeconds: 60, unit: 'Count', series: [metric('a', 'requests', 'Sum', 'a', { dimensions: { Environment: 'prod' } }), metric('b', 'requests', 'Sum', 'b', { dimensions: { Operation: 'get' }, splitBy: 'Operation' })] }],
+      widgets: [
+        {
+          id: 'performance.x',
+          title: 'x',
+          view: 'line',
+          periodSeconds: 60,
+          unit: 'Count',
+          series: [
+            metric('a', 'requests', 'Sum', 'a', { dimensions: { Environment: 'prod' } }),
+            metric('b', 'requests', 'Sum', 'b', { dimensions: { Operation: 'get' }, splitBy: 'Operation' }),
+          ],
+        },
+      ],
     };
     const problems = dashboardProblems(d).join('\n');
     expect(problems).toMatch(/a: names Environment/);
@@ -147,9 +196,20 @@ describe('dashboardProblems', () => {
           view: 'line',
           periodSeconds: 90,
           unit: 'Count',
-          series: [metric('split', 'requests', 'Sum', 'r', { splitBy: 'Operation' }), metric('Bad-Id', 'requests', 'Sum', 'r'), { kind: 'expression', id: 'e', expression: add(ref('split'), ref('ghost')), label: 'e' }],
+          series: [
+            metric('split', 'requests', 'Sum', 'r', { splitBy: 'Operation' }),
+            metric('Bad-Id', 'requests', 'Sum', 'r'),
+            { kind: 'expression', id: 'e', expression: add(ref('split'), ref('ghost')), label: 'e' },
+          ],
         },
-        { id: 'wrong.prefix', title: 'y', view: 'number', periodSeconds: 60, unit: 'Count', series: [metric('r', 'requests', 'Sum', 'r', { visible: false })] },
+        {
+          id: 'wrong.prefix',
+          title: 'y',
+          view: 'number',
+          periodSeconds: 60,
+          unit: 'Count',
+          series: [metric('r', 'requests', 'Sum', 'r', { visible: false })],
+        },
       ],
     };
     const problems = dashboardProblems(d).join('\n');
@@ -165,7 +225,9 @@ describe('dashboardProblems', () => {
 describe('Metric math', () => {
   it('prints expressions in CloudWatch syntax', () => {
     const lookups = add(fill0('hits'), fill0('misses'));
-    expect(toMetricMath(mul(num(100), div(sub(ref('lookups'), fill0('misses')), ref('lookups'))))).toBe('100*((lookups-FILL(misses,0))/lookups)');
+    expect(toMetricMath(mul(num(100), div(sub(ref('lookups'), fill0('misses')), ref('lookups'))))).toBe(
+      '100*((lookups-FILL(misses,0))/lookups)',
+    );
     expect(toMetricMath(mul(num(100), div(fill0('hits'), lookups)))).toBe('100*(FILL(hits,0)/(FILL(hits,0)+FILL(misses,0)))');
     expect(toMetricMath(perSecond('requests'))).toBe('requests/PERIOD(requests)');
     expect(toMetricMath(div(perSecond('a'), num(2)))).toBe('(a/PERIOD(a))/2');

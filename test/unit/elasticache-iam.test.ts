@@ -8,7 +8,11 @@
 import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
 import {
-  ElastiCacheIamAuth, elastiCacheIamToken, IAM_REAUTH_AFTER_MS, IAM_TOKEN_TTL_SECONDS, type AwsCredentials,
+  ElastiCacheIamAuth,
+  elastiCacheIamToken,
+  IAM_REAUTH_AFTER_MS,
+  IAM_TOKEN_TTL_SECONDS,
+  type AwsCredentials,
 } from '../../core/composition/elasticache-iam.js';
 
 const AT = new Date('2024-05-01T12:34:56.789Z');
@@ -48,8 +52,16 @@ describe('ElastiCache IAM token', () => {
     expect([url.hostname, url.pathname]).toEqual(['strata-prod', '/']);
     const q = Object.fromEntries(url.searchParams);
     expect(Object.keys(q).sort()).toEqual([
-      'Action', 'ResourceType', 'User', 'X-Amz-Algorithm', 'X-Amz-Credential', 'X-Amz-Date', 'X-Amz-Expires',
-      'X-Amz-Security-Token', 'X-Amz-Signature', 'X-Amz-SignedHeaders',
+      'Action',
+      'ResourceType',
+      'User',
+      'X-Amz-Algorithm',
+      'X-Amz-Credential',
+      'X-Amz-Date',
+      'X-Amz-Expires',
+      'X-Amz-Security-Token',
+      'X-Amz-Signature',
+      'X-Amz-SignedHeaders',
     ]);
     expect(q).toMatchObject({
       Action: 'connect',
@@ -73,7 +85,11 @@ describe('ElastiCache IAM token', () => {
     const signer = new SignatureV4({ credentials: CREDS, region: 'us-east-1', service: 'elasticache', sha256: Sha256 });
     const signed = await signer.presign(
       {
-        method: 'GET', protocol: 'http:', hostname: 'strata-prod', path: '/', headers: { host: 'strata-prod' },
+        method: 'GET',
+        protocol: 'http:',
+        hostname: 'strata-prod',
+        path: '/',
+        headers: { host: 'strata-prod' },
         query: { Action: 'connect', User: 'strata-prod-app', ResourceType: 'ServerlessCache' },
       },
       { expiresIn: IAM_TOKEN_TTL_SECONDS, signingDate: AT },
@@ -89,7 +105,9 @@ describe('ElastiCache IAM token', () => {
   });
 
   it('leaves out the session token for long-term keys and ResourceType for a replication group', () => {
-    const q = parse(elastiCacheIamToken({ ...REQUEST, serverless: false }, { accessKeyId: 'AKID', secretAccessKey: 's' }, AT)).searchParams;
+    const q = parse(
+      elastiCacheIamToken({ ...REQUEST, serverless: false }, { accessKeyId: 'AKID', secretAccessKey: 's' }, AT),
+    ).searchParams;
     expect(q.has('X-Amz-Security-Token')).toBe(false);
     expect(q.has('ResourceType')).toBe(false);
   });

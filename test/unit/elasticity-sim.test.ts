@@ -7,7 +7,11 @@ const base: PolicyConfig = { variant: 'on-overflow', params: PARAMS, rate: 100 }
 const spec: PolicyConfig = { variant: 'speculative', params: PARAMS, rate: 100 };
 
 describe('elasticity bench: Algorithm 1 before an insert (planInsert)', () => {
-  const state = (fills: Record<string, number>, inFlight: string[] = [], backgroundInFlight = 0) => ({ loads: Object.entries(fills).map(([id, fill]) => ({ id, fill })), inFlight: new Set(inFlight), backgroundInFlight });
+  const state = (fills: Record<string, number>, inFlight: string[] = [], backgroundInFlight = 0) => ({
+    loads: Object.entries(fills).map(([id, fill]) => ({ id, fill })),
+    inFlight: new Set(inFlight),
+    backgroundInFlight,
+  });
 
   it('baseline: nothing until the node is full; then one scale-out for it and the insert waits', () => {
     expect(planInsert(base, state({ n1: 2499 }), 'n1')).toEqual({ start: [] });
@@ -20,17 +24,24 @@ describe('elasticity bench: Algorithm 1 before an insert (planInsert)', () => {
 
   it('speculative: a node past T gets a background pre-launch; below T nothing', () => {
     expect(planInsert(spec, state({ n1: 1250 }), 'n1')).toEqual({ start: [], threshold: 1250 });
-    expect(planInsert(spec, state({ n1: 1251 }), 'n1')).toEqual({ start: [{ node: 'n1', reason: 'prelaunch' }], threshold: 1250 });
+    expect(planInsert(spec, state({ n1: 1251 }), 'n1')).toEqual({
+      start: [{ node: 'n1', reason: 'prelaunch' }],
+      threshold: 1250,
+    });
     // T rises with the fleet: 1375 for two nodes.
     expect(planInsert(spec, state({ n1: 1300, n2: 1300 }), 'n1').start).toEqual([]);
   });
 
   it('speculative: at most one scale-out per node, and at most maxBackground pre-launches at a time', () => {
     // n1 is in flight: the next fullest node past T gets the launch.
-    expect(planInsert(spec, state({ n1: 1600, n2: 1550, n3: 100 }, ['n1'], 1), 'n3').start).toEqual([{ node: 'n2', reason: 'prelaunch' }]);
+    expect(planInsert(spec, state({ n1: 1600, n2: 1550, n3: 100 }, ['n1'], 1), 'n3').start).toEqual([
+      { node: 'n2', reason: 'prelaunch' },
+    ]);
     // Two background launches running: no third, even though n3 is past T.
     expect(planInsert(spec, state({ n1: 1600, n2: 1550, n3: 1520 }, ['n1', 'n2'], 2), 'n3').start).toEqual([]);
-    expect(planInsert({ ...spec, maxBackground: 3 }, state({ n1: 1600, n2: 1550, n3: 1520 }, ['n1', 'n2'], 2), 'n3').start).toEqual([{ node: 'n3', reason: 'prelaunch' }]);
+    expect(
+      planInsert({ ...spec, maxBackground: 3 }, state({ n1: 1600, n2: 1550, n3: 1520 }, ['n1', 'n2'], 2), 'n3').start,
+    ).toEqual([{ node: 'n3', reason: 'prelaunch' }]);
   });
 
   it('speculative: an overflow with nothing in flight starts a scale-out at once (thread t3), past the background budget', () => {
@@ -50,10 +61,36 @@ describe('elasticity bench: time accounting', () => {
   it('unionLength counts overlaps once and clips to the window', () => {
     expect(unionLength([])).toBe(0);
     expect(unionLength([{ start: 0, end: 10 }])).toBe(10);
-    expect(unionLength([{ start: 0, end: 10 }, { start: 5, end: 15 }, { start: 20, end: 25 }])).toBe(20);
-    expect(unionLength([{ start: 20, end: 25 }, { start: 0, end: 10 }, { start: 2, end: 3 }])).toBe(15);
-    expect(unionLength([{ start: 0, end: 10 }, { start: 10, end: 12 }])).toBe(12);
-    expect(unionLength([{ start: -5, end: 5 }, { start: 8, end: 30 }], 0, 20)).toBe(17);
+    expect(
+      unionLength([
+        { start: 0, end: 10 },
+        { start: 5, end: 15 },
+        { start: 20, end: 25 },
+      ]),
+    ).toBe(20);
+    expect(
+      unionLength([
+        { start: 20, end: 25 },
+        { start: 0, end: 10 },
+        { start: 2, end: 3 },
+      ]),
+    ).toBe(15);
+    expect(
+      unionLength([
+        { start: 0, end: 10 },
+        { start: 10, end: 12 },
+      ]),
+    ).toBe(12);
+    expect(
+      unionLength(
+        [
+          { start: -5, end: 5 },
+          { start: 8, end: 30 },
+        ],
+        0,
+        20,
+      ),
+    ).toBe(17);
     expect(unionLength([{ start: 5, end: 3 }])).toBe(0);
   });
 
@@ -76,7 +113,8 @@ class VirtualClock {
   private seq = 0;
   private timers: { at: number; seq: number; resolve: () => void }[] = [];
   readonly now = () => this.t;
-  readonly sleep = (ms: number) => new Promise<void>((resolve) => this.timers.push({ at: this.t + Math.max(0, ms), seq: this.seq++, resolve }));
+  readonly sleep = (ms: number) =>
+    new Promise<void>((resolve) => this.timers.push({ at: this.t + Math.max(0, ms), seq: this.seq++, resolve }));
 
   async run<T>(p: Promise<T>): Promise<T> {
     let settled = false;
@@ -186,10 +224,21 @@ class FakeCluster implements ElasticCluster {
   }
 }
 
-async function simulate(cfg: PolicyConfig, extra: Partial<EngineOptions> = {}, timing = { launchMs: 5000, migrationMs: 200, insertMs: 2 }) {
+async function simulate(
+  cfg: PolicyConfig,
+  extra: Partial<EngineOptions> = {},
+  timing = { launchMs: 5000, migrationMs: 200, insertMs: 2 },
+) {
   const clock = new VirtualClock();
   const cluster = new FakeCluster(clock, { ...timing, capacity: cfg.params.capacity });
-  const engine = new ElasticityEngine(cluster, { ...cfg, inserts: 9000, keyOf: (i) => `key:${i}`, now: clock.now, sleep: clock.sleep, ...extra });
+  const engine = new ElasticityEngine(cluster, {
+    ...cfg,
+    inserts: 9000,
+    keyOf: (i) => `key:${i}`,
+    now: clock.now,
+    sleep: clock.sleep,
+    ...extra,
+  });
   const result = await clock.run(engine.run());
   return { result, cluster };
 }
@@ -231,7 +280,12 @@ describe('elasticity bench: the engine on a simulated cluster (virtual time)', (
     // Pre-launches overlap the stream: scaling was busy for a good part of the run without blocking it.
     expect(s.scalingBusyMs).toBeGreaterThan(s.blockedMs);
     // Never more than two background launches at once.
-    const events = s.scaleOuts.filter((x) => x.reason === 'prelaunch').flatMap((x) => [{ t: x.startedAtMs, d: 1 }, { t: x.doneAtMs ?? Number.POSITIVE_INFINITY, d: -1 }]);
+    const events = s.scaleOuts
+      .filter((x) => x.reason === 'prelaunch')
+      .flatMap((x) => [
+        { t: x.startedAtMs, d: 1 },
+        { t: x.doneAtMs ?? Number.POSITIVE_INFINITY, d: -1 },
+      ]);
     events.sort((a, b) => a.t - b.t || a.d - b.d);
     let running = 0;
     let most = 0;

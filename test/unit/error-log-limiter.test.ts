@@ -59,7 +59,9 @@ describe('ErrorLogLimiter', () => {
     for (let i = 0; i < 12_345; i++) h.limiter.report(hotDown(), 'promotion');
     expect(h.entries).toHaveLength(1);
     expect(h.entries[0]).toMatchObject({ type: 'first', what: 'promotion', count: 1 });
-    expect(h.lines()[0]).toMatch(/^\[strata\] background promotion failed: TierUnavailableError: tier 'hot' is unavailable\n\s+at /);
+    expect(h.lines()[0]).toMatch(
+      /^\[strata\] background promotion failed: TierUnavailableError: tier 'hot' is unavailable\n\s+at /,
+    );
     expect(h.lines()[0]).toContain('Connection is closed.'); // the cause, as console.error prints it
 
     h.advance(10_000);
@@ -128,7 +130,9 @@ describe('ErrorLogLimiter', () => {
     h.runDue();
     expect(h.entries).toHaveLength(4);
     expect(h.entries[3]).toMatchObject({ type: 'repeated', otherKinds: true, count: 9_997 });
-    expect(h.lines()[3]).toMatch(/^\[strata\] background promotion failed 9,997 times in the last 10 s with errors of other kinds/);
+    expect(h.lines()[3]).toMatch(
+      /^\[strata\] background promotion failed 9,997 times in the last 10 s with errors of other kinds/,
+    );
     expect(h.limiter.size).toBeLessThanOrEqual(4);
   });
 
@@ -177,7 +181,10 @@ describe('the coordinator built by buildApiContext, over a hot tier that fails e
       await ctx.coordinator.close();
       const lines = log.lines();
       expect(lines.length).toBeLessThanOrEqual(3);
-      expect(lines[0]).toMatchObject({ level: 'error', msg: expect.stringMatching(/background promotion failed: TierUnavailableError: tier 'hot' is unavailable/) });
+      expect(lines[0]).toMatchObject({
+        level: 'error',
+        msg: expect.stringMatching(/background promotion failed: TierUnavailableError: tier 'hot' is unavailable/),
+      });
       const counted = docs.filter((d) => d.Activity === 'promotion').reduce((n, d) => n + (d.BackgroundErrors as number), 0);
       // The first failure is counted at once, the rest when their summary line is due (10 s, after this test).
       expect(counted).toBeGreaterThanOrEqual(1);
@@ -211,10 +218,19 @@ describe('API requests answered with a typed 5xx (errorResponder)', () => {
   it('log the first of a kind with its request id, not one line per request', async () => {
     const tier = new MemoryTier({ name: 'hot' });
     jest.spyOn(tier, 'get').mockRejectedValue(new TierUnavailableError('hot', new Error('Connection is closed.')));
-    setApiContext({ coordinator: new Coordinator({ tiers: [tier], flushTimer: false }), inlineLimitBytes: 1024, urlTtlSeconds: 60 });
+    setApiContext({
+      coordinator: new Coordinator({ tiers: [tier], flushTimer: false }),
+      inlineLimitBytes: 1024,
+      urlTtlSeconds: 60,
+    });
     const keys = apiHandler('keys');
     const event = {
-      ...{ httpMethod: 'GET', resource: '/v1/ns/{ns}/keys/{key}', path: '/v1/ns/app/keys/k', pathParameters: { ns: 'app', key: 'k' } },
+      ...{
+        httpMethod: 'GET',
+        resource: '/v1/ns/{ns}/keys/{key}',
+        path: '/v1/ns/app/keys/k',
+        pathParameters: { ns: 'app', key: 'k' },
+      },
       ...{ headers: {}, body: null, isBase64Encoded: false, requestContext: {} },
     } as unknown as ApiEvent;
     const log = captureLog();

@@ -34,7 +34,12 @@ describe('choosing the subnet of a new node', () => {
   });
 
   it('counts only NORMAL nodes: a leaving node does not hold its AZ', () => {
-    const nodes = [node('n1', 'eu-west-1a'), node('n2', 'eu-west-1b'), node('n3', 'eu-west-1c'), node('n4', 'eu-west-1c', 'LEAVING')];
+    const nodes = [
+      node('n1', 'eu-west-1a'),
+      node('n2', 'eu-west-1b'),
+      node('n3', 'eu-west-1c'),
+      node('n4', 'eu-west-1c', 'LEAVING'),
+    ];
     expect(chooseLaunchSubnet(SUBNETS, [...nodes, node('n5', 'eu-west-1a')]).subnetId).toBe('subnet-b');
     expect(chooseLaunchSubnet(SUBNETS, [...nodes, node('n5', 'eu-west-1a'), node('n6', 'eu-west-1b')]).subnetId).toBe('subnet-c');
   });
@@ -106,7 +111,12 @@ describe('the ClientToken of a launch', () => {
 
   it('is the same on every retry of a launch and differs between launches and executions', () => {
     expect(launchClientToken('exec-1', 0)).toBe(launchClientToken('exec-1', 0));
-    const launches: [string, number][] = [['exec-1', 0], ['exec-1', 1], ['exec-2', 0], ['exec-10', 0]];
+    const launches: [string, number][] = [
+      ['exec-1', 0],
+      ['exec-1', 1],
+      ['exec-2', 0],
+      ['exec-10', 0],
+    ];
     const tokens = launches.map(([execution, ordinal]) => launchClientToken(execution, ordinal));
     expect(new Set(tokens).size).toBe(4);
   });
@@ -152,7 +162,9 @@ describe('the scale steps place nodes by AZ', () => {
     const d: ScaleDeps = {
       ring,
       nodes: { stats } as unknown as NodeClient,
-      migrator: { planScaleIn: async (o: { node: string }) => (planned.push(o.node), { id: 'p-1', sessions: [] }) } as unknown as Migrator,
+      migrator: {
+        planScaleIn: async (o: { node: string }) => (planned.push(o.node), { id: 'p-1', sessions: [] }),
+      } as unknown as Migrator,
       progress: new ProgressStore(cas),
       locks: new ScaleLocks(cas),
       nodeUrl: async () => undefined,
@@ -164,7 +176,10 @@ describe('the scale steps place nodes by AZ', () => {
   }
 
   it('scale-out begin returns the subnet, AZ and ClientToken of the launch, in the AZ with the fewest NORMAL nodes', async () => {
-    const { d, progress } = await deps([{ id: 'a1', az: 'eu-west-1a', bytes: 0 }, { id: 'c1', az: 'eu-west-1c', bytes: 0 }]);
+    const { d, progress } = await deps([
+      { id: 'a1', az: 'eu-west-1a', bytes: 0 },
+      { id: 'c1', az: 'eu-west-1c', bytes: 0 },
+    ]);
     const out = await scaleSteps(d).scaleOutBegin({ execution: 'exec-1', workflow: 'scale-out' });
     const clientToken = launchClientToken('exec-1', 0);
     expect(out.launch).toEqual({ ordinal: 0, subnetId: 'subnet-b', availabilityZone: 'eu-west-1b', clientToken });

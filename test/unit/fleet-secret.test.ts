@@ -9,7 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureFleetSecret, FleetSecretInvalidError, readStoredFleetSecret } from '../../core/ring/fleet-secret.js';
 import { FLEET_SECRET_KEY } from '../../core/ring/node-reports.js';
-import { CasConflictError, CasStoreUnavailableError, FileCasStore, InMemoryCasStore, type CasStore } from '../../core/ring/store.js';
+import {
+  CasConflictError,
+  CasStoreUnavailableError,
+  FileCasStore,
+  InMemoryCasStore,
+  type CasStore,
+} from '../../core/ring/store.js';
 import { loadRuntimeEnv } from '../../core/composition/runtime-env.js';
 import { ConfigError } from '../../core/errors.js';
 import { getApiContext, type BuiltContext } from '../../core/composition/api-context.js';
@@ -38,16 +44,18 @@ describe('fleet secret in the ring store', () => {
     await expect(cas.get(FLEET_SECRET_KEY)).resolves.toMatchObject({ body: first.secret });
   });
 
-  it('gives concurrent creators (separate processes\' stores on one folder) one secret, written by exactly one', async () => {
+  it("gives concurrent creators (separate processes' stores on one folder) one secret, written by exactly one", async () => {
     const candidate = (i: number) => () => `candidate-secret-number-${String(i).padStart(2, '0')}`;
-    const outcomes = await Promise.all(Array.from({ length: 12 }, (_, i) => ensureFleetSecret(new FileCasStore(dir), candidate(i))));
+    const outcomes = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => ensureFleetSecret(new FileCasStore(dir), candidate(i))),
+    );
     expect(outcomes.filter((o) => o.created)).toHaveLength(1);
     const winner = outcomes.find((o) => o.created)!.secret;
     expect(new Set(outcomes.map((o) => o.secret))).toEqual(new Set([winner]));
     await expect(readStoredFleetSecret(new FileCasStore(dir))).resolves.toBe(winner);
   });
 
-  it('reads the winner\'s secret after losing the conditional create', async () => {
+  it("reads the winner's secret after losing the conditional create", async () => {
     const store = new InMemoryCasStore();
     // Another creator's put lands between this caller's read (nothing there) and its own put.
     const racing: CasStore = {
@@ -64,7 +72,10 @@ describe('fleet secret in the ring store', () => {
     const sdkError = () => Object.assign(new Error('Access Denied'), { $metadata: { httpStatusCode: 403 } });
     const denied = () => new CasStoreUnavailableError(FLEET_SECRET_KEY, sdkError());
     const store = new InMemoryCasStore();
-    const noList: CasStore = { get: async (k) => (await store.get(k)) ?? Promise.reject(denied()), put: (k, b, e) => store.put(k, b, e) };
+    const noList: CasStore = {
+      get: async (k) => (await store.get(k)) ?? Promise.reject(denied()),
+      put: (k, b, e) => store.put(k, b, e),
+    };
     const behind403 = 'created-behind-a-403-0123';
     await expect(ensureFleetSecret(noList, () => behind403)).resolves.toEqual({ secret: behind403, created: true });
     const readOnly: CasStore = { get: () => Promise.reject(denied()), put: () => Promise.reject(denied()) };
@@ -97,11 +108,15 @@ describe('STRATA_WARM_SECRET_FROM_RING (coordinators)', () => {
   it('is a way to give a warm tier its secret, and needs the ring store it names', () => {
     const fromRing = { STRATA_WARM_RING_DIR: dir, STRATA_WARM_SECRET_FROM_RING: '1' };
     expect(loadRuntimeEnv(fromRing)).toMatchObject({ STRATA_WARM_SECRET_FROM_RING: true });
-    expect(() => loadRuntimeEnv({ STRATA_WARM_SECRET_FROM_RING: '1' })).toThrow(/STRATA_WARM_SECRET_FROM_RING needs the ring store/);
-    expect(() => loadRuntimeEnv({ STRATA_WARM_RING_DIR: dir })).toThrow(/STRATA_WARM_SECRET \(or STRATA_WARM_SECRET_FROM_RING=1, or .*\)/);
+    expect(() => loadRuntimeEnv({ STRATA_WARM_SECRET_FROM_RING: '1' })).toThrow(
+      /STRATA_WARM_SECRET_FROM_RING needs the ring store/,
+    );
+    expect(() => loadRuntimeEnv({ STRATA_WARM_RING_DIR: dir })).toThrow(
+      /STRATA_WARM_SECRET \(or STRATA_WARM_SECRET_FROM_RING=1, or .*\)/,
+    );
   });
 
-  it('reads the ring\'s secret; a read-only caller is told it does not exist yet; STRATA_WARM_SECRET still wins', async () => {
+  it("reads the ring's secret; a read-only caller is told it does not exist yet; STRATA_WARM_SECRET still wins", async () => {
     const env = loadRuntimeEnv({ STRATA_WARM_RING_DIR: dir, STRATA_WARM_SECRET_FROM_RING: '1' });
     await expect(readFleetSecret(env)).rejects.toThrow(FleetSecretMissingError);
     await expect(readFleetSecret(env)).rejects.toThrow(new RegExp(`does not exist yet at ${dir}/fleet/secret`));

@@ -19,7 +19,7 @@ describe('HybridLogicalClock', () => {
     expect(clock.next()).toBe(99 * LOGICAL_BITS + 1);
   });
 
-  it('stays a safe integer for today\'s dates', () => {
+  it("stays a safe integer for today's dates", () => {
     expect(Number.isSafeInteger(new HybridLogicalClock().next())).toBe(true);
   });
 });

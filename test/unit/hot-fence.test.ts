@@ -21,7 +21,10 @@ function manualClock() {
 
 async function settled(p: Promise<unknown>): Promise<boolean> {
   let done = false;
-  void p.then(() => (done = true), () => (done = true));
+  void p.then(
+    () => (done = true),
+    () => (done = true),
+  );
   await new Promise((r) => setImmediate(r));
   return done;
 }
@@ -55,7 +58,10 @@ describe('HotFence', () => {
     const register: FenceRegister = { read: () => inner.read(), write: (d) => (writes++, inner.write(d)) };
     const a = new HotFence({ register, leaseMs: 10 });
     const b = new HotFence({ register, leaseMs: 10 });
-    await Promise.all([...Array.from({ length: 50 }, (_, i) => a.invalidate([i])), ...Array.from({ length: 50 }, (_, i) => b.invalidate([i]))]);
+    await Promise.all([
+      ...Array.from({ length: 50 }, (_, i) => a.invalidate([i])),
+      ...Array.from({ length: 50 }, (_, i) => b.invalidate([i])),
+    ]);
     expect(writes).toBeLessThanOrEqual(8); // a couple of rounds per fence, plus compare-and-set retries
     const doc = (await register.read())!;
     expect(doc.epochs.length).toBe(FENCE_SHARDS);
@@ -68,7 +74,10 @@ describe('HotFence', () => {
     const clock = manualClock();
     let down = false;
     const inner = tierFenceRegister(new MemoryTier({ name: 'cold' }));
-    const register: FenceRegister = { read: () => (down ? Promise.reject(new Error('down')) : inner.read()), write: (d) => inner.write(d) };
+    const register: FenceRegister = {
+      read: () => (down ? Promise.reject(new Error('down')) : inner.read()),
+      write: (d) => inner.write(d),
+    };
     const fence = new HotFence({ register, leaseMs: 1000, now: clock.now, sleep: clock.sleep });
     await fence.refreshNow();
     expect(Array.isArray(fence.readerView())).toBe(true);

@@ -22,11 +22,15 @@ describe('KeyedMutex', () => {
     const m = new KeyedMutex();
     let inside = 0;
     let peak = 0;
-    await Promise.all(['a', 'b', 'c'].map((k) => m.run(k, async () => {
-      peak = Math.max(peak, ++inside);
-      await new Promise((r) => setTimeout(r, 10));
-      inside--;
-    })));
+    await Promise.all(
+      ['a', 'b', 'c'].map((k) =>
+        m.run(k, async () => {
+          peak = Math.max(peak, ++inside);
+          await new Promise((r) => setTimeout(r, 10));
+          inside--;
+        }),
+      ),
+    );
     expect(peak).toBe(3);
   });
 });
@@ -35,11 +39,12 @@ describe('Coalescer', () => {
   it('shares one in-flight call among concurrent callers and forgets it afterwards', async () => {
     const c = new Coalescer<number>();
     let calls = 0;
-    const load = () => c.run('k', async () => {
-      calls++;
-      await new Promise((r) => setTimeout(r, 5));
-      return 7;
-    });
+    const load = () =>
+      c.run('k', async () => {
+        calls++;
+        await new Promise((r) => setTimeout(r, 5));
+        return 7;
+      });
     expect(await Promise.all([load(), load(), load()])).toEqual([7, 7, 7]);
     expect(calls).toBe(1);
     expect(c.size).toBe(0);

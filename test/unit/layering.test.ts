@@ -47,14 +47,19 @@ describe('layering rule', () => {
         rules: { '@typescript-eslint/no-floating-promises': 'off', '@typescript-eslint/no-misused-promises': 'off' },
       },
     });
-    const [probe] = await untyped.lintText("import { API_ROUTES } from '../api/routes.js';\nexport const n = API_ROUTES.length;\n", {
-      filePath: 'core/model/probe.ts',
-    });
+    const [probe] = await untyped.lintText(
+      "import { API_ROUTES } from '../api/routes.js';\nexport const n = API_ROUTES.length;\n",
+      {
+        filePath: 'core/model/probe.ts',
+      },
+    );
     expect(probe!.messages.filter((m) => m.ruleId === 'strata/layers')).toEqual([
       expect.objectContaining({ line: 1, message: expect.stringMatching(/core\/model is below core\/api/) }),
     ]);
     const results = await eslint.lintFiles(['core', 'sdk/src', 'cachenode/src', 'dashboards', 'lambdas']);
-    const up = results.flatMap((r) => r.messages.filter((m) => m.ruleId === 'strata/layers').map((m) => `${r.filePath}:${m.line} ${m.message}`));
+    const up = results.flatMap((r) =>
+      r.messages.filter((m) => m.ruleId === 'strata/layers').map((m) => `${r.filePath}:${m.line} ${m.message}`),
+    );
     expect(up).toEqual([]);
   }, 120_000);
 });

@@ -56,11 +56,21 @@ describe('LocalFolderTier', () => {
 
   it('round trips binary values, including an empty one, with their headers', async () => {
     const bin = randomBytes(70_000);
-    await expect(tier.put('ns', 'bin', entry(1, bin, { tags: ['a', 'b'], contentType: 'application/x-thing', expiresAt: now + 60_000 }))).resolves.toEqual({ applied: true, current: 1 });
+    await expect(
+      tier.put('ns', 'bin', entry(1, bin, { tags: ['a', 'b'], contentType: 'application/x-thing', expiresAt: now + 60_000 })),
+    ).resolves.toEqual({ applied: true, current: 1 });
     await expect(tier.put('ns', 'empty', entry(1, Buffer.alloc(0)))).resolves.toEqual({ applied: true, current: 1 });
     const got = await tier.get('ns', 'bin');
     expect(got!.value.equals(bin)).toBe(true);
-    expect(got!.header).toEqual({ version: 1, expiresAt: now + 60_000, size: bin.length, hash: contentHash(bin), tags: ['a', 'b'], contentType: 'application/x-thing', flags: {} });
+    expect(got!.header).toEqual({
+      version: 1,
+      expiresAt: now + 60_000,
+      size: bin.length,
+      hash: contentHash(bin),
+      tags: ['a', 'b'],
+      contentType: 'application/x-thing',
+      flags: {},
+    });
     const empty = await tier.get('ns', 'empty');
     expect(empty!.value.length).toBe(0);
     expect(empty!.header.size).toBe(0);
@@ -122,7 +132,22 @@ describe('LocalFolderTier', () => {
   });
 
   it('round trips hostile keys and never writes outside its directory', async () => {
-    const keys = ['/', '..', '../..', '../../../outside', 'a/../../b', '%2e%2e%2f', '%', 'ключ/значение', '🙂🙃', 'CaseSensitive', 'casesensitive', 'x'.repeat(512), '🙂'.repeat(128), 'é'.repeat(256)];
+    const keys = [
+      '/',
+      '..',
+      '../..',
+      '../../../outside',
+      'a/../../b',
+      '%2e%2e%2f',
+      '%',
+      'ключ/значение',
+      '🙂🙃',
+      'CaseSensitive',
+      'casesensitive',
+      'x'.repeat(512),
+      '🙂'.repeat(128),
+      'é'.repeat(256),
+    ];
     for (const [i, k] of keys.entries()) await tier.put('ns', k, entry(i + 1, `value of ${k}`));
     for (const [i, k] of keys.entries()) {
       const got = await tier.get('ns', k);
@@ -133,7 +158,11 @@ describe('LocalFolderTier', () => {
     const files = allFiles(dir);
     for (const f of files) {
       expect(resolve(f).startsWith(resolve(dir) + '/')).toBe(true);
-      expect(relative(dir, f).split('/').every((seg) => seg !== '..' && Buffer.byteLength(seg) < 255)).toBe(true);
+      expect(
+        relative(dir, f)
+          .split('/')
+          .every((seg) => seg !== '..' && Buffer.byteLength(seg) < 255),
+      ).toBe(true);
     }
     expect(files.filter((f) => f.endsWith('.e'))).toHaveLength(keys.length);
     expect(() => tier.entryPath('..', 'k')).toThrow(ValidationError);
@@ -155,7 +184,10 @@ describe('LocalFolderTier', () => {
 
   it('keeps batch results in request order', async () => {
     const keys = Array.from({ length: 40 }, (_, i) => `k${i}`);
-    const outcomes = await tier.putMany('ns', keys.filter((_, i) => i % 2 === 0).map((key, i) => ({ key, entry: entry(i + 1, `v-${key}`) })));
+    const outcomes = await tier.putMany(
+      'ns',
+      keys.filter((_, i) => i % 2 === 0).map((key, i) => ({ key, entry: entry(i + 1, `v-${key}`) })),
+    );
     expect(outcomes.every((o) => o.applied)).toBe(true);
     const got = await tier.getMany('ns', keys);
     expect(got.map((e) => e?.value.toString())).toEqual(keys.map((k, i) => (i % 2 === 0 ? `v-${k}` : undefined)));
@@ -175,7 +207,9 @@ describe('LocalFolderTier', () => {
 
     const [payload, sig] = token.split('.') as [string, string];
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as { path: string };
-    const evil = Buffer.from(JSON.stringify({ ...claims, path: 'ns/' + Buffer.from('other').toString('base64url') })).toString('base64url');
+    const evil = Buffer.from(JSON.stringify({ ...claims, path: 'ns/' + Buffer.from('other').toString('base64url') })).toString(
+      'base64url',
+    );
     expect(tier.verifyBlobToken(`${evil}.${sig}`)).toBeNull();
     const otherVersion = Buffer.from(JSON.stringify({ ...claims, v: 2 })).toString('base64url');
     expect(tier.verifyBlobToken(`${otherVersion}.${sig}`)).toBeNull();
@@ -222,10 +256,19 @@ describe('LocalFolderTier', () => {
     return { uploadId, owner: 'tenant:a', ns: 'ns', key, ...extra };
   };
   const mine = (r: UploadRecord): boolean => r.owner === 'tenant:a';
-  const header = (version: number, extra: Partial<EntryHeader> = {}) => ({ version, expiresAt: null, tags: [], flags: {}, ...extra });
+  const header = (version: number, extra: Partial<EntryHeader> = {}) => ({
+    version,
+    expiresAt: null,
+    tags: [],
+    flags: {},
+    ...extra,
+  });
 
   it('stages an upload once and commits it once, when claimed for its key, with the versioned-put rule', async () => {
-    const up = await tier.presignUpload(upload('upload-0001', 'file', { contentType: 'text/csv', ttlSeconds: 30, tags: ['t'] }), 300);
+    const up = await tier.presignUpload(
+      upload('upload-0001', 'file', { contentType: 'text/csv', ttlSeconds: 30, tags: ['t'] }),
+      300,
+    );
     expect(up).toMatchObject({ method: 'PUT', headers: { 'content-type': 'text/csv' }, expiresAt: now + 300_000 });
     const claims = tier.verifyBlobToken(up.url.split('/local-blobs/')[1]!);
     expect(claims).toEqual({ op: 'put', uploadId: 'upload-0001', contentType: 'text/csv', exp: now + 300_000 });
@@ -245,7 +288,14 @@ describe('LocalFolderTier', () => {
     await expect(tier.commitUpload('upload-0001', 'ns', 'file', header(6))).rejects.toThrow(NotFoundError);
     expect(await tier.claimUpload('upload-0001', (r) => r.owner === 'tenant:b')).toBeUndefined();
     const claim = (await tier.claimUpload('upload-0001', mine))!;
-    const record = { uploadId: 'upload-0001', owner: 'tenant:a', key: 'file', ttlSeconds: 30, tags: ['t'], contentType: 'text/csv' };
+    const record = {
+      uploadId: 'upload-0001',
+      owner: 'tenant:a',
+      key: 'file',
+      ttlSeconds: 30,
+      tags: ['t'],
+      contentType: 'text/csv',
+    };
     expect(claim.record).toMatchObject(record);
     await expect(tier.claimUpload('upload-0001', mine)).rejects.toMatchObject({ code: 'VERSION_CONFLICT' });
     await expect(tier.commitUpload('upload-0001', 'ns', 'other', header(6))).rejects.toThrow(NotFoundError);
@@ -254,7 +304,13 @@ describe('LocalFolderTier', () => {
     expect(out).toEqual({ applied: true, current: 6, size: bytes.length });
     const got = await tier.get('ns', 'file');
     expect(got!.value.equals(bytes)).toBe(true);
-    expect(got!.header).toMatchObject({ version: 6, size: bytes.length, hash: contentHash(bytes), tags: ['t'], contentType: 'text/csv' });
+    expect(got!.header).toMatchObject({
+      version: 6,
+      size: bytes.length,
+      hash: contentHash(bytes),
+      tags: ['t'],
+      contentType: 'text/csv',
+    });
 
     // Completed: never claimed nor committed again, and the marker left at the staging path refuses a PUT.
     expect(await tier.claimUpload('upload-0001', mine)).toBeUndefined();
@@ -269,13 +325,21 @@ describe('LocalFolderTier', () => {
     await tier.presignUpload(upload('upload-0002', 'file'), 60);
     await tier.writeStagedUpload('upload-0002', Buffer.from('restamped'));
     const claim = (await tier.claimUpload('upload-0002', mine))!;
-    await expect(tier.commitUpload('upload-0002', 'ns', 'file', header(3))).resolves.toEqual({ applied: false, current: 6, size: 9 });
+    await expect(tier.commitUpload('upload-0002', 'ns', 'file', header(3))).resolves.toEqual({
+      applied: false,
+      current: 6,
+      size: 9,
+    });
     expect((await tier.get('ns', 'file'))!.header.version).toBe(6);
     await tier.releaseUpload(claim);
     const results = await Promise.allSettled(Array.from({ length: 5 }, () => tier.claimUpload('upload-0002', mine)));
     expect(results.filter((r) => r.status === 'fulfilled' && r.value)).toHaveLength(1);
     expect(results.filter((r) => r.status === 'rejected')).toHaveLength(4);
-    await expect(tier.commitUpload('upload-0002', 'ns', 'file', header(9))).resolves.toEqual({ applied: true, current: 9, size: 9 });
+    await expect(tier.commitUpload('upload-0002', 'ns', 'file', header(9))).resolves.toEqual({
+      applied: true,
+      current: 9,
+      size: 9,
+    });
     expect((await tier.get('ns', 'file'))!.value.toString()).toBe('restamped');
     // The record and the marker stay until the sweep; no commit leaves a temp file behind.
     expect(readdirSync(join(dir, '_uploads')).sort()).toEqual(['upload-0002', 'upload-0002.json']);
@@ -293,14 +357,18 @@ describe('LocalFolderTier', () => {
     await tier.presignUpload(upload('upload-0005', 'late'), 60);
     now += 60_001 + UPLOAD_COMPLETE_GRACE_MS;
     expect(await tier.claimUpload('upload-0005', mine)).toBeUndefined();
-    expect((await tier.presignUpload(upload('upload-0006', 'k'), 7 * 86_400)).expiresAt).toBe(now + MAX_UPLOAD_URL_SECONDS * 1000);
+    expect((await tier.presignUpload(upload('upload-0006', 'k'), 7 * 86_400)).expiresAt).toBe(
+      now + MAX_UPLOAD_URL_SECONDS * 1000,
+    );
     await expect(tier.presignUpload(upload('upload-0006', 'k'), 60)).rejects.toThrow(ValidationError);
   });
 
   it('refuses bad upload ids and oversized uploads', async () => {
     await expect(tier.writeStagedUpload('../../etc', Buffer.from('x'))).rejects.toThrow(ValidationError);
     await expect(tier.presignUpload(upload('bad id!', 'k'), 60)).rejects.toThrow(ValidationError);
-    await expect(tier.writeStagedUpload('upload-0003', Buffer.alloc(11), { maxBytes: 10 })).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+    await expect(tier.writeStagedUpload('upload-0003', Buffer.alloc(11), { maxBytes: 10 })).rejects.toMatchObject({
+      code: 'PAYLOAD_TOO_LARGE',
+    });
     expect(existsSync(join(dir, '_uploads', 'upload-0003'))).toBe(false);
   });
 

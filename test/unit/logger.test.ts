@@ -16,10 +16,12 @@ describe('logger', () => {
   it('writes one JSON line per event: time, level, message, then the fields', () => {
     const { logger, lines } = capture();
     logger.warn('ring refresh failed', { store: 's3://b/p', attempt: 2 });
-    expect(lines).toEqual([{ time: '2026-11-26T00:00:00.000Z', level: 'warn', msg: 'ring refresh failed', store: 's3://b/p', attempt: 2 }]);
+    expect(lines).toEqual([
+      { time: '2026-11-26T00:00:00.000Z', level: 'warn', msg: 'ring refresh failed', store: 's3://b/p', attempt: 2 },
+    ]);
   });
 
-  it('adds a child logger\'s fields (a request id) to every line, the line\'s own fields winning', () => {
+  it("adds a child logger's fields (a request id) to every line, the line's own fields winning", () => {
     const { logger, lines } = capture();
     const req = logger.child({ requestId: 'r-1', component: 'api' });
     req.error('request failed', { code: 'INTERNAL', component: 'keys' });
@@ -53,12 +55,20 @@ describe('logger', () => {
   it('redacts API keys, secrets and tokens by field name, at any depth', () => {
     const { logger, lines } = capture();
     logger.info('request', {
-      headers: { 'x-api-key': 'tenant-key-123456', 'X-Strata-Secret': 'fleet-secret-abcdef', authorization: 'AWS4-HMAC-SHA256 Credential=AKIA' },
+      headers: {
+        'x-api-key': 'tenant-key-123456',
+        'X-Strata-Secret': 'fleet-secret-abcdef',
+        authorization: 'AWS4-HMAC-SHA256 Credential=AKIA',
+      },
       config: { STRATA_WARM_SECRET: 'fleet-secret-abcdef', apiKey: 'k-1234567890', password: 'hunter2hunter2', tokens: 3 },
     });
     const text = JSON.stringify(lines[0]);
-    for (const secret of ['tenant-key-123456', 'fleet-secret-abcdef', 'AKIA', 'k-1234567890', 'hunter2hunter2']) expect(text).not.toContain(secret);
-    expect(lines[0]).toMatchObject({ headers: { 'x-api-key': '[redacted]', 'X-Strata-Secret': '[redacted]' }, config: { tokens: 3 } });
+    for (const secret of ['tenant-key-123456', 'fleet-secret-abcdef', 'AKIA', 'k-1234567890', 'hunter2hunter2'])
+      expect(text).not.toContain(secret);
+    expect(lines[0]).toMatchObject({
+      headers: { 'x-api-key': '[redacted]', 'X-Strata-Secret': '[redacted]' },
+      config: { tokens: 3 },
+    });
   });
 
   it('redacts presigned query strings and local upload tokens inside any text, the message included', () => {
@@ -75,26 +85,41 @@ describe('logger', () => {
     expect(JSON.stringify(lines[0])).not.toMatch(/AKIAEXAMPLE|abcdef0123|FwoGZX|c2ln/);
   });
 
-  it('redacts a URL\'s password and password=... pairs in error messages', () => {
-    expect(redactText('connect to rediss://strata:s3cretPW@cache.example:6379 failed')).toBe('connect to rediss://strata:[redacted]@cache.example:6379 failed');
-    expect(redactText('ECONNRESET at 10.0.3.7:6379 password=hunter2 token=abc;')).toBe('ECONNRESET at 10.0.3.7:6379 password=[redacted] token=[redacted];');
+  it("redacts a URL's password and password=... pairs in error messages", () => {
+    expect(redactText('connect to rediss://strata:s3cretPW@cache.example:6379 failed')).toBe(
+      'connect to rediss://strata:[redacted]@cache.example:6379 failed',
+    );
+    expect(redactText('ECONNRESET at 10.0.3.7:6379 password=hunter2 token=abc;')).toBe(
+      'ECONNRESET at 10.0.3.7:6379 password=[redacted] token=[redacted];',
+    );
     expect(redactText('http://localhost:8080/v1/ns/a/keys/b')).toBe('http://localhost:8080/v1/ns/a/keys/b');
   });
 
   it('redacts a registered secret value wherever it appears (an error message, a nested field)', () => {
     registerSecret('s3cr3t-fleet-value-42');
     const { logger, lines } = capture();
-    logger.error('node refused: s3cr3t-fleet-value-42 is wrong', { error: new Error('bad secret s3cr3t-fleet-value-42'), nested: ['s3cr3t-fleet-value-42'] });
+    logger.error('node refused: s3cr3t-fleet-value-42 is wrong', {
+      error: new Error('bad secret s3cr3t-fleet-value-42'),
+      nested: ['s3cr3t-fleet-value-42'],
+    });
     expect(JSON.stringify(lines[0])).not.toContain('s3cr3t-fleet-value-42');
   });
 
   it('never throws from a write, and survives values JSON cannot encode', () => {
-    const logger = createLogger({ write: () => { throw new Error('stream closed'); } });
+    const logger = createLogger({
+      write: () => {
+        throw new Error('stream closed');
+      },
+    });
     expect(() => logger.error('x')).not.toThrow();
     const { logger: ok, lines } = capture();
     const cyclic: Record<string, unknown> = { n: 1n };
     cyclic.self = cyclic;
     ok.info('odd values', { cyclic, buf: Buffer.alloc(3), when: new Date(0), fn: () => 1 });
-    expect(lines[0]).toMatchObject({ cyclic: { n: '1', self: '[circular]' }, buf: '<3 bytes>', when: '1970-01-01T00:00:00.000Z' });
+    expect(lines[0]).toMatchObject({
+      cyclic: { n: '1', self: '[circular]' },
+      buf: '<3 bytes>',
+      when: '1970-01-01T00:00:00.000Z',
+    });
   });
 });

@@ -7,13 +7,21 @@ const T = Date.UTC(2026, 10, 21, 12, 0, 0);
 
 describe('EMF documents (emfDocument)', () => {
   it('declares each metric with the catalog unit and the dimension sets whose values are all given', () => {
-    const doc = emfDocument({ timestamp: T, dimensions: { Environment: 'dev', Tier: 'hot' }, values: { latency: 3.5, requests: 1 } });
+    const doc = emfDocument({
+      timestamp: T,
+      dimensions: { Environment: 'dev', Tier: 'hot' },
+      values: { latency: 3.5, requests: 1 },
+    });
 
     expect(emfDocumentSchema.safeParse(doc).success).toBe(true);
     expect(doc._aws.Timestamp).toBe(T);
     // Requests has [Environment] and [Environment, Operation]; without an Operation only the first applies.
     const requests = doc._aws.CloudWatchMetrics.find((d) => d.Metrics.some((m) => m.Name === 'Requests'))!;
-    expect(requests).toEqual({ Namespace: 'Strata/Requests', Dimensions: [['Environment']], Metrics: [{ Name: 'Requests', Unit: 'Count' }] });
+    expect(requests).toEqual({
+      Namespace: 'Strata/Requests',
+      Dimensions: [['Environment']],
+      Metrics: [{ Name: 'Requests', Unit: 'Count' }],
+    });
     const latency = doc._aws.CloudWatchMetrics.find((d) => d.Metrics.some((m) => m.Name === 'Latency'))!;
     expect(latency.Dimensions).toEqual([['Environment'], ['Environment', 'Tier']]);
     expect(latency.Metrics).toEqual([{ Name: 'Latency', Unit: 'Milliseconds' }]);
@@ -21,7 +29,11 @@ describe('EMF documents (emfDocument)', () => {
   });
 
   it('groups metrics that share their dimension sets into one directive', () => {
-    const doc = emfDocument({ timestamp: T, dimensions: { Environment: 'dev', Namespace: 'app' }, values: { bytesIn: 10, bytesOut: 20, misses: 1 } });
+    const doc = emfDocument({
+      timestamp: T,
+      dimensions: { Environment: 'dev', Namespace: 'app' },
+      values: { bytesIn: 10, bytesOut: 20, misses: 1 },
+    });
     expect(doc._aws.CloudWatchMetrics).toHaveLength(1);
     expect(doc._aws.CloudWatchMetrics[0]!.Metrics.map((m) => m.Name).sort()).toEqual(['BytesIn', 'BytesOut', 'Misses']);
     expect(doc._aws.CloudWatchMetrics[0]!.Dimensions).toEqual([['Environment'], ['Environment', 'Namespace']]);
@@ -35,19 +47,31 @@ describe('EMF documents (emfDocument)', () => {
   });
 
   it('keeps extra properties as plain fields, neither metrics nor dimensions', () => {
-    const doc = emfDocument({ timestamp: T, dimensions: { Environment: 'dev' }, values: { requests: 1 }, properties: { requestId: 'r-1', statusCode: 200 } });
+    const doc = emfDocument({
+      timestamp: T,
+      dimensions: { Environment: 'dev' },
+      values: { requests: 1 },
+      properties: { requestId: 'r-1', statusCode: 200 },
+    });
     expect(doc).toMatchObject({ requestId: 'r-1', statusCode: 200 });
     expect(doc._aws.CloudWatchMetrics.flatMap((d) => d.Dimensions.flat())).not.toContain('requestId');
   });
 
   it('publishes array values of up to 100 numbers', () => {
-    const doc = emfDocument({ timestamp: T, dimensions: { Environment: 'dev' }, values: { latency: Array.from({ length: 150 }, (_, i) => i) } });
+    const doc = emfDocument({
+      timestamp: T,
+      dimensions: { Environment: 'dev' },
+      values: { latency: Array.from({ length: 150 }, (_, i) => i) },
+    });
     expect(doc.Latency).toHaveLength(EMF_LIMITS.valuesPerMetric);
     expect(emfDocumentSchema.safeParse(doc).success).toBe(true);
   });
 
   it('serializes one JSON object per line', () => {
-    const docs = [emfDocument({ timestamp: T, dimensions: { Environment: 'dev' }, values: { requests: 1 } }), emfDocument({ timestamp: T, dimensions: { Environment: 'dev', Tier: 'cold' }, values: { hits: 1 } })];
+    const docs = [
+      emfDocument({ timestamp: T, dimensions: { Environment: 'dev' }, values: { requests: 1 } }),
+      emfDocument({ timestamp: T, dimensions: { Environment: 'dev', Tier: 'cold' }, values: { hits: 1 } }),
+    ];
     const text = serializeEmf(docs);
     const lines = text.split('\n');
     expect(lines.at(-1)).toBe('');
@@ -56,7 +80,8 @@ describe('EMF documents (emfDocument)', () => {
 });
 
 describe('EMF validation (emfDocumentSchema)', () => {
-  const valid = (): EmfDocument => emfDocument({ timestamp: T, dimensions: { Environment: 'dev', Operation: 'get' }, values: { requests: 1, errors: 0 } });
+  const valid = (): EmfDocument =>
+    emfDocument({ timestamp: T, dimensions: { Environment: 'dev', Operation: 'get' }, values: { requests: 1, errors: 0 } });
 
   it('rejects a declared metric without a numeric top-level value', () => {
     const doc = valid();
@@ -75,24 +100,56 @@ describe('EMF validation (emfDocumentSchema)', () => {
   it('rejects more than 30 dimensions in a set and more than 100 metrics in a directive', () => {
     const many = Array.from({ length: 31 }, (_, i) => `D${i}`);
     const fields = Object.fromEntries(many.map((d) => [d, 'x']));
-    expect(emfDocumentSchema.safeParse({ _aws: { Timestamp: T, CloudWatchMetrics: [{ Namespace: 'N', Dimensions: [many], Metrics: [{ Name: 'M' }] }] }, M: 1, ...fields }).success).toBe(false);
+    expect(
+      emfDocumentSchema.safeParse({
+        _aws: { Timestamp: T, CloudWatchMetrics: [{ Namespace: 'N', Dimensions: [many], Metrics: [{ Name: 'M' }] }] },
+        M: 1,
+        ...fields,
+      }).success,
+    ).toBe(false);
     const metrics = Array.from({ length: 101 }, (_, i) => ({ Name: `M${i}` }));
     const values = Object.fromEntries(metrics.map((m) => [m.Name, 1]));
-    expect(emfDocumentSchema.safeParse({ _aws: { Timestamp: T, CloudWatchMetrics: [{ Namespace: 'N', Dimensions: [[]], Metrics: metrics }] }, ...values }).success).toBe(false);
-    expect(emfDocumentSchema.safeParse({ _aws: { Timestamp: T, CloudWatchMetrics: [{ Namespace: 'N', Dimensions: [[]], Metrics: metrics.slice(0, 100) }] }, ...values }).success).toBe(true);
+    expect(
+      emfDocumentSchema.safeParse({
+        _aws: { Timestamp: T, CloudWatchMetrics: [{ Namespace: 'N', Dimensions: [[]], Metrics: metrics }] },
+        ...values,
+      }).success,
+    ).toBe(false);
+    expect(
+      emfDocumentSchema.safeParse({
+        _aws: { Timestamp: T, CloudWatchMetrics: [{ Namespace: 'N', Dimensions: [[]], Metrics: metrics.slice(0, 100) }] },
+        ...values,
+      }).success,
+    ).toBe(true);
   });
 
   it('rejects a unit CloudWatch does not know', () => {
-    expect(emfDocumentSchema.safeParse({ _aws: { Timestamp: T, CloudWatchMetrics: [{ Namespace: 'N', Dimensions: [], Metrics: [{ Name: 'M', Unit: 'Dollars' }] }] }, M: 1 }).success).toBe(false);
+    expect(
+      emfDocumentSchema.safeParse({
+        _aws: {
+          Timestamp: T,
+          CloudWatchMetrics: [{ Namespace: 'N', Dimensions: [], Metrics: [{ Name: 'M', Unit: 'Dollars' }] }],
+        },
+        M: 1,
+      }).success,
+    ).toBe(false);
   });
 
   it('accepts a document built from every catalog metric at once', () => {
     const values = Object.fromEntries(Object.keys(METRICS).map((k) => [k, 1]));
-    const dims = Object.fromEntries(Object.values(METRICS).flatMap((m) => m.dimensions.flat()).map((d) => [d, `${d.toLowerCase()}-1`]));
+    const dims = Object.fromEntries(
+      Object.values(METRICS)
+        .flatMap((m) => m.dimensions.flat())
+        .map((d) => [d, `${d.toLowerCase()}-1`]),
+    );
     const doc = emfDocument({ timestamp: T, dimensions: dims, values });
     expect(emfDocumentSchema.safeParse(doc).success).toBe(true);
     // Same metric names as the catalog (each emitted once).
-    expect(doc._aws.CloudWatchMetrics.flatMap((d) => d.Metrics.map((m) => m.Name)).sort()).toEqual(Object.values(METRICS).map((m) => m.name).sort());
+    expect(doc._aws.CloudWatchMetrics.flatMap((d) => d.Metrics.map((m) => m.Name)).sort()).toEqual(
+      Object.values(METRICS)
+        .map((m) => m.name)
+        .sort(),
+    );
   });
 });
 
@@ -100,7 +157,10 @@ describe('Sinks', () => {
   it('stdoutSink writes all documents of a request with one write call', () => {
     const writes: string[] = [];
     const sink = stdoutSink((s) => writes.push(s));
-    const docs = [emfDocument({ timestamp: T, dimensions: { Environment: 'dev' }, values: { requests: 1 } }), emfDocument({ timestamp: T, dimensions: { Environment: 'dev', Tier: 'hot' }, values: { hits: 2 } })];
+    const docs = [
+      emfDocument({ timestamp: T, dimensions: { Environment: 'dev' }, values: { requests: 1 } }),
+      emfDocument({ timestamp: T, dimensions: { Environment: 'dev', Tier: 'hot' }, values: { hits: 2 } }),
+    ];
     sink.write(docs);
     sink.write([]);
     expect(writes).toHaveLength(1);

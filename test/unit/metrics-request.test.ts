@@ -9,7 +9,12 @@ import { emfDocument, emfDocumentSchema } from '../../core/metrics/emf.js';
 import { metricsSettings } from '../../core/composition/metrics-settings.js';
 import { setMetricsSink, stdoutSink, type MetricsSink } from '../../core/metrics/sink.js';
 import { defaultMetricsSink } from '../../core/composition/metrics-settings.js';
-import { OPERATION_BY_ROUTE, base64DecodedLength, requestOutcome, tallyBatchGetBody } from '../../core/metrics/request-outcome.js';
+import {
+  OPERATION_BY_ROUTE,
+  base64DecodedLength,
+  requestOutcome,
+  tallyBatchGetBody,
+} from '../../core/metrics/request-outcome.js';
 import { requestMetricDocuments } from '../../core/metrics/request-metrics.js';
 import { BATCH_GET, JSON_HEADERS, KEY, mixedTraffic, startTraffic, type Traffic } from './metrics-traffic.js';
 import { captureLog } from '../helpers/log-capture.js';
@@ -39,12 +44,27 @@ describe('Request metrics from the API handlers', () => {
 
     expect(res.headers!['x-strata-tier']).toBe('hot');
     const doc = only(docs);
-    expect(doc).toMatchObject({ Environment: 'local', Operation: 'get', Namespace: 'app', Tier: 'hot', Requests: 1, Hits: 1, Misses: 0, BytesOut: 11, Errors: 0, ServerErrors: 0, statusCode: 200 });
+    expect(doc).toMatchObject({
+      Environment: 'local',
+      Operation: 'get',
+      Namespace: 'app',
+      Tier: 'hot',
+      Requests: 1,
+      Hits: 1,
+      Misses: 0,
+      BytesOut: 11,
+      Errors: 0,
+      ServerErrors: 0,
+      statusCode: 200,
+    });
     expect(doc.Latency).toEqual(expect.any(Number));
     expect(doc.Latency as number).toBeGreaterThanOrEqual(0);
     expect(doc.requestId).toMatch(/^req-/);
     const hits = doc._aws.CloudWatchMetrics.find((d) => d.Metrics.some((m) => m.Name === 'Hits'))!;
-    expect(hits.Dimensions).toEqual([['Environment', 'Tier'], ['Environment', 'Namespace', 'Tier']]);
+    expect(hits.Dimensions).toEqual([
+      ['Environment', 'Tier'],
+      ['Environment', 'Namespace', 'Tier'],
+    ]);
   });
 
   it('records a hit on a lower tier under that tier', async () => {
@@ -62,13 +82,26 @@ describe('Request metrics from the API handlers', () => {
     expect(doc.Hits).toBeUndefined();
     expect(doc.ErrorCode).toBeUndefined();
     // Latency by tier 'none' is how the dashboards show what a miss costs.
-    expect(doc._aws.CloudWatchMetrics.find((d) => d.Metrics.some((m) => m.Name === 'Latency'))!.Dimensions).toContainEqual(['Environment', 'Tier']);
+    expect(doc._aws.CloudWatchMetrics.find((d) => d.Metrics.some((m) => m.Name === 'Latency'))!.Dimensions).toContainEqual([
+      'Environment',
+      'Tier',
+    ]);
   });
 
   it('treats HEAD like GET: hit with its tier, or miss on a bare 404', async () => {
     await t.call('PUT', KEY, { ns: 'app', key: 'k' }, { body: 'v' });
-    expect(only((await t.call('HEAD', KEY, { ns: 'app', key: 'k' })).docs)).toMatchObject({ Operation: 'head', Tier: 'hot', Hits: 1, Misses: 0 });
-    expect(only((await t.call('HEAD', KEY, { ns: 'app', key: 'gone' })).docs)).toMatchObject({ Operation: 'head', Tier: 'none', Misses: 1, Errors: 0 });
+    expect(only((await t.call('HEAD', KEY, { ns: 'app', key: 'k' })).docs)).toMatchObject({
+      Operation: 'head',
+      Tier: 'hot',
+      Hits: 1,
+      Misses: 0,
+    });
+    expect(only((await t.call('HEAD', KEY, { ns: 'app', key: 'gone' })).docs)).toMatchObject({
+      Operation: 'head',
+      Tier: 'none',
+      Misses: 1,
+      Errors: 0,
+    });
   });
 
   it('reports a namespace that is not configured as `other`, a configured one by name', async () => {
@@ -87,7 +120,9 @@ describe('Request metrics from the API handlers', () => {
   });
 
   it('records the error code of a rejected request, and 5xx as server errors', async () => {
-    const bad = only((await t.call('PUT', KEY, { ns: 'app', key: 'k' }, { body: 'v', headers: { 'x-strata-ttl': 'tomorrow' } })).docs);
+    const bad = only(
+      (await t.call('PUT', KEY, { ns: 'app', key: 'k' }, { body: 'v', headers: { 'x-strata-ttl': 'tomorrow' } })).docs,
+    );
     expect(bad).toMatchObject({ ErrorCode: 'VALIDATION_FAILED', Errors: 1, ServerErrors: 0, statusCode: 400 });
     const errors = bad._aws.CloudWatchMetrics.find((d) => d.Metrics.some((m) => m.Name === 'Errors'))!;
     expect(errors.Dimensions).toEqual([['Environment'], ['Environment', 'ErrorCode']]);
@@ -112,14 +147,29 @@ describe('Request metrics from the API handlers', () => {
     await t.hot.delete('app', 'c1');
     await t.hot.delete('app', 'c2');
 
-    const { res, docs } = await t.call('POST', BATCH_GET, { ns: 'app' }, { body: JSON.stringify({ keys: ['h', 'c1', 'c2', 'x', 'y'] }), headers: JSON_HEADERS });
+    const { res, docs } = await t.call(
+      'POST',
+      BATCH_GET,
+      { ns: 'app' },
+      { body: JSON.stringify({ keys: ['h', 'c1', 'c2', 'x', 'y'] }), headers: JSON_HEADERS },
+    );
 
     expect(res.statusCode).toBe(200);
     const [main, ...perTier] = docs;
-    expect(main).toMatchObject({ Operation: 'batch-get', Namespace: 'app', Requests: 1, Misses: 2, BytesOut: 4 + 6 + 7, Errors: 0 });
+    expect(main).toMatchObject({
+      Operation: 'batch-get',
+      Namespace: 'app',
+      Requests: 1,
+      Misses: 2,
+      BytesOut: 4 + 6 + 7,
+      Errors: 0,
+    });
     expect(main!.Tier).toBeUndefined();
     expect(main!.Hits).toBeUndefined();
-    expect(perTier.map((d) => [d.Tier, d.Hits, d.Namespace]).sort()).toEqual([['cold', 2, 'app'], ['hot', 1, 'app']]);
+    expect(perTier.map((d) => [d.Tier, d.Hits, d.Namespace]).sort()).toEqual([
+      ['cold', 2, 'app'],
+      ['hot', 1, 'app'],
+    ]);
     for (const d of perTier) expect(metricNames(d)).toEqual(['Hits']);
   });
 
@@ -161,7 +211,9 @@ describe('Default metrics sink', () => {
   }
 
   it('is stdout in Lambda', () => {
-    expect(stdoutWrites(defaultMetricsSink({ AWS_LAMBDA_FUNCTION_NAME: 'strata-dev-keys', STRATA_ENV: 'dev' }))).toEqual([`${JSON.stringify(doc)}\n`]);
+    expect(stdoutWrites(defaultMetricsSink({ AWS_LAMBDA_FUNCTION_NAME: 'strata-dev-keys', STRATA_ENV: 'dev' }))).toEqual([
+      `${JSON.stringify(doc)}\n`,
+    ]);
   });
 
   it('is silent elsewhere unless STRATA_METRICS_STDOUT=1', () => {
@@ -176,14 +228,33 @@ describe('Default metrics sink', () => {
 });
 
 describe('Request metrics middleware', () => {
-  const event = { httpMethod: 'GET', resource: '/v1/stats', path: '/v1/stats', pathParameters: null, headers: {}, body: null, isBase64Encoded: false } as unknown as ApiEvent;
+  const event = {
+    httpMethod: 'GET',
+    resource: '/v1/stats',
+    path: '/v1/stats',
+    pathParameters: null,
+    headers: {},
+    body: null,
+    isBase64Encoded: false,
+  } as unknown as ApiEvent;
   const response: ApiResult = { statusCode: 200, headers: {}, body: '{}' };
 
   it('measures latency from before to after with the given clock', () => {
     let clock = 100;
     const docs: EmfDocument[] = [];
-    const mw = requestMetrics({ environment: () => 'dev', namespaces: () => new Set(), sink: () => ({ write: (d) => docs.push(...d) }), now: () => clock });
-    const request = { event, context: { awsRequestId: 'r' } as Context, response: undefined as ApiResult | undefined, error: undefined, internal: {} };
+    const mw = requestMetrics({
+      environment: () => 'dev',
+      namespaces: () => new Set(),
+      sink: () => ({ write: (d) => docs.push(...d) }),
+      now: () => clock,
+    });
+    const request = {
+      event,
+      context: { awsRequestId: 'r' } as Context,
+      response: undefined as ApiResult | undefined,
+      error: undefined,
+      internal: {},
+    };
     void mw.before!(request as never);
     clock = 142.5;
     request.response = response;
@@ -195,7 +266,15 @@ describe('Request metrics middleware', () => {
   it('never fails the request when the sink throws, and logs only the first failures', () => {
     const log = captureLog();
     try {
-      const mw = requestMetrics({ environment: () => 'dev', namespaces: () => new Set(), sink: () => ({ write: () => { throw new Error('disk full'); } }) });
+      const mw = requestMetrics({
+        environment: () => 'dev',
+        namespaces: () => new Set(),
+        sink: () => ({
+          write: () => {
+            throw new Error('disk full');
+          },
+        }),
+      });
       for (let i = 0; i < 10; i++) {
         const request = { event, context: {} as Context, response, error: undefined, internal: {} };
         expect(() => mw.after!(request as never)).not.toThrow();
@@ -204,7 +283,11 @@ describe('Request metrics middleware', () => {
       log.restore();
     }
     expect(log.lines()).toHaveLength(3);
-    expect(log.lines()[0]).toMatchObject({ level: 'error', msg: 'request metrics not recorded', error: expect.stringMatching(/disk full/) });
+    expect(log.lines()[0]).toMatchObject({
+      level: 'error',
+      msg: 'request metrics not recorded',
+      error: expect.stringMatching(/disk full/),
+    });
   });
 });
 
@@ -212,12 +295,19 @@ describe('Request outcome', () => {
   it('knows the operation of every API route, each one of the catalog', () => {
     for (const r of API_ROUTES) {
       const op = OPERATION_BY_ROUTE[`${r.method} ${r.resource}`];
-      expect([`${r.method} ${r.resource}`, op && (OPERATIONS as readonly string[]).includes(op)]).toEqual([`${r.method} ${r.resource}`, true]);
+      expect([`${r.method} ${r.resource}`, op && (OPERATIONS as readonly string[]).includes(op)]).toEqual([
+        `${r.method} ${r.resource}`,
+        true,
+      ]);
     }
   });
 
   it('reports a request no route serves without an operation (only the environment-wide series)', () => {
-    const outcome = requestOutcome({ httpMethod: 'GET', resource: '/v2/other', pathParameters: null, body: null, isBase64Encoded: false }, { statusCode: 404, body: '' }, Object.assign(new Error('x'), {}));
+    const outcome = requestOutcome(
+      { httpMethod: 'GET', resource: '/v2/other', pathParameters: null, body: null, isBase64Encoded: false },
+      { statusCode: 404, body: '' },
+      Object.assign(new Error('x'), {}),
+    );
     expect(outcome.operation).toBeUndefined();
     const [doc] = requestMetricDocuments(outcome, { environment: 'dev', namespaces: new Set(), timestamp: 1, latencyMs: 1 });
     expect(doc!.Operation).toBeUndefined();
@@ -236,8 +326,26 @@ describe('Request outcome', () => {
     const text = fc.string({ unit: 'binary', maxLength: 12 });
     const item = fc.oneof(
       fc.record({ key: text, found: fc.constant(false) }),
-      fc.record({ key: text, found: fc.constant(true), value: fc.uint8Array({ maxLength: 40 }).map((b) => Buffer.from(b).toString('base64')), version: fc.nat(), expiresAt: fc.constant(null), tier: fc.constantFrom('l1', 'hot', 'warm', 'cold', 'origin'), contentType: text, tags: fc.array(text, { maxLength: 3 }) }),
-      fc.record({ key: text, found: fc.constant(true), version: fc.nat(), expiresAt: fc.constant(null), tier: fc.constantFrom('hot', 'cold'), size: fc.nat(), tooLarge: fc.constant(true), downloadUrl: text }),
+      fc.record({
+        key: text,
+        found: fc.constant(true),
+        value: fc.uint8Array({ maxLength: 40 }).map((b) => Buffer.from(b).toString('base64')),
+        version: fc.nat(),
+        expiresAt: fc.constant(null),
+        tier: fc.constantFrom('l1', 'hot', 'warm', 'cold', 'origin'),
+        contentType: text,
+        tags: fc.array(text, { maxLength: 3 }),
+      }),
+      fc.record({
+        key: text,
+        found: fc.constant(true),
+        version: fc.nat(),
+        expiresAt: fc.constant(null),
+        tier: fc.constantFrom('hot', 'cold'),
+        size: fc.nat(),
+        tooLarge: fc.constant(true),
+        downloadUrl: text,
+      }),
     );
     fc.assert(
       fc.property(fc.array(item, { maxLength: 8 }), (items) => {

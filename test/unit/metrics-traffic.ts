@@ -25,7 +25,12 @@ export interface Traffic {
   /** Every document recorded so far. */
   docs: EmfDocument[];
   /** Calls the handler that serves `method resource`, as API Gateway would; returns the response and its documents. */
-  call(method: string, resource: string, params: Record<string, string> | null, opts?: { body?: Buffer | string; headers?: Record<string, string> }): Promise<{ res: ApiResult; docs: EmfDocument[] }>;
+  call(
+    method: string,
+    resource: string,
+    params: Record<string, string> | null,
+    opts?: { body?: Buffer | string; headers?: Record<string, string> },
+  ): Promise<{ res: ApiResult; docs: EmfDocument[] }>;
   close(): Promise<void>;
 }
 
@@ -91,7 +96,12 @@ export async function mixedTraffic(t: Traffic): Promise<void> {
   await t.call('PUT', KEY, { ns: 'app', key: 'c' }, { body: 'c' });
   await t.hot.delete('app', 'c');
   await t.call('POST', BATCH_GET, { ns: 'app' }, { body: JSON.stringify({ keys: ['a', 'c', 'nope'] }), headers: JSON_HEADERS });
-  await t.call('POST', BATCH_PUT, { ns: 'app' }, { body: JSON.stringify({ items: [{ key: 'x', value: Buffer.from('xyz').toString('base64') }] }), headers: JSON_HEADERS });
+  await t.call(
+    'POST',
+    BATCH_PUT,
+    { ns: 'app' },
+    { body: JSON.stringify({ items: [{ key: 'x', value: Buffer.from('xyz').toString('base64') }] }), headers: JSON_HEADERS },
+  );
   await t.call('POST', BATCH_DELETE, { ns: 'app' }, { body: JSON.stringify({ keys: ['x'] }), headers: JSON_HEADERS });
   await t.call('DELETE', KEY, { ns: 'app', key: 'a' });
   await t.call('GET', KEY, { ns: 'tenant-x', key: 'a' });

@@ -51,13 +51,23 @@ beforeEach(() => {
   calls.length = 0;
   answer = { status: 200, body: { ARN, Name: 'strata-fleet', SecretString: SECRET } };
   // The SDK's own settings for the stand-in: fixed credentials, the service endpoint, no retries to wait for.
-  Object.assign(process.env, { AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_ENDPOINT_URL_SECRETS_MANAGER: endpoint, AWS_MAX_ATTEMPTS: '1' });
+  Object.assign(process.env, {
+    AWS_ACCESS_KEY_ID: 'test',
+    AWS_SECRET_ACCESS_KEY: 'test',
+    AWS_ENDPOINT_URL_SECRETS_MANAGER: endpoint,
+    AWS_MAX_ATTEMPTS: '1',
+  });
 });
 
 afterEach(() => resetApiRuntime(saved));
 
 /** What CDK's bindRingStore/bindFleet give an API function (a folder stands in for the ring bucket). */
-const lambdaEnv = () => ({ STRATA_WARM_RING_DIR: ringDir, STRATA_WARM_SECRET_ARN: ARN, AWS_REGION: 'eu-west-1', STRATA_NODE_PORT: '7070' });
+const lambdaEnv = () => ({
+  STRATA_WARM_RING_DIR: ringDir,
+  STRATA_WARM_SECRET_ARN: ARN,
+  AWS_REGION: 'eu-west-1',
+  STRATA_NODE_PORT: '7070',
+});
 
 describe('warm tier in the API runtime', () => {
   it('reads the fleet secret named by STRATA_WARM_SECRET_ARN, once, and builds the context with the warm tier', async () => {
@@ -72,7 +82,10 @@ describe('warm tier in the API runtime', () => {
 
   it('does not keep a failed build: a Secrets Manager failure at a cold start is retried by the next request', async () => {
     Object.assign(process.env, lambdaEnv());
-    answer = { status: 400, body: { __type: 'ResourceNotFoundException', message: 'Secrets Manager can’t find the specified secret.' } };
+    answer = {
+      status: 400,
+      body: { __type: 'ResourceNotFoundException', message: 'Secrets Manager can’t find the specified secret.' },
+    };
     await expect(getApiContext()).rejects.toThrow(/can’t find the specified secret/);
     answer = { status: 200, body: { ARN, Name: 'strata-fleet', SecretString: SECRET } };
     const ctx = (await getApiContext()) as BuiltContext;
@@ -82,23 +95,40 @@ describe('warm tier in the API runtime', () => {
 
   it('validates what it reads and what it is given', async () => {
     answer = { status: 200, body: { ARN, Name: 'strata-fleet', SecretString: 'short' } };
-    await expect(loadRuntimeEnvWithSecrets(lambdaEnv())).rejects.toThrow(/STRATA_WARM_SECRET: the fleet secret must be at least 16 characters/);
+    await expect(loadRuntimeEnvWithSecrets(lambdaEnv())).rejects.toThrow(
+      /STRATA_WARM_SECRET: the fleet secret must be at least 16 characters/,
+    );
     answer = { status: 200, body: { ARN, Name: 'strata-fleet', SecretBinary: 'AAAA' } };
     await expect(loadRuntimeEnvWithSecrets(lambdaEnv())).rejects.toThrow(new ConfigError(`secret ${ARN} has no string value`));
-    await expect(loadRuntimeEnvWithSecrets({ ...lambdaEnv(), STRATA_WARM_SECRET_ARN: 'strata-fleet' })).rejects.toThrow(/STRATA_WARM_SECRET_ARN must be a secret ARN/);
-    await expect(readFleetSecret(loadRuntimeEnv({}))).rejects.toThrow(/set STRATA_WARM_SECRET_FROM_RING=1 \(or STRATA_WARM_SECRET\)/);
+    await expect(loadRuntimeEnvWithSecrets({ ...lambdaEnv(), STRATA_WARM_SECRET_ARN: 'strata-fleet' })).rejects.toThrow(
+      /STRATA_WARM_SECRET_ARN must be a secret ARN/,
+    );
+    await expect(readFleetSecret(loadRuntimeEnv({}))).rejects.toThrow(
+      /set STRATA_WARM_SECRET_FROM_RING=1 \(or STRATA_WARM_SECRET\)/,
+    );
     expect(calls).toHaveLength(2);
   });
 
   it('leaves Secrets Manager alone when the secret is given, or there is no warm tier', async () => {
-    await expect(loadRuntimeEnvWithSecrets({ ...lambdaEnv(), STRATA_WARM_SECRET: SECRET })).resolves.toMatchObject({ STRATA_WARM_SECRET: SECRET });
-    await expect(loadRuntimeEnvWithSecrets({ STRATA_WARM_SECRET_ARN: ARN })).resolves.toMatchObject({ STRATA_WARM_SECRET_ARN: ARN });
-    await expect(readFleetSecret({ STRATA_WARM_SECRET: SECRET, STRATA_WARM_SECRET_ARN: ARN, AWS_REGION: 'eu-west-1' })).resolves.toBe(SECRET);
+    await expect(loadRuntimeEnvWithSecrets({ ...lambdaEnv(), STRATA_WARM_SECRET: SECRET })).resolves.toMatchObject({
+      STRATA_WARM_SECRET: SECRET,
+    });
+    await expect(loadRuntimeEnvWithSecrets({ STRATA_WARM_SECRET_ARN: ARN })).resolves.toMatchObject({
+      STRATA_WARM_SECRET_ARN: ARN,
+    });
+    await expect(
+      readFleetSecret({ STRATA_WARM_SECRET: SECRET, STRATA_WARM_SECRET_ARN: ARN, AWS_REGION: 'eu-west-1' }),
+    ).resolves.toBe(SECRET);
     expect(calls).toHaveLength(0);
   });
 
   it('fails clearly when the warm tier is built from an environment whose secret was not read', () => {
-    const env = { ...loadRuntimeEnv({ STRATA_WARM_SECRET: SECRET }), STRATA_WARM_RING_DIR: ringDir, STRATA_WARM_SECRET: undefined, STRATA_WARM_SECRET_ARN: ARN };
+    const env = {
+      ...loadRuntimeEnv({ STRATA_WARM_SECRET: SECRET }),
+      STRATA_WARM_RING_DIR: ringDir,
+      STRATA_WARM_SECRET: undefined,
+      STRATA_WARM_SECRET_ARN: ARN,
+    };
     expect(() => buildApiContext(env, { warmTier: warmTierFromEnv })).toThrow(/loadRuntimeEnvWithSecrets/);
     expect(() => buildApiContext(env)).toThrow(/built without the warm tier/);
   });

@@ -9,7 +9,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { RING_MIN } from '../../core/ring/hash.js';
 import { NodeClient, NodeRequestError, NodeUnavailableError, StaleRouteError } from '../../core/nodes/node-client.js';
-import { encodeEntryHeader, encodeEntryRecord, encodeTrailerRecord, ENTRY_HEADER, RING_HEADER, SECRET_HEADER } from '../../core/nodes/wire.js';
+import {
+  encodeEntryHeader,
+  encodeEntryRecord,
+  encodeTrailerRecord,
+  ENTRY_HEADER,
+  RING_HEADER,
+  SECRET_HEADER,
+} from '../../core/nodes/wire.js';
 import { entry } from '../helpers/tiers.js';
 
 const SECRET = 'unit-secret-0123456789';
@@ -113,7 +120,11 @@ describe('NodeClient (node:http)', () => {
         const e = stored.get(req.url!);
         if (!e) return json(res, 404, { error: { code: 'NOT_FOUND', message: 'no' } });
         // As the node does: a HEAD answer names its length too (node:http keeps the connection only then).
-        res.writeHead(200, { [ENTRY_HEADER]: e.header, 'content-type': 'application/octet-stream', 'content-length': e.value.length });
+        res.writeHead(200, {
+          [ENTRY_HEADER]: e.header,
+          'content-type': 'application/octet-stream',
+          'content-length': e.value.length,
+        });
         res.end(req.method === 'HEAD' ? undefined : e.value);
       });
     };
@@ -126,7 +137,8 @@ describe('NodeClient (node:http)', () => {
     await expect(client.head(url, 't', 'a/b c', 7)).resolves.toMatchObject({ version: 3, size: 256 });
     await expect(client.get(url, 't', 'missing', 7)).resolves.toBeUndefined();
     await expect(client.head(url, 't', 'missing', 7)).resolves.toBeUndefined();
-    for (const h of seen) expect(h).toMatchObject({ [SECRET_HEADER]: SECRET, [RING_HEADER]: '7', host: url.slice('http://'.length) });
+    for (const h of seen)
+      expect(h).toMatchObject({ [SECRET_HEADER]: SECRET, [RING_HEADER]: '7', host: url.slice('http://'.length) });
     expect(seen[0]!['content-length']).toBe('256');
     // Every call went over one keep-alive connection.
     expect(accepted).toBe(1);
@@ -185,19 +197,22 @@ describe('NodeClient (node:http)', () => {
     handler = (req, res) => {
       res.writeHead(200, { [ENTRY_HEADER]: encodeEntryHeader(entry(1, Buffer.alloc(500)).header), 'content-length': '500' });
       if (req.url!.includes('stall')) res.write(Buffer.alloc(100));
-      else void (async () => {
-        for (let i = 0; i < 5; i++) {
-          res.write(Buffer.alloc(100));
-          await sleep(100); // 500 ms in all, each gap shorter than the timeout
-        }
-        res.end();
-      })();
+      else
+        void (async () => {
+          for (let i = 0; i < 5; i++) {
+            res.write(Buffer.alloc(100));
+            await sleep(100); // 500 ms in all, each gap shorter than the timeout
+          }
+          res.end();
+        })();
     };
     const client = track(new NodeClient({ secret: SECRET, timeoutMs: 400 }));
     await expect(client.get(url, 't', 'slow', 1)).resolves.toMatchObject({ value: Buffer.alloc(500) });
     const e = await client.get(url, 't', 'stall', 1).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(NodeUnavailableError);
-    expect((e as Error).message).toMatch(/reading the response failed: timed out after 400 ms waiting for the rest of the response/);
+    expect((e as Error).message).toMatch(
+      /reading the response failed: timed out after 400 ms waiting for the rest of the response/,
+    );
     await eventually(() => open.size <= 1);
     await client.close();
   });
@@ -228,8 +243,17 @@ describe('NodeClient (node:http)', () => {
       res.end('not json');
     };
     const client = track(new NodeClient({ secret: SECRET }));
-    await expect(client.get(url, 't', 'stale', 1)).rejects.toMatchObject({ name: 'StaleRouteError', code: 'STALE_RING', ringVersion: 4, ring });
-    await expect(client.head(url, 't', 'x', 1)).rejects.toMatchObject({ name: 'StaleRouteError', code: 'WRONG_NODE', ringVersion: 9 });
+    await expect(client.get(url, 't', 'stale', 1)).rejects.toMatchObject({
+      name: 'StaleRouteError',
+      code: 'STALE_RING',
+      ringVersion: 4,
+      ring,
+    });
+    await expect(client.head(url, 't', 'x', 1)).rejects.toMatchObject({
+      name: 'StaleRouteError',
+      code: 'WRONG_NODE',
+      ringVersion: 9,
+    });
     await expect(client.get(url, 't', 'down', 1)).rejects.toThrow(new NodeUnavailableError(url, '503 DRAINING: going away'));
     const refused = await client.get(url, 't', 'secret', 1).catch((x: unknown) => x);
     expect(refused).toBeInstanceOf(NodeRequestError);
@@ -241,7 +265,8 @@ describe('NodeClient (node:http)', () => {
   });
 
   describe('streamed ranges', () => {
-    const records = (n: number) => Array.from({ length: n }, (_, i) => encodeEntryRecord('t', `k${i}`, entry(i + 1, Buffer.alloc(1000, i))));
+    const records = (n: number) =>
+      Array.from({ length: n }, (_, i) => encodeEntryRecord('t', `k${i}`, entry(i + 1, Buffer.alloc(1000, i))));
 
     it('exports records and the trailer; a consumer slower than the timeout is not a stall', async () => {
       handler = (req, res) => {
@@ -274,8 +299,12 @@ describe('NodeClient (node:http)', () => {
       const drain = async (it: AsyncGenerator<unknown, unknown>) => {
         for (let r = await it.next(); !r.done; r = await it.next());
       };
-      await expect(drain(client.exportRange(url, { start: RING_MIN, end: null }))).rejects.toThrow(/export stream broke: timed out after 150 ms waiting for the rest of the response/);
-      await expect(drain(client.exportRange(url, { start: RING_MIN, end: null, after: 'ff' }))).rejects.toThrow(/ended without its trailer/);
+      await expect(drain(client.exportRange(url, { start: RING_MIN, end: null }))).rejects.toThrow(
+        /export stream broke: timed out after 150 ms waiting for the rest of the response/,
+      );
+      await expect(drain(client.exportRange(url, { start: RING_MIN, end: null, after: 'ff' }))).rejects.toThrow(
+        /ended without its trailer/,
+      );
       await client.close();
     });
 
@@ -303,7 +332,9 @@ describe('NodeClient (node:http)', () => {
       await eventually(() => open.size === 0);
       expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
       // An aborted signal fails at once, without a request.
-      await expect(client.exportRange(url, { start: RING_MIN, end: null, signal: ac.signal }).next()).rejects.toThrow(/operator stop/);
+      await expect(client.exportRange(url, { start: RING_MIN, end: null, signal: ac.signal }).next()).rejects.toThrow(
+        /operator stop/,
+      );
       await client.close();
     });
 
@@ -326,7 +357,12 @@ describe('NodeClient (node:http)', () => {
         }
       }
       const result = await client.importRecords(url, source(false));
-      expect(result).toEqual({ applied: 50, stale: 0, full: 0, bytes: records(50).reduce((n, r) => n + r.length + 64 * 1024, 0) });
+      expect(result).toEqual({
+        applied: 50,
+        stale: 0,
+        full: 0,
+        bytes: records(50).reduce((n, r) => n + r.length + 64 * 1024, 0),
+      });
       const e = await client.importRecords(url, source(true)).catch((x: unknown) => x);
       expect(e).toBeInstanceOf(NodeUnavailableError);
       expect((e as Error).message).toMatch(/source broke/);
@@ -357,7 +393,7 @@ describe('NodeClient (node:http)', () => {
       await eventually(() => open.size === 0);
     });
 
-    it('forget() fails the node\'s requests in flight and drops its connections', async () => {
+    it("forget() fails the node's requests in flight and drops its connections", async () => {
       handler = () => undefined;
       const client = track(new NodeClient({ secret: SECRET, timeoutMs: 5000 }));
       const inFlight = client.health(url).catch((x: unknown) => x);
@@ -377,10 +413,19 @@ describe('NodeClient (node:http)', () => {
       const client = track(new NodeClient({ secret: SECRET, connectionsPerNode: 4, timeoutMs: 100 }));
       const ac = new AbortController();
       const kinds = Array.from({ length: 300 }, (_, i) => (i % 50 === 0 ? 'hang' : i % 7 === 0 ? 'fail' : 'ok'));
-      const settled = await Promise.allSettled(kinds.map((kind) => (kind === 'ok' ? client.deleteMany(url, 't', ['k'], 1) : client.get(url, 't', kind, 1))));
+      const settled = await Promise.allSettled(
+        kinds.map((kind) => (kind === 'ok' ? client.deleteMany(url, 't', ['k'], 1) : client.get(url, 't', kind, 1))),
+      );
       settled.forEach((s, i) => {
         if (kinds[i] === 'ok') expect(s).toEqual({ status: 'fulfilled', value: [true] });
-        else expect(s).toMatchObject({ status: 'rejected', reason: { name: 'NodeUnavailableError', message: kinds[i] === 'hang' ? expect.stringMatching(/timed out/) : expect.stringMatching(/500 BOOM/) } });
+        else
+          expect(s).toMatchObject({
+            status: 'rejected',
+            reason: {
+              name: 'NodeUnavailableError',
+              message: kinds[i] === 'hang' ? expect.stringMatching(/timed out/) : expect.stringMatching(/500 BOOM/),
+            },
+          });
       });
       // The export path with a shared signal, too.
       for (let i = 0; i < 20; i++) {

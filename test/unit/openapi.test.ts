@@ -16,9 +16,15 @@ describe('OpenAPI document (docs/openapi.json)', () => {
       const op = doc.paths[r.resource]?.[r.method.toLowerCase()];
       expect(op).toBeDefined();
       // Every path parameter, with a schema; admin routes also need the SigV4 identity.
-      for (const [, name] of r.resource.matchAll(/\{([A-Za-z0-9]+)\}/g)) expect(op.parameters).toContainEqual(expect.objectContaining({ name, in: 'path', required: true, schema: expect.any(Object) }));
+      for (const [, name] of r.resource.matchAll(/\{([A-Za-z0-9]+)\}/g))
+        expect(op.parameters).toContainEqual(
+          expect.objectContaining({ name, in: 'path', required: true, schema: expect.any(Object) }),
+        );
       expect(op.security).toEqual(r.auth === 'admin' ? [{ apiKey: [], sigv4: [] }] : [{ apiKey: [] }]);
-      if (r.resource.includes('{ns}')) expect(op.responses['403'].content['application/json'].schema.allOf[1].properties.error.properties.code.enum).toContain('NAMESPACE_FORBIDDEN');
+      if (r.resource.includes('{ns}'))
+        expect(op.responses['403'].content['application/json'].schema.allOf[1].properties.error.properties.code.enum).toContain(
+          'NAMESPACE_FORBIDDEN',
+        );
     }
     const ids = API_ROUTES.map((r) => doc.paths[r.resource][r.method.toLowerCase()].operationId);
     expect(new Set(ids).size).toBe(ids.length);
@@ -49,7 +55,9 @@ describe('OpenAPI document (docs/openapi.json)', () => {
       expect(routed.headers.get('cache-control')).toBe('public, max-age=300');
       expect(await routed.json()).toEqual(doc);
       // Served twice from one serialization, with headers of its own each time.
-      expect((await fetch(`${api.url}/v1/openapi.json`)).headers.get('x-request-id')).not.toBe(routed.headers.get('x-request-id'));
+      expect((await fetch(`${api.url}/v1/openapi.json`)).headers.get('x-request-id')).not.toBe(
+        routed.headers.get('x-request-id'),
+      );
       // A live /v1/stats answer has the fields the document lists: every required one, no undocumented top-level one.
       const stats = (await (await fetch(`${api.url}/v1/stats`)).json()) as Json;
       const schema = doc.paths['/v1/stats'].get.responses['200'].content['application/json'].schema;
@@ -58,7 +66,8 @@ describe('OpenAPI document (docs/openapi.json)', () => {
       const tierSchema = schema.properties.tiers.items;
       for (const t of stats.tiers as Json[]) {
         for (const k of tierSchema.required) expect(t).toHaveProperty(k);
-        for (const k of ['entries', 'bytes', 'capacityBytes', 'evictions']) if (k in t) expect(Object.keys(tierSchema.properties)).toContain(k);
+        for (const k of ['entries', 'bytes', 'capacityBytes', 'evictions'])
+          if (k in t) expect(Object.keys(tierSchema.properties)).toContain(k);
       }
     } finally {
       await api.close();

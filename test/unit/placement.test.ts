@@ -1,4 +1,10 @@
-import { namespaceDurable, place, type Placement, type PlacementHeader, type TierSnapshot } from '../../core/coordinator/placement.js';
+import {
+  namespaceDurable,
+  place,
+  type Placement,
+  type PlacementHeader,
+  type TierSnapshot,
+} from '../../core/coordinator/placement.js';
 import { namespacePolicySchema, type NamespacePolicyInput } from '../../core/coordinator/policy.js';
 
 const MiB = 1024 * 1024;
@@ -124,7 +130,12 @@ describe('placement', () => {
   });
 
   it('gives every entry of a namespace the durable tiers the tier walk relies on, whatever its size', () => {
-    for (const input of [{}, { writeMode: 'write-back' }, { writeTiers: ['cold'] }, { writeTiers: ['hot'] }] as NamespacePolicyInput[]) {
+    for (const input of [
+      {},
+      { writeMode: 'write-back' },
+      { writeTiers: ['cold'] },
+      { writeTiers: ['hot'] },
+    ] as NamespacePolicyInput[]) {
       const policy = namespacePolicySchema.parse(input);
       for (const header of [small, large, { size: 0 }]) {
         expect(place({ policy, header, tiers: ALL }).durable).toEqual(namespaceDurable(policy, ALL));

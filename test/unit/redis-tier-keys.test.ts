@@ -33,7 +33,18 @@ function clusterSlot(key: string): number {
   return crc % 16384;
 }
 
-const AWKWARD_KEYS = ['a/b/c', '../../etc/passwd', '100%', '%2F', 'naïve ☃ 日本語 🎉', '{braces}', '}{', 'a:b:c', ' ', 'x'.repeat(512)];
+const AWKWARD_KEYS = [
+  'a/b/c',
+  '../../etc/passwd',
+  '100%',
+  '%2F',
+  'naïve ☃ 日本語 🎉',
+  '{braces}',
+  '}{',
+  'a:b:c',
+  ' ',
+  'x'.repeat(512),
+];
 
 describe('RedisTier key layout', () => {
   it('checks the CRC16 slot function against known Redis values', () => {
@@ -66,7 +77,8 @@ describe('RedisTier key layout', () => {
   it('keeps awkward keys distinct and reversible through the dirty-set member', () => {
     const entries = new Set(AWKWARD_KEYS.map((key) => redisEntryKeys('p', 'ns', key).entry));
     expect(entries.size).toBe(AWKWARD_KEYS.length);
-    for (const key of AWKWARD_KEYS) expect(parseDirtyMember(redisEntryKeys('p', 'my-ns', key).member)).toEqual({ ns: 'my-ns', key });
+    for (const key of AWKWARD_KEYS)
+      expect(parseDirtyMember(redisEntryKeys('p', 'my-ns', key).member)).toEqual({ ns: 'my-ns', key });
     expect(() => parseDirtyMember('no-separator')).toThrow(/corrupt/);
   });
 
@@ -96,9 +108,28 @@ describe('RedisTier key layout', () => {
 
 describe('parseRedisUrl', () => {
   it('parses redis:// and rediss:// URLs', () => {
-    expect(parseRedisUrl('redis://localhost')).toEqual({ host: 'localhost', port: 6379, tls: false, username: undefined, password: undefined, db: undefined });
-    expect(parseRedisUrl('rediss://app:p%40ss@cache.example.com:6380/2')).toEqual({ host: 'cache.example.com', port: 6380, tls: true, username: 'app', password: 'p@ss', db: 2 });
-    expect(parseRedisUrl('redis://:secret@[::1]:7000')).toMatchObject({ host: '::1', port: 7000, username: undefined, password: 'secret' });
+    expect(parseRedisUrl('redis://localhost')).toEqual({
+      host: 'localhost',
+      port: 6379,
+      tls: false,
+      username: undefined,
+      password: undefined,
+      db: undefined,
+    });
+    expect(parseRedisUrl('rediss://app:p%40ss@cache.example.com:6380/2')).toEqual({
+      host: 'cache.example.com',
+      port: 6380,
+      tls: true,
+      username: 'app',
+      password: 'p@ss',
+      db: 2,
+    });
+    expect(parseRedisUrl('redis://:secret@[::1]:7000')).toMatchObject({
+      host: '::1',
+      port: 7000,
+      username: undefined,
+      password: 'secret',
+    });
   });
 
   it('rejects other schemes and bad databases', () => {
@@ -112,7 +143,15 @@ describe('RedisTier construction (no network)', () => {
     const c = createRedisClient({ url: 'redis://127.0.0.1:1/3', commandTimeoutMs: 250 });
     expect(c).toBeInstanceOf(Redis);
     const o = (c as Redis).options;
-    expect(o).toMatchObject({ host: '127.0.0.1', port: 1, db: 3, lazyConnect: true, enableOfflineQueue: false, enableAutoPipelining: true, maxRetriesPerRequest: 0 });
+    expect(o).toMatchObject({
+      host: '127.0.0.1',
+      port: 1,
+      db: 3,
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      enableAutoPipelining: true,
+      maxRetriesPerRequest: 0,
+    });
     // No per-command timer: the tier's stall watchdog bounds calls.
     expect(o.commandTimeout).toBeUndefined();
     expect(o.tls).toBeUndefined();
@@ -121,14 +160,26 @@ describe('RedisTier construction (no network)', () => {
   });
 
   it('builds a TLS cluster client the ElastiCache way', () => {
-    const c = createRedisClient({ cluster: { nodes: [{ host: 'a.example', port: 6379 }, { host: 'b.example', port: 6380 }] }, tls: true, username: 'u', password: 'p' });
+    const c = createRedisClient({
+      cluster: {
+        nodes: [
+          { host: 'a.example', port: 6379 },
+          { host: 'b.example', port: 6380 },
+        ],
+      },
+      tls: true,
+      username: 'u',
+      password: 'p',
+    });
     expect(c).toBeInstanceOf(Cluster);
     const o = (c as Cluster).options;
     expect(o).toMatchObject({ lazyConnect: true, enableOfflineQueue: false, enableAutoPipelining: true });
     expect(o.redisOptions).toMatchObject({ tls: {}, username: 'u', password: 'p', maxRetriesPerRequest: 0 });
     expect(o.redisOptions?.commandTimeout).toBeUndefined();
     let resolved: string | undefined;
-    o.dnsLookup!('a.example', (_err, address) => { resolved = address; });
+    o.dnsLookup!('a.example', (_err, address) => {
+      resolved = address;
+    });
     expect(resolved).toBe('a.example');
     expect(c.status).toBe('wait');
     c.disconnect();
@@ -158,14 +209,27 @@ describe('RedisTier construction (no network)', () => {
 describe('RedisTier stored layout (one string per entry)', () => {
   function entry(value: Buffer | string, header: Partial<EntryHeader> = {}): Entry {
     const buf = typeof value === 'string' ? Buffer.from(value) : value;
-    return { header: { version: 1_712_345_678_901_234, expiresAt: null, size: buf.length, hash: contentHash(buf), tags: [], flags: {}, ...header }, value: buf };
+    return {
+      header: {
+        version: 1_712_345_678_901_234,
+        expiresAt: null,
+        size: buf.length,
+        hash: contentHash(buf),
+        tags: [],
+        flags: {},
+        ...header,
+      },
+      value: buf,
+    };
   }
 
   it('writes 16 version digits, the dirty byte, 8 header-length digits, the header JSON, then the value', () => {
     const e = entry('hello', { tags: ['ünï'], contentType: 'text/plain' });
     const blob = encodeEntryBlob(e);
     const json = JSON.stringify(e.header);
-    expect(blob.toString('latin1', 0, BLOB_PREFIX_BYTES)).toBe(`1712345678901234` + '0' + String(Buffer.byteLength(json)).padStart(8, '0'));
+    expect(blob.toString('latin1', 0, BLOB_PREFIX_BYTES)).toBe(
+      `1712345678901234` + '0' + String(Buffer.byteLength(json)).padStart(8, '0'),
+    );
     expect(blob.toString('utf8', BLOB_PREFIX_BYTES, BLOB_PREFIX_BYTES + Buffer.byteLength(json))).toBe(json);
     expect(blob.subarray(BLOB_PREFIX_BYTES + Buffer.byteLength(json)).toString()).toBe('hello');
     expect(blob.length).toBe(BLOB_PREFIX_BYTES + Buffer.byteLength(json) + 5);
@@ -242,18 +306,33 @@ function parseRespCommand(frame: Buffer): Buffer[] {
 
 describe('RedisTier put command frame', () => {
   const V = Buffer.from([0, 1, 2, 0x0d, 0x0a, 255]);
-  const base: EntryHeader = { version: 1_712_345_678_901_234, expiresAt: null, size: V.length, hash: contentHash(V), tags: [], flags: {} };
+  const base: EntryHeader = {
+    version: 1_712_345_678_901_234,
+    expiresAt: null,
+    size: V.length,
+    hash: contentHash(V),
+    tags: [],
+    flags: {},
+  };
   const headers: EntryHeader[] = [
     base,
     { ...base, expiresAt: 1_800_000_000_000.5, flags: { dirty: true } },
-    { ...base, tags: ['a', 'ü "quoted" \\ tag'], contentType: 'text/plain; charset=utf-8', flags: { dirty: true, elsewhere: true } },
+    {
+      ...base,
+      tags: ['a', 'ü "quoted" \\ tag'],
+      contentType: 'text/plain; charset=utf-8',
+      flags: { dirty: true, elsewhere: true },
+    },
     { ...base, hash: 'not/base64+url=', flags: { tombstone: true } },
     { ...base, expiresAt: 1_800_000_000_000, flags: { dirty: false } },
   ];
 
   it('is one valid RESP command: EVALSHA sha 2 entry dirty blob expiresAt, the blob laid out as encodeEntryBlob', () => {
     for (const header of headers) {
-      for (const [id, dirty] of [['strata:{ab}:ns:a2V5', 'strata:{ab}:dirty'], ['strätä:{ab}:ns:a2V5', 'strätä:{ab}:dirty']]) {
+      for (const [id, dirty] of [
+        ['strata:{ab}:ns:a2V5', 'strata:{ab}:dirty'],
+        ['strätä:{ab}:ns:a2V5', 'strätä:{ab}:dirty'],
+      ]) {
         const e: Entry = { header, value: V };
         const cmd = putCommand(id!, dirty!, e);
         const parts = parseRespCommand(cmd.toWritable({}) as Buffer).map((b) => Buffer.from(b));

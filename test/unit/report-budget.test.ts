@@ -1,7 +1,13 @@
 import { appendWithinBudget, jsonBytes } from '../../core/workflows/steps/report-budget.js';
 
 describe('workflow report budget', () => {
-  const line = (i: number, keyBytes = 10) => ({ ns: 'n', key: 'k'.repeat(keyBytes) + i, version: i, bytes: 1000, outcome: 'moved' });
+  const line = (i: number, keyBytes = 10) => ({
+    ns: 'n',
+    key: 'k'.repeat(keyBytes) + i,
+    version: i,
+    bytes: 1000,
+    outcome: 'moved',
+  });
 
   it('keeps lines in order until the byte budget, counting the rest', () => {
     const lines = Array.from({ length: 50 }, (_, i) => line(i, 500)); // keys of up to 512 bytes make long lines
@@ -14,9 +20,17 @@ describe('workflow report budget', () => {
   });
 
   it('keeps at most maxLines, and appends to what an earlier batch kept', () => {
-    const first = appendWithinBudget([], Array.from({ length: 150 }, (_, i) => line(i)), { maxLines: 200, maxBytes: 1 << 20 });
+    const first = appendWithinBudget(
+      [],
+      Array.from({ length: 150 }, (_, i) => line(i)),
+      { maxLines: 200, maxBytes: 1 << 20 },
+    );
     expect(first).toMatchObject({ omitted: 0 });
-    const second = appendWithinBudget(first.report, Array.from({ length: 100 }, (_, i) => line(150 + i)), { maxLines: 200, maxBytes: 1 << 20 });
+    const second = appendWithinBudget(
+      first.report,
+      Array.from({ length: 100 }, (_, i) => line(150 + i)),
+      { maxLines: 200, maxBytes: 1 << 20 },
+    );
     expect(second.report).toHaveLength(200);
     expect(second.omitted).toBe(50);
     expect(second.report[199]).toEqual(line(199));

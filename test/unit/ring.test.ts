@@ -11,11 +11,26 @@ import {
   splitAt,
   type RingDocument,
 } from '../../core/ring/document.js';
-import { bigIntToPosition, evenStarts, positionToBigInt, RING_HASH, RING_MIN, ringHash, ringHashBytes } from '../../core/ring/hash.js';
+import {
+  bigIntToPosition,
+  evenStarts,
+  positionToBigInt,
+  RING_HASH,
+  RING_MIN,
+  ringHash,
+  ringHashBytes,
+} from '../../core/ring/hash.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CasConflictError, FileCasStore, InMemoryCasStore, JsonDocStore, RingPreconditionError, RingStore } from '../../core/ring/store.js';
+import {
+  CasConflictError,
+  FileCasStore,
+  InMemoryCasStore,
+  JsonDocStore,
+  RingPreconditionError,
+  RingStore,
+} from '../../core/ring/store.js';
 import { RingRouter, RingView } from '../../core/ring/view.js';
 
 const nodes = [
@@ -44,7 +59,13 @@ describe('ring hash', () => {
   it('spreads keys evenly over equal ranges', () => {
     const starts = evenStarts(8);
     const counts = new Array(8).fill(0);
-    for (let i = 0; i < 16_000; i++) counts[rangeIndexOf(starts.map((start) => ({ start })), ringHash('t', `key-${i}`))]++;
+    for (let i = 0; i < 16_000; i++)
+      counts[
+        rangeIndexOf(
+          starts.map((start) => ({ start })),
+          ringHash('t', `key-${i}`),
+        )
+      ]++;
     for (const c of counts) expect(Math.abs(c - 2000)).toBeLessThan(200);
   });
 
@@ -103,9 +124,17 @@ describe('ring document', () => {
     doc.ranges[1]!.epoch = 2;
     const r = new RingRouter(parseRingDocument(doc));
     const route = r.route('6000000000000000');
-    expect(route).toMatchObject({ index: 1, owner: { id: 'b' }, pending: { id: 'd' }, span: { start: '5555555555555555', end: 'aaaaaaaaaaaaaaaa' } });
+    expect(route).toMatchObject({
+      index: 1,
+      owner: { id: 'b' },
+      pending: { id: 'd' },
+      span: { start: '5555555555555555', end: 'aaaaaaaaaaaaaaaa' },
+    });
     expect(r.route('ffffffffffffffff')).toMatchObject({ owner: { id: 'c' }, span: { end: null } });
-    expect(rangesOfNode(doc, 'd')).toEqual({ owned: [], incoming: [{ start: '5555555555555555', end: 'aaaaaaaaaaaaaaaa', owner: 'b', session: 's1' }] });
+    expect(rangesOfNode(doc, 'd')).toEqual({
+      owned: [],
+      incoming: [{ start: '5555555555555555', end: 'aaaaaaaaaaaaaaaa', owner: 'b', session: 's1' }],
+    });
     expect(() => removeNode(doc, 'd')).toThrow(/still owns or receives/);
   });
 });

@@ -25,7 +25,15 @@ describe('scale-out trigger on node reports', () => {
     cas = new FileCasStore(dir);
     now = T0;
     started = [];
-    await new RingStore(cas).create(initialRing([{ id: 'n1', url: 'http://n1:1' }, { id: 'n2', url: 'http://n2:1' }], 1));
+    await new RingStore(cas).create(
+      initialRing(
+        [
+          { id: 'n1', url: 'http://n1:1' },
+          { id: 'n2', url: 'http://n2:1' },
+        ],
+        1,
+      ),
+    );
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -59,7 +67,7 @@ describe('scale-out trigger on node reports', () => {
   });
   const settings = { unit: 'bytes' as const, lowRate: 1, highRate: 1000 };
 
-  it('measures the request rate between two reports of each node, on that node\'s own clock', async () => {
+  it("measures the request rate between two reports of each node, on that node's own clock", async () => {
     // n2's clock runs 40 s behind the trigger's; its rate is still its counter delta over its own report times.
     await report('n1', T0 - 5000, { gets: 1000, uptimeSeconds: 100 });
     await report('n2', T0 - 45_000, { gets: 500, uptimeSeconds: 50 });
@@ -111,7 +119,7 @@ describe('scale-out trigger on node reports', () => {
     expect(await cas.get(SCALE_TRIGGER_SAMPLE_KEY)).toBeUndefined();
   });
 
-  it('splits a full node at once, reading reports under the fleet\'s report id prefix', async () => {
+  it("splits a full node at once, reading reports under the fleet's report id prefix", async () => {
     await report('n1', T0, { bytes: 100_000, capacityBytes: 100_000, prefix: 'AROAEXAMPLE:' });
     await report('n2', T0, { bytes: 10, capacityBytes: 100_000, prefix: 'AROAEXAMPLE:' });
     const out = await runScaleTrigger(deps({ reportIdPrefix: 'AROAEXAMPLE:' }), settings);

@@ -1,14 +1,23 @@
 import { PolicyConfigError, PolicyRegistry } from '../../core/coordinator/policy.js';
 import { loadRuntimeEnv, namespaceConfigFrom } from '../../core/composition/runtime-env.js';
 import { ConfigError } from '../../core/errors.js';
-import { ifMatchHeader, ifNoneMatchHeader, jsonBody, tagsHeader, ttlHeader, valueContentType, batchPutSchema } from '../../core/api/validation.js';
+import {
+  ifMatchHeader,
+  ifNoneMatchHeader,
+  jsonBody,
+  tagsHeader,
+  ttlHeader,
+  valueContentType,
+  batchPutSchema,
+} from '../../core/api/validation.js';
 import { BASE64_PATTERN, batchKeysSchema, isCanonicalBase64 } from '../../core/api/validation.js';
 import { validateKey, validateNamespace } from '../../core/model/keys.js';
 import { matchRoute } from '../../core/api/routes.js';
 import type { ApiEvent } from '../../core/api/http.js';
 import { StrataError } from '../../core/errors.js';
 
-const ev = (headers: Record<string, string>, body?: string): ApiEvent => ({ headers, body: body ?? null, isBase64Encoded: false }) as unknown as ApiEvent;
+const ev = (headers: Record<string, string>, body?: string): ApiEvent =>
+  ({ headers, body: body ?? null, isBase64Encoded: false }) as unknown as ApiEvent;
 
 function fieldOf(fn: () => unknown): string | undefined {
   try {
@@ -22,7 +31,11 @@ function fieldOf(fn: () => unknown): string | undefined {
 describe('namespace policies', () => {
   it('fills defaults and overlays per-namespace settings, including nested near-cache ones', () => {
     const r = new PolicyRegistry({ namespaces: { s: { writeMode: 'write-back', nearCache: { ttlMs: 50 } } } });
-    expect(r.for('other')).toMatchObject({ writeMode: 'write-through', writeAroundBytes: 1024 * 1024, nearCache: { enabled: true, ttlMs: 1000 } });
+    expect(r.for('other')).toMatchObject({
+      writeMode: 'write-through',
+      writeAroundBytes: 1024 * 1024,
+      nearCache: { enabled: true, ttlMs: 1000 },
+    });
     expect(r.for('s')).toMatchObject({ writeMode: 'write-back', nearCache: { enabled: true, ttlMs: 50 } });
     expect(r.minFlushIntervalMs()).toBe(1000);
   });
@@ -38,13 +51,20 @@ describe('namespace policies', () => {
 describe('runtime environment', () => {
   it('has embedded defaults and reads REDIS_URL and AWS_ENDPOINT_URL_S3 aliases', () => {
     const env = loadRuntimeEnv({ REDIS_URL: 'redis://127.0.0.1:6379', AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:4566' });
-    expect(env).toMatchObject({ STRATA_REDIS_URL: 'redis://127.0.0.1:6379', STRATA_S3_ENDPOINT: 'http://127.0.0.1:4566', STRATA_HOT_MEMORY_MB: 256, STRATA_INLINE_LIMIT_BYTES: 4 * 1024 * 1024 });
+    expect(env).toMatchObject({
+      STRATA_REDIS_URL: 'redis://127.0.0.1:6379',
+      STRATA_S3_ENDPOINT: 'http://127.0.0.1:4566',
+      STRATA_HOT_MEMORY_MB: 256,
+      STRATA_INLINE_LIMIT_BYTES: 4 * 1024 * 1024,
+    });
   });
 
   it('names the variable that is wrong', () => {
     expect(() => loadRuntimeEnv({ STRATA_HOT_MEMORY_MB: 'lots' })).toThrow(ConfigError);
     expect(() => loadRuntimeEnv({ STRATA_HOT_MEMORY_MB: 'lots' })).toThrow(/STRATA_HOT_MEMORY_MB/);
-    expect(() => namespaceConfigFrom(loadRuntimeEnv({ STRATA_NAMESPACES: '{nope' }))).toThrow(/STRATA_NAMESPACES is not valid JSON/);
+    expect(() => namespaceConfigFrom(loadRuntimeEnv({ STRATA_NAMESPACES: '{nope' }))).toThrow(
+      /STRATA_NAMESPACES is not valid JSON/,
+    );
   });
 });
 
@@ -60,7 +80,8 @@ describe('request validation', () => {
   it('parses TTL, tags and conditional headers strictly', () => {
     expect(ttlHeader(ev({ 'X-Strata-TTL': '60' }))).toBe(60);
     expect(ttlHeader(ev({}))).toBeUndefined();
-    for (const bad of ['0', '-1', '1.5', 'abc', '31536001']) expect(fieldOf(() => ttlHeader(ev({ 'x-strata-ttl': bad })))).toBe('ttl');
+    for (const bad of ['0', '-1', '1.5', 'abc', '31536001'])
+      expect(fieldOf(() => ttlHeader(ev({ 'x-strata-ttl': bad })))).toBe('ttl');
     expect(tagsHeader(ev({ 'x-strata-tags': 'a, b:c' }))).toEqual(['a', 'b:c']);
     expect(fieldOf(() => tagsHeader(ev({ 'x-strata-tags': 'bad tag' })))).toBe('tags[0]');
     expect(ifMatchHeader(ev({ 'if-match': 'W/"42"' }))).toBe(42);
@@ -70,12 +91,25 @@ describe('request validation', () => {
   });
 
   it('answers 415 for non-JSON bodies on JSON endpoints, 400 for malformed JSON, and names batch item fields', () => {
-    expect(() => jsonBody(ev({ 'content-type': 'text/plain' }, '{}'), batchPutSchema)).toThrow(expect.objectContaining({ status: 415 }));
-    expect(() => jsonBody(ev({ 'content-type': 'application/json' }, '{'), batchPutSchema)).toThrow(expect.objectContaining({ code: 'MALFORMED_JSON' }));
-    const bad = JSON.stringify({ items: [{ key: 'a', value: 'aGk=' }, { key: 'b', value: 'aGk=', ttl: -1 }] });
-    expect(fieldOf(() => jsonBody(ev({ 'content-type': 'application/json; charset=utf-8' }, bad), batchPutSchema))).toBe('body.items[1].ttl');
+    expect(() => jsonBody(ev({ 'content-type': 'text/plain' }, '{}'), batchPutSchema)).toThrow(
+      expect.objectContaining({ status: 415 }),
+    );
+    expect(() => jsonBody(ev({ 'content-type': 'application/json' }, '{'), batchPutSchema)).toThrow(
+      expect.objectContaining({ code: 'MALFORMED_JSON' }),
+    );
+    const bad = JSON.stringify({
+      items: [
+        { key: 'a', value: 'aGk=' },
+        { key: 'b', value: 'aGk=', ttl: -1 },
+      ],
+    });
+    expect(fieldOf(() => jsonBody(ev({ 'content-type': 'application/json; charset=utf-8' }, bad), batchPutSchema))).toBe(
+      'body.items[1].ttl',
+    );
     expect(valueContentType(ev({}))).toBe('application/octet-stream');
-    expect(() => valueContentType(ev({ 'content-type': 'multipart/form-data; boundary=x' }))).toThrow(expect.objectContaining({ status: 415 }));
+    expect(() => valueContentType(ev({ 'content-type': 'multipart/form-data; boundary=x' }))).toThrow(
+      expect.objectContaining({ status: 415 }),
+    );
   });
 });
 
@@ -107,7 +141,9 @@ describe('inputs that must be refused', () => {
     // The document's pattern with its repeated group overflows V8's backtracking stack on large values; the check does not.
     expect(isCanonicalBase64(Buffer.alloc(8 * 1024 * 1024, 1).toString('base64'))).toBe(true);
     const unpadded = JSON.stringify({ items: [{ key: 'a', value: 'aGk' }] });
-    expect(fieldOf(() => jsonBody(ev({ 'content-type': 'application/json' }, unpadded), batchPutSchema))).toBe('body.items[0].value');
+    expect(fieldOf(() => jsonBody(ev({ 'content-type': 'application/json' }, unpadded), batchPutSchema))).toBe(
+      'body.items[0].value',
+    );
   });
 
   it('a JSON body that is not UTF-8 is MALFORMED_JSON, never decoded with replacement characters', () => {
@@ -117,7 +153,9 @@ describe('inputs that must be refused', () => {
       return event as unknown as ApiEvent;
     };
     for (const bytes of [[0xff], [0xc3], [0xed, 0xa0, 0x80], [0xc0, 0xaf], [0xf8, 0x88, 0x80, 0x80, 0x80]]) {
-      expect(() => jsonBody(body(bytes), batchKeysSchema)).toThrow(expect.objectContaining({ code: 'MALFORMED_JSON', status: 400 }));
+      expect(() => jsonBody(body(bytes), batchKeysSchema)).toThrow(
+        expect.objectContaining({ code: 'MALFORMED_JSON', status: 400 }),
+      );
     }
     expect(jsonBody(body([0xc3, 0xbf]), batchKeysSchema)).toEqual({ keys: ['aÿ'] });
   });

@@ -15,12 +15,27 @@ import {
   type RetryInfo,
   type StrataClientOptions,
 } from '../../sdk/src/index.js';
-import { ScriptedServer, scriptedServerForSuite, sendError, sendJson, sendRaw, type RecordedRequest } from '../../sdk/test/scripted-server.js';
+import {
+  ScriptedServer,
+  scriptedServerForSuite,
+  sendError,
+  sendJson,
+  sendRaw,
+  type RecordedRequest,
+} from '../../sdk/test/scripted-server.js';
 
 const suite = scriptedServerForSuite();
 
 function client(extra: Partial<StrataClientOptions> = {}): StrataClient {
-  return new StrataClient({ endpoint: suite.server.url, apiKey: 'test-key', namespace: 'app', retryBaseDelayMs: 1, retryMaxDelayMs: 5, timeoutMs: 2000, ...extra });
+  return new StrataClient({
+    endpoint: suite.server.url,
+    apiKey: 'test-key',
+    namespace: 'app',
+    retryBaseDelayMs: 1,
+    retryMaxDelayMs: 5,
+    timeoutMs: 2000,
+    ...extra,
+  });
 }
 
 function putResponse(req: RecordedRequest, version = 7): Record<string, unknown> {
@@ -58,7 +73,8 @@ describe('key encoding on the wire', () => {
     suite.server.script((req, res) => {
       if (req.method === 'PUT') return sendJson(res, 200, putResponse(req));
       if (req.method === 'DELETE') return sendRaw(res, 204, '', { 'x-strata-version': '9' });
-      if (req.path.endsWith('/complete')) return sendJson(res, 200, { ns: 'app', key: 'a/b c', version: 3, expiresAt: null, size: 10, tiers: ['cold'] });
+      if (req.path.endsWith('/complete'))
+        return sendJson(res, 200, { ns: 'app', key: 'a/b c', version: 3, expiresAt: null, size: 10, tiers: ['cold'] });
       if (req.method === 'POST') return sendJson(res, 200, { uploadId: 'u1', url: '/upload-target', method: 'PUT', headers: {} });
       return sendRaw(res, 200, '');
     });
@@ -87,8 +103,20 @@ describe('key encoding on the wire', () => {
   it('routes the keys "." and ".." through the batch endpoints, where keys travel in the JSON body', async () => {
     suite.server.script((req, res) => {
       const body = JSON.parse(req.body.toString()) as { keys?: string[]; items?: Array<{ key: string; value: string }> };
-      if (req.path.endsWith('/batch/get')) return sendJson(res, 200, { items: body.keys!.map((key) => ({ key, found: true, value: b64(`v${key}`), version: 4, expiresAt: null, tier: 'hot', tags: [] })) });
-      if (req.path.endsWith('/batch/put')) return sendJson(res, 200, { items: body.items!.map((it) => ({ key: it.key, version: 5, expiresAt: null, size: 1 })) });
+      if (req.path.endsWith('/batch/get'))
+        return sendJson(res, 200, {
+          items: body.keys!.map((key) => ({
+            key,
+            found: true,
+            value: b64(`v${key}`),
+            version: 4,
+            expiresAt: null,
+            tier: 'hot',
+            tags: [],
+          })),
+        });
+      if (req.path.endsWith('/batch/put'))
+        return sendJson(res, 200, { items: body.items!.map((it) => ({ key: it.key, version: 5, expiresAt: null, size: 1 })) });
       return sendJson(res, 200, { items: body.keys!.map((key) => ({ key, version: 6 })) });
     });
     const c = client();
@@ -108,7 +136,13 @@ describe('key encoding on the wire', () => {
   it('rejects invalid keys, namespaces and tags before sending anything', async () => {
     suite.server.script((_req, res) => sendRaw(res, 200, ''));
     const c = client();
-    for (const p of [c.get(''), c.get('x'.repeat(513)), c.get('\uD800'), c.get('k', { ns: 'Bad NS' }), c.put('k', 'v', { tags: ['a,b'] })]) {
+    for (const p of [
+      c.get(''),
+      c.get('x'.repeat(513)),
+      c.get('\uD800'),
+      c.get('k', { ns: 'Bad NS' }),
+      c.put('k', 'v', { tags: ['a,b'] }),
+    ]) {
       await expect(p).rejects.toMatchObject({ name: 'ValidationError', code: 'VALIDATION_FAILED', status: 0 });
     }
     expect(() => new StrataClient({ endpoint: 'not a url' })).toThrow(ValidationError);
@@ -138,7 +172,15 @@ describe('requests and values', () => {
     expect(req.headers['content-type']).toBe('text/plain; charset=utf-8');
     expect(req.headers['user-agent']).toMatch(/^strata-sdk-js\/0\.1\.0/);
     expect(req.body.toString()).toBe('hello');
-    expect(res).toEqual({ ns: 'app', key: 'k', version: 12, expiresAt: new Date('2030-01-02T03:04:05.000Z'), size: 5, tiers: ['hot', 'cold'], durable: true });
+    expect(res).toEqual({
+      ns: 'app',
+      key: 'k',
+      version: 12,
+      expiresAt: new Date('2030-01-02T03:04:05.000Z'),
+      size: 5,
+      tiers: ['hot', 'cold'],
+      durable: true,
+    });
 
     await client({ apiKey: undefined, userAgent: 'custom/1' }).put('k', 'v', { ifNoneMatch: '*' });
     const second = suite.server.requests[1]!;
@@ -184,7 +226,8 @@ describe('requests and values', () => {
           'x-strata-tags': 'x,y',
         });
       }
-      if (req.path.endsWith('/noexp')) return sendRaw(res, 200, Buffer.from([1, 2, 3]), { 'x-strata-version': '5', 'x-strata-tier': 'l1' });
+      if (req.path.endsWith('/noexp'))
+        return sendRaw(res, 200, Buffer.from([1, 2, 3]), { 'x-strata-version': '5', 'x-strata-tier': 'l1' });
       return sendError(res, 404, 'NOT_FOUND', 'no such key');
     });
     const c = client();
@@ -202,13 +245,19 @@ describe('requests and values', () => {
   });
 
   it('get does not mistake ROUTE_NOT_FOUND or a non-JSON 404 for a miss', async () => {
-    suite.server.script((req, res) => (req.path.includes('route') ? sendError(res, 404, 'ROUTE_NOT_FOUND', 'no route') : sendRaw(res, 404, '<html>nginx</html>', { 'content-type': 'text/html' })));
+    suite.server.script((req, res) =>
+      req.path.includes('route')
+        ? sendError(res, 404, 'ROUTE_NOT_FOUND', 'no route')
+        : sendRaw(res, 404, '<html>nginx</html>', { 'content-type': 'text/html' }),
+    );
     await expect(client().get('route')).rejects.toMatchObject({ name: 'NotFoundError', code: 'ROUTE_NOT_FOUND', status: 404 });
     await expect(client().get('html')).rejects.toMatchObject({ name: 'NotFoundError', code: 'HTTP_ERROR', status: 404 });
   });
 
   it('has() uses HEAD: 200 → true, 404 → false', async () => {
-    suite.server.script((req, res) => (req.path.endsWith('/yes') ? sendRaw(res, 200, '', { 'x-strata-version': '1' }) : sendRaw(res, 404, '')));
+    suite.server.script((req, res) =>
+      req.path.endsWith('/yes') ? sendRaw(res, 200, '', { 'x-strata-version': '1' }) : sendRaw(res, 404, ''),
+    );
     expect(await client().has('yes')).toBe(true);
     expect(await client().has('no')).toBe(false);
     expect(suite.server.requests.map((r) => r.method)).toEqual(['HEAD', 'HEAD']);
@@ -224,7 +273,9 @@ describe('requests and values', () => {
   it('stats() and health(), including a 503 health report', async () => {
     suite.server.script((req, res) => {
       // The shape core/coordinator's stats() answers (docs/API.md, "Service").
-      const tiers = [{ name: 'hot', kind: 'redis', mode: 'standalone', entries: 3, bytes: 90, hits: 1, misses: 2, errors: 0, ok: true }];
+      const tiers = [
+        { name: 'hot', kind: 'redis', mode: 'standalone', entries: 3, bytes: 90, hits: 1, misses: 2, errors: 0, ok: true },
+      ];
       if (req.path === '/v1/stats') return sendJson(res, 200, { uptimeSeconds: 5, tiers, promotions: 0, flushed: 0 });
       return sendJson(res, 503, { status: 'down', tiers: { hot: { kind: 'redis', ok: false } } });
     });
@@ -240,18 +291,27 @@ describe('requests and values', () => {
 describe('retries', () => {
   it('retries 503 and succeeds, counting attempts', async () => {
     let n = 0;
-    suite.server.script((_req, res) => (++n <= 2 ? sendError(res, 503, 'TIER_UNAVAILABLE', 'all tiers down') : sendRaw(res, 200, 'ok', { 'x-strata-version': '1' })));
+    suite.server.script((_req, res) =>
+      ++n <= 2 ? sendError(res, 503, 'TIER_UNAVAILABLE', 'all tiers down') : sendRaw(res, 200, 'ok', { 'x-strata-version': '1' }),
+    );
     const retries: RetryInfo[] = [];
     const item = await client({ onRetry: (i) => retries.push(i) }).get('k');
     expect(item?.text()).toBe('ok');
     expect(suite.server.requests).toHaveLength(3);
-    expect(retries.map((r) => [r.attempt, r.error.code])).toEqual([[1, 'TIER_UNAVAILABLE'], [2, 'TIER_UNAVAILABLE']]);
+    expect(retries.map((r) => [r.attempt, r.error.code])).toEqual([
+      [1, 'TIER_UNAVAILABLE'],
+      [2, 'TIER_UNAVAILABLE'],
+    ]);
     for (const r of retries) expect(r.delayMs).toBeLessThanOrEqual(5);
   });
 
   it('retries 429 honouring retry-after, capped by maxRetryAfterMs', async () => {
     let n = 0;
-    suite.server.script((req, res) => (++n === 1 ? sendError(res, 429, 'RATE_LIMITED', 'slow down', undefined, { 'retry-after': '1' }) : sendJson(res, 200, putResponse(req))));
+    suite.server.script((req, res) =>
+      ++n === 1
+        ? sendError(res, 429, 'RATE_LIMITED', 'slow down', undefined, { 'retry-after': '1' })
+        : sendJson(res, 200, putResponse(req)),
+    );
     const retries: RetryInfo[] = [];
     const started = Date.now();
     await client({ onRetry: (i) => retries.push(i) }).put('k', 'v');
@@ -262,7 +322,11 @@ describe('retries', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(950);
 
     n = 0;
-    suite.server.script((req, res) => (++n === 1 ? sendError(res, 429, 'RATE_LIMITED', 'slow down', undefined, { 'retry-after': '120' }) : sendJson(res, 200, putResponse(req))));
+    suite.server.script((req, res) =>
+      ++n === 1
+        ? sendError(res, 429, 'RATE_LIMITED', 'slow down', undefined, { 'retry-after': '120' })
+        : sendJson(res, 200, putResponse(req)),
+    );
     retries.length = 0;
     await client({ onRetry: (i) => retries.push(i), maxRetryAfterMs: 20 }).put('k', 'v');
     expect(retries.map((r) => r.delayMs)).toEqual([20]);
@@ -273,7 +337,9 @@ describe('retries', () => {
     await expect(client().put('k', 'v', { ttl: -1 })).rejects.toMatchObject({ name: 'ValidationError', field: 'ttl' });
     expect(suite.server.requests).toHaveLength(1);
     suite.server.script((_req, res) => sendError(res, 409, 'VERSION_CONFLICT', 'stale', { current: 8 }));
-    const err = await client().put('k', 'v', { ifMatch: 7 }).catch((e: unknown) => e);
+    const err = await client()
+      .put('k', 'v', { ifMatch: 7 })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(VersionConflictError);
     expect((err as VersionConflictError).current).toBe(8);
     expect(suite.server.requests).toHaveLength(1);
@@ -286,7 +352,9 @@ describe('retries', () => {
     const message = 'the workflows are not configured in this runtime';
     suite.server.script((_req, res) => sendError(res, 503, 'WORKFLOWS_UNAVAILABLE', message, permanent));
     const retries: RetryInfo[] = [];
-    const err = await client({ onRetry: (i) => retries.push(i) }).workflows.list().catch((e: unknown) => e);
+    const err = await client({ onRetry: (i) => retries.push(i) })
+      .workflows.list()
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(WorkflowsUnavailableError);
     expect(err).toMatchObject({ code: 'WORKFLOWS_UNAVAILABLE', status: 503, permanent: true, retryable: false });
     expect([suite.server.requests.length, retries.length]).toEqual([1, 0]);
@@ -301,8 +369,12 @@ describe('retries', () => {
 
   it('retries the same 503 codes when they are not marked permanent (a failed Step Functions call, a tier down)', async () => {
     const message = 'Step Functions ListExecutions failed (ThrottlingException)';
-    suite.server.script((_req, res) => sendError(res, 503, 'WORKFLOWS_UNAVAILABLE', message, { sfnError: 'ThrottlingException' }));
-    const err = await client({ retries: 2 }).workflows.list().catch((e: unknown) => e);
+    suite.server.script((_req, res) =>
+      sendError(res, 503, 'WORKFLOWS_UNAVAILABLE', message, { sfnError: 'ThrottlingException' }),
+    );
+    const err = await client({ retries: 2 })
+      .workflows.list()
+      .catch((e: unknown) => e);
     expect(err).toMatchObject({ constructor: WorkflowsUnavailableError, permanent: false, retryable: true });
     expect(suite.server.requests).toHaveLength(3);
     // `permanent` must be exactly true: anything else the server might put there leaves the status in charge.
@@ -313,7 +385,11 @@ describe('retries', () => {
 
   it('gives up after `retries` with the last error', async () => {
     suite.server.script((_req, res) => sendRaw(res, 502, '<html>Bad Gateway</html>', { 'content-type': 'text/html' }));
-    await expect(client({ retries: 2 }).get('k')).rejects.toMatchObject({ name: 'UnavailableError', code: 'HTTP_ERROR', status: 502 });
+    await expect(client({ retries: 2 }).get('k')).rejects.toMatchObject({
+      name: 'UnavailableError',
+      code: 'HTTP_ERROR',
+      status: 502,
+    });
     expect(suite.server.requests).toHaveLength(3);
   });
 
@@ -321,7 +397,9 @@ describe('retries', () => {
     suite.server.script(() => {
       /* never answer */
     });
-    const err = await client({ timeoutMs: 50, retries: 2 }).get('slow').catch((e: unknown) => e);
+    const err = await client({ timeoutMs: 50, retries: 2 })
+      .get('slow')
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TimeoutError);
     expect(err).toMatchObject({ code: 'TIMEOUT', status: 0, retryable: true });
     expect(suite.server.requests).toHaveLength(3);
@@ -332,7 +410,9 @@ describe('retries', () => {
     const endpoint = dead.url;
     await dead.close();
     const retries: RetryInfo[] = [];
-    const err = await new StrataClient({ endpoint, retries: 2, retryBaseDelayMs: 1, onRetry: (i) => retries.push(i) }).get('k').catch((e: unknown) => e);
+    const err = await new StrataClient({ endpoint, retries: 2, retryBaseDelayMs: 1, onRetry: (i) => retries.push(i) })
+      .get('k')
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(NetworkError);
     expect(err).toMatchObject({ code: 'NETWORK_ERROR', status: 0, connectFailed: true });
     expect(retries).toHaveLength(2);
@@ -354,7 +434,11 @@ describe('retries', () => {
     expect(suite.server.requests).toHaveLength(2);
     // 429 is throttling before the handler: retried even for conditional writes.
     n = 0;
-    suite.server.script((req, res) => (++n === 1 ? sendError(res, 429, 'RATE_LIMITED', 'slow', undefined, { 'retry-after': '0' }) : sendJson(res, 200, putResponse(req))));
+    suite.server.script((req, res) =>
+      ++n === 1
+        ? sendError(res, 429, 'RATE_LIMITED', 'slow', undefined, { 'retry-after': '0' })
+        : sendJson(res, 200, putResponse(req)),
+    );
     await client().put('k', 'v', { ifMatch: 1 });
     expect(suite.server.requests).toHaveLength(2);
   });
@@ -378,7 +462,9 @@ describe('getOrSet', () => {
       if (req.method === 'GET') {
         await new Promise((r) => setTimeout(r, 20));
         const v = stored.get(req.path);
-        return v ? sendRaw(res, 200, v, { 'x-strata-version': '2', 'x-strata-tier': 'hot' }) : sendError(res, 404, 'NOT_FOUND', 'miss');
+        return v
+          ? sendRaw(res, 200, v, { 'x-strata-version': '2', 'x-strata-tier': 'hot' })
+          : sendError(res, 404, 'NOT_FOUND', 'miss');
       }
       stored.set(req.path, req.body);
       return sendJson(res, 200, putResponse(req, 2));
@@ -395,7 +481,8 @@ describe('getOrSet', () => {
     expect(suite.server.count('GET')).toBe(1);
     expect(suite.server.count('PUT')).toBe(1);
     expect(suite.server.requests.find((r) => r.method === 'PUT')!.headers['x-strata-ttl']).toBe('30');
-    for (const it of items) expect(it).toMatchObject({ key: 'user:1', version: 2, tier: 'loader', contentType: 'application/json' });
+    for (const it of items)
+      expect(it).toMatchObject({ key: 'user:1', version: 2, tier: 'loader', contentType: 'application/json' });
     expect(items[0]!.json()).toEqual({ answer: 42 });
 
     // Afterwards: a hit, served by the server without the loader. Different keys/namespaces are not coalesced.
@@ -406,11 +493,13 @@ describe('getOrSet', () => {
     expect(loads).toBe(3);
   });
 
-  it('with ifNoneMatch, losing the race to another writer returns the winner\'s entry', async () => {
+  it("with ifNoneMatch, losing the race to another writer returns the winner's entry", async () => {
     let gets = 0;
     suite.server.script((req, res) => {
       if (req.method === 'PUT') return sendError(res, 409, 'VERSION_CONFLICT', 'exists', { current: 4 });
-      return ++gets === 1 ? sendError(res, 404, 'NOT_FOUND', 'miss') : sendRaw(res, 200, 'winner', { 'x-strata-version': '4', 'x-strata-tier': 'hot' });
+      return ++gets === 1
+        ? sendError(res, 404, 'NOT_FOUND', 'miss')
+        : sendRaw(res, 200, 'winner', { 'x-strata-version': '4', 'x-strata-tier': 'hot' });
     });
     const item = await client().getOrSet('k', () => 'loser', { ifNoneMatch: '*' });
     expect(item).toMatchObject({ version: 4, tier: 'hot' });
@@ -420,13 +509,19 @@ describe('getOrSet', () => {
   });
 
   it('propagates a loader failure to every waiter and does not cache it', async () => {
-    suite.server.script((req, res) => (req.method === 'GET' ? sendError(res, 404, 'NOT_FOUND', 'miss') : sendJson(res, 200, putResponse(req))));
+    suite.server.script((req, res) =>
+      req.method === 'GET' ? sendError(res, 404, 'NOT_FOUND', 'miss') : sendJson(res, 200, putResponse(req)),
+    );
     let loads = 0;
     const c = client();
-    const all = await Promise.allSettled(Array.from({ length: 3 }, () => c.getOrSet('k', async () => {
-      loads++;
-      throw new Error('db down');
-    })));
+    const all = await Promise.allSettled(
+      Array.from({ length: 3 }, () =>
+        c.getOrSet('k', async () => {
+          loads++;
+          throw new Error('db down');
+        }),
+      ),
+    );
     expect(all.every((r) => r.status === 'rejected')).toBe(true);
     expect(loads).toBe(1);
     expect(suite.server.count('PUT')).toBe(0);
@@ -443,14 +538,29 @@ describe('batches', () => {
   it('getMany chunks 250 keys into 3 requests and leaves missing keys out', async () => {
     suite.server.script((req, res) => {
       const { keys: asked } = JSON.parse(req.body.toString()) as { keys: string[] };
-      const items = asked.map((key) => (Number(key.slice(1)) % 2 === 0
-        ? { key, found: true, value: b64(`val-${key}`), version: 1, expiresAt: '2030-01-01T00:00:00.000Z', tier: 'hot', contentType: 'text/plain', tags: ['t'] }
-        : { key, found: false }));
+      const items = asked.map((key) =>
+        Number(key.slice(1)) % 2 === 0
+          ? {
+              key,
+              found: true,
+              value: b64(`val-${key}`),
+              version: 1,
+              expiresAt: '2030-01-01T00:00:00.000Z',
+              tier: 'hot',
+              contentType: 'text/plain',
+              tags: ['t'],
+            }
+          : { key, found: false },
+      );
       sendJson(res, 200, { items });
     });
     const items = await client().getMany(keys);
-    expect(suite.server.requests.map((r) => `${r.method} ${r.path} ${r.headers['content-type']}`)).toEqual(Array(3).fill('POST /v1/ns/app/batch/get application/json'));
-    expect(suite.server.requests.map((r) => (JSON.parse(r.body.toString()) as { keys: string[] }).keys.length).sort()).toEqual([100, 100, 50]);
+    expect(suite.server.requests.map((r) => `${r.method} ${r.path} ${r.headers['content-type']}`)).toEqual(
+      Array(3).fill('POST /v1/ns/app/batch/get application/json'),
+    );
+    expect(suite.server.requests.map((r) => (JSON.parse(r.body.toString()) as { keys: string[] }).keys.length).sort()).toEqual([
+      100, 100, 50,
+    ]);
     expect(items.size).toBe(125);
     expect(items.has('k1')).toBe(false);
     const k4 = items.get('k4')!;
@@ -462,11 +572,23 @@ describe('batches', () => {
   it('putMany chunks 250 items into 3 requests with base64 values and keeps input order', async () => {
     suite.server.script((req, res) => {
       const { items } = JSON.parse(req.body.toString()) as { items: Array<{ key: string; value: string }> };
-      sendJson(res, 200, { items: items.map((it) => ({ key: it.key, version: Number(it.key.slice(1)) + 1000, expiresAt: null, size: Buffer.from(it.value, 'base64').length })) });
+      sendJson(res, 200, {
+        items: items.map((it) => ({
+          key: it.key,
+          version: Number(it.key.slice(1)) + 1000,
+          expiresAt: null,
+          size: Buffer.from(it.value, 'base64').length,
+        })),
+      });
     });
-    const results = await client().putMany(keys.map((key, i) => ({ key, value: i % 2 ? { i } : `v${i}`, ...(i === 3 ? { ttl: 5, tags: ['own'] } : {}) })), { ttl: 60 });
+    const results = await client().putMany(
+      keys.map((key, i) => ({ key, value: i % 2 ? { i } : `v${i}`, ...(i === 3 ? { ttl: 5, tags: ['own'] } : {}) })),
+      { ttl: 60 },
+    );
     expect(suite.server.requests).toHaveLength(3);
-    const sent = suite.server.requests.flatMap((r) => (JSON.parse(r.body.toString()) as { items: Array<Record<string, unknown>> }).items);
+    const sent = suite.server.requests.flatMap(
+      (r) => (JSON.parse(r.body.toString()) as { items: Array<Record<string, unknown>> }).items,
+    );
     expect(sent).toHaveLength(250);
     const byKey = new Map(sent.map((it) => [it.key, it]));
     expect(byKey.get('k0')).toEqual({ key: 'k0', value: b64('v0'), ttl: 60, contentType: 'text/plain; charset=utf-8' });
@@ -492,7 +614,13 @@ describe('large values', () => {
     const big = Buffer.alloc(5000, 7);
     suite.server.script((req, res) => {
       if (req.method === 'POST' && req.path === '/v1/ns/app/uploads/big%2Fone') {
-        return sendJson(res, 200, { uploadId: 'up-1', url: `${suite.server.url}/fake-s3/obj?X-Amz-Signature=abc`, method: 'PUT', headers: { 'content-type': 'application/octet-stream', 'x-amz-meta-k': 'v' }, expiresAt: '2030-01-01T00:00:00Z' });
+        return sendJson(res, 200, {
+          uploadId: 'up-1',
+          url: `${suite.server.url}/fake-s3/obj?X-Amz-Signature=abc`,
+          method: 'PUT',
+          headers: { 'content-type': 'application/octet-stream', 'x-amz-meta-k': 'v' },
+          expiresAt: '2030-01-01T00:00:00Z',
+        });
       }
       if (req.method === 'PUT' && req.path === '/fake-s3/obj') return sendRaw(res, 200, '');
       if (req.method === 'POST' && req.path === '/v1/ns/app/uploads/big%2Fone/complete') {
@@ -516,29 +644,46 @@ describe('large values', () => {
 
   it('switches to the upload flow when the server answers 413 and remembers the lower limit', async () => {
     suite.server.script((req, res) => {
-      if (req.method === 'PUT' && req.path.startsWith('/v1/')) return sendError(res, 413, 'PAYLOAD_TOO_LARGE', 'too big', { limit: 10, uploadUrl: '/v1/ns/app/uploads/k' });
-      if (req.path.endsWith('/complete')) return sendJson(res, 200, { ns: 'app', key: 'k', version: 5, expiresAt: null, size: 20, tiers: ['cold'] });
+      if (req.method === 'PUT' && req.path.startsWith('/v1/'))
+        return sendError(res, 413, 'PAYLOAD_TOO_LARGE', 'too big', { limit: 10, uploadUrl: '/v1/ns/app/uploads/k' });
+      if (req.path.endsWith('/complete'))
+        return sendJson(res, 200, { ns: 'app', key: 'k', version: 5, expiresAt: null, size: 20, tiers: ['cold'] });
       if (req.method === 'POST') return sendJson(res, 200, { uploadId: 'u', url: '/fake-s3/k', method: 'PUT', headers: {} });
       return sendRaw(res, 200, '');
     });
     const c = client();
     await c.put('k', 'x'.repeat(20));
-    expect(suite.server.requests.map((r) => `${r.method} ${r.path}`)).toEqual(['PUT /v1/ns/app/keys/k', 'POST /v1/ns/app/uploads/k', 'PUT /fake-s3/k', 'POST /v1/ns/app/uploads/k/complete']);
+    expect(suite.server.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      'PUT /v1/ns/app/keys/k',
+      'POST /v1/ns/app/uploads/k',
+      'PUT /fake-s3/k',
+      'POST /v1/ns/app/uploads/k/complete',
+    ]);
     suite.server.requests.length = 0;
     await c.put('k', 'y'.repeat(20));
     expect(suite.server.requests.map((r) => `${r.method} ${r.path}`)[0]).toBe('POST /v1/ns/app/uploads/k');
     // Conditional writes cannot use the upload flow: rejected before sending.
-    await expect(c.put('k', 'z'.repeat(20), { ifMatch: 5 })).rejects.toMatchObject({ name: 'ValidationError', field: 'if-match' });
+    await expect(c.put('k', 'z'.repeat(20), { ifMatch: 5 })).rejects.toMatchObject({
+      name: 'ValidationError',
+      field: 'if-match',
+    });
   });
 
   it('follows a 303 to the presigned download URL without the api key', async () => {
     const big = Buffer.alloc(3000, 1);
     suite.server.script((req, res) => {
       if (req.path === '/v1/ns/app/keys/big') {
-        return sendRaw(res, 303, '', { location: '/fake-s3/big?X-Amz-Signature=sig', 'x-strata-version': '31', 'x-strata-tier': 'cold', 'x-strata-expires-at': '2032-01-01T00:00:00.000Z', 'x-strata-tags': 'large' });
+        return sendRaw(res, 303, '', {
+          location: '/fake-s3/big?X-Amz-Signature=sig',
+          'x-strata-version': '31',
+          'x-strata-tier': 'cold',
+          'x-strata-expires-at': '2032-01-01T00:00:00.000Z',
+          'x-strata-tags': 'large',
+        });
       }
       if (req.path === '/fake-s3/big') return sendRaw(res, 200, big, { 'content-type': 'application/x-big' });
-      if (req.path === '/fake-s3/gone') return sendRaw(res, 404, '<Error><Code>NoSuchKey</Code></Error>', { 'content-type': 'application/xml' });
+      if (req.path === '/fake-s3/gone')
+        return sendRaw(res, 404, '<Error><Code>NoSuchKey</Code></Error>', { 'content-type': 'application/xml' });
       return sendRaw(res, 303, '', { location: `${suite.server.url}/fake-s3/gone` });
     });
     const item = (await client().get('big'))!;
@@ -595,9 +740,14 @@ describe('large values', () => {
     const res = await client({ inlineLimitBytes: 10 }).put('k', 'x'.repeat(20));
     expect(res.version).toBe(9);
     expect(suite.server.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
-      'POST /v1/ns/app/uploads/k', 'PUT /fake-s3/u1',
-      'POST /v1/ns/app/uploads/k', 'PUT /fake-s3/u2', 'POST /v1/ns/app/uploads/k/complete',
-      'POST /v1/ns/app/uploads/k', 'PUT /fake-s3/u3', 'POST /v1/ns/app/uploads/k/complete',
+      'POST /v1/ns/app/uploads/k',
+      'PUT /fake-s3/u1',
+      'POST /v1/ns/app/uploads/k',
+      'PUT /fake-s3/u2',
+      'POST /v1/ns/app/uploads/k/complete',
+      'POST /v1/ns/app/uploads/k',
+      'PUT /fake-s3/u3',
+      'POST /v1/ns/app/uploads/k/complete',
     ]);
     expect(suite.server.requests[3]!.headers['if-none-match']).toBe('*');
     expect(JSON.parse(suite.server.requests[7]!.body.toString())).toEqual({ uploadId: 'u3' });

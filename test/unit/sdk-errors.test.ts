@@ -57,7 +57,9 @@ describe('API error codes map to classes', () => {
   ];
 
   it.each(table)('%i %s → %p', async (status, code, Cls, details) => {
-    suite.server.script((_req, res) => sendError(res, status, code, `message for ${code}`, details, { 'x-request-id': `req-${code}` }));
+    suite.server.script((_req, res) =>
+      sendError(res, status, code, `message for ${code}`, details, { 'x-request-id': `req-${code}` }),
+    );
     // stats() is a plain GET with no special status handling.
     const err = await failure(client().stats());
     expect(err).toBeInstanceOf(Cls);
@@ -80,9 +82,9 @@ describe('API error codes map to classes', () => {
 
   it('exposes typed accessors for details', async () => {
     suite.server.script((_req, res) => sendError(res, 409, 'VERSION_CONFLICT', 'stale', { current: 12 }));
-    expect((await failure(client().put('k', 'v', { ifMatch: 11 })) as VersionConflictError).current).toBe(12);
+    expect(((await failure(client().put('k', 'v', { ifMatch: 11 }))) as VersionConflictError).current).toBe(12);
     suite.server.script((_req, res) => sendError(res, 400, 'VALIDATION_FAILED', 'bad', { field: 'body.items[3].key' }));
-    expect((await failure(client().putMany([{ key: 'a', value: 1 }])) as ValidationError).field).toBe('body.items[3].key');
+    expect(((await failure(client().putMany([{ key: 'a', value: 1 }]))) as ValidationError).field).toBe('body.items[3].key');
     suite.server.script((_req, res) => sendError(res, 429, 'RATE_LIMITED', 'slow', undefined, { 'retry-after': '7' }));
     expect((await failure(client().get('k'))).retryAfterMs).toBe(7000);
   });
@@ -105,7 +107,9 @@ describe('non-JSON error bodies still map to typed errors (by status, code HTTP_
   ];
 
   it.each(table)('%i %s → %p', async (status, contentType, body, Cls) => {
-    suite.server.script((_req, res) => sendRaw(res, status, body, { 'content-type': contentType, 'x-amzn-requestid': 'aws-req-1' }));
+    suite.server.script((_req, res) =>
+      sendRaw(res, status, body, { 'content-type': contentType, 'x-amzn-requestid': 'aws-req-1' }),
+    );
     const err = await failure(client().stats());
     expect(err).toBeInstanceOf(Cls);
     expect(err.code).toBe('HTTP_ERROR');
@@ -115,7 +119,7 @@ describe('non-JSON error bodies still map to typed errors (by status, code HTTP_
     if (body) expect(err.details).toEqual({ body });
   });
 
-  it('uses API Gateway\'s { message } as the message', async () => {
+  it("uses API Gateway's { message } as the message", async () => {
     suite.server.script((_req, res) => sendJson(res, 403, { message: 'Forbidden' }));
     const err = await failure(client().get('k'));
     expect(err).toBeInstanceOf(AuthenticationError);
@@ -159,7 +163,8 @@ describe('client-side errors', () => {
 
 describe('error classes', () => {
   it('retryable follows the retry policy', () => {
-    const make = (Cls: new (init: ConstructorParameters<typeof StrataError>[0]) => StrataError, status: number): StrataError => new Cls({ code: 'X', status, message: 'm' });
+    const make = (Cls: new (init: ConstructorParameters<typeof StrataError>[0]) => StrataError, status: number): StrataError =>
+      new Cls({ code: 'X', status, message: 'm' });
     expect(make(RateLimitedError, 429).retryable).toBe(true);
     expect(make(UnavailableError, 503).retryable).toBe(true);
     expect(make(OriginError, 502).retryable).toBe(true);
@@ -173,13 +178,29 @@ describe('error classes', () => {
   });
 
   it('toJSON is a plain loggable object', () => {
-    const err = new VersionConflictError({ code: 'VERSION_CONFLICT', status: 409, message: 'stale', details: { current: 3 }, requestId: 'r1' });
-    expect(JSON.parse(JSON.stringify(err))).toEqual({ name: 'VersionConflictError', code: 'VERSION_CONFLICT', status: 409, message: 'stale', details: { current: 3 }, requestId: 'r1' });
+    const err = new VersionConflictError({
+      code: 'VERSION_CONFLICT',
+      status: 409,
+      message: 'stale',
+      details: { current: 3 },
+      requestId: 'r1',
+    });
+    expect(JSON.parse(JSON.stringify(err))).toEqual({
+      name: 'VersionConflictError',
+      code: 'VERSION_CONFLICT',
+      status: 409,
+      message: 'stale',
+      details: { current: 3 },
+      requestId: 'r1',
+    });
     expect(err.stack).toContain('VersionConflictError');
   });
 
   it('errorFromResponse maps envelopes by code and anything else by status', () => {
-    const byCode = errorFromResponse({ status: 400, body: JSON.stringify({ error: { code: 'MALFORMED_JSON', message: 'bad json' } }) });
+    const byCode = errorFromResponse({
+      status: 400,
+      body: JSON.stringify({ error: { code: 'MALFORMED_JSON', message: 'bad json' } }),
+    });
     expect(byCode).toBeInstanceOf(ValidationError);
     expect(byCode.code).toBe('MALFORMED_JSON');
     const html = errorFromResponse({ status: 502, body: '<html>\n  <b>Bad   Gateway</b>\n</html>', context: 'GET /v1/stats' });

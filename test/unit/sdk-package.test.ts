@@ -5,7 +5,11 @@ import { join } from 'node:path';
 import { REPO_ROOT } from '../../cdk/lib/packaging.js';
 
 const sdk = join(REPO_ROOT, 'sdk');
-const pkg = JSON.parse(readFileSync(join(sdk, 'package.json'), 'utf8')) as { bin: Record<string, string>; files: string[]; license: string };
+const pkg = JSON.parse(readFileSync(join(sdk, 'package.json'), 'utf8')) as {
+  bin: Record<string, string>;
+  files: string[];
+  license: string;
+};
 
 describe('The SDK package as a fresh clone installs it', () => {
   // npm links a workspace's bin when it installs, before anything is built, and skips a bin whose target is
@@ -13,7 +17,10 @@ describe('The SDK package as a fresh clone installs it', () => {
   it('links the strata command to a committed file, not to build output', () => {
     const target = pkg.bin.strata!;
     expect(target.startsWith('dist/')).toBe(false);
-    const tracked = execFileSync('git', ['ls-files', '--error-unmatch', join('sdk', target)], { cwd: REPO_ROOT, encoding: 'utf8' });
+    const tracked = execFileSync('git', ['ls-files', '--error-unmatch', join('sdk', target)], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+    });
     expect(tracked.trim()).toBe(`sdk/${target}`);
   });
 
@@ -105,7 +112,7 @@ function compileConsumer(sdkSrc: string): { status: number | null; output: strin
   }
 }
 
-describe('The SDK\'s types in a project with exactOptionalPropertyTypes', () => {
+describe("The SDK's types in a project with exactOptionalPropertyTypes", () => {
   // The SDK's own sources are type-checked too (the consumer imports them), under the consumer's stricter options.
   it('compile a consumer that passes possibly-undefined values as options', () => {
     const r = compileConsumer(join(sdk, 'src'));
@@ -113,7 +120,7 @@ describe('The SDK\'s types in a project with exactOptionalPropertyTypes', () => 
     expect(r.status).toBe(0);
   });
 
-  it('are checked with the option in the SDK\'s own build too', () => {
+  it("are checked with the option in the SDK's own build too", () => {
     const cfg = JSON.parse(readFileSync(join(sdk, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown> };
     expect(cfg.compilerOptions).toMatchObject({ strict: true, exactOptionalPropertyTypes: true });
   });

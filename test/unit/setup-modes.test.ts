@@ -54,7 +54,7 @@ describe('scripts/setup.sh modes on a bare machine (dry run)', () => {
     return [...out.matchAll(/would install (\S+)/g)].map((m) => m[1]!);
   }
 
-  it('for npm run synth: npm packages and the cache nodes\' arm64 lmdb (and Node 24 where the system one is older), nothing else', () => {
+  it("for npm run synth: npm packages and the cache nodes' arm64 lmdb (and Node 24 where the system one is older), nothing else", () => {
     const parts = wouldInstall('--synth');
     expect(parts).toEqual(expect.arrayContaining(['npm-packages', 'lmdb-linux-arm64']));
     expect(parts.filter((p) => p !== 'node-24').sort()).toEqual(['lmdb-linux-arm64', 'npm-packages']);

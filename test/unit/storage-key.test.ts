@@ -16,7 +16,20 @@ import {
 } from '../../core/tiers/storage-key.js';
 import { mapLimit } from '../../core/util/concurrency.js';
 
-const NASTY_KEYS = ['a', '/', '..', '../../etc/passwd', 'a/b/../c', '%2F%2e%2e', 'ключ', '日本語/キー', '🙂'.repeat(3), ' spaced ', '{tag}', 'x'.repeat(MAX_KEY_BYTES)];
+const NASTY_KEYS = [
+  'a',
+  '/',
+  '..',
+  '../../etc/passwd',
+  'a/b/../c',
+  '%2F%2e%2e',
+  'ключ',
+  '日本語/キー',
+  '🙂'.repeat(3),
+  ' spaced ',
+  '{tag}',
+  'x'.repeat(MAX_KEY_BYTES),
+];
 const LONGEST_NS = 'n'.repeat(63);
 
 describe('S3 object keys', () => {
@@ -48,7 +61,8 @@ describe('S3 object keys', () => {
   });
 
   it('rejects bad namespaces and keys (they could otherwise escape the prefix)', () => {
-    for (const ns of ['..', '.', '_uploads', 'A', '', 'a/b', 'x'.repeat(64)]) expect(() => s3ObjectKey('v1', ns, 'k')).toThrow(ValidationError);
+    for (const ns of ['..', '.', '_uploads', 'A', '', 'a/b', 'x'.repeat(64)])
+      expect(() => s3ObjectKey('v1', ns, 'k')).toThrow(ValidationError);
     expect(() => s3ObjectKey('v1', 'ns', '')).toThrow(ValidationError);
     expect(() => s3ObjectKey('v1', 'ns', 'x'.repeat(513))).toThrow(ValidationError);
     expect(() => s3ObjectKey('v1', 'ns', 'a\u0000b')).toThrow(ValidationError);
@@ -85,15 +99,20 @@ describe('local folder layout', () => {
 
   it('maps any valid key to short, safe segments and back', () => {
     fc.assert(
-      fc.property(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 128 }).filter((k) => Buffer.byteLength(k) <= MAX_KEY_BYTES && !k.includes('\u0000')), (key) => {
-        const segs = localEntrySegments('ns', key);
-        expect(segs[0]).toBe('ns');
-        for (const s of segs.slice(2)) {
-          expect(s).toMatch(/^[a-z2-7]+(\.e)?$/);
-          expect(s.length).toBeLessThanOrEqual(LOCAL_SEGMENT_CHARS + 2);
-        }
-        expect(parseLocalEntrySegments(segs)).toEqual({ ns: 'ns', key });
-      }),
+      fc.property(
+        fc
+          .string({ unit: 'grapheme', minLength: 1, maxLength: 128 })
+          .filter((k) => Buffer.byteLength(k) <= MAX_KEY_BYTES && !k.includes('\u0000')),
+        (key) => {
+          const segs = localEntrySegments('ns', key);
+          expect(segs[0]).toBe('ns');
+          for (const s of segs.slice(2)) {
+            expect(s).toMatch(/^[a-z2-7]+(\.e)?$/);
+            expect(s.length).toBeLessThanOrEqual(LOCAL_SEGMENT_CHARS + 2);
+          }
+          expect(parseLocalEntrySegments(segs)).toEqual({ ns: 'ns', key });
+        },
+      ),
     );
   });
 
@@ -119,19 +138,28 @@ describe('mapLimit', () => {
   it('preserves order and bounds concurrency', async () => {
     let inFlight = 0;
     let peak = 0;
-    const out = await mapLimit(Array.from({ length: 50 }, (_, i) => i), 7, async (n) => {
-      inFlight++;
-      peak = Math.max(peak, inFlight);
-      await new Promise((r) => setTimeout(r, Math.random() * 5));
-      inFlight--;
-      return n * 2;
-    });
+    const out = await mapLimit(
+      Array.from({ length: 50 }, (_, i) => i),
+      7,
+      async (n) => {
+        inFlight++;
+        peak = Math.max(peak, inFlight);
+        await new Promise((r) => setTimeout(r, Math.random() * 5));
+        inFlight--;
+        return n * 2;
+      },
+    );
     expect(out).toEqual(Array.from({ length: 50 }, (_, i) => i * 2));
     expect(peak).toBeLessThanOrEqual(7);
     expect(await mapLimit([], 4, async (x) => x)).toEqual([]);
   });
 
   it('rejects with the first error', async () => {
-    await expect(mapLimit([1, 2, 3], 2, async (n) => { if (n === 2) throw new Error('boom'); return n; })).rejects.toThrow('boom');
+    await expect(
+      mapLimit([1, 2, 3], 2, async (n) => {
+        if (n === 2) throw new Error('boom');
+        return n;
+      }),
+    ).rejects.toThrow('boom');
   });
 });

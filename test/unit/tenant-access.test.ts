@@ -36,10 +36,23 @@ describe('tenant access: API keys mapped to namespaces', () => {
     expect(parseTenantAccess(ACCESS)!.keys).toBe(2);
     expect(() => parseTenantAccess('{nope')).toThrow(ConfigError);
     expect(() => parseTenantAccess('{nope')).toThrow(/STRATA_TENANT_ACCESS is not valid JSON/);
-    expect(() => parseTenantAccess(JSON.stringify([{ keyId: 'a', tenant: 't', namespaces: [] }]))).toThrow(/\[0\]\.\[namespaces\].*at least one namespace/);
-    expect(() => parseTenantAccess(JSON.stringify([{ keyId: 'a', tenant: 't', namespaces: ['Bad NS'] }]))).toThrow(/namespaces\]\.\[0\]/);
-    expect(() => parseTenantAccess(JSON.stringify([{ keyId: 'a', tenant: 't', namespaces: ['x'] }, { keyId: 'a', tenant: 'u', namespaces: ['y'] }]))).toThrow(/key id 'a' is listed twice/);
-    expect(() => parseTenantAccess(JSON.stringify([{ keyId: 'a', tenant: 't', namespaces: ['x'], extra: 1 }]))).toThrow(ConfigError);
+    expect(() => parseTenantAccess(JSON.stringify([{ keyId: 'a', tenant: 't', namespaces: [] }]))).toThrow(
+      /\[0\]\.\[namespaces\].*at least one namespace/,
+    );
+    expect(() => parseTenantAccess(JSON.stringify([{ keyId: 'a', tenant: 't', namespaces: ['Bad NS'] }]))).toThrow(
+      /namespaces\]\.\[0\]/,
+    );
+    expect(() =>
+      parseTenantAccess(
+        JSON.stringify([
+          { keyId: 'a', tenant: 't', namespaces: ['x'] },
+          { keyId: 'a', tenant: 'u', namespaces: ['y'] },
+        ]),
+      ),
+    ).toThrow(/key id 'a' is listed twice/);
+    expect(() => parseTenantAccess(JSON.stringify([{ keyId: 'a', tenant: 't', namespaces: ['x'], extra: 1 }]))).toThrow(
+      ConfigError,
+    );
   });
 
   it('grants exact names, prefixes ending in * and * for all', () => {
@@ -54,7 +67,9 @@ describe('tenant access: API keys mapped to namespaces', () => {
   it('checks only namespaced routes, and fails closed for a request without a known key', () => {
     const access = parseTenantAccess(ACCESS);
     const keyRoute = '/v1/ns/{ns}/keys/{key}';
-    expect(() => checkNamespaceAccess(access, keyRoute, event('GET', keyRoute, { ns: 'web-sessions', key: 'k' }, 'k-web'))).not.toThrow();
+    expect(() =>
+      checkNamespaceAccess(access, keyRoute, event('GET', keyRoute, { ns: 'web-sessions', key: 'k' }, 'k-web')),
+    ).not.toThrow();
     expect(() => checkNamespaceAccess(access, '/v1/stats', event('GET', '/v1/stats', null))).not.toThrow();
     expect(() => checkNamespaceAccess(undefined, keyRoute, event('GET', keyRoute, { ns: 'other', key: 'k' }))).not.toThrow();
     for (const [keyId, message] of [
@@ -62,12 +77,21 @@ describe('tenant access: API keys mapped to namespaces', () => {
       ['k-unknown', /not mapped to any tenant/],
       ['k-web', /tenant 'web' may not use namespace 'other'; its key is for: web-sessions, pages-\*/],
     ] as const) {
-      expect(() => checkNamespaceAccess(access, keyRoute, event('GET', keyRoute, { ns: 'other', key: 'k' }, keyId))).toThrow(expect.objectContaining({ code: 'NAMESPACE_FORBIDDEN', status: 403, message: expect.stringMatching(message) }));
+      expect(() => checkNamespaceAccess(access, keyRoute, event('GET', keyRoute, { ns: 'other', key: 'k' }, keyId))).toThrow(
+        expect.objectContaining({ code: 'NAMESPACE_FORBIDDEN', status: 403, message: expect.stringMatching(message) }),
+      );
     }
   });
 
   describe('through the Lambda handlers', () => {
-    beforeEach(() => setApiContext({ coordinator: new Coordinator({ tiers: [new MemoryTier()], flushTimer: false }), inlineLimitBytes: 1024, urlTtlSeconds: 60, tenantAccess: parseTenantAccess(ACCESS) }));
+    beforeEach(() =>
+      setApiContext({
+        coordinator: new Coordinator({ tiers: [new MemoryTier()], flushTimer: false }),
+        inlineLimitBytes: 1024,
+        urlTtlSeconds: 60,
+        tenantAccess: parseTenantAccess(ACCESS),
+      }),
+    );
     afterEach(() => setApiContext(undefined));
     const keys = apiHandler('keys');
     const batch = apiHandler('batch');
@@ -76,14 +100,24 @@ describe('tenant access: API keys mapped to namespaces', () => {
 
     it("serves a key's own namespaces and refuses others with 403 NAMESPACE_FORBIDDEN, without touching the data", async () => {
       const route = '/v1/ns/{ns}/keys/{key}';
-      const put = { ...event('PUT', route, { ns: 'pages-home', key: 'a' }, 'k-web'), body: Buffer.from('v').toString('base64'), isBase64Encoded: true };
+      const put = {
+        ...event('PUT', route, { ns: 'pages-home', key: 'a' }, 'k-web'),
+        body: Buffer.from('v').toString('base64'),
+        isBase64Encoded: true,
+      };
       expect((await call(keys, put)).statusCode).toBe(200);
       expect((await call(keys, event('GET', route, { ns: 'pages-home', key: 'a' }, 'k-web'))).statusCode).toBe(200);
 
       const refusedPut = { ...put, pathParameters: { ns: 'billing', key: 'a' } };
       const refused = await call(keys, refusedPut);
       expect(refused.statusCode).toBe(403);
-      expect(JSON.parse(refused.body)).toEqual({ error: { code: 'NAMESPACE_FORBIDDEN', message: expect.stringContaining("tenant 'web' may not use namespace 'billing'"), details: { namespace: 'billing', tenant: 'web', allowed: ['web-sessions', 'pages-*'] } } });
+      expect(JSON.parse(refused.body)).toEqual({
+        error: {
+          code: 'NAMESPACE_FORBIDDEN',
+          message: expect.stringContaining("tenant 'web' may not use namespace 'billing'"),
+          details: { namespace: 'billing', tenant: 'web', allowed: ['web-sessions', 'pages-*'] },
+        },
+      });
       // The refused write did not land: the all-namespaces key reads a miss there.
       expect((await call(keys, event('GET', route, { ns: 'billing', key: 'a' }, 'k-ops'))).statusCode).toBe(404);
       expect((await call(keys, event('GET', route, { ns: 'pages-home', key: 'a' }))).statusCode).toBe(403);
@@ -91,7 +125,9 @@ describe('tenant access: API keys mapped to namespaces', () => {
 
     it('applies to batch routes and leaves service routes open', async () => {
       const body = JSON.stringify({ keys: ['a'] });
-      expect((await call(batch, event('POST', '/v1/ns/{ns}/batch/get', { ns: 'web-sessions' }, 'k-web', body))).statusCode).toBe(200);
+      expect((await call(batch, event('POST', '/v1/ns/{ns}/batch/get', { ns: 'web-sessions' }, 'k-web', body))).statusCode).toBe(
+        200,
+      );
       const refused = await call(batch, event('POST', '/v1/ns/{ns}/batch/get', { ns: 'reports' }, 'k-web', body));
       expect(refused.statusCode).toBe(403);
       expect(JSON.parse(refused.body).error.code).toBe('NAMESPACE_FORBIDDEN');
@@ -119,7 +155,9 @@ describe('tenant access: the admin routes', () => {
     expect(access.grantOf('k-web')!.admin).toBe(false);
     const parse = (grant: Record<string, unknown>) => () => parseTenantAccess(JSON.stringify([grant]));
     expect(parse({ keyId: 'a', tenant: 't', admin: 'yes' })).toThrow(/\[0\]\.\[admin\]: "admin" must be true or false/);
-    expect(parse({ keyId: 'a', tenant: 't', admin: false })).toThrow(/\[0\]\.\[namespaces\]: a tenant needs at least one namespace \(an/);
+    expect(parse({ keyId: 'a', tenant: 't', admin: false })).toThrow(
+      /\[0\]\.\[namespaces\]: a tenant needs at least one namespace \(an/,
+    );
     expect(parse({ keyId: 'a', tenant: 't' })).toThrow(ConfigError);
     // The start-up banner says whether the admin routes can be reached at all.
     const banner = (raw: string) => {
@@ -142,7 +180,11 @@ describe('tenant access: the admin routes', () => {
       ['k-unknown', /not mapped to any tenant/],
       [undefined, /need an admin API key and this request has none/],
     ] as const) {
-      const refused = expect.objectContaining({ code: 'NAMESPACE_FORBIDDEN', status: 403, message: expect.stringMatching(message) });
+      const refused = expect.objectContaining({
+        code: 'NAMESPACE_FORBIDDEN',
+        status: 403,
+        message: expect.stringMatching(message),
+      });
       expect(() => checkAdminAccess(access, listEvent(keyId))).toThrow(refused);
     }
   });
@@ -155,7 +197,9 @@ describe('tenant access: the admin routes', () => {
     };
     const coordinator = () => new Coordinator({ tiers: [new MemoryTier()], flushTimer: false });
     const tenantAccess = parseTenantAccess(ADMIN_ACCESS);
-    beforeEach(() => setApiContext({ coordinator: coordinator(), inlineLimitBytes: 1024, urlTtlSeconds: 60, tenantAccess, workflows }));
+    beforeEach(() =>
+      setApiContext({ coordinator: coordinator(), inlineLimitBytes: 1024, urlTtlSeconds: 60, tenantAccess, workflows }),
+    );
     afterEach(() => setApiContext(undefined));
     const admin = apiHandler('admin');
 
@@ -175,11 +219,13 @@ describe('callerIdentity (what an upload is bound to)', () => {
   const byKey = (apiKeyId?: string) => ({ requestContext: { identity: apiKeyId ? { apiKeyId } : {} } }) as unknown as ApiEvent;
 
   it('is the tenant when access is enforced, so any of its keys is the same caller', () => {
-    const access = parseTenantAccess(JSON.stringify([
-      { keyId: 'k1', tenant: 'web', namespaces: ['web-*'] },
-      { keyId: 'k2', tenant: 'web', namespaces: ['web-*'] },
-      { keyId: 'k3', tenant: 'reports', namespaces: ['reports'] },
-    ]));
+    const access = parseTenantAccess(
+      JSON.stringify([
+        { keyId: 'k1', tenant: 'web', namespaces: ['web-*'] },
+        { keyId: 'k2', tenant: 'web', namespaces: ['web-*'] },
+        { keyId: 'k3', tenant: 'reports', namespaces: ['reports'] },
+      ]),
+    );
     expect(callerIdentity(access, byKey('k1'))).toBe('tenant:web');
     expect(callerIdentity(access, byKey('k2'))).toBe('tenant:web');
     expect(callerIdentity(access, byKey('k3'))).toBe('tenant:reports');

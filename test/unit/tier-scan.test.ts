@@ -9,7 +9,12 @@ import { supportsPinning, supportsScan, type ScanItem, type Scanning, type Tier 
 import { entry } from '../helpers/tiers.js';
 
 /** Every page of a scan, in order (the cursor must end as null within `maxPages`). */
-async function scanAll(tier: Scanning, ns: string, opts: { prefix?: string; limit: number }, maxPages = 1000): Promise<{ items: ScanItem[]; pages: number }> {
+async function scanAll(
+  tier: Scanning,
+  ns: string,
+  opts: { prefix?: string; limit: number },
+  maxPages = 1000,
+): Promise<{ items: ScanItem[]; pages: number }> {
   const items: ScanItem[] = [];
   let cursor: string | null = null;
   for (let pages = 1; pages <= maxPages; pages++) {
@@ -47,7 +52,11 @@ function scanContract(name: string, make: () => { tier: Tier & Scanning; now?: {
         expect(pages).toBeGreaterThanOrEqual(Math.ceil(KEYS.length / limit));
         for (const it of items) {
           const i = KEYS.indexOf(it.key);
-          expect(it.header).toMatchObject({ version: 100 + i, size: Buffer.byteLength(`v-${it.key}`), tags: i % 2 ? ['odd'] : [] });
+          expect(it.header).toMatchObject({
+            version: 100 + i,
+            size: Buffer.byteLength(`v-${it.key}`),
+            tags: i % 2 ? ['odd'] : [],
+          });
         }
       }
       await expect(scanAll(tier, 'ns2', { limit: 10 })).resolves.toMatchObject({ items: [{ key: 'a' }, { key: 'zz' }] });

@@ -48,14 +48,19 @@ describe('TokenBucket', () => {
 
   it('over any sequence of takes, the time spent is (total - burst) / rate', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.integer({ min: 0, max: 10_000 }), { minLength: 1, maxLength: 40 }), fc.integer({ min: 1, max: 5000 }), fc.integer({ min: 1, max: 20_000 }), async (sizes, rate, burst) => {
-        const c = fakeTime();
-        const b = new TokenBucket({ ratePerSec: rate, burst, now: c.now, sleep: c.sleep });
-        for (const n of sizes) await b.take(n);
-        const total = sizes.reduce((s, n) => s + n, 0);
-        const expected = (Math.max(0, total - burst) / rate) * 1000;
-        expect(c.t.now).toBeCloseTo(expected, 3);
-      }),
+      fc.asyncProperty(
+        fc.array(fc.integer({ min: 0, max: 10_000 }), { minLength: 1, maxLength: 40 }),
+        fc.integer({ min: 1, max: 5000 }),
+        fc.integer({ min: 1, max: 20_000 }),
+        async (sizes, rate, burst) => {
+          const c = fakeTime();
+          const b = new TokenBucket({ ratePerSec: rate, burst, now: c.now, sleep: c.sleep });
+          for (const n of sizes) await b.take(n);
+          const total = sizes.reduce((s, n) => s + n, 0);
+          const expected = (Math.max(0, total - burst) / rate) * 1000;
+          expect(c.t.now).toBeCloseTo(expected, 3);
+        },
+      ),
     );
   });
 

@@ -4,12 +4,17 @@ import { join } from 'node:path';
 import { loadRuntimeEnv } from '../../core/composition/runtime-env.js';
 import { workflowDepsFromEnv } from '../../core/composition/step-lambda.js';
 
-describe('the step Lambda\'s dependencies from the environment', () => {
+describe("the step Lambda's dependencies from the environment", () => {
   const dir = mkdtempSync(join(tmpdir(), 'strata-steps-env-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('reach launched nodes on STRATA_NODE_PORT and build the tiers once, when a step first asks for them', async () => {
-    const env = loadRuntimeEnv({ STRATA_WARM_RING_DIR: join(dir, 'ring'), STRATA_WARM_SECRET: 'a-fleet-secret-of-16+', STRATA_LOCAL_DIR: join(dir, 'cold'), STRATA_NODE_PORT: '7171' });
+    const env = loadRuntimeEnv({
+      STRATA_WARM_RING_DIR: join(dir, 'ring'),
+      STRATA_WARM_SECRET: 'a-fleet-secret-of-16+',
+      STRATA_LOCAL_DIR: join(dir, 'cold'),
+      STRATA_NODE_PORT: '7171',
+    });
     const d = await workflowDepsFromEnv(env);
     expect(await d.nodeUrl({ nodeId: 'i-1', instanceId: 'i-1', privateIp: '10.0.0.7' })).toBe('http://10.0.0.7:7171');
     expect(await d.nodeUrl({ nodeId: 'i-1', instanceId: 'i-1' })).toBeUndefined();
@@ -21,7 +26,10 @@ describe('the step Lambda\'s dependencies from the environment', () => {
   });
 
   it('launch into the subnets of STRATA_FLEET_SUBNETS, and a malformed list stops start-up naming the variable', async () => {
-    const subnets = [{ subnetId: 'subnet-1', availabilityZone: 'us-east-1a' }, { subnetId: 'subnet-2', availabilityZone: 'us-east-1b' }];
+    const subnets = [
+      { subnetId: 'subnet-1', availabilityZone: 'us-east-1a' },
+      { subnetId: 'subnet-2', availabilityZone: 'us-east-1b' },
+    ];
     const base = { STRATA_WARM_RING_DIR: join(dir, 'ring'), STRATA_WARM_SECRET: 'a-fleet-secret-of-16+' };
     const d = await workflowDepsFromEnv(loadRuntimeEnv({ ...base, STRATA_FLEET_SUBNETS: JSON.stringify(subnets) }));
     expect(d.fleetSubnets).toEqual(subnets);

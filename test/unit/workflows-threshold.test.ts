@@ -31,8 +31,12 @@ describe('paper 000 speculative threshold T = c/2 + δH·(‖N‖ − R/δL)', (
   });
 
   it('rejects bad parameters with messages naming them', () => {
-    expect(thresholdParamsSchema.safeParse({ capacity: 0, lowRate: 1, highRate: 2 }).error?.issues[0]?.message).toMatch(/capacity/);
-    expect(thresholdParamsSchema.safeParse({ capacity: 10, lowRate: 5, highRate: 2 }).error?.issues[0]?.path).toEqual(['highRate']);
+    expect(thresholdParamsSchema.safeParse({ capacity: 0, lowRate: 1, highRate: 2 }).error?.issues[0]?.message).toMatch(
+      /capacity/,
+    );
+    expect(thresholdParamsSchema.safeParse({ capacity: 10, lowRate: 5, highRate: 2 }).error?.issues[0]?.path).toEqual([
+      'highRate',
+    ]);
     expect(() => speculativeThreshold(PAPER, 0, 1)).toThrow(ValidationError);
     expect(() => speculativeThreshold(PAPER, 1, -1)).toThrow(/rate/);
   });
@@ -46,7 +50,12 @@ describe('the scale-out trigger', () => {
   });
 
   it('pre-launches for the fullest node past T, and splits at once on overflow', () => {
-    expect(decideScaleOut(PAPER, nodes(2000, 2800, 2760), 100)).toMatchObject({ action: 'prelaunch', node: 'n2', threshold: 2750, fill: 2800 });
+    expect(decideScaleOut(PAPER, nodes(2000, 2800, 2760), 100)).toMatchObject({
+      action: 'prelaunch',
+      node: 'n2',
+      threshold: 2750,
+      fill: 2800,
+    });
     expect(decideScaleOut(PAPER, nodes(2000, 5000), 100)).toMatchObject({ action: 'split', node: 'n2' });
   });
 

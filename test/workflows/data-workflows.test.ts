@@ -47,11 +47,20 @@ describe('EvictToS3 and TierMigrate state machines (real nodes, LocalStack S3)',
       }
       return out;
     };
-    h = await harness({ tiers: { cold: stepCold }, fleet: { capacityBytes: 1024 * 1024, env: { STRATA_NODE_WATERMARK: '0.3' } } });
+    h = await harness({
+      tiers: { cold: stepCold },
+      fleet: { capacityBytes: 1024 * 1024, env: { STRATA_NODE_WATERMARK: '0.3' } },
+    });
     warm = new WarmTier({ ring: new RingView({ store: h.ring, refreshIntervalMs: 0 }), secret: SECRET });
     h.deps.tiers.warm = warm;
     for (let i = 0; i < KEYS; i += 100) {
-      await warm.putMany(NS, Array.from({ length: 100 }, (_, j) => ({ key: `k${i + j}`, entry: entry(clock.next(), Buffer.alloc(VALUE, (i + j) % 251), { tags: (i + j) % 10 === 0 ? ['hot'] : [] }) })));
+      await warm.putMany(
+        NS,
+        Array.from({ length: 100 }, (_, j) => ({
+          key: `k${i + j}`,
+          entry: entry(clock.next(), Buffer.alloc(VALUE, (i + j) % 251), { tags: (i + j) % 10 === 0 ? ['hot'] : [] }),
+        })),
+      );
     }
   }, 120_000);
 
@@ -72,7 +81,12 @@ describe('EvictToS3 and TierMigrate state machines (real nodes, LocalStack S3)',
     const done = await h.runner.wait(exec.name);
     expect(done.error).toBeUndefined();
     expect(done.status).toBe('SUCCEEDED');
-    const report = done.output as { keys: number; bytes: number; skippedChanged: number; nodes: { nodeId: string; keys: number; report: { key: string; version: number; outcome: string }[] }[] };
+    const report = done.output as {
+      keys: number;
+      bytes: number;
+      skippedChanged: number;
+      nodes: { nodeId: string; keys: number; report: { key: string; version: number; outcome: string }[] }[];
+    };
     expect(report.nodes).toHaveLength(3);
     expect(report.keys).toBeGreaterThan(0);
     expect(report.skippedChanged).toBe(1);
@@ -98,7 +112,11 @@ describe('EvictToS3 and TierMigrate state machines (real nodes, LocalStack S3)',
     // (its own warm and cold tier objects: closing the coordinator closes them)
     const readCold = new S3Tier({ bucket: cold.bucket, endpoint: testS3Endpoint(), region: 'us-east-1' });
     const readWarm = new WarmTier({ ring: new RingView({ store: h.ring, refreshIntervalMs: 0 }), secret: SECRET });
-    const coordinator = new Coordinator({ tiers: [new MemoryTier({ name: 'hot', maxBytes: 1 << 20 }), readWarm, readCold], policies: new PolicyRegistry({}), flushTimer: false });
+    const coordinator = new Coordinator({
+      tiers: [new MemoryTier({ name: 'hot', maxBytes: 1 << 20 }), readWarm, readCold],
+      policies: new PolicyRegistry({}),
+      flushTimer: false,
+    });
     // Keys without the 'hot' tag (not every tenth): a read from S3 promotes the key back up into the warm tier, and
     // the TierMigrate test below counts tagged keys found there.
     const some = [...movedKeys].filter((k) => Number(k.slice(1)) % 10 !== 0).slice(0, 5);
@@ -122,7 +140,15 @@ describe('EvictToS3 and TierMigrate state machines (real nodes, LocalStack S3)',
     const newer = entry(clock.next(), 'newer', { tags: ['hot'] });
     await warm.put(NS, inCold[0]!, newer);
 
-    const done = await h.runner.wait(h.runner.start('tier-migrate', { selector: { ns: NS, tag: 'hot' }, action: 'promote', from: 'cold', to: 'warm', maxKeys: 3 }).name);
+    const done = await h.runner.wait(
+      h.runner.start('tier-migrate', {
+        selector: { ns: NS, tag: 'hot' },
+        action: 'promote',
+        from: 'cold',
+        to: 'warm',
+        maxKeys: 3,
+      }).name,
+    );
     expect(done.error).toBeUndefined();
     expect(done.status).toBe('SUCCEEDED');
     const totals = done.output as { moved: number; skippedNewer: number; matched: number; calls: number };
@@ -135,7 +161,9 @@ describe('EvictToS3 and TierMigrate state machines (real nodes, LocalStack S3)',
   }, 120_000);
 
   it('rejects a bad TierMigrate request in its first state, before anything moves', async () => {
-    const done = await h.runner.wait(h.runner.start('tier-migrate', { selector: { ns: NS }, action: 'promote', from: 'hot', to: 'cold' }).name);
+    const done = await h.runner.wait(
+      h.runner.start('tier-migrate', { selector: { ns: NS }, action: 'promote', from: 'hot', to: 'cold' }).name,
+    );
     expect(done.status).toBe('FAILED');
     expect(done.error?.Error).toBe('ValidationError');
     expect(done.error?.Cause).toMatch(/promote moves keys up/);

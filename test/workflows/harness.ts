@@ -72,7 +72,12 @@ export async function harness(o: HarnessOptions = {}): Promise<Harness> {
     ...(o.sdk ? { wrapSdk: o.sdk } : {}),
   });
   const { deps, runner } = local;
-  const doc = await deps.ring.create(initialRing(launched.map((n) => ({ id: n.nodeId, url: n.url, instance: n.nodeId })), o.rangesPerNode ?? 2));
+  const doc = await deps.ring.create(
+    initialRing(
+      launched.map((n) => ({ id: n.nodeId, url: n.url, instance: n.nodeId })),
+      o.rangesPerNode ?? 2,
+    ),
+  );
   await Promise.all(launched.map((n) => deps.nodes.pushRing(n.url, doc)));
   return {
     fleet,
@@ -98,7 +103,12 @@ export async function harness(o: HarnessOptions = {}): Promise<Harness> {
  * Loads the workload's keys, runs `workflow` to its end under concurrent read/write load, and stops the load.
  * The workload stays open for verification (`w.verify`); `h.close()` closes it.
  */
-export async function runUnderLoad(h: Harness, workflow: WorkflowName, input: Record<string, unknown>, concurrency = 4): Promise<{ w: Workload; done: LocalExecution; name: string }> {
+export async function runUnderLoad(
+  h: Harness,
+  workflow: WorkflowName,
+  input: Record<string, unknown>,
+  concurrency = 4,
+): Promise<{ w: Workload; done: LocalExecution; name: string }> {
   const w = new Workload(h.ring);
   h.workloads.push(w);
   await w.load();

@@ -32,7 +32,8 @@ function failStreamOf(failOn: (sessionId: string) => boolean, okCalls: number) {
         const id = String(input.sessionId);
         const n = (calls.get(id) ?? 0) + 1;
         calls.set(id, n);
-        if (failOn(id) && n > okCalls) throw Object.assign(new Error(`injected: source of ${id} unreachable`), { name: 'InjectedFailure' });
+        if (failOn(id) && n > okCalls)
+          throw Object.assign(new Error(`injected: source of ${id} unreachable`), { name: 'InjectedFailure' });
         return steps['migrate.stream'](input);
       },
     };
@@ -128,17 +129,29 @@ describe('ScaleIn state machine', () => {
  */
 describe('ScaleOut with the EC2 SDK integrations (LocalStack)', () => {
   it('a node that never becomes healthy is rolled back: the instance is terminated and the ring is unchanged', async () => {
-    const ec2 = new EC2Client({ endpoint: testS3Endpoint(), region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+    const ec2 = new EC2Client({
+      endpoint: testS3Endpoint(),
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    });
     const vpc = await ec2.send(new CreateVpcCommand({ CidrBlock: '10.77.0.0/16' }));
     const subnet = await ec2.send(new CreateSubnetCommand({ VpcId: vpc.Vpc!.VpcId!, CidrBlock: '10.77.1.0/24' }));
     const group = { VpcId: vpc.Vpc!.VpcId, GroupName: uniqueName('strata-wf'), Description: 'Strata cache nodes' };
     const sg = await ec2.send(new CreateSecurityGroupCommand(group));
-    const lt = await ec2.send(new CreateLaunchTemplateCommand({ LaunchTemplateName: uniqueName('strata-wf'), LaunchTemplateData: { ImageId: 'ami-12345678', InstanceType: 't4g.small' } }));
+    const lt = await ec2.send(
+      new CreateLaunchTemplateCommand({
+        LaunchTemplateName: uniqueName('strata-wf'),
+        LaunchTemplateData: { ImageId: 'ami-12345678', InstanceType: 't4g.small' },
+      }),
+    );
     const h = await harness();
     try {
       const fleetSubnets = [{ subnetId: subnet.Subnet!.SubnetId!, availabilityZone: subnet.Subnet!.AvailabilityZone! }];
       const runner = new LocalWorkflowRunner({
-        definitions: synthesizeWorkflowDefinitions({ launchTemplateId: lt.LaunchTemplate!.LaunchTemplateId!, securityGroupId: sg.GroupId }),
+        definitions: synthesizeWorkflowDefinitions({
+          launchTemplateId: lt.LaunchTemplate!.LaunchTemplateId!,
+          securityGroupId: sg.GroupId,
+        }),
         steps: stepHandlers({ ...h.deps, fleetSubnets, nodeUrl: async (n) => `http://${n.privateIp}:1` }),
         sdk: awsSdkIntegration({ ec2: { client: ec2, commands: ec2Commands } }),
         waitOverridesMs: { WaitForNode: 100 },
@@ -148,8 +161,17 @@ describe('ScaleOut with the EC2 SDK integrations (LocalStack)', () => {
       const done = await runner.wait(runner.start('scale-out', { launchTimeoutMs: 1000 }).name);
       expect(done.status).toBe('FAILED');
       expect(done.error?.Error).toBe('NodeLaunchTimeoutError');
-      expect(done.states).toEqual(expect.arrayContaining(['LaunchNode', 'CheckNode', 'WaitForNode', 'RollBack', 'TerminateNode']));
-      const all = await ec2.send(new DescribeInstancesCommand({ Filters: [{ Name: 'tag:strata:fleet', Values: ['strata-local'] }, { Name: 'subnet-id', Values: [subnet.Subnet!.SubnetId!] }] }));
+      expect(done.states).toEqual(
+        expect.arrayContaining(['LaunchNode', 'CheckNode', 'WaitForNode', 'RollBack', 'TerminateNode']),
+      );
+      const all = await ec2.send(
+        new DescribeInstancesCommand({
+          Filters: [
+            { Name: 'tag:strata:fleet', Values: ['strata-local'] },
+            { Name: 'subnet-id', Values: [subnet.Subnet!.SubnetId!] },
+          ],
+        }),
+      );
       const instances = all.Reservations!.flatMap((r) => r.Instances!);
       expect(instances).toHaveLength(1);
       expect(['shutting-down', 'terminated']).toContain(instances[0]!.State!.Name);
@@ -158,7 +180,9 @@ describe('ScaleOut with the EC2 SDK integrations (LocalStack)', () => {
       await runner.close();
     } finally {
       await h.close();
-      await ec2.send(new DeleteLaunchTemplateCommand({ LaunchTemplateId: lt.LaunchTemplate!.LaunchTemplateId! })).catch(() => undefined);
+      await ec2
+        .send(new DeleteLaunchTemplateCommand({ LaunchTemplateId: lt.LaunchTemplate!.LaunchTemplateId! }))
+        .catch(() => undefined);
       ec2.destroy();
     }
   }, 120_000);

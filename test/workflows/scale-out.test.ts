@@ -31,7 +31,17 @@ async function scaleOutUnderLoad(mode: 'incremental' | 'parallel') {
     expect(p.keys).toBeGreaterThan(0);
     // The grace wait after NodeNormal has no step of its own: the finish step says when it ends, for progress bars.
     expect(p.facts).toMatchObject({ graceUntil: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), graceMs: expect.any(Number) });
-    expect(done.states).toEqual(expect.arrayContaining(['Begin', 'LaunchNode', 'CheckNode', 'PlanSessions', 'MigrateSessions', 'NodeNormal', 'CleanUpSources']));
+    expect(done.states).toEqual(
+      expect.arrayContaining([
+        'Begin',
+        'LaunchNode',
+        'CheckNode',
+        'PlanSessions',
+        'MigrateSessions',
+        'NodeNormal',
+        'CleanUpSources',
+      ]),
+    );
     expect(h.metrics.find((m) => m.key === 'nodeAllocationMs')?.value).toBeGreaterThan(0);
     return { done, summary: summary(w) };
   } finally {

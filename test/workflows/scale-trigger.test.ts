@@ -16,7 +16,7 @@ import { harness } from './harness.js';
  * they write to the ring store (a folder here), evaluates paper 000's T and starts ScaleOut executions on the local
  * runner; the per-node lock keeps it to one scale-out per node.
  */
-describe('scale-out trigger (paper 000 threshold on the nodes\' reported fill)', () => {
+describe("scale-out trigger (paper 000 threshold on the nodes' reported fill)", () => {
   it('pre-launches for the node past T, not again while that scale-out runs, and nothing below T', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'strata-trigger-ring-'));
     const h = await harness({ nodes: ['n1', 'n2'], rangesPerNode: 1, cas: new FileCasStore(dir) });
@@ -42,7 +42,10 @@ describe('scale-out trigger (paper 000 threshold on the nodes\' reported fill)',
         }
       }
       const warm = new WarmTier({ ring: new RingView({ store: h.ring, refreshIntervalMs: 0 }), secret: SECRET });
-      await warm.putMany('ns', keys.map((key, i) => ({ key, entry: entry(i + 1) })));
+      await warm.putMany(
+        'ns',
+        keys.map((key, i) => ({ key, entry: entry(i + 1) })),
+      );
       await warm.close();
       const stats = await Promise.all(Object.values(urls).map((u) => h.client.stats(u)));
       expect(stats.map((s) => s.keys).sort()).toEqual([200, 400]);

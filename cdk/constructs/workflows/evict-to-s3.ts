@@ -15,9 +15,19 @@ export class EvictToS3Definition extends Construct {
     super(scope, id);
     const c: StepContext = { scope: this, fn: props.fn, workflow: 'evict-to-s3' };
     const plan = stepTask(c, 'PlanEviction', 'evict.plan', { 'request.$': '$' }, { resultPath: '$.plan' });
-    const start = new sfn.Pass(this, 'StartNode', { parameters: { 'node.$': '$.node', 'options.$': '$.options', batch: { done: false } } });
-    const batch = stepTask(c, 'EvictBatch', 'evict.batch', { 'node.$': '$.node', 'options.$': '$.options', 'batch.$': '$.batch' }, { resultPath: '$.batch' });
-    const more = new sfn.Choice(this, 'NodeDone').when(sfn.Condition.booleanEquals('$.batch.done', false), batch).otherwise(new sfn.Pass(this, 'NodeEvicted', { outputPath: '$.batch.totals' }));
+    const start = new sfn.Pass(this, 'StartNode', {
+      parameters: { 'node.$': '$.node', 'options.$': '$.options', batch: { done: false } },
+    });
+    const batch = stepTask(
+      c,
+      'EvictBatch',
+      'evict.batch',
+      { 'node.$': '$.node', 'options.$': '$.options', 'batch.$': '$.batch' },
+      { resultPath: '$.batch' },
+    );
+    const more = new sfn.Choice(this, 'NodeDone')
+      .when(sfn.Condition.booleanEquals('$.batch.done', false), batch)
+      .otherwise(new sfn.Pass(this, 'NodeEvicted', { outputPath: '$.batch.totals' }));
     const perNode = new sfn.Map(this, 'EvictNodes', {
       itemsPath: '$.plan.nodes',
       maxConcurrency: 2,
@@ -25,7 +35,16 @@ export class EvictToS3Definition extends Construct {
       resultPath: '$.results',
     });
     perNode.itemProcessor(start.next(batch).next(more));
-    const report = stepTask(c, 'Report', 'evict.report', { 'results.$': '$.results', 'plan.$': '$.plan' }, { resultPath: '$.report' });
-    this.definition = plan.next(perNode).next(report).next(new sfn.Succeed(this, 'Evicted', { outputPath: '$.report' }));
+    const report = stepTask(
+      c,
+      'Report',
+      'evict.report',
+      { 'results.$': '$.results', 'plan.$': '$.plan' },
+      { resultPath: '$.report' },
+    );
+    this.definition = plan
+      .next(perNode)
+      .next(report)
+      .next(new sfn.Succeed(this, 'Evicted', { outputPath: '$.report' }));
   }
 }

@@ -50,7 +50,11 @@ export function fleetIamStatements(o: {
   return {
     launchStatements: [
       new iam.PolicyStatement({ actions: run, resources: named }),
-      new iam.PolicyStatement({ actions: run, resources: [o.arn('image', '*')], conditions: { StringEquals: { 'ec2:Owner': 'amazon' } } }),
+      new iam.PolicyStatement({
+        actions: run,
+        resources: [o.arn('image', '*')],
+        conditions: { StringEquals: { 'ec2:Owner': 'amazon' } },
+      }),
       new iam.PolicyStatement({
         actions: run,
         resources: [o.arn('instance', '*'), o.arn('volume', '*')],
@@ -97,8 +101,17 @@ class Ec2Call extends tasks.CallAwsService {
  * (InvalidParameterCombination), and the subnet is only known per launch. Here `AssociatePublicIpAddress: false`
  * holds for every launch whatever the subnet's own setting, so no node ever gets a public IP.
  */
-export function launchNodeTask(scope: Construct, id: string, fleet: FleetLaunch, launch: string, resultPath: string): tasks.CallAwsService {
-  const tags = [{ Key: FLEET_TAG, Value: fleet.fleetName }, { Key: 'strata:role', Value: 'cachenode' }];
+export function launchNodeTask(
+  scope: Construct,
+  id: string,
+  fleet: FleetLaunch,
+  launch: string,
+  resultPath: string,
+): tasks.CallAwsService {
+  const tags = [
+    { Key: FLEET_TAG, Value: fleet.fleetName },
+    { Key: 'strata:role', Value: 'cachenode' },
+  ];
   const t = new Ec2Call(scope, id, {
     service: 'ec2',
     action: 'runInstances',
@@ -131,7 +144,12 @@ export function launchNodeTask(scope: Construct, id: string, fleet: FleetLaunch,
 }
 
 /** TerminateInstances through the SDK integration (the data volume is deleted with the instance). */
-export function terminateNodeTask(scope: Construct, id: string, fleet: FleetLaunch, instanceIdPath: string): tasks.CallAwsService {
+export function terminateNodeTask(
+  scope: Construct,
+  id: string,
+  fleet: FleetLaunch,
+  instanceIdPath: string,
+): tasks.CallAwsService {
   return new Ec2Call(scope, id, {
     service: 'ec2',
     action: 'terminateInstances',

@@ -14,11 +14,23 @@ import { stepTask, type StepContext } from './step-task.js';
  * rateBytesPerSec, graceMs, publishEach }, as the begin step normalised them). Failures of the returned
  * `catchables` are for the caller to catch (and roll back).
  */
-export function migrationChain(c: StepContext, paths: { plan: string; options: string }): { start: sfn.IChainable; end: sfn.INextable & sfn.IChainable; catchables: (sfn.Map | sfn.TaskStateBase)[] } {
+export function migrationChain(
+  c: StepContext,
+  paths: { plan: string; options: string },
+): { start: sfn.IChainable; end: sfn.INextable & sfn.IChainable; catchables: (sfn.Map | sfn.TaskStateBase)[] } {
   const session = { 'sessionId.$': '$.sessionId' };
   const prepare = stepTask(c, 'PrepareSession', 'migrate.prepare', session);
-  const stream = stepTask(c, 'StreamSession', 'migrate.stream', { ...session, 'maxMs.$': '$.options.streamMaxMs', 'rateBytesPerSec.$': '$.options.rateBytesPerSec' }, { resultPath: '$.stream' });
-  const publishOne = stepTask(c, 'PublishSession', 'migrate.publish', { 'sessionIds.$': 'States.Array($.sessionId)', 'graceMs.$': '$.options.graceMs' });
+  const stream = stepTask(
+    c,
+    'StreamSession',
+    'migrate.stream',
+    { ...session, 'maxMs.$': '$.options.streamMaxMs', 'rateBytesPerSec.$': '$.options.rateBytesPerSec' },
+    { resultPath: '$.stream' },
+  );
+  const publishOne = stepTask(c, 'PublishSession', 'migrate.publish', {
+    'sessionIds.$': 'States.Array($.sessionId)',
+    'graceMs.$': '$.options.graceMs',
+  });
   const streamed = new sfn.Choice(c.scope, 'SessionStreamed')
     .when(sfn.Condition.booleanEquals('$.stream.done', false), stream)
     .when(sfn.Condition.booleanEquals('$.options.publishEach', true), publishOne)
@@ -33,10 +45,19 @@ export function migrationChain(c: StepContext, paths: { plan: string; options: s
   });
   map.itemProcessor(iteration);
 
-  const publishAll = stepTask(c, 'PublishAllSessions', 'migrate.publish', { 'sessionIds.$': `${paths.plan}.sessions`, 'graceMs.$': `${paths.options}.graceMs` });
+  const publishAll = stepTask(c, 'PublishAllSessions', 'migrate.publish', {
+    'sessionIds.$': `${paths.plan}.sessions`,
+    'graceMs.$': `${paths.options}.graceMs`,
+  });
   const migrated = new sfn.Pass(c.scope, 'SessionsMigrated');
   const afterMap = new sfn.Choice(c.scope, 'PublishTogether')
-    .when(sfn.Condition.and(sfn.Condition.booleanEquals(`${paths.options}.publishEach`, false), sfn.Condition.isPresent(`${paths.plan}.sessions[0]`)), publishAll.next(migrated))
+    .when(
+      sfn.Condition.and(
+        sfn.Condition.booleanEquals(`${paths.options}.publishEach`, false),
+        sfn.Condition.isPresent(`${paths.plan}.sessions[0]`),
+      ),
+      publishAll.next(migrated),
+    )
     .otherwise(migrated);
   map.next(afterMap);
   return { start: map, end: migrated, catchables: [map, publishAll] };

@@ -18,7 +18,13 @@ export class ScaleInDefinition extends Construct {
     const c: StepContext = { scope: this, fn: props.fn, workflow: 'scale-in' };
     const begin = stepTask(c, 'Begin', 'scale-in.begin', { 'request.$': '$' }, { resultPath: '$.begin' });
     const migrate = migrationChain(c, { plan: '$.begin', options: '$.begin.options' });
-    const finish = stepTask(c, 'RemoveFromRing', 'migrate.finish', { 'planId.$': '$.begin.planId', 'graceSeconds.$': '$.begin.options.graceSeconds' }, { resultPath: '$.finish' });
+    const finish = stepTask(
+      c,
+      'RemoveFromRing',
+      'migrate.finish',
+      { 'planId.$': '$.begin.planId', 'graceSeconds.$': '$.begin.options.graceSeconds' },
+      { resultPath: '$.finish' },
+    );
     const grace = new sfn.Wait(this, 'GracePeriod', { time: sfn.WaitTime.secondsPath('$.begin.options.graceSeconds') });
     const terminate = terminateNodeTask(this, 'TerminateNode', props.fleet, '$.begin.instanceId');
     const done = new sfn.Succeed(this, 'ScaledIn');
@@ -27,7 +33,14 @@ export class ScaleInDefinition extends Construct {
     rollback.next(new sfn.Fail(this, 'ScaleInFailed', { errorPath: '$.error.Error', causePath: '$.error.Cause' }));
     for (const t of [...migrate.catchables, finish]) t.addCatch(rollback, { resultPath: '$.error' });
 
-    migrate.end.next(finish).next(grace).next(new sfn.Choice(this, 'HasInstance').when(sfn.Condition.isString('$.begin.instanceId'), terminate.next(done)).otherwise(done));
+    migrate.end
+      .next(finish)
+      .next(grace)
+      .next(
+        new sfn.Choice(this, 'HasInstance')
+          .when(sfn.Condition.isString('$.begin.instanceId'), terminate.next(done))
+          .otherwise(done),
+      );
     this.definition = begin.next(migrate.start);
   }
 }

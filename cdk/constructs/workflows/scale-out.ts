@@ -24,7 +24,18 @@ export class ScaleOutDefinition extends Construct {
     const begin = stepTask(c, 'Begin', 'scale-out.begin', { 'request.$': '$' }, { resultPath: '$.begin' });
     const launch = launchNodeTask(this, 'LaunchNode', props.fleet, '$.begin.launch', '$.instance');
     const node = { 'nodeId.$': '$.instance.instanceId', 'instanceId.$': '$.instance.instanceId' };
-    const check = stepTask(c, 'CheckNode', 'scale-out.check-node', { ...node, 'privateIp.$': '$.instance.privateIp', 'launchedAt.$': '$.begin.launchedAt', 'launchTimeoutMs.$': '$.begin.launchTimeoutMs' }, { resultPath: '$.health' });
+    const check = stepTask(
+      c,
+      'CheckNode',
+      'scale-out.check-node',
+      {
+        ...node,
+        'privateIp.$': '$.instance.privateIp',
+        'launchedAt.$': '$.begin.launchedAt',
+        'launchTimeoutMs.$': '$.begin.launchTimeoutMs',
+      },
+      { resultPath: '$.health' },
+    );
     const wait = new sfn.Wait(this, 'WaitForNode', { time: sfn.WaitTime.duration(Duration.seconds(5)) });
     const plan = stepTask(
       c,
@@ -40,22 +51,40 @@ export class ScaleOutDefinition extends Construct {
       { resultPath: '$.plan' },
     );
     const migrate = migrationChain(c, { plan: '$.plan', options: '$.begin.options' });
-    const finish = stepTask(c, 'NodeNormal', 'migrate.finish', {
-      'planId.$': '$.plan.planId',
-      'forNode.$': '$.begin.forNode',
-      'graceSeconds.$': '$.begin.options.graceSeconds',
-    }, { resultPath: '$.finish' });
+    const finish = stepTask(
+      c,
+      'NodeNormal',
+      'migrate.finish',
+      {
+        'planId.$': '$.plan.planId',
+        'forNode.$': '$.begin.forNode',
+        'graceSeconds.$': '$.begin.options.graceSeconds',
+      },
+      { resultPath: '$.finish' },
+    );
     const grace = new sfn.Wait(this, 'GracePeriod', { time: sfn.WaitTime.secondsPath('$.begin.options.graceSeconds') });
-    const cleanup = stepTask(c, 'CleanUpSources', 'migrate.cleanup', { 'planId.$': '$.plan.planId' }, { resultPath: '$.cleanup' });
+    const cleanup = stepTask(
+      c,
+      'CleanUpSources',
+      'migrate.cleanup',
+      { 'planId.$': '$.plan.planId' },
+      { resultPath: '$.cleanup' },
+    );
 
     const rollback = stepTask(c, 'RollBack', 'migrate.rollback', { 'state.$': '$' }, { resultPath: '$.rollback' });
     const failed = new sfn.Fail(this, 'ScaleOutFailed', { errorPath: '$.error.Error', causePath: '$.error.Cause' });
     const terminate = terminateNodeTask(this, 'TerminateNode', props.fleet, '$.rollback.instanceId');
     terminate.addCatch(failed, { resultPath: '$.terminateError' });
-    rollback.next(new sfn.Choice(this, 'NodeOwnsNothing').when(sfn.Condition.booleanEquals('$.rollback.terminate', true), terminate.next(failed)).otherwise(failed));
+    rollback.next(
+      new sfn.Choice(this, 'NodeOwnsNothing')
+        .when(sfn.Condition.booleanEquals('$.rollback.terminate', true), terminate.next(failed))
+        .otherwise(failed),
+    );
     for (const t of [launch, check, plan, ...migrate.catchables, finish]) t.addCatch(rollback, { resultPath: '$.error' });
 
-    const healthy = new sfn.Choice(this, 'NodeHealthy').when(sfn.Condition.booleanEquals('$.health.healthy', true), plan).otherwise(wait.next(check));
+    const healthy = new sfn.Choice(this, 'NodeHealthy')
+      .when(sfn.Condition.booleanEquals('$.health.healthy', true), plan)
+      .otherwise(wait.next(check));
     plan.next(migrate.start);
     migrate.end.next(finish).next(grace).next(cleanup).next(new sfn.Succeed(this, 'ScaledOut'));
     this.definition = begin.next(launch).next(check).next(healthy);

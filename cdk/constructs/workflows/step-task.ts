@@ -18,7 +18,14 @@ export interface StepContext {
 }
 
 /** Errors a step throws on bad input or a broken precondition: retrying them cannot help. */
-export const PERMANENT_ERROR_CLASSES = [ValidationError, ScaleOutInFlightError, NoNodeToRemoveError, NodeLaunchTimeoutError, RingPreconditionError, RingDocumentError] as const;
+export const PERMANENT_ERROR_CLASSES = [
+  ValidationError,
+  ScaleOutInFlightError,
+  NoNodeToRemoveError,
+  NodeLaunchTimeoutError,
+  RingPreconditionError,
+  RingDocumentError,
+] as const;
 
 /**
  * Their names, as Step Functions sees them (a Lambda error's name is its `errorType`). Each class's instances are
@@ -33,7 +40,13 @@ export const PERMANENT_ERRORS: string[] = PERMANENT_ERROR_CLASSES.map((c) => c.n
  * override does, so local and AWS runs see the same data. Transient failures (Lambda service errors, a step
  * that lost a race or could not reach a node) are retried with backoff; permanent ones are not.
  */
-export function stepTask(c: StepContext, id: string, step: StepName, fields: Record<string, unknown>, o: { resultPath?: string; retries?: number } = {}): tasks.LambdaInvoke {
+export function stepTask(
+  c: StepContext,
+  id: string,
+  step: StepName,
+  fields: Record<string, unknown>,
+  o: { resultPath?: string; retries?: number } = {},
+): tasks.LambdaInvoke {
   const t = new tasks.LambdaInvoke(c.scope, id, {
     lambdaFunction: c.fn,
     payloadResponseOnly: true,
@@ -43,6 +56,12 @@ export function stepTask(c: StepContext, id: string, step: StepName, fields: Rec
   });
   // The first retrier that matches applies: permanent errors first, with no attempts, then everything else.
   t.addRetry({ errors: PERMANENT_ERRORS, maxAttempts: 0 });
-  t.addRetry({ errors: ['States.TaskFailed'], interval: Duration.seconds(2), backoffRate: 2, maxAttempts: o.retries ?? 3, jitterStrategy: sfn.JitterType.FULL });
+  t.addRetry({
+    errors: ['States.TaskFailed'],
+    interval: Duration.seconds(2),
+    backoffRate: 2,
+    maxAttempts: o.retries ?? 3,
+    jitterStrategy: sfn.JitterType.FULL,
+  });
   return t;
 }

@@ -23,7 +23,12 @@ export interface StrataWorkflowsProps {
 }
 
 /** The state machine id of each workflow, which is also its state machine name's suffix. */
-export const WORKFLOW_IDS: Readonly<Record<WorkflowName, string>> = { 'scale-out': 'ScaleOut', 'scale-in': 'ScaleIn', 'evict-to-s3': 'EvictToS3', 'tier-migrate': 'TierMigrate' };
+export const WORKFLOW_IDS: Readonly<Record<WorkflowName, string>> = {
+  'scale-out': 'ScaleOut',
+  'scale-in': 'ScaleIn',
+  'evict-to-s3': 'EvictToS3',
+  'tier-migrate': 'TierMigrate',
+};
 
 /** The four workflows as Step Functions state machines (standard type: long, exactly-once steps). */
 export class StrataWorkflows extends Construct {
@@ -46,10 +51,17 @@ export class StrataWorkflows extends Construct {
         timeout: Duration.hours(name === 'evict-to-s3' ? 6 : 24),
         tracingEnabled: props.tracing ?? !!props.logGroup,
         removalPolicy: RemovalPolicy.DESTROY,
-        ...(props.logGroup ? { logs: { destination: props.logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false } } : {}),
+        ...(props.logGroup
+          ? { logs: { destination: props.logGroup, level: sfn.LogLevel.ALL, includeExecutionData: false } }
+          : {}),
       });
       // sfn.StateMachine declares DependsOn its role although RoleArn: GetAtt already implies it; cfn-lint warns (W3005).
-      (machines[name].node.defaultChild as sfn.CfnStateMachine).addMetadata('cfn-lint', { config: { ignore_checks: ['W3005'], ignore_reasons: { W3005: 'redundant DependsOn added by aws-cdk-lib sfn.StateMachine' } } });
+      (machines[name].node.defaultChild as sfn.CfnStateMachine).addMetadata('cfn-lint', {
+        config: {
+          ignore_checks: ['W3005'],
+          ignore_reasons: { W3005: 'redundant DependsOn added by aws-cdk-lib sfn.StateMachine' },
+        },
+      });
     }
     this.stateMachines = machines;
   }

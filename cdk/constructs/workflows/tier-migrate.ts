@@ -15,7 +15,13 @@ export class TierMigrateDefinition extends Construct {
     const c: StepContext = { scope: this, fn: props.fn, workflow: 'tier-migrate' };
     const begin = stepTask(c, 'Begin', 'tier-migrate.begin', { 'request.$': '$' }, { resultPath: '$.batch' });
     const batch = stepTask(c, 'MoveBatch', 'tier-migrate.batch', { 'batch.$': '$.batch' }, { resultPath: '$.batch' });
-    const more = new sfn.Choice(this, 'AllMoved').when(sfn.Condition.booleanEquals('$.batch.done', false), batch).otherwise(new sfn.Succeed(this, 'Migrated', { outputPath: '$.batch.totals' }));
-    this.definition = begin.next(new sfn.Choice(this, 'AnythingToMove').when(sfn.Condition.booleanEquals('$.batch.done', false), batch.next(more)).otherwise(new sfn.Succeed(this, 'NothingToMove', { outputPath: '$.batch.totals' })));
+    const more = new sfn.Choice(this, 'AllMoved')
+      .when(sfn.Condition.booleanEquals('$.batch.done', false), batch)
+      .otherwise(new sfn.Succeed(this, 'Migrated', { outputPath: '$.batch.totals' }));
+    this.definition = begin.next(
+      new sfn.Choice(this, 'AnythingToMove')
+        .when(sfn.Condition.booleanEquals('$.batch.done', false), batch.next(more))
+        .otherwise(new sfn.Succeed(this, 'NothingToMove', { outputPath: '$.batch.totals' })),
+    );
   }
 }

@@ -1,6 +1,14 @@
 import { ValidationError } from '../../errors.js';
 import type { PriceBook } from './price-catalog.js';
-import { allocationCost, addBreakdowns, breakdown, requestCost, storageCost, transferCost, type CostBreakdown } from './formulas.js';
+import {
+  allocationCost,
+  addBreakdowns,
+  breakdown,
+  requestCost,
+  storageCost,
+  transferCost,
+  type CostBreakdown,
+} from './formulas.js';
 import { DEFAULT_LATENCY, LATENCY_2010, gbpsToMBps, transferTimeSec, type LatencyModel } from './performance.js';
 import type { Placement } from './placements.js';
 
@@ -98,10 +106,17 @@ export function costPlacement(placement: Placement, usage: Usage, book: PriceBoo
   for (const [field, v] of Object.entries(usage)) {
     if (!Number.isFinite(v) || v < 0) throw new ValidationError(field, `must be a finite number >= 0, got ${v}`);
   }
-  const r: Resolved = { book, usage, o: resolveOptions(book, options), dGB: usage.valueBytes / book.bytesPerGB, totalBytes: usage.keys * usage.valueBytes };
+  const r: Resolved = {
+    book,
+    usage,
+    o: resolveOptions(book, options),
+    dGB: usage.valueBytes / book.bytesPerGB,
+    totalBytes: usage.keys * usage.valueBytes,
+  };
   const base = placement.kind === 'tiered' ? costTiered(placement, r) : costSingle(placement, r);
   const access = accessCost(r, base.hitTimeSec, base.fillTimeSec);
-  const io = r.o.transferOut === 'internet' ? transferCost(usage.readsPerMonth, r.dGB, book.prices.dataTransfer.outToInternetPerGB) : 0;
+  const io =
+    r.o.transferOut === 'internet' ? transferCost(usage.readsPerMonth, r.dGB, book.prices.dataTransfer.outToInternetPerGB) : 0;
   return { ...base, placement, cost: addBreakdowns(base.cost, breakdown({ io, access })) };
 }
 
@@ -145,15 +160,31 @@ function costSingle(placement: Placement, r: Resolved): TierCost {
 function costS3(placement: Placement, r: Resolved): TierCost {
   const { usage, book, o } = r;
   const cls = book.prices.s3.classes[placement.storageClass ?? 'STANDARD'];
-  if (!cls) throw new ValidationError('placement', `catalog ${book.catalogId} has no S3 ${placement.storageClass} prices in ${book.region}`);
+  if (!cls)
+    throw new ValidationError(
+      'placement',
+      `catalog ${book.catalogId} has no S3 ${placement.storageClass} prices in ${book.region}`,
+    );
   const billedBytes = Math.max(usage.valueBytes, cls.minBillableObjectBytes);
   const storedGB = (usage.keys * billedBytes) / book.bytesPerGB;
-  const req = requestCost(usage.writesPerMonth, cls.put) + requestCost(usage.readsPerMonth, cls.get) + usage.readsPerMonth * r.dGB * cls.retrievalPerGB;
+  const req =
+    requestCost(usage.writesPerMonth, cls.put) +
+    requestCost(usage.readsPerMonth, cls.get) +
+    usage.readsPerMonth * r.dGB * cls.retrievalPerGB;
   const t = transferTimeSec(usage.valueBytes, o.latency.s3FirstByteMs, o.latency.s3StreamMBps);
   const notes: string[] = [];
-  if (cls.minBillableObjectBytes > usage.valueBytes) notes.push(`${placement.label} bills each object as at least ${cls.minBillableObjectBytes / 1024} KiB`);
+  if (cls.minBillableObjectBytes > usage.valueBytes)
+    notes.push(`${placement.label} bills each object as at least ${cls.minBillableObjectBytes / 1024} KiB`);
   if (cls.minStorageDays > 0) notes.push(`${placement.label} bills at least ${cls.minStorageDays} days per object`);
-  return { nodes: 0, storedGB, cost: breakdown({ store: storageCost(storedGB, cls.perGBMonth), req }), hitTimeSec: t, fillTimeSec: t, feasible: true, notes };
+  return {
+    nodes: 0,
+    storedGB,
+    cost: breakdown({ store: storageCost(storedGB, cls.perGBMonth), req }),
+    hitTimeSec: t,
+    fillTimeSec: t,
+    feasible: true,
+    notes,
+  };
 }
 
 /** EC2 placements: memory and instance disk are volatile (C = C_Alloc + C_IO); EBS adds C_S + C_R. */
@@ -181,7 +212,8 @@ function costInstance(placement: Placement, r: Resolved): TierCost {
   } else {
     const { gp3, standard } = book.prices.ebs;
     const maxSizeGB = gp3?.maxSizeGB ?? standard?.maxSizeGB;
-    if (maxSizeGB === undefined) throw new ValidationError('placement', `catalog ${book.catalogId} has no EBS prices in ${book.region}`);
+    if (maxSizeGB === undefined)
+      throw new ValidationError('placement', `catalog ${book.catalogId} has no EBS prices in ${book.region}`);
     const wantGB = (r.totalBytes * (1 + o.ebsHeadroom)) / book.bytesPerGB;
     nodes = placement.nodes ?? Math.max(1, Math.ceil(wantGB / maxSizeGB));
     const volumeGB = Math.max(gp3?.minSizeGB ?? 0, wantGB / nodes);
@@ -192,8 +224,11 @@ function costInstance(placement: Placement, r: Resolved): TierCost {
       const iops = peakPerNode * Math.max(1, Math.ceil(usage.valueBytes / GP3_IO_BYTES));
       const wantMBps = (peakPerNode * usage.valueBytes) / MiB;
       const MBps = Math.min(gp3.maxThroughputMBps, Math.max(gp3.baselineThroughputMBps, wantMBps));
-      if (wantMBps > gp3.maxThroughputMBps) notes.push(`peak throughput ${Math.round(wantMBps)} MiB/s per node exceeds gp3's ${gp3.maxThroughputMBps}; add nodes`);
-      req = nodes * (Math.max(0, iops - gp3.baselineIops) * gp3.perIopsMonth + (MBps - gp3.baselineThroughputMBps) * gp3.perMBpsMonth);
+      if (wantMBps > gp3.maxThroughputMBps)
+        notes.push(`peak throughput ${Math.round(wantMBps)} MiB/s per node exceeds gp3's ${gp3.maxThroughputMBps}; add nodes`);
+      req =
+        nodes *
+        (Math.max(0, iops - gp3.baselineIops) * gp3.perIopsMonth + (MBps - gp3.baselineThroughputMBps) * gp3.perMBpsMonth);
       diskPath = { firstByteMs: o.latency.gp3FirstByteMs, MBps };
     } else if (standard) {
       store = nodes * storageCost(volumeGB, standard.perGBMonth);
@@ -208,15 +243,25 @@ function costInstance(placement: Placement, r: Resolved): TierCost {
   const t = inMemory
     ? transferTimeSec(usage.valueBytes, o.latency.networkRttMs, netMBps)
     : transferTimeSec(usage.valueBytes, o.latency.networkRttMs + diskPath.firstByteMs, netMBps, diskPath.MBps);
-  if (placement.kind === 'ec2-mem' && r.totalBytes / nodes > memBytes) notes.push(`${nodes} x ${type} hold only ${fmtGB((nodes * memBytes) / book.bytesPerGB)} GB in memory`);
-  return { nodes, storedGB: r.totalBytes / book.bytesPerGB, cost: breakdown({ alloc: allocationCost(hours, nodes, inst.hourly), store, req }), hitTimeSec: t, fillTimeSec: t, feasible: true, notes };
+  if (placement.kind === 'ec2-mem' && r.totalBytes / nodes > memBytes)
+    notes.push(`${nodes} x ${type} hold only ${fmtGB((nodes * memBytes) / book.bytesPerGB)} GB in memory`);
+  return {
+    nodes,
+    storedGB: r.totalBytes / book.bytesPerGB,
+    cost: breakdown({ alloc: allocationCost(hours, nodes, inst.hourly), store, req }),
+    hitTimeSec: t,
+    fillTimeSec: t,
+    feasible: true,
+    notes,
+  };
 }
 
 /** ElastiCache Serverless: GB-hours stored (with the minimum) plus ECPUs (1 per KiB moved). */
 function costServerless(r: Resolved): TierCost {
   const { usage, book, o } = r;
   const sl = book.prices.elasticache?.serverless;
-  if (!sl) throw new ValidationError('placement', `catalog ${book.catalogId} has no ElastiCache Serverless prices in ${book.region}`);
+  if (!sl)
+    throw new ValidationError('placement', `catalog ${book.catalogId} has no ElastiCache Serverless prices in ${book.region}`);
   const storedGB = r.totalBytes / book.bytesPerGB;
   const ecpuPerRequest = Math.max(1, usage.valueBytes / 1024);
   const store = storageCost(Math.max(storedGB, sl.minGB), sl.perGBHour * book.hoursPerMonth);
@@ -248,7 +293,8 @@ function costCacheNodes(placement: Placement, r: Resolved): TierCost {
 
 function hotTierLimits(usage: Usage): { feasible: boolean; notes: string[] } {
   if (usage.valueBytes > VALKEY_MAX_VALUE_BYTES) return { feasible: false, notes: ['values over 512 MiB do not fit in Valkey'] };
-  if (usage.valueBytes >= STRATA_WRITE_AROUND_BYTES) return { feasible: true, notes: ['needs writeAroundBytes raised above the value size (default 1 MiB skips the hot tier)'] };
+  if (usage.valueBytes >= STRATA_WRITE_AROUND_BYTES)
+    return { feasible: true, notes: ['needs writeAroundBytes raised above the value size (default 1 MiB skips the hot tier)'] };
   return { feasible: true, notes: [] };
 }
 
@@ -260,8 +306,13 @@ function accessCost(r: Resolved, hitTimeSec: number, fillTimeSec: number): numbe
   const requests = usage.readsPerMonth + usage.writesPerMonth;
   const inline = usage.valueBytes <= o.inlineLimitBytes;
   const overhead = o.lambdaOverheadMs / 1000;
-  const seconds = usage.readsPerMonth * (overhead + (inline ? hitTimeSec : 0)) + usage.writesPerMonth * (overhead + (inline ? fillTimeSec : 0));
-  return requestCost(requests, apiGateway.restRequests) + requestCost(requests, lambda.requests) + seconds * (o.lambdaMemoryMB / 1024) * lambda.perGBSecondArm64;
+  const seconds =
+    usage.readsPerMonth * (overhead + (inline ? hitTimeSec : 0)) + usage.writesPerMonth * (overhead + (inline ? fillTimeSec : 0));
+  return (
+    requestCost(requests, apiGateway.restRequests) +
+    requestCost(requests, lambda.requests) +
+    seconds * (o.lambdaMemoryMB / 1024) * lambda.perGBSecondArm64
+  );
 }
 
 function fmtGB(gb: number): string {

@@ -1,13 +1,28 @@
 import { catalogSummaries, type CatalogSummary } from './price-catalog.js';
 import type { CostBreakdown } from './formulas.js';
-import { computePaperRow, findDiscrepancy, cellKey, PAPER_DISCREPANCIES, PAPER_KEYS, PAPER_ROWS, PAPER_REQUESTS, type PaperQuantity, type PaperRow, type PaperRowResult } from './paper-2010-tables.js';
+import {
+  computePaperRow,
+  findDiscrepancy,
+  cellKey,
+  PAPER_DISCREPANCIES,
+  PAPER_KEYS,
+  PAPER_ROWS,
+  PAPER_REQUESTS,
+  type PaperQuantity,
+  type PaperRow,
+  type PaperRowResult,
+} from './paper-2010-tables.js';
 import type { RecommendationReport } from './recommender.js';
 import { formatNumber, formatSize, formatUsd } from './units.js';
 
 type Align = 'l' | 'r';
 
 /** A plain-text table: columns padded to their widest cell, two spaces apart. */
-export function renderTable(headers: readonly string[], rows: readonly (readonly string[])[], align: readonly Align[] = []): string {
+export function renderTable(
+  headers: readonly string[],
+  rows: readonly (readonly string[])[],
+  align: readonly Align[] = [],
+): string {
   const width = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]): string =>
     cells
@@ -26,7 +41,15 @@ function atPaperPrecision(value: number, printed: string | undefined, money: boo
   return money ? `$${s}` : s;
 }
 
-const LABEL: Record<PaperQuantity, string> = { C: 'C', C_Alloc: 'C_Alloc', C_S: 'C_S', C_R: 'C_R', C_IO: 'C_IO', 'C-C_Alloc': 'C-C_Alloc', 'C/S': 'C/S' };
+const LABEL: Record<PaperQuantity, string> = {
+  C: 'C',
+  C_Alloc: 'C_Alloc',
+  C_S: 'C_S',
+  C_R: 'C_R',
+  C_IO: 'C_IO',
+  'C-C_Alloc': 'C-C_Alloc',
+  'C/S': 'C/S',
+};
 
 type Component = 'C_Alloc' | 'C_S' | 'C_R' | 'C_IO';
 
@@ -46,7 +69,14 @@ function differences(row: PaperRow, results: readonly PaperRowResult[]): string 
     const printedCells = (r.requests === 2000 ? row.at2000 : row.at200k) as Partial<Record<PaperQuantity, string>>;
     const suffix = r.requests === 2000 ? '' : "'";
     for (const [q, printed] of Object.entries(printedCells) as [PaperQuantity, string][]) {
-      const formula = q === 'C/S' ? r.costPerSpeedup : q === 'C' ? r.result.cost.total : q === 'C-C_Alloc' ? r.result.cost.total - r.result.cost.alloc : valueOf(r.result.cost, q);
+      const formula =
+        q === 'C/S'
+          ? r.costPerSpeedup
+          : q === 'C'
+            ? r.result.cost.total
+            : q === 'C-C_Alloc'
+              ? r.result.cost.total - r.result.cost.alloc
+              : valueOf(r.result.cost, q);
       if (Number(formula.toFixed(decimalsOf(printed))) === Number(printed)) continue;
       const d = findDiscrepancy(cellKey(row.table, row.unitSize, row.placement.label, r.requests, q));
       out.push(`${LABEL[q]}${suffix} ${printed} ${d ? `[${d.id}]` : '≈'}`);
@@ -90,7 +120,17 @@ export function renderPaperTables(): string {
     const varHeader = table === 'III' ? "C_IO'" : "C_S+C_R+C_IO'";
     sections.push(
       `${title}\n(S = measured speedup, C/S = cost per unit speedup; 2,000 requests a month, ' = 200,000)\n\n` +
-        renderTable(['Unit size', 'Placement', 'S', cHeader, 'C/S', "S'", varHeader, "C/S'", 'Paper prints otherwise'], body, ['l', 'l', 'r', 'l', 'r', 'r', 'r', 'r', 'l']),
+        renderTable(['Unit size', 'Placement', 'S', cHeader, 'C/S', "S'", varHeader, "C/S'", 'Paper prints otherwise'], body, [
+          'l',
+          'l',
+          'r',
+          'l',
+          'r',
+          'r',
+          'r',
+          'r',
+          'l',
+        ]),
     );
   }
   sections.push(
@@ -149,7 +189,23 @@ export function renderRecommendations(report: RecommendationReport, top?: number
     `Prices: catalog ${report.catalogId} (${report.catalogVersion}), ${report.region}; monthly USD; ranked by ${report.rankBy === 'cost' ? 'cost' : 'C/S (cost per unit speedup)'}` +
     `${shown.length < report.recommendations.length ? `; top ${shown.length} of ${report.recommendations.length}` : ''}`;
   const table = renderTable(
-    ['#', 'placement', 'tier', 'persistent', 'k', 'C_Alloc', 'C_S', 'C_R', 'C_IO', 'access', 'C/month', 'hit ms', 'S', 'C/S', 'notes'],
+    [
+      '#',
+      'placement',
+      'tier',
+      'persistent',
+      'k',
+      'C_Alloc',
+      'C_S',
+      'C_R',
+      'C_IO',
+      'access',
+      'C/month',
+      'hit ms',
+      'S',
+      'C/S',
+      'notes',
+    ],
     rows,
     ['r', 'l', 'l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'l'],
   );
@@ -161,5 +217,7 @@ export function renderRecommendations(report: RecommendationReport, top?: number
 
 /** The catalogs, one paragraph each: id, version, price dates, regions, and the description. */
 export function renderCatalogs(rows: readonly CatalogSummary[] = catalogSummaries()): string {
-  return rows.map((r) => `${r.id} (${r.version}, prices as of ${r.asOf.join(', ')}): ${r.regions.join(', ')}\n  ${r.description}`).join('\n');
+  return rows
+    .map((r) => `${r.id} (${r.version}, prices as of ${r.asOf.join(', ')}): ${r.regions.join(', ')}\n  ${r.description}`)
+    .join('\n');
 }

@@ -53,7 +53,13 @@ export function costPerSpeedup(cost: number, speedup: number): number {
 
 /** A breakdown with the total filled in. */
 export function breakdown(parts: Partial<Omit<CostBreakdown, 'total'>>): CostBreakdown {
-  const b = { alloc: parts.alloc ?? 0, store: parts.store ?? 0, req: parts.req ?? 0, io: parts.io ?? 0, access: parts.access ?? 0 };
+  const b = {
+    alloc: parts.alloc ?? 0,
+    store: parts.store ?? 0,
+    req: parts.req ?? 0,
+    io: parts.io ?? 0,
+    access: parts.access ?? 0,
+  };
   return { ...b, total: b.alloc + b.store + b.req + b.io + b.access };
 }
 

@@ -83,7 +83,10 @@ export function priceLiveUsage(usage: LiveUsage, book: PriceBook, options: LiveC
     cold: coldCost(usage, book, hours, unpriced),
     api: addBreakdowns(apiGatewayCost(usage, book, hours, unpriced), lambdaCost(usage, book, hours, 'api', unpriced)),
     workflows: lambdaCost(usage, book, hours, 'workflows', unpriced),
-    monitoring: addBreakdowns(lambdaCost(usage, book, hours, 'monitoring', unpriced), cloudWatchCost(options.monitoring, book, unpriced)),
+    monitoring: addBreakdowns(
+      lambdaCost(usage, book, hours, 'monitoring', unpriced),
+      cloudWatchCost(options.monitoring, book, unpriced),
+    ),
   };
   const total = COST_TIERS.reduce((a, t) => a + tiers[t].total, 0);
   return { tiers, tenants: apportion(tiers, usage.namespaces, options.tenants), total, unpriced };
@@ -103,7 +106,12 @@ function warmCost(usage: LiveUsage, book: PriceBook, unpriced: UnpricedItem[]): 
   for (const i of usage.fleet.instances) {
     if (i.state !== 'running') continue;
     const price = book.prices.ec2.instances[i.type];
-    if (!price) unpriced.push({ tier: 'warm', item: `instance ${i.id}`, reason: `catalog ${book.catalogId} has no EC2 ${i.type} in ${book.region}` });
+    if (!price)
+      unpriced.push({
+        tier: 'warm',
+        item: `instance ${i.id}`,
+        reason: `catalog ${book.catalogId} has no EC2 ${i.type} in ${book.region}`,
+      });
     else alloc += allocationCost(1, 1, price.hourly);
   }
   let store = 0;
@@ -111,11 +119,19 @@ function warmCost(usage: LiveUsage, book: PriceBook, unpriced: UnpricedItem[]): 
   const gp3 = book.prices.ebs.gp3;
   for (const v of usage.fleet.volumes) {
     if (v.type !== 'gp3' || !gp3) {
-      unpriced.push({ tier: 'warm', item: `volume ${v.id}`, reason: `catalog ${book.catalogId} has no ${v.type} prices in ${book.region}` });
+      unpriced.push({
+        tier: 'warm',
+        item: `volume ${v.id}`,
+        reason: `catalog ${book.catalogId} has no ${v.type} prices in ${book.region}`,
+      });
       continue;
     }
     store += perHour(book, storageCost(v.sizeGiB, gp3.perGBMonth));
-    req += perHour(book, Math.max(0, v.iops - gp3.baselineIops) * gp3.perIopsMonth + Math.max(0, v.throughputMiBps - gp3.baselineThroughputMBps) * gp3.perMBpsMonth);
+    req += perHour(
+      book,
+      Math.max(0, v.iops - gp3.baselineIops) * gp3.perIopsMonth +
+        Math.max(0, v.throughputMiBps - gp3.baselineThroughputMBps) * gp3.perMBpsMonth,
+    );
   }
   return breakdown({ alloc, store, req });
 }
@@ -124,11 +140,18 @@ function hotCost(usage: LiveUsage, book: PriceBook, hours: number, unpriced: Unp
   if (!usage.hot) return breakdown({});
   const sl = book.prices.elasticache?.serverless;
   if (!sl) {
-    unpriced.push({ tier: 'hot', item: 'ElastiCache Serverless', reason: `catalog ${book.catalogId} has no ElastiCache Serverless prices in ${book.region}` });
+    unpriced.push({
+      tier: 'hot',
+      item: 'ElastiCache Serverless',
+      reason: `catalog ${book.catalogId} has no ElastiCache Serverless prices in ${book.region}`,
+    });
     return breakdown({});
   }
   const gb = usage.hot.bytesUsed / book.bytesPerGB;
-  return breakdown({ store: storageCost(Math.max(gb, sl.minGB), sl.perGBHour), req: requestCost(usage.hot.ecpus, sl.ecpu) / hours });
+  return breakdown({
+    store: storageCost(Math.max(gb, sl.minGB), sl.perGBHour),
+    req: requestCost(usage.hot.ecpus, sl.ecpu) / hours,
+  });
 }
 
 function coldCost(usage: LiveUsage, book: PriceBook, hours: number, unpriced: UnpricedItem[]): CostBreakdown {
@@ -149,7 +172,11 @@ function apiGatewayCost(usage: LiveUsage, book: PriceBook, hours: number, unpric
   if (usage.apiRequests === 0) return breakdown({});
   const gw = book.prices.apiGateway;
   if (!gw) {
-    unpriced.push({ tier: 'api', item: 'API Gateway', reason: `catalog ${book.catalogId} has no API Gateway prices in ${book.region}` });
+    unpriced.push({
+      tier: 'api',
+      item: 'API Gateway',
+      reason: `catalog ${book.catalogId} has no API Gateway prices in ${book.region}`,
+    });
     return breakdown({});
   }
   return breakdown({ access: requestCost(usage.apiRequests, gw.restRequests) / hours });
@@ -170,12 +197,21 @@ function lambdaCost(usage: LiveUsage, book: PriceBook, hours: number, tier: Cost
 function cloudWatchCost(m: MonitoringUsage, book: PriceBook, unpriced: UnpricedItem[]): CostBreakdown {
   const cw = book.prices.cloudWatch;
   if (!cw) {
-    unpriced.push({ tier: 'monitoring', item: 'CloudWatch', reason: `catalog ${book.catalogId} has no CloudWatch prices in ${book.region}` });
+    unpriced.push({
+      tier: 'monitoring',
+      item: 'CloudWatch',
+      reason: `catalog ${book.catalogId} has no CloudWatch prices in ${book.region}`,
+    });
     return breakdown({});
   }
   return breakdown({
-    store: perHour(book, m.customMetrics * cw.customMetricPerMonth + m.dashboards * cw.dashboardPerMonth + m.alarmMetrics * cw.alarmStandardPerMonth),
-    req: requestCost(m.putMetricDataCallsPerHour, cw.putMetricData) + requestCost(m.getMetricDataMetricsPerHour, cw.getMetricDataMetrics),
+    store: perHour(
+      book,
+      m.customMetrics * cw.customMetricPerMonth + m.dashboards * cw.dashboardPerMonth + m.alarmMetrics * cw.alarmStandardPerMonth,
+    ),
+    req:
+      requestCost(m.putMetricDataCallsPerHour, cw.putMetricData) +
+      requestCost(m.getMetricDataMetricsPerHour, cw.getMetricDataMetrics),
   });
 }
 
@@ -184,7 +220,11 @@ function cloudWatchCost(m: MonitoringUsage, book: PriceBook, unpriced: UnpricedI
  * tenant lists count for {@link OTHER}. A tier whose driver saw nothing in the window is shared by the other
  * driver, and when there was no traffic at all, evenly between the configured tenants (idle cost is everyone's).
  */
-export function apportion(tiers: Readonly<Record<CostTier, CostBreakdown>>, namespaces: readonly NamespaceUsage[], tenants: readonly TenantNamespaces[]): Record<string, number> {
+export function apportion(
+  tiers: Readonly<Record<CostTier, CostBreakdown>>,
+  namespaces: readonly NamespaceUsage[],
+  tenants: readonly TenantNamespaces[],
+): Record<string, number> {
   const tenantOf = tenantOfNamespace(tenants);
   const drivers = new Map<string, { bytes: number; requests: number }>();
   for (const t of tenants) drivers.set(t.name, { bytes: 0, requests: 0 });
@@ -202,7 +242,14 @@ export function apportion(tiers: Readonly<Record<CostTier, CostBreakdown>>, name
     const cost = tiers[tier].total;
     if (cost === 0) continue;
     const primary = TENANT_DRIVER[tier];
-    const driver = totals[primary] > 0 ? primary : totals[primary === 'bytes' ? 'requests' : 'bytes'] > 0 ? (primary === 'bytes' ? 'requests' : 'bytes') : undefined;
+    const driver =
+      totals[primary] > 0
+        ? primary
+        : totals[primary === 'bytes' ? 'requests' : 'bytes'] > 0
+          ? primary === 'bytes'
+            ? 'requests'
+            : 'bytes'
+          : undefined;
     if (driver) {
       for (const [name, d] of drivers) out[name]! += (cost * d[driver]) / totals[driver];
     } else {

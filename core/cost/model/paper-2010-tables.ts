@@ -44,16 +44,72 @@ type Size = keyof typeof sizes;
 const small = (store: 'mem' | 'disk' | 'ebs', nodes?: number) => instancePlacement('m1.small', store, nodes);
 const xlarge = (store: 'mem' | 'disk' | 'ebs') => instancePlacement('m1.xlarge', store);
 
-function row3(size: Size, placement: Placement, s: [string, string], c: string, alloc: string, io: string, cs: string, io200k: string, cs200k: string): PaperRow {
-  return { table: 'III', unitSize: size, valueBytes: sizes[size], placement, speedup: s, at2000: { C: c, C_Alloc: alloc, C_IO: io, 'C/S': cs }, at200k: { 'C-C_Alloc': io200k, 'C/S': cs200k } };
+function row3(
+  size: Size,
+  placement: Placement,
+  s: [string, string],
+  c: string,
+  alloc: string,
+  io: string,
+  cs: string,
+  io200k: string,
+  cs200k: string,
+): PaperRow {
+  return {
+    table: 'III',
+    unitSize: size,
+    valueBytes: sizes[size],
+    placement,
+    speedup: s,
+    at2000: { C: c, C_Alloc: alloc, C_IO: io, 'C/S': cs },
+    at200k: { 'C-C_Alloc': io200k, 'C/S': cs200k },
+  };
 }
 
-function rowS3(size: Size, s: [string, string], c: string, store: string, req: string, io: string, cs: string, col200k: string, cs200k: string): PaperRow {
-  return { table: 'IV', unitSize: size, valueBytes: sizes[size], placement: s3Placement(), speedup: s, at2000: { C: c, C_S: store, C_R: req, C_IO: io, 'C/S': cs }, at200k: { 'C-C_Alloc': col200k, 'C/S': cs200k } };
+function rowS3(
+  size: Size,
+  s: [string, string],
+  c: string,
+  store: string,
+  req: string,
+  io: string,
+  cs: string,
+  col200k: string,
+  cs200k: string,
+): PaperRow {
+  return {
+    table: 'IV',
+    unitSize: size,
+    valueBytes: sizes[size],
+    placement: s3Placement(),
+    speedup: s,
+    at2000: { C: c, C_S: store, C_R: req, C_IO: io, 'C/S': cs },
+    at200k: { 'C-C_Alloc': col200k, 'C/S': cs200k },
+  };
 }
 
-function rowEbs(size: Size, placement: Placement, s: [string, string], c: string, alloc: string, store: string, req: string, io: string, cs: string, col200k: string, cs200k: string): PaperRow {
-  return { table: 'IV', unitSize: size, valueBytes: sizes[size], placement, speedup: s, at2000: { C: c, C_Alloc: alloc, C_S: store, C_R: req, C_IO: io, 'C/S': cs }, at200k: { 'C-C_Alloc': col200k, 'C/S': cs200k } };
+function rowEbs(
+  size: Size,
+  placement: Placement,
+  s: [string, string],
+  c: string,
+  alloc: string,
+  store: string,
+  req: string,
+  io: string,
+  cs: string,
+  col200k: string,
+  cs200k: string,
+): PaperRow {
+  return {
+    table: 'IV',
+    unitSize: size,
+    valueBytes: sizes[size],
+    placement,
+    speedup: s,
+    at2000: { C: c, C_Alloc: alloc, C_S: store, C_R: req, C_IO: io, 'C/S': cs },
+    at200k: { 'C-C_Alloc': col200k, 'C/S': cs200k },
+  };
 }
 
 /** Every row of Tables III and IV, transcribed from the paper. */
@@ -102,13 +158,22 @@ export interface PaperRowResult {
  * Computes a row with the paper-2010 prices: R reads, no writes (the paper's C_R counts only GETs), every
  * result transferred out of AWS, volumes sized at T, one I/O per request on EBS.
  */
-export function computePaperRow(row: PaperRow, requests: PaperRequests, book: PriceBook = priceBook('paper-2010')): PaperRowResult {
-  const result = costPlacement(row.placement, { valueBytes: row.valueBytes, keys: PAPER_KEYS, readsPerMonth: requests, writesPerMonth: 0 }, book, {
-    transferOut: 'internet',
-    accessPath: false,
-    ebsHeadroom: 0,
-    ebsIoPerRequest: 1,
-  });
+export function computePaperRow(
+  row: PaperRow,
+  requests: PaperRequests,
+  book: PriceBook = priceBook('paper-2010'),
+): PaperRowResult {
+  const result = costPlacement(
+    row.placement,
+    { valueBytes: row.valueBytes, keys: PAPER_KEYS, readsPerMonth: requests, writesPerMonth: 0 },
+    book,
+    {
+      transferOut: 'internet',
+      accessPath: false,
+      ebsHeadroom: 0,
+      ebsIoPerRequest: 1,
+    },
+  );
   const speedup = Number(row.speedup[requests === 2000 ? 0 : 1]);
   return { row, requests, speedup, result, costPerSpeedup: costPerSpeedup(result.cost.total, speedup) };
 }

@@ -6,11 +6,32 @@
  */
 import { StrataError } from '../../errors.js';
 import { DEFAULT_CATALOG_ID, DEFAULT_REGION } from './price-catalog.js';
-import { recommend, workloadSchema, type RankBy, type Recommendation, type RecommendationReport, type Workload, type WorkloadInput } from './recommender.js';
+import {
+  recommend,
+  workloadSchema,
+  type RankBy,
+  type Recommendation,
+  type RecommendationReport,
+  type Workload,
+  type WorkloadInput,
+} from './recommender.js';
 import { parseCount, parseDurationMs, parseSize } from './units.js';
 
 /** The query's parameters, as the API names them; each CLI flag is one of them in kebab case (`--value-size`). */
-export const PLACEMENT_PARAMS = ['valueSize', 'keys', 'requestsPerMonth', 'writesPerMonth', 'persistent', 'latencyTarget', 'serviceTime', 'inRegion', 'region', 'catalog', 'rankBy', 'top'] as const;
+export const PLACEMENT_PARAMS = [
+  'valueSize',
+  'keys',
+  'requestsPerMonth',
+  'writesPerMonth',
+  'persistent',
+  'latencyTarget',
+  'serviceTime',
+  'inRegion',
+  'region',
+  'catalog',
+  'rankBy',
+  'top',
+] as const;
 export type PlacementParam = (typeof PLACEMENT_PARAMS)[number];
 
 /** A parameter's `strata cost` flag: `valueSize` → `--value-size`. */
@@ -108,7 +129,11 @@ const PARAM_OF: Readonly<Record<keyof Workload, PlacementParam>> = {
 export function recommendPlacements(query: PlacementQuery, options: PlacementQueryOptions = {}): PlacementAnswer {
   const label = options.label ?? ((p: PlacementParam) => p);
   for (const p of REQUIRED_PLACEMENT_PARAMS) {
-    if (query[p] === undefined) throw new PlacementQueryError(p, `${label(p)} is required with a workload (${REQUIRED_PLACEMENT_PARAMS.map(label).join(', ')})`);
+    if (query[p] === undefined)
+      throw new PlacementQueryError(
+        p,
+        `${label(p)} is required with a workload (${REQUIRED_PLACEMENT_PARAMS.map(label).join(', ')})`,
+      );
   }
   const parsed = <T>(p: PlacementParam, parse: (text: string) => T): T | undefined => {
     const text = query[p];
@@ -127,9 +152,11 @@ export function recommendPlacements(query: PlacementQuery, options: PlacementQue
     throw new PlacementQueryError(p, `${label(p)} must be true or false, got "${v.slice(0, 40)}"`);
   };
   const rankBy = query.rankBy;
-  if (rankBy !== undefined && rankBy !== 'cs' && rankBy !== 'cost') throw new PlacementQueryError('rankBy', `${label('rankBy')} must be cs or cost, got "${rankBy.slice(0, 40)}"`);
+  if (rankBy !== undefined && rankBy !== 'cs' && rankBy !== 'cost')
+    throw new PlacementQueryError('rankBy', `${label('rankBy')} must be cs or cost, got "${rankBy.slice(0, 40)}"`);
   const top = parsed('top', parseCount);
-  if (top !== undefined && (!Number.isInteger(top) || top < 1)) throw new PlacementQueryError('top', `${label('top')} must be a whole number of at least 1, got "${query.top}"`);
+  if (top !== undefined && (!Number.isInteger(top) || top < 1))
+    throw new PlacementQueryError('top', `${label('top')} must be a whole number of at least 1, got "${query.top}"`);
 
   const writesPerMonth = parsed('writesPerMonth', parseCount);
   const latencyTargetMs = parsed('latencyTarget', parseDurationMs);

@@ -51,15 +51,36 @@ export function instancePlacement(instanceType: string, store: 'mem' | 'disk' | 
 }
 
 export function elasticacheServerlessPlacement(): Placement {
-  return { id: 'elasticache-serverless', label: 'elasticache-serverless', kind: 'elasticache-serverless', tier: 'hot', persistent: false };
+  return {
+    id: 'elasticache-serverless',
+    label: 'elasticache-serverless',
+    kind: 'elasticache-serverless',
+    tier: 'hot',
+    persistent: false,
+  };
 }
 
 export function elasticacheNodePlacement(nodeType: string, nodes?: number): Placement {
-  return { id: `elasticache:${nodeType}${nodes ? `x${nodes}` : ''}`, label: nodeType, kind: 'elasticache-node', tier: 'hot', persistent: false, nodeType, ...(nodes ? { nodes } : {}) };
+  return {
+    id: `elasticache:${nodeType}${nodes ? `x${nodes}` : ''}`,
+    label: nodeType,
+    kind: 'elasticache-node',
+    tier: 'hot',
+    persistent: false,
+    nodeType,
+    ...(nodes ? { nodes } : {}),
+  };
 }
 
 export function tieredPlacement(hot: Placement, cold: Placement): Placement {
-  return { id: `${hot.id}+${cold.id}`, label: `${hot.label}+${cold.label}`, kind: 'tiered', tier: 'hot+cold', persistent: cold.persistent, parts: [hot, cold] };
+  return {
+    id: `${hot.id}+${cold.id}`,
+    label: `${hot.label}+${cold.label}`,
+    kind: 'tiered',
+    tier: 'hot+cold',
+    persistent: cold.persistent,
+    parts: [hot, cold],
+  };
 }
 
 /** The placements the recommender weighs for a price book: the paper's seven, or Strata's tiers. */

@@ -22,7 +22,9 @@ export function parseCatalog(input: unknown): PriceCatalog {
   throw new PriceCatalogError(id, issueLines(r.error.issues));
 }
 
-const CATALOGS: ReadonlyMap<string, PriceCatalog> = new Map([aws202611Catalog, paper2010Catalog].map((c) => [c.id, parseCatalog(c)]));
+const CATALOGS: ReadonlyMap<string, PriceCatalog> = new Map(
+  [aws202611Catalog, paper2010Catalog].map((c) => [c.id, parseCatalog(c)]),
+);
 
 /** The catalog used when none is named: the newest AWS prices. */
 export const DEFAULT_CATALOG_ID = aws202611Catalog.id;
@@ -82,6 +84,18 @@ export interface PriceBook {
 export function priceBook(catalogId: string = DEFAULT_CATALOG_ID, region: string = DEFAULT_REGION): PriceBook {
   const c = getCatalog(catalogId);
   const prices = c.regions[region];
-  if (!prices) throw new ValidationError('region', `catalog '${c.id}' has no prices for region '${region}' (it has: ${Object.keys(c.regions).join(', ')})`);
-  return { catalogId: c.id, catalogVersion: c.version, region, hoursPerMonth: c.hoursPerMonth, bytesPerGB: c.bytesPerGB, placements: c.placements, prices };
+  if (!prices)
+    throw new ValidationError(
+      'region',
+      `catalog '${c.id}' has no prices for region '${region}' (it has: ${Object.keys(c.regions).join(', ')})`,
+    );
+  return {
+    catalogId: c.id,
+    catalogVersion: c.version,
+    region,
+    hoursPerMonth: c.hoursPerMonth,
+    bytesPerGB: c.bytesPerGB,
+    placements: c.placements,
+    prices,
+  };
 }

@@ -46,10 +46,17 @@ export interface MonthlyProjection {
  * are ignored), plus the current rate over the hours left.
  * @example projectMonthlyCost(new Date('2026-11-30T22:10:00Z'), 2, [{ timestamp: new Date('2026-11-30T21:00:00Z'), value: 1 }]).projected // 1 + 2 × 2 = 5
  */
-export function projectMonthlyCost(at: Date, ratePerHour: number, hourlyRates: readonly { timestamp: Date; value: number }[]): MonthlyProjection {
-  if (!Number.isFinite(ratePerHour) || ratePerHour < 0) throw new RangeError(`rate must be a finite number >= 0, got ${ratePerHour}`);
+export function projectMonthlyCost(
+  at: Date,
+  ratePerHour: number,
+  hourlyRates: readonly { timestamp: Date; value: number }[],
+): MonthlyProjection {
+  if (!Number.isFinite(ratePerHour) || ratePerHour < 0)
+    throw new RangeError(`rate must be a finite number >= 0, got ${ratePerHour}`);
   const { start, end } = completedHoursOfMonth(at);
-  const monthToDate = hourlyRates.filter((p) => p.timestamp >= start && p.timestamp < end && Number.isFinite(p.value)).reduce((a, p) => a + p.value, 0);
+  const monthToDate = hourlyRates
+    .filter((p) => p.timestamp >= start && p.timestamp < end && Number.isFinite(p.value))
+    .reduce((a, p) => a + p.value, 0);
   const hoursLeft = hoursLeftInMonth(at);
   return { monthToDate, hoursLeft, projected: monthToDate + ratePerHour * hoursLeft };
 }

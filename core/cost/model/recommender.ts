@@ -78,7 +78,12 @@ export function recommend(input: WorkloadInput, options: RecommendOptions = {}):
   const book: PriceBook = priceBook(options.catalogId ?? DEFAULT_CATALOG_ID, options.region ?? DEFAULT_REGION);
   const rankBy = options.rankBy ?? 'cost-per-speedup';
   const writesPerMonth = workload.writesPerMonth ?? expectedDistinctKeys(workload.keys, workload.requestsPerMonth);
-  const usage = { valueBytes: workload.valueBytes, keys: workload.keys, readsPerMonth: workload.requestsPerMonth, writesPerMonth };
+  const usage = {
+    valueBytes: workload.valueBytes,
+    keys: workload.keys,
+    readsPerMonth: workload.requestsPerMonth,
+    writesPerMonth,
+  };
 
   const excluded: { placement: Placement; reason: string }[] = [];
   const ranked: Omit<Recommendation, 'rank'>[] = [];
@@ -92,7 +97,13 @@ export function recommend(input: WorkloadInput, options: RecommendOptions = {}):
       excluded.push({ placement, reason: r.notes.join('; ') });
       continue;
     }
-    const speedup = estimateSpeedup({ requests: workload.requestsPerMonth, keys: workload.keys, serviceTimeSec: workload.serviceTimeMs / 1000, hitTimeSec: r.hitTimeSec, fillTimeSec: r.fillTimeSec });
+    const speedup = estimateSpeedup({
+      requests: workload.requestsPerMonth,
+      keys: workload.keys,
+      serviceTimeSec: workload.serviceTimeMs / 1000,
+      hitTimeSec: r.hitTimeSec,
+      fillTimeSec: r.fillTimeSec,
+    });
     const hitLatencyMs = r.hitTimeSec * 1000;
     ranked.push({
       placement,
@@ -106,7 +117,13 @@ export function recommend(input: WorkloadInput, options: RecommendOptions = {}):
     });
   }
   const metric = (x: Omit<Recommendation, 'rank'>): number => (rankBy === 'cost' ? x.cost.total : x.costPerSpeedup);
-  ranked.sort((a, b) => Number(b.meetsLatency) - Number(a.meetsLatency) || metric(a) - metric(b) || a.cost.total - b.cost.total || a.placement.id.localeCompare(b.placement.id));
+  ranked.sort(
+    (a, b) =>
+      Number(b.meetsLatency) - Number(a.meetsLatency) ||
+      metric(a) - metric(b) ||
+      a.cost.total - b.cost.total ||
+      a.placement.id.localeCompare(b.placement.id),
+  );
   return {
     catalogId: book.catalogId,
     catalogVersion: book.catalogVersion,

@@ -47,7 +47,12 @@ export function parseCount(text: string): number {
 
 /** "1 KB", "5 MB", "2.5 GB": decimal units, as the paper labels its rows. */
 export function formatSize(bytes: number): string {
-  const units: [number, string][] = [[1e12, 'TB'], [1e9, 'GB'], [1e6, 'MB'], [1e3, 'KB']];
+  const units: [number, string][] = [
+    [1e12, 'TB'],
+    [1e9, 'GB'],
+    [1e6, 'MB'],
+    [1e3, 'KB'],
+  ];
   for (const [factor, unit] of units) if (bytes >= factor) return `${trimNumber(bytes / factor, 3)} ${unit}`;
   return `${bytes} B`;
 }

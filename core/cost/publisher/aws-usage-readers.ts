@@ -22,10 +22,14 @@ export class Ec2FleetReader implements FleetReader {
 
   async instances(): Promise<FleetInstance[]> {
     const out: FleetInstance[] = [];
-    const filters = [...this.filters, { Name: 'instance-state-name', Values: ['pending', 'running', 'stopping', 'stopped', 'shutting-down'] }];
+    const filters = [
+      ...this.filters,
+      { Name: 'instance-state-name', Values: ['pending', 'running', 'stopping', 'stopped', 'shutting-down'] },
+    ];
     for await (const page of paginateDescribeInstances({ client: this.client }, { Filters: filters })) {
       for (const r of page.Reservations ?? []) {
-        for (const i of r.Instances ?? []) out.push({ id: i.InstanceId ?? '?', type: String(i.InstanceType ?? '?'), state: String(i.State?.Name ?? 'unknown') });
+        for (const i of r.Instances ?? [])
+          out.push({ id: i.InstanceId ?? '?', type: String(i.InstanceType ?? '?'), state: String(i.State?.Name ?? 'unknown') });
       }
     }
     return out;
@@ -59,7 +63,10 @@ export class S3ListingReader implements ObjectStoreReader {
     let bytes = 0;
     let objects = 0;
     const Prefix = prefix === '' ? undefined : `${prefix.replace(/\/+$/, '')}/`;
-    for await (const page of paginateListObjectsV2({ client: this.client, pageSize: 1000 }, { Bucket: bucket, ...(Prefix ? { Prefix } : {}) })) {
+    for await (const page of paginateListObjectsV2(
+      { client: this.client, pageSize: 1000 },
+      { Bucket: bucket, ...(Prefix ? { Prefix } : {}) },
+    )) {
       for (const o of page.Contents ?? []) {
         bytes += o.Size ?? 0;
         objects++;
@@ -81,14 +88,26 @@ export class CloudWatchMetricSource implements MetricSource {
         Id: q.id,
         ReturnData: true,
         MetricStat: {
-          Metric: { Namespace: q.namespace, MetricName: q.metricName, Dimensions: Object.entries(q.dimensions).map(([Name, Value]) => ({ Name, Value })) },
+          Metric: {
+            Namespace: q.namespace,
+            MetricName: q.metricName,
+            Dimensions: Object.entries(q.dimensions).map(([Name, Value]) => ({ Name, Value })),
+          },
           Period: q.periodSeconds,
           Stat: q.stat,
         },
       }));
       let token: string | undefined;
       do {
-        const res = await this.client.send(new GetMetricDataCommand({ MetricDataQueries: batch, StartTime: range.start, EndTime: range.end, ScanBy: 'TimestampAscending', ...(token ? { NextToken: token } : {}) }));
+        const res = await this.client.send(
+          new GetMetricDataCommand({
+            MetricDataQueries: batch,
+            StartTime: range.start,
+            EndTime: range.end,
+            ScanBy: 'TimestampAscending',
+            ...(token ? { NextToken: token } : {}),
+          }),
+        );
         for (const r of res.MetricDataResults ?? []) {
           if (!r.Id) continue;
           const list = out.get(r.Id) ?? [];

@@ -76,7 +76,10 @@ export async function readFleetState(source: FleetStateSource): Promise<FleetSta
   docs.forEach((d, i) => {
     const node = ring.nodes[i]!.id;
     if (d.status === 'rejected') {
-      return silent.push({ node, reason: `stats report unreadable: ${d.reason instanceof Error ? d.reason.message : String(d.reason)}` });
+      return silent.push({
+        node,
+        reason: `stats report unreadable: ${d.reason instanceof Error ? d.reason.message : String(d.reason)}`,
+      });
     }
     const status = classifyNodeReport(node, d.value, now);
     if (!status.fresh) return silent.push({ node, reason: status.reason });

@@ -27,9 +27,13 @@ export function metricPoint(def: MetricDef, dimensions: Readonly<Record<string, 
   const names = Object.keys(dimensions).sort();
   const declared = def.dimensions.some((set) => set.length === names.length && [...set].sort().every((n, i) => n === names[i]));
   if (!declared) {
-    throw new ValidationError('dimensions', `${def.namespace} ${def.name} is not published with dimensions [${names.join(', ')}] (the catalog declares ${def.dimensions.map((s) => `[${s.join(', ')}]`).join(' or ')})`);
+    throw new ValidationError(
+      'dimensions',
+      `${def.namespace} ${def.name} is not published with dimensions [${names.join(', ')}] (the catalog declares ${def.dimensions.map((s) => `[${s.join(', ')}]`).join(' or ')})`,
+    );
   }
-  for (const [k, v] of Object.entries(dimensions)) if (v.length === 0) throw new ValidationError('dimensions', `${def.name}: dimension ${k} has an empty value`);
+  for (const [k, v] of Object.entries(dimensions))
+    if (v.length === 0) throw new ValidationError('dimensions', `${def.name}: dimension ${k} has an empty value`);
   if (!Number.isFinite(value)) throw new ValidationError('value', `${def.name}: must be a finite number, got ${value}`);
   return { def, dimensions, value };
 }

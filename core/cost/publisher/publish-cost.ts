@@ -4,7 +4,14 @@ import { priceBook } from '../model/price-catalog.js';
 import type { CostPublisherSettings } from './settings.js';
 import { readFleetState, type FleetState, type FleetStateSource } from './fleet-state.js';
 import { priceLiveUsage, type LiveCost, type MonitoringUsage, type UnpricedItem } from '../model/live-cost.js';
-import { MAX_DATA_PER_CALL, metricPoint, publishPoints, type MetricPoint, type MetricSink, type PublishResult } from './metric-writer.js';
+import {
+  MAX_DATA_PER_CALL,
+  metricPoint,
+  publishPoints,
+  type MetricPoint,
+  type MetricSink,
+  type PublishResult,
+} from './metric-writer.js';
 import { completedHoursOfMonth, costPer1000Hits, projectMonthlyCost, type MonthlyProjection } from '../model/projection.js';
 import { collectUsage, usageQueryCount, type UsageSources, type UsageTargets } from './usage-reader.js';
 import { type CostedFunction, type LiveUsage } from '../model/usage.js';
@@ -26,14 +33,24 @@ export interface CostPublisherReport {
   readonly catalog: { readonly id: string; readonly version: string; readonly region: string };
   readonly window: { readonly start: string; readonly end: string };
   /** USD per hour. */
-  readonly costPerHour: { readonly total: number; readonly tiers: Readonly<Record<CostTier, number>>; readonly tenants: Readonly<Record<string, number>> };
+  readonly costPerHour: {
+    readonly total: number;
+    readonly tiers: Readonly<Record<CostTier, number>>;
+    readonly tenants: Readonly<Record<string, number>>;
+  };
   readonly projection: MonthlyProjection;
   readonly costPer1000Hits: number | undefined;
   readonly hitsPerHour: number;
   readonly usage: {
     readonly runningInstances: number;
     readonly volumes: number;
-    readonly cold?: { readonly bytes: number; readonly objects: number; readonly storageSource: string; readonly requestSource: string; readonly truncated: boolean };
+    readonly cold?: {
+      readonly bytes: number;
+      readonly objects: number;
+      readonly storageSource: string;
+      readonly requestSource: string;
+      readonly truncated: boolean;
+    };
   };
   readonly fleet: FleetState;
   readonly unpriced: readonly UnpricedItem[];
@@ -53,7 +70,13 @@ export function usageTargets(settings: CostPublisherSettings, extraFunctions: re
 }
 
 /** The Strata/Cost and Strata/Fleet points of one run. */
-export function costAndFleetPoints(environment: string, cost: LiveCost, projection: MonthlyProjection, per1000Hits: number | undefined, fleet: FleetState): MetricPoint[] {
+export function costAndFleetPoints(
+  environment: string,
+  cost: LiveCost,
+  projection: MonthlyProjection,
+  per1000Hits: number | undefined,
+  fleet: FleetState,
+): MetricPoint[] {
   const env = { Environment: environment };
   const points: MetricPoint[] = [
     ...COST_TIERS.map((tier) => metricPoint(METRICS.costPerHour, { ...env, Tier: tier }, cost.tiers[tier].total)),
@@ -91,24 +114,53 @@ export function monitoringUsage(settings: CostPublisherSettings, targets: UsageT
 }
 
 /** Reads this month's hourly averages of TotalCostPerHour (the month-to-date). */
-async function hourlyRatesThisMonth(deps: CostPublisherDeps, environment: string, at: Date): Promise<{ timestamp: Date; value: number }[]> {
+async function hourlyRatesThisMonth(
+  deps: CostPublisherDeps,
+  environment: string,
+  at: Date,
+): Promise<{ timestamp: Date; value: number }[]> {
   const range = completedHoursOfMonth(at);
   if (range.end <= range.start) return [];
   const def = METRICS.totalCostPerHour;
-  const series = await deps.metrics.query([{ id: 'rate', namespace: def.namespace, metricName: def.name, dimensions: { Environment: environment }, stat: 'Average', periodSeconds: 3600 }], range);
+  const series = await deps.metrics.query(
+    [
+      {
+        id: 'rate',
+        namespace: def.namespace,
+        metricName: def.name,
+        dimensions: { Environment: environment },
+        stat: 'Average',
+        periodSeconds: 3600,
+      },
+    ],
+    range,
+  );
   return [...(series.get('rate') ?? [])];
 }
 
 /** One run: collect, price, project, publish. */
-export async function runCostPublisher(deps: CostPublisherDeps, settings: CostPublisherSettings, at: Date, extraFunctions: readonly CostedFunction[] = []): Promise<CostPublisherReport> {
+export async function runCostPublisher(
+  deps: CostPublisherDeps,
+  settings: CostPublisherSettings,
+  at: Date,
+  extraFunctions: readonly CostedFunction[] = [],
+): Promise<CostPublisherReport> {
   const region = settings.region;
-  if (!region) throw new ValidationError('region', 'the cost publisher needs a region for its prices (settings.region or AWS_REGION)');
+  if (!region)
+    throw new ValidationError('region', 'the cost publisher needs a region for its prices (settings.region or AWS_REGION)');
   const book = priceBook(settings.catalogId, region);
   const targets = usageTargets(settings, extraFunctions);
   const window = { start: new Date(at.getTime() - settings.windowMinutes * 60_000), end: at };
 
-  const [usage, fleet, hourly] = await Promise.all([collectUsage(deps, targets, window), readFleetState(deps.fleetState), hourlyRatesThisMonth(deps, settings.environment, at)]);
-  const cost = priceLiveUsage(usage, book, { tenants: settings.tenants, monitoring: monitoringUsage(settings, targets, fleet.nodes) });
+  const [usage, fleet, hourly] = await Promise.all([
+    collectUsage(deps, targets, window),
+    readFleetState(deps.fleetState),
+    hourlyRatesThisMonth(deps, settings.environment, at),
+  ]);
+  const cost = priceLiveUsage(usage, book, {
+    tenants: settings.tenants,
+    monitoring: monitoringUsage(settings, targets, fleet.nodes),
+  });
   const projection = projectMonthlyCost(at, cost.total, hourly);
   const hitsPerHour = usage.hits / (settings.windowMinutes / 60);
   const per1000 = costPer1000Hits(cost.total, hitsPerHour);
@@ -120,7 +172,11 @@ export async function runCostPublisher(deps: CostPublisherDeps, settings: CostPu
     environment: settings.environment,
     catalog: { id: book.catalogId, version: book.catalogVersion, region: book.region },
     window: { start: window.start.toISOString(), end: window.end.toISOString() },
-    costPerHour: { total: cost.total, tiers: Object.fromEntries(COST_TIERS.map((t) => [t, cost.tiers[t].total])) as Record<CostTier, number>, tenants: cost.tenants },
+    costPerHour: {
+      total: cost.total,
+      tiers: Object.fromEntries(COST_TIERS.map((t) => [t, cost.tiers[t].total])) as Record<CostTier, number>,
+      tenants: cost.tenants,
+    },
     projection,
     costPer1000Hits: per1000,
     hitsPerHour: hitsPerHour,
@@ -135,7 +191,17 @@ function summary(usage: LiveUsage): CostPublisherReport['usage'] {
   return {
     runningInstances: usage.fleet.instances.filter((i) => i.state === 'running').length,
     volumes: usage.fleet.volumes.length,
-    ...(usage.cold ? { cold: { bytes: usage.cold.bytes, objects: usage.cold.objects, storageSource: usage.cold.storageSource, requestSource: usage.cold.requestSource, truncated: usage.cold.truncated } } : {}),
+    ...(usage.cold
+      ? {
+          cold: {
+            bytes: usage.cold.bytes,
+            objects: usage.cold.objects,
+            storageSource: usage.cold.storageSource,
+            requestSource: usage.cold.requestSource,
+            truncated: usage.cold.truncated,
+          },
+        }
+      : {}),
   };
 }
 

@@ -66,7 +66,12 @@ export interface UsageTargets {
   /** ElastiCache Serverless cache; absent: no hot tier. */
   readonly hot?: { readonly cacheName: string; readonly dimension: string };
   /** Cold tier; absent: no cold tier. */
-  readonly cold?: { readonly bucket: string; readonly prefix: string; readonly requestMetricsFilterId?: string; readonly maxListedObjects: number };
+  readonly cold?: {
+    readonly bucket: string;
+    readonly prefix: string;
+    readonly requestMetricsFilterId?: string;
+    readonly maxListedObjects: number;
+  };
   /** API Gateway REST API name (dimension `ApiName`); absent: no API. */
   readonly apiName?: string;
   readonly functions: readonly CostedFunction[];
@@ -95,17 +100,20 @@ interface KeyedQuery extends MetricQuery {
 
 function windowQueries(t: UsageTargets): KeyedQuery[] {
   const out: KeyedQuery[] = [];
-  const add = (key: string, namespace: string, metricName: string, dimensions: Record<string, string>, stat: MetricStatistic) => out.push({ id: `q${out.length}`, key, namespace, metricName, dimensions, stat, periodSeconds: MINUTE });
+  const add = (key: string, namespace: string, metricName: string, dimensions: Record<string, string>, stat: MetricStatistic) =>
+    out.push({ id: `q${out.length}`, key, namespace, metricName, dimensions, stat, periodSeconds: MINUTE });
   const R = METRIC_NAMESPACES.requests;
   const env = t.environment;
   for (const ns of namespacesOf(t)) {
-    for (const tier of HIT_TIERS) add(`hits:${ns}:${tier}`, R, METRICS.hits.name, { Environment: env, Namespace: ns, Tier: tier }, 'Sum');
+    for (const tier of HIT_TIERS)
+      add(`hits:${ns}:${tier}`, R, METRICS.hits.name, { Environment: env, Namespace: ns, Tier: tier }, 'Sum');
     add(`misses:${ns}`, R, METRICS.misses.name, { Environment: env, Namespace: ns }, 'Sum');
     add(`bytesIn:${ns}`, R, METRICS.bytesIn.name, { Environment: env, Namespace: ns }, 'Sum');
     add(`bytesOut:${ns}`, R, METRICS.bytesOut.name, { Environment: env, Namespace: ns }, 'Sum');
   }
   if (t.cold) {
-    for (const op of COLD_WRITE_OPERATIONS) add(`requests:${op}`, R, METRICS.requests.name, { Environment: env, Operation: op }, 'Sum');
+    for (const op of COLD_WRITE_OPERATIONS)
+      add(`requests:${op}`, R, METRICS.requests.name, { Environment: env, Operation: op }, 'Sum');
     if (t.cold.requestMetricsFilterId) {
       const dims = { BucketName: t.cold.bucket, FilterId: t.cold.requestMetricsFilterId };
       add('s3:get', 'AWS/S3', 'GetRequests', dims, 'Sum');
@@ -127,8 +135,24 @@ function windowQueries(t: UsageTargets): KeyedQuery[] {
 
 function storageQueries(cold: NonNullable<UsageTargets['cold']>): KeyedQuery[] {
   return [
-    { id: 'q0', key: 's3:bytes', namespace: 'AWS/S3', metricName: 'BucketSizeBytes', dimensions: { BucketName: cold.bucket, StorageType: 'StandardStorage' }, stat: 'Average', periodSeconds: DAY },
-    { id: 'q1', key: 's3:objects', namespace: 'AWS/S3', metricName: 'NumberOfObjects', dimensions: { BucketName: cold.bucket, StorageType: 'AllStorageTypes' }, stat: 'Average', periodSeconds: DAY },
+    {
+      id: 'q0',
+      key: 's3:bytes',
+      namespace: 'AWS/S3',
+      metricName: 'BucketSizeBytes',
+      dimensions: { BucketName: cold.bucket, StorageType: 'StandardStorage' },
+      stat: 'Average',
+      periodSeconds: DAY,
+    },
+    {
+      id: 'q1',
+      key: 's3:objects',
+      namespace: 'AWS/S3',
+      metricName: 'NumberOfObjects',
+      dimensions: { BucketName: cold.bucket, StorageType: 'AllStorageTypes' },
+      stat: 'Average',
+      periodSeconds: DAY,
+    },
   ];
 }
 
@@ -170,7 +194,11 @@ export async function collectUsage(sources: UsageSources, t: UsageTargets, windo
   let coldUsage: ColdUsage | undefined;
   if (t.cold && cold) {
     const measured = t.cold.requestMetricsFilterId !== undefined && (has('s3:get') || has('s3:put'));
-    const estimate = estimateS3Requests({ coldHits: hitsIn('cold'), misses, coldWrites: COLD_WRITE_OPERATIONS.reduce((a, op) => a + sum(`requests:${op}`), 0) });
+    const estimate = estimateS3Requests({
+      coldHits: hitsIn('cold'),
+      misses,
+      coldWrites: COLD_WRITE_OPERATIONS.reduce((a, op) => a + sum(`requests:${op}`), 0),
+    });
     coldUsage = {
       ...cold,
       getRequests: measured ? sum('s3:get') : estimate.get,
@@ -185,7 +213,11 @@ export async function collectUsage(sources: UsageSources, t: UsageTargets, windo
     ...(t.hot ? { hot: { bytesUsed: mean('hot:bytes'), ecpus: sum('hot:ecpus') } } : {}),
     ...(coldUsage ? { cold: coldUsage } : {}),
     apiRequests: t.apiName ? sum('api:count') : 0,
-    functions: t.functions.map((f) => ({ ...f, invocations: sum(`fn:invocations:${f.name}`), gbSeconds: (sum(`fn:duration:${f.name}`) / 1000) * (f.memoryMb / 1024) })),
+    functions: t.functions.map((f) => ({
+      ...f,
+      invocations: sum(`fn:invocations:${f.name}`),
+      gbSeconds: (sum(`fn:duration:${f.name}`) / 1000) * (f.memoryMb / 1024),
+    })),
     hits: HIT_TIERS.reduce((a, tier) => a + hitsIn(tier), 0),
     namespaces,
   };
@@ -200,9 +232,16 @@ export function estimateS3Requests(x: { coldHits: number; misses: number; coldWr
   return { get: x.coldHits + x.misses, put: x.coldWrites };
 }
 
-async function coldStorage(sources: UsageSources, cold: NonNullable<UsageTargets['cold']>, window: TimeWindow): Promise<Omit<ColdUsage, 'getRequests' | 'putRequests' | 'requestSource'>> {
+async function coldStorage(
+  sources: UsageSources,
+  cold: NonNullable<UsageTargets['cold']>,
+  window: TimeWindow,
+): Promise<Omit<ColdUsage, 'getRequests' | 'putRequests' | 'requestSource'>> {
   const queries = storageQueries(cold);
-  const series = await sources.metrics.query(queries, { start: new Date(window.end.getTime() - STORAGE_LOOKBACK_MS), end: window.end });
+  const series = await sources.metrics.query(queries, {
+    start: new Date(window.end.getTime() - STORAGE_LOOKBACK_MS),
+    end: window.end,
+  });
   const latest = (id: string): number | undefined => {
     const pts = [...(series.get(id) ?? [])].sort((a, b) => a.timestamp.getTime() - b.timestamp.getTime());
     return pts[pts.length - 1]?.value;

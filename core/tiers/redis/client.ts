@@ -162,18 +162,21 @@ function authenticateWith(client: Redis | Cluster, source: RedisCredentialSource
   else track(client as Redis);
   const after = source.reauthenticateAfterMs;
   if (after === undefined) return;
-  const check = setInterval(() => {
-    const now = Date.now();
-    for (const conn of client.isCluster ? (client as Cluster).nodes('all') : [client as Redis]) {
-      const at = authenticatedAt.get(conn);
-      if (conn.status !== 'ready' || at === undefined || now - at < after) continue;
-      authenticatedAt.set(conn, now); // not sent again while this one is on its way
-      const password = source.password();
-      (username ? conn.call('AUTH', username, password) : conn.call('AUTH', password)).catch(() => {
-        if (authenticatedAt.get(conn) === now) authenticatedAt.set(conn, at);
-      });
-    }
-  }, Math.max(10, Math.min(Math.floor(after / 4), REAUTH_CHECK_MAX_MS)));
+  const check = setInterval(
+    () => {
+      const now = Date.now();
+      for (const conn of client.isCluster ? (client as Cluster).nodes('all') : [client as Redis]) {
+        const at = authenticatedAt.get(conn);
+        if (conn.status !== 'ready' || at === undefined || now - at < after) continue;
+        authenticatedAt.set(conn, now); // not sent again while this one is on its way
+        const password = source.password();
+        (username ? conn.call('AUTH', username, password) : conn.call('AUTH', password)).catch(() => {
+          if (authenticatedAt.get(conn) === now) authenticatedAt.set(conn, at);
+        });
+      }
+    },
+    Math.max(10, Math.min(Math.floor(after / 4), REAUTH_CHECK_MAX_MS)),
+  );
   check.unref();
   client.once('end', () => clearInterval(check));
 }

@@ -45,7 +45,13 @@ import type {
 
 // The tier's public API, as before the split into ./redis/.
 export { BLOB_PREFIX_BYTES, decodeEntryBlob, encodeEntryBlob, versionDigits } from './blob.js';
-export { createRedisClient, parseRedisUrl, type RedisCredentialSource, type RedisEndpoint, type RedisTierOptions } from './client.js';
+export {
+  createRedisClient,
+  parseRedisUrl,
+  type RedisCredentialSource,
+  type RedisEndpoint,
+  type RedisTierOptions,
+} from './client.js';
 export {
   ALL_SHARDS,
   dirtySetKey,
@@ -126,7 +132,8 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
     this.lean = !client.isCluster && !(client as Redis).options.keyPrefix;
     this.incarnationCheck = opts.incarnationCheck ?? 'run-id';
     this.credentials = this.ownsClient ? opts.credentials : undefined;
-    if (this.ownsClient || opts.commandTimeoutMs !== undefined) this.watchdog = new StallWatchdog(client, opts.commandTimeoutMs ?? 1000);
+    if (this.ownsClient || opts.commandTimeoutMs !== undefined)
+      this.watchdog = new StallWatchdog(client, opts.commandTimeoutMs ?? 1000);
   }
 
   /** A tier for a `redis://` or `rediss://` (TLS) URL. */
@@ -144,7 +151,9 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
   get(ns: string, key: string): Promise<Entry | undefined> {
     const id = redisEntryKey(this.prefix, ns, key);
     if (this.client.status === 'ready') return this.getBuffer(id).then(readEntry, this.failRead);
-    return this.ready().then(() => this.getBuffer(id)).then(readEntry, this.failRead);
+    return this.ready()
+      .then(() => this.getBuffer(id))
+      .then(readEntry, this.failRead);
   }
 
   async head(ns: string, key: string): Promise<EntryHeader | undefined> {
@@ -175,9 +184,10 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
     const dirty = dirtySetKey(this.prefix, shard);
     let sent: Promise<unknown>;
     try {
-      sent = this.lean && this.client.status === 'ready'
-        ? this.sendNow(putCommand(id, dirty, entry, opts?.residencyMs))
-        : this.evalsha(PUT, id, dirty, encodeEntryBlob(entry), expiryArg(entry.header, opts?.residencyMs));
+      sent =
+        this.lean && this.client.status === 'ready'
+          ? this.sendNow(putCommand(id, dirty, entry, opts?.residencyMs))
+          : this.evalsha(PUT, id, dirty, encodeEntryBlob(entry), expiryArg(entry.header, opts?.residencyMs));
     } catch (e) {
       return Promise.reject(e);
     }
@@ -198,20 +208,32 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
   async getMany(ns: string, keys: string[]): Promise<(Entry | undefined)[]> {
     const ks = keys.map((key) => redisEntryKeys(this.prefix, ns, key));
     // A key of another type (older layout) reads as absent, as in get().
-    const replies = await this.pipelined(ks, (k) => k.shard, (p, k) => p.getBuffer(k.entry), isWrongType);
+    const replies = await this.pipelined(
+      ks,
+      (k) => k.shard,
+      (p, k) => p.getBuffer(k.entry),
+      isWrongType,
+    );
     return replies.map((r) => (r instanceof Error ? undefined : readEntry(r as Buffer | null)));
   }
 
   async putMany(ns: string, items: { key: string; entry: Entry }[]): Promise<WriteOutcome[]> {
     const ks = items.map(({ key, entry }) => ({ k: redisEntryKeys(this.prefix, ns, key), entry, blob: encodeEntryBlob(entry) }));
-    const replies = await this.pipelined(ks, ({ k }) => k.shard, (p, { k, entry, blob }) =>
-      p.strataTierPut(k.entry, k.dirty, blob, expiryArg(entry.header)));
+    const replies = await this.pipelined(
+      ks,
+      ({ k }) => k.shard,
+      (p, { k, entry, blob }) => p.strataTierPut(k.entry, k.dirty, blob, expiryArg(entry.header)),
+    );
     return replies.map(writeOutcome);
   }
 
   async deleteMany(ns: string, keys: string[]): Promise<boolean[]> {
     const ks = keys.map((key) => redisEntryKeys(this.prefix, ns, key));
-    const replies = await this.pipelined(ks, (k) => k.shard, (p, k) => p.strataTierDelete(k.entry, k.dirty, ''));
+    const replies = await this.pipelined(
+      ks,
+      (k) => k.shard,
+      (p, k) => p.strataTierDelete(k.entry, k.dirty, ''),
+    );
     return replies.map(isOne);
   }
 
@@ -222,8 +244,11 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
    */
   async listDirty(limit: number): Promise<KeyRef[]> {
     if (!(limit > 0)) return [];
-    const replies = await this.pipelined(ALL_SHARDS, (s) => s, (p, s) =>
-      p.zrange(dirtySetKey(this.prefix, s), 0, String(limit - 1), 'WITHSCORES'));
+    const replies = await this.pipelined(
+      ALL_SHARDS,
+      (s) => s,
+      (p, s) => p.zrange(dirtySetKey(this.prefix, s), 0, String(limit - 1), 'WITHSCORES'),
+    );
     const candidates: { shard: string; member: string; score: number }[] = [];
     replies.forEach((reply, i) => {
       const flat = (reply as unknown[]).flat() as string[]; // RESP3 clients may answer [member, score] pairs
@@ -233,8 +258,11 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
     });
     candidates.sort((a, b) => a.score - b.score);
     const oldest = candidates.slice(0, limit);
-    const dirty = await this.pipelined(oldest, (c) => c.shard, (p, c) =>
-      p.strataTierDirtyCheck(`${this.prefix}:{${c.shard}}:${c.member}`, dirtySetKey(this.prefix, c.shard)));
+    const dirty = await this.pipelined(
+      oldest,
+      (c) => c.shard,
+      (p, c) => p.strataTierDirtyCheck(`${this.prefix}:{${c.shard}}:${c.member}`, dirtySetKey(this.prefix, c.shard)),
+    );
     this.dirtyLost += dirty.filter((d) => d === 2).length;
     return oldest.filter((_, i) => dirty[i] === 1).map((c) => parseDirtyMember(c.member));
   }
@@ -357,7 +385,11 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
       await this.ready();
       const masters = (this.client as Cluster).nodes('master');
       const per = await Promise.all(masters.map((n) => Promise.all([n.dbsize(), n.info('memory')])));
-      return { ...base, entries: per.reduce((s, [n]) => s + n, 0), bytes: per.reduce((s, [, info]) => s + (usedMemory(info) ?? 0), 0) };
+      return {
+        ...base,
+        entries: per.reduce((s, [n]) => s + n, 0),
+        bytes: per.reduce((s, [, info]) => s + (usedMemory(info) ?? 0), 0),
+      };
     } catch {
       return base;
     }
@@ -431,7 +463,9 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
       // the tier was closed meanwhile).
       const prepare = this.credentials?.prepare;
       const connect = () =>
-        c.status === 'wait' ? c.connect() : Promise.reject(new TierUnavailableError(this.name, new Error(`connection is ${c.status}`)));
+        c.status === 'wait'
+          ? c.connect()
+          : Promise.reject(new TierUnavailableError(this.name, new Error(`connection is ${c.status}`)));
       this.connecting ??= (prepare ? prepare.call(this.credentials).then(connect) : c.connect()).finally(() => {
         this.connecting = undefined;
       });
@@ -473,7 +507,8 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
   }
 
   private getBuffer(id: string): Promise<Buffer | null> {
-    if (this.lean && this.client.status === 'ready') return this.sendNow(new Command('get', [id], BUFFER_REPLY)) as Promise<Buffer | null>;
+    if (this.lean && this.client.status === 'ready')
+      return this.sendNow(new Command('get', [id], BUFFER_REPLY)) as Promise<Buffer | null>;
     return this.client.getBuffer(id);
   }
 
@@ -481,12 +516,14 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
   private evalsha(s: Lua, key1: string, key2: string, arg1: string | Buffer, arg2?: string): Promise<unknown> {
     const c = this.client;
     if (c.status === 'ready') {
-      if (!this.lean) return arg2 === undefined ? c.evalsha(s.sha, '2', key1, key2, arg1) : c.evalsha(s.sha, '2', key1, key2, arg1, arg2);
+      if (!this.lean)
+        return arg2 === undefined ? c.evalsha(s.sha, '2', key1, key2, arg1) : c.evalsha(s.sha, '2', key1, key2, arg1, arg2);
       const args = arg2 === undefined ? [s.sha, '2', key1, key2, arg1] : [s.sha, '2', key1, key2, arg1, arg2];
       return this.sendNow(new Command('evalsha', args, STRING_REPLY));
     }
     return this.ready().then(() =>
-      arg2 === undefined ? c.evalsha(s.sha, '2', key1, key2, arg1) : c.evalsha(s.sha, '2', key1, key2, arg1, arg2));
+      arg2 === undefined ? c.evalsha(s.sha, '2', key1, key2, arg1) : c.evalsha(s.sha, '2', key1, key2, arg1, arg2),
+    );
   }
 
   /**
@@ -545,7 +582,8 @@ function globEscape(s: string): string {
 
 function runId(info: string): string {
   const m = /^run_id:([0-9a-f]+)/m.exec(info);
-  if (!m) throw new Error('INFO server has no run_id: a restarted Redis cannot be told apart, so hot copies are not served alone');
+  if (!m)
+    throw new Error('INFO server has no run_id: a restarted Redis cannot be told apart, so hot copies are not served alone');
   return m[1]!;
 }
 

@@ -73,7 +73,9 @@ export class StallWatchdog {
         this.progress.set(c, seen);
       } else if (now - last.since >= this.stallMs) {
         this.progress.delete(c);
-        const err = new Error(`Redis sent nothing for ${now - last.since} ms with ${pending} command(s) in flight: connection reset`);
+        const err = new Error(
+          `Redis sent nothing for ${now - last.since} ms with ${pending} command(s) in flight: connection reset`,
+        );
         if (this.client.isCluster) {
           // A cluster drops a node whose connection ends (it does not reconnect nodes) and, with auto-pipelining,
           // may not notice it is missing: ask for the slot map again, which reconnects the nodes it lists.

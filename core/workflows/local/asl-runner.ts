@@ -86,7 +86,11 @@ export class LocalWorkflowRunner {
         else if (LAMBDA_RESOURCE.test(resource)) tasks[name] = ((input: unknown) => runStep(o.steps, input)) as never;
         else throw new Error(`${workflow}: state '${name}' calls ${resource}, which a local run cannot stand in for`);
       }
-      this.overrides.set(workflow, { taskResourceLocalHandlers: tasks, waitTimeOverrides: waits, retryIntervalOverrides: retries });
+      this.overrides.set(workflow, {
+        taskResourceLocalHandlers: tasks,
+        waitTimeOverrides: waits,
+        retryIntervalOverrides: retries,
+      });
     }
   }
 
@@ -97,36 +101,51 @@ export class LocalWorkflowRunner {
   /** Starts an execution; resolves its record at once (poll {@link describe}, or await {@link wait}). */
   start(workflow: WorkflowName, input: Record<string, unknown> = {}, name?: string): LocalExecution {
     const machine = this.machines.get(workflow);
-    if (!machine) throw new ValidationError('workflow', `unknown workflow '${workflow}' (workflows: ${this.workflows.join(', ')})`);
+    if (!machine)
+      throw new ValidationError('workflow', `unknown workflow '${workflow}' (workflows: ${this.workflows.join(', ')})`);
     const execName = name ?? `${workflow}-${new Date().toISOString().replace(/[:.]/g, '-')}-${randomBytes(3).toString('hex')}`;
     if (this.executions.has(execName)) throw new ValidationError('name', `an execution named '${execName}' already exists`);
     const startedAt = new Date().toISOString();
     const run = machine.run(input as never, {
       overrides: this.overrides.get(workflow)!,
-      context: { Execution: { Id: `local:${workflow}:${execName}`, Name: execName, Input: input as never, StartTime: startedAt } },
+      context: {
+        Execution: { Id: `local:${workflow}:${execName}`, Name: execName, Input: input as never, StartTime: startedAt },
+      },
     });
-    const rec: LocalExecution & { abort: () => void; done: Promise<unknown> } = { name: execName, workflow, status: 'RUNNING', input, startedAt, states: [], abort: run.abort, done: Promise.resolve() };
+    const rec: LocalExecution & { abort: () => void; done: Promise<unknown> } = {
+      name: execName,
+      workflow,
+      status: 'RUNNING',
+      input,
+      startedAt,
+      states: [],
+      abort: run.abort,
+      done: Promise.resolve(),
+    };
     // The event log drives the condensed history; the result settles the status.
     void (async () => {
       try {
-        for await (const e of run.eventLogs) if (e.type === 'StateEntered') rec.states.push((e as { state: { name: string } }).state.name);
+        for await (const e of run.eventLogs)
+          if (e.type === 'StateEntered') rec.states.push((e as { state: { name: string } }).state.name);
       } catch {
         /* the result reports failures */
       }
     })();
-    rec.done = run.result.then(
-      (output) => {
-        rec.status = 'SUCCEEDED';
-        rec.output = output;
-      },
-      (e: unknown) => {
-        const err = e as { name?: string; message?: string; cause?: { name?: string; message?: string } };
-        rec.status = err.name === 'ExecutionAbortedError' ? 'ABORTED' : 'FAILED';
-        rec.error = { Error: err.cause?.name ?? err.name ?? 'Error', Cause: err.cause?.message ?? err.message ?? String(e) };
-      },
-    ).finally(() => {
-      rec.stoppedAt = new Date().toISOString();
-    });
+    rec.done = run.result
+      .then(
+        (output) => {
+          rec.status = 'SUCCEEDED';
+          rec.output = output;
+        },
+        (e: unknown) => {
+          const err = e as { name?: string; message?: string; cause?: { name?: string; message?: string } };
+          rec.status = err.name === 'ExecutionAbortedError' ? 'ABORTED' : 'FAILED';
+          rec.error = { Error: err.cause?.name ?? err.name ?? 'Error', Cause: err.cause?.message ?? err.message ?? String(e) };
+        },
+      )
+      .finally(() => {
+        rec.stoppedAt = new Date().toISOString();
+      });
     this.executions.set(execName, rec);
     this.trim();
     return this.view(rec);
@@ -147,7 +166,10 @@ export class LocalWorkflowRunner {
 
   /** Newest first. */
   list(workflow?: WorkflowName): LocalExecution[] {
-    return [...this.executions.values()].filter((e) => !workflow || e.workflow === workflow).reverse().map((e) => this.view(e));
+    return [...this.executions.values()]
+      .filter((e) => !workflow || e.workflow === workflow)
+      .reverse()
+      .map((e) => this.view(e));
   }
 
   abort(name: string): void {
@@ -163,7 +185,17 @@ export class LocalWorkflowRunner {
 
   private view(rec: LocalExecution): LocalExecution {
     const { name, workflow, status, input, startedAt, stoppedAt, output, error, states } = rec;
-    return { name, workflow, status, input, startedAt, ...(stoppedAt ? { stoppedAt } : {}), ...(output !== undefined ? { output } : {}), ...(error ? { error } : {}), states: [...states] };
+    return {
+      name,
+      workflow,
+      status,
+      input,
+      startedAt,
+      ...(stoppedAt ? { stoppedAt } : {}),
+      ...(output !== undefined ? { output } : {}),
+      ...(error ? { error } : {}),
+      states: [...states],
+    };
   }
 
   private trim(): void {

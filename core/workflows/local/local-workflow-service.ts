@@ -27,7 +27,11 @@ export class LocalWorkflowService implements WorkflowService {
   constructor(private readonly o: LocalWorkflowServiceOptions) {}
 
   async start(workflow: WorkflowName, input: Record<string, unknown>, name?: string): Promise<ExecutionSummary> {
-    if (!this.o.runner.workflows.includes(workflow)) throw new WorkflowsUnavailableError(`workflow '${workflow}' is not available in this local run (available: ${this.o.runner.workflows.join(', ') || 'none'})`, permanentDetails({ workflow }));
+    if (!this.o.runner.workflows.includes(workflow))
+      throw new WorkflowsUnavailableError(
+        `workflow '${workflow}' is not available in this local run (available: ${this.o.runner.workflows.join(', ') || 'none'})`,
+        permanentDetails({ workflow }),
+      );
     const execution = name === undefined ? newExecutionName(workflow) : checkExecutionName(name);
     if (this.o.runner.describe(execution)) throw new ExecutionExistsError(execution);
     return summaryOf(this.o.runner.start(workflow, input, execution));
@@ -50,5 +54,11 @@ export class LocalWorkflowService implements WorkflowService {
 }
 
 function summaryOf(e: LocalExecution): ExecutionSummary {
-  return { execution: e.name, workflow: e.workflow, status: e.status, startedAt: e.startedAt, ...(e.stoppedAt ? { stoppedAt: e.stoppedAt } : {}) };
+  return {
+    execution: e.name,
+    workflow: e.workflow,
+    status: e.status,
+    startedAt: e.startedAt,
+    ...(e.stoppedAt ? { stoppedAt: e.stoppedAt } : {}),
+  };
 }

@@ -9,7 +9,10 @@ import type { SdkIntegration } from './asl-runner.js';
  * - {@link awsSdkIntegration}: the same call through the AWS SDK v3 (e.g. against LocalStack's EC2 API), the way
  *   Step Functions makes it: `aws-sdk:ec2:runInstances` with PascalCase parameters = `RunInstancesCommand`.
  */
-export function localFleetIntegration(fleet: FleetProvider, newNodeId = () => `n-${Date.now().toString(36)}-${randomBytes(2).toString('hex')}`): SdkIntegration {
+export function localFleetIntegration(
+  fleet: FleetProvider,
+  newNodeId = () => `n-${Date.now().toString(36)}-${randomBytes(2).toString('hex')}`,
+): SdkIntegration {
   return async (service, action, input) => {
     if (service === 'ec2' && action === 'runInstances') {
       const id = newNodeId();
@@ -31,11 +34,14 @@ type SdkClient = { send(command: unknown): Promise<unknown> };
  * Calls `<service>:<action>` through the AWS SDK v3 client given for the service: the action's command class is
  * looked up in the service's package (`@aws-sdk/client-<service>`), as Step Functions' SDK integrations do.
  */
-export function awsSdkIntegration(clients: Record<string, { client: SdkClient; commands: Record<string, unknown> }>): SdkIntegration {
+export function awsSdkIntegration(
+  clients: Record<string, { client: SdkClient; commands: Record<string, unknown> }>,
+): SdkIntegration {
   return async (service, action, input) => {
     const c = clients[service];
     if (!c) throw new Error(`no SDK client configured for aws-sdk:${service}`);
-    const Command = c.commands[`${action.charAt(0).toUpperCase()}${action.slice(1)}Command`] as (new (i: unknown) => unknown) | undefined;
+    const Command = c.commands[`${action.charAt(0).toUpperCase()}${action.slice(1)}Command`] as
+      (new (i: unknown) => unknown) | undefined;
     if (!Command) throw new Error(`aws-sdk:${service}:${action} has no command in the service's SDK package`);
     try {
       return await c.client.send(new Command(input));

@@ -1,7 +1,14 @@
 import * as z from 'zod';
 import type { Tier } from '../../tiers/tier.js';
 import { ConfigError } from '../../errors.js';
-import { evictBatch, planEviction, type EvictBatchInput, type EvictBatchResult, type EvictReportLine, type PlannedNode } from './evict.js';
+import {
+  evictBatch,
+  planEviction,
+  type EvictBatchInput,
+  type EvictBatchResult,
+  type EvictReportLine,
+  type PlannedNode,
+} from './evict.js';
 import { appendWithinBudget } from './report-budget.js';
 import type { ScaleDeps } from './scale-steps.js';
 import { tierMigrateBatch, tierMigrateInput, type MigrateReportLine, type TierMigrateResult } from './tier-migrate.js';
@@ -39,12 +46,43 @@ const evictOptions = z.strictObject({
 const evictRequest = z.looseObject({ execution, workflow: z.literal('evict-to-s3').optional() });
 
 /** The counters of an eviction batch that add up over a node's batches. */
-const EVICT_COUNTS = ['keys', 'bytes', 'freedBytes', 'skippedChanged', 'skippedExpired', 'skippedPinned', 'skippedNotOwned', 'skippedMigrating', 'failed'] as const;
-type EvictTotals = Pick<EvictBatchResult, (typeof EVICT_COUNTS)[number]> & { nodeId: string; calls: number; reason?: string; report: EvictReportLine[]; reportOmitted: number };
+const EVICT_COUNTS = [
+  'keys',
+  'bytes',
+  'freedBytes',
+  'skippedChanged',
+  'skippedExpired',
+  'skippedPinned',
+  'skippedNotOwned',
+  'skippedMigrating',
+  'failed',
+] as const;
+type EvictTotals = Pick<EvictBatchResult, (typeof EVICT_COUNTS)[number]> & {
+  nodeId: string;
+  calls: number;
+  reason?: string;
+  report: EvictReportLine[];
+  reportOmitted: number;
+};
 
 /** The counters of a tier-migration batch that add up over the run. */
-const MIGRATE_COUNTS = ['scanned', 'matched', 'moved', 'bytes', 'alreadyThere', 'skippedNewer', 'skippedChanged', 'skippedPinned', 'full', 'failed'] as const;
-type MigrateTotals = Pick<TierMigrateResult, (typeof MIGRATE_COUNTS)[number]> & { calls: number; report: MigrateReportLine[]; reportOmitted: number };
+const MIGRATE_COUNTS = [
+  'scanned',
+  'matched',
+  'moved',
+  'bytes',
+  'alreadyThere',
+  'skippedNewer',
+  'skippedChanged',
+  'skippedPinned',
+  'full',
+  'failed',
+] as const;
+type MigrateTotals = Pick<TierMigrateResult, (typeof MIGRATE_COUNTS)[number]> & {
+  calls: number;
+  report: MigrateReportLine[];
+  reportOmitted: number;
+};
 
 export function dataSteps(d: DataStepDeps) {
   const ringLoader = async () => {
@@ -66,7 +104,9 @@ export function dataSteps(d: DataStepDeps) {
       options.reportBytes = Math.floor(REPORT_BYTES / Math.max(1, plan.nodes.length));
       await d.progress.update(exec, 'evict-to-s3', (p) => {
         p.total = plan.nodes.length;
-        p.phase = plan.nodes.length ? `evicting from ${plan.nodes.length} node(s), ${plan.totalBytes} bytes planned` : 'no node needs eviction';
+        p.phase = plan.nodes.length
+          ? `evicting from ${plan.nodes.length} node(s), ${plan.totalBytes} bytes planned`
+          : 'no node needs eviction';
         p.facts.plannedBytes = plan.totalBytes;
         p.facts.ringVersion = plan.ringVersion;
       });
@@ -87,8 +127,21 @@ export function dataSteps(d: DataStepDeps) {
       const prev = i.batch;
       const node = i.node as unknown as PlannedNode;
       const { reportBytes, ...options } = i.options;
-      const r: EvictBatchResult = await evictBatch({ nodes: d.nodes, ring: ringLoader, cold: cold(), now: d.now }, { nodeId: node.nodeId, maxBytes: Math.max(1, node.targetBytes), ...options, reportLimit: REPORT_LINES, cursor: (prev.cursor as EvictBatchInput['cursor']) ?? null });
-      const t = addEvict(prev.totals && 'nodeId' in prev.totals ? (prev.totals as unknown as EvictTotals) : emptyEvict(node.nodeId), r, reportBytes);
+      const r: EvictBatchResult = await evictBatch(
+        { nodes: d.nodes, ring: ringLoader, cold: cold(), now: d.now },
+        {
+          nodeId: node.nodeId,
+          maxBytes: Math.max(1, node.targetBytes),
+          ...options,
+          reportLimit: REPORT_LINES,
+          cursor: (prev.cursor as EvictBatchInput['cursor']) ?? null,
+        },
+      );
+      const t = addEvict(
+        prev.totals && 'nodeId' in prev.totals ? (prev.totals as unknown as EvictTotals) : emptyEvict(node.nodeId),
+        r,
+        reportBytes,
+      );
       d.metric('keysEvicted', r.keys);
       d.metric('bytesMoved', r.bytes, { Workflow: 'evict-to-s3' });
       await d.progress.update(i.execution, 'evict-to-s3', (p) => {
@@ -101,10 +154,26 @@ export function dataSteps(d: DataStepDeps) {
 
     /** Sums the nodes' totals into the execution's report. */
     async evictReport(raw: Record<string, unknown>) {
-      const i = z.looseObject({ execution, results: z.array(z.looseObject({ nodeId: z.string() })), plan: z.looseObject({ skipped: z.array(z.unknown()).optional() }) }).parse(raw);
+      const i = z
+        .looseObject({
+          execution,
+          results: z.array(z.looseObject({ nodeId: z.string() })),
+          plan: z.looseObject({ skipped: z.array(z.unknown()).optional() }),
+        })
+        .parse(raw);
       const nodes = i.results as unknown as EvictTotals[];
       const sum = (k: keyof EvictTotals) => nodes.reduce((a, n) => a + (n[k] as number), 0);
-      const report = { keys: sum('keys'), bytes: sum('bytes'), freedBytes: sum('freedBytes'), skippedChanged: sum('skippedChanged'), skippedExpired: sum('skippedExpired'), skippedPinned: sum('skippedPinned'), failed: sum('failed'), nodes, skipped: i.plan.skipped ?? [] };
+      const report = {
+        keys: sum('keys'),
+        bytes: sum('bytes'),
+        freedBytes: sum('freedBytes'),
+        skippedChanged: sum('skippedChanged'),
+        skippedExpired: sum('skippedExpired'),
+        skippedPinned: sum('skippedPinned'),
+        failed: sum('failed'),
+        nodes,
+        skipped: i.plan.skipped ?? [],
+      };
       await d.progress.update(i.execution, 'evict-to-s3', (p) => {
         p.phase = `moved ${report.keys} keys (${report.bytes} bytes) to the cold tier`;
         p.outcome = 'succeeded';
@@ -114,7 +183,11 @@ export function dataSteps(d: DataStepDeps) {
 
     /** Validates a TierMigrate request (first state): bad input fails the execution before anything moves. */
     async tierMigrateBegin(raw: Record<string, unknown>) {
-      const { execution: exec, workflow: _w, ...request } = z.looseObject({ execution, workflow: z.literal('tier-migrate').optional() }).parse(raw);
+      const {
+        execution: exec,
+        workflow: _w,
+        ...request
+      } = z.looseObject({ execution, workflow: z.literal('tier-migrate').optional() }).parse(raw);
       tierMigrateInput.parse(request); // the batches' own validation, before anything moves
       await d.progress.update(exec, 'tier-migrate', (p) => {
         p.phase = `${String(request.action)} ${JSON.stringify(request.selector)} from ${String(request.from)}`;
@@ -123,8 +196,16 @@ export function dataSteps(d: DataStepDeps) {
     },
 
     async tierMigrateBatch(raw: Record<string, unknown>) {
-      const i = z.looseObject({ execution, batch: z.looseObject({ request: z.looseObject({}), cursor: z.string().nullish(), totals: z.looseObject({}).nullish() }) }).parse(raw);
-      const r = await tierMigrateBatch({ ...d.tiers, now: d.now }, { ...i.batch.request, cursor: i.batch.cursor ?? null, reportLimit: REPORT_LINES });
+      const i = z
+        .looseObject({
+          execution,
+          batch: z.looseObject({ request: z.looseObject({}), cursor: z.string().nullish(), totals: z.looseObject({}).nullish() }),
+        })
+        .parse(raw);
+      const r = await tierMigrateBatch(
+        { ...d.tiers, now: d.now },
+        { ...i.batch.request, cursor: i.batch.cursor ?? null, reportLimit: REPORT_LINES },
+      );
       const t = addMigrate((i.batch.totals as unknown as MigrateTotals | null) ?? emptyMigrate(), r);
       d.metric('bytesMoved', r.bytes, { Workflow: 'tier-migrate' });
       await d.progress.update(i.execution, 'tier-migrate', (p) => {
@@ -147,7 +228,12 @@ export function dataSteps(d: DataStepDeps) {
  * {@link REPORT_LINES} lines and `maxBytes` of JSON; the lines left out are counted in `reportOmitted` (along
  * with those the batch itself left out).
  */
-function addUp<K extends string, T extends Record<K, number> & { calls: number; report: unknown[]; reportOmitted: number }>(t: T, r: Record<K, number> & { report: unknown[]; reportTruncated?: number }, counts: readonly K[], maxBytes: number): T {
+function addUp<K extends string, T extends Record<K, number> & { calls: number; report: unknown[]; reportOmitted: number }>(
+  t: T,
+  r: Record<K, number> & { report: unknown[]; reportTruncated?: number },
+  counts: readonly K[],
+  maxBytes: number,
+): T {
   const { report, omitted } = appendWithinBudget(t.report, r.report, { maxLines: REPORT_LINES, maxBytes });
   const out = { ...t, calls: t.calls + 1, report, reportOmitted: t.reportOmitted + (r.reportTruncated ?? 0) + omitted };
   for (const k of counts) (out as Record<K, number>)[k] = t[k] + r[k];

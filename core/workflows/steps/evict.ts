@@ -215,11 +215,22 @@ export async function planEviction(deps: Pick<EvictDeps, 'nodes' | 'ring'>, raw:
   const skipped: EvictionPlan['skipped'] = [];
   if (i.nodeId) {
     const n = router.node(i.nodeId);
-    if (!n) throw new NotFoundError(`node '${i.nodeId}' is not in ring version ${doc.version} (nodes: ${doc.nodes.map((x) => x.id).join(', ')})`, { nodeId: i.nodeId });
+    if (!n)
+      throw new NotFoundError(
+        `node '${i.nodeId}' is not in ring version ${doc.version} (nodes: ${doc.nodes.map((x) => x.id).join(', ')})`,
+        { nodeId: i.nodeId },
+      );
     candidates = [n];
   } else {
     candidates = doc.nodes.filter((n) => {
-      const why = n.state === 'JOINING' ? 'joining: receives ranges' : n.state === 'LEAVING' ? 'leaving: being drained' : !owners.has(n.id) ? 'owns no range' : undefined;
+      const why =
+        n.state === 'JOINING'
+          ? 'joining: receives ranges'
+          : n.state === 'LEAVING'
+            ? 'leaving: being drained'
+            : !owners.has(n.id)
+              ? 'owns no range'
+              : undefined;
       if (why) skipped.push({ nodeId: n.id, reason: why });
       return !why;
     });
@@ -243,7 +254,15 @@ export async function planEviction(deps: Pick<EvictDeps, 'nodes' | 'ring'>, raw:
         skipped.push({ nodeId: n.id, reason: `already at or below the target fill (${s.fill.toFixed(3)})` });
         return;
       }
-      nodes.push({ nodeId: n.id, url: n.url, bytes: s.bytes, capacityBytes: s.capacityBytes, fill: s.fill, watermark: s.watermark, targetBytes });
+      nodes.push({
+        nodeId: n.id,
+        url: n.url,
+        bytes: s.bytes,
+        capacityBytes: s.capacityBytes,
+        fill: s.fill,
+        watermark: s.watermark,
+        targetBytes,
+      });
     }),
   );
   nodes.sort((a, b) => b.fill - a.fill || a.nodeId.localeCompare(b.nodeId));
@@ -276,7 +295,13 @@ export async function evictBatch(deps: EvictDeps, raw: unknown): Promise<EvictBa
   let router = await ring.router();
   const node = router.node(i.nodeId);
   if (!node) throw new NotFoundError(`node '${i.nodeId}' is not in ring version ${router.version}`, { nodeId: i.nodeId });
-  const bucket = i.rateBytesPerSec ? new TokenBucket({ ratePerSec: i.rateBytesPerSec, ...(deps.now ? { now: deps.now } : {}), ...(deps.sleep ? { sleep: deps.sleep } : {}) }) : undefined;
+  const bucket = i.rateBytesPerSec
+    ? new TokenBucket({
+        ratePerSec: i.rateBytesPerSec,
+        ...(deps.now ? { now: deps.now } : {}),
+        ...(deps.sleep ? { sleep: deps.sleep } : {}),
+      })
+    : undefined;
   const before: EvictCursor = i.cursor ?? { keys: 0, bytes: 0, freedBytes: 0, calls: 0, idleCalls: 0 };
   const out: EvictBatchResult = {
     nodeId: i.nodeId,
@@ -302,7 +327,14 @@ export async function evictBatch(deps: EvictDeps, raw: unknown): Promise<EvictBa
     if (out.report.length < i.reportLimit) out.report.push(line);
     else out.reportTruncated++;
   };
-  const line = (v: Victim, outcome: EvictOutcome, bytes = 0, reason?: string): EvictReportLine => ({ ns: v.ns, key: v.key, version: v.version, bytes, outcome, ...(reason ? { reason } : {}) });
+  const line = (v: Victim, outcome: EvictOutcome, bytes = 0, reason?: string): EvictReportLine => ({
+    ns: v.ns,
+    key: v.key,
+    version: v.version,
+    bytes,
+    outcome,
+    ...(reason ? { reason } : {}),
+  });
 
   /** Steps 1-3 of the module comment for one victim. */
   const handle = async (v: Victim, r: RingRouter): Promise<Handled> => {
@@ -314,7 +346,8 @@ export async function evictBatch(deps: EvictDeps, raw: unknown): Promise<EvictBa
     try {
       e = await deps.nodes.get(node.url, v.ns, v.key, r.version);
     } catch (err) {
-      if (err instanceof StaleRouteError) return { final: line(v, 'not-owned', 0, 'the node refused the route: the ring changed') };
+      if (err instanceof StaleRouteError)
+        return { final: line(v, 'not-owned', 0, 'the node refused the route: the ring changed') };
       throw new TierUnavailableError('warm', err);
     }
     if (!e) {
@@ -324,7 +357,8 @@ export async function evictBatch(deps: EvictDeps, raw: unknown): Promise<EvictBa
     }
     if (e.header.version !== v.version) return { final: line(v, 'changed', 0, `rewritten: version ${e.header.version}`) };
     if (e.header.flags.pinned) return { final: line(v, 'pinned') };
-    if (isLive(e.header) && checksumMatches(e.value, e.header.hash) === false) return { final: line(v, 'failed', 0, 'the bytes on the node do not match their hash: not copied') };
+    if (isLive(e.header) && checksumMatches(e.value, e.header.hash) === false)
+      return { final: line(v, 'failed', 0, 'the bytes on the node do not match their hash: not copied') };
     if (bucket) await bucket.take(e.value.length);
     const copied = await copyVerified(deps.cold, v.ns, v.key, e, i.verify);
     if (!copied.ok) return { final: line(v, 'failed', 0, copied.reason) };
@@ -383,11 +417,18 @@ export async function evictBatch(deps: EvictDeps, raw: unknown): Promise<EvictBa
     for (const [ns, group] of byNs) {
       let removed: boolean[];
       try {
-        removed = await deps.nodes.deleteMany(node.url, ns, group.map((g) => g.remove.key), router.version, group.map((g) => g.remove.version));
+        removed = await deps.nodes.deleteMany(
+          node.url,
+          ns,
+          group.map((g) => g.remove.key),
+          router.version,
+          group.map((g) => g.remove.version),
+        );
       } catch (err) {
         if (!(err instanceof StaleRouteError)) throw new TierUnavailableError('warm', err);
         router = await ring.refresh(err, router);
-        for (const g of group) record(line(g.remove, 'not-owned', 0, 'the node refused the delete: the ring changed (the copy below is harmless)'));
+        for (const g of group)
+          record(line(g.remove, 'not-owned', 0, 'the node refused the delete: the ring changed (the copy below is harmless)'));
         continue;
       }
       group.forEach((g, j) => {
@@ -407,6 +448,12 @@ export async function evictBatch(deps: EvictDeps, raw: unknown): Promise<EvictBa
     out.done = true;
     out.reason = 'idle';
   }
-  out.cursor = { keys: before.keys + out.keys, bytes: before.bytes + out.bytes, freedBytes: before.freedBytes + out.freedBytes, calls: before.calls + 1, idleCalls };
+  out.cursor = {
+    keys: before.keys + out.keys,
+    bytes: before.bytes + out.bytes,
+    freedBytes: before.freedBytes + out.freedBytes,
+    calls: before.calls + 1,
+    idleCalls,
+  };
   return out;
 }

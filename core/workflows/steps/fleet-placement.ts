@@ -40,10 +40,19 @@ function countBy<T>(items: readonly T[], key: (t: T) => string): Map<string, num
  * the AZs and losing one AZ loses the smallest share of the ring. Ties go to the AZ with fewer nodes on their way
  * in (JOINING or PARTIAL: another scale-out is already filling it), then to the configuration order.
  */
-export function chooseLaunchSubnet(subnets: readonly FleetSubnet[], nodes: readonly Pick<RingNode, 'state' | 'az'>[]): FleetSubnet {
+export function chooseLaunchSubnet(
+  subnets: readonly FleetSubnet[],
+  nodes: readonly Pick<RingNode, 'state' | 'az'>[],
+): FleetSubnet {
   if (subnets.length === 0) throw new Error('the fleet has no subnets to launch into');
-  const normal = countBy(nodes.filter((n) => n.state === 'NORMAL'), (n) => n.az ?? UNKNOWN_AZ);
-  const joining = countBy(nodes.filter((n) => n.state === 'JOINING' || n.state === 'PARTIAL'), (n) => n.az ?? UNKNOWN_AZ);
+  const normal = countBy(
+    nodes.filter((n) => n.state === 'NORMAL'),
+    (n) => n.az ?? UNKNOWN_AZ,
+  );
+  const joining = countBy(
+    nodes.filter((n) => n.state === 'JOINING' || n.state === 'PARTIAL'),
+    (n) => n.az ?? UNKNOWN_AZ,
+  );
   let best = subnets[0]!;
   for (const s of subnets.slice(1)) {
     const dNormal = (normal.get(s.availabilityZone) ?? 0) - (normal.get(best.availabilityZone) ?? 0);
@@ -77,5 +86,7 @@ export function leastLoaded(loads: readonly { id: string; bytes: number }[]): st
  */
 export function launchClientToken(execution: string, ordinal: number): string {
   if (!Number.isInteger(ordinal) || ordinal < 0) throw new Error(`launch ordinal must be a whole number >= 0 (got ${ordinal})`);
-  return createHash('sha256').update(JSON.stringify([execution, ordinal])).digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify([execution, ordinal]))
+    .digest('hex');
 }

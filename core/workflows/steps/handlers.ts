@@ -16,7 +16,11 @@ export type WorkflowDeps = ScaleDeps & DataStepDeps;
  */
 export function workflowDeps(
   o: Pick<WorkflowDeps, 'nodeUrl' | 'metric' | 'tiers'> &
-    Partial<Pick<WorkflowDeps, 'fleetSubnets' | 'now'>> & { cas: CasStore; nodes: NodeClient; onWarning?: (message: string) => void },
+    Partial<Pick<WorkflowDeps, 'fleetSubnets' | 'now'>> & {
+      cas: CasStore;
+      nodes: NodeClient;
+      onWarning?: (message: string) => void;
+    },
 ): WorkflowDeps {
   const ring = new RingStore(o.cas);
   return {

@@ -41,7 +41,11 @@ const stepEvent = z.looseObject({
  */
 export async function runStep(handlers: StepHandlers, event: unknown): Promise<unknown> {
   const parsed = stepEvent.safeParse(event);
-  if (!parsed.success) throw new ValidationError(parsed.error.issues[0]?.path.join('.') || 'step', parsed.error.issues[0]?.message ?? 'invalid step event');
+  if (!parsed.success)
+    throw new ValidationError(
+      parsed.error.issues[0]?.path.join('.') || 'step',
+      parsed.error.issues[0]?.message ?? 'invalid step event',
+    );
   const { step, request, ...fields } = parsed.data;
   try {
     return await handlers[step]({ ...(request ?? {}), ...fields });

@@ -9,7 +9,11 @@ export interface ReportBudget {
 }
 
 /** `kept` plus as many of `added` as fit the budget, in order; `omitted` counts the others. */
-export function appendWithinBudget<L>(kept: readonly L[], added: readonly L[], budget: ReportBudget): { report: L[]; omitted: number } {
+export function appendWithinBudget<L>(
+  kept: readonly L[],
+  added: readonly L[],
+  budget: ReportBudget,
+): { report: L[]; omitted: number } {
   const report = [...kept];
   let bytes = jsonBytes(report);
   let omitted = 0;

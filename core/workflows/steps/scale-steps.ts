@@ -143,7 +143,12 @@ export class NodeLaunchTimeoutError extends StrataError {
 }
 
 /** The options the migration states read, from a begin step's validated input. */
-function normalisedOptions(i: { mode: 'incremental' | 'parallel'; streamMaxMs: number; rateBytesPerSec: number; graceMs: number }) {
+function normalisedOptions(i: {
+  mode: 'incremental' | 'parallel';
+  streamMaxMs: number;
+  rateBytesPerSec: number;
+  graceMs: number;
+}) {
   return {
     mode: i.mode,
     maxConcurrency: i.mode === 'incremental' ? 1 : 0,
@@ -156,7 +161,8 @@ function normalisedOptions(i: { mode: 'incremental' | 'parallel'; streamMaxMs: n
 }
 
 export function scaleSteps(d: ScaleDeps) {
-  const progress = (exec: string, wf: WorkflowName, edit: Parameters<ProgressStore['update']>[2]) => d.progress.update(exec, wf, edit);
+  const progress = (exec: string, wf: WorkflowName, edit: Parameters<ProgressStore['update']>[2]) =>
+    d.progress.update(exec, wf, edit);
 
   return {
     /**
@@ -227,10 +233,13 @@ export function scaleSteps(d: ScaleDeps) {
       let nodeId = i.nodeId ?? undefined;
       if (nodeId) {
         const n = doc.nodes.find((x) => x.id === nodeId);
-        if (!n) throw new NoNodeToRemoveError(`node '${nodeId}' is not in the ring (nodes: ${doc.nodes.map((x) => x.id).join(', ')})`);
-        if (n.state !== 'NORMAL' && n.state !== 'LEAVING') throw new NoNodeToRemoveError(`node '${nodeId}' is ${n.state}: only a NORMAL node can be drained`);
+        if (!n)
+          throw new NoNodeToRemoveError(`node '${nodeId}' is not in the ring (nodes: ${doc.nodes.map((x) => x.id).join(', ')})`);
+        if (n.state !== 'NORMAL' && n.state !== 'LEAVING')
+          throw new NoNodeToRemoveError(`node '${nodeId}' is ${n.state}: only a NORMAL node can be drained`);
       } else {
-        if (normal.length < 2) throw new NoNodeToRemoveError(`scale-in needs at least 2 NORMAL nodes (the ring has ${normal.length})`);
+        if (normal.length < 2)
+          throw new NoNodeToRemoveError(`scale-in needs at least 2 NORMAL nodes (the ring has ${normal.length})`);
         const candidates = scaleInCandidates(normal);
         const loads = await Promise.all(candidates.map(async (n) => ({ id: n.id, bytes: (await d.nodes.stats(n.url)).bytes })));
         nodeId = leastLoaded(loads)!;
@@ -244,15 +253,22 @@ export function scaleSteps(d: ScaleDeps) {
       });
       const plan = await d.migrator.planScaleIn({ node: nodeId, mode: i.mode }).catch(async (e: unknown) => {
         // Nothing began: the node serves as before (planning may have marked it LEAVING) and is not held locked.
-        await d.ring.update((doc) => {
-          const n = doc.nodes.find((x) => x.id === nodeId);
-          if (n?.state !== 'LEAVING') return false;
-          n.state = 'NORMAL';
-        }).catch(() => undefined);
+        await d.ring
+          .update((doc) => {
+            const n = doc.nodes.find((x) => x.id === nodeId);
+            if (n?.state !== 'LEAVING') return false;
+            n.state = 'NORMAL';
+          })
+          .catch(() => undefined);
         await d.locks.release(nodeId!, i.execution);
         throw e;
       });
-      return { nodeId, instanceId, options: normalisedOptions(i), ...(await recordPlan(i.execution, 'scale-in', plan.id, plan.sessions)) };
+      return {
+        nodeId,
+        instanceId,
+        options: normalisedOptions(i),
+        ...(await recordPlan(i.execution, 'scale-in', plan.id, plan.sessions)),
+      };
     },
 
     async prepare(raw: unknown) {
@@ -268,7 +284,10 @@ export function scaleSteps(d: ScaleDeps) {
     async stream(raw: unknown) {
       const i = streamStepInput.parse(raw);
       const before = (await d.migrator.session(i.sessionId)).copied;
-      const r = await d.migrator.stream(i.sessionId, { maxMs: i.maxMs, ...(i.rateBytesPerSec ? { rateBytesPerSec: i.rateBytesPerSec } : {}) });
+      const r = await d.migrator.stream(i.sessionId, {
+        maxMs: i.maxMs,
+        ...(i.rateBytesPerSec ? { rateBytesPerSec: i.rateBytesPerSec } : {}),
+      });
       const keys = r.session.copied.keys - before.keys;
       const bytes = r.session.copied.bytes - before.bytes;
       d.metric('bytesMoved', bytes, { Workflow: i.workflow });

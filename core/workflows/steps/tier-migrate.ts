@@ -52,7 +52,9 @@ const tierName = z.enum(TIER_ORDER);
 export const tierMigrateInput = z
   .strictObject({
     selector: z.strictObject({
-      ns: z.string().regex(NAMESPACE_PATTERN, 'namespace must be 1-63 characters of a-z, 0-9, "_" or "-", starting with a letter or digit'),
+      ns: z
+        .string()
+        .regex(NAMESPACE_PATTERN, 'namespace must be 1-63 characters of a-z, 0-9, "_" or "-", starting with a letter or digit'),
       /** Keys starting with this string. */
       prefix: z.string().min(1).max(MAX_KEY_BYTES).optional(),
       /** Keys carrying this tag. */
@@ -83,10 +85,13 @@ export const tierMigrateInput = z
     const rank = (t: MigrateTier) => TIER_ORDER.indexOf(t);
     if (i.action === 'promote' || i.action === 'demote') {
       if (!i.to) ctx.addIssue({ code: 'custom', path: ['to'], message: `${i.action} needs the target tier` });
-      else if (i.action === 'promote' && !(rank(i.to) < rank(i.from))) ctx.addIssue({ code: 'custom', path: ['to'], message: `promote moves keys up: '${i.to}' is not above '${i.from}'` });
-      else if (i.action === 'demote' && !(rank(i.to) > rank(i.from))) ctx.addIssue({ code: 'custom', path: ['to'], message: `demote moves keys down: '${i.to}' is not below '${i.from}'` });
+      else if (i.action === 'promote' && !(rank(i.to) < rank(i.from)))
+        ctx.addIssue({ code: 'custom', path: ['to'], message: `promote moves keys up: '${i.to}' is not above '${i.from}'` });
+      else if (i.action === 'demote' && !(rank(i.to) > rank(i.from)))
+        ctx.addIssue({ code: 'custom', path: ['to'], message: `demote moves keys down: '${i.to}' is not below '${i.from}'` });
     }
-    if (i.action === 'unpin' && i.to && i.to !== i.from) ctx.addIssue({ code: 'custom', path: ['to'], message: 'unpin clears the flag where the keys are: give only `from`' });
+    if (i.action === 'unpin' && i.to && i.to !== i.from)
+      ctx.addIssue({ code: 'custom', path: ['to'], message: 'unpin clears the flag where the keys are: give only `from`' });
   });
 export type TierMigrateInput = z.input<typeof tierMigrateInput>;
 
@@ -142,29 +147,74 @@ export async function tierMigrateBatch(deps: TierMigrateDeps, raw: unknown): Pro
   const target = tierOf(i.to ?? i.from, 'to');
   let pinTier: (Tier & Pinning) | undefined;
   if (i.action === 'pin' || i.action === 'unpin') {
-    if (!supportsPinning(target)) throw new ValidationError('to', `tier '${target.name}' (${target.kind}) cannot pin entries: it has no eviction of its own to exempt them from (the memory hot tier and the warm tier can)`);
+    if (!supportsPinning(target))
+      throw new ValidationError(
+        'to',
+        `tier '${target.name}' (${target.kind}) cannot pin entries: it has no eviction of its own to exempt them from (the memory hot tier and the warm tier can)`,
+      );
     pinTier = target;
   }
   // Tiers strictly between source and target (demote): an older copy there would outlive the original.
-  const between = TIER_ORDER.slice(TIER_ORDER.indexOf(i.from) + 1, TIER_ORDER.indexOf(i.to ?? i.from)).flatMap((n) => (deps[n] ? [deps[n]] : []));
-  const bucket = i.rateBytesPerSec ? new TokenBucket({ ratePerSec: i.rateBytesPerSec, ...(deps.now ? { now: deps.now } : {}), ...(deps.sleep ? { sleep: deps.sleep } : {}) }) : undefined;
+  const between = TIER_ORDER.slice(TIER_ORDER.indexOf(i.from) + 1, TIER_ORDER.indexOf(i.to ?? i.from)).flatMap((n) =>
+    deps[n] ? [deps[n]] : [],
+  );
+  const bucket = i.rateBytesPerSec
+    ? new TokenBucket({
+        ratePerSec: i.rateBytesPerSec,
+        ...(deps.now ? { now: deps.now } : {}),
+        ...(deps.sleep ? { sleep: deps.sleep } : {}),
+      })
+    : undefined;
 
-  const out: TierMigrateResult = { done: false, cursor: i.cursor ?? null, scanned: 0, matched: 0, moved: 0, bytes: 0, alreadyThere: 0, skippedNewer: 0, skippedChanged: 0, skippedPinned: 0, full: 0, failed: 0, waitedMs: 0, report: [], reportTruncated: 0 };
+  const out: TierMigrateResult = {
+    done: false,
+    cursor: i.cursor ?? null,
+    scanned: 0,
+    matched: 0,
+    moved: 0,
+    bytes: 0,
+    alreadyThere: 0,
+    skippedNewer: 0,
+    skippedChanged: 0,
+    skippedPinned: 0,
+    full: 0,
+    failed: 0,
+    waitedMs: 0,
+    report: [],
+    reportTruncated: 0,
+  };
   const record = (l: MigrateReportLine): void => {
-    const counter = ({ moved: 'moved', 'already-there': 'alreadyThere', newer: 'skippedNewer', changed: 'skippedChanged', pinned: 'skippedPinned', full: 'full', failed: 'failed' } as const)[l.outcome];
+    const counter = (
+      {
+        moved: 'moved',
+        'already-there': 'alreadyThere',
+        newer: 'skippedNewer',
+        changed: 'skippedChanged',
+        pinned: 'skippedPinned',
+        full: 'full',
+        failed: 'failed',
+      } as const
+    )[l.outcome];
     out[counter]++;
     if (l.outcome === 'moved') out.bytes += l.bytes;
     if (out.report.length < i.reportLimit) out.report.push(l);
     else out.reportTruncated++;
   };
-  const line = (key: string, version: number, outcome: MigrateOutcome, bytes = 0, reason?: string): MigrateReportLine => ({ key, version, bytes, outcome, ...(reason ? { reason } : {}) });
+  const line = (key: string, version: number, outcome: MigrateOutcome, bytes = 0, reason?: string): MigrateReportLine => ({
+    key,
+    version,
+    bytes,
+    outcome,
+    ...(reason ? { reason } : {}),
+  });
   const ns = i.selector.ns;
 
   /** The live entry of the source at the scanned version (or newer), or the outcome that ends its handling. */
   const read = async (key: string, h: EntryHeader): Promise<Entry | MigrateReportLine> => {
     const e = await source.get(ns, key);
     if (!e || !isLive(e.header)) return line(key, h.version, 'changed', 0, 'removed from the source meanwhile');
-    if (checksumMatches(e.value, e.header.hash) === false) return line(key, e.header.version, 'failed', 0, 'the bytes in the source do not match their hash');
+    if (checksumMatches(e.value, e.header.hash) === false)
+      return line(key, e.header.version, 'failed', 0, 'the bytes in the source do not match their hash');
     return e;
   };
 
@@ -174,7 +224,8 @@ export async function tierMigrateBatch(deps: TierMigrateDeps, raw: unknown): Pro
     const o = await target.put(ns, key, { header: copyHeader(e.header, e.value.length), value: e.value });
     if (o.applied) return undefined;
     if (o.full) return line(key, e.header.version, 'full', 0, `tier '${target.name}' has no room`);
-    if (o.current !== null && o.current > e.header.version) return line(key, e.header.version, 'newer', 0, `tier '${target.name}' holds version ${o.current}`);
+    if (o.current !== null && o.current > e.header.version)
+      return line(key, e.header.version, 'newer', 0, `tier '${target.name}' holds version ${o.current}`);
     return undefined; // the same version was there already
   };
 
@@ -182,7 +233,14 @@ export async function tierMigrateBatch(deps: TierMigrateDeps, raw: unknown): Pro
   const copyToHot = async (hot: Tier & Confirming, key: string, e: Entry): Promise<MigrateReportLine | undefined> => {
     const v = e.header.version;
     const below = TIER_ORDER.slice(1, TIER_ORDER.indexOf(i.from) + 1).flatMap((n) => (deps[n] ? [deps[n]] : []));
-    const o = await copyPendingToHot(hot, ns, key, { header: copyHeader(e.header, e.value.length), value: e.value }, below, DEFAULT_HOT_RESIDENCY_SECONDS * 1000);
+    const o = await copyPendingToHot(
+      hot,
+      ns,
+      key,
+      { header: copyHeader(e.header, e.value.length), value: e.value },
+      below,
+      DEFAULT_HOT_RESIDENCY_SECONDS * 1000,
+    );
     if (o.result === 'full') return line(key, v, 'full', 0, `tier '${hot.name}' has no room`);
     if (o.result === 'newer') return line(key, v, 'newer', 0, `tier '${o.tier}' holds version ${o.version}`);
     if (o.result === 'changed') return line(key, v, 'changed', 0, `no longer in tier '${o.tier}' at this version`);
@@ -212,9 +270,17 @@ export async function tierMigrateBatch(deps: TierMigrateDeps, raw: unknown): Pro
       const old = await t.head(ns, key);
       if (!old || old.version >= e.header.version || (await t.delete(ns, key, old.version))) continue;
       const again = await t.head(ns, key);
-      if (again && again.version < e.header.version) return line(key, e.header.version, 'changed', 0, `tier '${t.name}' holds an older entry that changed while being removed: the original stays`);
+      if (again && again.version < e.header.version)
+        return line(
+          key,
+          e.header.version,
+          'changed',
+          0,
+          `tier '${t.name}' holds an older entry that changed while being removed: the original stays`,
+        );
     }
-    if (!(await source.delete(ns, key, e.header.version))) return line(key, e.header.version, 'changed', 0, 'rewritten during the move: the source keeps the new version');
+    if (!(await source.delete(ns, key, e.header.version)))
+      return line(key, e.header.version, 'changed', 0, 'rewritten during the move: the source keeps the new version');
     return line(key, e.header.version, 'moved', e.value.length);
   };
 
@@ -226,7 +292,8 @@ export async function tierMigrateBatch(deps: TierMigrateDeps, raw: unknown): Pro
       if (!('header' in e)) return e;
       version = e.header.version;
       const there = await target.head(ns, key);
-      if (there && there.version > version) return line(key, version, 'newer', 0, `tier '${target.name}' holds version ${there.version}`);
+      if (there && there.version > version)
+        return line(key, version, 'newer', 0, `tier '${target.name}' holds version ${there.version}`);
       if (there?.version === version && there.flags.pinned) return line(key, version, 'already-there');
       if (!there || there.version < version) {
         const problem = await copyUp(key, e);
@@ -236,7 +303,9 @@ export async function tierMigrateBatch(deps: TierMigrateDeps, raw: unknown): Pro
     } else if (h.flags.pinned) return line(key, version, 'already-there');
     if (await pinTier!.setPinned(ns, key, version, true)) return line(key, version, 'moved', bytes);
     const cur = await target.head(ns, key);
-    return cur && cur.version > version ? line(key, version, 'newer', 0, `rewritten: version ${cur.version}`) : line(key, version, 'changed', 0, 'removed meanwhile');
+    return cur && cur.version > version
+      ? line(key, version, 'newer', 0, `rewritten: version ${cur.version}`)
+      : line(key, version, 'changed', 0, 'removed meanwhile');
   };
 
   const unpin = async (key: string, h: EntryHeader): Promise<MigrateReportLine> => {
@@ -250,7 +319,11 @@ export async function tierMigrateBatch(deps: TierMigrateDeps, raw: unknown): Pro
   let handled = 0;
   try {
     while (handled < i.maxKeys && now() < deadline) {
-      const page = await source.scan(ns, { ...(i.selector.prefix ? { prefix: i.selector.prefix } : {}), cursor: out.cursor, limit: Math.min(i.pageSize, i.maxKeys - handled) });
+      const page = await source.scan(ns, {
+        ...(i.selector.prefix ? { prefix: i.selector.prefix } : {}),
+        cursor: out.cursor,
+        limit: Math.min(i.pageSize, i.maxKeys - handled),
+      });
       out.scanned += page.items.length;
       const selected = page.items.filter((it) => want(it.header));
       out.matched += selected.length;

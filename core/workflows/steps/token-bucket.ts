@@ -28,7 +28,8 @@ export class TokenBucket {
   waitedMs = 0;
 
   constructor(opts: TokenBucketOptions) {
-    if (!(opts.ratePerSec > 0) || !Number.isFinite(opts.ratePerSec)) throw new RangeError(`TokenBucket: ratePerSec must be a positive number (got ${opts.ratePerSec})`);
+    if (!(opts.ratePerSec > 0) || !Number.isFinite(opts.ratePerSec))
+      throw new RangeError(`TokenBucket: ratePerSec must be a positive number (got ${opts.ratePerSec})`);
     this.ratePerSec = opts.ratePerSec;
     this.burst = opts.burst ?? opts.ratePerSec;
     if (!(this.burst > 0)) throw new RangeError(`TokenBucket: burst must be positive (got ${this.burst})`);

@@ -58,18 +58,29 @@ export function copyProblem(expected: Entry, found: EntryHeader | undefined, fou
   if (h.flags.tombstone) return found.flags.tombstone ? undefined : `the target holds version ${v} but not as a tombstone`;
   // A location marker says the value lives below: whatever the target holds at that version is the real thing.
   if (h.flags.elsewhere) return undefined;
-  if (found.flags.tombstone || found.flags.elsewhere) return `the target holds version ${v} as a ${found.flags.tombstone ? 'tombstone' : 'location marker'}, not a value`;
-  if (found.size !== expected.value.length) return `size mismatch: the target holds ${found.size} bytes, the source ${expected.value.length}`;
-  if (found.hash !== h.hash) return `checksum mismatch: the target's hash is '${found.hash.slice(0, 60)}', the source's '${h.hash.slice(0, 60)}'`;
+  if (found.flags.tombstone || found.flags.elsewhere)
+    return `the target holds version ${v} as a ${found.flags.tombstone ? 'tombstone' : 'location marker'}, not a value`;
+  if (found.size !== expected.value.length)
+    return `size mismatch: the target holds ${found.size} bytes, the source ${expected.value.length}`;
+  if (found.hash !== h.hash)
+    return `checksum mismatch: the target's hash is '${found.hash.slice(0, 60)}', the source's '${h.hash.slice(0, 60)}'`;
   if (foundValue !== undefined) {
-    if (foundValue.length !== expected.value.length) return `size mismatch: the target's value is ${foundValue.length} bytes, the source's ${expected.value.length}`;
-    if (checksumMatches(foundValue, h.hash) === false || (h.hash === '' && !foundValue.equals(expected.value))) return 'content mismatch: the bytes read back differ from the source';
+    if (foundValue.length !== expected.value.length)
+      return `size mismatch: the target's value is ${foundValue.length} bytes, the source's ${expected.value.length}`;
+    if (checksumMatches(foundValue, h.hash) === false || (h.hash === '' && !foundValue.equals(expected.value)))
+      return 'content mismatch: the bytes read back differ from the source';
   }
   return undefined;
 }
 
 /** Copies `entry` into `target` (versioned) and verifies it there (see the module comment). */
-export async function copyVerified(target: Tier, ns: string, key: string, entry: Entry, mode: VerifyMode = 'head'): Promise<CopyOutcome> {
+export async function copyVerified(
+  target: Tier,
+  ns: string,
+  key: string,
+  entry: Entry,
+  mode: VerifyMode = 'head',
+): Promise<CopyOutcome> {
   const copy: Entry = { header: copyHeader(entry.header, entry.value.length), value: entry.value };
   const o = await target.put(ns, key, copy);
   if (o.full) return { ok: false, full: true, reason: `tier '${target.name}' is full` };

@@ -18,16 +18,21 @@ import { decideScaleOut, type NodeLoad, type ScaleDecision } from './threshold.j
  * Units: `keys` compares each node's key count with `capacity` records (the paper's unit); `bytes` compares its
  * stored bytes with the smallest node capacity in the fleet (the fleet is homogeneous: one instance type).
  */
-export const scaleTriggerSettingsSchema = z.strictObject({
-  unit: z.enum(['keys', 'bytes']).default('bytes'),
-  /** c in records; required with unit `keys` (bytes take the nodes' own capacity). */
-  capacity: z.number().positive().optional(),
-  /** δ_L and δ_H: the lowest and highest request rates expected (requests/s). */
-  lowRate: z.number().positive().default(50),
-  highRate: z.number().positive().default(250),
-  /** Migration mode of the scale-outs it starts. */
-  mode: z.enum(['incremental', 'parallel']).default('incremental'),
-}).refine((s) => s.unit !== 'keys' || s.capacity !== undefined, { message: 'unit "keys" needs capacity (records per node)', path: ['capacity'] });
+export const scaleTriggerSettingsSchema = z
+  .strictObject({
+    unit: z.enum(['keys', 'bytes']).default('bytes'),
+    /** c in records; required with unit `keys` (bytes take the nodes' own capacity). */
+    capacity: z.number().positive().optional(),
+    /** δ_L and δ_H: the lowest and highest request rates expected (requests/s). */
+    lowRate: z.number().positive().default(50),
+    highRate: z.number().positive().default(250),
+    /** Migration mode of the scale-outs it starts. */
+    mode: z.enum(['incremental', 'parallel']).default('incremental'),
+  })
+  .refine((s) => s.unit !== 'keys' || s.capacity !== undefined, {
+    message: 'unit "keys" needs capacity (records per node)',
+    path: ['capacity'],
+  });
 export type ScaleTriggerSettings = z.input<typeof scaleTriggerSettingsSchema>;
 
 export interface ScaleTriggerDeps {
@@ -98,7 +103,8 @@ export async function runScaleTrigger(deps: ScaleTriggerDeps, settings: ScaleTri
   const rate = stats.reduce((a, { id, st }) => {
     const before = prev?.reports?.[id];
     const cur = reports[id]!;
-    if (before && cur.at > before.at && cur.count >= before.count) return a + (cur.count - before.count) / ((cur.at - before.at) / 1000);
+    if (before && cur.at > before.at && cur.count >= before.count)
+      return a + (cur.count - before.count) / ((cur.at - before.at) / 1000);
     return a + cur.count / Math.max(1, Number(st.uptimeSeconds) || 1);
   }, 0);
   const next: Sample = { at: now(), reports };
@@ -111,7 +117,10 @@ export async function runScaleTrigger(deps: ScaleTriggerDeps, settings: ScaleTri
   const decision = decideScaleOut({ capacity, lowRate: s.lowRate, highRate: s.highRate }, loads, rate, inFlight);
   const out: TriggerOutcome = { decision, rate, loads, capacity, silent };
   if (decision.action === 'prelaunch' || decision.action === 'split') {
-    const why = decision.action === 'split' ? `node ${decision.node} is full (${decision.fill} of ${capacity})` : `node ${decision.node} passed T = ${Math.round(decision.threshold)} (fill ${decision.fill}, ${rate.toFixed(1)} req/s)`;
+    const why =
+      decision.action === 'split'
+        ? `node ${decision.node} is full (${decision.fill} of ${capacity})`
+        : `node ${decision.node} passed T = ${Math.round(decision.threshold)} (fill ${decision.fill}, ${rate.toFixed(1)} req/s)`;
     out.started = await deps.startScaleOut({ mode: s.mode, forNode: decision.node, reason: `${decision.action}: ${why}` });
   }
   return out;

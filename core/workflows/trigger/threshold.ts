@@ -58,7 +58,12 @@ export type ScaleDecision =
  * relieves most); a node with a scale-out already in flight is skipped in favour of the next fullest, so at
  * most one scale-out per node runs at a time.
  */
-export function decideScaleOut(p: ThresholdParams, nodes: readonly NodeLoad[], rate: number, inFlight: ReadonlySet<string> = new Set()): ScaleDecision {
+export function decideScaleOut(
+  p: ThresholdParams,
+  nodes: readonly NodeLoad[],
+  rate: number,
+  inFlight: ReadonlySet<string> = new Set(),
+): ScaleDecision {
   const threshold = speculativeThreshold(p, Math.max(1, nodes.length), rate);
   const over = [...nodes].filter((n) => n.fill > threshold).sort((a, b) => b.fill - a.fill);
   if (over.length === 0) return { action: 'none', threshold };

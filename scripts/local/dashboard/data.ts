@@ -113,9 +113,12 @@ export interface DashboardDataOptions {
 export const LOCAL_NOTES: Readonly<Record<MetricNamespace | typeof LOCAL_WORKFLOWS_NAMESPACE, string>> = {
   [METRIC_NAMESPACES.requests]: 'no data yet: send some requests (values appear once their bucket is over)',
   [METRIC_NAMESPACES.cost]: 'no data locally: this run has no cost model attached',
-  [METRIC_NAMESPACES.fleet]: 'no data locally: start with a warm tier (STRATA_LOCAL_NODES=3, or STRATA_WARM_RING_DIR) to see its nodes',
-  [METRIC_NAMESPACES.workflows]: 'no data yet: published by the workflow steps as they run (STRATA_LOCAL_NODES=3 npm start runs them)',
-  [LOCAL_WORKFLOWS_NAMESPACE]: 'no workflow executions yet (STRATA_LOCAL_NODES=3 npm start, then npx strata workflow start scale-out)',
+  [METRIC_NAMESPACES.fleet]:
+    'no data locally: start with a warm tier (STRATA_LOCAL_NODES=3, or STRATA_WARM_RING_DIR) to see its nodes',
+  [METRIC_NAMESPACES.workflows]:
+    'no data yet: published by the workflow steps as they run (STRATA_LOCAL_NODES=3 npm start runs them)',
+  [LOCAL_WORKFLOWS_NAMESPACE]:
+    'no workflow executions yet (STRATA_LOCAL_NODES=3 npm start, then npx strata workflow start scale-out)',
 };
 
 interface Timeline {
@@ -239,10 +242,11 @@ function widgetView(
       if (s.kind === 'metric') {
         v = new Map(metricValues(s)[0]?.points ?? []);
         if (w.view === 'number' && s.stat === 'Sum' && zeroSums && !v.has(last)) v.set(last, 0);
-      } else for (const t of tl.steps) {
-        const x = evaluate(s.expression, t, tl.stepMs, (ref) => resolve(ref, seen));
-        if (x !== undefined) v.set(t, x);
-      }
+      } else
+        for (const t of tl.steps) {
+          const x = evaluate(s.expression, t, tl.stepMs, (ref) => resolve(ref, seen));
+          if (x !== undefined) v.set(t, x);
+        }
     }
     values.set(id, v);
     return v;
@@ -266,9 +270,10 @@ function widgetView(
   }
   // A number widget whose series have no value in the latest bucket still shows its labels (with "–"), once the
   // run has data of its namespace at all: "nothing in the last 10 s" is an answer, not a missing widget.
-  const hasData = w.view === 'number'
-    ? out.length > 0 && (out.some((s) => s.latest !== undefined) || zeroSums)
-    : out.some((s) => s.points.length > 0);
+  const hasData =
+    w.view === 'number'
+      ? out.length > 0 && (out.some((s) => s.latest !== undefined) || zeroSums)
+      : out.some((s) => s.points.length > 0);
   return hasData ? { ...base, series: out } : { ...base, note };
 }
 

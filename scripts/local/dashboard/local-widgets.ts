@@ -67,18 +67,35 @@ function widget(
 
 /** The local run's workflow widgets (ids start with `fleet.local-`). */
 export const LOCAL_WORKFLOW_WIDGETS: readonly LocalWidgetSpec[] = [
-  widget('fleet.local-executions-now', 'Workflow executions running', 'number', 'Count', [
-    local('running', 'executionsRunning', 'Maximum', 'running'),
-  ], { width: 8 }),
-  widget('fleet.local-executions', 'Workflow executions started, succeeded and failed', 'line', 'Count', [
-    local('started', 'executionsStarted', 'Sum', 'started'),
-    local('succeeded', 'executionsSucceeded', 'Sum', 'succeeded'),
-    local('failed', 'executionsFailed', 'Sum', 'failed'),
-    local('aborted', 'executionsAborted', 'Sum', 'aborted'),
-  ], { yMin: 0 }),
-  widget('fleet.local-progress', 'Progress of each execution (% done)', 'line', 'Percent', [
-    local('progress', 'executionProgress', 'Maximum', '', { splitBy: 'Execution' }),
-  ], { yMin: 0, yMax: 100 }),
+  widget(
+    'fleet.local-executions-now',
+    'Workflow executions running',
+    'number',
+    'Count',
+    [local('running', 'executionsRunning', 'Maximum', 'running')],
+    { width: 8 },
+  ),
+  widget(
+    'fleet.local-executions',
+    'Workflow executions started, succeeded and failed',
+    'line',
+    'Count',
+    [
+      local('started', 'executionsStarted', 'Sum', 'started'),
+      local('succeeded', 'executionsSucceeded', 'Sum', 'succeeded'),
+      local('failed', 'executionsFailed', 'Sum', 'failed'),
+      local('aborted', 'executionsAborted', 'Sum', 'aborted'),
+    ],
+    { yMin: 0 },
+  ),
+  widget(
+    'fleet.local-progress',
+    'Progress of each execution (% done)',
+    'line',
+    'Percent',
+    [local('progress', 'executionProgress', 'Maximum', '', { splitBy: 'Execution' })],
+    { yMin: 0, yMax: 100 },
+  ),
   widget('fleet.local-executions-list', 'Recent workflow executions', 'executions', 'Percent', [], { width: 24 }),
 ];
 

@@ -35,15 +35,22 @@ export function isDashboardPath(path: string): boolean {
 }
 
 /** Answers a dashboard request (GET/HEAD only). `minutes` (1-60) sets how much history line charts show. */
-export function dashboardResponse(method: string, path: string, query: URLSearchParams, opts: DashboardRouteOptions): APIGatewayProxyResult {
+export function dashboardResponse(
+  method: string,
+  path: string,
+  query: URLSearchParams,
+  opts: DashboardRouteOptions,
+): APIGatewayProxyResult {
   if (method !== 'GET' && method !== 'HEAD') {
     const r = errorResult(methodNotAllowed(method, path, ['GET', 'HEAD']));
     return { ...r, headers: { ...r.headers, allow: 'GET, HEAD' } };
   }
-  if (path !== '/dashboard/data') return { statusCode: 200, headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }, body: PAGE };
+  if (path !== '/dashboard/data')
+    return { statusCode: 200, headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }, body: PAGE };
   const minutesRaw = query.get('minutes');
   const minutes = minutesRaw === null ? 15 : Number(minutesRaw);
-  if (!Number.isInteger(minutes) || minutes < 1 || minutes > 60) return errorResult(new ValidationError('minutes', 'must be an integer from 1 to 60'));
+  if (!Number.isInteger(minutes) || minutes < 1 || minutes > 60)
+    return errorResult(new ValidationError('minutes', 'must be an integer from 1 to 60'));
   const untilRaw = query.get('until');
   const until = untilRaw === null || untilRaw === '' ? undefined : Number(untilRaw);
   if (until !== undefined && !(Number.isSafeInteger(until) && until > 0)) {
@@ -58,5 +65,9 @@ export function dashboardResponse(method: string, path: string, query: URLSearch
     ...(opts.captions ? { captions: opts.captions } : {}),
     ...(executions ? { executions } : {}),
   });
-  return { statusCode: 200, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }, body: JSON.stringify(data) };
+  return {
+    statusCode: 200,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' },
+    body: JSON.stringify(data),
+  };
 }

@@ -9,5 +9,6 @@ type SnapshotSerializer = Extract<Parameters<typeof expect.addSnapshotSerializer
 
 export const assetHashSerializer: SnapshotSerializer = {
   test: (value: unknown) => typeof value === 'string' && /[0-9a-f]{64}/.test(value),
-  serialize: (value: string, config, indentation, depth, refs, printer) => printer(value.replace(HASH, '[ASSET HASH]'), config, indentation, depth, refs),
+  serialize: (value: string, config, indentation, depth, refs, printer) =>
+    printer(value.replace(HASH, '[ASSET HASH]'), config, indentation, depth, refs),
 };

@@ -55,7 +55,9 @@ export const PLACEHOLDER_ALARM_EMAIL = 'strata-alarms@example.com';
 /** The context's alarmEmails / alarmTopicArn when it gives either (an empty alarmEmails: none at all), else the placeholder. */
 function alarmDestinationContext(context: Record<string, unknown> = {}): { alarmEmails?: unknown; alarmTopicArn?: unknown } {
   const given = 'alarmEmails' in context || 'alarmTopicArn' in context;
-  return given ? { alarmEmails: context.alarmEmails, alarmTopicArn: context.alarmTopicArn } : { alarmEmails: PLACEHOLDER_ALARM_EMAIL };
+  return given
+    ? { alarmEmails: context.alarmEmails, alarmTopicArn: context.alarmTopicArn }
+    : { alarmEmails: PLACEHOLDER_ALARM_EMAIL };
 }
 
 /** Synthesizes one environment as the CLI would (cdk.json flags, cdk-nag on), with the placeholder daemon. */
@@ -66,7 +68,11 @@ export function synthEnvironment(name: EnvironmentName, options: SynthOptions = 
   const app = new App({ outdir, context, analyticsReporting: false });
   const sources = { context: { account: options.context?.account, ...alarmDestinationContext(options.context) } };
   const config = loadEnvironmentConfig(name, sources);
-  const stacks = buildStrataApp(app, { config, cacheNodeBundle: CacheNodeBundle.fromEntry(PLACEHOLDER_CACHENODE), nag: options.nag ?? true });
+  const stacks = buildStrataApp(app, {
+    config,
+    cacheNodeBundle: CacheNodeBundle.fromEntry(PLACEHOLDER_CACHENODE),
+    nag: options.nag ?? true,
+  });
   const assembly = app.synth();
   const templates = Object.fromEntries(STACK_KEYS.map((k) => [k, Template.fromStack(stacks[k])])) as Record<StackKey, Template>;
   return { config, app, stacks, assembly, templates, outdir };

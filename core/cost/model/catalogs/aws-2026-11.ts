@@ -32,15 +32,45 @@ const stepFunctions: NonNullable<RegionPrices['stepFunctions']> = {
   standardTransitions: { usd: 0.025, per: 1000 },
 };
 const s3Classes: RegionPrices['s3']['classes'] = {
-  STANDARD: { perGBMonth: 0.023, put: { usd: 0.005, per: 1000 }, get: { usd: 0.0004, per: 1000 }, retrievalPerGB: 0, minBillableObjectBytes: 0, minStorageDays: 0 },
-  STANDARD_IA: { perGBMonth: 0.0125, put: { usd: 0.01, per: 1000 }, get: { usd: 0.001, per: 1000 }, retrievalPerGB: 0.01, minBillableObjectBytes: 128 * 1024, minStorageDays: 30 },
-  GLACIER_IR: { perGBMonth: 0.004, put: { usd: 0.02, per: 1000 }, get: { usd: 0.01, per: 1000 }, retrievalPerGB: 0.03, minBillableObjectBytes: 128 * 1024, minStorageDays: 90 },
+  STANDARD: {
+    perGBMonth: 0.023,
+    put: { usd: 0.005, per: 1000 },
+    get: { usd: 0.0004, per: 1000 },
+    retrievalPerGB: 0,
+    minBillableObjectBytes: 0,
+    minStorageDays: 0,
+  },
+  STANDARD_IA: {
+    perGBMonth: 0.0125,
+    put: { usd: 0.01, per: 1000 },
+    get: { usd: 0.001, per: 1000 },
+    retrievalPerGB: 0.01,
+    minBillableObjectBytes: 128 * 1024,
+    minStorageDays: 30,
+  },
+  GLACIER_IR: {
+    perGBMonth: 0.004,
+    put: { usd: 0.02, per: 1000 },
+    get: { usd: 0.01, per: 1000 },
+    retrievalPerGB: 0.03,
+    minBillableObjectBytes: 128 * 1024,
+    minStorageDays: 90,
+  },
 };
 const s3Source = page('s3/pricing/', 'first 50 TB tier; requests per 1,000; retrieval per GB');
-const transferSource = page('ec2/pricing/on-demand/#Data_Transfer', 'out to internet, first 10 TB a month after the 100 GB free allowance; inter-AZ each way');
+const transferSource = page(
+  'ec2/pricing/on-demand/#Data_Transfer',
+  'out to internet, first 10 TB a month after the 100 GB free allowance; inter-AZ each way',
+);
 
 // Baseline (not burst) network bandwidth of each size, from the EC2 instance-type documentation.
-const graviton = (memoryGiB: number, vcpus: number, networkGbps: number, hourly: number) => ({ hourly, memoryGiB, vcpus, arch: 'arm64' as const, networkGbps });
+const graviton = (memoryGiB: number, vcpus: number, networkGbps: number, hourly: number) => ({
+  hourly,
+  memoryGiB,
+  vcpus,
+  arch: 'arm64' as const,
+  networkGbps,
+});
 
 const usEast1: RegionPrices = {
   ec2: {
@@ -63,14 +93,23 @@ const usEast1: RegionPrices = {
   ebs: {
     asOf: AS_OF,
     source: page('ebs/pricing/', 'gp3, US East (N. Virginia)'),
-    gp3: { perGBMonth: 0.08, minSizeGB: 1, maxSizeGB: 16384, baselineIops: 3000, perIopsMonth: 0.005, baselineThroughputMBps: 125, perMBpsMonth: 0.04, maxThroughputMBps: 1000 },
+    gp3: {
+      perGBMonth: 0.08,
+      minSizeGB: 1,
+      maxSizeGB: 16384,
+      baselineIops: 3000,
+      perIopsMonth: 0.005,
+      baselineThroughputMBps: 125,
+      perMBpsMonth: 0.04,
+      maxThroughputMBps: 1000,
+    },
   },
   s3: { asOf: AS_OF, source: s3Source, classes: s3Classes },
   dataTransfer: { asOf: AS_OF, source: transferSource, outToInternetPerGB: 0.09, interAzPerGB: 0.01 },
   elasticache: {
     asOf: AS_OF,
     source: page('elasticache/pricing/', 'Valkey: Serverless, and on-demand nodes, US East (N. Virginia)'),
-    note: 'node prices are the Valkey rates (20% below Redis OSS); memory is the node type\'s total, before the 25% reserved-memory default',
+    note: "node prices are the Valkey rates (20% below Redis OSS); memory is the node type's total, before the 25% reserved-memory default",
     serverless: { engine: 'valkey', perGBHour: 0.084, ecpu: { usd: 0.0023, per: 1_000_000 }, minGB: 0.1 },
     nodes: {
       'cache.t4g.small': { hourly: 0.0256, memoryGiB: 1.37, networkGbps: 0.128 },
@@ -119,7 +158,16 @@ const euWest1: RegionPrices = {
   ebs: {
     asOf: AS_OF,
     source: page('ebs/pricing/', 'gp3, Europe (Ireland)'),
-    gp3: { perGBMonth: 0.088, minSizeGB: 1, maxSizeGB: 16384, baselineIops: 3000, perIopsMonth: 0.0055, baselineThroughputMBps: 125, perMBpsMonth: 0.044, maxThroughputMBps: 1000 },
+    gp3: {
+      perGBMonth: 0.088,
+      minSizeGB: 1,
+      maxSizeGB: 16384,
+      baselineIops: 3000,
+      perIopsMonth: 0.0055,
+      baselineThroughputMBps: 125,
+      perMBpsMonth: 0.044,
+      maxThroughputMBps: 1000,
+    },
   },
   s3: { asOf: AS_OF, source: s3Source, classes: s3Classes },
   dataTransfer: { asOf: AS_OF, source: transferSource, outToInternetPerGB: 0.09, interAzPerGB: 0.01 },
@@ -156,7 +204,8 @@ const euWest1: RegionPrices = {
 export const aws202611Catalog: PriceCatalog = {
   id: 'aws-2026-11',
   version: '2026.11.0',
-  description: 'AWS on-demand list prices for Strata\'s services (Graviton EC2, gp3, S3, ElastiCache Valkey, Lambda arm64, API Gateway REST, Step Functions, CloudWatch)',
+  description:
+    "AWS on-demand list prices for Strata's services (Graviton EC2, gp3, S3, ElastiCache Valkey, Lambda arm64, API Gateway REST, Step Functions, CloudWatch)",
   currency: 'USD',
   hoursPerMonth: 730,
   bytesPerGB: 1024 ** 3,

@@ -46,7 +46,11 @@ export const paper2010Catalog: PriceCatalog = {
           },
         },
       },
-      dataTransfer: { asOf: '2010-06', source: `${TABLE_I} ("$0.15 per GB-out" for S3 and both instance types)`, outToInternetPerGB: 0.15 },
+      dataTransfer: {
+        asOf: '2010-06',
+        source: `${TABLE_I} ("$0.15 per GB-out" for S3 and both instance types)`,
+        outToInternetPerGB: 0.15,
+      },
     },
   },
 };

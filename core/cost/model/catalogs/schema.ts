@@ -62,7 +62,9 @@ export const s3StorageClasses = ['STANDARD', 'STANDARD_IA', 'GLACIER_IR'] as con
 export type S3StorageClass = (typeof s3StorageClasses)[number];
 export const s3Schema = z.strictObject({
   ...provenance,
-  classes: z.partialRecord(z.enum(s3StorageClasses), s3ClassSchema).refine((c) => c.STANDARD !== undefined, 'S3 needs at least the STANDARD class'),
+  classes: z
+    .partialRecord(z.enum(s3StorageClasses), s3ClassSchema)
+    .refine((c) => c.STANDARD !== undefined, 'S3 needs at least the STANDARD class'),
 });
 
 export const dataTransferSchema = z.strictObject({
