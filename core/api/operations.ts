@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { NotFoundError, permanentDetails, StrataError } from '../errors.js';
-import type { Coordinator, ServedBy, WriteResult } from '../coordinator/coordinator.js';
+import type { Coordinator } from '../coordinator/coordinator.js';
+import type { ServedBy, WriteResult } from '../coordinator/types.js';
 import type { EntryHeader } from '../model/entry.js';
 import { validateKey } from '../model/keys.js';
 import type { NewUpload, PresignedDownload, PresignedUrl, Presigning, Tier } from '../tiers/tier.js';

@@ -1,4 +1,5 @@
-import { Coordinator, type CoordinatorEvent } from '../coordinator/coordinator.js';
+import { Coordinator } from '../coordinator/coordinator.js';
+import { type CoordinatorEvent } from '../coordinator/types.js';
 import { PolicyRegistry } from '../coordinator/policy.js';
 import type { ApiContext } from '../api/operations.js';
 import { LocalFolderTier } from '../tiers/local-folder-tier.js';

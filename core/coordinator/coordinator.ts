@@ -28,16 +28,6 @@ import type {
 import { WriteBackFlusher } from './write-back.js';
 import { log } from '../util/logger.js';
 
-export type {
-  CoordinatorEvent,
-  CoordinatorOptions,
-  DeleteResult,
-  ReadResult,
-  ServedBy,
-  WriteOptions,
-  WriteResult,
-} from './types.js';
-
 interface TierCounters {
   hits: number;
   misses: number;
