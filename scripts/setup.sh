@@ -28,6 +28,14 @@ missing() {
   say "installing $1 ($2)"
 }
 
+# --- TLS trust for npm ------------------------------------------------------------------------
+# Node's official binaries (the one installed below) trust only their bundled CAs, not the system store that curl,
+# pip and apt use. Behind a TLS-inspecting proxy whose CA is in the system store, npm then fails with
+# SELF_SIGNED_CERT_IN_CHAIN and retries for minutes. Trust the system bundle too, unless told otherwise.
+if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -r /etc/ssl/certs/ca-certificates.crt ]; then
+  export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+fi
+
 # --- Node >= 22 -------------------------------------------------------------------------------
 node_major() { "$1" --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/'; }
 NODE_BIN=$(command -v node || true)
