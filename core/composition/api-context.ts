@@ -17,6 +17,7 @@ import { warmTierFromEnv } from './warm-tier-env.js';
 import { parseTenantAccess, type TenantAccess } from '../model/tenancy.js';
 import { emfDocument } from '../metrics/emf.js';
 import { metricsSink } from '../metrics/sink.js';
+import { useDefaultMetricsSink } from './metrics-settings.js';
 import {
   ErrorLogLimiter,
   formatErrorLogEntry,
@@ -53,6 +54,9 @@ export interface BuildOptions {
 export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): BuiltContext {
   setLogLevel(env.STRATA_LOG_LEVEL);
   registerSecret(env.STRATA_REDIS_PASSWORD); // no log line may carry it (an error message that quotes a URL, ...)
+  // Every runtime that builds a context (the API Lambdas, the step Lambda) reports the coordinator's metrics: to
+  // stdout in Lambda (EMF), unless a sink is installed (the local server, tests).
+  useDefaultMetricsSink();
   const tiers: Tier[] = [];
   const remoteHot = !!env.STRATA_REDIS_URL;
   tiers.push(

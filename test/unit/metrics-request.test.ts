@@ -7,7 +7,14 @@ import { OPERATIONS } from '../../core/metrics/metric-catalog.js';
 import type { EmfDocument } from '../../core/metrics/emf.js';
 import { emfDocument, emfDocumentSchema } from '../../core/metrics/emf.js';
 import { metricsSettings } from '../../core/composition/metrics-settings.js';
-import { setMetricsSink, stdoutSink, type MetricsSink } from '../../core/metrics/sink.js';
+import {
+  discardSink,
+  metricsSink,
+  setDefaultMetricsSink,
+  setMetricsSink,
+  stdoutSink,
+  type MetricsSink,
+} from '../../core/metrics/sink.js';
 import { defaultMetricsSink } from '../../core/composition/metrics-settings.js';
 import {
   OPERATION_BY_ROUTE,
@@ -18,6 +25,8 @@ import {
 import { requestMetricDocuments } from '../../core/metrics/request-metrics.js';
 import { BATCH_GET, JSON_HEADERS, KEY, mixedTraffic, startTraffic, type Traffic } from './metrics-traffic.js';
 import { captureLog } from '../helpers/log-capture.js';
+import { buildApiContext } from '../../core/composition/api-context.js';
+import { loadRuntimeEnv } from '../../core/composition/runtime-env.js';
 
 /** The names of the metrics a document declares. */
 function metricNames(doc: EmfDocument): string[] {
@@ -361,5 +370,23 @@ describe('Request outcome', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('the default metrics sink', () => {
+  it('is stdout in Lambda for any runtime that builds a context (the step Lambda too), not nothing', async () => {
+    setMetricsSink(undefined);
+    setDefaultMetricsSink(() => discardSink); // as in a process where no API handler was made (the step Lambda)
+    const before = process.env.AWS_LAMBDA_FUNCTION_NAME;
+    process.env.AWS_LAMBDA_FUNCTION_NAME = 'strata-dev-steps';
+    const ctx = buildApiContext(loadRuntimeEnv({}), { flushTimer: false });
+    try {
+      expect(metricsSink()).not.toBe(discardSink);
+    } finally {
+      if (before === undefined) delete process.env.AWS_LAMBDA_FUNCTION_NAME;
+      else process.env.AWS_LAMBDA_FUNCTION_NAME = before;
+      setDefaultMetricsSink(() => discardSink);
+      await ctx.coordinator.close();
+    }
   });
 });
