@@ -19,6 +19,9 @@ export type Handler = (req: RecordedRequest, res: ServerResponse, raw: IncomingM
 
 export class ScriptedServer {
   readonly requests: RecordedRequest[] = [];
+  /** Bumped by `script()`: a request that began under an earlier script belongs to an earlier test. */
+  private generation = 0;
+  private readonly unanswered = new Set<ServerResponse>();
   private handler: Handler = (_req, res) => sendError(res, 500, 'INTERNAL', 'no handler scripted');
 
   private constructor(
@@ -38,7 +41,17 @@ export class ScriptedServer {
   /** Replaces the handler and forgets recorded requests. */
   script(handler: Handler): void {
     this.handler = handler;
+    this.generation++;
     this.requests.length = 0;
+  }
+
+  /**
+   * Drops the connections of requests still unanswered. Run between tests, so that a request a test left hanging
+   * cannot be answered inside the next test. Idle keep-alive connections stay: the client pools them across tests.
+   */
+  dropUnanswered(): void {
+    for (const res of this.unanswered) res.socket?.destroy();
+    this.unanswered.clear();
   }
 
   /** Recorded requests for one method (and path prefix). */
@@ -52,6 +65,11 @@ export class ScriptedServer {
   }
 
   private async dispatch(raw: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Taken when the headers arrive, before the body is read: a slow machine can finish reading a request after the
+    // test that sent it has ended and the next one has scripted the server.
+    const { generation, handler } = this;
+    this.unanswered.add(res);
+    res.on('close', () => this.unanswered.delete(res));
     const chunks: Buffer[] = [];
     try {
       for await (const c of raw) chunks.push(c as Buffer);
@@ -66,9 +84,9 @@ export class ScriptedServer {
       headers: raw.headers,
       body: Buffer.concat(chunks),
     };
-    this.requests.push(rec);
+    if (generation === this.generation) this.requests.push(rec);
     try {
-      await this.handler(rec, res, raw);
+      await handler(rec, res, raw);
     } catch (err) {
       if (!res.headersSent) sendError(res, 500, 'INTERNAL', `handler threw: ${String(err)}`);
     }
@@ -105,6 +123,9 @@ export function scriptedServerForSuite(): { readonly server: ScriptedServer } {
   const holder: { server: ScriptedServer } = { server: undefined as unknown as ScriptedServer };
   beforeAll(async () => {
     holder.server = await ScriptedServer.start();
+  });
+  afterEach(() => {
+    holder.server?.dropUnanswered();
   });
   afterAll(async () => {
     await holder.server?.close();

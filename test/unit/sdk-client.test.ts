@@ -444,13 +444,14 @@ describe('retries', () => {
   });
 
   it('a caller abort rejects with the signal reason and stops retrying', async () => {
-    suite.server.script(() => {
-      /* never answer */
-    });
     const ac = new AbortController();
+    // Never answers; the caller gives up once the server holds the request (not after a fixed delay, which a loaded
+    // machine can outrun before the request is even sent).
+    suite.server.script(() => setImmediate(() => ac.abort(new Error('caller gave up'))));
     const p = client({ timeoutMs: 10_000 }).get('k', { signal: ac.signal });
-    setTimeout(() => ac.abort(new Error('caller gave up')), 20);
     await expect(p).rejects.toThrow('caller gave up');
+    // A retry would have arrived by now if the abort had not stopped it (retry delays are at most 5 ms here).
+    await new Promise((r) => setTimeout(r, 50));
     expect(suite.server.requests).toHaveLength(1);
   });
 });
