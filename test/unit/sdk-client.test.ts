@@ -447,7 +447,7 @@ describe('retries', () => {
     const ac = new AbortController();
     // Never answers; the caller gives up once the server holds the request (not after a fixed delay, which a loaded
     // machine can outrun before the request is even sent).
-    suite.server.script(() => setImmediate(() => ac.abort(new Error('caller gave up'))));
+    suite.server.script(() => void setImmediate(() => ac.abort(new Error('caller gave up'))));
     const p = client({ timeoutMs: 10_000 }).get('k', { signal: ac.signal });
     await expect(p).rejects.toThrow('caller gave up');
     // A retry would have arrived by now if the abort had not stopped it (retry delays are at most 5 ms here).
