@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Coordinator } from '../core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../core/coordinator/policy.js';
+import { PolicyRegistry } from '../core/policy/namespace-settings.js';
 import { LocalFolderTier } from '../core/tiers/local-folder-tier.js';
 import { MemoryTier } from '../core/tiers/memory-tier.js';
 import { RedisTier } from '../core/tiers/redis/redis-tier.js';

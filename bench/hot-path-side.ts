@@ -7,7 +7,7 @@
  */
 import { Redis } from 'ioredis';
 import { Coordinator } from '../core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../core/coordinator/policy.js';
+import { PolicyRegistry } from '../core/policy/namespace-settings.js';
 import { MemoryTier } from '../core/tiers/memory-tier.js';
 import { RedisTier } from '../core/tiers/redis/redis-tier.js';
 import { closedLoop } from './lib/measure.js';

@@ -4,7 +4,7 @@
  * CDK context or the environment at synth time (see `load.ts`), so nothing account-specific is committed.
  */
 import * as z from 'zod';
-import { namespaceConfigSchema } from '../../core/coordinator/policy.js';
+import { namespaceConfigSchema } from '../../core/policy/namespace-settings.js';
 import { NAMESPACE_PATTERN } from '../../core/model/keys.js';
 
 export const ENVIRONMENT_NAMES = ['dev', 'staging', 'prod'] as const;

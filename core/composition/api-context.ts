@@ -1,6 +1,6 @@
 import { Coordinator } from '../coordinator/coordinator.js';
 import { type CoordinatorEvent } from '../coordinator/types.js';
-import { PolicyRegistry } from '../coordinator/policy.js';
+import { PolicyRegistry } from '../policy/namespace-settings.js';
 import type { ApiContext } from '../api/operations.js';
 import { LocalFolderTier } from '../tiers/local-folder-tier.js';
 import { MemoryTier } from '../tiers/memory-tier.js';

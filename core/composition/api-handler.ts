@@ -1,6 +1,6 @@
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import type { PolicyRegistry } from '../coordinator/policy.js';
+import type { PolicyRegistry } from '../policy/namespace-settings.js';
 import { metricsSettings, useDefaultMetricsSink } from './metrics-settings.js';
 import { getApiContext } from './api-context.js';
 import type { ApiEvent, ApiResult } from '../api/http.js';

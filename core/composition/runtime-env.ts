@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import * as z from 'zod';
-import type { NamespaceConfigInput } from '../coordinator/policy.js';
+import type { NamespaceConfigInput } from '../policy/namespace-settings.js';
 import { fleetSubnetsSchema } from '../workflows/steps/fleet-placement.js';
 import { ConfigError } from '../errors.js';
 import { LOG_LEVELS } from '../util/logger.js';

@@ -11,7 +11,7 @@ import { Coalescer, KeyedMutex } from './keyed-mutex.js';
 import { fetchFromOrigin } from './origin.js';
 import { HOT, namespaceDurable, place, type Placement, type PlacementHeader, type TierSnapshot } from './placement.js';
 import { NearCache } from './near-cache.js';
-import { PolicyRegistry, type NamespacePolicy } from './policy.js';
+import { PolicyRegistry, type NamespacePolicy } from '../policy/namespace-settings.js';
 import { Promoter } from './promotion.js';
 import { restamp, type Attempt } from './restamp.js';
 import { entryHeader, headOne, readMany, readOne, TierWalk, type TierRead, type Walked } from './tier-walk.js';

@@ -1,7 +1,7 @@
 import type { Entry } from '../model/entry.js';
 import { copyForTier, isLive } from '../model/entry.js';
 import type { MemoryTier } from '../tiers/memory-tier.js';
-import type { NamespacePolicy } from './policy.js';
+import type { NamespacePolicy } from '../policy/namespace-settings.js';
 import type { ReadResult } from './types.js';
 
 /**

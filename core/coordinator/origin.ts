@@ -1,5 +1,5 @@
 import { StrataError } from '../errors.js';
-import type { NamespacePolicy } from './policy.js';
+import type { NamespacePolicy } from '../policy/namespace-settings.js';
 
 export interface OriginValue {
   value: Buffer;

@@ -1,5 +1,5 @@
 import type { TierName } from '../tiers/tier.js';
-import type { NamespacePolicy } from './policy.js';
+import type { NamespacePolicy } from '../policy/namespace-settings.js';
 
 /**
  * The cache tier above the durable ones. It is the only tier that may lose what it holds without notice (eviction,

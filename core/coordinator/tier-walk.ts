@@ -5,7 +5,7 @@ import { keyShardIndex } from '../model/keys.js';
 import type { Tier, TierName } from '../tiers/tier.js';
 import type { HotFence } from './hot-fence.js';
 import type { NearCache } from './near-cache.js';
-import type { NamespacePolicy } from './policy.js';
+import type { NamespacePolicy } from '../policy/namespace-settings.js';
 import type { ReadResult } from './types.js';
 
 /** What the tier walk found for one key. */

@@ -5,7 +5,7 @@ import { keyShardIndex } from '../model/keys.js';
 import type { Presigning, Tier, TierName } from '../tiers/tier.js';
 import type { HotFence } from './hot-fence.js';
 import type { Placement } from './placement.js';
-import type { NamespacePolicy } from './policy.js';
+import type { NamespacePolicy } from '../policy/namespace-settings.js';
 import type { Attempt } from './restamp.js';
 
 /** Where an acknowledged write landed. */

@@ -5,7 +5,7 @@ import type { HybridLogicalClock } from '../model/hlc.js';
 import type { MemoryTier } from '../tiers/memory-tier.js';
 import type { Tier, TierName } from '../tiers/tier.js';
 import type { FenceEvent, HotFence } from './hot-fence.js';
-import type { PolicyRegistry } from './policy.js';
+import type { PolicyRegistry } from '../policy/namespace-settings.js';
 
 export interface CoordinatorOptions {
   /** Tiers top-down (hot, warm, cold); each name at most once. */

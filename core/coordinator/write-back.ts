@@ -1,7 +1,7 @@
 import { copyForTier, type Entry } from '../model/entry.js';
 import type { DirtyTracking, Tier } from '../tiers/tier.js';
 import { mapLimit } from '../util/concurrency.js';
-import type { NamespacePolicy, PolicyRegistry } from './policy.js';
+import type { NamespacePolicy, PolicyRegistry } from '../policy/namespace-settings.js';
 
 export interface WriteBackFlusherOptions {
   /** The hot tier holding the dirty entries. */

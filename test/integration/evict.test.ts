@@ -10,7 +10,7 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import { Coordinator } from '../../core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../../core/coordinator/policy.js';
+import { PolicyRegistry } from '../../core/policy/namespace-settings.js';
 import { NotFoundError, ValidationError } from '../../core/errors.js';
 import type { Entry } from '../../core/model/entry.js';
 import { initialRing, type RingDocument } from '../../core/ring/document.js';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { Coordinator } from '../../core/coordinator/coordinator.js';
 import { type CoordinatorEvent } from '../../core/coordinator/types.js';
-import { PolicyRegistry, type NamespacePolicyInput } from '../../core/coordinator/policy.js';
+import { PolicyRegistry, type NamespacePolicyInput } from '../../core/policy/namespace-settings.js';
 import { LocalFolderTier } from '../../core/tiers/local-folder-tier.js';
 import { RedisTier } from '../../core/tiers/redis/redis-tier.js';
 import { mapLimit } from '../../core/util/concurrency.js';

@@ -4,7 +4,7 @@
  */
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { Coordinator } from '../../core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../../core/coordinator/policy.js';
+import { PolicyRegistry } from '../../core/policy/namespace-settings.js';
 import { ValidationError } from '../../core/errors.js';
 import type { Entry } from '../../core/model/entry.js';
 import { initialRing } from '../../core/ring/document.js';

@@ -5,7 +5,7 @@
  * tiers that took the value, or refuses with a typed 503 when none did.
  */
 import { Coordinator } from '../../core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../../core/coordinator/policy.js';
+import { PolicyRegistry } from '../../core/policy/namespace-settings.js';
 import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
 import { RingView } from '../../core/ring/view.js';
 import { WarmTier } from '../../core/tiers/warm-tier.js';

@@ -1,5 +1,5 @@
 import { Coordinator } from '../../core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../../core/coordinator/policy.js';
+import { PolicyRegistry } from '../../core/policy/namespace-settings.js';
 import { TierUnavailableError } from '../../core/errors.js';
 import { addNode, initialRing, type RingDocument } from '../../core/ring/document.js';
 import { ringHash } from '../../core/ring/hash.js';

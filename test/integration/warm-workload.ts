@@ -1,6 +1,6 @@
 /** Closed-loop read/write load over the warm tier, shared by the migration and workflow suites. */
 import { Coordinator } from '../../core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../../core/coordinator/policy.js';
+import { PolicyRegistry } from '../../core/policy/namespace-settings.js';
 import { HybridLogicalClock } from '../../core/model/hlc.js';
 import { contentHash } from '../../core/model/keys.js';
 import type { RingStore } from '../../core/ring/store.js';

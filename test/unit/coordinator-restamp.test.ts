@@ -1,5 +1,5 @@
 import { Coordinator } from '../../core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../../core/coordinator/policy.js';
+import { PolicyRegistry } from '../../core/policy/namespace-settings.js';
 import { MAX_RESTAMPS, restamp, type Attempt } from '../../core/coordinator/restamp.js';
 import { VersionConflictError } from '../../core/errors.js';
 import type { Entry } from '../../core/model/entry.js';

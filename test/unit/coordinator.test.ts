@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 import { Coordinator } from '../../core/coordinator/coordinator.js';
-import { PolicyRegistry, type NamespacePolicyInput } from '../../core/coordinator/policy.js';
+import { PolicyRegistry, type NamespacePolicyInput } from '../../core/policy/namespace-settings.js';
 import { MemoryTier } from '../../core/tiers/memory-tier.js';
 import { StrataError, TierUnavailableError, VersionConflictError } from '../../core/errors.js';
 import { HybridLogicalClock } from '../../core/model/hlc.js';

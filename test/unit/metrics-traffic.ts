@@ -10,7 +10,7 @@ import { handler as transfer } from '../../lambdas/api/transfer.js';
 import type { ApiEvent, ApiResult } from '../../core/api/http.js';
 import { API_ROUTES } from '../../core/api/routes.js';
 import { Coordinator } from '../../core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../../core/coordinator/policy.js';
+import { PolicyRegistry } from '../../core/policy/namespace-settings.js';
 import type { EmfDocument } from '../../core/metrics/emf.js';
 import { setMetricsSink } from '../../core/metrics/sink.js';
 import { setApiContext } from '../../core/composition/api-context.js';

@@ -5,7 +5,7 @@ import {
   type PlacementHeader,
   type TierSnapshot,
 } from '../../core/coordinator/placement.js';
-import { namespacePolicySchema, type NamespacePolicyInput } from '../../core/coordinator/policy.js';
+import { namespacePolicySchema, type NamespacePolicyInput } from '../../core/policy/namespace-settings.js';
 
 const MiB = 1024 * 1024;
 

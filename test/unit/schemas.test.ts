@@ -1,4 +1,4 @@
-import { PolicyConfigError, PolicyRegistry } from '../../core/coordinator/policy.js';
+import { PolicyConfigError, PolicyRegistry } from '../../core/policy/namespace-settings.js';
 import { loadRuntimeEnv, namespaceConfigFrom } from '../../core/composition/runtime-env.js';
 import { ConfigError } from '../../core/errors.js';
 import {

@@ -1,6 +1,6 @@
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { Coordinator } from '../../core/coordinator/coordinator.js';
-import { PolicyRegistry } from '../../core/coordinator/policy.js';
+import { PolicyRegistry } from '../../core/policy/namespace-settings.js';
 import { HybridLogicalClock } from '../../core/model/hlc.js';
 import { RingView } from '../../core/ring/view.js';
 import { S3Tier } from '../../core/tiers/s3-tier.js';

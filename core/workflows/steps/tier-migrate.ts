@@ -7,7 +7,7 @@ import { MAX_KEY_BYTES, NAMESPACE_PATTERN } from '../../model/keys.js';
 import type { Confirming, Pinning, Tier } from '../../tiers/tier.js';
 import { supportsConfirming, supportsPinning, supportsScan } from '../../tiers/tier.js';
 import { copyPendingToHot } from '../../coordinator/hot-promotion.js';
-import { DEFAULT_HOT_RESIDENCY_SECONDS } from '../../coordinator/policy.js';
+import { DEFAULT_HOT_RESIDENCY_SECONDS } from '../../policy/namespace-settings.js';
 import { mapLimit } from '../../util/concurrency.js';
 import { TokenBucket } from './token-bucket.js';
 import { checksumMatches, copyHeader, copyVerified } from './verified-copy.js';
