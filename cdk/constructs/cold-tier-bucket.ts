@@ -29,7 +29,11 @@ export const RING_STORE_DOCUMENTS = {
   nodeStats: `${NODE_STATS_FOLDER}/*`,
   /** The fleet's shared secret (ring/node-reports.ts): created by the steps, read by the coordinators and nodes. */
   fleetSecret: FLEET_SECRET_KEY,
-  /** Reserved for policy documents written by the admin path (the policy engine, not built yet); granting on it is refused until then. */
+  /**
+   * Policy documents and their audit trail (core/policy/admin.ts): written by the admin API function, read by every API
+   * function. `policies/current.json` (replaced with If-Match, created with If-None-Match) and
+   * `policies/versions/<n>-<id>.json` (created once with If-None-Match, never changed).
+   */
   policies: 'policies/*',
 } as const;
 export type RingStoreDocument = keyof typeof RING_STORE_DOCUMENTS;
@@ -43,6 +47,7 @@ const RING_DOCUMENT_UNITS: Partial<Record<RingStoreDocument, string>> = {
   executions: 'workflow execution',
   scaleLocks: 'node being scaled out',
   nodeStats: 'cache node',
+  policies: 'policy version (versions/<n>-<id>.json), beside the policy in force (current.json)',
 };
 
 export interface ColdTierBucketProps {
@@ -196,10 +201,6 @@ export class ColdTierBucket extends Construct {
   }
 
   private ringPolicy(access: 'Read' | 'Write', document: RingStoreDocument): iam.ManagedPolicy {
-    const reserved =
-      "the ring store's policies/ prefix is reserved for the admin path's policy documents (the policy engine, not built yet): " +
-      'nothing may be granted on it yet';
-    check(this, document !== 'policies', reserved);
     const id = `Ring${access}${document.charAt(0).toUpperCase()}${document.slice(1)}`;
     const existing = this.node.tryFindChild(id) as iam.ManagedPolicy | undefined;
     if (existing) return existing;

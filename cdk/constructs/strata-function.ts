@@ -219,6 +219,20 @@ export class StrataFunction extends Construct {
   }
 
   /**
+   * The policy store (core/policy/admin.ts): STRATA_POLICY_STORE (`s3://<bucket>/`{@link ColdTierBucket.RING_PREFIX},
+   * the documents `policies/*` next to the ring document), named on its own rather than left to the ring store's
+   * fallback so that a function without a warm tier (the admin function) has it too. Every API function re-reads
+   * `policies/current.json` (read: GET, absent = 404); `write` (the admin function alone) adds the S3 conditional
+   * writes that replace it and create `policies/versions/*`.
+   */
+  bindPolicyStore(cold: ColdTierBucket, access: { write: boolean }): this {
+    this.function.addEnvironment('STRATA_POLICY_STORE', `s3://${cold.bucket.bucketName}/${ColdTierBucket.RING_PREFIX}`);
+    if (access.write) cold.grantRingWrite(this.role, ['policies']);
+    else cold.grantRingRead(this.role, ['policies']);
+    return this;
+  }
+
+  /**
    * The cache-node fleet: the shared secret, read at start-up from the ring store's `fleet/secret` object
    * (STRATA_WARM_SECRET_FROM_RING: through the S3 gateway endpoint, never in the configuration) with read access to
    * that one object and the right to create it, never replace it (CacheNodeFleet.grantCreateSecret: whichever

@@ -27,8 +27,9 @@ export function apiFunctionGroups(): ApiFunction[] {
 /**
  * The HTTPS API: one Lambda per route group of API_ROUTES (keys, batch, transfer, service, admin), the data groups
  * bound to the hot, warm (ring document and fleet secret) and cold tiers in the VPC, the admin group (workflow
- * executions) outside it, behind an API Gateway REST API generated from the same route table, with one API key and
- * usage plan per configured tenant.
+ * executions and the namespace policy) outside it, every group reading the policy in force from the policy store
+ * (which only the admin group writes), behind an API Gateway REST API generated from the same route table, with one
+ * API key and usage plan per configured tenant.
  */
 export class ApiStack extends StrataStack {
   readonly functions: Readonly<Record<ApiFunction, StrataFunction>>;
@@ -42,13 +43,15 @@ export class ApiStack extends StrataStack {
     for (const fn of apiFunctionGroups()) {
       const settings = config.api.functions[fn];
       const routes = API_ROUTES.filter((r) => r.fn === fn).map((r) => `${r.method} ${r.resource}`);
-      // The admin routes only start, list and describe Step Functions executions and read their progress documents
-      // (api/admin-operations.ts): no tier and no node, so that function runs outside the VPC, where Step Functions
-      // needs no interface endpoint. Every other group serves data from the tiers, which only the VPC reaches.
+      // The admin routes start, list and describe Step Functions executions and read their progress documents
+      // (api/admin-operations.ts), and read and write the policy documents (/v1/admin/policy..., api/policy-operations.ts)
+      // in S3: no tier and no node, so that function runs outside the VPC, where Step Functions needs no interface
+      // endpoint and S3 is reached over its public endpoint. Every other group serves data from the tiers, which only
+      // the VPC reaches.
       const inVpc = fn !== 'admin';
       const f = new StrataFunction(this, `${fn.charAt(0).toUpperCase()}${fn.slice(1)}Function`, {
         entry: apiLambdaEntry(fn),
-        description: `Strata ${config.name} API '${fn}': ${routes.join(', ')}`.slice(0, 256),
+        description: functionDescription(config.name, fn, routes),
         ...(inVpc
           ? { vpc: network.vpc, vpcSubnets: network.privateSubnets, securityGroup: network.coordinatorSecurityGroup }
           : {}),
@@ -64,14 +67,16 @@ export class ApiStack extends StrataStack {
           ...(config.api.namespaces ? { STRATA_NAMESPACES: JSON.stringify(config.api.namespaces) } : {}),
         },
       });
-      // The data functions read the ring (to route to the nodes) and write nothing in the ring store.
+      // The data functions read the ring (to route to the nodes) and the policy in force, and write nothing in the
+      // ring store; the admin function reads the executions' progress and is the policy store's only writer.
       if (inVpc) {
         f.bindHotTier(data.hotTier)
           .bindColdTier(data.coldTier)
           .bindRingStore(data.coldTier, { read: ['ring'] })
+          .bindPolicyStore(data.coldTier, { write: false })
           .bindFleet(fleet.fleet);
       } else {
-        f.bindWorkflowProgress(data.coldTier);
+        f.bindWorkflowProgress(data.coldTier).bindPolicyStore(data.coldTier, { write: true });
       }
       functions[fn] = f;
     }
@@ -127,4 +132,15 @@ export class ApiStack extends StrataStack {
       if (needs) this.functions[fn].function.addEnvironment('STRATA_TENANT_ACCESS', value);
     }
   }
+}
+
+/**
+ * A function's description: its routes, or when they do not fit in Lambda's 256 characters, how many there are and
+ * the resources they fall under (a description cut off mid-route would mislead whoever reads it in the console).
+ */
+function functionDescription(env: string, fn: string, routes: readonly string[]): string {
+  const full = `Strata ${env} API '${fn}': ${routes.join(', ')}`;
+  if (full.length <= 256) return full;
+  const groups = [...new Set(routes.map((r) => r.split(' ')[1]!.split('/').slice(0, 4).join('/')))];
+  return `Strata ${env} API '${fn}': ${routes.length} routes under ${groups.join(', ')} (docs/API.md)`.slice(0, 256);
 }

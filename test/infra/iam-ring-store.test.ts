@@ -7,8 +7,9 @@
  * The S3 and IAM rules this relies on:
  * - S3 conditional writes (If-Match / If-None-Match) are PutObject requests and need s3:PutObject, nothing more: the
  *   header only decides whether the write lands, not who may write, so whoever holds s3:PutObject on the ring
- *   document can replace it. https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html (and its
- *   bucket policies, which condition s3:PutObject on s3:if-none-match / s3:if-match:
+ *   document (or the policy documents, which the admin API function writes the same way) can replace it.
+ *   https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html (and its bucket policies, which
+ *   condition s3:PutObject on s3:if-none-match / s3:if-match:
  *   https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html).
  * - A GET or HEAD of a missing key answers 404 only to a caller with s3:ListBucket on the bucket, 403 otherwise
  *   (HeadObject / GetObject "Permissions":
@@ -25,6 +26,7 @@ import type * as iam from 'aws-cdk-lib/aws-iam';
 import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { ENVIRONMENT_NAMES } from '../../cdk/config/schema.js';
 import { ColdTierBucket } from '../../cdk/constructs/cold-tier-bucket.js';
+import { POLICY_CURRENT_KEY, policyVersionKey } from '../../core/policy/admin.js';
 import { STACK_KEYS, synthesized, type StackKey, type SynthesizedEnvironment } from './helpers/synth.js';
 
 type Json = Record<string, unknown>;
@@ -55,13 +57,17 @@ const PROBES = {
   triggerSample: 'workflows/scale-trigger-sample',
   nodeStats: 'nodes/n1/stats.json',
   fleetSecret: 'fleet/secret',
-  policy: 'policies/web.json',
+  policyCurrent: POLICY_CURRENT_KEY,
+  policyVersion: policyVersionKey(7, 'b3f1c2d4'),
   other: 'anything-else',
 } as const;
 type Probe = keyof typeof PROBES;
 
 /** Written only by the ring's writers (ColdTierBucket.grantRingWriters): today the workflow step function. */
 const WRITERS_ONLY: readonly Probe[] = ['ring', 'migrationSession', 'migrationPlan', 'execution', 'scaleLock'];
+
+/** The policy documents (core/policy/admin.ts): written by the admin API function alone, read by every API function. */
+const POLICY_DOCUMENTS: readonly Probe[] = ['policyCurrent', 'policyVersion'];
 
 /**
  * AWS managed policies roles of this app attach, with what they grant that matters here: nothing in S3. A managed
@@ -309,27 +315,54 @@ describe.each(ENVIRONMENT_NAMES)('ring store grants (%s)', (name) => {
     expect({ probe, writers: writers(probe) }).toEqual({ probe, writers: [stepRole] });
   });
 
-  it('lets no API function replace, delete or tag anything in the ring store', () => {
+  it('lets no API function replace anything in the ring store but the admin function the policy documents', () => {
     for (const [fn, role] of apiRoles) {
       const replaces = (p: Probe) => iam.allows(role, WRITE_ACTIONS, iam.objectArn(PROBES[p]), (st) => !createOnly(st));
       const written = (Object.keys(PROBES) as Probe[]).filter(replaces);
-      expect({ fn, written }).toEqual({ fn, written: [] });
+      expect({ fn, written }).toEqual({ fn, written: fn === 'admin' ? POLICY_DOCUMENTS : [] });
+    }
+  });
+
+  it('lets no API function delete or tag anything in the ring store (nothing deletes a policy document either)', () => {
+    const notPut = WRITE_ACTIONS.filter((a) => a !== 's3:PutObject');
+    for (const [fn, role] of apiRoles) {
+      const changed = (Object.keys(PROBES) as Probe[]).filter((p) => iam.allows(role, notPut, iam.objectArn(PROBES[p])));
+      expect({ fn, changed }).toEqual({ fn, changed: [] });
     }
   });
 
   it('lets an API function at most create the fleet secret where it is missing, and create nothing else', () => {
     // CacheNodeFleet.grantCreateSecret: whichever coordinator needs the secret first creates it (If-None-Match:
     // * only, so it can never replace one), so a fresh deployment's API does not wait for a workflow to run.
+    // (The admin function's writes of the policy documents are judged on their own below.)
     for (const [fn, role] of apiRoles) {
       const created = (Object.keys(PROBES) as Probe[]).filter((p) =>
         iam.allows(role, ['s3:PutObject'], iam.objectArn(PROBES[p])),
       );
-      expect({ fn, created: created.filter((p) => p !== 'fleetSecret') }).toEqual({ fn, created: [] });
+      const others = created.filter((p) => p !== 'fleetSecret' && !(fn === 'admin' && POLICY_DOCUMENTS.includes(p)));
+      expect({ fn, created: others }).toEqual({ fn, created: [] });
     }
   });
 
-  it('lets nobody write the reserved policies/ prefix yet, nor keys no code writes', () => {
-    expect(writers('policy')).toEqual([]);
+  it.each(POLICY_DOCUMENTS)('lets only the admin API function put %s', (probe) => {
+    // The admin routes (/v1/admin/policy...) replace policies/current.json with If-Match (If-None-Match: * for the
+    // first) and create each policies/versions/<n>-<id>.json with If-None-Match: *: both need s3:PutObject alone
+    // (https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html), so s3:PutObject is what this
+    // judges; no other role holds it there.
+    expect({ probe, writers: writers(probe) }).toEqual({ probe, writers: [iam.roleOf(env.stacks.api.functions.admin.role)] });
+  });
+
+  it.each(POLICY_DOCUMENTS)('lets every API function read %s, and list it as s3:prefix (absent = 404)', (probe) => {
+    // Every API function re-reads policies/current.json (core/policy/live.ts); before the first edit it is absent,
+    // which must read as 404 (the deployment's policy), not 403 (store unavailable). The admin function also reads
+    // the version files (GET /v1/admin/policy/versions...).
+    for (const [fn, role] of apiRoles) {
+      const reads = iam.allows(role, ['s3:GetObject'], iam.objectArn(PROBES[probe]));
+      expect({ fn, reads, lists: iam.mayListAs(role, PROBES[probe]) }).toEqual({ fn, reads: true, lists: true });
+    }
+  });
+
+  it('lets nobody write keys no code writes', () => {
     expect(writers('other')).toEqual([]);
   });
 

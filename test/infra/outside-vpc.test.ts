@@ -2,6 +2,7 @@ import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { CacheNodeFleet } from '../../cdk/constructs/cache-node-fleet.js';
 import { ColdTierBucket } from '../../cdk/constructs/cold-tier-bucket.js';
 import { StrataFunction } from '../../cdk/constructs/strata-function.js';
@@ -74,13 +75,65 @@ describe('ColdTierBucket ring-store grants', () => {
     ]);
   });
 
-  it("grants nothing on the policies/ prefix reserved for the admin path's policy documents", () => {
+  it('grants read of the policy documents to any role and their conditional write as one managed policy each', () => {
     const { stack } = fixture();
     const cold = new ColdTierBucket(stack, 'Cold');
-    const role = new iam.Role(stack, 'R', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
-    expect(() => cold.grantRingRead(role, ['policies'])).toThrow(
-      /policies\/ prefix is reserved .* \(the policy engine, not built yet\)/,
+    const [reader, writer] = ['Reader', 'Writer'].map(
+      (id) => new iam.Role(stack, id, { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') }),
     );
-    expect(() => cold.grantRingWrite(role, ['policies'])).toThrow(/reserved/);
+    cold.grantRingRead(reader!, ['policies']);
+    cold.grantRingWrite(writer!, ['policies']);
+    const t = Template.fromStack(stack);
+    type Managed = { Properties: { PolicyDocument: { Statement: unknown[] } } };
+    const policies = t.findResources('AWS::IAM::ManagedPolicy') as Record<string, Managed>;
+    const ids = Object.keys(policies).map((id) => id.replace(/[0-9A-F]{8}$/, ''));
+    expect(ids.sort()).toEqual(['ColdAccessPolicy', 'ColdRingReadPolicies', 'ColdRingWritePolicies']);
+    const bucketId = Object.keys(t.findResources('AWS::S3::Bucket')).find((id) => id.startsWith('ColdBucket'))!;
+    const objects = { 'Fn::Join': ['', [{ 'Fn::GetAtt': [bucketId, 'Arn'] }, '/strata-ring/policies/*']] };
+    const list = {
+      Sid: 'ListRingDocuments',
+      Action: 's3:ListBucket',
+      Effect: 'Allow',
+      Resource: { 'Fn::GetAtt': [bucketId, 'Arn'] },
+      // GET of a key not written yet (policies/current.json before the first edit) answers 404, not 403.
+      Condition: { StringLike: { 's3:prefix': ['strata-ring/policies/*'] } },
+    };
+    const statements = (prefix: string) =>
+      Object.entries(policies).find(([id]) => id.startsWith(prefix))![1].Properties.PolicyDocument.Statement;
+    expect(statements('ColdRingReadPolicies')).toEqual([
+      { Sid: 'RingDocuments', Action: 's3:GetObject', Effect: 'Allow', Resource: objects },
+      list,
+    ]);
+    // Conditional writes (If-Match / If-None-Match) need s3:PutObject and nothing more; nothing deletes a policy document.
+    // https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html
+    expect(statements('ColdRingWritePolicies')).toEqual([
+      { Sid: 'RingDocuments', Action: ['s3:GetObject', 's3:PutObject'], Effect: 'Allow', Resource: objects },
+      list,
+    ]);
+  });
+});
+
+describe('StrataFunction.bindPolicyStore', () => {
+  it('names the policy store (the ring store of the cold tier bucket) and grants read, or write to the writer', () => {
+    const { stack } = fixture();
+    const cold = new ColdTierBucket(stack, 'Cold');
+    const reader = new StrataFunction(stack, 'Reader', { entry: apiLambdaEntry('keys') }).bindPolicyStore(cold, { write: false });
+    const writer = new StrataFunction(stack, 'Writer', { entry: apiLambdaEntry('admin') }).bindPolicyStore(cold, { write: true });
+    const t = Template.fromStack(stack);
+    const bucketId = Object.keys(t.findResources('AWS::S3::Bucket')).find((id) => id.startsWith('ColdBucket'))!;
+    // core/composition/api-context.ts policyStoreFrom: s3://<bucket>/<prefix> keeps the documents under <prefix>/policies/.
+    const store = { 'Fn::Join': ['', ['s3://', { Ref: bucketId }, `/${ColdTierBucket.RING_PREFIX}`]] };
+    for (const f of [reader, writer]) {
+      const id = stack.getLogicalId(f.function.node.defaultChild as lambda.CfnFunction);
+      expect(t.toJSON().Resources[id].Properties.Environment.Variables).toMatchObject({ STRATA_POLICY_STORE: store });
+    }
+    const managed = (f: StrataFunction) =>
+      (
+        t.toJSON().Resources[stack.getLogicalId(f.role.node.defaultChild as iam.CfnRole)].Properties.ManagedPolicyArns as {
+          Ref: string;
+        }[]
+      ).map((a) => a.Ref.replace(/[0-9A-F]{8}$/, ''));
+    expect(managed(reader)).toEqual(['ColdRingReadPolicies']);
+    expect(managed(writer)).toEqual(['ColdRingWritePolicies']);
   });
 });

@@ -248,10 +248,12 @@ describe('Stacks', () => {
       ).toEqual([
         'RingReadExecutions',
         'RingReadNodeStats',
+        'RingReadPolicies',
         'RingReadRing',
         'RingReadScaleLocks',
         'RingWriteExecutions',
         'RingWriteMigrations',
+        'RingWritePolicies',
         'RingWriteRing',
         'RingWriteScaleLocks',
         'RingWriteScaleTriggerSample',
@@ -406,7 +408,8 @@ describe('Stacks', () => {
           Timeout: 29,
         });
         if (fn === 'admin') {
-          // Step Functions and its progress documents in S3 only: outside the VPC, no interface endpoint needed.
+          // Step Functions, its progress documents and the policy documents in S3 only: outside the VPC, no interface
+          // endpoint needed (S3 over its public endpoint).
           expect(f.VpcConfig).toBeUndefined();
           continue;
         }
@@ -421,14 +424,17 @@ describe('Stacks', () => {
     });
 
     it('gives every function the runtime settings core/composition/runtime-env.ts reads', () => {
+      // STRATA_POLICY_STORE: s3://<the cold tier's bucket>/strata-ring, rendered by CloudFormation.
+      const policyStore = (bucket: unknown) => ({ 'Fn::Join': ['', ['s3://', bucket, '/strata-ring']] });
       for (const id of Object.keys(functions())) {
         const vars = (functions()[id]!.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
         if (id.startsWith('AdminFunction')) {
           // The admin function: the workflows' state machines and their progress documents (the ring store under names
-          // of their own: it has no warm tier), and no tier, node or secret.
+          // of their own: it has no warm tier), the policy store, and no tier, node or secret.
           const expected = [
             'NODE_OPTIONS',
             'STRATA_NEAR_CACHE_MB',
+            'STRATA_POLICY_STORE',
             'STRATA_TENANT_ACCESS',
             'STRATA_URL_TTL_SECONDS',
             'STRATA_WORKFLOW_ARNS',
@@ -441,6 +447,7 @@ describe('Stacks', () => {
             expect(JSON.stringify(vars.STRATA_WORKFLOW_ARNS)).toMatch(new RegExp(`\\\\"${w}\\\\":\\\\"".*Strata-prod-Workflows`));
           }
           expect(vars.STRATA_WORKFLOW_DOCS_PREFIX).toBe('strata-ring');
+          expect(vars.STRATA_POLICY_STORE).toEqual(policyStore(vars.STRATA_WORKFLOW_DOCS_BUCKET));
           continue;
         }
         // Functions with namespaced routes also get the tenant map (see the tenant test below).
@@ -449,6 +456,7 @@ describe('Stacks', () => {
           'NODE_OPTIONS',
           'STRATA_NEAR_CACHE_MB',
           'STRATA_NODE_PORT',
+          'STRATA_POLICY_STORE',
           'STRATA_REDIS_CLUSTER',
           'STRATA_REDIS_IAM_CACHE',
           'STRATA_REDIS_URL',
@@ -476,10 +484,12 @@ describe('Stacks', () => {
         expect(vars.STRATA_WARM_RING_PREFIX).toBe('strata-ring');
         expect(vars.STRATA_NODE_PORT).toBe('7070');
         expect(vars.STRATA_WARM_SECRET_FROM_RING).toBe('1');
+        // The policy store: the ring store's policies/ (core/composition/api-context.ts policyStoreFrom).
+        expect(vars.STRATA_POLICY_STORE).toEqual(policyStore(vars.STRATA_WARM_RING_BUCKET));
       }
     });
 
-    it('grants data functions logs, VPC networking, tier policy, ring read, hot-tier Connect, fleet secret; admin logs, workflows', () => {
+    it('grants data functions logs, VPC, tier, ring/policy read, Connect, fleet secret; admin workflows, policy write', () => {
       const t = prod.templates.api;
       const roles = t.findResources('AWS::IAM::Role', {
         Properties: { AssumeRolePolicyDocument: { Statement: [{ Principal: { Service: 'lambda.amazonaws.com' } }] } },
@@ -489,13 +499,18 @@ describe('Stacks', () => {
         'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Data', OutputName: expect.stringMatching(name) }),
       });
       const adminRole = Object.keys(roles).find((id) => id.startsWith('AdminFunction'))!;
-      // The data functions read the ring document (to route to the nodes); the admin function its executions' progress.
+      // The data functions read the ring document (to route to the nodes) and the policy in force; the admin function
+      // its executions' progress, and it alone writes the policy documents.
       for (const [id, r] of Object.entries(roles)) {
         const data = [
           dataOutput(/^PublishOutputRefColdTierAccessPolicy/),
           dataOutput(/^PublishOutputRefColdTierRingReadRing[0-9A-F]/),
+          dataOutput(/^PublishOutputRefColdTierRingReadPolicies[0-9A-F]/),
         ];
-        const admin = [dataOutput(/^PublishOutputRefColdTierRingReadExecutions/)];
+        const admin = [
+          dataOutput(/^PublishOutputRefColdTierRingReadExecutions/),
+          dataOutput(/^PublishOutputRefColdTierRingWritePolicies[0-9A-F]/),
+        ];
         expect(r.Properties.ManagedPolicyArns).toEqual(id === adminRole ? admin : data);
       }
       type Policy = { Properties: { PolicyDocument: { Statement: Json[] }; Roles: { Ref: string }[] } };
