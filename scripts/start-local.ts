@@ -11,7 +11,7 @@ import { ConfigError } from '../core/errors.js';
 import { buildApiContext } from '../core/composition/api-context.js';
 import { warmTierFromEnv } from '../core/composition/warm-tier-env.js';
 import { LocalFolderTier } from '../core/tiers/local-folder-tier.js';
-import { LOCAL_WARM_FOLDER } from '../core/tiers/storage-key.js';
+import { LOCAL_POLICY_FOLDER, LOCAL_WARM_FOLDER } from '../core/tiers/storage-key.js';
 import { LocalMetricsStore } from '../core/metrics/local-store.js';
 import { startFleetSampler } from './local/fleet-sampler.js';
 import { removeLegacyWarmFolders, startLocalWarm, startLocalWorkflows } from './local/local-warm.js';
@@ -45,8 +45,12 @@ async function main(): Promise<void> {
     STRATA_LOCAL_DIR: dataDir,
     STRATA_PUBLIC_URL: configuredPublicUrl ?? `http://localhost:${port}`,
     ...(warm ? { STRATA_WARM_RING_DIR: warm.ringDir, STRATA_WARM_SECRET: warm.secret } : {}),
+    // Policies edited at runtime outlive the run (the warm tier's ring folder is wiped at every start); a second
+    // server on the same data folder picks them up within a second.
+    STRATA_POLICY_STORE: process.env.STRATA_POLICY_STORE || `file:${join(dataDir, LOCAL_POLICY_FOLDER)}`,
+    STRATA_POLICY_REFRESH_MS: process.env.STRATA_POLICY_REFRESH_MS || '1000',
   });
-  const ctx = buildApiContext(env, { warmTier: warmTierFromEnv });
+  const ctx = buildApiContext(env, { warmTier: warmTierFromEnv, policyTimer: true });
   // One store for everything the dashboard draws: the handlers' request metrics, the workflow steps' metrics, the fleet.
   const metrics = new LocalMetricsStore();
   const workflows = warm
@@ -82,6 +86,7 @@ async function main(): Promise<void> {
     await fleetSampler?.stop();
     await local.close();
     await workflows?.close();
+    ctx.livePolicy?.stop();
     await ctx.coordinator.close();
     await warm?.close();
     process.exit(0);

@@ -4,7 +4,8 @@ import { WORKFLOW_NAMES } from '../workflows/progress.js';
 import type { ApiResult } from './http.js';
 import { EXECUTION_NAME } from '../workflows/admin-service.js';
 import { KEY_JSON_SCHEMA } from './validation.js';
-import { COMMON_ERRORS, json, ref } from './route-docs.js';
+import { COMMON_ERRORS, fromZod, json, ref } from './route-docs.js';
+import { policyDocumentSchema } from '../policy/document.js';
 import type { ApiRoute, Json } from './route-types.js';
 
 /**
@@ -32,6 +33,10 @@ const PATH_PARAMS: Record<string, Json> = {
   },
   workflow: { description: 'Workflow', schema: { type: 'string', enum: [...WORKFLOW_NAMES] } },
   execution: { description: 'Execution name', schema: { type: 'string', pattern: EXECUTION_NAME.source } },
+  version: {
+    description: "Policy version (0: the deployment's configuration)",
+    schema: { type: 'string', pattern: '^[0-9]{1,16}$' },
+  },
 };
 
 function errorResponses(codes: ErrorCode[]): Record<string, Json> {
@@ -113,7 +118,7 @@ export function openApiDocument(routes: readonly ApiRoute[]): Json {
       { name: 'keys', description: 'Values in a namespace' },
       { name: 'service', description: 'Health and statistics' },
       { name: 'cost', description: 'The cost model' },
-      { name: 'admin', description: 'Workflows (operators only)' },
+      { name: 'admin', description: 'Workflows and the policy (operators only)' },
     ],
     paths,
     components: {
@@ -208,6 +213,71 @@ export function openApiDocument(routes: readonly ApiRoute[]): Json {
             status: { enum: ['RUNNING', 'SUCCEEDED', 'FAILED', 'ABORTED', 'TIMED_OUT'] },
             startedAt: { type: 'string', format: 'date-time' },
             stoppedAt: { type: 'string', format: 'date-time' },
+          },
+        },
+        // The document as a client writes it (defaults optional); what the server answers, defaults applied, fits it too.
+        PolicyDocument: {
+          ...fromZod(policyDocumentSchema),
+          description: 'A Tiera policy document (docs/POLICIES.md): per-namespace presets and settings, rules, budgets, controls',
+        },
+        PolicyView: {
+          type: 'object',
+          required: ['version', 'source', 'document', 'hash'],
+          properties: {
+            version: { type: 'integer', minimum: 0, description: "0: the deployment's configuration; then +1 per change" },
+            source: { enum: ['deployment', 'runtime'] },
+            document: { ...ref('PolicyDocument'), description: 'The document with its defaults applied' },
+            updatedAt: { type: 'string', format: 'date-time' },
+            updatedBy: { type: 'string', description: "Who wrote it (the caller's identity); absent for version 0" },
+            reason: { type: 'string' },
+            hash: { type: 'string', description: 'SHA-256 of the canonical document, hex, 16 characters' },
+          },
+        },
+        PolicyVersionSummary: {
+          type: 'object',
+          required: ['version', 'source', 'updatedAt', 'updatedBy', 'hash', 'previous', 'diff'],
+          properties: {
+            version: { type: 'integer', minimum: 0 },
+            source: { enum: ['deployment', 'runtime'] },
+            updatedAt: { type: 'string', format: 'date-time' },
+            updatedBy: { type: 'string' },
+            reason: { type: 'string' },
+            hash: { type: 'string' },
+            previous: { type: 'integer', minimum: 0, description: 'The version this one replaced' },
+            restoredFrom: { type: 'integer', minimum: 0, description: 'For a rollback: the version it restored' },
+            diff: {
+              type: 'array',
+              items: { type: 'string' },
+              description:
+                'What changed from `previous`, one line per path (`+ rules[flush]`, `~ controls.maxFleetSize: 16 -> 8`)',
+            },
+          },
+        },
+        PolicyValidation: {
+          type: 'object',
+          required: ['valid', 'document', 'hash', 'namespaces', 'wouldFire', 'warnings'],
+          properties: {
+            valid: { const: true },
+            document: { ...ref('PolicyDocument'), description: 'The document with its defaults applied' },
+            hash: { type: 'string' },
+            namespaces: {
+              type: 'object',
+              description: 'Per namespace (and `*`), the placement its foreground rules compile to',
+            },
+            wouldFire: {
+              type: 'array',
+              items: {
+                type: 'object',
+                required: ['rule', 'mode', 'fires', 'reason'],
+                properties: {
+                  rule: { type: 'string' },
+                  mode: { enum: ['foreground', 'background'] },
+                  fires: { type: 'boolean' },
+                  reason: { type: 'string' },
+                },
+              },
+            },
+            warnings: { type: 'array', items: { type: 'string' } },
           },
         },
       },

@@ -6,6 +6,7 @@ import type { EntryHeader } from '../model/entry.js';
 import { validateKey } from '../model/keys.js';
 import type { NewUpload, PresignedDownload, PresignedUrl, Presigning, Tier } from '../tiers/tier.js';
 import type { WorkflowService } from '../workflows/admin-service.js';
+import type { PolicyAdmin } from '../policy/service.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { binary, bodyBytes, empty, json } from './http.js';
 import { callerIdentity } from './tenant-access.js';
@@ -39,6 +40,11 @@ export interface ApiContext {
    * use the runtime's service (Step Functions, see composition/workflow-service-env.ts) or answer 503 WORKFLOWS_UNAVAILABLE.
    */
   workflows?: WorkflowService;
+  /**
+   * The policy engine's admin side (read, validate, replace, history, rollback of the policy document; a
+   * PolicyAdministration over the ring store). Absent: the policy routes answer 503 POLICIES_UNAVAILABLE.
+   */
+  policyAdmin?: PolicyAdmin;
   /** Which namespaces each API key may use (STRATA_TENANT_ACCESS); absent: not enforced (see api/tenant-access.ts). */
   tenantAccess?: TenantAccess;
 }

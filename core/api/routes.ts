@@ -1,5 +1,6 @@
 import * as op from './operations.js';
 import * as admin from './admin-operations.js';
+import * as policy from './policy-operations.js';
 import * as cost from './cost-operations.js';
 import { StrataError } from '../errors.js';
 import { openApiResult } from './openapi.js';
@@ -59,6 +60,47 @@ export const API_ROUTES: readonly ApiRoute[] = [
     auth: 'admin',
     run: admin.getExecution,
     doc: doc.getExecution,
+  },
+  {
+    method: 'GET',
+    resource: '/v1/admin/policy',
+    fn: 'admin',
+    auth: 'admin',
+    run: (ctx) => policy.getPolicy(ctx),
+    doc: doc.getPolicy,
+  },
+  { method: 'PUT', resource: '/v1/admin/policy', fn: 'admin', auth: 'admin', run: policy.putPolicy, doc: doc.putPolicy },
+  {
+    method: 'POST',
+    resource: '/v1/admin/policy/validate',
+    fn: 'admin',
+    auth: 'admin',
+    run: policy.validatePolicy,
+    doc: doc.validatePolicy,
+  },
+  {
+    method: 'GET',
+    resource: '/v1/admin/policy/versions',
+    fn: 'admin',
+    auth: 'admin',
+    run: policy.listPolicyVersions,
+    doc: doc.listPolicyVersions,
+  },
+  {
+    method: 'GET',
+    resource: '/v1/admin/policy/versions/{version}',
+    fn: 'admin',
+    auth: 'admin',
+    run: policy.getPolicyVersion,
+    doc: doc.getPolicyVersion,
+  },
+  {
+    method: 'POST',
+    resource: '/v1/admin/policy/rollback',
+    fn: 'admin',
+    auth: 'admin',
+    run: policy.rollbackPolicy,
+    doc: doc.rollbackPolicy,
   },
 ];
 

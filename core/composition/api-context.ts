@@ -1,6 +1,9 @@
 import { Coordinator } from '../coordinator/coordinator.js';
 import { type CoordinatorEvent } from '../coordinator/types.js';
-import { PolicyRegistry } from '../policy/namespace-settings.js';
+import { PolicyAdministration } from '../policy/admin.js';
+import { compilePolicy, documentFromNamespaceConfig } from '../policy/compile.js';
+import { LivePolicy } from '../policy/live.js';
+import { FileCasStore, S3CasStore, type CasStore } from '../ring/store.js';
 import type { ApiContext } from '../api/operations.js';
 import { LocalFolderTier } from '../tiers/local-folder-tier.js';
 import { MemoryTier } from '../tiers/memory-tier.js';
@@ -34,6 +37,8 @@ export interface BuiltContext extends ApiContext {
   tiers: Tier[];
   /** Human-readable description of the tiers, for start-up banners. */
   describe(): string[];
+  /** The policy in force, kept fresh from the policy store (absent: no store, STRATA_NAMESPACES is the policy). */
+  livePolicy?: LivePolicy;
 }
 
 /** Builds the tiers and coordinator a deployment's configuration asks for. */
@@ -49,6 +54,10 @@ export interface BuildOptions {
   onBackgroundError?: (error: unknown, what: string) => void;
   /** What the coordinator does on its own (hot fence, write-back losses). @default {@link coordinatorEventLog} */
   onEvent?: (event: CoordinatorEvent) => void;
+  /**
+   * Re-read the policy store on a timer (long-lived servers). Lambda re-reads per request instead. @default false
+   */
+  policyTimer?: boolean;
 }
 
 export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): BuiltContext {
@@ -101,10 +110,12 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
     remoteHot && env.STRATA_NEAR_CACHE_MB > 0
       ? new MemoryTier({ name: 'l1', maxBytes: env.STRATA_NEAR_CACHE_MB * MiB })
       : undefined;
+  // The deployment's STRATA_NAMESPACES as a policy document: in force until (and unless) one is edited at runtime.
+  const deployment = compilePolicy(documentFromNamespaceConfig(namespaceConfigFrom(env)));
   const coordinator = new Coordinator({
     tiers,
     nearCache,
-    policies: new PolicyRegistry(namespaceConfigFrom(env)),
+    policies: deployment.registry,
     flushTimer: opts.flushTimer,
     onBackgroundError: opts.onBackgroundError ?? backgroundErrorLog({ environment: env.STRATA_ENV }),
     onEvent: opts.onEvent ?? coordinatorEventLog({ environment: env.STRATA_ENV }),
@@ -112,10 +123,26 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
   });
   const presigner = tiers.find(supportsPresigning) as (Tier & Presigning) | undefined;
   const tenantAccess = parseTenantAccess(env.STRATA_TENANT_ACCESS);
+  const policyStore = policyStoreFrom(env);
+  const policyAdmin = policyStore
+    ? new PolicyAdministration({ cas: policyStore.cas, deployment: deployment.document })
+    : undefined;
+  const livePolicy = policyAdmin
+    ? LivePolicy.fromDeployment(
+        {
+          admin: policyAdmin,
+          refreshMs: env.STRATA_POLICY_REFRESH_MS,
+          timer: opts.policyTimer ?? false,
+          onChange: (next) => coordinator.replacePolicies(next.registry),
+        },
+        deployment,
+      )
+    : undefined;
   return {
     coordinator,
     tiers,
     presigner,
+    ...(policyAdmin ? { policyAdmin, livePolicy } : {}),
     inlineLimitBytes: env.STRATA_INLINE_LIMIT_BYTES,
     urlTtlSeconds: env.STRATA_URL_TTL_SECONDS,
     tenantAccess,
@@ -134,11 +161,35 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
         : env.STRATA_LOCAL_DIR
           ? `cold  folder ${env.STRATA_LOCAL_DIR} (set STRATA_S3_BUCKET for S3)`
           : 'cold  none',
+      policyStore
+        ? `policy STRATA_NAMESPACES, replaceable at runtime (strata policy put); edits kept in ${policyStore.describe}`
+        : 'policy STRATA_NAMESPACES (set STRATA_POLICY_STORE to edit policies at runtime)',
       tenantAccess
         ? `auth  ${tenantAccess.keys} API key(s) mapped to namespaces (STRATA_TENANT_ACCESS), ${admins(tenantAccess)}`
         : NO_AUTH,
     ],
   };
+}
+
+/** The policy store: STRATA_POLICY_STORE, else the ring store when the warm tier has one. */
+function policyStoreFrom(env: RuntimeEnv): { cas: CasStore; describe: string } | undefined {
+  const endpoint = env.STRATA_S3_ENDPOINT;
+  const s3 = (bucket: string, prefix: string) => ({
+    cas: new S3CasStore({
+      bucket,
+      prefix,
+      clientConfig: { region: env.AWS_REGION, ...(endpoint ? { endpoint, forcePathStyle: true } : {}) },
+    }),
+    describe: `s3://${bucket}/${prefix.replace(/\/+$/, '')}/policies/`,
+  });
+  const uri = env.STRATA_POLICY_STORE;
+  if (uri?.startsWith('file:')) return { cas: new FileCasStore(uri.slice(5)), describe: `${uri.slice(5)}/policies/` };
+  const m = uri ? /^s3:\/\/([^/]+)\/?(.*)$/.exec(uri) : null;
+  if (m) return s3(m[1]!, m[2] || 'strata-policies');
+  if (env.STRATA_WARM_RING_BUCKET) return s3(env.STRATA_WARM_RING_BUCKET, env.STRATA_WARM_RING_PREFIX);
+  if (env.STRATA_WARM_RING_DIR)
+    return { cas: new FileCasStore(env.STRATA_WARM_RING_DIR), describe: `${env.STRATA_WARM_RING_DIR}/policies/` };
+  return undefined;
 }
 
 const NO_AUTH = 'auth  none: every namespace and the admin routes open (set STRATA_TENANT_ACCESS to map API keys to namespaces)';

@@ -2,7 +2,7 @@ import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
 import type { PolicyRegistry } from '../policy/namespace-settings.js';
 import { metricsSettings, useDefaultMetricsSink } from './metrics-settings.js';
-import { getApiContext } from './api-context.js';
+import { getApiContext, type BuiltContext } from './api-context.js';
 import type { ApiEvent, ApiResult } from '../api/http.js';
 import { errorResponder, requestIdHeader, requestMetrics, writeBackFlush } from '../api/middleware.js';
 import type { ApiContext } from '../api/operations.js';
@@ -32,6 +32,8 @@ export function apiHandler(fn: ApiFunction) {
         forResource.map((r) => r.method),
       );
     ctx = await getApiContext();
+    // A policy replaced at runtime reaches this container within its refresh bound (core/policy/live.ts).
+    await (ctx as Partial<BuiltContext>).livePolicy?.refreshIfStale();
     checkNamespaceAccess(ctx.tenantAccess, route.resource, event);
     if (route.auth === 'admin') checkAdminAccess(ctx.tenantAccess, event);
     return route.run(ctx, event);

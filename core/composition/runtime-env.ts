@@ -92,6 +92,20 @@ export const runtimeEnvSchema = z.object({
   STRATA_LOCAL_DIR: z.string().optional(),
   /** Base URL the local server is reachable at (for local presigned URLs). */
   STRATA_PUBLIC_URL: z.string().url().optional(),
+  /**
+   * Where policy documents edited at runtime live (core/policy/admin.ts): `file:<dir>` or `s3://<bucket>/<prefix>`.
+   * Absent: the ring store (next to the ring document) when the warm tier is configured; otherwise there is none,
+   * the deployment's STRATA_NAMESPACES is the policy and the policy admin routes answer 503 POLICIES_UNAVAILABLE.
+   */
+  STRATA_POLICY_STORE: z
+    .string()
+    .regex(/^(file:.+|s3:\/\/[^/]+(\/.*)?)$/, 'file:<dir> or s3://<bucket>/<prefix>')
+    .optional(),
+  /**
+   * How often a process re-reads the policy in force (ms). A Lambda container re-reads at most this often while it
+   * serves requests, and makes a request wait for the read once its copy is 4 times older (docs/POLICIES.md).
+   */
+  STRATA_POLICY_REFRESH_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
   /** Namespace policies as JSON (see NamespaceConfigInput), or a path to a JSON file. */
   STRATA_NAMESPACES: z.string().optional(),
   /** Which namespaces each API key may use (JSON; api/tenant-access.ts). Unset: not enforced. */

@@ -50,7 +50,12 @@ interface TierCounters {
  * acknowledged is the one readers see.
  */
 export class Coordinator {
-  readonly policies: PolicyRegistry;
+  /** The namespace settings in force; replaced at runtime by {@link replacePolicies}. */
+  get policies(): PolicyRegistry {
+    return this.registry;
+  }
+  private registry: PolicyRegistry;
+  private readonly flushTimer: boolean;
   private readonly tiers: Tier[];
   private readonly byName = new Map<TierName, Tier>();
   private readonly hot?: Tier;
@@ -85,7 +90,8 @@ export class Coordinator {
     }
     this.hot = this.byName.get(HOT);
     this.snapshot = this.tiers.map((t) => ({ name: t.name, dirtyTracking: supportsDirtyTracking(t) }));
-    this.policies = opts.policies ?? new PolicyRegistry();
+    this.registry = opts.policies ?? new PolicyRegistry();
+    this.flushTimer = opts.flushTimer !== false;
     this.clock = opts.clock ?? new HybridLogicalClock();
     this.onBackgroundError = opts.onBackgroundError ?? ((e, what) => log.error(`background ${what} failed`, { error: e }));
     this.onEvent = opts.onEvent ?? (() => {});
@@ -116,13 +122,23 @@ export class Coordinator {
     if (hot && supportsDirtyTracking(hot)) {
       this.flusher = new WriteBackFlusher({
         hot,
-        policies: this.policies,
+        policies: () => this.registry,
         writeBelow: (ns, key, entry, policy) => this.writeBelow(ns, key, entry, policy),
         intervalMs: opts.flushTimer === false ? null : this.policies.minFlushIntervalMs(),
         onError: (e, what) => this.onBackgroundError(e, what),
         onLost: (count) => this.onEvent({ type: 'write-back-lost', count }),
       });
     }
+  }
+
+  /**
+   * Puts new namespace settings in force (a policy document replaced at runtime). Requests already running finish
+   * with the settings they started with; the next ones use these. The write-back flusher follows the new flush
+   * intervals, and keeps flushing what was written under write-back even when the new settings have none.
+   */
+  replacePolicies(next: PolicyRegistry): void {
+    this.registry = next;
+    this.flusher?.retime(this.flushTimer);
   }
 
   /** Resolves once the hot fence has read its epochs and checked the hot tier's incarnation (start-up, tests). */

@@ -6,7 +6,8 @@ import type { NamespacePolicy, PolicyRegistry } from '../policy/namespace-settin
 export interface WriteBackFlusherOptions {
   /** The hot tier holding the dirty entries. */
   hot: Tier & DirtyTracking;
-  policies: PolicyRegistry;
+  /** The settings in force (read at each pass: a policy replaced at runtime applies to the next one). */
+  policies: () => PolicyRegistry;
   /**
    * Writes a clean copy to the namespace's durable tiers as a write-through write would; resolves true when this
    * version (or a newer one) is safe there.
@@ -20,6 +21,9 @@ export interface WriteBackFlusherOptions {
   onLost?: (count: number) => void;
 }
 
+/** The longest a flusher waits between passes while it drains what an ended write-back policy left dirty. */
+const MAX_DRAIN_INTERVAL_MS = 1000;
+
 /**
  * Write-back: dirty hot entries are written down to their namespace's durable tiers and then marked clean (which
  * also gives the hot copy its residency TTL, so a full hot tier can evict it). Until then an acknowledged
@@ -31,13 +35,50 @@ export class WriteBackFlusher {
   private running?: Promise<number>;
   private last = 0;
   private done = 0;
+  private intervalMs: number | null = null;
+  /** While draining: the interval of the last settings that had write-back. */
+  private drainInterval = 1000;
+  /**
+   * Write-back was in force and no longer is: dirty entries written under the old policy may still be in hot, so
+   * the flusher keeps its last interval until a pass finds nothing dirty.
+   */
+  private draining = false;
+  /** The shortest write-back interval of the settings before the last change (null: they had none). */
+  private policyInterval: number | null;
 
   constructor(opts: WriteBackFlusherOptions) {
     this.opts = opts;
-    if (opts.intervalMs !== null) {
-      this.timer = setInterval(() => void this.flush().catch((e) => opts.onError(e, 'write-back flush')), opts.intervalMs);
-      this.timer.unref();
-    }
+    this.policyInterval = opts.policies().minFlushIntervalMs();
+    this.schedule(opts.intervalMs);
+  }
+
+  /**
+   * The policy changed: flush at its shortest write-back interval. A policy without write-back keeps the old
+   * timer running until hot holds nothing dirty, so no write acknowledged under write-back is left unflushed.
+   */
+  retime(timer: boolean): void {
+    const next = this.opts.policies().minFlushIntervalMs();
+    if (next === null && this.policyInterval !== null) this.draining = true;
+    if (next !== null) this.draining = false;
+    // Drain within a second: whoever ended write-back wants what it acknowledged written down now.
+    if (this.policyInterval !== null) this.drainInterval = Math.min(this.policyInterval, MAX_DRAIN_INTERVAL_MS);
+    this.policyInterval = next;
+    const wanted = next ?? (this.draining ? this.drainInterval : this.intervalMs);
+    if (timer && wanted !== null && wanted !== this.intervalMs) this.schedule(wanted);
+  }
+
+  private schedule(intervalMs: number | null): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    this.intervalMs = intervalMs;
+    if (intervalMs === null) return;
+    this.timer = setInterval(() => void this.flush().catch((e) => this.opts.onError(e, 'write-back flush')), intervalMs);
+    this.timer.unref();
+  }
+
+  /** The interval in force: the policy's shortest, else (draining) the last one. */
+  private interval(): number | null {
+    return this.opts.policies().minFlushIntervalMs() ?? (this.draining ? this.drainInterval : null);
   }
 
   /** Entries flushed so far. */
@@ -53,7 +94,7 @@ export class WriteBackFlusher {
 
   /** Flushes if the shortest flush interval in force has passed since the last pass. */
   async flushIfDue(): Promise<number> {
-    const interval = this.opts.policies.minFlushIntervalMs();
+    const interval = this.interval();
     if (interval === null || Date.now() - this.last < interval) return 0;
     return this.flush();
   }
@@ -67,14 +108,19 @@ export class WriteBackFlusher {
    * reach the durable tiers before the process goes away. Only while write-back is in force; failures are reported.
    */
   async finalFlush(): Promise<void> {
-    if (this.opts.policies.minFlushIntervalMs() === null) return;
+    if (this.interval() === null) return;
     await this.flush().catch((e) => this.opts.onError(e, 'final flush'));
   }
 
   private async pass(limit: number): Promise<number> {
     this.last = Date.now();
-    const { hot, policies } = this.opts;
+    const { hot } = this.opts;
+    const policies = this.opts.policies();
     const dirty = await hot.listDirty(limit);
+    if (dirty.length === 0 && this.draining) {
+      this.draining = false;
+      if (this.opts.policies().minFlushIntervalMs() === null) this.schedule(null);
+    }
     const lost = hot.takeLostDirty?.() ?? 0;
     if (lost > 0) this.opts.onLost?.(lost);
     let done = 0;

@@ -36,6 +36,12 @@ export const OPERATION_BY_ROUTE: Readonly<Record<string, Operation>> = {
   'POST /v1/admin/workflows/{workflow}/executions': 'admin',
   'GET /v1/admin/workflows/executions': 'admin',
   'GET /v1/admin/workflows/executions/{execution}': 'admin',
+  'GET /v1/admin/policy': 'admin',
+  'PUT /v1/admin/policy': 'admin',
+  'POST /v1/admin/policy/validate': 'admin',
+  'GET /v1/admin/policy/versions': 'admin',
+  'GET /v1/admin/policy/versions/{version}': 'admin',
+  'POST /v1/admin/policy/rollback': 'admin',
 };
 
 export interface RequestOutcome {

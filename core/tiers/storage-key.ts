@@ -88,8 +88,10 @@ export function s3UploadRecordKey(prefix: string, uploadId: string): string {
  * one the local run owns, and so never be wiped with it.
  */
 export const LOCAL_WARM_FOLDER = '_warm';
+/** The local run's policy store (edited policy documents and their audit trail), kept across restarts. */
+export const LOCAL_POLICY_FOLDER = '_policies';
 /** Every folder of the local data folder that is not a namespace (a test checks that none can be one). */
-export const RESERVED_LOCAL_FOLDERS: readonly string[] = [UPLOADS_FOLDER, LOCAL_WARM_FOLDER];
+export const RESERVED_LOCAL_FOLDERS: readonly string[] = [UPLOADS_FOLDER, LOCAL_WARM_FOLDER, LOCAL_POLICY_FOLDER];
 
 const B32 = 'abcdefghijklmnopqrstuvwxyz234567';
 const B32_INDEX = new Map([...B32].map((c, i) => [c, i] as const));

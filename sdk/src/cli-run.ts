@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { COST_OPTIONS, COST_USAGE, costCommand } from './cli-cost.js';
+import { POLICY_USAGE, policyCommand } from './cli-policy.js';
 import { formatDuration, UsageError, WORKFLOW_USAGE, workflowCommand, type CliIo } from './cli-workflow.js';
 import { StrataClient } from './client.js';
 import { NetworkError, StrataError, WorkflowsUnavailableError } from './errors.js';
@@ -13,7 +14,7 @@ import { SDK_VERSION } from './version.js';
 const DEFAULT_ENDPOINT = 'http://localhost:8080';
 
 const CONNECTION_LINES = `  --endpoint <url>     default $STRATA_ENDPOINT or ${DEFAULT_ENDPOINT}
-  --api-key <key>      default $STRATA_API_KEY (workflow: $STRATA_ADMIN_API_KEY first)
+  --api-key <key>      default $STRATA_API_KEY (workflow, policy: $STRATA_ADMIN_API_KEY first)
   --timeout <ms>       per-attempt timeout (default 5000)`;
 
 const CONNECTION_HELP = `connection options (every command):\n${CONNECTION_LINES}`;
@@ -31,6 +32,8 @@ commands:
   stats | health       print the service report as JSON
   workflow start <workflow> | status <execution> | list
                        the deployment's workflows (scale-out, scale-in, ...), with a progress bar (--wait)
+  policy get | put <file> | validate <file> | history | rollback <version>
+                       the deployment's policy: read, check, replace, audit trail, roll back
   cost [options]       the server's cost model: placements ranked for a workload, Chiu & Agrawal's 2010 tables
   help [command]       this text, or one command's options
   --version            print the version of the SDK and CLI
@@ -90,6 +93,11 @@ ${WORKFLOW_USAGE}
   --interval <ms>      --wait: poll interval (default 1000)
 
 ${CONNECTION_HELP}`,
+  policy: `usage: strata policy get|put|validate|history|rollback [options]
+
+${POLICY_USAGE}
+
+${CONNECTION_HELP}`,
   cost: COST_USAGE,
   help: "usage: strata help [command]\n\nPrints the list of commands, or one command's usage and options.",
 };
@@ -104,6 +112,7 @@ const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
   stats: ['json'],
   health: ['json'],
   workflow: ['mode', 'input', 'name', 'wait', 'interval', 'workflow', 'limit', 'json'],
+  policy: ['if-version', 'reason', 'limit', 'before', 'json'],
   cost: [...Object.keys(COST_OPTIONS), 'json'],
   help: [],
 };
@@ -112,6 +121,9 @@ const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
 const MAX_ARGS: Readonly<Record<string, number>> = { get: 1, has: 1, put: 2, delete: 1, stats: 0, health: 0, cost: 0, help: 1 };
 
 const CONNECTION_OPTIONS = ['endpoint', 'api-key', 'timeout', 'help'];
+
+/** The commands of the admin API, which take `$STRATA_ADMIN_API_KEY` before `$STRATA_API_KEY`. */
+const ADMIN_COMMANDS: ReadonlySet<string> = new Set(['workflow', 'policy']);
 
 const PARSE_OPTIONS = {
   ...COST_OPTIONS,
@@ -129,6 +141,9 @@ const PARSE_OPTIONS = {
   interval: { type: 'string' },
   workflow: { type: 'string' },
   limit: { type: 'string' },
+  'if-version': { type: 'string' },
+  reason: { type: 'string' },
+  before: { type: 'string' },
   json: { type: 'boolean' },
   verbose: { type: 'boolean', short: 'v' },
   version: { type: 'boolean' },
@@ -266,7 +281,8 @@ async function run(argv: readonly string[], ctx: CliContext): Promise<number> {
   try {
     client = new StrataClient({
       endpoint,
-      apiKey: values['api-key'] ?? (command === 'workflow' ? ctx.env.STRATA_ADMIN_API_KEY : undefined) ?? ctx.env.STRATA_API_KEY,
+      apiKey:
+        values['api-key'] ?? (ADMIN_COMMANDS.has(command) ? ctx.env.STRATA_ADMIN_API_KEY : undefined) ?? ctx.env.STRATA_API_KEY,
       namespace: values.ns ?? ctx.env.STRATA_NAMESPACE ?? 'default',
       timeoutMs,
     });
@@ -323,6 +339,8 @@ async function run(argv: readonly string[], ctx: CliContext): Promise<number> {
         return await workflowCommand(client, args, values, ctx);
       case 'cost':
         return await costCommand(client, values, ctx);
+      case 'policy':
+        return await policyCommand(client, args, values, ctx);
       default:
         throw new UsageError(`unknown command '${command}'`);
     }
@@ -336,15 +354,17 @@ async function run(argv: readonly string[], ctx: CliContext): Promise<number> {
 }
 
 /**
- * Runs `strata <argv>` and resolves its exit code: 0, 1 (a miss, a failed execution, a degraded health), or 2 (a
- * mistake in the arguments, printed as one line with the help command to run, or a failed request).
+ * Runs `strata <argv>` and resolves its exit code: 0, 1 (a miss, a failed execution, a degraded health, an invalid
+ * policy document), or 2 (a mistake in the arguments, printed as one line with the help command to run, or a failed
+ * request).
  */
 export async function runCli(argv: readonly string[], ctx: CliContext): Promise<number> {
   try {
     return await run(argv, ctx);
   } catch (err) {
     if (err instanceof UsageError) {
-      // A bare `strata cost` or `strata workflow` asked what the command does: its usage; any other mistake one line.
+      // A bare `strata cost`, `strata workflow` or `strata policy` asked what the command does: its usage; any other
+      // mistake one line.
       if (err.usage !== undefined) ctx.stderr.write(`strata: ${err.message}\n\n${err.usage}\n`);
       else ctx.stderr.write(`strata: ${err.message}; ${helpHint(err.command ?? guessCommand(argv))}\n`);
       return 2;

@@ -39,6 +39,7 @@ import type {
   StrataClientOptions,
 } from './types.js';
 import { CostClient } from './cost.js';
+import { PoliciesClient } from './policies.js';
 import { SDK_VERSION } from './version.js';
 import { WorkflowsClient } from './workflows.js';
 
@@ -242,6 +243,17 @@ export class StrataClient {
    * ```
    */
   readonly cost: CostClient;
+  /**
+   * The admin API's policy: read the policy in force, check a candidate document, replace it by compare-and-set
+   * (`ifVersion`), read who changed it when, and roll back. Needs an admin API key in AWS.
+   *
+   * @example
+   * ```ts
+   * const { version, document } = await strata.policies.get();
+   * await strata.policies.put({ ...document, description: 'freeze' }, { ifVersion: version, reason: 'release freeze' });
+   * ```
+   */
+  readonly policies: PoliciesClient;
 
   /**
    * @throws {ValidationError} when an option is invalid (`status` 0).
@@ -281,6 +293,7 @@ export class StrataClient {
     const sub = { endpoint: this.endpoint, transport: this.transport, timeoutMs: this.timeoutMs };
     this.workflows = new WorkflowsClient(sub);
     this.cost = new CostClient(sub);
+    this.policies = new PoliciesClient(sub);
   }
 
   /**

@@ -1,6 +1,7 @@
 /**
  * The wire contract of the Strata HTTP API that the server and this SDK share, written once here: error codes
- * with their HTTP statuses, workflow names and execution statuses, and the workflow progress document.
+ * with their HTTP statuses, workflow names and execution statuses, the workflow progress document, and the
+ * policy admin API's answers.
  *
  * Plain data and types only, with no imports: the server imports this file directly (core/errors.ts,
  * core/workflows/progress.ts, core/workflows/admin-service.ts), while the SDK never imports from the
@@ -26,6 +27,8 @@ export const SERVER_ERROR_STATUS = {
   EXECUTION_EXISTS: 409,
   /** The admin API cannot reach the workflows: not configured in this runtime, or Step Functions failed. */
   WORKFLOWS_UNAVAILABLE: 503,
+  /** The admin API cannot reach the policy store (where edited policy documents live). */
+  POLICIES_UNAVAILABLE: 503,
   INTERNAL: 500,
 } as const satisfies Record<string, number>;
 
@@ -93,3 +96,82 @@ export const PERMANENT_ERROR_DETAIL = 'permanent';
  * and how long it is (ms). Progress bars count down to it instead of sitting at 100%.
  */
 export const GRACE_FACTS = { until: 'graceUntil', ms: 'graceMs' } as const;
+
+// ------------------------------------------------------------------------------------------ policy admin API
+
+/**
+ * A policy document on the wire (docs/POLICIES.md; its JSON Schema is `PolicyDocument` in the OpenAPI document).
+ * Loosely typed here: the server validates every field and answers 400 VALIDATION_FAILED naming the rule and field.
+ */
+export interface PolicyDocumentWire {
+  description?: string;
+  namespaces?: Record<string, { preset?: string; with?: Record<string, number | string | boolean>; settings?: object }>;
+  rules?: Array<{ id: string; on: object; do: object[]; [field: string]: unknown }>;
+  budgets?: Array<{ id: string; monthlyUsd: number; [field: string]: unknown }>;
+  controls?: Record<string, unknown>;
+}
+
+/** Where the policy in force comes from: the deployment's configuration (version 0, or a reset to it), or an edit. */
+export type PolicySource = 'deployment' | 'runtime';
+
+/** The policy in force, or one version of it (`GET /v1/admin/policy`). */
+export interface PolicyViewWire<D = PolicyDocumentWire> {
+  /** 0: the deployment's configuration, never edited at runtime; then +1 per change. */
+  version: number;
+  source: PolicySource;
+  /** The document with its defaults applied. */
+  document: D;
+  /** When this version was written (ISO-8601); absent for version 0. */
+  updatedAt?: string;
+  /** Who wrote it (the caller's identity); absent for version 0. */
+  updatedBy?: string;
+  reason?: string;
+  /** SHA-256 of the canonical document (hex, 16 characters): equal documents have equal hashes. */
+  hash: string;
+}
+
+/** One entry of the audit trail (`GET /v1/admin/policy/versions`): who changed the policy, when, and what. */
+export interface PolicyVersionSummaryWire {
+  version: number;
+  source: PolicySource;
+  updatedAt: string;
+  updatedBy: string;
+  reason?: string;
+  hash: string;
+  /** The version this one replaced. */
+  previous: number;
+  /** For a rollback: the version it restored (0: the deployment's configuration). */
+  restoredFrom?: number;
+  /** What changed from `previous`: one line per path (`+ rules[flush]`, `~ controls.maxFleetSize: 16 -> 8`). */
+  diff: string[];
+}
+
+/** A background rule and whether it would fire on the current state (`POST /v1/admin/policy/validate`). */
+export interface FiringPreviewWire {
+  rule: string;
+  mode: 'foreground' | 'background';
+  fires: boolean;
+  /** Why it would fire (the conditions that hold), or why not. */
+  reason: string;
+}
+
+/** What `POST /v1/admin/policy/validate` answers for a valid document (an invalid one is a 400). */
+export interface PolicyValidationWire<D = PolicyDocumentWire> {
+  valid: true;
+  document: D;
+  hash: string;
+  /** Per namespace (and `*`), the placement its foreground rules compile to. */
+  namespaces: Record<string, unknown>;
+  wouldFire: FiringPreviewWire[];
+  /** Notes that do not refuse the document. */
+  warnings: string[];
+}
+
+/** One problem of a refused document, in `error.details.problems` of its 400 VALIDATION_FAILED. */
+export interface PolicyProblemWire {
+  /** Where: `rules[2].on.timer.everySeconds`. */
+  path: string;
+  /** The rule's id, when the problem is inside one. */
+  rule?: string;
+  message: string;
+}

@@ -10,7 +10,7 @@
  * `signal.reason` unchanged, exactly as `fetch` does.
  */
 
-import { PERMANENT_ERROR_DETAIL, type ServerErrorCode } from './contract.js';
+import { PERMANENT_ERROR_DETAIL, type PolicyProblemWire, type ServerErrorCode } from './contract.js';
 
 /** Error codes defined by the Strata HTTP API (docs/API.md); the list lives in contract.ts, shared with the server. */
 export type { ServerErrorCode };
@@ -123,6 +123,25 @@ export class ValidationError extends StrataError {
     const f = this.details?.field;
     return typeof f === 'string' ? f : undefined;
   }
+
+  /**
+   * Every problem of a refused policy document (`details.problems`: where, in which rule, what), when the server
+   * listed them (`policies.put`, `policies.validate`); `undefined` for other validation errors.
+   *
+   * @example
+   * ```ts
+   * for (const p of err.problems ?? []) console.error(`${p.path}${p.rule ? ` (rule '${p.rule}')` : ''}: ${p.message}`);
+   * ```
+   */
+  get problems(): PolicyProblemWire[] | undefined {
+    const list = this.details?.problems;
+    if (!Array.isArray(list)) return undefined;
+    // Entries the client cannot show (no path or message) are left out rather than failing the whole error.
+    return list.flatMap((p: unknown): PolicyProblemWire[] => {
+      if (!isRecord(p) || typeof p.path !== 'string' || typeof p.message !== 'string') return [];
+      return [{ path: p.path, ...(typeof p.rule === 'string' ? { rule: p.rule } : {}), message: p.message }];
+    });
+  }
 }
 
 /** 401/403: the API key is missing or not accepted (API Gateway answers `{ "message": "Forbidden" }`). */
@@ -204,6 +223,13 @@ export class UnavailableError extends StrataError {
  */
 export class WorkflowsUnavailableError extends UnavailableError {}
 
+/**
+ * 503 `POLICIES_UNAVAILABLE` (admin API): the deployment has no policy store, or it could not be reached. A subclass
+ * of {@link UnavailableError}, retried like it: not when the server marked it {@link StrataError.permanent} (no store
+ * configured here), else yes (the store failed).
+ */
+export class PoliciesUnavailableError extends UnavailableError {}
+
 /** 409 `EXECUTION_EXISTS` (admin API): a workflow execution with the requested name already exists. */
 export class ExecutionExistsError extends StrataError {
   /** The execution name (`details.execution`), when reported. */
@@ -266,6 +292,7 @@ const BY_CODE: Record<ServerErrorCode, ErrorClass> = {
   TIER_UNAVAILABLE: UnavailableError,
   EXECUTION_EXISTS: ExecutionExistsError,
   WORKFLOWS_UNAVAILABLE: WorkflowsUnavailableError,
+  POLICIES_UNAVAILABLE: PoliciesUnavailableError,
   INTERNAL: StrataServerError,
 };
 

@@ -26,6 +26,7 @@ export {
   StrataServerError,
   WorkflowsUnavailableError,
   ExecutionExistsError,
+  PoliciesUnavailableError,
   errorFromResponse,
 } from './errors.js';
 export type { ServerErrorCode, ClientErrorCode, StrataErrorCode, StrataErrorInit, ErrorResponseInfo } from './errors.js';
@@ -78,6 +79,20 @@ export type {
   PaperCell,
   PaperDiscrepancy,
 } from './cost.js';
+export { PoliciesClient } from './policies.js';
+export type {
+  FiringPreview,
+  PolicyDocument,
+  PolicyProblem,
+  PolicyPutOptions,
+  PolicyRequestOptions,
+  PolicyRollbackOptions,
+  PolicySource,
+  PolicyValidation,
+  PolicyVersionsOptions,
+  PolicyVersionSummary,
+  PolicyView,
+} from './policies.js';
 export { formatBytes, graceWait, renderProgressBar } from './progress.js';
 export type { GraceWait, ProgressBarOptions, ProgressSubject } from './progress.js';
 export { SDK_VERSION } from './version.js';

@@ -15,6 +15,7 @@ export interface Schema {
   minLength?: number;
   maxLength?: number;
   minimum?: number;
+  exclusiveMinimum?: number;
   maximum?: number;
   minItems?: number;
   maxItems?: number;
@@ -22,6 +23,7 @@ export interface Schema {
   properties?: Record<string, Schema>;
   required?: string[];
   additionalProperties?: boolean | Schema;
+  propertyNames?: Schema;
   anyOf?: Schema[];
   oneOf?: Schema[];
   allOf?: Schema[];
@@ -41,12 +43,24 @@ const KNOWN = new Set([
     'minLength',
     'maxLength',
     'minimum',
+    'exclusiveMinimum',
     'maximum',
     'minItems',
     'maxItems',
     'items',
   ],
-  ...['properties', 'required', 'additionalProperties', 'anyOf', 'oneOf', 'allOf', 'not', 'format', 'x-strata-max-utf8-bytes'],
+  ...[
+    'properties',
+    'required',
+    'additionalProperties',
+    'propertyNames',
+    'anyOf',
+    'oneOf',
+    'allOf',
+    'not',
+    'format',
+    'x-strata-max-utf8-bytes',
+  ],
   // Annotations: they constrain nothing.
   ...['description', 'contentEncoding', 'default'],
 ]);
@@ -123,6 +137,8 @@ function isType(t: string, v: unknown): boolean {
 
 export class SchemaKit {
   private readonly patterns = new Map<string, RegExp>();
+  private readonly invalidCache = new Map<Schema, fc.Arbitrary<unknown> | undefined>();
+  private readonly invalidWireCache = new Map<Schema, fc.Arbitrary<unknown> | undefined>();
 
   constructor(private readonly doc: OpenApiDoc) {}
 
@@ -176,6 +192,7 @@ export class SchemaKit {
     }
     if (typeof v === 'number') {
       if (s.minimum !== undefined && v < s.minimum) return `${at}: below ${s.minimum}`;
+      if (s.exclusiveMinimum !== undefined && v <= s.exclusiveMinimum) return `${at}: not above ${s.exclusiveMinimum}`;
       if (s.maximum !== undefined && v > s.maximum) return `${at}: above ${s.maximum}`;
     }
     if (Array.isArray(v)) {
@@ -189,6 +206,11 @@ export class SchemaKit {
     }
     if (isObject(v)) {
       for (const r of s.required ?? []) if (!(r in v)) return `${at}: lacks required ${r}`;
+      if (s.propertyNames)
+        for (const k of Object.keys(v)) {
+          const e = this.check(s.propertyNames, k, `${at} (property name ${JSON.stringify(k)})`);
+          if (e) return e;
+        }
       for (const [k, val] of Object.entries(v)) {
         const p = s.properties?.[k];
         if (p) {
@@ -240,13 +262,20 @@ export class SchemaKit {
           arb = this.validString(s);
           break;
         case 'integer': {
-          const min = s.minimum ?? -1_000_000;
+          const above = s.exclusiveMinimum === undefined ? -Infinity : Math.floor(s.exclusiveMinimum) + 1;
+          const min = Math.max(s.minimum ?? -1_000_000, above);
           const max = s.maximum ?? 1_000_000_000;
           arb = fc.oneof({ arbitrary: fc.constantFrom(min, max), weight: 1 }, { arbitrary: fc.integer({ min, max }), weight: 4 });
           break;
         }
         case 'number':
-          arb = fc.double({ min: s.minimum, max: s.maximum, noNaN: true, noDefaultInfinity: true });
+          arb = fc.double({
+            min: s.minimum ?? s.exclusiveMinimum,
+            minExcluded: s.minimum === undefined && s.exclusiveMinimum !== undefined,
+            max: s.maximum,
+            noNaN: true,
+            noDefaultInfinity: true,
+          });
           break;
         case 'boolean':
           arb = fc.boolean();
@@ -286,7 +315,10 @@ export class SchemaKit {
     const props = Object.entries(s.properties ?? {});
     if (props.length === 0) {
       if (s.additionalProperties === false) return fc.constant({});
-      return fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 });
+      // A map (`{ [name]: schema }`): names valid by propertyNames, values by additionalProperties.
+      const names = s.propertyNames ? (this.valid(s.propertyNames) as fc.Arbitrary<string>) : fc.string({ maxLength: 8 });
+      const values = isObject(s.additionalProperties) ? this.valid(s.additionalProperties) : fc.jsonValue({ maxDepth: 1 });
+      return fc.dictionary(names, values, { maxKeys: 3 });
     }
     return fc.record(Object.fromEntries(props.map(([k, p]) => [k, this.valid(p)])), { requiredKeys: s.required ?? [] });
   }
@@ -321,7 +353,15 @@ export class SchemaKit {
    */
   invalid(schema: Schema, wire = false): fc.Arbitrary<unknown> | undefined {
     const s = this.resolve(schema);
-    return viable(this.invalidOptions(s, wire), (v) => this.check(s, v) !== undefined);
+    // Kept per schema: judging the options of a large one (the policy document) takes seconds, and several
+    // operations share it by reference.
+    const cache = wire ? this.invalidWireCache : this.invalidCache;
+    if (!cache.has(s))
+      cache.set(
+        s,
+        viable(this.invalidOptions(s, wire), (v) => this.check(s, v) !== undefined),
+      );
+    return cache.get(s);
   }
 
   /** Ways to break `s`, each an arbitrary that mostly (not always: see {@link viable}) does. */
@@ -341,6 +381,7 @@ export class SchemaKit {
     if (bytes !== undefined) options.push(fc.constant('é'.repeat(Math.floor(bytes / 2) + 1)));
     if (s.not?.enum) options.push(fc.constantFrom(...s.not.enum));
     if (s.minimum !== undefined && !wire) options.push(fc.constant(s.minimum - 1));
+    if (s.exclusiveMinimum !== undefined && !wire) options.push(fc.constant(s.exclusiveMinimum));
     if (s.maximum !== undefined && !wire) options.push(fc.constant(s.maximum + 1));
     if (s.type === 'integer' && !wire) options.push(fc.constant(1.5));
     if (s.items) {

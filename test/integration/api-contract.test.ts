@@ -15,6 +15,9 @@ import { Agent, request } from 'undici';
 import { DEFAULT_CATALOG_ID, DEFAULT_REGION } from '../../core/cost/model/price-catalog.js';
 import { StrataClient, VersionConflictError } from '../../sdk/src/index.js';
 import type { ExecutionSummary, WorkflowService } from '../../core/workflows/admin-service.js';
+import { PolicyAdministration } from '../../core/policy/admin.js';
+import { parsePolicyDocument } from '../../core/policy/document.js';
+import { InMemoryCasStore } from '../../core/ring/store.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';
 import { SchemaKit } from '../helpers/openapi-arbitraries.js';
 import type { GeneratedRequest, OpenApiDoc, Operation, Parameter, Schema } from '../helpers/openapi-arbitraries.js';
@@ -27,9 +30,11 @@ const INVALID_RUNS = Math.ceil(VALID_RUNS * 0.7);
  * Operations whose document is knowingly looser than the server, as their descriptions say: the cost model
  * parses quantities (`1MB`, `1.5M`) and checks the workload's ranges, and a workflow's input is checked against
  * that workflow's own schema (the path names the workflow; OpenAPI cannot tie a body schema to a path value).
- * A valid request may get their documented 400 VALIDATION_FAILED; everything else is checked as for the others.
+ * A policy document is also checked across fields and rules (rule modes, duplicate ids, budget references, what
+ * this version runs), beyond its JSON Schema. A valid request may get their documented 400 VALIDATION_FAILED;
+ * everything else is checked as for the others.
  */
-const LOOSER_THAN_SERVER = new Set(['costPlacements', 'startExecution']);
+const LOOSER_THAN_SERVER = new Set(['costPlacements', 'startExecution', 'putPolicy', 'validatePolicy']);
 
 /** Admin routes run against this stand-in: the contract of the API layer, not of the workflows. */
 const stubWorkflows: WorkflowService = {
@@ -55,6 +60,7 @@ const HINTS: Record<string, readonly string[]> = {
   serviceTime: ['1s', '300ms'],
   region: [DEFAULT_REGION],
   catalog: [DEFAULT_CATALOG_ID],
+  version: ['0', '1'],
 };
 const MEDIA_TYPES = ['application/octet-stream', 'text/plain; charset=utf-8', 'application/json', 'image/png'];
 
@@ -89,6 +95,8 @@ describe('the OpenAPI document and the server agree', () => {
 
   beforeAll(async () => {
     api = await startTestApi('embedded', { STRATA_INLINE_LIMIT_BYTES: String(INLINE_LIMIT) }, { workflows: stubWorkflows });
+    // The policy routes over the real engine, on a document store of their own.
+    api.ctx.policyAdmin ??= new PolicyAdministration({ cas: new InMemoryCasStore(), deployment: parsePolicyDocument({}) });
     doc = JSON.parse((await send({ method: 'GET', path: '/v1/openapi.json' })).text) as OpenApiDoc;
     kit = new SchemaKit(doc);
   });
@@ -392,6 +400,17 @@ describe('the OpenAPI document and the server agree', () => {
         headers: { 'content-type': 'application/json' },
         body: Buffer.from('{"items":[{"key":"k3","value":"aGk="}]}'),
       };
+      const policy = {
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.from(
+          JSON.stringify({
+            namespaces: { contract: { settings: { defaultTtlSeconds: 60 } } },
+            rules: [
+              { id: 'hot', scope: { namespace: 'contract' }, on: { action: 'put' }, do: [{ store: { tiers: ['hot', 'cold'] } }] },
+            ],
+          }),
+        ),
+      };
       const examples = [
         example('putKey', 'PUT', keyUrl('contract', 'k1'), { body: Buffer.from('v') }),
         example('getKey', 'GET', keyUrl('contract', 'k1')),
@@ -401,6 +420,9 @@ describe('the OpenAPI document and the server agree', () => {
         example('costPlacements', 'GET', '/v1/cost/placements', {
           query: { valueSize: '1KB', keys: '500', requestsPerMonth: '2000' },
         }),
+        // Random documents are nearly always refused beyond the schema: one the engine takes, checked like the rest.
+        example('validatePolicy', 'POST', '/v1/admin/policy/validate', policy),
+        example('putPolicy', 'PUT', '/v1/admin/policy', { ...policy, headers: { ...policy.headers, 'if-match': '"0"' } }),
       ];
       await fc.assert(
         fc.asyncProperty(arb, ([op, r]) => run(op, r, false)),
@@ -409,7 +431,8 @@ describe('the OpenAPI document and the server agree', () => {
       // Every operation was exercised, and the key routes reached their interesting answers.
       const reached = (prefix: string) => [...seen.keys()].some((k) => k.startsWith(prefix));
       for (const { operationId: op } of ops) expect({ op, reached: reached(`${op} `) }).toEqual({ op, reached: true });
-      for (const label of ['getKey 200', 'headKey 200', 'headKey 404', 'putKey 200', 'batchPut 200', 'costPlacements 200']) {
+      const labels = ['getKey 200', 'headKey 200', 'headKey 404', 'putKey 200', 'batchPut 200', 'costPlacements 200'];
+      for (const label of [...labels, 'validatePolicy 200', 'putPolicy 200']) {
         expect({ label, reached: reached(label) }).toEqual({ label, reached: true });
       }
     }, 120_000);

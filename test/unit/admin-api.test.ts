@@ -357,7 +357,18 @@ describe('admin API without workflows', () => {
 describe('route table', () => {
   it('serves the admin routes from the admin function, marked admin-only; no other route is', () => {
     const admin = API_ROUTES.filter((r) => r.fn === 'admin');
-    expect(admin.map((r) => `${r.method} ${r.resource}`).sort()).toEqual([`GET ${LIST}`, `GET ${GET}`, `POST ${START}`].sort());
+    // The workflow routes, and the policy routes (test/unit/api-policy.test.ts).
+    const policy = [
+      'GET /v1/admin/policy',
+      'PUT /v1/admin/policy',
+      'POST /v1/admin/policy/validate',
+      'GET /v1/admin/policy/versions',
+      'GET /v1/admin/policy/versions/{version}',
+      'POST /v1/admin/policy/rollback',
+    ];
+    expect(admin.map((r) => `${r.method} ${r.resource}`).sort()).toEqual(
+      [`GET ${LIST}`, `GET ${GET}`, `POST ${START}`, ...policy].sort(),
+    );
     expect(admin.every((r) => r.auth === 'admin')).toBe(true);
     expect(API_ROUTES.filter((r) => r.fn !== 'admin').every((r) => r.auth === undefined)).toBe(true);
   });

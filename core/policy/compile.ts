@@ -1,0 +1,350 @@
+import { createHash } from 'node:crypto';
+import {
+  PolicyDocumentError,
+  parsePolicyDocument,
+  responseKind,
+  ruleMode,
+  ruleSchema,
+  type PolicyDocument,
+  type PolicyProblem,
+  type PolicyRule,
+  type PolicyTier,
+} from './document.js';
+import { BACKGROUND_RESPONSES } from './evaluator.js';
+import { presetParamProblems, presetRules } from './presets.js';
+import { namespacePolicySchema, PolicyRegistry, type NamespaceConfigInput, type NamespacePolicy } from './namespace-settings.js';
+
+/**
+ * A policy document compiled for the coordinator: presets expanded into rules, and per namespace the placement its
+ * foreground rules decide, as the NamespacePolicy the coordinator has always read (so the request path costs the
+ * same whatever the rules: bench hot-path). Also the reverse: a deployment's STRATA_NAMESPACES settings as a
+ * document, so existing configurations keep working.
+ */
+
+export interface CompiledPolicy {
+  readonly document: PolicyDocument;
+  /** Every rule in force: each namespace's preset rules, then the document's own; disabled ones left out. */
+  readonly rules: readonly PolicyRule[];
+  /** The settings per namespace, `*` included, for the coordinator. */
+  readonly registry: PolicyRegistry;
+  /** What the foreground rules compile to, per namespace (validate shows it). */
+  readonly placements: Readonly<Record<string, Placement>>;
+  /** SHA-256 of the canonical document, 16 hex characters. */
+  readonly hash: string;
+}
+
+export interface Placement {
+  readonly writeMode: NamespacePolicy['writeMode'];
+  readonly writeTiers: readonly PolicyTier[];
+  /** Values of at least this size skip hot; absent: none do. */
+  readonly writeAroundBytes?: number;
+  readonly flushIntervalMs?: number;
+  readonly origin?: string;
+}
+
+const TIER_ORDER: readonly PolicyTier[] = ['hot', 'warm', 'cold'];
+const sortTiers = (t: readonly PolicyTier[]): PolicyTier[] => TIER_ORDER.filter((x) => t.includes(x));
+/** Write-around never: the largest size a value may have. */
+const NEVER = Number.MAX_SAFE_INTEGER;
+
+/**
+ * What the runtimes of this deployment run besides placement: `background` = a background evaluator
+ * (evaluator.ts) ticks the background rules. No deployment wires one yet, so by default their responses are
+ * refused rather than accepted and never carried out.
+ */
+export interface CompileOptions {
+  readonly background?: boolean;
+}
+
+/** Responses this version runs. The others are part of the language and refused until their executor exists. */
+function unsupported(rule: PolicyRule, opts: CompileOptions): string | undefined {
+  for (const r of rule.do) {
+    const kind = responseKind(r);
+    if (kind === 'store') continue;
+    if (kind === 'retrieve' && 'retrieve' in r && r.retrieve.origin && !r.retrieve.tiers) continue;
+    if (kind === 'copy' && isFlush(rule)) continue;
+    if (
+      opts.background &&
+      BACKGROUND_RESPONSES.has(kind) &&
+      ruleMode(rule) === 'background' &&
+      !rule.scope.prefix &&
+      !rule.scope.tag
+    )
+      continue;
+    return (
+      `'${kind}' ${kind === 'copy' ? 'other than the write-back flush (a timer copying dirty values from hot) ' : ''}` +
+      'is part of the rule language but this version of Strata does not run it yet'
+    );
+  }
+  return undefined;
+}
+
+/** The write-back flush: on a timer, copy dirty values from hot to durable tiers. */
+function isFlush(rule: PolicyRule): boolean {
+  if (!('timer' in rule.on) || rule.do.length !== 1 || rule.when.length) return false;
+  const r = rule.do[0]!;
+  return (
+    'copy' in r &&
+    r.copy.from === 'hot' &&
+    r.copy.bandwidthBytesPerSecond === undefined &&
+    r.copy.what.length === 1 &&
+    r.copy.what.some((w) => w.object === 'dirty' && 'equals' in w && w.equals)
+  );
+}
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object')
+    return `{${Object.keys(value)
+      .sort()
+      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(value);
+}
+
+/** SHA-256 of the canonical JSON of a parsed document (key order does not matter), 16 hex characters. */
+export function policyHash(doc: PolicyDocument): string {
+  return createHash('sha256').update(canonical(doc)).digest('hex').slice(0, 16);
+}
+
+/** Expands presets; the problems name the namespace entry or rule. */
+function expand(doc: PolicyDocument, problems: PolicyProblem[]): PolicyRule[] {
+  const out: PolicyRule[] = [];
+  for (const [ns, entry] of Object.entries(doc.namespaces)) {
+    if (!entry.preset) continue;
+    const bad = presetParamProblems(entry.preset, entry.with);
+    for (const message of bad) problems.push({ path: `namespaces.${ns}.with`, message });
+    if (bad.length) continue;
+    for (const raw of presetRules(entry.preset, ns, entry.with)) {
+      const parsed = ruleSchema.safeParse(raw);
+      if (parsed.success) out.push(parsed.data);
+      else
+        problems.push({
+          path: `namespaces.${ns}.with`,
+          rule: raw.id,
+          message: `preset '${entry.preset}' with these parameters makes an invalid rule: ${parsed.error.issues[0]?.message}`,
+        });
+    }
+  }
+  const ids = new Set(out.map((r) => r.id));
+  doc.rules.forEach((r, i) => {
+    if (ids.has(r.id))
+      problems.push({ path: `rules[${i}].id`, rule: r.id, message: `a preset's rule already has the id '${r.id}'` });
+    out.push(r);
+  });
+  return out.filter((r) => r.enabled);
+}
+
+/** The rules of a namespace for one purpose: its own when it has any, else those for every namespace (`*`). */
+function inScope(rules: readonly PolicyRule[], ns: string, pick: (r: PolicyRule) => boolean): PolicyRule[] {
+  const own = rules.filter((r) => r.scope.namespace === ns && pick(r));
+  return own.length || ns === '*' ? own : rules.filter((r) => r.scope.namespace === '*' && pick(r));
+}
+
+const isPlacement = (r: PolicyRule): boolean =>
+  ruleMode(r) === 'foreground' && 'action' in r.on && r.on.action === 'put' && r.do.some((d) => 'store' in d);
+const isOrigin = (r: PolicyRule): boolean => 'action' in r.on && r.on.action === 'get' && r.do.some((d) => 'retrieve' in d);
+
+/** The size from which a `when` sends values elsewhere (`size >= N` or `size > N`), or a reason it cannot. */
+function sizeFloor(rule: PolicyRule): number | string {
+  const [c, ...more] = rule.when;
+  if (!c || more.length || !('object' in c) || c.object !== 'size' || !('op' in c) || (c.op !== '>=' && c.op !== '>'))
+    return 'a placement rule may have no condition, or one "size >= N" (write-around); other conditions are not supported yet';
+  return c.op === '>=' ? Math.max(1, Math.ceil(c.value)) : Math.floor(c.value) + 1;
+}
+
+function placementOf(
+  ns: string,
+  rules: readonly PolicyRule[],
+  problem: (rule: PolicyRule, message: string) => void,
+  nsProblem: (message: string) => void,
+): Placement {
+  const placing = inScope(rules, ns, isPlacement);
+  const plain = placing.filter((r) => r.when.length === 0);
+  const sized = placing.filter((r) => r.when.length > 0);
+  const tiersOf = (r: PolicyRule): PolicyTier[] => sortTiers(r.do.flatMap((d) => ('store' in d ? d.store.tiers : [])));
+  if (plain.length > 1) nsProblem(`more than one placement rule without a condition: ${plain.map((r) => r.id).join(', ')}`);
+  if (sized.length > 1) nsProblem(`more than one write-around rule: ${sized.map((r) => r.id).join(', ')}`);
+  const base = plain[0];
+  let writeTiers: PolicyTier[] = base ? tiersOf(base) : [...TIER_ORDER];
+  let writeMode: Placement['writeMode'] = 'write-through';
+  let flushIntervalMs: number | undefined;
+  if (base && writeTiers.length === 1 && writeTiers[0] === 'hot') {
+    const flush = inScope(rules, ns, isFlush)[0];
+    if (!flush) {
+      problem(
+        base,
+        'the only copy of a value would be in hot, which evicts on its own: add a timer rule that copies dirty values ' +
+          'from hot to warm or cold (write-back, see the low-latency preset), or store into a durable tier too',
+      );
+    } else {
+      const copy = flush.do[0] as { copy: { to: PolicyTier[] } };
+      const seconds = (flush.on as { timer: { everySeconds: number } }).timer.everySeconds;
+      writeTiers = sortTiers(['hot', ...copy.copy.to]);
+      writeMode = 'write-back';
+      flushIntervalMs = Math.round(seconds * 1000);
+    }
+  }
+  let writeAroundBytes: number | undefined;
+  const around = sized[0];
+  if (around) {
+    const floor = sizeFloor(around);
+    const expected = writeTiers.filter((t) => t !== 'hot');
+    const got = tiersOf(around);
+    if (typeof floor === 'string') problem(around, floor);
+    else if (!writeTiers.includes('hot') || canonical(got) !== canonical(expected))
+      problem(
+        around,
+        `a write-around rule stores large values into the placement's tiers below hot (${expected.join(', ') || 'none'}); ` +
+          'other tiers are not supported yet',
+      );
+    else writeAroundBytes = floor;
+  }
+  for (const r of placing)
+    if ('action' in r.on && r.on.tier) problem(r, 'a placement rule names its tiers in store, not in on.tier');
+  const origins = inScope(rules, ns, isOrigin);
+  if (origins.length > 1) nsProblem(`more than one read-through rule: ${origins.map((r) => r.id).join(', ')}`);
+  const origin = origins[0]?.do.find((d) => 'retrieve' in d) as { retrieve: { origin?: { url: string } } } | undefined;
+  return {
+    writeMode,
+    writeTiers,
+    ...(writeAroundBytes !== undefined ? { writeAroundBytes } : {}),
+    ...(flushIntervalMs !== undefined ? { flushIntervalMs } : {}),
+    ...(origin?.retrieve.origin ? { origin: origin.retrieve.origin.url } : {}),
+  };
+}
+
+/**
+ * Compiles a parsed document. Throws {@link PolicyDocumentError} with every problem (a preset's bad parameter, a
+ * rule this version cannot run, a placement that would leave the only copy in hot).
+ */
+export function compilePolicy(doc: PolicyDocument, opts: CompileOptions = {}): CompiledPolicy {
+  const problems: PolicyProblem[] = [];
+  const rules = expand(doc, problems);
+  const index = new Map(doc.rules.map((r, i) => [r.id, i]));
+  const problem = (rule: PolicyRule, message: string): void => {
+    const i = index.get(rule.id);
+    const ns = rule.scope.namespace;
+    problems.push({ path: i !== undefined ? `rules[${i}]` : `namespaces.${ns}.preset`, rule: rule.id, message });
+  };
+  for (const r of rules) {
+    const why = unsupported(r, opts);
+    if (why) problem(r, why);
+    if (ruleMode(r) === 'foreground' && (r.scope.prefix || r.scope.tag) && (isPlacement(r) || isOrigin(r)))
+      problem(
+        r,
+        'placement and read-through rules are scoped to a namespace; prefix and tag scopes are not supported for them yet',
+      );
+  }
+  const names = new Set<string>(['*', ...Object.keys(doc.namespaces), ...rules.map((r) => r.scope.namespace)]);
+  const placements: Record<string, Placement> = {};
+  const policies: Record<string, NamespacePolicy> = {};
+  for (const ns of names) {
+    const placement = placementOf(ns, rules, problem, (message) => problems.push({ path: `namespaces.${ns}`, message }));
+    placements[ns] = placement;
+    const settings = { ...doc.namespaces['*']?.settings, ...(ns === '*' ? {} : doc.namespaces[ns]?.settings) };
+    const nearCache = {
+      ...doc.namespaces['*']?.settings?.nearCache,
+      ...(ns === '*' ? {} : doc.namespaces[ns]?.settings?.nearCache),
+    };
+    const origin = inScope(rules, ns, isOrigin)[0]?.do.find((d) => 'retrieve' in d);
+    const parsed = namespacePolicySchema.safeParse({
+      ...settings,
+      nearCache,
+      writeMode: placement.writeMode,
+      writeTiers: placement.writeTiers,
+      writeAroundBytes: placement.writeAroundBytes ?? NEVER,
+      ...(placement.flushIntervalMs !== undefined ? { flushIntervalMs: placement.flushIntervalMs } : {}),
+      ...(origin && 'retrieve' in origin && origin.retrieve.origin ? { origin: origin.retrieve.origin } : {}),
+    });
+    if (!parsed.success) problems.push({ path: `namespaces.${ns}`, message: parsed.error.issues[0]?.message ?? 'invalid' });
+    else policies[ns] = parsed.data;
+  }
+  if (problems.length) throw new PolicyDocumentError(problems);
+  const { '*': defaults, ...namespaces } = policies;
+  const registry = new PolicyRegistry({ defaults, namespaces: namespaces as Record<string, Record<string, unknown>> });
+  return { document: doc, rules, registry, placements, hash: policyHash(doc) };
+}
+
+/** Parses then compiles: what the admin API and the start-up path use. */
+export function compilePolicyInput(input: unknown, opts: CompileOptions = {}): CompiledPolicy {
+  return compilePolicy(parsePolicyDocument(input), opts);
+}
+
+// ----------------------------------------------------------------------------- STRATA_NAMESPACES as a document
+
+type Settings = NonNullable<PolicyDocument['namespaces'][string]['settings']>;
+
+function settingsOf(p: NamespacePolicy): Settings {
+  return {
+    defaultTtlSeconds: p.defaultTtlSeconds,
+    hotResidencySeconds: p.hotResidencySeconds,
+    promoteOnRead: p.promoteOnRead,
+    tombstoneTtlMs: p.tombstoneTtlMs,
+    nearCache: { ...p.nearCache },
+  };
+}
+
+/** The rules that place writes as the settings `p` did (ids prefixed with `prefix`, scoped to `ns`). */
+function placementRules(p: NamespacePolicy, ns: string, prefix: string): PolicyRule[] {
+  const tiers = sortTiers(p.writeTiers);
+  const durable = tiers.filter((t): t is 'warm' | 'cold' => t !== 'hot');
+  const hasHot = tiers.includes('hot');
+  const scope = { namespace: ns };
+  const out: unknown[] = [];
+  if (p.writeMode === 'write-back' && hasHot && durable.length) {
+    out.push({ id: `${prefix}-place`, scope, on: { action: 'put' }, do: [{ store: { tiers: ['hot'] } }] });
+    out.push({
+      id: `${prefix}-flush`,
+      scope,
+      on: { timer: { everySeconds: p.flushIntervalMs / 1000 } },
+      do: [{ copy: { from: 'hot', to: durable, what: [{ object: 'dirty', equals: true }] } }],
+    });
+  } else {
+    out.push({ id: `${prefix}-place`, scope, on: { action: 'put' }, do: [{ store: { tiers } }] });
+  }
+  if (hasHot && durable.length && p.writeAroundBytes < NEVER)
+    out.push({
+      id: `${prefix}-write-around`,
+      scope,
+      on: { action: 'put' },
+      when: [{ object: 'size', op: '>=', value: p.writeAroundBytes }],
+      do: [{ store: { tiers: durable } }],
+    });
+  if (p.origin)
+    out.push({ id: `${prefix}-read-through`, scope, on: { action: 'get' }, do: [{ retrieve: { origin: p.origin } }] });
+  return out.map((r) => ruleSchema.parse(r));
+}
+
+const placementKey = (p: NamespacePolicy): string =>
+  canonical([
+    p.writeMode === 'write-back' && p.writeTiers.includes('hot'),
+    sortTiers(p.writeTiers),
+    p.writeAroundBytes,
+    p.flushIntervalMs,
+  ]);
+
+/**
+ * A deployment's namespace settings (STRATA_NAMESPACES: `defaults` and per-namespace overrides of writeMode,
+ * writeTiers, writeAroundBytes, flushIntervalMs, origin and the rest) as the equivalent policy document: the
+ * placement settings become rules (`deploy-…`), the others stay settings. Compiling the result gives back the
+ * same settings (test/unit/policy-compile.test.ts checks it over random configurations).
+ */
+export function documentFromNamespaceConfig(input: NamespaceConfigInput = {}): PolicyDocument {
+  const legacy = new PolicyRegistry(input);
+  const defaults = legacy.for('*');
+  const namespaces: Record<string, { settings: Settings }> = { '*': { settings: settingsOf(defaults) } };
+  const rules = placementRules(defaults, '*', 'deploy');
+  for (const ns of legacy.configured()) {
+    const p = legacy.for(ns);
+    namespaces[ns] = { settings: settingsOf(p) };
+    const prefix = `deploy-${ns.toLowerCase().replace(/[^a-z0-9-]/g, '-')}`.slice(0, 50);
+    const own = placementRules(p, ns, prefix);
+    // Only what differs from the defaults: a namespace with its own placement rules stops inheriting them.
+    const differs = placementKey(p) !== placementKey(defaults);
+    const originDiffers = canonical(p.origin ?? null) !== canonical(defaults.origin ?? null);
+    rules.push(...own.filter((r) => (isOrigin(r) ? originDiffers : differs)));
+  }
+  return parsePolicyDocument({ namespaces, rules });
+}

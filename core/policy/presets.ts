@@ -1,0 +1,205 @@
+import type { PolicyRuleInput, PresetName } from './document.js';
+
+/**
+ * The paper's instances (003 §2.3, §4) as presets: a namespace names one (`namespaces.<ns>.preset`) and gets its
+ * rules, scoped to that namespace, with the parameters it passes in `with`. `strata policy validate` shows the
+ * rules a preset expands to, so a preset is also a template to copy and edit. docs/POLICIES.md describes each.
+ */
+
+export type PresetParams = Readonly<Record<string, number | string | boolean>>;
+
+interface Preset {
+  readonly summary: string;
+  /** Parameters with their defaults (a parameter the preset does not take is refused). */
+  readonly params: Readonly<Record<string, number | string | boolean | undefined>>;
+  readonly rules: (p: Readonly<Record<string, number | string | boolean>>) => PolicyRuleInput[];
+}
+
+const MiB = 1024 * 1024;
+const DURABLE = ['warm', 'cold'] as const;
+
+/** Values of at least `writeAroundBytes` skip hot (a location marker is left there) and go to `tiers` only. */
+function writeAround(bytes: number, tiers: ReadonlyArray<'warm' | 'cold'>): PolicyRuleInput {
+  return {
+    id: 'write-around',
+    description: 'Large values skip the hot tier',
+    on: { action: 'put' },
+    when: [{ object: 'size', op: '>=', value: bytes }],
+    do: [{ store: { tiers: [...tiers] } }],
+  };
+}
+
+function writeThrough(bytes: number, tiers: ReadonlyArray<'hot' | 'warm' | 'cold'> = ['hot', ...DURABLE]): PolicyRuleInput[] {
+  const durable = tiers.filter((t): t is 'warm' | 'cold' => t !== 'hot');
+  return [
+    {
+      id: 'place',
+      description: 'Write-through: acknowledged once every tier holds the value',
+      on: { action: 'put' },
+      do: [{ store: { tiers: [...tiers] } }],
+    },
+    ...(tiers.includes('hot') && durable.length ? [writeAround(bytes, durable)] : []),
+  ];
+}
+
+function num(p: PresetParams, name: string): number {
+  return p[name] as number;
+}
+
+export const PRESETS: Readonly<Record<PresetName, Preset>> = {
+  'write-through': {
+    summary: 'Every write is acknowledged once hot, warm and cold hold it (the default)',
+    params: { writeAroundBytes: MiB },
+    rules: (p) => writeThrough(num(p, 'writeAroundBytes')),
+  },
+  'low-latency': {
+    summary: "Paper's LowLatency: writes are acknowledged from hot and flushed to warm and cold on a timer",
+    params: { flushSeconds: 1, writeAroundBytes: MiB },
+    rules: (p) => [
+      {
+        id: 'place',
+        description: 'Write-back: acknowledged once hot holds the value',
+        on: { action: 'put' },
+        do: [{ store: { tiers: ['hot'] } }],
+      },
+      {
+        id: 'flush',
+        description: 'Write dirty values down on a timer',
+        on: { timer: { everySeconds: num(p, 'flushSeconds') } },
+        do: [{ copy: { from: 'hot', to: [...DURABLE], what: [{ object: 'dirty', equals: true }] } }],
+      },
+      writeAround(num(p, 'writeAroundBytes'), DURABLE),
+    ],
+  },
+  persistent: {
+    summary: "Paper's Persistent: write-through to hot and warm; warm is backed up to cold at 50% fill, bandwidth-capped",
+    params: { backupAtFillPercent: 50, backupBytesPerSecond: 40 * 1024, writeAroundBytes: MiB },
+    rules: (p) => [
+      ...writeThrough(num(p, 'writeAroundBytes'), ['hot', 'warm']),
+      {
+        id: 'backup',
+        description: 'Copy warm to cold once warm is half full, without starving foreground reads',
+        on: { threshold: { tier: 'warm', metric: 'fillPercent', op: '>=', value: num(p, 'backupAtFillPercent') } },
+        do: [{ copy: { from: 'warm', to: ['cold'], bandwidthBytesPerSecond: num(p, 'backupBytesPerSecond') } }],
+      },
+    ],
+  },
+  'lru-cascade': {
+    summary: 'Exclusive LRU cascade: one durable copy, in warm until warm fills, then the least recently used move to cold',
+    params: { atFillPercent: 85, idleSeconds: 3600 },
+    rules: (p) => [
+      // Hot evicts on its own, so it cannot hold an exclusive copy: it caches reads (promotion) above warm.
+      {
+        id: 'place',
+        description: 'Writes go to warm; reads promote into hot',
+        on: { action: 'put' },
+        do: [{ store: { tiers: ['warm'] } }],
+      },
+      {
+        id: 'cascade',
+        description: 'Move the least recently used values from warm to cold when warm fills',
+        on: { threshold: { tier: 'warm', metric: 'fillPercent', op: '>=', value: num(p, 'atFillPercent') } },
+        do: [{ move: { from: 'warm', to: ['cold'], what: [{ object: 'idleSeconds', op: '>=', value: num(p, 'idleSeconds') }] } }],
+      },
+    ],
+  },
+  growing: {
+    summary: "Paper's Growing: write-through, and the warm fleet grows by 100% at 75% fill",
+    params: { atFillPercent: 75, growPercent: 100, writeAroundBytes: MiB },
+    rules: (p) => [
+      ...writeThrough(num(p, 'writeAroundBytes')),
+      {
+        id: 'grow',
+        description: 'Grow the warm tier before it fills',
+        on: { threshold: { tier: 'warm', metric: 'fillPercent', op: '>=', value: num(p, 'atFillPercent'), forSeconds: 60 } },
+        do: [{ grow: { tier: 'warm', percent: num(p, 'growPercent') } }],
+      },
+    ],
+  },
+  'high-durability': {
+    summary: 'Every value, large or small, is acknowledged only once S3 holds it',
+    params: {},
+    rules: () => [
+      {
+        id: 'place',
+        description: 'Write-through to every tier, cold included',
+        on: { action: 'put' },
+        do: [{ store: { tiers: ['hot', 'warm', 'cold'] } }],
+      },
+    ],
+  },
+  'low-durability': {
+    summary: "Paper's low durability: acknowledged from hot and warm, pushed to S3 every 2 minutes",
+    params: { pushSeconds: 120, writeAroundBytes: MiB },
+    rules: (p) => [
+      ...writeThrough(num(p, 'writeAroundBytes'), ['hot', 'warm']),
+      {
+        id: 'push-to-cold',
+        description: 'Copy what warm holds to cold on a timer',
+        on: { timer: { everySeconds: num(p, 'pushSeconds') } },
+        do: [{ copy: { from: 'warm', to: ['cold'] } }],
+      },
+    ],
+  },
+  dedup: {
+    summary: 'storeOnce: identical values are stored once and shared',
+    params: {},
+    rules: () => [
+      {
+        id: 'place',
+        description: 'Content-addressed writes',
+        on: { action: 'put' },
+        do: [{ storeOnce: { tiers: ['hot', 'warm', 'cold'] } }],
+      },
+    ],
+  },
+  'compressed-cold': {
+    summary: 'Write-through; values of 1 KiB and more are stored zstd-compressed in cold',
+    params: { minBytes: 1024, level: 3, writeAroundBytes: MiB },
+    rules: (p) => [
+      ...writeThrough(num(p, 'writeAroundBytes')),
+      {
+        id: 'compress-cold',
+        description: 'Compress what goes to S3',
+        on: { action: 'put', tier: 'cold' },
+        do: [{ compress: { minBytes: num(p, 'minBytes'), level: num(p, 'level') } }],
+      },
+    ],
+  },
+  encrypted: {
+    summary: 'Write-through; every value is encrypted (AES-256-GCM, a KMS data key per value) before any tier holds it',
+    params: { key: undefined, writeAroundBytes: MiB },
+    rules: (p) => [
+      ...writeThrough(num(p, 'writeAroundBytes')),
+      { id: 'encrypt', description: 'Envelope encryption', on: { action: 'put' }, do: [{ encrypt: { key: String(p.key) } }] },
+    ],
+  },
+};
+
+/** A preset's parameters checked against what it takes: the problems, in words (empty when fine). */
+export function presetParamProblems(name: PresetName, given: PresetParams = {}): string[] {
+  const preset = PRESETS[name];
+  const problems: string[] = [];
+  for (const [k, v] of Object.entries(given)) {
+    if (!(k in preset.params)) {
+      const known = Object.keys(preset.params);
+      problems.push(`preset '${name}' takes no parameter '${k}'${known.length ? ` (it takes ${known.join(', ')})` : ''}`);
+    } else if (preset.params[k] !== undefined && typeof v !== typeof preset.params[k]) {
+      problems.push(`parameter '${k}' of preset '${name}' is a ${typeof preset.params[k]}`);
+    }
+  }
+  for (const [k, dflt] of Object.entries(preset.params))
+    if (dflt === undefined && given[k] === undefined) problems.push(`preset '${name}' needs the parameter '${k}'`);
+  return problems;
+}
+
+/**
+ * The rules a namespace's preset expands to, scoped to the namespace, ids prefixed with it (`sessions.flush`, or
+ * `all.flush` for `*`) so that they never collide with the document's own rules.
+ */
+export function presetRules(name: PresetName, namespace: string, given: PresetParams = {}): PolicyRuleInput[] {
+  const preset = PRESETS[name];
+  const params = { ...preset.params, ...given } as Record<string, number | string | boolean>;
+  const prefix = namespace === '*' ? 'all' : namespace.toLowerCase().replace(/[^a-z0-9-]/g, '-');
+  return preset.rules(params).map((r) => ({ ...r, id: `${prefix}-${r.id}`.slice(0, 63), scope: { namespace } }));
+}

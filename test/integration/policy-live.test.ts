@@ -1,0 +1,138 @@
+/**
+ * A policy replaced at runtime, under load: two servers (as two API containers) over one redis-server hot tier,
+ * one LocalStack S3 bucket and one policy store. While 16 workers write and read overlapping keys, an operator
+ * flips a namespace between write-through and write-back (low-latency) through the admin API. No request may fail,
+ * no read may return a version older than one already acknowledged, and once the flips stop every acknowledged
+ * write must reach S3, including those acknowledged from hot under write-back just before a flip to
+ * write-through (the flusher keeps draining them).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { StrataClient } from '../../sdk/src/index.js';
+import { startTestApi, type TestApi } from '../helpers/api-server.js';
+
+const NS = 'live';
+const WORKERS = 16;
+const KEYS = 20;
+const OPS_PER_WORKER = 60;
+
+const writeBack = { namespaces: { [NS]: { preset: 'low-latency', with: { flushSeconds: 0.2 } } } };
+const writeThrough = { namespaces: { [NS]: { preset: 'write-through' } } };
+
+async function eventually(what: string, probe: () => Promise<boolean> | boolean, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('a policy replaced at runtime under concurrent load', () => {
+  let a: TestApi;
+  let b: TestApi;
+  let storeDir: string;
+  beforeAll(async () => {
+    storeDir = mkdtempSync(join(tmpdir(), 'strata-policy-store-'));
+    const env = { STRATA_POLICY_STORE: `file:${storeDir}`, STRATA_POLICY_REFRESH_MS: '200' };
+    a = await startTestApi('redis+s3', env, { build: { policyTimer: true } });
+    // The second server shares the first one's tiers, as a second API container would.
+    b = await startTestApi('redis+s3', { ...env, STRATA_S3_BUCKET: a.bucket! }, { build: { policyTimer: true } });
+  });
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+    rmSync(storeDir, { recursive: true, force: true });
+  });
+
+  it('loses no write, never reads backwards and fails no request while the policy flips', async () => {
+    const clients = [a, b].map((s) => new StrataClient({ endpoint: s.url, namespace: NS, retries: 0, timeoutMs: 20_000 }));
+    const admin = new StrataClient({ endpoint: a.url, retries: 0 });
+    const newest = new Map<string, number>(); // key -> newest acknowledged version
+    const errors: string[] = [];
+    const violations: string[] = [];
+    let flips = 0;
+    let stop = false;
+    const flipper = (async () => {
+      while (!stop) {
+        const cur = await admin.policies.get();
+        await admin.policies.put(flips % 2 === 0 ? writeBack : writeThrough, { ifVersion: cur.version, reason: `flip ${flips}` });
+        flips++;
+        await new Promise((r) => setTimeout(r, 120));
+      }
+    })();
+    let seed = 0x2545f491;
+    const rand = (n: number) => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) % n;
+    };
+    await Promise.all(
+      Array.from({ length: WORKERS }, async (_, w) => {
+        for (let i = 0; i < OPS_PER_WORKER; i++) {
+          const key = `k${rand(KEYS)}`;
+          const client = clients[rand(2)]!;
+          try {
+            if (rand(2) === 0) {
+              const ack = await client.put(key, `w${w}-${i}`);
+              if (ack.version > (newest.get(key) ?? 0)) newest.set(key, ack.version);
+            } else {
+              const floor = newest.get(key) ?? 0;
+              const got = await client.get(key);
+              if ((got?.version ?? 0) < floor) violations.push(`${key}: read v${got?.version} after v${floor} was acknowledged`);
+            }
+          } catch (e) {
+            errors.push(`${key}: ${(e as Error).message}`);
+          }
+        }
+      }),
+    );
+    stop = true;
+    await flipper;
+    expect({ errors, violations }).toEqual({ errors: [], violations: [] });
+    expect(flips).toBeGreaterThanOrEqual(2);
+
+    // Both servers end on the last version written.
+    const last = await admin.policies.get();
+    await eventually('both servers on the last policy', () =>
+      [a, b].every((s) => s.ctx.livePolicy?.current.view.version === last.version),
+    );
+    // Every acknowledged write reaches S3, whichever policy acknowledged it.
+    const cold = a.ctx.tiers.find((t) => t.name === 'cold')!;
+    await eventually('every acknowledged write in S3', async () => {
+      for (const [key, version] of newest) {
+        const e = await cold.get(NS, key);
+        if (!e || e.header.version < version) return false;
+      }
+      return true;
+    });
+    const trail = await admin.policies.versions({ limit: 100 });
+    expect(trail).toHaveLength(flips);
+    expect(trail[0]).toMatchObject({ version: flips, reason: `flip ${flips - 1}` });
+  });
+
+  it('writes down what write-back acknowledged when the policy switches to write-through, without waiting for traffic', async () => {
+    const admin = new StrataClient({ endpoint: a.url, retries: 0 });
+    const client = new StrataClient({ endpoint: a.url, namespace: NS, retries: 0 });
+    const slow = { namespaces: { [NS]: { preset: 'low-latency', with: { flushSeconds: 600 } } } };
+    let cur = await admin.policies.get();
+    cur = await admin.policies.put(slow, { ifVersion: cur.version, reason: 'write-back, flushed every 10 min' });
+    await eventually('server a on write-back', () => a.ctx.livePolicy?.current.view.version === cur.version);
+    // Writes acknowledged from hot alone (durable: false). A write hot cannot take (full of dirty data, or busy with
+    // another suite's fault) goes through instead and proves nothing here, so write until ten went write-back.
+    const dirty = new Map<string, number>();
+    for (let i = 0; dirty.size < 10 && i < 500; i++) {
+      const ack = await client.put(`wb${i}`, `v${i}`);
+      if (ack.durable === false) dirty.set(`wb${i}`, ack.version);
+    }
+    expect(dirty.size).toBe(10);
+    await admin.policies.put(writeThrough, { ifVersion: cur.version, reason: 'back to write-through' });
+    // No request reaches server a from here on: only its flusher can write the dirty entries down.
+    const cold = a.ctx.tiers.find((t) => t.name === 'cold')!;
+    await eventually('the write-back data in S3', async () => {
+      for (const [key, version] of dirty) if ((await cold.get(NS, key))?.header.version !== version) return false;
+      return true;
+    });
+  });
+});

@@ -1,0 +1,294 @@
+/**
+ * The policy document: its validation (a bad document is refused whole, each problem naming the rule and field),
+ * its compilation into the coordinator's namespace settings, the translation of STRATA_NAMESPACES into a
+ * document (existing configurations keep working), and the presets.
+ */
+import * as z from 'zod';
+import { compilePolicy, compilePolicyInput, documentFromNamespaceConfig, policyHash } from '../../core/policy/compile.js';
+import {
+  parsePolicyDocument,
+  policyDocumentSchema,
+  PolicyDocumentError,
+  PRESET_NAMES,
+  type PolicyDocumentInput,
+} from '../../core/policy/document.js';
+import { PRESETS, presetRules } from '../../core/policy/presets.js';
+import { PolicyRegistry, type NamespaceConfigInput } from '../../core/policy/namespace-settings.js';
+import { place, type TierSnapshot } from '../../core/coordinator/placement.js';
+
+const TIERS: readonly TierSnapshot[] = [
+  { name: 'hot', dirtyTracking: true },
+  { name: 'warm', dirtyTracking: false },
+  { name: 'cold', dirtyTracking: false },
+];
+
+function problemsOf(input: unknown): Array<{ path: string; rule?: string; message: string }> {
+  try {
+    compilePolicyInput(input);
+  } catch (e) {
+    expect(e).toBeInstanceOf(PolicyDocumentError);
+    expect((e as PolicyDocumentError).status).toBe(400);
+    expect((e as PolicyDocumentError).code).toBe('VALIDATION_FAILED');
+    return (e as PolicyDocumentError).problems.map((p) => ({ ...p }));
+  }
+  throw new Error('the document was accepted');
+}
+
+describe('a bad policy document is refused whole, naming the rule and field', () => {
+  it('names the path and rule id of a schema error, with the form the user meant', () => {
+    const problems = problemsOf({
+      rules: [
+        { id: 'flush', on: { timer: { everySeconds: 0 } }, do: [{ copy: { from: 'hot', to: ['warm'] } }] },
+        { id: 'typo', on: { action: 'put' }, do: [{ stor: { tiers: ['hot'] } }] },
+        { id: 'cond', on: { action: 'put' }, when: [{ tier: 'hot', metric: 'fill', op: '>', value: 1 }], do: [] },
+      ],
+    });
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ path: 'rules[0].on.timer.everySeconds', rule: 'flush' }),
+        expect.objectContaining({
+          path: 'rules[1].do[0]',
+          rule: 'typo',
+          message: expect.stringMatching(/unknown 'stor'.*store, storeOnce/),
+        }),
+        expect.objectContaining({ path: 'rules[2].when[0].metric', rule: 'cond', message: expect.stringMatching(/fillPercent/) }),
+        expect.objectContaining({ path: 'rules[2].do', rule: 'cond' }),
+      ]),
+    );
+  });
+
+  it.each<[string, PolicyDocumentInput, RegExp]>([
+    [
+      'duplicate ids',
+      { rules: [1, 2].map(() => ({ id: 'same', on: { action: 'put' as const }, do: [{ store: { tiers: ['hot', 'warm'] } }] })) },
+      /another rule already has the id 'same'/,
+    ],
+    [
+      'a timer in the foreground',
+      { rules: [{ id: 't', mode: 'foreground', on: { timer: { everySeconds: 5 } }, do: [{ alert: { message: 'x' } }] }] },
+      /only action events run in the foreground/,
+    ],
+    [
+      'a bulk copy on the request path',
+      { rules: [{ id: 'c', on: { action: 'put' }, do: [{ copy: { from: 'hot', to: ['cold'] } }] }] },
+      /copy runs in the background/,
+    ],
+    [
+      'a store in the background',
+      { rules: [{ id: 's', on: { timer: { everySeconds: 5 } }, do: [{ store: { tiers: ['warm'] } }] }] },
+      /store acts on the request's object/,
+    ],
+    [
+      'a copy into its own tier',
+      { rules: [{ id: 'c', on: { timer: { everySeconds: 5 } }, do: [{ copy: { from: 'warm', to: ['warm'] } }] }] },
+      /cannot go to 'warm' itself/,
+    ],
+    [
+      'a grow with both nodes and percent',
+      {
+        rules: [
+          {
+            id: 'g',
+            on: { threshold: { tier: 'warm', metric: 'fillPercent', op: '>=', value: 75 } },
+            do: [{ grow: { tier: 'warm', nodes: 1, percent: 50 } }],
+          },
+        ],
+      },
+      /exactly one of nodes or percent/,
+    ],
+    [
+      'a cost rule naming no budget',
+      {
+        rules: [
+          {
+            id: 'cost',
+            on: { threshold: { cost: 'projectedMonthlyUsd', op: '>', value: { budget: 'monthly' } } },
+            do: [{ alert: { message: 'over budget' } }],
+          },
+        ],
+      },
+      /no budget has the id 'monthly'/,
+    ],
+    ['a fleet minimum above its maximum', { controls: { minFleetSize: 9, maxFleetSize: 4 } }, /minFleetSize cannot be above/],
+    [
+      'the only copy in hot (it evicts on its own)',
+      { rules: [{ id: 'hot-only', on: { action: 'put' }, do: [{ store: { tiers: ['hot'] } }] }] },
+      /only copy of a value would be in hot/,
+    ],
+    [
+      'an unknown preset parameter',
+      { namespaces: { web: { preset: 'low-latency', with: { flushSecs: 2 } } } },
+      /takes no parameter 'flushSecs'/,
+    ],
+    ['a preset without its required parameter', { namespaces: { vault: { preset: 'encrypted' } } }, /needs the parameter 'key'/],
+  ])('refuses %s', (_name, doc, message) => {
+    expect(problemsOf(doc).map((p) => p.message)).toEqual(expect.arrayContaining([expect.stringMatching(message)]));
+  });
+
+  it('refuses, by name, responses this version does not run yet, rather than accepting rules that do nothing', () => {
+    const problems = problemsOf({
+      rules: [{ id: 'squash', on: { action: 'put' }, do: [{ compress: {} }, { store: { tiers: ['hot', 'cold'] } }] }],
+    });
+    expect(problems).toEqual([
+      expect.objectContaining({ rule: 'squash', message: expect.stringMatching(/'compress' .* does not run it yet/) }),
+    ]);
+  });
+
+  it('publishes its JSON Schema (the OpenAPI component and docs/POLICIES.md are generated from it)', () => {
+    const schema = z.toJSONSchema(policyDocumentSchema, { io: 'input' }) as { properties: Record<string, unknown> };
+    expect(Object.keys(schema.properties).sort()).toEqual(['budgets', 'controls', 'description', 'namespaces', 'rules']);
+  });
+});
+
+describe('STRATA_NAMESPACES as a policy document', () => {
+  /** What the coordinator does with a namespace: placement of a small and a large value, and every other setting. */
+  function behaviour(reg: PolicyRegistry, ns: string, boundary: number) {
+    const p = reg.for(ns);
+    // Sizes on both sides of the legacy write-around boundary, and far from it.
+    const sizes = [1, boundary - 1, boundary, boundary + 1, 64 * 1024 * 1024].filter((s) => s >= 0);
+    const placed = sizes.map((size) => place({ policy: p, header: { size, tags: [], expiresAt: null, ageMs: 0 }, tiers: TIERS }));
+    const { writeMode: _m, writeTiers: _t, writeAroundBytes: _w, flushIntervalMs: _f, ...rest } = p;
+    const flush = placed.some((x) => x.writeBack) ? p.flushIntervalMs : null;
+    return { placed, flush, rest };
+  }
+
+  // Random configurations (seeded, reproducible): every combination of the placement settings, with overrides.
+  function* configs(): Generator<NamespaceConfigInput> {
+    let seed = 7; // mulberry32: reproducible and well mixed in the low bits
+    const rand = (n: number) => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) % n;
+    };
+    const tierSets = [
+      ['hot', 'warm', 'cold'],
+      ['hot', 'cold'],
+      ['hot', 'warm'],
+      ['warm', 'cold'],
+      ['cold'],
+      ['hot', 'warm', 'cold'],
+    ];
+    const one = (): Record<string, unknown> => ({
+      ...(rand(2) ? { writeMode: rand(2) ? 'write-back' : 'write-through' } : {}),
+      ...(rand(2) ? { writeTiers: tierSets[rand(tierSets.length)] } : {}),
+      ...(rand(2) ? { writeAroundBytes: 1 + rand(4 * 1024 * 1024) } : {}),
+      ...(rand(2) ? { flushIntervalMs: [50, 200, 1000, 2500, 60_000][rand(5)] } : {}),
+      ...(rand(3) === 0 ? { defaultTtlSeconds: 60 + rand(1000) } : {}),
+      ...(rand(3) === 0 ? { nearCache: { ttlMs: 1 + rand(5000) } } : {}),
+      ...(rand(4) === 0 ? { origin: { url: `http://origin.example/${rand(9)}/{key}` } } : {}),
+      ...(rand(4) === 0 ? { promoteOnRead: false } : {}),
+    });
+    for (let i = 0; i < 300; i++) {
+      const namespaces: Record<string, Record<string, unknown>> = {};
+      for (let n = rand(4); n > 0; n--) namespaces[`ns${rand(6)}`] = one();
+      yield { defaults: one() as NamespaceConfigInput['defaults'], namespaces };
+    }
+  }
+
+  it('compiles back to the same behaviour for every namespace, over 300 random configurations', () => {
+    let checked = 0;
+    for (const cfg of configs()) {
+      const legacy = new PolicyRegistry(cfg);
+      const compiled = compilePolicy(documentFromNamespaceConfig(cfg));
+      for (const ns of ['unconfigured', ...legacy.configured()]) {
+        const boundary = legacy.for(ns).writeAroundBytes;
+        expect({ cfg, ns, b: behaviour(compiled.registry, ns, boundary) }).toEqual({
+          cfg,
+          ns,
+          b: behaviour(legacy, ns, boundary),
+        });
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(500);
+  });
+
+  it('turns placement settings into rules a user can read, and keeps the rest as settings', () => {
+    const doc = documentFromNamespaceConfig({
+      defaults: { writeAroundBytes: 65536 },
+      namespaces: { sessions: { writeMode: 'write-back', flushIntervalMs: 2000 }, cfg: { defaultTtlSeconds: 60 } },
+    });
+    expect(doc.rules.map((r) => r.id)).toEqual([
+      'deploy-place',
+      'deploy-write-around',
+      'deploy-sessions-place',
+      'deploy-sessions-flush',
+      'deploy-sessions-write-around',
+    ]);
+    expect(doc.rules[3]).toMatchObject({
+      scope: { namespace: 'sessions' },
+      on: { timer: { everySeconds: 2 } },
+      do: [{ copy: { from: 'hot', to: ['warm', 'cold'], what: [{ object: 'dirty', equals: true }] } }],
+    });
+    expect(doc.namespaces.cfg?.settings?.defaultTtlSeconds).toBe(60);
+  });
+
+  it('gives equal documents equal hashes, whatever their key order', () => {
+    const a = parsePolicyDocument({ controls: { maxFleetSize: 4, minFleetSize: 2 } });
+    const b = parsePolicyDocument({ controls: { minFleetSize: 2, maxFleetSize: 4 } });
+    expect(policyHash(a)).toBe(policyHash(b));
+    expect(policyHash(a)).not.toBe(policyHash(parsePolicyDocument({ controls: { maxFleetSize: 5, minFleetSize: 2 } })));
+  });
+});
+
+describe('presets', () => {
+  const compileNs = (preset: string, params?: Record<string, number | string | boolean>) =>
+    compilePolicyInput({ namespaces: { app: { preset, ...(params ? { with: params } : {}) } } });
+
+  it('every preset expands into valid rules scoped to its namespace', () => {
+    for (const name of PRESET_NAMES) {
+      const rules = presetRules(name, 'app', name === 'encrypted' ? { key: 'alias/strata' } : {});
+      expect(rules.length).toBeGreaterThan(0);
+      for (const r of rules) expect(r).toMatchObject({ id: expect.stringMatching(/^app-/), scope: { namespace: 'app' } });
+      expect(PRESETS[name].summary.length).toBeGreaterThan(10);
+    }
+  });
+
+  it('low-latency acknowledges from hot and flushes on its timer (write-back)', () => {
+    const c = compileNs('low-latency', { flushSeconds: 3 });
+    expect(c.placements.app).toEqual({
+      writeMode: 'write-back',
+      writeTiers: ['hot', 'warm', 'cold'],
+      writeAroundBytes: 1048576,
+      flushIntervalMs: 3000,
+    });
+    const p = place({ policy: c.registry.for('app'), header: { size: 100, tags: [], expiresAt: null, ageMs: 0 }, tiers: TIERS });
+    expect(p).toMatchObject({ writeBack: true, hot: 'value', durable: ['warm', 'cold'] });
+    // Other namespaces keep the default.
+    expect(c.placements['*']).toEqual({ writeMode: 'write-through', writeTiers: ['hot', 'warm', 'cold'] });
+  });
+
+  it('write-through acknowledges once every tier holds a value, and sends large values around hot', () => {
+    const c = compileNs('write-through', { writeAroundBytes: 4096 });
+    const reg = c.registry.for('app');
+    expect(place({ policy: reg, header: { size: 100, tags: [], expiresAt: null, ageMs: 0 }, tiers: TIERS })).toMatchObject({
+      writeBack: false,
+      hot: 'value',
+      durable: ['warm', 'cold'],
+    });
+    expect(place({ policy: reg, header: { size: 4096, tags: [], expiresAt: null, ageMs: 0 }, tiers: TIERS })).toMatchObject({
+      hot: 'marker',
+      durable: ['warm', 'cold'],
+    });
+  });
+
+  it('high-durability sends every value, large ones included, through S3 before the acknowledgement', () => {
+    const c = compileNs('high-durability');
+    const big = place({
+      policy: c.registry.for('app'),
+      header: { size: 64 * 1024 * 1024, tags: [], expiresAt: null, ageMs: 0 },
+      tiers: TIERS,
+    });
+    expect(big).toMatchObject({ writeBack: false, hot: 'value', durable: ['warm', 'cold'] });
+  });
+
+  it.each(['persistent', 'lru-cascade', 'growing', 'low-durability', 'dedup', 'compressed-cold'])(
+    '%s is refused until the responses it needs run (not accepted as a policy that does nothing)',
+    (name) => {
+      expect(problemsOf({ namespaces: { app: { preset: name } } }).map((p) => p.message)).toEqual(
+        expect.arrayContaining([expect.stringMatching(/does not run it yet/)]),
+      );
+    },
+  );
+});
