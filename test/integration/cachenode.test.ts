@@ -426,7 +426,7 @@ describe('cachenode daemon (real process)', () => {
       const lower = await client.rangeStats(url, RING_MIN, stats.cut);
       expect(Math.abs(lower.keys - stats.keys / 2)).toBeLessThanOrEqual(1);
       await expect(client.deleteRange(url, RING_MIN, stats.cut)).rejects.toMatchObject({ status: 409, code: 'RANGE_HELD' });
-      const upper = await client.rangeStats(url, stats.cut, null);
+      const upper = await client.rangeStats(url, stats.cut!, null);
       const deleted = await client.deleteRange(url, RING_MIN, stats.cut, true);
       // Not exactly lower.keys: the previous test's entries have expired, and the node's expiry sweep may purge some
       // of them between the two calls (a loaded machine made that race visible). What must hold: something was
@@ -434,7 +434,7 @@ describe('cachenode daemon (real process)', () => {
       expect(deleted).toBeGreaterThan(0);
       expect(deleted).toBeLessThanOrEqual(lower.keys);
       await expect(client.rangeStats(url, RING_MIN, stats.cut)).resolves.toMatchObject({ keys: 0 });
-      const after = await client.rangeStats(url, stats.cut, null);
+      const after = await client.rangeStats(url, stats.cut!, null);
       expect(after.keys).toBeGreaterThan(0);
       expect(after.keys).toBeLessThanOrEqual(upper.keys);
     });
