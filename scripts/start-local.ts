@@ -15,6 +15,7 @@ import { LOCAL_POLICY_FOLDER, LOCAL_WARM_FOLDER } from '../core/tiers/storage-ke
 import { LocalMetricsStore } from '../core/metrics/local-store.js';
 import { startFleetSampler } from './local/fleet-sampler.js';
 import { removeLegacyWarmFolders, startLocalWarm, startLocalWorkflows } from './local/local-warm.js';
+import { startLocalPolicyEvaluator } from './local/policy-evaluator.js';
 import { startLocalServer } from './local/server.js';
 
 async function main(): Promise<void> {
@@ -50,7 +51,7 @@ async function main(): Promise<void> {
     STRATA_POLICY_STORE: process.env.STRATA_POLICY_STORE || `file:${join(dataDir, LOCAL_POLICY_FOLDER)}`,
     STRATA_POLICY_REFRESH_MS: process.env.STRATA_POLICY_REFRESH_MS || '1000',
   });
-  const ctx = buildApiContext(env, { warmTier: warmTierFromEnv, policyTimer: true });
+  const ctx = buildApiContext(env, { warmTier: warmTierFromEnv, policyTimer: true, backgroundEvaluator: true });
   // One store for everything the dashboard draws: the handlers' request metrics, the workflow steps' metrics, the fleet.
   const metrics = new LocalMetricsStore();
   const workflows = warm
@@ -59,15 +60,29 @@ async function main(): Promise<void> {
   // Leftovers of a crashed run (temp files, abandoned uploads) in the folder tier.
   if (ctx.presigner instanceof LocalFolderTier)
     await ctx.presigner.sweep().catch((e) => console.warn(`strata: could not clean ${env.STRATA_LOCAL_DIR}: ${e}`));
+  const fleetSampler = startFleetSampler({ env, store: metrics, environment: env.STRATA_ENV });
+  // The policy's background rules (alert, grow, shrink), every second, against the fleet's state.
+  const policyEvaluator = ctx.livePolicy
+    ? startLocalPolicyEvaluator({
+        live: ctx.livePolicy,
+        ...(workflows ? { workflows: workflows.service } : {}),
+        ...(fleetSampler ? { fleet: fleetSampler.sample } : {}),
+        metrics,
+        environment: env.STRATA_ENV,
+      })
+    : undefined;
   const local = await startLocalServer({
-    context: workflows ? { ...ctx, workflows: workflows.service } : ctx,
+    context: {
+      ...ctx,
+      ...(workflows ? { workflows: workflows.service } : {}),
+      ...(policyEvaluator ? { policyFirings: policyEvaluator.evaluator } : {}),
+    },
     port,
     host,
     metrics,
     publicUrl: env.STRATA_PUBLIC_URL,
     hostUrls: configuredPublicUrl === undefined,
   });
-  const fleetSampler = startFleetSampler({ env, store: local.metrics, environment: env.STRATA_ENV });
   const url = (configuredPublicUrl ?? `http://localhost:${port}`).replace(/\/+$/, '');
   console.log(`\nStrata is serving its API on ${url} (dashboard: ${url}/dashboard)\n`);
   for (const line of ctx.describe()) console.log(`  ${line}`);
@@ -83,6 +98,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     console.log(`\n${signal}: stopping`);
+    await policyEvaluator?.stop();
     await fleetSampler?.stop();
     await local.close();
     await workflows?.close();

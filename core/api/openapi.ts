@@ -7,6 +7,7 @@ import { KEY_JSON_SCHEMA } from './validation.js';
 import { COMMON_ERRORS, fromZod, json, ref } from './route-docs.js';
 import { policyDocumentSchema } from '../policy/document.js';
 import type { ApiRoute, Json } from './route-types.js';
+import type { FiringOutcomeWire } from '../../sdk/src/contract.js';
 
 /**
  * The OpenAPI 3.1 document of the HTTP API (DESIGN.md, Interfaces), built from a route table (`API_ROUTES`: every
@@ -59,6 +60,14 @@ function errorResponses(codes: ErrorCode[]): Record<string, Json> {
       ]),
   );
 }
+
+/** Each outcome of a firing, in words (a Record, so that an outcome added to the contract must be described here). */
+const FIRING_OUTCOMES: Record<FiringOutcomeWire, string> = {
+  done: 'carried out',
+  suppressed: 'a control stopped it (the kill switch, the rate cap, the cost cap)',
+  skipped: 'nothing to do (the fleet at its bound, a scale already running, no warm tier)',
+  failed: 'carrying it out failed',
+};
 
 let servedBody: string | undefined;
 
@@ -278,6 +287,22 @@ export function openApiDocument(routes: readonly ApiRoute[]): Json {
               },
             },
             warnings: { type: 'array', items: { type: 'string' } },
+          },
+        },
+        PolicyFiring: {
+          type: 'object',
+          required: ['at', 'rule', 'response', 'outcome', 'detail'],
+          properties: {
+            at: { type: 'string', format: 'date-time', description: 'When the rule fired' },
+            rule: { type: 'string', description: "The rule's id" },
+            response: { type: 'string', description: "The response's kind: `alert`, `grow`, `shrink`, ..." },
+            outcome: {
+              enum: Object.keys(FIRING_OUTCOMES),
+              description: Object.entries(FIRING_OUTCOMES)
+                .map(([k, v]) => `${k}: ${v}`)
+                .join('; '),
+            },
+            detail: { type: 'string', description: 'What happened, in words (the execution started, or why nothing did)' },
           },
         },
       },

@@ -7,6 +7,7 @@ import { validateKey } from '../model/keys.js';
 import type { NewUpload, PresignedDownload, PresignedUrl, Presigning, Tier } from '../tiers/tier.js';
 import type { WorkflowService } from '../workflows/admin-service.js';
 import type { PolicyAdmin } from '../policy/service.js';
+import type { FiringHistory } from '../policy/evaluator.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { binary, bodyBytes, empty, json } from './http.js';
 import { callerIdentity } from './tenant-access.js';
@@ -45,6 +46,11 @@ export interface ApiContext {
    * PolicyAdministration over the ring store). Absent: the policy routes answer 503 POLICIES_UNAVAILABLE.
    */
   policyAdmin?: PolicyAdmin;
+  /**
+   * The background evaluator's firing history (core/policy/evaluator.ts), where this runtime runs one (`npm start`).
+   * Absent: `GET /v1/admin/policy/firings` answers 503 POLICIES_UNAVAILABLE.
+   */
+  policyFirings?: FiringHistory;
   /** Which namespaces each API key may use (STRATA_TENANT_ACCESS); absent: not enforced (see api/tenant-access.ts). */
   tenantAccess?: TenantAccess;
 }

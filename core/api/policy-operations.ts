@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { NotFoundError, permanentDetails, StrataError, ValidationError } from '../errors.js';
 import { parseWith } from '../model/schemas.js';
 import { parsePolicyDocument } from '../policy/document.js';
+import type { FiringHistory } from '../policy/evaluator.js';
 import type { PolicyAdmin, PolicyView } from '../policy/service.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { header, json } from './http.js';
@@ -11,11 +12,16 @@ import { ifMatchHeader, jsonBody } from './validation.js';
 /**
  * The admin API's policy operations (Tiera, paper 003): read the policy in force, check a candidate document,
  * replace it by compare-and-set, read its history and roll back. They run against `ctx.policyAdmin`, else answer
- * 503 `POLICIES_UNAVAILABLE`. Admin-only like the workflow routes (`auth: 'admin'` in routes.ts).
+ * 503 `POLICIES_UNAVAILABLE`. The firings of background rules are read from `ctx.policyFirings` (the background
+ * evaluator of this runtime), likewise 503 without one. Admin-only like the workflow routes (`auth: 'admin'` in
+ * routes.ts).
  */
 
 export const DEFAULT_VERSIONS_LIMIT = 20;
 export const MAX_VERSIONS_LIMIT = 100;
+/** `GET /v1/admin/policy/firings?limit=`: the default, and the most (the evaluator keeps 200 by default). */
+export const DEFAULT_FIRINGS_LIMIT = 50;
+export const MAX_FIRINGS_LIMIT = 200;
 /** Longest `x-strata-reason` (or rollback `reason`): a line in the audit trail, not a document. */
 export const MAX_REASON_LENGTH = 200;
 /**
@@ -32,6 +38,17 @@ function policyAdmin(ctx: ApiContext): PolicyAdmin {
     'POLICIES_UNAVAILABLE',
     'this deployment has no policy store, so its policy is STRATA_NAMESPACES and cannot be changed at runtime: set ' +
       'STRATA_POLICY_STORE (file:<dir> or s3://<bucket>/<prefix>) or configure the warm tier, whose ring store holds policies',
+    permanentDetails(),
+  );
+}
+
+function policyFirings(ctx: ApiContext): FiringHistory {
+  if (ctx.policyFirings) return ctx.policyFirings;
+  // Permanent as well: whether a runtime runs an evaluator is a matter of its wiring, not of the moment.
+  throw new StrataError(
+    'POLICIES_UNAVAILABLE',
+    'no background evaluator runs in this runtime: `npm start` runs one; in AWS the scheduled evaluator is not ' +
+      'deployed yet, so background rules are refused when a policy is put',
     permanentDetails(),
   );
 }
@@ -135,19 +152,16 @@ const versionNumber = (field: string) =>
     .regex(/^\d{1,16}$/, `${field} must be a version: a whole number (0 or more)`)
     .transform(Number);
 
-const versionsQuery = z.strictObject({
-  limit: z
+/** A `limit` in a query: a whole number from 1 to `max`. */
+const limitParam = (max: number) =>
+  z
     .string()
-    .regex(/^\d{1,4}$/, `limit must be a whole number from 1 to ${MAX_VERSIONS_LIMIT}`)
+    .regex(/^\d{1,4}$/, `limit must be a whole number from 1 to ${max}`)
     .transform(Number)
-    .pipe(
-      z
-        .number()
-        .int()
-        .min(1, `limit must be from 1 to ${MAX_VERSIONS_LIMIT}`)
-        .max(MAX_VERSIONS_LIMIT, `limit must be from 1 to ${MAX_VERSIONS_LIMIT}`),
-    )
-    .optional(),
+    .pipe(z.number().int().min(1, `limit must be from 1 to ${max}`).max(max, `limit must be from 1 to ${max}`));
+
+const versionsQuery = z.strictObject({
+  limit: limitParam(MAX_VERSIONS_LIMIT).optional(),
   // Above 2^53-1 a number is no longer exact: refused, as the document states (`maximum`).
   before: versionNumber('before')
     .pipe(z.number().max(Number.MAX_SAFE_INTEGER, `before must be at most ${Number.MAX_SAFE_INTEGER}`))
@@ -173,6 +187,18 @@ export async function getPolicyVersion(ctx: ApiContext, event: ApiEvent): Promis
     });
   }
   return json(200, view);
+}
+
+const firingsQuery = z.strictObject({ limit: limitParam(MAX_FIRINGS_LIMIT).optional() });
+
+/**
+ * `GET /v1/admin/policy/firings?limit=`: what the background rules of this runtime's evaluator did, newest first
+ * (a bounded history kept in memory since the evaluator started).
+ */
+export async function listPolicyFirings(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
+  const q = parseWith(firingsQuery, dropEmpty(event.queryStringParameters), 'query');
+  const firings = policyFirings(ctx).firings(q.limit ?? DEFAULT_FIRINGS_LIMIT);
+  return json(200, { firings });
 }
 
 export const rollbackBodySchema = z.strictObject({

@@ -6,7 +6,14 @@ import { MAX_TTL_SECONDS, TAG_PATTERN } from '../model/schemas.js';
 import { IF_MATCH_PATTERN } from './validation.js';
 import { MAX_TAGS } from '../model/schemas.js';
 import type { Json, RouteDoc } from './route-types.js';
-import { MAX_REASON_LENGTH, MAX_VERSIONS_LIMIT, POLICY_IF_MATCH_PATTERN, rollbackBodySchema } from './policy-operations.js';
+import {
+  DEFAULT_FIRINGS_LIMIT,
+  MAX_FIRINGS_LIMIT,
+  MAX_REASON_LENGTH,
+  MAX_VERSIONS_LIMIT,
+  POLICY_IF_MATCH_PATTERN,
+  rollbackBodySchema,
+} from './policy-operations.js';
 
 /**
  * What the OpenAPI document says about each route beyond the route table: summaries, headers, bodies,
@@ -560,5 +567,31 @@ export const ROUTE_DOCS = {
       'VERSION_CONFLICT',
       'POLICIES_UNAVAILABLE',
     ],
+  },
+  listPolicyFirings: {
+    operationId: 'listPolicyFirings',
+    summary: 'What the background rules did: their firings, newest first',
+    description:
+      "Read from this runtime's background evaluator, which keeps its most recent firings in memory: each with when, " +
+      'the rule, the response and what became of it (`outcome`, `detail`). 503 POLICIES_UNAVAILABLE (permanent) where ' +
+      'no evaluator runs.',
+    parameters: [
+      query('limit', `At most this many (default ${DEFAULT_FIRINGS_LIMIT})`, {
+        type: 'integer',
+        minimum: 1,
+        maximum: MAX_FIRINGS_LIMIT,
+      }),
+    ],
+    responses: {
+      '200': json(
+        {
+          type: 'object',
+          required: ['firings'],
+          properties: { firings: { type: 'array', items: ref('PolicyFiring') } },
+        },
+        'Firings',
+      ),
+    },
+    errors: ['VALIDATION_FAILED', 'POLICIES_UNAVAILABLE'],
   },
 } satisfies Record<string, RouteDoc>;

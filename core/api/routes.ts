@@ -102,6 +102,14 @@ export const API_ROUTES: readonly ApiRoute[] = [
     run: policy.rollbackPolicy,
     doc: doc.rollbackPolicy,
   },
+  {
+    method: 'GET',
+    resource: '/v1/admin/policy/firings',
+    fn: 'admin',
+    auth: 'admin',
+    run: policy.listPolicyFirings,
+    doc: doc.listPolicyFirings,
+  },
 ];
 
 export interface RouteMatch {

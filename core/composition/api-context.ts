@@ -58,6 +58,11 @@ export interface BuildOptions {
    * Re-read the policy store on a timer (long-lived servers). Lambda re-reads per request instead. @default false
    */
   policyTimer?: boolean;
+  /**
+   * This runtime ticks a background evaluator (core/policy/evaluator.ts: `npm start`), so policies may use the
+   * responses it runs (alert, grow, shrink). @default false: they are refused when a policy is put
+   */
+  backgroundEvaluator?: boolean;
 }
 
 export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): BuiltContext {
@@ -111,7 +116,8 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
       ? new MemoryTier({ name: 'l1', maxBytes: env.STRATA_NEAR_CACHE_MB * MiB })
       : undefined;
   // The deployment's STRATA_NAMESPACES as a policy document: in force until (and unless) one is edited at runtime.
-  const deployment = compilePolicy(documentFromNamespaceConfig(namespaceConfigFrom(env)));
+  const compile = { background: opts.backgroundEvaluator ?? false };
+  const deployment = compilePolicy(documentFromNamespaceConfig(namespaceConfigFrom(env)), compile);
   const coordinator = new Coordinator({
     tiers,
     nearCache,
@@ -125,7 +131,7 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
   const tenantAccess = parseTenantAccess(env.STRATA_TENANT_ACCESS);
   const policyStore = policyStoreFrom(env);
   const policyAdmin = policyStore
-    ? new PolicyAdministration({ cas: policyStore.cas, deployment: deployment.document })
+    ? new PolicyAdministration({ cas: policyStore.cas, deployment: deployment.document, compile })
     : undefined;
   const livePolicy = policyAdmin
     ? LivePolicy.fromDeployment(

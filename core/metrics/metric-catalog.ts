@@ -159,6 +159,13 @@ export const METRICS = {
   nodes: def(F, 'Nodes', 'Count', [['Environment']], 'cache nodes in the ring'),
   nodeFill: def(F, 'NodeFillPercent', 'Percent', [['Environment', 'Node']], 'fill of each node (bytes used / capacity)'),
   maxNodeFill: def(F, 'MaxNodeFillPercent', 'Percent', [['Environment']], 'fill of the fullest node'),
+  policyFirings: def(
+    W,
+    'PolicyFirings',
+    'Count',
+    [['Environment'], ['Environment', 'Rule', 'Outcome']],
+    'background policy rules that fired, by rule and outcome (done, suppressed by a control, skipped, failed)',
+  ),
   migrationsInProgress: def(
     F,
     'MigrationsInProgress',

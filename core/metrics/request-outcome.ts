@@ -42,6 +42,7 @@ export const OPERATION_BY_ROUTE: Readonly<Record<string, Operation>> = {
   'GET /v1/admin/policy/versions': 'admin',
   'GET /v1/admin/policy/versions/{version}': 'admin',
   'POST /v1/admin/policy/rollback': 'admin',
+  'GET /v1/admin/policy/firings': 'admin',
 };
 
 export interface RequestOutcome {

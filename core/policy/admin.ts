@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { CasConflictError, type CasStore } from '../ring/store.js';
 import { NotFoundError, StrataError, VersionConflictError } from '../errors.js';
 import { log } from '../util/logger.js';
-import { compilePolicy, compilePolicyInput, type CompiledPolicy } from './compile.js';
+import { compilePolicy, compilePolicyInput, type CompiledPolicy, type CompileOptions } from './compile.js';
 import { parsePolicyDocument, type PolicyDocument } from './document.js';
 import { policyDiff } from './diff.js';
 import { previewFirings, type PolicyState } from './preview.js';
@@ -64,6 +64,8 @@ export interface PolicyAdministrationOptions {
   readonly cas: CasStore;
   /** The deployment's configuration as a document (documentFromNamespaceConfig of STRATA_NAMESPACES). */
   readonly deployment: PolicyDocument;
+  /** What this deployment runs besides placement (a background evaluator): documents that need more are refused. */
+  readonly compile?: CompileOptions;
   /** What dry runs evaluate background rules against; absent: they say the state is unknown. */
   readonly state?: () => Promise<PolicyState>;
   readonly now?: () => Date;
@@ -87,7 +89,7 @@ export class PolicyAdministration implements PolicyAdmin {
   private readonly deployment: CompiledPolicy;
 
   constructor(private readonly opts: PolicyAdministrationOptions) {
-    this.deployment = compilePolicy(opts.deployment);
+    this.deployment = compilePolicy(opts.deployment, opts.compile);
   }
 
   /** The stored current document with its etag, or undefined before the first edit. */
@@ -107,7 +109,7 @@ export class PolicyAdministration implements PolicyAdmin {
   }
 
   async validate(input: unknown): Promise<PolicyValidation> {
-    const compiled = compilePolicyInput(input);
+    const compiled = compilePolicyInput(input, this.opts.compile);
     const state = this.opts.state ? await this.opts.state().catch(() => undefined) : undefined;
     return {
       valid: true,
@@ -120,7 +122,7 @@ export class PolicyAdministration implements PolicyAdmin {
   }
 
   async put(input: unknown, opts: PutPolicyOptions): Promise<PolicyView> {
-    const compiled = compilePolicyInput(input);
+    const compiled = compilePolicyInput(input, this.opts.compile);
     return this.write(compiled.document, 'runtime', opts, undefined);
   }
 
@@ -166,7 +168,7 @@ export class PolicyAdministration implements PolicyAdmin {
 
   private resolve(stored: StoredPolicy | undefined): { view: PolicyView; compiled: CompiledPolicy } {
     if (!stored || stored.document === null) return { view: this.deploymentView(stored), compiled: this.deployment };
-    const compiled = compilePolicy(parsePolicyDocument(stored.document));
+    const compiled = compilePolicy(parsePolicyDocument(stored.document), this.opts.compile);
     return { view: this.viewFromStored(stored, compiled), compiled };
   }
 
@@ -194,7 +196,7 @@ export class PolicyAdministration implements PolicyAdmin {
   }
 
   private viewOf(document: PolicyDocument | null, summary: PolicyVersionSummary): PolicyView {
-    const compiled = document === null ? this.deployment : compilePolicy(parsePolicyDocument(document));
+    const compiled = document === null ? this.deployment : compilePolicy(parsePolicyDocument(document), this.opts.compile);
     return {
       version: summary.version,
       source: summary.source,
@@ -218,7 +220,7 @@ export class PolicyAdministration implements PolicyAdmin {
     opts: PutPolicyOptions,
     restoredFrom: number | undefined,
   ): Promise<PolicyView> {
-    const newHash = document === null ? this.deployment.hash : compilePolicy(document).hash;
+    const newHash = document === null ? this.deployment.hash : compilePolicy(document, this.opts.compile).hash;
     for (let attempt = 0; ; attempt++) {
       const cur = await this.loadStored();
       const curVersion = cur?.stored.version ?? 0;

@@ -49,7 +49,7 @@ const NEVER = Number.MAX_SAFE_INTEGER;
 
 /**
  * What the runtimes of this deployment run besides placement: `background` = a background evaluator
- * (evaluator.ts) ticks the background rules. No deployment wires one yet, so by default their responses are
+ * (evaluator.ts) ticks the background rules (`npm start` does; AWS does not yet). Without one their responses are
  * refused rather than accepted and never carried out.
  */
 export interface CompileOptions {

@@ -1,3 +1,4 @@
+import type { FiringOutcomeWire, FiringWire } from '../../sdk/src/contract.js';
 import { log } from '../util/logger.js';
 import type { CompiledPolicy } from './compile.js';
 import { responseKind, ruleMode, type Condition, type PolicyResponse, type PolicyRule } from './document.js';
@@ -25,22 +26,21 @@ export interface EvaluatorActions {
   fleetSize(): Promise<number | undefined>;
   /** Whether a scale workflow is running (grow/shrink never start a second one). */
   scaling(): Promise<boolean>;
-  /** Starts ScaleOut by `nodes`; resolves with the execution's name. */
-  scaleOut(nodes: number, reason: string): Promise<string>;
-  /** Starts ScaleIn by `nodes`. */
-  scaleIn(nodes: number, reason: string): Promise<string>;
+  /** Starts one ScaleOut (one node); resolves with the execution's name. */
+  scaleOut(reason: string): Promise<string>;
+  /** Starts one ScaleIn (one node). */
+  scaleIn(reason: string): Promise<string>;
 }
 
-export type FiringOutcome = 'done' | 'suppressed' | 'skipped' | 'failed';
+export type FiringOutcome = FiringOutcomeWire;
 
-/** One entry of the firing history. */
-export interface Firing {
-  readonly at: string;
-  readonly rule: string;
-  readonly response: string;
-  readonly outcome: FiringOutcome;
-  /** What happened, in words (the execution started, or why nothing did). */
-  readonly detail: string;
+/** One entry of the firing history (the wire contract's shape). */
+export type Firing = Readonly<FiringWire>;
+
+/** What the admin API reads of a runtime's evaluator: its bounded firing history. */
+export interface FiringHistory {
+  /** The newest firings first, at most `limit`. */
+  firings(limit?: number): Firing[];
 }
 
 export interface EvaluatorOptions {
@@ -53,15 +53,24 @@ export interface EvaluatorOptions {
   readonly now?: () => number;
 }
 
+type Controls = CompiledPolicy['document']['controls'];
+
 /** Responses the background executor carries out today (the rest are refused when the document is compiled). */
 export const BACKGROUND_RESPONSES = new Set(['alert', 'grow', 'shrink']);
 
-export class BackgroundEvaluator {
+export class BackgroundEvaluator implements FiringHistory {
   private readonly history: Firing[] = [];
   private readonly lastTimer = new Map<string, number>();
   /** Threshold rules: when their conditions started to hold (undefined: they do not), and whether they fired. */
   private readonly holding = new Map<string, { since: number; fired: boolean }>();
   private readonly started: number[] = [];
+  /** The last history entry of each rule and response (to keep repeated skips out of the history). */
+  private readonly lastEntry = new Map<string, { outcome: FiringOutcome; detail: string; at: number }>();
+  /**
+   * A grow or shrink by several nodes: one ScaleOut or ScaleIn adds or removes one node, and only one runs at a
+   * time, so the rest start at later ticks, each once the one before has finished.
+   */
+  private pending?: { kind: 'grow' | 'shrink'; left: number; of: number; rule: string };
   private readonly now: () => number;
 
   constructor(private readonly opts: EvaluatorOptions) {
@@ -76,12 +85,13 @@ export class BackgroundEvaluator {
   /** One evaluation of every background rule of `policy`; resolves with this tick's firings. */
   async tick(policy: CompiledPolicy): Promise<Firing[]> {
     const rules = policy.rules.filter((r) => ruleMode(r) === 'background');
-    if (!rules.length) return [];
     const now = this.now();
+    const continued = await this.continuePending(policy, now);
+    if (!rules.length) return continued ? [continued] : [];
     const needsState = rules.some((r) => !('timer' in r.on) || r.when.length);
     const state = needsState ? await this.opts.state().catch(() => undefined) : undefined;
     const budgets = Object.fromEntries(policy.document.budgets.map((b) => [b.id, b.monthlyUsd]));
-    const out: Firing[] = [];
+    const out: Firing[] = continued ? [continued] : [];
     for (const rule of rules) {
       if (!this.due(rule, now, state, budgets)) continue;
       for (const response of rule.do) out.push(await this.respond(rule, response, policy, state, now));
@@ -120,37 +130,58 @@ export class BackgroundEvaluator {
   ): Promise<Firing> {
     const kind = responseKind(response);
     const controls = policy.document.controls;
-    const record = (outcome: FiringOutcome, detail: string): Firing => {
-      const f: Firing = { at: new Date(now).toISOString(), rule: rule.id, response: kind, outcome, detail };
-      this.history.push(f);
-      if (this.history.length > (this.opts.historySize ?? 200)) this.history.shift();
-      log[outcome === 'failed' ? 'warn' : 'info']('policy rule fired', { ...f });
-      this.opts.onFiring?.(f);
-      return f;
-    };
+    const record = (outcome: FiringOutcome, detail: string): Firing => this.record(rule.id, kind, outcome, detail, now);
     if (kind === 'alert') return record('done', (response as { alert: { message: string } }).alert.message);
-    if (!controls.backgroundEnabled)
-      return record('suppressed', 'background actions are switched off (controls.backgroundEnabled)');
-    while (this.started.length && now - this.started[0]! >= 60_000) this.started.shift();
-    if (this.started.length >= controls.maxActionsPerMinute)
-      return record('suppressed', `at most ${controls.maxActionsPerMinute} background actions a minute (controls)`);
-    if (controls.maxProjectedMonthlyUsd !== undefined && (state?.cost?.total ?? 0) > controls.maxProjectedMonthlyUsd)
-      return record('suppressed', `projected spend above controls.maxProjectedMonthlyUsd ($${controls.maxProjectedMonthlyUsd})`);
+    const blocked = this.blocked(controls, state, now);
+    if (blocked) return record('suppressed', blocked);
     try {
-      const detail = await this.scale(kind, response, controls, rule.id);
+      const detail = await this.scale(kind as 'grow' | 'shrink', response, controls, rule.id, now);
       if (detail.startsWith('skipped: ')) return record('skipped', detail.slice(9));
-      this.started.push(now);
       return record('done', detail);
     } catch (error) {
       return record('failed', error instanceof Error ? error.message : String(error));
     }
   }
 
+  private record(rule: string, response: string, outcome: FiringOutcome, detail: string, now: number): Firing {
+    const f: Firing = { at: new Date(now).toISOString(), rule, response, outcome, detail };
+    this.opts.onFiring?.(f);
+    // A timer rule that keeps being skipped or suppressed for the same reason (a workflow still running, the fleet at
+    // its bound) would fill the history and the log every tick: the same entry is kept once a minute.
+    const key = `${rule}\u0000${response}`;
+    const last = this.lastEntry.get(key);
+    if (
+      outcome !== 'done' &&
+      outcome !== 'failed' &&
+      last?.outcome === outcome &&
+      last.detail === detail &&
+      now - last.at < 60_000
+    )
+      return f;
+    this.lastEntry.set(key, { outcome, detail, at: now });
+    this.history.push(f);
+    if (this.history.length > (this.opts.historySize ?? 200)) this.history.shift();
+    log[outcome === 'failed' ? 'warn' : 'info']('policy rule fired', { ...f });
+    return f;
+  }
+
+  /** Why the controls stop an action now, or undefined when they let it start. */
+  private blocked(controls: Controls, state: PolicyState | undefined, now: number): string | undefined {
+    if (!controls.backgroundEnabled) return 'background actions are switched off (controls.backgroundEnabled)';
+    while (this.started.length && now - this.started[0]! >= 60_000) this.started.shift();
+    if (this.started.length >= controls.maxActionsPerMinute)
+      return `at most ${controls.maxActionsPerMinute} background actions a minute (controls)`;
+    if (controls.maxProjectedMonthlyUsd !== undefined && (state?.cost?.total ?? 0) > controls.maxProjectedMonthlyUsd)
+      return `projected spend above controls.maxProjectedMonthlyUsd ($${controls.maxProjectedMonthlyUsd})`;
+    return undefined;
+  }
+
   private async scale(
-    kind: string,
+    kind: 'grow' | 'shrink',
     response: PolicyResponse,
-    controls: CompiledPolicy['document']['controls'],
+    controls: Controls,
     ruleId: string,
+    now: number,
   ): Promise<string> {
     const spec = (response as Record<string, { tier: string; nodes?: number; percent?: number }>)[kind]!;
     if (spec.tier !== 'warm') return 'skipped: resizing the hot tier is not run by this version';
@@ -158,14 +189,47 @@ export class BackgroundEvaluator {
     if (size === undefined) return 'skipped: this deployment has no warm tier';
     if (await this.opts.actions.scaling()) return 'skipped: a scale workflow is already running';
     const by = spec.nodes ?? Math.max(1, Math.round((size * (spec.percent ?? 0)) / 100));
-    const reason = `policy rule ${ruleId}`;
-    if (kind === 'grow') {
-      const nodes = Math.min(by, controls.maxFleetSize - size);
-      if (nodes <= 0) return `skipped: the fleet is at controls.maxFleetSize (${controls.maxFleetSize})`;
-      return `ScaleOut by ${nodes} (execution ${await this.opts.actions.scaleOut(nodes, reason)})`;
+    const room = kind === 'grow' ? controls.maxFleetSize - size : size - controls.minFleetSize;
+    if (room <= 0)
+      return kind === 'grow'
+        ? `skipped: the fleet is at controls.maxFleetSize (${controls.maxFleetSize})`
+        : `skipped: the fleet is at controls.minFleetSize (${controls.minFleetSize})`;
+    const nodes = Math.min(by, room);
+    // A newer firing replaces what is left of an older plan.
+    this.pending = nodes > 1 ? { kind, left: nodes - 1, of: nodes, rule: ruleId } : undefined;
+    return this.startOne(kind, ruleId, 1, nodes, now);
+  }
+
+  private async startOne(kind: 'grow' | 'shrink', ruleId: string, n: number, of: number, now: number): Promise<string> {
+    const reason = `policy rule ${ruleId} (${n} of ${of})`;
+    const execution = kind === 'grow' ? await this.opts.actions.scaleOut(reason) : await this.opts.actions.scaleIn(reason);
+    this.started.push(now);
+    return `${kind === 'grow' ? 'ScaleOut' : 'ScaleIn'} ${n} of ${of} (execution ${execution})`;
+  }
+
+  /** The next node of a multi-node grow or shrink, once the previous workflow has finished. */
+  private async continuePending(policy: CompiledPolicy, now: number): Promise<Firing | undefined> {
+    const p = this.pending;
+    if (!p) return undefined;
+    const controls = policy.document.controls;
+    const drop = (outcome: FiringOutcome, why: string): Firing => {
+      this.pending = undefined;
+      return this.record(p.rule, p.kind, outcome, `${p.left} more node(s) dropped: ${why}`, now);
+    };
+    if (!policy.rules.some((r) => r.id === p.rule)) return drop('skipped', 'the rule is no longer in the policy');
+    if (!controls.backgroundEnabled) return drop('suppressed', 'background actions are switched off');
+    if (this.blocked(controls, undefined, now) || (await this.opts.actions.scaling())) return undefined; // a later tick
+    const size = await this.opts.actions.fleetSize();
+    const room = size === undefined ? 0 : p.kind === 'grow' ? controls.maxFleetSize - size : size - controls.minFleetSize;
+    if (room <= 0) return drop('skipped', 'the fleet reached its bound (controls)');
+    const n = p.of - p.left + 1;
+    p.left--;
+    if (p.left === 0) this.pending = undefined;
+    try {
+      return this.record(p.rule, p.kind, 'done', await this.startOne(p.kind, p.rule, n, p.of, now), now);
+    } catch (error) {
+      this.pending = undefined;
+      return this.record(p.rule, p.kind, 'failed', error instanceof Error ? error.message : String(error), now);
     }
-    const nodes = Math.min(by, size - controls.minFleetSize);
-    if (nodes <= 0) return `skipped: the fleet is at controls.minFleetSize (${controls.minFleetSize})`;
-    return `ScaleIn by ${nodes} (execution ${await this.opts.actions.scaleIn(nodes, reason)})`;
   }
 }

@@ -1,9 +1,16 @@
-/** `strata policy get|put|validate|history|rollback`: the admin API's policy from the command line. */
+/** `strata policy get|put|validate|history|rollback|firings`: the admin API's policy from the command line. */
 import { readFile } from 'node:fs/promises';
 import type { StrataClient } from './client.js';
 import { UsageError, type CliIo } from './cli-workflow.js';
 import { ValidationError, VersionConflictError } from './errors.js';
-import type { PolicyDocument, PolicyProblem, PolicyValidation, PolicyVersionSummary, PolicyView } from './policies.js';
+import type {
+  PolicyDocument,
+  PolicyFiring,
+  PolicyProblem,
+  PolicyValidation,
+  PolicyVersionSummary,
+  PolicyView,
+} from './policies.js';
 
 export const POLICY_USAGE = `  policy get [--json]  the policy in force: its document as JSON on stdout (to edit and put back),
                        its version, author and reason on stderr; --json: all of it as JSON on stdout
@@ -19,6 +26,9 @@ export const POLICY_USAGE = `  policy get [--json]  the policy in force: its doc
   policy rollback <version> [--reason TEXT] [--if-version N]
                        make a version's document current again, as a new version (0: the deployment's
                        configuration)
+  policy firings [--limit N]
+                       what the background rules did, newest first: when, rule, response, outcome and
+                       detail (--limit 1..200, default 50)
 
   --json prints the server's answer as JSON (every subcommand). Exit code 0; 1 when validate finds the document
   invalid; 2 for a usage error or a failed request, a refused document or a version conflict included.
@@ -45,6 +55,7 @@ const SUB_OPTIONS: Readonly<Record<string, readonly (keyof PolicyCliOptions)[]>>
   validate: ['json'],
   history: ['limit', 'before', 'json'],
   rollback: ['reason', 'if-version', 'json'],
+  firings: ['limit', 'json'],
 };
 
 const SUBCOMMANDS = Object.keys(SUB_OPTIONS);
@@ -55,6 +66,14 @@ function usage(message: string): UsageError {
 
 function print(io: CliIo, v: unknown): void {
   io.stdout.write(`${JSON.stringify(v, null, 2)}\n`);
+}
+
+/** A --limit: a whole number from 1 to `max`. */
+function limitOption(raw: string | undefined, max: number): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > max)
+    throw usage(`--limit must be a whole number from 1 to ${max}, not '${raw}'`);
+  return Number(raw);
 }
 
 /** A version number: 0 is a real one (the deployment's configuration), so unlike --limit it may be 0. */
@@ -118,6 +137,18 @@ export function formatPolicyHistory(rows: readonly PolicyVersionSummary[]): stri
       v.reason ? (v.reason.length > 40 ? `${v.reason.slice(0, 39)}…` : v.reason) : '-',
       diffSummary(v),
     ]),
+  ]);
+}
+
+/**
+ * The firings of the background rules as an aligned table, newest first (what `strata policy firings` prints). DETAIL
+ * is the last column and is printed whole: a failure's reason is what an operator reads it for.
+ */
+export function formatPolicyFirings(rows: readonly PolicyFiring[]): string {
+  if (rows.length === 0) return 'no background rule has fired\n';
+  return table([
+    ['WHEN', 'RULE', 'RESPONSE', 'OUTCOME', 'DETAIL'],
+    ...rows.map((f) => [isoSeconds(f.at), f.rule, f.response, f.outcome, f.detail || '-']),
   ]);
 }
 
@@ -186,7 +217,7 @@ export async function policyCommand(
 ): Promise<number> {
   const [sub, arg] = args;
   if (sub === undefined) {
-    const usageText = `usage: strata policy get|put|validate|history|rollback [options]\n\n${POLICY_USAGE}`;
+    const usageText = `usage: strata policy get|put|validate|history|rollback|firings [options]\n\n${POLICY_USAGE}`;
     throw new UsageError(`policy needs a command: ${SUBCOMMANDS.join(', ')}`, usageText, 'policy');
   }
   const allowed = SUB_OPTIONS[sub];
@@ -252,12 +283,7 @@ export async function policyCommand(
       return 0;
     }
     case 'history': {
-      let limit: number | undefined;
-      if (o.limit !== undefined) {
-        if (!/^\d+$/.test(o.limit) || Number(o.limit) < 1 || Number(o.limit) > 100)
-          throw usage(`--limit must be a whole number from 1 to 100, not '${o.limit}'`);
-        limit = Number(o.limit);
-      }
+      const limit = limitOption(o.limit, 100);
       const before = versionNumber('--before', o.before);
       const rows = await client.policies.versions({
         ...(limit !== undefined ? { limit } : {}),
@@ -287,6 +313,13 @@ export async function policyCommand(
       const what = to === 0 ? "the deployment's configuration" : `version ${to}'s document`;
       if (o.json) print(io, view);
       else io.stdout.write(`policy version ${view.version} in force: ${what} restored (hash ${view.hash})\n`);
+      return 0;
+    }
+    case 'firings': {
+      const limit = limitOption(o.limit, 200);
+      const rows = await client.policies.firings(limit !== undefined ? { limit } : {});
+      if (o.json) print(io, rows);
+      else io.stdout.write(formatPolicyFirings(rows));
       return 0;
     }
     default:

@@ -32,8 +32,8 @@ commands:
   stats | health       print the service report as JSON
   workflow start <workflow> | status <execution> | list
                        the deployment's workflows (scale-out, scale-in, ...), with a progress bar (--wait)
-  policy get | put <file> | validate <file> | history | rollback <version>
-                       the deployment's policy: read, check, replace, audit trail, roll back
+  policy get | put <file> | validate <file> | history | rollback <version> | firings
+                       the deployment's policy: read, check, replace, audit trail, roll back, rule firings
   cost [options]       the server's cost model: placements ranked for a workload, Chiu & Agrawal's 2010 tables
   help [command]       this text, or one command's options
   --version            print the version of the SDK and CLI
@@ -93,7 +93,7 @@ ${WORKFLOW_USAGE}
   --interval <ms>      --wait: poll interval (default 1000)
 
 ${CONNECTION_HELP}`,
-  policy: `usage: strata policy get|put|validate|history|rollback [options]
+  policy: `usage: strata policy get|put|validate|history|rollback|firings [options]
 
 ${POLICY_USAGE}
 

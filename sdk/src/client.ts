@@ -21,7 +21,7 @@ import {
   toBase64,
   type EncodedValue,
 } from './encoding.js';
-import { discard, requestIdOf, Transport, type HttpRequest, type RetryMode } from './transport.js';
+import { discard, missingOrThrow, requestIdOf, Transport, type HttpRequest, type RetryMode } from './transport.js';
 import type {
   CacheItem,
   CacheValue,
@@ -312,16 +312,7 @@ export class StrataClient {
     const url = this.keyUrl(this.ns(opts), key);
     for (let attempt = 0; ; attempt++) {
       const first = await this.transport.send(this.req('GET', url, opts, { accept: [303, 404] }), async (res) => {
-        if (res.status === 404) {
-          const err = errorFromResponse({
-            status: 404,
-            body: await res.text(),
-            requestId: requestIdOf(res),
-            context: `GET ${url}`,
-          });
-          if (err.code === 'NOT_FOUND') return undefined;
-          throw err;
-        }
+        if (res.status === 404) return missingOrThrow(res, `GET ${url}`);
         if (res.status === 303) {
           const location = res.headers.get('location');
           await discard(res);

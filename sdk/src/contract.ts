@@ -175,3 +175,19 @@ export interface PolicyProblemWire {
   rule?: string;
   message: string;
 }
+
+/** What became of a background rule's response when it fired. */
+export type FiringOutcomeWire = 'done' | 'suppressed' | 'skipped' | 'failed';
+
+/** One firing of a background rule (`GET /v1/admin/policy/firings`), newest first. */
+export interface FiringWire {
+  /** When it fired (ISO-8601). */
+  at: string;
+  rule: string;
+  /** The response's kind: `alert`, `grow`, `shrink`, ... */
+  response: string;
+  /** done: carried out; suppressed: a control stopped it (kill switch, rate cap, cost cap); skipped: nothing to do. */
+  outcome: FiringOutcomeWire;
+  /** What happened, in words (the execution started, or why nothing did). */
+  detail: string;
+}

@@ -224,9 +224,9 @@ export class UnavailableError extends StrataError {
 export class WorkflowsUnavailableError extends UnavailableError {}
 
 /**
- * 503 `POLICIES_UNAVAILABLE` (admin API): the deployment has no policy store, or it could not be reached. A subclass
- * of {@link UnavailableError}, retried like it: not when the server marked it {@link StrataError.permanent} (no store
- * configured here), else yes (the store failed).
+ * 503 `POLICIES_UNAVAILABLE` (admin API): the deployment has no policy store, or it could not be reached; or, for the
+ * firing history, no background evaluator runs there. A subclass of {@link UnavailableError}, retried like it: not
+ * when the server marked it {@link StrataError.permanent} (not configured here), else yes (the store failed).
  */
 export class PoliciesUnavailableError extends UnavailableError {}
 

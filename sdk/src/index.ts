@@ -83,6 +83,9 @@ export { PoliciesClient } from './policies.js';
 export type {
   FiringPreview,
   PolicyDocument,
+  PolicyFiring,
+  PolicyFiringOutcome,
+  PolicyFiringsOptions,
   PolicyProblem,
   PolicyPutOptions,
   PolicyRequestOptions,

@@ -1,12 +1,14 @@
 /**
  * The admin API's policy (`/v1/admin/policy/...`): read the policy in force, check a candidate document, replace it
- * by compare-and-set, read the audit trail of its versions and roll back. Reached as {@link StrataClient.policies}.
+ * by compare-and-set, read the audit trail of its versions and roll back, and read what the background rules did.
+ * Reached as {@link StrataClient.policies}.
  */
-import { errorFromResponse } from './errors.js';
 import { invalid, isObject, optionError, readBody, type SubClientTransport } from './json.js';
-import { requestIdOf, type HttpRequest } from './transport.js';
+import { missingOrThrow, requestIdOf, type HttpRequest } from './transport.js';
 import type {
+  FiringOutcomeWire,
   FiringPreviewWire,
+  FiringWire,
   PolicyDocumentWire,
   PolicyProblemWire,
   PolicySource,
@@ -30,6 +32,10 @@ export type FiringPreview = FiringPreviewWire;
 export type PolicyValidation<D = PolicyDocument> = PolicyValidationWire<D>;
 /** One problem of a refused document: `ValidationError.problems`. */
 export type PolicyProblem = PolicyProblemWire;
+/** What became of a background rule's response: done, suppressed (by a control), skipped (nothing to do), failed. */
+export type PolicyFiringOutcome = FiringOutcomeWire;
+/** One firing of a background rule: when (`at`, ISO-8601), the rule, the response's kind, its outcome and detail. */
+export type PolicyFiring = FiringWire;
 
 /** Per-call options of the policy methods. */
 export interface PolicyRequestOptions {
@@ -63,6 +69,12 @@ export interface PolicyVersionsOptions extends PolicyRequestOptions {
   before?: number | undefined;
 }
 
+/** Options of {@link PoliciesClient.firings}. */
+export interface PolicyFiringsOptions extends PolicyRequestOptions {
+  /** At most this many (1..200, default 50). */
+  limit?: number | undefined;
+}
+
 /** What the client needs from {@link StrataClient}. @internal */
 export type PoliciesTransport = SubClientTransport;
 
@@ -73,6 +85,12 @@ const SOURCES: ReadonlySet<string> = new Set<PolicySource>(['deployment', 'runti
 function checkVersion(field: string, v: unknown): number {
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw optionError(field, 'must be a whole number >= 0');
   return v;
+}
+
+function checkLimit(limit: unknown, max: number): number {
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > max)
+    throw optionError('limit', `must be a whole number from 1 to ${max}`);
+  return limit;
 }
 
 function checkDocument(document: unknown): void {
@@ -110,6 +128,19 @@ function parseSummary(e: unknown, status: number, requestId: string | undefined)
   if (!isObject(e) || typeof e.version !== 'number' || typeof e.source !== 'string' || !Array.isArray(e.diff))
     throw invalid(status, `expected a policy version summary, got: ${JSON.stringify(e).slice(0, 200)}`, requestId);
   return e as unknown as PolicyVersionSummary;
+}
+
+function parseFiring(e: unknown, status: number, requestId: string | undefined): PolicyFiring {
+  if (
+    !isObject(e) ||
+    typeof e.at !== 'string' ||
+    typeof e.rule !== 'string' ||
+    typeof e.response !== 'string' ||
+    typeof e.outcome !== 'string' ||
+    typeof e.detail !== 'string'
+  )
+    throw invalid(status, `expected a policy firing, got: ${JSON.stringify(e).slice(0, 200)}`, requestId);
+  return e as unknown as PolicyFiring;
 }
 
 function parseValidation<D>(body: unknown, status: number, requestId: string | undefined): PolicyValidation<D> {
@@ -225,11 +256,7 @@ export class PoliciesClient {
    */
   async versions(opts: PolicyVersionsOptions = {}): Promise<PolicyVersionSummary[]> {
     const q = new URLSearchParams();
-    if (opts.limit !== undefined) {
-      if (!Number.isInteger(opts.limit) || opts.limit < 1 || opts.limit > 100)
-        throw optionError('limit', 'must be a whole number from 1 to 100');
-      q.set('limit', String(opts.limit));
-    }
+    if (opts.limit !== undefined) q.set('limit', String(checkLimit(opts.limit, 100)));
     if (opts.before !== undefined) q.set('before', String(checkVersion('before', opts.before)));
     const url = this.url(`/versions${q.size ? `?${q}` : ''}`);
     return this.t.transport.send(this.req('GET', url, opts), async (res) => {
@@ -252,17 +279,7 @@ export class PoliciesClient {
   async version<D = PolicyDocument>(version: number, opts: PolicyRequestOptions = {}): Promise<PolicyView<D> | undefined> {
     const url = this.url(`/versions/${checkVersion('version', version)}`);
     return this.t.transport.send({ ...this.req('GET', url, opts), accept: [404] }, async (res) => {
-      if (res.status === 404) {
-        const err = errorFromResponse({
-          status: 404,
-          body: await res.text(),
-          requestId: requestIdOf(res),
-          context: `GET ${url}`,
-        });
-        // ROUTE_NOT_FOUND (a wrong endpoint, a server without policies) is not a missing version.
-        if (err.code === 'NOT_FOUND') return undefined;
-        throw err;
-      }
+      if (res.status === 404) return missingOrThrow(res, `GET ${url}`);
       return parseView<D>(await readBody(res), res.status, requestIdOf(res));
     });
   }
@@ -291,6 +308,29 @@ export class PoliciesClient {
     return this.t.transport.send(this.write('POST', this.url('/rollback'), body, opts, headers), async (res) =>
       parseView<D>(await readBody(res), res.status, requestIdOf(res)),
     );
+  }
+
+  /**
+   * What the background rules did, newest first (`GET /v1/admin/policy/firings?limit=`): when each fired, its
+   * response and what became of it. Read from the runtime's background evaluator, which keeps its recent firings.
+   *
+   * @throws {PoliciesUnavailableError} (permanent) where no background evaluator runs.
+   * @example
+   * ```ts
+   * for (const f of await strata.policies.firings({ limit: 10 }))
+   *   console.log(f.at, f.rule, f.response, f.outcome, f.detail);
+   * ```
+   */
+  async firings(opts: PolicyFiringsOptions = {}): Promise<PolicyFiring[]> {
+    const q = new URLSearchParams();
+    if (opts.limit !== undefined) q.set('limit', String(checkLimit(opts.limit, 200)));
+    const url = this.url(`/firings${q.size ? `?${q}` : ''}`);
+    return this.t.transport.send(this.req('GET', url, opts), async (res) => {
+      const body = await readBody(res);
+      if (!isObject(body) || !Array.isArray(body.firings))
+        throw invalid(res.status, 'expected { firings: [...] } from the server', requestIdOf(res));
+      return body.firings.map((e) => parseFiring(e, res.status, requestIdOf(res)));
+    });
   }
 
   private url(path: string): string {

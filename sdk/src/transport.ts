@@ -71,6 +71,16 @@ export function requestIdOf(res: Response): string | undefined {
   );
 }
 
+/**
+ * A 404 answered to a read of one thing: undefined when the thing does not exist (`NOT_FOUND`), else the error
+ * (`ROUTE_NOT_FOUND` is a wrong endpoint or an older server, not a missing thing).
+ */
+export async function missingOrThrow(res: Response, context: string): Promise<undefined> {
+  const err = errorFromResponse({ status: res.status, body: await res.text(), requestId: requestIdOf(res), context });
+  if (err.code === 'NOT_FOUND') return undefined;
+  throw err;
+}
+
 /** The URL without its query string (presigned URLs carry credentials there), for messages. */
 function redact(url: string): string {
   try {

@@ -2,9 +2,9 @@
  * The admin API's workflows (`/v1/admin/workflows/...`): start scale-out, scale-in, evict-to-s3 and tier-migrate
  * executions, follow their progress, list recent ones. Reached as {@link StrataClient.workflows}.
  */
-import { errorFromResponse, NotFoundError, TimeoutError } from './errors.js';
+import { NotFoundError, TimeoutError } from './errors.js';
 import { invalid, isObject, optionError, readBody, type Json, type SubClientTransport } from './json.js';
-import { requestIdOf, sleep, type HttpRequest, type RetryMode } from './transport.js';
+import { missingOrThrow, requestIdOf, sleep, type HttpRequest, type RetryMode } from './transport.js';
 import {
   WORKFLOW_EXECUTION_STATUSES,
   WORKFLOW_NAMES as NAMES,
@@ -277,16 +277,7 @@ export class WorkflowsClient {
     checkExecution(execution);
     const url = `${this.t.endpoint}/v1/admin/workflows/executions/${encodeURIComponent(execution)}`;
     return this.t.transport.send({ ...this.req('GET', url, opts, 'idempotent'), accept: [404] }, async (res) => {
-      if (res.status === 404) {
-        const err = errorFromResponse({
-          status: 404,
-          body: await res.text(),
-          requestId: requestIdOf(res),
-          context: `GET ${url}`,
-        });
-        if (err.code === 'NOT_FOUND') return undefined;
-        throw err;
-      }
+      if (res.status === 404) return missingOrThrow(res, `GET ${url}`);
       return parseDetail(await readBody(res), res.status);
     });
   }

@@ -17,6 +17,7 @@ import { StrataClient, VersionConflictError } from '../../sdk/src/index.js';
 import type { ExecutionSummary, WorkflowService } from '../../core/workflows/admin-service.js';
 import { PolicyAdministration } from '../../core/policy/admin.js';
 import { parsePolicyDocument } from '../../core/policy/document.js';
+import type { Firing, FiringHistory } from '../../core/policy/evaluator.js';
 import { InMemoryCasStore } from '../../core/ring/store.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';
 import { SchemaKit } from '../helpers/openapi-arbitraries.js';
@@ -44,6 +45,16 @@ const stubWorkflows: WorkflowService = {
   describe: async () => undefined,
   list: async () => [],
 };
+
+/** The background evaluator's history as the firings route reads it (newest first): one firing of each outcome. */
+const FIRINGS: Firing[] = (['done', 'suppressed', 'skipped', 'failed'] as const).map((outcome, i) => ({
+  at: new Date(Date.UTC(2026, 10, 21, 12, 10 - i)).toISOString(),
+  rule: 'grow-warm',
+  response: 'grow',
+  outcome,
+  detail: `a ${outcome} firing`,
+}));
+const stubFirings: FiringHistory = { firings: (limit = 50) => FIRINGS.slice(0, limit) };
 
 /**
  * Valid values mixed into parameters by name: keys that exist (reads find them, conditions meet them), and
@@ -97,6 +108,8 @@ describe('the OpenAPI document and the server agree', () => {
     api = await startTestApi('embedded', { STRATA_INLINE_LIMIT_BYTES: String(INLINE_LIMIT) }, { workflows: stubWorkflows });
     // The policy routes over the real engine, on a document store of their own.
     api.ctx.policyAdmin ??= new PolicyAdministration({ cas: new InMemoryCasStore(), deployment: parsePolicyDocument({}) });
+    // The firings route over a stand-in history (the evaluator has tests of its own), so its 200 is checked too.
+    api.ctx.policyFirings ??= stubFirings;
     doc = JSON.parse((await send({ method: 'GET', path: '/v1/openapi.json' })).text) as OpenApiDoc;
     kit = new SchemaKit(doc);
   });
@@ -432,7 +445,7 @@ describe('the OpenAPI document and the server agree', () => {
       const reached = (prefix: string) => [...seen.keys()].some((k) => k.startsWith(prefix));
       for (const { operationId: op } of ops) expect({ op, reached: reached(`${op} `) }).toEqual({ op, reached: true });
       const labels = ['getKey 200', 'headKey 200', 'headKey 404', 'putKey 200', 'batchPut 200', 'costPlacements 200'];
-      for (const label of [...labels, 'validatePolicy 200', 'putPolicy 200']) {
+      for (const label of [...labels, 'validatePolicy 200', 'putPolicy 200', 'listPolicyFirings 200']) {
         expect({ label, reached: reached(label) }).toEqual({ label, reached: true });
       }
     }, 120_000);

@@ -24,6 +24,7 @@ describe('npm start with STRATA_LOCAL_NODES (child process)', () => {
   let child: ChildProcess | undefined;
   const dir = mkdtempSync(join(tmpdir(), 'strata-start-'));
   let output = '';
+  let endpoint = '';
 
   afterAll(async () => {
     if (child && child.exitCode === null) {
@@ -66,7 +67,8 @@ describe('npm start with STRATA_LOCAL_NODES (child process)', () => {
     expect(output).toMatch(/started 2 cache node\(s\)/);
     expect(output).toMatch(/warm\s+cache nodes/);
 
-    const strata = new StrataClient({ endpoint: `http://127.0.0.1:${port}`, namespace: 'demo' });
+    endpoint = `http://127.0.0.1:${port}`;
+    const strata = new StrataClient({ endpoint, namespace: 'demo' });
     for (let i = 0; i < 200; i++) await strata.put(`k${i}`, `value ${i}`);
     const run = await strata.workflows.start('scale-out', { mode: 'incremental', streamMaxMs: 500, graceMs: 500 });
     const done = await strata.workflows.wait(run.execution, { intervalMs: 200, timeoutMs: 90_000 });
@@ -79,4 +81,45 @@ describe('npm start with STRATA_LOCAL_NODES (child process)', () => {
     const listed = await strata.workflows.list({ workflow: 'scale-out' });
     expect(listed.map((e) => e.execution)).toContain(run.execution);
   }, 150_000);
+
+  it("runs the policy's background rules: a grow rule adds a node, within the fleet bound, and the kill switch stops it", async () => {
+    expect(endpoint).not.toBe(''); // the server of the test above
+    const strata = new StrataClient({ endpoint });
+    const nodes = async () =>
+      ((await strata.stats()).tiers.find((t) => t.name === 'warm')?.nodes as unknown[] | undefined)?.length;
+    const before = (await strata.workflows.list({ workflow: 'scale-out' })).length;
+    const fleet = 3; // after the scale-out above
+    const grow = {
+      id: 'grow-on-timer',
+      on: { timer: { everySeconds: 1 } },
+      do: [{ grow: { tier: 'warm', nodes: 1 } }],
+    };
+    let cur = await strata.policies.get();
+    cur = await strata.policies.put({ rules: [grow], controls: { maxFleetSize: fleet + 1 } }, { ifVersion: cur.version });
+    // One node more, then the bound: the rule keeps firing, and is skipped at maxFleetSize.
+    const deadline = Date.now() + 120_000;
+    let firings = await strata.policies.firings();
+    const atBound = `the fleet is at controls.maxFleetSize (${fleet + 1})`;
+    while (!firings.some((f) => f.detail === atBound) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 500));
+      firings = await strata.policies.firings();
+    }
+    expect(firings.find((f) => f.outcome === 'done')).toMatchObject({ rule: 'grow-on-timer', response: 'grow' });
+    expect(firings[0]).toMatchObject({ outcome: 'skipped', detail: atBound });
+    const runs = await strata.workflows.list({ workflow: 'scale-out' });
+    expect(runs.length).toBe(before + 1);
+    for (let t = Date.now(); (await nodes()) !== fleet + 1 && Date.now() - t < 60_000;)
+      await new Promise((r) => setTimeout(r, 500));
+    expect(await nodes()).toBe(fleet + 1);
+
+    // The kill switch: the rule still fires, and nothing starts.
+    await strata.policies.put(
+      { rules: [grow], controls: { maxFleetSize: fleet + 5, backgroundEnabled: false } },
+      { ifVersion: cur.version },
+    );
+    for (let t = Date.now(); (await strata.policies.firings())[0]?.outcome !== 'suppressed' && Date.now() - t < 30_000;)
+      await new Promise((r) => setTimeout(r, 300));
+    expect((await strata.policies.firings())[0]).toMatchObject({ outcome: 'suppressed' });
+    expect((await strata.workflows.list({ workflow: 'scale-out' })).length).toBe(before + 1);
+  }, 200_000);
 });

@@ -365,6 +365,7 @@ describe('route table', () => {
       'GET /v1/admin/policy/versions',
       'GET /v1/admin/policy/versions/{version}',
       'POST /v1/admin/policy/rollback',
+      'GET /v1/admin/policy/firings',
     ];
     expect(admin.map((r) => `${r.method} ${r.resource}`).sort()).toEqual(
       [`GET ${LIST}`, `GET ${GET}`, `POST ${START}`, ...policy].sort(),

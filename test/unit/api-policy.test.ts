@@ -15,6 +15,7 @@ import { Coordinator } from '../../core/coordinator/coordinator.js';
 import { NotFoundError, VersionConflictError } from '../../core/errors.js';
 import { parseTenantAccess } from '../../core/model/tenancy.js';
 import { parsePolicyDocument, policyDocumentSchema, type PolicyDocumentInput } from '../../core/policy/document.js';
+import type { Firing, FiringHistory } from '../../core/policy/evaluator.js';
 import type { PolicyAdmin, PolicyVersionSummary, PolicyView, PutPolicyOptions } from '../../core/policy/service.js';
 import { MemoryTier } from '../../core/tiers/memory-tier.js';
 import { PolicyAdministration } from '../../core/policy/admin.js';
@@ -28,6 +29,7 @@ const VALIDATE = '/v1/admin/policy/validate';
 const VERSIONS = '/v1/admin/policy/versions';
 const VERSION = '/v1/admin/policy/versions/{version}';
 const ROLLBACK = '/v1/admin/policy/rollback';
+const FIRINGS = '/v1/admin/policy/firings';
 
 interface Req {
   body?: unknown;
@@ -64,6 +66,7 @@ const validate = (body: unknown, o: Req = {}) => call(event('POST', VALIDATE, VA
 const versions = (query?: Record<string, string>, o: Req = {}) => call(event('GET', VERSIONS, VERSIONS, null, { query, ...o }));
 const version = (v: string, o: Req = {}) => call(event('GET', VERSION, `${VERSIONS}/${v}`, { version: v }, o));
 const rollback = (body: unknown, o: Req = {}) => call(event('POST', ROLLBACK, ROLLBACK, null, { body, ...o }));
+const firings = (query?: Record<string, string>, o: Req = {}) => call(event('GET', FIRINGS, FIRINGS, null, { query, ...o }));
 
 type ErrorBody = { error: { code: string; message: string; details?: Record<string, unknown> } };
 const body = <T>(r: ApiResult): T => JSON.parse(r.body) as T;
@@ -179,12 +182,50 @@ class FakePolicyAdmin implements PolicyAdmin {
   }
 }
 
+/** Firings as the background evaluator records them, oldest first (the history answers them newest first). */
+const FIRED: Firing[] = [
+  {
+    at: '2026-11-21T12:00:00.000Z',
+    rule: 'grow-hot',
+    response: 'grow',
+    outcome: 'done',
+    detail: 'ScaleOut by 1 (execution e-1)',
+  },
+  { at: '2026-11-21T12:00:30.000Z', rule: 'page-ops', response: 'alert', outcome: 'done', detail: 'the hot tier is filling' },
+  {
+    at: '2026-11-21T12:01:00.000Z',
+    rule: 'grow-hot',
+    response: 'grow',
+    outcome: 'suppressed',
+    detail: 'at most 6 background actions a minute (controls)',
+  },
+];
+
+/** The evaluator's side the route reads: a bounded history, newest first, recording the limits it was asked for. */
+class FakeFiringHistory implements FiringHistory {
+  readonly calls: string[] = [];
+  constructor(private readonly fired: readonly Firing[] = FIRED) {}
+  firings(limit = 50): Firing[] {
+    this.calls.push(`firings ${limit}`);
+    return this.fired.slice(-limit).reverse();
+  }
+}
+
 const coordinator = () => new Coordinator({ tiers: [new MemoryTier()], flushTimer: false });
 let service: FakePolicyAdmin;
+let fired: FakeFiringHistory;
 
 function useContext(extra: Record<string, unknown> = {}): void {
   service = new FakePolicyAdmin();
-  setApiContext({ coordinator: coordinator(), inlineLimitBytes: 64 * 1024, urlTtlSeconds: 60, policyAdmin: service, ...extra });
+  fired = new FakeFiringHistory();
+  setApiContext({
+    coordinator: coordinator(),
+    inlineLimitBytes: 64 * 1024,
+    urlTtlSeconds: 60,
+    policyAdmin: service,
+    policyFirings: fired,
+    ...extra,
+  });
 }
 
 afterAll(() => setApiContext(undefined));
@@ -376,6 +417,48 @@ describe('policy admin API (admin Lambda handler, in-test PolicyAdmin)', () => {
     expect(service.calls.filter((c) => c.startsWith('rollback'))).toEqual([]);
   });
 
+  it("GET firings answers the evaluator's firings newest first, limited (default 50)", async () => {
+    const all = await firings();
+    expect(all.statusCode).toBe(200);
+    expect(all.headers).toMatchObject({ 'content-type': expect.stringMatching(/^application\/json/) });
+    expect(body(all)).toEqual({ firings: [...FIRED].reverse() });
+    expect(fired.calls).toEqual(['firings 50']);
+    const two = body<{ firings: Firing[] }>(await firings({ limit: '2' })).firings;
+    expect(two.map((f) => [f.at, f.outcome])).toEqual([
+      ['2026-11-21T12:01:00.000Z', 'suppressed'],
+      ['2026-11-21T12:00:30.000Z', 'done'],
+    ]);
+    expect((await firings({ limit: '200' })).statusCode).toBe(200);
+    // Empty values are as good as absent (a form left blank).
+    expect((await firings({ limit: '' })).statusCode).toBe(200);
+    expect(fired.calls).toEqual(['firings 50', 'firings 2', 'firings 200', 'firings 50']);
+    // None yet is an empty list, not an error; the policy store is not asked.
+    useContext({ policyFirings: new FakeFiringHistory([]) });
+    expect(body(await firings())).toEqual({ firings: [] });
+    expect(service.calls).toEqual([]);
+  });
+
+  it('answers 400 for a bad firings query, naming the parameter, without asking the evaluator', async () => {
+    for (const [query, field] of [
+      [{ limit: '0' }, 'query.limit'],
+      [{ limit: '201' }, 'query.limit'],
+      [{ limit: '1.5' }, 'query.limit'],
+      [{ limit: '-1' }, 'query.limit'],
+      [{ limit: 'ten' }, 'query.limit'],
+      [{ limit: '99999' }, 'query.limit'],
+      [{ before: '3' }, 'query'],
+    ] as const) {
+      const res = await firings(query);
+      expect([query, res.statusCode, errorOf(res).code, errorOf(res).details?.field]).toEqual([
+        query,
+        400,
+        'VALIDATION_FAILED',
+        field,
+      ]);
+    }
+    expect(fired.calls).toEqual([]);
+  });
+
   it('answers 405 naming the methods a policy resource serves', async () => {
     const res = await call(event('DELETE', POLICY, POLICY, null));
     expect(res.statusCode).toBe(405);
@@ -466,7 +549,12 @@ const EVERY_ROUTE: [string, (o?: Req) => Promise<ApiResult>][] = [
   ['GET versions', (o) => versions(undefined, o)],
   ['GET version', (o) => version('0', o)],
   ['POST rollback', (o) => rollback({ version: 0 }, o)],
+  ['GET firings', (o) => firings(undefined, o)],
 ];
+
+const NO_EVALUATOR =
+  'no background evaluator runs in this runtime: `npm start` runs one; in AWS the scheduled evaluator is not deployed ' +
+  'yet, so background rules are refused when a policy is put';
 
 describe('policy admin API without a policy store', () => {
   // 5xx answers are logged with their cause (middleware.errorResponder): keep them off the test output.
@@ -477,16 +565,45 @@ describe('policy admin API without a policy store', () => {
   afterAll(() => log.restore());
   beforeEach(() => setApiContext({ coordinator: coordinator(), inlineLimitBytes: 1024, urlTtlSeconds: 60 }));
 
-  it.each(EVERY_ROUTE)('%s answers 503 POLICIES_UNAVAILABLE, permanent, naming what to configure', async (_, send) => {
+  it.each(EVERY_ROUTE)('%s answers 503 POLICIES_UNAVAILABLE, permanent, naming what is missing', async (name, send) => {
     const res = await send();
     expect(res.statusCode).toBe(503);
     expect(errorOf(res)).toEqual({
       code: 'POLICIES_UNAVAILABLE',
-      message: expect.stringContaining('set STRATA_POLICY_STORE'),
+      // The firings come from the background evaluator, not from the policy store.
+      message: name === 'GET firings' ? NO_EVALUATOR : expect.stringContaining('set STRATA_POLICY_STORE'),
       details: { permanent: true, requestId: 'req-policy' },
     });
     // Permanent: retrying cannot help, so the SDK does not retry it and no retry-after invites one.
     expect(res.headers?.['retry-after']).toBeUndefined();
+  });
+
+  it('GET firings needs the evaluator alone: 503 with a policy store but no evaluator (AWS), 200 the other way', async () => {
+    setApiContext({
+      coordinator: coordinator(),
+      inlineLimitBytes: 1024,
+      urlTtlSeconds: 60,
+      policyAdmin: new FakePolicyAdmin(),
+    });
+    const res = await firings();
+    expect([res.statusCode, errorOf(res)]).toEqual([
+      503,
+      { code: 'POLICIES_UNAVAILABLE', message: NO_EVALUATOR, details: { permanent: true, requestId: 'req-policy' } },
+    ]);
+    expect((await getPolicy()).statusCode).toBe(200);
+    setApiContext({
+      coordinator: coordinator(),
+      inlineLimitBytes: 1024,
+      urlTtlSeconds: 60,
+      policyFirings: new FakeFiringHistory(),
+    });
+    expect((await firings()).statusCode).toBe(200);
+    expect((await getPolicy()).statusCode).toBe(503);
+  });
+
+  it('still refuses a bad firings limit with 400 (checked before the evaluator is needed)', async () => {
+    const res = await firings({ limit: '0' });
+    expect([res.statusCode, errorOf(res).details?.field]).toEqual([400, 'query.limit']);
   });
 
   it('still refuses a bad document with 400 (checked before the store is needed)', async () => {
@@ -522,6 +639,7 @@ describe('policy admin API: tenant keys are refused like on the workflow admin r
         ]);
       }
       expect(service.calls).toEqual([]);
+      expect(fired.calls).toEqual([]);
       // The workflow admin routes answer the tenant key the same.
       const LIST = '/v1/admin/workflows/executions';
       const workflows = await call(event('GET', LIST, LIST, null, { identity: { apiKeyId: 'k-web' } }));
@@ -544,15 +662,31 @@ describe('policy admin API: tenant keys are refused like on the workflow admin r
 });
 
 describe('policy admin routes in the route table and the OpenAPI document', () => {
-  const ROUTES = [`GET ${POLICY}`, `PUT ${POLICY}`, `POST ${VALIDATE}`, `GET ${VERSIONS}`, `GET ${VERSION}`, `POST ${ROLLBACK}`];
+  const ROUTES = [
+    `GET ${POLICY}`,
+    `PUT ${POLICY}`,
+    `POST ${VALIDATE}`,
+    `GET ${VERSIONS}`,
+    `GET ${VERSION}`,
+    `POST ${ROLLBACK}`,
+    `GET ${FIRINGS}`,
+  ];
   const doc = openApiDocument(API_ROUTES) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-  it('serves the six routes from the admin function, admin-only', () => {
+  it('serves the seven routes from the admin function, admin-only', () => {
     const policy = API_ROUTES.filter((r) => r.resource.startsWith('/v1/admin/policy'));
     expect(policy.map((r) => `${r.method} ${r.resource}`).sort()).toEqual([...ROUTES].sort());
     expect(policy.every((r) => r.fn === 'admin' && r.auth === 'admin')).toBe(true);
     expect(policy.map((r) => r.doc.operationId).sort()).toEqual(
-      ['getPolicy', 'putPolicy', 'validatePolicy', 'listPolicyVersions', 'getPolicyVersion', 'rollbackPolicy'].sort(),
+      [
+        'getPolicy',
+        'putPolicy',
+        'validatePolicy',
+        'listPolicyVersions',
+        'getPolicyVersion',
+        'rollbackPolicy',
+        'listPolicyFirings',
+      ].sort(),
     );
   });
 
@@ -563,6 +697,8 @@ describe('policy admin routes in the route table and the OpenAPI document', () =
       pathParameters: { version: '3' },
     });
     expect(matchRoute('POST', '/v1/admin/policy/validate')).toMatchObject({ resource: VALIDATE });
+    expect(matchRoute('GET', '/v1/admin/policy/firings')).toMatchObject({ resource: FIRINGS });
+    expect(matchRoute('POST', '/v1/admin/policy/firings')).toMatchObject({ resource: FIRINGS, allowed: ['GET'] });
     expect(matchRoute('DELETE', POLICY)).toMatchObject({ resource: POLICY, allowed: ['GET', 'PUT'] });
   });
 
@@ -583,6 +719,23 @@ describe('policy admin routes in the route table and the OpenAPI document', () =
     for (const [method, path] of ROUTES.map((r) => r.split(' ')))
       expect(doc.paths[path!][method!.toLowerCase()].responses['503'].description).toContain('POLICIES_UNAVAILABLE');
     expect(doc.paths[VERSION].get.responses['404'].description).toContain('NOT_FOUND');
+  });
+
+  it('describes the firings: their limit, and each firing as component PolicyFiring with the four outcomes', () => {
+    const get = doc.paths[FIRINGS].get;
+    expect(get.operationId).toBe('listPolicyFirings');
+    expect(get.parameters).toEqual([
+      expect.objectContaining({ name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200 } }),
+    ]);
+    expect(get.responses['200'].content['application/json'].schema).toEqual({
+      type: 'object',
+      required: ['firings'],
+      properties: { firings: { type: 'array', items: { $ref: '#/components/schemas/PolicyFiring' } } },
+    });
+    expect(get.responses['400'].description).toContain('VALIDATION_FAILED');
+    const firing = doc.components.schemas.PolicyFiring;
+    expect(firing.required).toEqual(['at', 'rule', 'response', 'outcome', 'detail']);
+    expect(firing.properties.outcome.enum).toEqual(['done', 'suppressed', 'skipped', 'failed']);
   });
 
   it('states the if-match PUT takes as a pattern that accepts the etags the routes send, and not *', () => {

@@ -1,5 +1,5 @@
 /**
- * `strata policy get|put|validate|history|rollback` (sdk/src/cli-policy.ts through cli-run.ts) in-process, against a
+ * `strata policy get|put|validate|history|rollback|firings` (sdk/src/cli-policy.ts through cli-run.ts) in-process, against a
  * scripted node:http server: what each subcommand sends, prints and exits with.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ServerResponse } from 'node:http';
 import { COMMAND_HELP, runCli, USAGE, type CliContext } from '../../sdk/src/cli-run.js';
-import { formatPolicyHistory, formatValidation, POLICY_USAGE } from '../../sdk/src/cli-policy.js';
-import type { PolicyValidation, PolicyVersionSummary, PolicyView } from '../../sdk/src/index.js';
+import { formatPolicyFirings, formatPolicyHistory, formatValidation, POLICY_USAGE } from '../../sdk/src/cli-policy.js';
+import type { PolicyFiring, PolicyValidation, PolicyVersionSummary, PolicyView } from '../../sdk/src/index.js';
 import { scriptedServerForSuite, sendError, sendJson, type RecordedRequest } from '../../sdk/test/scripted-server.js';
 
 const suite = scriptedServerForSuite();
@@ -74,11 +74,11 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('strata policy help', () => {
   it('is listed by strata help; help policy and policy --help print its usage', async () => {
-    expect(USAGE).toMatch(/^ {2}policy get \| put <file> \| validate <file> \| history \| rollback <version>$/m);
+    expect(USAGE).toMatch(/^ {2}policy get \| put <file> \| validate <file> \| history \| rollback <version> \| firings$/m);
     expect(COMMAND_HELP.policy).toContain(POLICY_USAGE);
     expect(await strata(['help', 'policy'])).toEqual({ code: 0, out: `${COMMAND_HELP.policy}\n`, err: '' });
     expect(await strata(['policy', '--help'])).toEqual({ code: 0, out: `${COMMAND_HELP.policy}\n`, err: '' });
-    for (const sub of ['get', 'put <file|->', 'validate <file|->', 'history', 'rollback <version>'])
+    for (const sub of ['get', 'put <file|->', 'validate <file|->', 'history', 'rollback <version>', 'firings [--limit N]'])
       expect(POLICY_USAGE).toContain(`  policy ${sub}`);
   });
 
@@ -86,13 +86,13 @@ describe('strata policy help', () => {
     const r = await strata(['policy']);
     expect(r.code).toBe(2);
     expect(r.err).toBe(
-      `strata: policy needs a command: get, put, validate, history, rollback\n\nusage: strata policy ` +
-        `get|put|validate|history|rollback [options]\n\n${POLICY_USAGE}\n`,
+      `strata: policy needs a command: get, put, validate, history, rollback, firings\n\nusage: strata policy ` +
+        `get|put|validate|history|rollback|firings [options]\n\n${POLICY_USAGE}\n`,
     );
   });
 
   it.each([
-    [['policy', 'frob'], "strata: unknown policy command 'frob'; commands: get, put, validate, history, rollback"],
+    [['policy', 'frob'], "strata: unknown policy command 'frob'; commands: get, put, validate, history, rollback, firings"],
     [['policy', 'put'], 'strata: policy put needs a file with the policy document (or - for stdin)'],
     [['policy', 'validate'], 'strata: policy validate needs a file with the policy document (or - for stdin)'],
     [['policy', 'rollback'], "strata: policy rollback needs a version (0: the deployment's configuration)"],
@@ -103,6 +103,12 @@ describe('strata policy help', () => {
     [['policy', 'history', '--if-version', '1'], 'strata: --if-version is not an option of strata policy history'],
     [['policy', 'history', '--limit', '0'], "strata: --limit must be a whole number from 1 to 100, not '0'"],
     [['policy', 'history', '--limit', '101'], "strata: --limit must be a whole number from 1 to 100, not '101'"],
+    [['policy', 'firings', '--limit', '0'], "strata: --limit must be a whole number from 1 to 200, not '0'"],
+    [['policy', 'firings', '--limit', '201'], "strata: --limit must be a whole number from 1 to 200, not '201'"],
+    [['policy', 'firings', '--limit', 'ten'], "strata: --limit must be a whole number from 1 to 200, not 'ten'"],
+    [['policy', 'firings', '--before', '3'], 'strata: --before is not an option of strata policy firings'],
+    [['policy', 'firings', '--reason', 'x'], 'strata: --reason is not an option of strata policy firings'],
+    [['policy', 'firings', 'extra'], "strata: policy firings: unexpected argument 'extra'"],
     [['policy', 'put', '/nonexistent/policy.json'], 'strata: cannot read /nonexistent/policy.json: no such file'],
     [['policy', 'put', '-', '--if-version', 'x'], "strata: --if-version must be a version number (0, 1, 2, ...), not 'x'"],
     [
@@ -373,5 +379,64 @@ describe('strata policy rollback', () => {
       "the policy changed since version 8 (it is at version 9 now): read it with 'strata policy get', roll back with " +
         '--if-version set to that version\n',
     );
+  });
+});
+
+describe('strata policy firings', () => {
+  const rows: PolicyFiring[] = [
+    {
+      at: '2026-11-21T12:05:00.000Z',
+      rule: 'grow-hot',
+      response: 'grow',
+      outcome: 'done',
+      detail: 'ScaleOut by 1 (execution scale-out-20261121T120500Z-a1b2c3)',
+    },
+    {
+      at: '2026-11-21T12:00:00.000Z',
+      rule: 'grow-hot',
+      response: 'grow',
+      outcome: 'suppressed',
+      detail: 'at most 6 background actions a minute (controls)',
+    },
+    { at: '2026-11-21T11:59:00.000Z', rule: 'page-ops', response: 'alert', outcome: 'done', detail: '' },
+  ];
+
+  it('prints the firings as a table, newest first, with --limit in the query', async () => {
+    route({ 'GET /v1/admin/policy/firings': (_req, res) => sendJson(res, 200, { firings: rows }) });
+    const r = await strata(['policy', 'firings', '--limit', '3']);
+    expect(r).toEqual({
+      code: 0,
+      err: '',
+      out: [
+        'WHEN                  RULE      RESPONSE  OUTCOME     DETAIL',
+        '2026-11-21T12:05:00Z  grow-hot  grow      done        ScaleOut by 1 (execution scale-out-20261121T120500Z-a1b2c3)',
+        '2026-11-21T12:00:00Z  grow-hot  grow      suppressed  at most 6 background actions a minute (controls)',
+        '2026-11-21T11:59:00Z  page-ops  alert     done        -',
+        '',
+      ].join('\n'),
+    });
+    expect(suite.server.requests.map((q) => `${q.method} ${q.url}`)).toEqual(['GET /v1/admin/policy/firings?limit=3']);
+    expect(formatPolicyFirings([])).toBe('no background rule has fired\n');
+  });
+
+  it('--json prints the firings as the server sent them; none is an empty table message', async () => {
+    route({ 'GET /v1/admin/policy/firings': (_req, res) => sendJson(res, 200, { firings: rows }) });
+    const j = await strata(['policy', 'firings', '--json']);
+    expect([j.code, j.err]).toEqual([0, '']);
+    expect(JSON.parse(j.out)).toEqual(rows);
+    expect(suite.server.requests[0]!.url).toBe('/v1/admin/policy/firings');
+    route({ 'GET /v1/admin/policy/firings': (_req, res) => sendJson(res, 200, { firings: [] }) });
+    expect(await strata(['policy', 'firings'])).toEqual({ code: 0, out: 'no background rule has fired\n', err: '' });
+  });
+
+  it('where no background evaluator runs: the server message once, exit 2', async () => {
+    const message = 'no background evaluator runs in this runtime';
+    suite.server.script((_req, res) => sendError(res, 503, 'POLICIES_UNAVAILABLE', message, { permanent: true }));
+    expect(await strata(['policy', 'firings'])).toEqual({
+      code: 2,
+      out: '',
+      err: `strata: POLICIES_UNAVAILABLE (HTTP 503): ${message}\n`,
+    });
+    expect(suite.server.requests).toHaveLength(1);
   });
 });

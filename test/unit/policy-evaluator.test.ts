@@ -1,8 +1,8 @@
 /**
  * The background executor: when timer and threshold rules fire, and what the controls let them do. Actions are a
  * recording stand-in for the workflows (ScaleOut/ScaleIn are tested end to end in test/workflows/); the rules,
- * the policy and the evaluator are the real ones. No runtime ticks the evaluator yet (docs/POLICIES.md, "What
- * this version runs"), so documents with these responses are refused unless compiled for one that does.
+ * the policy and the evaluator are the real ones. `npm start` ticks it (test/integration/start-local-warm.test.ts
+ * runs a grow rule end to end); runtimes without one refuse these responses (compile.ts CompileOptions).
  */
 import { compilePolicyInput } from '../../core/policy/compile.js';
 import type { PolicyDocumentInput } from '../../core/policy/document.js';
@@ -18,14 +18,15 @@ function harness(doc: PolicyDocumentInput, fleet = 4) {
   const actions: EvaluatorActions = {
     fleetSize: async () => size,
     scaling: async () => scaling,
-    scaleOut: async (nodes) => {
-      started.push(`out ${nodes}`);
-      size += nodes;
+    // One node per execution, as ScaleOut and ScaleIn do.
+    scaleOut: async (reason) => {
+      started.push(`out: ${reason}`);
+      size += 1;
       return `exec-${started.length}`;
     },
-    scaleIn: async (nodes) => {
-      started.push(`in ${nodes}`);
-      size -= nodes;
+    scaleIn: async (reason) => {
+      started.push(`in: ${reason}`);
+      size -= 1;
       return `exec-${started.length}`;
     },
   };
@@ -46,30 +47,36 @@ function harness(doc: PolicyDocumentInput, fleet = 4) {
 const fill = (percent: number): PolicyState => ({ tiers: { warm: { fillPercent: percent } } });
 
 describe('the background evaluator', () => {
-  it('growing: grows the warm fleet once when it stays 75% full for a minute, and again only after it dropped', async () => {
-    const h = harness({ namespaces: { '*': { preset: 'growing' } } }, 4);
+  it('growing: grows the warm fleet by 100% when it stays 75% full for a minute, one node per ScaleOut, once', async () => {
+    const h = harness({ namespaces: { '*': { preset: 'growing' } } }, 2);
     h.setState(fill(80));
     expect(await h.tick(0)).toEqual([]); // holds, but not for a minute yet
     expect(await h.tick(30_000)).toEqual([]);
-    const fired = await h.tick(30_000);
-    expect(fired).toEqual([
+    expect(await h.tick(30_000)).toEqual([
       expect.objectContaining({
         rule: 'all-grow',
         response: 'grow',
         outcome: 'done',
-        detail: 'ScaleOut by 4 (execution exec-1)',
+        detail: 'ScaleOut 1 of 2 (execution exec-1)',
       }),
+    ]);
+    // The second node once the first ScaleOut has finished.
+    h.setScaling(true);
+    expect(await h.tick(1000)).toEqual([]);
+    h.setScaling(false);
+    expect(await h.tick(1000)).toEqual([
+      expect.objectContaining({ rule: 'all-grow', detail: 'ScaleOut 2 of 2 (execution exec-2)' }),
     ]);
     expect(await h.tick(60_000)).toEqual([]); // still full: edge-triggered, no second grow
     h.setState(fill(40));
     await h.tick(1000);
     h.setState(fill(90));
     await h.tick(1000);
-    expect(await h.tick(60_000)).toHaveLength(1);
-    expect(h.started).toEqual(['out 4', 'out 8']);
+    expect(await h.tick(60_000)).toEqual([expect.objectContaining({ detail: 'ScaleOut 1 of 4 (execution exec-3)' })]);
+    expect(h.started[0]).toBe('out: policy rule all-grow (1 of 2)');
   });
 
-  it('never grows past maxFleetSize nor shrinks below minFleetSize', async () => {
+  it('never grows past maxFleetSize nor shrinks below minFleetSize, across a multi-node plan', async () => {
     const rules: PolicyDocumentInput['rules'] = [
       {
         id: 'up',
@@ -82,9 +89,10 @@ describe('the background evaluator', () => {
         do: [{ shrink: { tier: 'warm', nodes: 10 } }],
       },
     ];
-    const h = harness({ rules, controls: { maxFleetSize: 6, minFleetSize: 2 } }, 4);
+    const h = harness({ rules, controls: { maxFleetSize: 6, minFleetSize: 2, maxActionsPerMinute: 100 } }, 4);
     h.setState(fill(90));
-    expect(await h.tick(1)).toEqual([expect.objectContaining({ rule: 'up', detail: 'ScaleOut by 2 (execution exec-1)' })]);
+    expect(await h.tick(1)).toEqual([expect.objectContaining({ rule: 'up', detail: 'ScaleOut 1 of 2 (execution exec-1)' })]);
+    expect(await h.tick(1)).toEqual([expect.objectContaining({ rule: 'up', detail: 'ScaleOut 2 of 2 (execution exec-2)' })]);
     h.setState(fill(50));
     await h.tick(1);
     h.setState(fill(95));
@@ -92,8 +100,26 @@ describe('the background evaluator', () => {
       expect.objectContaining({ outcome: 'skipped', detail: 'the fleet is at controls.maxFleetSize (6)' }),
     ]);
     h.setState(fill(1));
-    expect(await h.tick(1)).toEqual([expect.objectContaining({ rule: 'down', detail: 'ScaleIn by 4 (execution exec-2)' })]);
-    expect(h.started).toEqual(['out 2', 'in 4']);
+    const shrinks: string[] = [];
+    for (let i = 0; i < 6; i++) shrinks.push(...(await h.tick(1)).map((f) => f.detail));
+    expect(shrinks).toEqual([1, 2, 3, 4].map((n) => `ScaleIn ${n} of 4 (execution exec-${n + 2})`));
+  });
+
+  it('drops the rest of a plan when the kill switch is thrown or the rule is removed', async () => {
+    const grow = { id: 'up', on: { timer: { everySeconds: 1 } }, do: [{ grow: { tier: 'warm' as const, nodes: 3 } }] };
+    const h = harness({ rules: [grow], controls: { maxFleetSize: 50 } }, 2);
+    await h.tick(0);
+    expect((await h.tick(1000))[0]).toMatchObject({ detail: 'ScaleOut 1 of 3 (execution exec-1)' });
+    const off = compilePolicyInput({ rules: [grow], controls: { backgroundEnabled: false } }, { background: true });
+    expect(await h.ev.tick(off)).toEqual([
+      expect.objectContaining({ outcome: 'suppressed', detail: '2 more node(s) dropped: background actions are switched off' }),
+    ]);
+    // A new plan, then a policy without its rule.
+    expect((await h.tick(1000))[0]).toMatchObject({ detail: 'ScaleOut 1 of 3 (execution exec-2)' });
+    expect(await h.ev.tick(compilePolicyInput({}, { background: true }))).toEqual([
+      expect.objectContaining({ outcome: 'skipped', detail: '2 more node(s) dropped: the rule is no longer in the policy' }),
+    ]);
+    expect(h.started).toHaveLength(2);
   });
 
   it('the kill switch suppresses actions but still records the firing; alerts always record', async () => {
@@ -131,9 +157,25 @@ describe('the background evaluator', () => {
     const outcomes: string[] = [];
     for (let i = 0; i < 4; i++) outcomes.push(...(await h.tick(1000)).map((f) => f.outcome));
     expect(outcomes).toEqual(['done', 'done', 'suppressed', 'suppressed']);
+    expect(h.started).toHaveLength(2);
     await h.tick(60_000);
     h.setScaling(true);
     expect((await h.tick(1000))[0]).toMatchObject({ outcome: 'skipped', detail: 'a scale workflow is already running' });
+  });
+
+  it('keeps a reason repeated every tick out of the history (once a minute), but counts every firing', async () => {
+    const h = harness({
+      rules: [{ id: 'tick', on: { timer: { everySeconds: 1 } }, do: [{ grow: { tier: 'warm', nodes: 1 } }] }],
+    });
+    h.setScaling(true);
+    await h.tick(0);
+    for (let i = 0; i < 30; i++) await h.tick(1000);
+    expect(h.metrics).toHaveLength(30);
+    expect(h.ev.firings()).toEqual([
+      expect.objectContaining({ outcome: 'skipped', detail: 'a scale workflow is already running' }),
+    ]);
+    for (let i = 0; i < 31; i++) await h.tick(1000);
+    expect(h.ev.firings()).toHaveLength(2);
   });
 
   it('fires a cost rule against its budget', async () => {

@@ -14,6 +14,7 @@ import {
   VersionConflictError,
   errorFromResponse,
   type PolicyDocument,
+  type PolicyFiring,
   type PolicyValidation,
   type PolicyVersionSummary,
   type PolicyView,
@@ -304,6 +305,66 @@ describe('client.policies.rollback', () => {
   it('raises NotFoundError for a version that does not exist', async () => {
     suite.server.script((_req, res) => sendError(res, 404, 'NOT_FOUND', 'no version 42'));
     await expect(client().policies.rollback(42)).rejects.toBeInstanceOf(NotFoundError);
+  });
+});
+
+describe('client.policies.firings', () => {
+  const FIRINGS: PolicyFiring[] = [
+    { at: '2026-11-21T12:01:00.000Z', rule: 'grow-hot', response: 'grow', outcome: 'suppressed', detail: 'at most 6 a minute' },
+    {
+      at: '2026-11-21T12:00:00.000Z',
+      rule: 'grow-hot',
+      response: 'grow',
+      outcome: 'done',
+      detail: 'ScaleOut by 1 (execution e-1)',
+    },
+  ];
+
+  it('GETs /v1/admin/policy/firings with the limit in the query and resolves the firings as the server sent them', async () => {
+    suite.server.script((_req, res) => sendJson(res, 200, { firings: FIRINGS }));
+    await expect(client().policies.firings({ limit: 2 })).resolves.toEqual(FIRINGS);
+    await expect(client().policies.firings()).resolves.toEqual(FIRINGS);
+    expect(suite.server.requests.map((r) => `${r.method} ${r.url} ${r.headers['x-api-key']}`)).toEqual([
+      'GET /v1/admin/policy/firings?limit=2 admin-key',
+      'GET /v1/admin/policy/firings admin-key',
+    ]);
+  });
+
+  it('refuses a limit outside 1..200 before sending', async () => {
+    suite.server.script((_req, res) => sendJson(res, 200, { firings: [] }));
+    for (const limit of [0, 201, 2.5, Number.NaN])
+      await expect(client().policies.firings({ limit })).rejects.toMatchObject({
+        constructor: ValidationError,
+        field: 'limit',
+        message: expect.stringContaining('from 1 to 200'),
+      });
+    await expect(client().policies.firings({ limit: 200 })).resolves.toEqual([]);
+    expect(suite.server.requests.map((r) => r.url)).toEqual(['/v1/admin/policy/firings?limit=200']);
+  });
+
+  it('raises INVALID_RESPONSE for a list that is not one, or a firing without its fields', async () => {
+    suite.server.script((_req, res) => sendJson(res, 200, { versions: [] }));
+    await expect(client().policies.firings()).rejects.toMatchObject({ constructor: StrataServerError, code: 'INVALID_RESPONSE' });
+    suite.server.script((_req, res) => sendJson(res, 200, { firings: [{ at: '2026-11-21T12:00:00.000Z', rule: 'r' }] }));
+    await expect(client().policies.firings()).rejects.toMatchObject({ code: 'INVALID_RESPONSE' });
+  });
+
+  it('is retried after a 5xx (a read); POLICIES_UNAVAILABLE marked permanent (no evaluator) is not', async () => {
+    let n = 0;
+    suite.server.script((_req, res) =>
+      n++ === 0 ? sendError(res, 502, 'ORIGIN_FAILED', 'proxy') : sendJson(res, 200, { firings: FIRINGS }),
+    );
+    await expect(client().policies.firings()).resolves.toEqual(FIRINGS);
+    expect(suite.server.requests).toHaveLength(2);
+
+    const message = 'no background evaluator runs in this runtime';
+    suite.server.script((_req, res) => sendError(res, 503, 'POLICIES_UNAVAILABLE', message, { permanent: true }));
+    await expect(client().policies.firings()).rejects.toMatchObject({
+      constructor: PoliciesUnavailableError,
+      message: expect.stringContaining(message),
+      permanent: true,
+    });
+    expect(suite.server.requests).toHaveLength(1);
   });
 });
 

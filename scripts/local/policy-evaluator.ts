@@ -1,0 +1,125 @@
+/**
+ * `npm start`'s background evaluator: ticks the background rules of the policy in force every second, reading the
+ * local fleet's state (the fleet sampler's reader) and the local cost model's projection, and starting the local
+ * workflows (ScaleOut, ScaleIn). Each
+ * firing is a log line, a `Strata/Workflows` PolicyFirings point in the local metrics store and an entry in the
+ * history the admin API serves (`GET /v1/admin/policy/firings`). In AWS the same evaluator is to run on a schedule.
+ */
+import { BackgroundEvaluator, type EvaluatorActions, type Firing } from '../../core/policy/evaluator.js';
+import type { LivePolicy } from '../../core/policy/live.js';
+import type { PolicyState } from '../../core/policy/preview.js';
+import type { FleetState } from '../../core/cost/publisher/fleet-state.js';
+import { METRICS } from '../../core/metrics/metric-catalog.js';
+import type { LocalMetricsStore } from '../../core/metrics/local-store.js';
+import type { WorkflowService } from '../../core/workflows/admin-service.js';
+import { log } from '../../core/util/logger.js';
+
+export interface LocalPolicyEvaluatorOptions {
+  readonly live: LivePolicy;
+  /** The local warm tier's workflows; absent without STRATA_LOCAL_NODES (grow and shrink then skip). */
+  readonly workflows?: WorkflowService;
+  /** The fleet's state now (the fleet sampler's `sample`); absent without a warm tier. */
+  readonly fleet?: () => Promise<FleetState>;
+  readonly metrics: LocalMetricsStore;
+  readonly environment: string;
+  /** @default 1000 */
+  readonly intervalMs?: number;
+}
+
+export interface LocalPolicyEvaluator {
+  readonly evaluator: BackgroundEvaluator;
+  stop(): Promise<void>;
+}
+
+/** The state background rules see: the warm tier's fill, from the nodes' own statistics. */
+export function stateOfFleet(fleet: FleetState | undefined): PolicyState {
+  if (!fleet || fleet.fills.length === 0) return { tiers: {} };
+  const mean = fleet.fills.reduce((s, f) => s + f.percent, 0) / fleet.fills.length;
+  const warm = { fillPercent: mean, ...(fleet.maxFillPercent !== undefined ? { nodeFillPercent: fleet.maxFillPercent } : {}) };
+  return { tiers: { warm } };
+}
+
+const HOURS_PER_MONTH = 730;
+
+/**
+ * The projected monthly spend cost rules compare with budgets: the local cost model's latest points (what this
+ * run's traffic would cost on AWS, docs/COST.md), as the cost publisher publishes them in AWS. Undefined before
+ * the model has priced its first bucket.
+ */
+export function costState(store: LocalMetricsStore, environment: string, now = Date.now()): PolicyState['cost'] {
+  const window = { fromMs: now - 3_600_000, toMs: now };
+  const latest = (name: string, splitBy?: string) =>
+    store.query(
+      {
+        namespace: METRICS.projectedMonthlyCost.namespace,
+        name,
+        dimensions: { Environment: environment },
+        ...(splitBy ? { splitBy } : {}),
+      },
+      'Maximum',
+      window,
+    );
+  const total = latest(METRICS.projectedMonthlyCost.name)[0]?.points.at(-1)?.[1];
+  if (total === undefined) return undefined;
+  const byTier: Record<string, number> = {};
+  for (const r of latest(METRICS.costPerHour.name, 'Tier')) {
+    const perHour = r.points.at(-1)?.[1];
+    if (r.split && perHour !== undefined) byTier[r.split] = perHour * HOURS_PER_MONTH;
+  }
+  return { total, byTier, byNamespace: {} };
+}
+
+export function startLocalPolicyEvaluator(o: LocalPolicyEvaluatorOptions): LocalPolicyEvaluator {
+  const { workflows, fleet } = o;
+  const actions: EvaluatorActions = {
+    fleetSize: async () => (fleet ? (await fleet()).nodes : undefined),
+    scaling: async () =>
+      !!workflows &&
+      (await workflows.list({ limit: 20 })).some(
+        (e) => e.status === 'RUNNING' && (e.workflow === 'scale-out' || e.workflow === 'scale-in'),
+      ),
+    scaleOut: async (reason) => (await required(workflows).start('scale-out', { reason })).execution,
+    scaleIn: async () => (await required(workflows).start('scale-in', {})).execution,
+  };
+  const record = (f: Firing) => {
+    const def = METRICS.policyFirings;
+    const metric = { namespace: def.namespace, name: def.name, unit: def.unit };
+    o.metrics.record({ ...metric, dimensions: { Environment: o.environment } }, 1, Date.parse(f.at));
+    o.metrics.record(
+      { ...metric, dimensions: { Environment: o.environment, Rule: f.rule, Outcome: f.outcome } },
+      1,
+      Date.parse(f.at),
+    );
+  };
+  const evaluator = new BackgroundEvaluator({
+    actions,
+    state: async () => {
+      const cost = costState(o.metrics, o.environment);
+      return { ...stateOfFleet(fleet ? await fleet() : undefined), ...(cost ? { cost } : {}) };
+    },
+    onFiring: record,
+  });
+  let running: Promise<unknown> = Promise.resolve();
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy) return; // a tick waiting on a workflow call: the next one starts after it
+    busy = true;
+    running = evaluator
+      .tick(o.live.current.compiled)
+      .catch((error: unknown) => log.warn('policy evaluator tick failed', { error }))
+      .finally(() => (busy = false));
+  }, o.intervalMs ?? 1000);
+  timer.unref();
+  return {
+    evaluator,
+    stop: async () => {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
+
+function required(w: WorkflowService | undefined): WorkflowService {
+  if (!w) throw new Error('this run has no warm tier (start it with STRATA_LOCAL_NODES=N)');
+  return w;
+}
