@@ -11,6 +11,11 @@ import { PolicyRegistry } from '../core/policy/namespace-settings.js';
 import { MemoryTier } from '../core/tiers/memory-tier.js';
 import { RedisTier } from '../core/tiers/redis/redis-tier.js';
 import { closedLoop } from './lib/measure.js';
+import { PolicyAdministration } from '../core/policy/admin.js';
+import { compilePolicy } from '../core/policy/compile.js';
+import { parsePolicyDocument, type PolicyRuleInput } from '../core/policy/document.js';
+import { LivePolicy } from '../core/policy/live.js';
+import { InMemoryCasStore } from '../core/ring/store.js';
 
 export const KEYS = 10_000;
 export const CONCURRENCY = 64;
@@ -68,6 +73,48 @@ async function main(side: string, url: string): Promise<void> {
     })();
   });
   process.send!({ ready: true });
+}
+
+/**
+ * A live policy of ten active rules (bench/policy-overhead.ts): the benchmark namespace's placement (hot, with a
+ * flush timer to tiers this run does not have, so it places as hot-path's coordinator does) and write-around, six
+ * other namespaces' placements, and an alert. Its store is in memory and re-read every 15 s, as a Lambda container
+ * re-reads S3.
+ */
+export function tenRulePolicy(): LivePolicy {
+  const rules: PolicyRuleInput[] = [
+    { id: 'bench-place', scope: { namespace: 'bench' }, on: { action: 'put' }, do: [{ store: { tiers: ['hot'] } }] },
+    {
+      id: 'bench-flush',
+      scope: { namespace: 'bench' },
+      on: { timer: { everySeconds: 1 } },
+      do: [{ copy: { from: 'hot', to: ['warm', 'cold'], what: [{ object: 'dirty', equals: true }] } }],
+    },
+    {
+      id: 'bench-around',
+      scope: { namespace: 'bench' },
+      on: { action: 'put' },
+      when: [{ object: 'size', op: '>=', value: 1 << 20 }],
+      do: [{ store: { tiers: ['warm', 'cold'] } }],
+    },
+    ...Array.from({ length: 6 }, (_, i) => ({
+      id: `ns${i}-place`,
+      scope: { namespace: `ns${i}` },
+      on: { action: 'put' as const },
+      do: [{ store: { tiers: ['hot' as const, 'cold' as const] } }],
+    })),
+    {
+      id: 'fill-alert',
+      on: { threshold: { tier: 'hot', metric: 'fillPercent', op: '>=', value: 90 } },
+      do: [{ alert: { message: 'hot is filling' } }],
+    },
+  ];
+  const doc = parsePolicyDocument({ namespaces: { bench: { settings: { nearCache: { enabled: false } } } }, rules });
+  const compile = { background: true };
+  const admin = new PolicyAdministration({ cas: new InMemoryCasStore(), deployment: doc, compile });
+  const compiled = compilePolicy(doc, compile);
+  if (compiled.rules.length !== 10) throw new Error(`expected 10 active rules, got ${compiled.rules.length}`);
+  return LivePolicy.fromDeployment({ admin, refreshMs: 15_000, onChange: () => {} }, compiled);
 }
 
 // Run only as the forked side (bench/hot-path.ts imports the constants above).

@@ -9,11 +9,13 @@ import { coldStart } from './cold-start.js';
 import { elasticity } from './elasticity.js';
 import { hotFault } from './hot-fault.js';
 import { hotPath } from './hot-path.js';
+import { policyOverhead } from './policy-overhead.js';
 import { scaleOut } from './scale-out.js';
 import { warmNode } from './warm-node.js';
 
 const SCENARIOS: Record<string, (opts: { seconds: number; runs?: number }) => Promise<Record<string, unknown>>> = {
   'hot-path': hotPath,
+  'policy-overhead': policyOverhead,
   'hot-fault': hotFault,
   'warm-node': warmNode,
   'scale-out': scaleOut,
