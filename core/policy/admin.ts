@@ -139,7 +139,8 @@ export class PolicyAdministration implements PolicyAdmin {
     const history = cur?.stored.history ?? [];
     const out = history.filter((h) => before === undefined || h.version < before).slice(0, limit);
     // Past the kept entries: walk the version files back from the oldest kept one.
-    let file = history.at(-1) ? (await this.readVersion(history.at(-1)!.file))?.previousFile : undefined;
+    const oldest = out.length < limit ? history.at(-1) : undefined;
+    let file = oldest ? (await this.readVersion(oldest.file))?.previousFile : undefined;
     while (out.length < limit && file) {
       const v = await this.readVersion(file);
       if (!v) break;

@@ -25,6 +25,8 @@ export interface LivePolicyOptions {
   readonly refreshMs: number;
   /** How old it may get before a request waits for the refresh. @default 4 × refreshMs */
   readonly maxStaleMs?: number;
+  /** The longest a request waits for a stale copy's refresh before it goes on with it. @default 1000 */
+  readonly maxWaitMs?: number;
   /** Poll on a timer (long-lived processes). @default false */
   readonly timer?: boolean;
   readonly now?: () => number;
@@ -89,7 +91,12 @@ export class LivePolicy {
     const age = this.now() - this.checkedAt;
     if (age < this.opts.refreshMs) return undefined;
     const pending = this.refresh();
-    return age >= (this.opts.maxStaleMs ?? 4 * this.opts.refreshMs) ? pending : undefined;
+    if (age < (this.opts.maxStaleMs ?? 4 * this.opts.refreshMs)) return undefined;
+    // A slow store (S3 retrying) must not hold requests: after maxWaitMs they go on with the policy in force, and
+    // the read completes in the background.
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.opts.maxWaitMs ?? 1000)));
+    return Promise.race([pending, waited]).finally(() => clearTimeout(timer));
   }
 
   /** Reads the store once (concurrent callers share the read); never throws. */

@@ -160,6 +160,24 @@ describe('the policy store', () => {
 });
 
 describe('a process keeps its policy fresh (LivePolicy)', () => {
+  it('makes a request wait at most maxWaitMs for a stale copy when the store is slow', async () => {
+    let release: () => void = () => {};
+    const slow: CasStore = {
+      get: () => new Promise((resolve) => (release = () => resolve(undefined))),
+      put: () => Promise.reject(new Error('read only')),
+    };
+    const live = LivePolicy.fromDeployment(
+      { admin: admin(undefined, slow), refreshMs: 1000, maxWaitMs: 50, onChange: () => {} },
+      compilePolicy(documentFromNamespaceConfig({})),
+    );
+    const started = Date.now();
+    await live.refreshIfStale(); // never-read copy: waits, but only 50 ms
+    expect(Date.now() - started).toBeLessThan(5000); // a hang bound, not a speed bound
+    expect(live.current.view.version).toBe(0);
+    release();
+    await live.refresh();
+  });
+
   it('applies a change at the next refresh, and keeps the last good policy while the store is unreachable', async () => {
     let now = 0;
     let broken = false;
