@@ -14,7 +14,7 @@ import {
 import type { ApiEvent, ApiResult } from './http.js';
 import { json } from './http.js';
 import type { ApiContext } from './operations.js';
-import { jsonBody } from './validation.js';
+import { dropEmpty, jsonBody } from './validation.js';
 import { parseWith } from '../model/schemas.js';
 
 /**
@@ -136,10 +136,4 @@ export async function getExecution(ctx: ApiContext, event: ApiEvent): Promise<Ap
   const detail = await workflowService(ctx).describe(execution);
   if (!detail) throw new NotFoundError(`no workflow execution named '${execution}'`, { execution });
   return json(200, detail);
-}
-
-function dropEmpty(q: Record<string, string | undefined> | null | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(q ?? {})) if (v !== undefined && v !== '') out[k] = v;
-  return out;
 }

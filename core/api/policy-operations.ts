@@ -7,7 +7,7 @@ import type { PolicyAdmin, PolicyView } from '../policy/service.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { header, json } from './http.js';
 import type { ApiContext } from './operations.js';
-import { ifMatchHeader, jsonBody } from './validation.js';
+import { dropEmpty, ifMatchHeader, jsonBody } from './validation.js';
 
 /**
  * The admin API's policy operations (Tiera, paper 003): read the policy in force, check a candidate document,
@@ -223,10 +223,4 @@ export async function rollbackPolicy(ctx: ApiContext, event: ApiEvent): Promise<
     ...(typeof ifMatch === 'number' ? { ifVersion: ifMatch } : {}),
   });
   return json(200, view, versionHeaders(view));
-}
-
-function dropEmpty(q: Record<string, string | undefined> | null | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(q ?? {})) if (v !== undefined && v !== '') out[k] = v;
-  return out;
 }

@@ -163,3 +163,10 @@ export function valueContentType(event: ApiEvent): string {
   }
   return parseWith(contentTypeSchema, type, 'content-type');
 }
+
+/** Query parameters without the empty ones (`?limit=` is as if `limit` were not sent). */
+export function dropEmpty(q: Record<string, string | undefined> | null | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(q ?? {})) if (v !== undefined && v !== '') out[k] = v;
+  return out;
+}
