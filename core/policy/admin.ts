@@ -98,10 +98,19 @@ export class PolicyAdministration implements PolicyAdmin {
     return got ? { stored: JSON.parse(got.body) as StoredPolicy, etag: got.etag } : undefined;
   }
 
-  /** The compiled policy in force (the watcher's read; one GET). */
+  /** The compiled policy in force (one GET). */
   async effective(): Promise<{ view: PolicyView; compiled: CompiledPolicy }> {
     const cur = await this.loadStored();
     return this.resolve(cur?.stored);
+  }
+
+  /**
+   * The watcher's read: undefined while the version in force is still `known`, without compiling anything (a
+   * version's document never changes), else the compiled policy.
+   */
+  async effectiveIfNewer(known: number): Promise<{ view: PolicyView; compiled: CompiledPolicy } | undefined> {
+    const cur = await this.loadStored();
+    return (cur?.stored.version ?? 0) === known ? undefined : this.resolve(cur?.stored);
   }
 
   async current(): Promise<PolicyView> {

@@ -67,20 +67,6 @@ export class LivePolicy {
     return live;
   }
 
-  /**
-   * Reads the policy in force. When the store cannot be read, starts from `fallback` (the deployment's) and
-   * retries at the next refresh.
-   */
-  static async start(opts: LivePolicyOptions, fallback: { view: PolicyView; compiled: CompiledPolicy }): Promise<LivePolicy> {
-    const now = opts.now ?? Date.now;
-    try {
-      return new LivePolicy(opts, await opts.admin.effective(), now());
-    } catch (error) {
-      log.warn('policy store unreadable at start: the deployment configuration is in force until it can be read', { error });
-      return new LivePolicy(opts, fallback, 0);
-    }
-  }
-
   /** The policy in force here now. */
   get current(): { readonly view: PolicyView; readonly compiled: CompiledPolicy } {
     return { view: this.view, compiled: this.compiled };
@@ -111,11 +97,11 @@ export class LivePolicy {
 
   private async read(): Promise<void> {
     try {
-      const next = await this.opts.admin.effective();
+      const next = await this.opts.admin.effectiveIfNewer(this.view.version);
       this.checkedAt = this.now();
       if (this.failures > 0) log.info('policy store readable again', { failures: this.failures });
       this.failures = 0;
-      if (next.view.version === this.view.version && next.view.hash === this.view.hash) return;
+      if (!next || (next.view.version === this.view.version && next.view.hash === this.view.hash)) return;
       const previous = this.view;
       this.view = next.view;
       this.compiled = next.compiled;

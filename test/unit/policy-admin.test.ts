@@ -148,6 +148,14 @@ describe('the policy store', () => {
     expect(await a.version(HISTORY_KEPT + 6)).toBeUndefined();
   });
 
+  it("reads the version for a process's refresh, and compiles only a version it does not have", async () => {
+    const a = admin();
+    expect(await a.effectiveIfNewer(0)).toBeUndefined(); // nothing stored: version 0, the deployment's
+    await a.put(SMALL_FLEET, { ifVersion: 0, author: 'alice' });
+    expect((await a.effectiveIfNewer(0))?.view).toMatchObject({ version: 1, source: 'runtime' });
+    expect(await a.effectiveIfNewer(1)).toBeUndefined();
+  });
+
   it('answers 503 POLICIES_UNAVAILABLE when the store cannot be reached', async () => {
     const broken: CasStore = {
       get: () => Promise.reject(new Error('connect ECONNREFUSED')),
