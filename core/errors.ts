@@ -73,6 +73,22 @@ export class TierUnavailableError extends StrataError {
   }
 }
 
+/**
+ * 409 TRANSFORMED_SCOPE: the key's policy compresses or encrypts its values, and what was asked (an upload URL, a
+ * download URL) would hand out their bytes untransformed or transformed. The value goes through the API instead.
+ */
+export class TransformedScopeError extends StrataError {
+  constructor(ns: string, key: string, rules: readonly string[], what: 'upload' | 'download') {
+    const how = what === 'upload' ? `PUT it through the API instead (up to the inline limit)` : 'GET it through the API instead';
+    super(
+      'TRANSFORMED_SCOPE',
+      `key '${key}' in namespace '${ns}' is ${what === 'upload' ? 'to be stored' : 'stored'} compressed or encrypted ` +
+        `${rules.length ? `(rule ${rules.join(', ')}) ` : ''}and its bytes never go through a presigned URL; ${how}`,
+      { ns, key, ...(rules.length ? { rule: rules[0], rules: [...rules] } : {}) },
+    );
+  }
+}
+
 export function isStrataError(e: unknown): e is StrataError {
   return e instanceof StrataError;
 }

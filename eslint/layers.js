@@ -23,6 +23,8 @@ export const CORE_LAYERS = [
   ['core/nodes/', 2],
   // The tier contract and its implementations (memory, Redis, cache-node fleet, S3, local folder).
   ['core/tiers/', 3],
+  // Value transforms (Tiera's compress and encrypt): the codec and the keyrings that hold master keys.
+  ['core/transforms/', 3.2],
   // Policies (Tiera): the policy document, its presets, its store, and what it compiles to for the coordinator.
   ['core/policy/', 3.5],
   // The coordinator: placement, the tier walk, writes, write-back.

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { NotFoundError, permanentDetails, StrataError } from '../errors.js';
+import { NotFoundError, permanentDetails, StrataError, TransformedScopeError } from '../errors.js';
 import type { Coordinator } from '../coordinator/coordinator.js';
 import type { ServedBy, WriteResult } from '../coordinator/types.js';
 import type { EntryHeader } from '../model/entry.js';
@@ -94,7 +94,8 @@ export async function getKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResul
   const r = await ctx.coordinator.get(ns, key);
   if (!r) throw new NotFoundError(`key '${key}' not found in namespace '${ns}'`, { ns, key });
   const h = r.entry.header;
-  if (h.size > ctx.inlineLimitBytes && ctx.presigner) {
+  // A compressed or encrypted value is served inline: its stored bytes are not the value (no presigned URL).
+  if (h.size > ctx.inlineLimitBytes && ctx.presigner && !r.transformed) {
     const url = await presignCurrent(ctx, ctx.presigner, ns, key, h.version);
     // The headers describe the version the location serves (which fails once that version is replaced).
     const served = url.header.version === h.version ? r.tier : ctx.presigner.name;
@@ -158,7 +159,9 @@ export async function batchGet(ctx: ApiContext, event: ApiEvent): Promise<ApiRes
     const h = r.entry.header;
     budget -= h.size;
     if (budget < 0) {
-      // Too much to carry inline in one response: point at the download URL instead of the bytes.
+      // Too much to carry inline in one response: point at the download URL instead of the bytes (the key's own
+      // URL for a compressed or encrypted value, which has no presigned URL).
+      const key = encodeURIComponent(keys[i]!);
       return {
         key: keys[i]!,
         found: true,
@@ -167,7 +170,7 @@ export async function batchGet(ctx: ApiContext, event: ApiEvent): Promise<ApiRes
         tier: r.tier,
         size: h.size,
         tooLarge: true,
-        downloadUrl: `/v1/ns/${ns}/downloads/${encodeURIComponent(keys[i]!)}`,
+        downloadUrl: r.transformed ? `/v1/ns/${ns}/keys/${key}` : `/v1/ns/${ns}/downloads/${key}`,
       };
     }
     return {
@@ -260,6 +263,8 @@ export async function createUpload(ctx: ApiContext, event: ApiEvent): Promise<Ap
   const { ns, key } = keyParams(event);
   const opts = jsonBody(event, uploadRequestSchema, { optional: true });
   const presigner = requirePresigner(ctx);
+  const transform = ctx.coordinator.policies.transformFor(ns, key, opts.tags);
+  if (transform) throw new TransformedScopeError(ns, key, transform.rules, 'upload');
   const uploadId = randomBytes(18).toString('base64url');
   const upload: NewUpload = {
     uploadId,
@@ -321,6 +326,7 @@ export async function downloadUrl(ctx: ApiContext, event: ApiEvent): Promise<Api
   const presigner = requirePresigner(ctx);
   const h = await ctx.coordinator.head(ns, key);
   if (!h) throw new NotFoundError(`key '${key}' not found in namespace '${ns}'`, { ns, key });
+  if (h.transformed) throw new TransformedScopeError(ns, key, [], 'download');
   const url = await presignCurrent(ctx, presigner, ns, key, h.header.version);
   const { version, size } = url.header;
   return json(200, { url: url.url, method: 'GET', headers: url.headers, expiresAt: iso(url.expiresAt), version, size });

@@ -1,5 +1,5 @@
-import { permanentDetails, StrataError, VersionConflictError } from '../errors.js';
-import type { Entry, EntryHeader } from '../model/entry.js';
+import { permanentDetails, StrataError, TransformedScopeError, VersionConflictError } from '../errors.js';
+import type { Entry, EntryEncoding, EntryHeader } from '../model/entry.js';
 import { copyForTier, makeTombstone } from '../model/entry.js';
 import { HybridLogicalClock } from '../model/hlc.js';
 import { contentHash, keyShardIndex } from '../model/keys.js';
@@ -12,6 +12,7 @@ import { fetchFromOrigin } from './origin.js';
 import { HOT, namespaceDurable, place, type Placement, type PlacementHeader, type TierSnapshot } from './placement.js';
 import { NearCache } from './near-cache.js';
 import { PolicyRegistry, type NamespacePolicy } from '../policy/namespace-settings.js';
+import { ValueCodec } from '../transforms/codec.js';
 import { Promoter } from './promotion.js';
 import { restamp, type Attempt } from './restamp.js';
 import { entryHeader, headOne, readMany, readOne, TierWalk, type TierRead, type Walked } from './tier-walk.js';
@@ -20,6 +21,7 @@ import type {
   CoordinatorEvent,
   CoordinatorOptions,
   DeleteResult,
+  HeadResult,
   ReadResult,
   ServedBy,
   WriteOptions,
@@ -64,6 +66,7 @@ export class Coordinator {
   private readonly fence?: HotFence;
   private readonly near: NearCache;
   private readonly clock: HybridLogicalClock;
+  private readonly codec: ValueCodec;
   private readonly onBackgroundError: (error: unknown, what: string) => void;
   private readonly onEvent: (event: CoordinatorEvent) => void;
   private readonly background = new Set<Promise<unknown>>();
@@ -93,6 +96,7 @@ export class Coordinator {
     this.registry = opts.policies ?? new PolicyRegistry();
     this.flushTimer = opts.flushTimer !== false;
     this.clock = opts.clock ?? new HybridLogicalClock();
+    this.codec = opts.codec ?? new ValueCodec();
     this.onBackgroundError = opts.onBackgroundError ?? ((e, what) => log.error(`background ${what} failed`, { error: e }));
     this.onEvent = opts.onEvent ?? (() => {});
     this.near = new NearCache(opts.nearCache, () => this.count('l1', 'hits'));
@@ -160,20 +164,20 @@ export class Coordinator {
   async get(ns: string, key: string): Promise<ReadResult | undefined> {
     const policy = this.policies.for(ns);
     const near = this.near.get(ns, key, policy);
-    if (near !== undefined) return near ?? undefined;
+    if (near !== undefined) return near ? this.restored(ns, key, near) : undefined;
     const [w] = await this.reads.walk(ns, [key], readOne, entryHeader);
     if (!asksOrigin(w!, policy)) this.reads.assertCertain(w!, policy);
-    return this.settleRead(ns, key, w!, policy);
+    return this.settleRead(ns, key, w!, policy, true);
   }
 
   /** Header of the live entry, without the value and without promotion. Fails exactly when get() would. */
-  async head(ns: string, key: string): Promise<{ header: EntryHeader; tier: ServedBy } | undefined> {
+  async head(ns: string, key: string): Promise<HeadResult | undefined> {
     const policy = this.policies.for(ns);
     const near = this.near.get(ns, key, policy);
-    if (near !== undefined) return near ? { header: near.entry.header, tier: near.tier } : undefined;
+    if (near !== undefined) return near ? headResult(near.entry.header, near.tier) : undefined;
     const [w] = await this.reads.walk(ns, [key], headOne, (h) => h);
     this.reads.assertCertain(w!, policy);
-    return w!.hit ? { header: w!.hit.item, tier: w!.hit.tier } : undefined;
+    return w!.hit ? headResult(w!.hit.item, w!.hit.tier) : undefined;
   }
 
   async getMany(ns: string, keys: string[]): Promise<(ReadResult | undefined)[]> {
@@ -192,12 +196,27 @@ export class Coordinator {
       if ('walked' in f && !asksOrigin(f.walked, policy)) this.reads.assertCertain(f.walked, policy);
     }
     return Promise.all(
-      found.map((f, i) => ('near' in f ? (f.near ?? undefined) : this.settleRead(ns, keys[i]!, f.walked, policy))),
+      found.map((f, i) =>
+        'near' in f
+          ? f.near
+            ? this.restored(ns, keys[i]!, f.near)
+            : undefined
+          : this.settleRead(ns, keys[i]!, f.walked, policy, true),
+      ),
     );
   }
 
-  /** A certain walk's answer for a read: the hit (promoted), the origin's value, or a miss. */
-  private async settleRead(ns: string, key: string, w: Walked<Entry>, policy: NamespacePolicy): Promise<ReadResult | undefined> {
+  /**
+   * A certain walk's answer for a read: the hit (promoted), the origin's value, or a miss. `restore`: the value as
+   * written, its transforms undone (what callers get); else as stored (what a copy into another tier needs).
+   */
+  private async settleRead(
+    ns: string,
+    key: string,
+    w: Walked<Entry>,
+    policy: NamespacePolicy,
+    restore: boolean,
+  ): Promise<ReadResult | undefined> {
     if (w.hit) {
       const { item: entry, level, tier } = w.hit;
       this.nearFill(ns, key, entry, policy);
@@ -209,7 +228,7 @@ export class Coordinator {
         const residencyMs = policy.hotResidencySeconds * 1000;
         this.promoter.promote({ ns, key, entry, level, epoch, into, residencyMs, staleHot: w.staleHot });
       }
-      return { entry, tier };
+      return restore ? this.restored(ns, key, { entry, tier }) : { entry, tier };
     }
     if (policy.origin) return this.loadFromOrigin(ns, key, policy);
     return undefined;
@@ -217,20 +236,26 @@ export class Coordinator {
 
   // ------------------------------------------------------------------ writes
 
-  async put(ns: string, key: string, value: Buffer, opts: WriteOptions = {}): Promise<WriteResult> {
-    const policy = this.policies.for(ns);
+  async put(ns: string, key: string, written: Buffer, opts: WriteOptions = {}): Promise<WriteResult> {
+    const registry = this.registry;
+    const policy = registry.for(ns);
+    // Compressed / encrypted once, before any tier sees it (transforms/codec.ts); every attempt writes these bytes.
+    const transform = registry.transformFor(ns, key, opts.tags);
+    let value = written;
+    let encoding: EntryEncoding | undefined;
+    if (transform) ({ value, encoding } = await this.codec.encode(ns, key, written, transform));
     const conditional = opts.ifMatch !== undefined || !!opts.ifNoneMatch;
     if (!conditional) {
       // The common case takes no lock: one attempt, and only a write that lost to a concurrent writer of the same
       // key retries under the key's lock, so writers of one hot key in this process take turns instead of
       // re-stamping against each other. (The lock's promise bookkeeping on every write cost ~15% of throughput
       // and doubled the p99 of the hot path.)
-      const first = await this.write(ns, key, value, opts, policy, 'first-try');
+      const first = await this.write(ns, key, value, encoding, opts, policy, 'first-try');
       if (first) return first;
     }
     return this.writeLocks.run(lockId(ns, key), async () => {
       if (conditional) await this.checkPrecondition(ns, key, opts);
-      return (await this.write(ns, key, value, opts, policy, conditional ? 'conditional' : 'restamp'))!;
+      return (await this.write(ns, key, value, encoding, opts, policy, conditional ? 'conditional' : 'restamp'))!;
     });
   }
 
@@ -298,7 +323,11 @@ export class Coordinator {
     uploadId: string,
     opts: Omit<WriteOptions, 'ifMatch' | 'ifNoneMatch'> = {},
   ): Promise<WriteResult> {
-    const policy = this.policies.for(ns);
+    const registry = this.registry;
+    const policy = registry.for(ns);
+    // Uploaded bytes never pass through Strata, so they cannot be compressed or encrypted on their way in.
+    const transform = registry.transformFor(ns, key, opts.tags);
+    if (transform) throw new TransformedScopeError(ns, key, transform.rules, 'upload');
     const target = this.tiers.find(supportsPresigning);
     if (!target || !supportsPresigning(target))
       throw new StrataError('TIER_UNAVAILABLE', 'no tier supports uploads', permanentDetails());
@@ -330,11 +359,30 @@ export class Coordinator {
   async ensureIn(tierName: TierName, ns: string, key: string): Promise<void> {
     const tier = this.byName.get(tierName);
     if (!tier) return;
-    const r = await this.get(ns, key);
+    const r = await this.stored(ns, key);
     if (!r) return;
     const there = await tier.head(ns, key);
     if (there && there.version >= r.entry.header.version) return;
     await tier.put(ns, key, copyForTier(r.entry));
+  }
+
+  /** The live entry as tiers store it (transforms not undone), for copies into another tier. */
+  private async stored(ns: string, key: string): Promise<ReadResult | undefined> {
+    const policy = this.policies.for(ns);
+    const near = this.near.get(ns, key, policy);
+    if (near !== undefined) return near ?? undefined;
+    const [w] = await this.reads.walk(ns, [key], readOne, entryHeader);
+    this.reads.assertCertain(w!, policy);
+    return this.settleRead(ns, key, w!, policy, false);
+  }
+
+  /** A read's answer as the caller wrote it: compression and encryption undone (transforms/codec.ts). */
+  private restored(ns: string, key: string, r: ReadResult): ReadResult | Promise<ReadResult> {
+    const encoding = r.entry.header.encoding;
+    if (!encoding) return r;
+    return this.codec
+      .decode(ns, key, r.entry.value, encoding)
+      .then((value) => ({ entry: { header: asWritten(r.entry.header), value }, tier: r.tier, transformed: true }));
   }
 
   // ------------------------------------------------------------------ write-back (write-back.ts)
@@ -435,8 +483,12 @@ export class Coordinator {
       const loaded = await fetchFromOrigin(origin, key);
       if (!loaded) return undefined;
       const opts: WriteOptions = { ttlSeconds: origin.ttlSeconds, contentType: loaded.contentType };
+      const transform = this.registry.transformFor(ns, key, []);
+      const { value, encoding } = transform
+        ? await this.codec.encode(ns, key, loaded.value, transform)
+        : { value: loaded.value, encoding: undefined };
       const written = (await this.writeLocks.run(lockId(ns, key), () =>
-        this.write(ns, key, loaded.value, opts, policy, 'restamp'),
+        this.write(ns, key, value, encoding, opts, policy, 'restamp'),
       ))!;
       const { version, expiresAt, size } = written;
       const hash = contentHash(loaded.value);
@@ -455,6 +507,7 @@ export class Coordinator {
     ns: string,
     key: string,
     value: Buffer,
+    encoding: EntryEncoding | undefined,
     opts: WriteOptions,
     policy: NamespacePolicy,
     mode: 'first-try' | 'conditional' | 'restamp',
@@ -466,9 +519,12 @@ export class Coordinator {
       hash: contentHash(value),
       tags: opts.tags ?? [],
       ...(opts.contentType ? { contentType: opts.contentType } : {}),
+      ...(encoding ? { encoding } : {}),
       flags: {},
     };
-    const placement = this.placement(policy, { size: base.size, tags: base.tags, expiresAt: base.expiresAt, ageMs: 0 });
+    // Placed by the size the caller wrote (write-around thresholds are about values, not how well they compress).
+    const size = encoding?.size ?? base.size;
+    const placement = this.placement(policy, { size, tags: base.tags, expiresAt: base.expiresAt, ageMs: 0 });
     if (mode === 'first-try') {
       // One attempt, no re-stamp (the lock-free common case; put() re-stamps under the key's lock when it lost).
       // Called directly rather than through restamp(): closures made per write cost ~5% of PUT throughput.
@@ -477,7 +533,7 @@ export class Coordinator {
       this.clock.observe(r.current);
       return undefined;
     }
-    const { expiresAt, size } = base;
+    const { expiresAt } = base;
     return restamp<WriteResult, WriteResult | undefined>(
       this.clock,
       (version) => this.attemptWrite(ns, key, base, value, placement, policy, version),
@@ -504,7 +560,8 @@ export class Coordinator {
     const r = await this.writer.write(ns, key, entry, placement, policy);
     if (!r.ok) return r;
     this.nearFill(ns, key, entry, policy);
-    return { ok: true, value: { version, expiresAt: base.expiresAt, size: base.size, ...r.value } };
+    const size = base.encoding?.size ?? base.size;
+    return { ok: true, value: { version, expiresAt: base.expiresAt, size, ...r.value } };
   }
 
   /** The write-back flusher's write below: true when the entry's version (or a newer one) is safe there. */
@@ -528,9 +585,20 @@ export class Coordinator {
 
 /** What placement sees of an entry already written: its age comes from its version's hybrid-logical-clock stamp. */
 function placementHeader({ header, value }: Entry): PlacementHeader {
-  // The bytes held, which is header.size for every live entry.
-  const size = value.length;
+  // The size as written (header.size is the size as stored, which is value.length for every live entry).
+  const size = header.encoding?.size ?? value.length;
   return { size, tags: header.tags, expiresAt: header.expiresAt, ageMs: Date.now() - HybridLogicalClock.timeOf(header.version) };
+}
+
+function headResult(h: EntryHeader, tier: ServedBy): HeadResult {
+  return h.encoding ? { header: asWritten(h), tier, transformed: true } : { header: h, tier };
+}
+
+/** A header as the caller wrote the value: its size before any transform, and without the encoding. */
+function asWritten(h: EntryHeader): EntryHeader {
+  if (!h.encoding) return h;
+  const { encoding, ...rest } = h;
+  return { ...rest, size: encoding.size };
 }
 
 function conflictDuringWrite(key: string, current: number): VersionConflictError {

@@ -1,11 +1,12 @@
 // The coordinator's public vocabulary: what callers pass in and get back (re-exported by coordinator.ts, which
 // callers import; the coordinator's parts import it from here, so none of them depends on the class).
-import type { Entry } from '../model/entry.js';
+import type { Entry, EntryHeader } from '../model/entry.js';
 import type { HybridLogicalClock } from '../model/hlc.js';
 import type { MemoryTier } from '../tiers/memory-tier.js';
 import type { Tier, TierName } from '../tiers/tier.js';
 import type { FenceEvent, HotFence } from './hot-fence.js';
 import type { PolicyRegistry } from '../policy/namespace-settings.js';
+import type { ValueCodec } from '../transforms/codec.js';
 
 export interface CoordinatorOptions {
   /** Tiers top-down (hot, warm, cold); each name at most once. */
@@ -23,6 +24,11 @@ export interface CoordinatorOptions {
    * 2000 ms lease, kept in the lowest tier, whenever there is a hot tier above a durable one
    */
   hotFence?: HotFence | { leaseMs?: number } | false;
+  /**
+   * Compresses and encrypts values where the policy's foreground rules say so, and undoes it on reads
+   * (transforms/codec.ts); holds the keyring. @default a codec without a keyring (encrypt rules fail KEY_UNAVAILABLE)
+   */
+  codec?: ValueCodec;
   /** What the coordinator did on its own (fence bumps, hot copies whose outcome was unknown): metrics and logs. */
   onEvent?: (event: CoordinatorEvent) => void;
 }
@@ -39,6 +45,18 @@ export type ServedBy = TierName | 'origin';
 export interface ReadResult {
   entry: Entry;
   tier: ServedBy;
+  /**
+   * The value was stored compressed or encrypted and is given back as written: it has no presigned URL (its stored
+   * bytes are not the value), so the API serves it inline.
+   */
+  transformed?: boolean;
+}
+
+/** An entry's header without its value (head), as {@link ReadResult} describes it. */
+export interface HeadResult {
+  header: EntryHeader;
+  tier: ServedBy;
+  transformed?: boolean;
 }
 
 export interface WriteOptions {

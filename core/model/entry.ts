@@ -26,21 +26,40 @@ export interface EntryFlags {
   pending?: boolean;
 }
 
+/**
+ * What a policy's foreground rules did to a value before any tier stored it (core/transforms/codec.ts): every tier
+ * holds the transformed bytes (`size` and `hash` describe them), and reads undo it. Applied in the order written,
+ * undone in reverse.
+ */
+export interface EntryEncoding {
+  /** The size of the value as the caller wrote it. */
+  size: number;
+  /** Compressed with zstd (node:zlib). */
+  zstd?: true;
+  /**
+   * Encrypted with AES-256-GCM under a data key that `key` (a KMS key in AWS, a local key file locally) wraps;
+   * `dataKey` is the wrapped data key, never the key itself.
+   */
+  aes?: { key: string; dataKey: string };
+}
+
 export interface EntryHeader {
   /** Monotonic hybrid-logical-clock version (a safe integer, see model/hlc.ts). */
   version: number;
   /** Absolute expiry, epoch milliseconds; null = no expiry. */
   expiresAt: number | null;
-  /** Value size in bytes. */
+  /** Size in bytes of the value as stored (after any {@link EntryEncoding}). */
   size: number;
   /**
-   * Content fingerprint: base64url SHA-256 of the value, or `etag:<etag>` for values committed from a presigned
+   * Content fingerprint: base64url SHA-256 of the value as stored, or `etag:<etag>` for values committed from a presigned
    * upload (their bytes never pass through Strata); '' for tombstones and location markers.
    */
   hash: string;
   tags: string[];
   contentType?: string;
   flags: EntryFlags;
+  /** Set when the stored bytes are transformed (compressed, encrypted): what reads must undo. */
+  encoding?: EntryEncoding;
   /**
    * On hot-tier copies only: the epoch of the key's shard when the copy's data was taken (coordinator/hot-fence.ts).
    * A clean copy whose epoch is below the shard's current one may be older than an acknowledged write.

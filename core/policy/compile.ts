@@ -9,10 +9,18 @@ import {
   type PolicyProblem,
   type PolicyRule,
   type PolicyTier,
+  type ResponseKind,
 } from './document.js';
 import { BACKGROUND_RESPONSES } from './evaluator.js';
 import { presetParamProblems, presetRules } from './presets.js';
-import { namespacePolicySchema, PolicyRegistry, type NamespaceConfigInput, type NamespacePolicy } from './namespace-settings.js';
+import {
+  namespacePolicySchema,
+  PolicyRegistry,
+  type NamespaceConfigInput,
+  type NamespacePolicy,
+  type TransformRule,
+} from './namespace-settings.js';
+import { ZSTD_AVAILABLE } from '../transforms/codec.js';
 
 /**
  * A policy document compiled for the coordinator: presets expanded into rules, and per namespace the placement its
@@ -54,6 +62,11 @@ const NEVER = Number.MAX_SAFE_INTEGER;
  */
 export interface CompileOptions {
   readonly background?: boolean;
+  /**
+   * The runtime's keyring (composition/keyring-env.ts): encrypt rules are refused without one, and, when `keys` is
+   * given, name one of those keys (in AWS, the KMS keys the deployment granted Strata; locally any name).
+   */
+  readonly encryption?: { readonly keyring: string; readonly keys?: readonly string[] };
 }
 
 /** Responses this version runs. The others are part of the language and refused until their executor exists. */
@@ -61,6 +74,7 @@ function unsupported(rule: PolicyRule, opts: CompileOptions): string | undefined
   for (const r of rule.do) {
     const kind = responseKind(r);
     if (kind === 'store') continue;
+    if (isTransformKind(kind)) continue; // checked by transformProblems()
     if (kind === 'retrieve' && 'retrieve' in r && r.retrieve.origin && !r.retrieve.tiers) continue;
     if (kind === 'copy' && isFlush(rule)) continue;
     if (
@@ -140,6 +154,65 @@ function expand(doc: PolicyDocument, problems: PolicyProblem[]): PolicyRule[] {
 function inScope(rules: readonly PolicyRule[], ns: string, pick: (r: PolicyRule) => boolean): PolicyRule[] {
   const own = rules.filter((r) => r.scope.namespace === ns && pick(r));
   return own.length || ns === '*' ? own : rules.filter((r) => r.scope.namespace === '*' && pick(r));
+}
+
+const TRANSFORM_KINDS = new Set<ResponseKind>(['compress', 'encrypt', 'uncompress', 'decrypt']);
+const isTransformKind = (kind: ResponseKind): boolean => TRANSFORM_KINDS.has(kind);
+const isTransform = (r: PolicyRule): boolean => 'action' in r.on && r.do.some((d) => 'compress' in d || 'encrypt' in d);
+
+/**
+ * Why a compress / encrypt (or uncompress / decrypt) rule cannot run as written, or undefined. A value is transformed
+ * once, before any tier holds it, so every tier holds the same bytes (the checksums evictions and migrations verify
+ * hold, and promotions never re-encode); reads undo whatever the entry's header records, so uncompress and decrypt
+ * on a get are what every read already does.
+ */
+function transformProblem(rule: PolicyRule, opts: CompileOptions): string | undefined {
+  const on = 'action' in rule.on ? rule.on : undefined;
+  for (const r of rule.do) {
+    const kind = responseKind(r);
+    if (!isTransformKind(kind)) continue;
+    const inverse = kind === 'uncompress' || kind === 'decrypt';
+    if (!on || on.action !== (inverse ? 'get' : 'put'))
+      return `${kind} answers a ${inverse ? 'get' : 'put'} (values are transformed as they are written and restored as they are read)`;
+    if (on.tier)
+      return (
+        `${kind} applies before any tier holds the value, so every tier holds the same bytes: remove on.tier ` +
+        '(to keep transformed values out of hot, send them around it with a write-around rule, as the compressed-cold preset does)'
+      );
+    if (rule.when.length)
+      return `${kind} takes no conditions: compress has its own size floor (minBytes); scope a rule by prefix or tag instead`;
+    if (kind === 'compress' && !ZSTD_AVAILABLE)
+      return 'compress needs zstd in node:zlib, which this Node lacks (22.15 or later has it)';
+    if ('encrypt' in r) {
+      const enc = opts.encryption;
+      if (!enc)
+        return (
+          'this runtime has no keyring for encryption keys: set STRATA_KEYRING (kms in AWS with the stack prop ' +
+          'policyEncryptionKeys, file:<dir> locally; npm start has one)'
+        );
+      if (enc.keys && !enc.keys.includes(r.encrypt.key))
+        return (
+          `key '${r.encrypt.key}' is not one this deployment may use (${enc.keyring}: ${enc.keys.join(', ') || 'none'}); ` +
+          'name one of them, or grant the key to the deployment (the stack prop policyEncryptionKeys)'
+        );
+    }
+  }
+  return undefined;
+}
+
+/** The transform rules of a namespace, as the coordinator reads them: compress and encrypt each from its own rules. */
+function transformsOf(ns: string, rules: readonly PolicyRule[]): TransformRule[] {
+  const compress = inScope(rules, ns, (r) => isTransform(r) && r.do.some((d) => 'compress' in d));
+  const encrypt = inScope(rules, ns, (r) => isTransform(r) && r.do.some((d) => 'encrypt' in d));
+  const out: TransformRule[] = [];
+  for (const r of [...compress, ...encrypt]) {
+    const scope = { ...(r.scope.prefix ? { prefix: r.scope.prefix } : {}), ...(r.scope.tag ? { tag: r.scope.tag } : {}) };
+    for (const d of r.do) {
+      if ('compress' in d && compress.includes(r)) out.push({ rule: r.id, ...scope, compress: { ...d.compress } });
+      if ('encrypt' in d && encrypt.includes(r)) out.push({ rule: r.id, ...scope, encrypt: { key: d.encrypt.key } });
+    }
+  }
+  return out;
 }
 
 const isPlacement = (r: PolicyRule): boolean =>
@@ -229,7 +302,7 @@ export function compilePolicy(doc: PolicyDocument, opts: CompileOptions = {}): C
     problems.push({ path: i !== undefined ? `rules[${i}]` : `namespaces.${ns}.preset`, rule: rule.id, message });
   };
   for (const r of rules) {
-    const why = unsupported(r, opts);
+    const why = unsupported(r, opts) ?? transformProblem(r, opts);
     if (why) problem(r, why);
     if (ruleMode(r) === 'foreground' && (r.scope.prefix || r.scope.tag) && (isPlacement(r) || isOrigin(r)))
       problem(
@@ -240,7 +313,10 @@ export function compilePolicy(doc: PolicyDocument, opts: CompileOptions = {}): C
   const names = new Set<string>(['*', ...Object.keys(doc.namespaces), ...rules.map((r) => r.scope.namespace)]);
   const placements: Record<string, Placement> = {};
   const policies: Record<string, NamespacePolicy> = {};
+  const transforms: Record<string, TransformRule[]> = {};
   for (const ns of names) {
+    const t = transformsOf(ns, rules);
+    if (t.length) transforms[ns] = t;
     const placement = placementOf(ns, rules, problem, (message) => problems.push({ path: `namespaces.${ns}`, message }));
     placements[ns] = placement;
     const settings = { ...doc.namespaces['*']?.settings, ...(ns === '*' ? {} : doc.namespaces[ns]?.settings) };
@@ -263,7 +339,10 @@ export function compilePolicy(doc: PolicyDocument, opts: CompileOptions = {}): C
   }
   if (problems.length) throw new PolicyDocumentError(problems);
   const { '*': defaults, ...namespaces } = policies;
-  const registry = new PolicyRegistry({ defaults, namespaces: namespaces as Record<string, Record<string, unknown>> });
+  const registry = new PolicyRegistry(
+    { defaults, namespaces: namespaces as Record<string, Record<string, unknown>> },
+    { transforms },
+  );
   return { document: doc, rules, registry, placements, hash: policyHash(doc) };
 }
 

@@ -83,13 +83,44 @@ export const namespaceConfigSchema = z.strictObject({
 
 export type NamespaceConfigInput = z.input<typeof namespaceConfigSchema>;
 
+/**
+ * A compiled compress or encrypt rule (core/policy/compile.ts) as the coordinator applies it to a write: to keys
+ * under `prefix` and values tagged `tag` when given, else to every value of the namespace.
+ */
+export interface TransformRule {
+  /** The rule's id, for errors and docs. */
+  readonly rule: string;
+  readonly prefix?: string;
+  readonly tag?: string;
+  readonly compress?: { readonly minBytes: number; readonly level: number };
+  readonly encrypt?: { readonly key: string };
+}
+
+/** What a policy document adds to the namespace settings (compile.ts). */
+export interface PolicyExtras {
+  /** Compress and encrypt rules per namespace (`*`: every namespace without its own). */
+  readonly transforms?: Readonly<Record<string, readonly TransformRule[]>>;
+}
+
+const NO_TRANSFORMS: readonly TransformRule[] = Object.freeze([]);
+
+/** What to do to one value: the first compress rule and the first encrypt rule whose scope takes it. */
+export interface ValueTransformChoice {
+  readonly compress?: TransformRule['compress'];
+  readonly encrypt?: TransformRule['encrypt'];
+  /** The rules that chose them. */
+  readonly rules: readonly string[];
+}
+
 /** Resolves the effective policy of a namespace: defaults overlaid with the namespace's own settings. */
 export class PolicyRegistry {
   private readonly resolved = new Map<string, NamespacePolicy>();
   private readonly defaults: NamespacePolicy;
   private readonly overrides: Record<string, Record<string, unknown>>;
+  private readonly transformRules: Readonly<Record<string, readonly TransformRule[]>>;
 
-  constructor(input: NamespaceConfigInput = {}) {
+  constructor(input: NamespaceConfigInput = {}, extras: PolicyExtras = {}) {
+    this.transformRules = extras.transforms ?? {};
     const parsed = namespaceConfigSchema.safeParse(input);
     if (!parsed.success) throw new PolicyConfigError(parsed.error);
     this.defaults = parsed.data.defaults;
@@ -114,6 +145,33 @@ export class PolicyRegistry {
       this.resolved.set(ns, p);
     }
     return p;
+  }
+
+  /** The compress and encrypt rules in force for a namespace (its own, else those of `*`). */
+  transforms(ns: string): readonly TransformRule[] {
+    return this.transformRules[ns] ?? this.transformRules['*'] ?? NO_TRANSFORMS;
+  }
+
+  /**
+   * What to do to a value written to `key` with `tags`, or undefined when nothing: the fast path of every write in
+   * a namespace without transform rules is the one lookup in {@link transforms}.
+   */
+  transformFor(ns: string, key: string, tags: readonly string[] | undefined): ValueTransformChoice | undefined {
+    const all = this.transforms(ns);
+    if (all.length === 0) return undefined;
+    let compress: TransformRule | undefined;
+    let encrypt: TransformRule | undefined;
+    for (const t of all) {
+      if ((t.prefix !== undefined && !key.startsWith(t.prefix)) || (t.tag !== undefined && !tags?.includes(t.tag))) continue;
+      if (t.compress && !compress) compress = t;
+      if (t.encrypt && !encrypt) encrypt = t;
+    }
+    if (!compress && !encrypt) return undefined;
+    return {
+      ...(compress ? { compress: compress.compress } : {}),
+      ...(encrypt ? { encrypt: encrypt.encrypt } : {}),
+      rules: [...new Set([compress?.rule, encrypt?.rule].filter((r): r is string => !!r))],
+    };
   }
 
   /** Every namespace with its own settings. */

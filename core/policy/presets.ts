@@ -154,20 +154,22 @@ export const PRESETS: Readonly<Record<PresetName, Preset>> = {
     ],
   },
   'compressed-cold': {
-    summary: 'Write-through; values of 1 KiB and more are stored zstd-compressed in cold',
-    params: { minBytes: 1024, level: 3, writeAroundBytes: MiB },
+    summary: 'Write-through; values of minBytes (64 KiB) and more skip hot and are stored zstd-compressed in warm and cold',
+    params: { minBytes: 64 * 1024, level: 3 },
     rules: (p) => [
-      ...writeThrough(num(p, 'writeAroundBytes')),
+      // A value is compressed once, before any tier holds it: keeping compressed values out of hot is what makes
+      // this "cold" (hot serves small values uncompressed; large ones are read from below and decompressed).
+      ...writeThrough(num(p, 'minBytes')),
       {
-        id: 'compress-cold',
-        description: 'Compress what goes to S3',
-        on: { action: 'put', tier: 'cold' },
+        id: 'compress',
+        description: 'Compress the values that go around hot',
+        on: { action: 'put' },
         do: [{ compress: { minBytes: num(p, 'minBytes'), level: num(p, 'level') } }],
       },
     ],
   },
   encrypted: {
-    summary: 'Write-through; every value is encrypted (AES-256-GCM, a KMS data key per value) before any tier holds it',
+    summary: 'Write-through; every value is encrypted (AES-256-GCM envelope encryption under `key`) before any tier holds it',
     params: { key: undefined, writeAroundBytes: MiB },
     rules: (p) => [
       ...writeThrough(num(p, 'writeAroundBytes')),

@@ -14,7 +14,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { NotFoundError, StrataError, TierUnavailableError, ValidationError } from '../errors.js';
-import type { Entry, EntryFlags, EntryHeader, WriteOutcome } from '../model/entry.js';
+import type { Entry, EntryEncoding, EntryFlags, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive, isNewer } from '../model/entry.js';
 import { validateNamespace } from '../model/keys.js';
 import {
@@ -113,6 +113,8 @@ interface StoredHeader {
   c?: string;
   /** flags */
   f: EntryFlags;
+  /** encoding (a compressed or encrypted value: model/entry.ts) */
+  x?: EntryEncoding;
   /** 1 when the body is a placeholder and the value is empty (tombstones and location markers) */
   p?: 1;
 }
@@ -509,6 +511,7 @@ export class S3Tier implements Tier, Presigning, Scanning {
       t: h.tags,
       f: h.flags,
       ...(h.contentType !== undefined ? { c: h.contentType } : {}),
+      ...(h.encoding !== undefined ? { x: h.encoding } : {}),
       ...(placeholder ? { p: 1 as const } : {}),
     };
     const meta = { [META_VERSION]: String(h.version), [META_HEADER]: asciiJson(stored) };
@@ -753,6 +756,7 @@ function decodeStored(meta: Record<string, string> | undefined, contentLength: n
       flags: s.f && typeof s.f === 'object' ? { ...s.f } : {},
     };
     if (typeof s.c === 'string') header.contentType = s.c;
+    if (s.x && typeof s.x === 'object' && typeof s.x.size === 'number') header.encoding = s.x;
     return header;
   } catch {
     return undefined;

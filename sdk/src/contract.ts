@@ -18,6 +18,11 @@ export const SERVER_ERROR_STATUS = {
   /** The caller's API key is not for this namespace (api/tenant-access.ts). */
   NAMESPACE_FORBIDDEN: 403,
   VERSION_CONFLICT: 409,
+  /**
+   * The key's policy compresses or encrypts its values (docs/POLICIES.md): their bytes never go through a presigned
+   * URL, so uploads and download URLs are refused; the value goes through the API.
+   */
+  TRANSFORMED_SCOPE: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
@@ -29,6 +34,8 @@ export const SERVER_ERROR_STATUS = {
   WORKFLOWS_UNAVAILABLE: 503,
   /** The admin API cannot reach the policy store (where edited policy documents live). */
   POLICIES_UNAVAILABLE: 503,
+  /** The encryption key a value needs cannot be used (KMS or the local key file; docs/POLICIES.md, "Encryption"). */
+  KEY_UNAVAILABLE: 503,
   INTERNAL: 500,
 } as const satisfies Record<string, number>;
 

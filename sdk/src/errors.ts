@@ -230,6 +230,18 @@ export class WorkflowsUnavailableError extends UnavailableError {}
  */
 export class PoliciesUnavailableError extends UnavailableError {}
 
+/**
+ * 409 `TRANSFORMED_SCOPE`: the key's policy compresses or encrypts its values, whose bytes never go through a
+ * presigned URL; put and get the value through the API instead. Not retried.
+ */
+export class TransformedScopeError extends StrataError {}
+
+/**
+ * 503 `KEY_UNAVAILABLE`: the encryption key a value needs cannot be used (KMS, or a local key file). Retried unless
+ * {@link StrataError.permanent} (the key is gone or disabled; `details.key` names it).
+ */
+export class KeyUnavailableError extends UnavailableError {}
+
 /** 409 `EXECUTION_EXISTS` (admin API): a workflow execution with the requested name already exists. */
 export class ExecutionExistsError extends StrataError {
   /** The execution name (`details.execution`), when reported. */
@@ -285,6 +297,7 @@ const BY_CODE: Record<ServerErrorCode, ErrorClass> = {
   METHOD_NOT_ALLOWED: StrataServerError,
   NAMESPACE_FORBIDDEN: NamespaceForbiddenError,
   VERSION_CONFLICT: VersionConflictError,
+  TRANSFORMED_SCOPE: TransformedScopeError,
   PAYLOAD_TOO_LARGE: PayloadTooLargeError,
   UNSUPPORTED_MEDIA_TYPE: UnsupportedMediaTypeError,
   RATE_LIMITED: RateLimitedError,
@@ -293,6 +306,7 @@ const BY_CODE: Record<ServerErrorCode, ErrorClass> = {
   EXECUTION_EXISTS: ExecutionExistsError,
   WORKFLOWS_UNAVAILABLE: WorkflowsUnavailableError,
   POLICIES_UNAVAILABLE: PoliciesUnavailableError,
+  KEY_UNAVAILABLE: KeyUnavailableError,
   INTERNAL: StrataServerError,
 };
 

@@ -27,6 +27,8 @@ export {
   WorkflowsUnavailableError,
   ExecutionExistsError,
   PoliciesUnavailableError,
+  KeyUnavailableError,
+  TransformedScopeError,
   errorFromResponse,
 } from './errors.js';
 export type { ServerErrorCode, ClientErrorCode, StrataErrorCode, StrataErrorInit, ErrorResponseInfo } from './errors.js';

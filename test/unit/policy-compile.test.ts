@@ -127,10 +127,10 @@ describe('a bad policy document is refused whole, naming the rule and field', ()
 
   it('refuses, by name, responses this version does not run yet, rather than accepting rules that do nothing', () => {
     const problems = problemsOf({
-      rules: [{ id: 'squash', on: { action: 'put' }, do: [{ compress: {} }, { store: { tiers: ['hot', 'cold'] } }] }],
+      rules: [{ id: 'dedupe', on: { action: 'put' }, do: [{ storeOnce: { tiers: ['hot', 'cold'] } }] }],
     });
     expect(problems).toEqual([
-      expect.objectContaining({ rule: 'squash', message: expect.stringMatching(/'compress' .* does not run it yet/) }),
+      expect.objectContaining({ rule: 'dedupe', message: expect.stringMatching(/'storeOnce' .* does not run it yet/) }),
     ]);
   });
 
@@ -283,7 +283,7 @@ describe('presets', () => {
     expect(big).toMatchObject({ writeBack: false, hot: 'value', durable: ['warm', 'cold'] });
   });
 
-  it.each(['persistent', 'lru-cascade', 'growing', 'low-durability', 'dedup', 'compressed-cold'])(
+  it.each(['persistent', 'lru-cascade', 'growing', 'low-durability', 'dedup'])(
     '%s is refused until the responses it needs run (not accepted as a policy that does nothing)',
     (name) => {
       expect(problemsOf({ namespaces: { app: { preset: name } } }).map((p) => p.message)).toEqual(
@@ -291,4 +291,85 @@ describe('presets', () => {
       );
     },
   );
+});
+
+describe('compress and encrypt rules', () => {
+  const local = { encryption: { keyring: 'local key files' } };
+  const compile = (input: unknown, opts: Parameters<typeof compilePolicyInput>[1] = local) => compilePolicyInput(input, opts);
+  const problems = (input: unknown, opts: Parameters<typeof compilePolicyInput>[1] = local) => {
+    try {
+      compile(input, opts);
+      return [];
+    } catch (e) {
+      return (e as PolicyDocumentError).problems.map((p) => `${p.rule ?? p.path}: ${p.message}`);
+    }
+  };
+
+  it('compile to what the coordinator applies per write: scope by namespace, prefix and tag, compress and encrypt apart', () => {
+    const c = compile({
+      rules: [
+        { id: 'squash-logs', scope: { namespace: 'app', prefix: 'logs/' }, on: { action: 'put' }, do: [{ compress: {} }] },
+        { id: 'seal-pii', scope: { namespace: 'app', tag: 'pii' }, on: { action: 'put' }, do: [{ encrypt: { key: 'pii' } }] },
+        { id: 'seal-all', on: { action: 'put' }, do: [{ encrypt: { key: 'everything' } }] },
+        { id: 'read', on: { action: 'get' }, do: [{ decrypt: {} }, { uncompress: {} }] },
+      ],
+    });
+    const reg = c.registry;
+    expect(reg.transformFor('app', 'logs/1', [])).toEqual({ compress: { minBytes: 1024, level: 3 }, rules: ['squash-logs'] });
+    expect(reg.transformFor('app', 'logs/1', ['pii'])).toEqual({
+      compress: { minBytes: 1024, level: 3 },
+      encrypt: { key: 'pii' },
+      rules: ['squash-logs', 'seal-pii'],
+    });
+    expect(reg.transformFor('app', 'other', [])).toBeUndefined();
+    // A namespace with no encrypt rule of its own takes those for every namespace.
+    expect(reg.transformFor('billing', 'x', [])).toEqual({ encrypt: { key: 'everything' }, rules: ['seal-all'] });
+  });
+
+  it.each([
+    [
+      'a transform on one tier (every tier holds the same bytes)',
+      { id: 'r', on: { action: 'put', tier: 'cold' }, do: [{ compress: {} }] },
+      /r: compress applies before any tier holds the value.* remove on.tier/,
+    ],
+    ['compress on a get', { id: 'r', on: { action: 'get' }, do: [{ compress: {} }] }, /r: compress answers a put/],
+    ['decrypt on a put', { id: 'r', on: { action: 'put' }, do: [{ decrypt: {} }] }, /r: decrypt answers a get/],
+    [
+      'a condition on a transform',
+      { id: 'r', on: { action: 'put' }, when: [{ object: 'size', op: '>=', value: 10 }], do: [{ compress: {} }] },
+      /r: compress takes no conditions: compress has its own size floor/,
+    ],
+  ])('refuses %s', (_name, rule, message) => {
+    expect(problems({ rules: [rule] })).toEqual([expect.stringMatching(message)]);
+  });
+
+  it('refuses encryption where the runtime has no keyring, or a key it was not granted', () => {
+    const rule = { id: 'seal', on: { action: 'put' }, do: [{ encrypt: { key: 'alias/other' } }] };
+    expect(problems({ rules: [rule] }, {})).toEqual([
+      expect.stringMatching(/seal: this runtime has no keyring .*STRATA_KEYRING/),
+    ]);
+    expect(problems({ rules: [rule] }, { encryption: { keyring: 'kms', keys: ['alias/strata'] } })).toEqual([
+      expect.stringMatching(/seal: key 'alias\/other' is not one this deployment may use \(kms: alias\/strata\)/),
+    ]);
+    expect(problems({ rules: [rule] }, { encryption: { keyring: 'kms', keys: ['alias/other'] } })).toEqual([]);
+  });
+
+  it('the encrypted preset encrypts every value of its namespace under its key, write-through', () => {
+    const c = compile({ namespaces: { vault: { preset: 'encrypted', with: { key: 'alias/vault' } } } });
+    expect(c.registry.transformFor('vault', 'any', [])).toEqual({ encrypt: { key: 'alias/vault' }, rules: ['vault-encrypt'] });
+    expect(c.registry.transformFor('other', 'any', [])).toBeUndefined();
+    expect(c.placements.vault).toMatchObject({ writeMode: 'write-through', writeTiers: ['hot', 'warm', 'cold'] });
+  });
+
+  it('the compressed-cold preset compresses exactly the values it sends around hot into warm and cold', () => {
+    const c = compile({ namespaces: { logs: { preset: 'compressed-cold', with: { minBytes: 4096, level: 5 } } } });
+    expect(c.registry.transformFor('logs', 'k', [])).toEqual({
+      compress: { minBytes: 4096, level: 5 },
+      rules: ['logs-compress'],
+    });
+    const reg = c.registry.for('logs');
+    const at = (size: number) => place({ policy: reg, header: { size, tags: [], expiresAt: null, ageMs: 0 }, tiers: TIERS });
+    expect(at(4095)).toMatchObject({ hot: 'value', durable: ['warm', 'cold'] });
+    expect(at(4096)).toMatchObject({ hot: 'marker', durable: ['warm', 'cold'] });
+  });
 });

@@ -69,6 +69,7 @@ export function storedHeaderJson(h: EntryHeader): string {
     plainFlags &&
     (tags === undefined || tags.length === 0) &&
     contentType === undefined &&
+    h.encoding === undefined &&
     Number.isSafeInteger(version) &&
     Number.isFinite(size) &&
     (expiresAt === null || Number.isFinite(expiresAt)) &&
