@@ -11,7 +11,7 @@ import {
   type PolicyTier,
   type ResponseKind,
 } from './document.js';
-import { BACKGROUND_RESPONSES } from './evaluator.js';
+import { BACKGROUND_RESPONSES, isFlushRule } from './evaluator.js';
 import { presetParamProblems, presetRules } from './presets.js';
 import {
   namespacePolicySchema,
@@ -77,14 +77,9 @@ function unsupported(rule: PolicyRule, opts: CompileOptions): string | undefined
     if (isTransformKind(kind)) continue; // checked by transformProblems()
     if (kind === 'retrieve' && 'retrieve' in r && r.retrieve.origin && !r.retrieve.tiers) continue;
     if (kind === 'copy' && isFlush(rule)) continue;
-    if (
-      opts.background &&
-      BACKGROUND_RESPONSES.has(kind) &&
-      ruleMode(rule) === 'background' &&
-      !rule.scope.prefix &&
-      !rule.scope.tag
-    )
-      continue;
+    const scoped = !!rule.scope.prefix || !!rule.scope.tag;
+    const moves = kind === 'copy' || kind === 'move' || kind === 'delete';
+    if (opts.background && BACKGROUND_RESPONSES.has(kind) && ruleMode(rule) === 'background' && (moves || !scoped)) continue;
     return (
       `'${kind}' ${kind === 'copy' ? 'other than the write-back flush (a timer copying dirty values from hot) ' : ''}` +
       'is part of the rule language but this version of Strata does not run it yet'
@@ -93,18 +88,7 @@ function unsupported(rule: PolicyRule, opts: CompileOptions): string | undefined
   return undefined;
 }
 
-/** The write-back flush: on a timer, copy dirty values from hot to durable tiers. */
-function isFlush(rule: PolicyRule): boolean {
-  if (!('timer' in rule.on) || rule.do.length !== 1 || rule.when.length) return false;
-  const r = rule.do[0]!;
-  return (
-    'copy' in r &&
-    r.copy.from === 'hot' &&
-    r.copy.bandwidthBytesPerSecond === undefined &&
-    r.copy.what.length === 1 &&
-    r.copy.what.some((w) => w.object === 'dirty' && 'equals' in w && w.equals)
-  );
-}
+const isFlush = isFlushRule;
 
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
@@ -154,6 +138,31 @@ function expand(doc: PolicyDocument, problems: PolicyProblem[]): PolicyRule[] {
 function inScope(rules: readonly PolicyRule[], ns: string, pick: (r: PolicyRule) => boolean): PolicyRule[] {
   const own = rules.filter((r) => r.scope.namespace === ns && pick(r));
   return own.length || ns === '*' ? own : rules.filter((r) => r.scope.namespace === '*' && pick(r));
+}
+
+/**
+ * Why a background copy / move / delete cannot run as written (data-mover.ts), or undefined. Tiers enumerate one
+ * namespace at a time, hot evicts on its own (it never holds the only copy, and its dirty entries are the flusher's),
+ * and tiers do not track per-entry access (idle time, access count) yet.
+ */
+function transferProblem(rule: PolicyRule): string | undefined {
+  if (isFlush(rule)) return undefined;
+  for (const r of rule.do) {
+    const spec = 'copy' in r ? r.copy : 'move' in r ? r.move : 'delete' in r ? r.delete : undefined;
+    if (!spec) continue;
+    const kind = responseKind(r);
+    if (rule.scope.namespace === '*')
+      return `${kind} enumerates one namespace's entries: scope the rule to a namespace (scope.namespace)`;
+    const to: readonly PolicyTier[] = 'to' in spec ? (spec as { to: PolicyTier[] }).to : [];
+    if (kind !== 'copy' && spec.from === 'hot')
+      return `${kind} from hot: hot evicts on its own (hotResidencySeconds bounds how long it keeps a copy)`;
+    if (kind === 'move' && to.every((t) => t === 'hot'))
+      return 'move into hot alone would leave the only copy in a tier that evicts on its own';
+    const untracked = spec.what.find((w) => w.object === 'idleSeconds' || w.object === 'accessCount');
+    if (untracked)
+      return `selection by ${untracked.object} is not supported yet: tiers do not track per-entry access (select by size, ageSeconds, tag, contentType or dirty)`;
+  }
+  return undefined;
 }
 
 const TRANSFORM_KINDS = new Set<ResponseKind>(['compress', 'encrypt', 'uncompress', 'decrypt']);
@@ -302,7 +311,7 @@ export function compilePolicy(doc: PolicyDocument, opts: CompileOptions = {}): C
     problems.push({ path: i !== undefined ? `rules[${i}]` : `namespaces.${ns}.preset`, rule: rule.id, message });
   };
   for (const r of rules) {
-    const why = unsupported(r, opts) ?? transformProblem(r, opts);
+    const why = unsupported(r, opts) ?? transformProblem(r, opts) ?? transferProblem(r);
     if (why) problem(r, why);
     if (ruleMode(r) === 'foreground' && (r.scope.prefix || r.scope.tag) && (isPlacement(r) || isOrigin(r)))
       problem(

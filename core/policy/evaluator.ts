@@ -1,7 +1,8 @@
 import type { FiringOutcomeWire, FiringWire } from '../../sdk/src/contract.js';
 import { log } from '../util/logger.js';
 import type { CompiledPolicy } from './compile.js';
-import { responseKind, ruleMode, type Condition, type PolicyResponse, type PolicyRule } from './document.js';
+import type { TransferResult } from './data-mover.js';
+import { responseKind, ruleMode, type Condition, type PolicyResponse, type PolicyRule, type PolicyTier } from './document.js';
 import { judge, type PolicyState } from './preview.js';
 
 /**
@@ -30,6 +31,28 @@ export interface EvaluatorActions {
   scaleOut(reason: string): Promise<string>;
   /** Starts one ScaleIn (one node). */
   scaleIn(reason: string): Promise<string>;
+  /**
+   * Carries out a background copy, move or delete (data-mover.ts) over this runtime's tiers; resolves when it is
+   * done. Absent: those responses are skipped (a runtime without the tiers at hand).
+   */
+  transfer?(request: TransferRequest): Promise<TransferResult>;
+}
+
+/** A copy, move or delete as a rule asks for it, with the tiers by name (the runtime resolves them). */
+export interface TransferRequest {
+  readonly rule: string;
+  readonly kind: 'copy' | 'move' | 'delete';
+  readonly ns: string;
+  readonly prefix?: string;
+  readonly tag?: string;
+  readonly from: PolicyTier;
+  readonly to: readonly PolicyTier[];
+  readonly what: readonly Condition[];
+  readonly bytesPerSecond?: number;
+  /** Only entries written since (epoch ms): a timer rule's runs after the first copy what the last one did not. */
+  readonly writtenSince?: number;
+  /** True once the rule left the policy or background actions were switched off: the run stops. */
+  readonly cancelled: () => boolean;
 }
 
 export type FiringOutcome = FiringOutcomeWire;
@@ -56,7 +79,12 @@ export interface EvaluatorOptions {
 type Controls = CompiledPolicy['document']['controls'];
 
 /** Responses the background executor carries out today (the rest are refused when the document is compiled). */
-export const BACKGROUND_RESPONSES = new Set(['alert', 'grow', 'shrink']);
+export const BACKGROUND_RESPONSES = new Set(['alert', 'grow', 'shrink', 'copy', 'move', 'delete']);
+
+/** How much earlier than the last run's start a timer copy looks again (clock skew between writers). */
+const SINCE_MARGIN_MS = 5_000;
+
+const TRANSFERS = new Set(['copy', 'move', 'delete']);
 
 export class BackgroundEvaluator implements FiringHistory {
   private readonly history: Firing[] = [];
@@ -71,6 +99,11 @@ export class BackgroundEvaluator implements FiringHistory {
    * time, so the rest start at later ticks, each once the one before has finished.
    */
   private pending?: { kind: 'grow' | 'shrink'; left: number; of: number; rule: string };
+  /** Background copies, moves and deletes under way, by rule and response; and when each last finished cleanly. */
+  private readonly transfers = new Map<string, Promise<void>>();
+  private readonly transferredSince = new Map<string, number>();
+  private policy?: CompiledPolicy;
+  private closing = false;
   private readonly now: () => number;
 
   constructor(private readonly opts: EvaluatorOptions) {
@@ -84,7 +117,9 @@ export class BackgroundEvaluator implements FiringHistory {
 
   /** One evaluation of every background rule of `policy`; resolves with this tick's firings. */
   async tick(policy: CompiledPolicy): Promise<Firing[]> {
-    const rules = policy.rules.filter((r) => ruleMode(r) === 'background');
+    this.policy = policy;
+    // The write-back flush runs in each API process (the coordinator's flusher), not here.
+    const rules = policy.rules.filter((r) => ruleMode(r) === 'background' && !isFlushRule(r));
     const now = this.now();
     const continued = await this.continuePending(policy, now);
     if (!rules.length) return continued ? [continued] : [];
@@ -134,6 +169,7 @@ export class BackgroundEvaluator implements FiringHistory {
     if (kind === 'alert') return record('done', (response as { alert: { message: string } }).alert.message);
     const blocked = this.blocked(controls, state, now);
     if (blocked) return record('suppressed', blocked);
+    if (TRANSFERS.has(kind)) return this.transfer(rule, response, now, record);
     try {
       const detail = await this.scale(kind as 'grow' | 'shrink', response, controls, rule.id, now);
       if (detail.startsWith('skipped: ')) return record('skipped', detail.slice(9));
@@ -207,6 +243,75 @@ export class BackgroundEvaluator implements FiringHistory {
     return `${kind === 'grow' ? 'ScaleOut' : 'ScaleIn'} ${n} of ${of} (execution ${execution})`;
   }
 
+  /** Starts a copy, move or delete in the background; its end is recorded as a firing of its own. */
+  private transfer(
+    rule: PolicyRule,
+    response: PolicyResponse,
+    now: number,
+    record: (o: FiringOutcome, d: string) => Firing,
+  ): Firing {
+    const kind = responseKind(response) as 'copy' | 'move' | 'delete';
+    const transfer = this.opts.actions.transfer;
+    if (!transfer) return record('skipped', `${kind} is not run by this runtime`);
+    const id = `${rule.id}\u0000${rule.do.indexOf(response)}`;
+    if (this.transfers.has(id)) return record('skipped', `the previous ${kind} of this rule is still running`);
+    const spec = (
+      response as Record<string, { from: PolicyTier; to?: PolicyTier[]; what: Condition[]; bandwidthBytesPerSecond?: number }>
+    )[kind]!;
+    const since = 'timer' in rule.on ? this.transferredSince.get(id) : undefined;
+    const request: TransferRequest = {
+      rule: rule.id,
+      kind,
+      ns: rule.scope.namespace,
+      ...(rule.scope.prefix ? { prefix: rule.scope.prefix } : {}),
+      ...(rule.scope.tag ? { tag: rule.scope.tag } : {}),
+      from: spec.from,
+      to: spec.to ?? [],
+      what: spec.what,
+      ...(spec.bandwidthBytesPerSecond ? { bytesPerSecond: spec.bandwidthBytesPerSecond } : {}),
+      ...(since !== undefined ? { writtenSince: since - SINCE_MARGIN_MS } : {}),
+      cancelled: () => {
+        const p = this.policy;
+        return this.closing || !p || !p.document.controls.backgroundEnabled || !p.rules.some((r) => r.id === rule.id);
+      },
+    };
+    const where = `${rule.scope.namespace}${rule.scope.prefix ? `/${rule.scope.prefix}*` : ''}: ${spec.from}${
+      spec.to?.length ? ` → ${spec.to.join(', ')}` : ''
+    }${spec.bandwidthBytesPerSecond ? ` at most ${spec.bandwidthBytesPerSecond} B/s` : ''}`;
+    this.started.push(now);
+    const job = transfer(request).then(
+      (r) => {
+        if (!request.cancelled()) this.transferredSince.set(id, now);
+        const stopped = request.cancelled() ? ' (stopped: the rule left the policy or background actions were switched off)' : '';
+        this.record(rule.id, kind, 'done', `${kind} finished${stopped}: ${summary(r)}`, this.now());
+      },
+      (error: unknown) =>
+        void this.record(
+          rule.id,
+          kind,
+          'failed',
+          `${kind} failed: ${error instanceof Error ? error.message : String(error)}`,
+          this.now(),
+        ),
+    );
+    this.transfers.set(
+      id,
+      job.finally(() => this.transfers.delete(id)),
+    );
+    return record('done', `${kind} started (${where})${since !== undefined ? ', entries written since the last run' : ''}`);
+  }
+
+  /** Resolves once every background copy, move and delete under way has finished (tests). */
+  async idle(): Promise<void> {
+    while (this.transfers.size) await Promise.all([...this.transfers.values()]);
+  }
+
+  /** Stops the copies, moves and deletes under way (between two entries) and waits for them (shutdown). */
+  async close(): Promise<void> {
+    this.closing = true;
+    await this.idle();
+  }
+
   /** The next node of a multi-node grow or shrink, once the previous workflow has finished. */
   private async continuePending(policy: CompiledPolicy, now: number): Promise<Firing | undefined> {
     const p = this.pending;
@@ -232,4 +337,26 @@ export class BackgroundEvaluator implements FiringHistory {
       return this.record(p.rule, p.kind, 'failed', error instanceof Error ? error.message : String(error), now);
     }
   }
+}
+
+function summary(r: TransferResult): string {
+  const parts = [`${r.selected} of ${r.scanned} entries selected`, `${r.copied} copied (${r.bytes} bytes)`];
+  if (r.removed) parts.push(`${r.removed} removed from the source`);
+  if (r.unchanged) parts.push(`${r.unchanged} left as they were`);
+  if (r.withdrawn) parts.push(`${r.withdrawn} copies withdrawn (deleted meanwhile)`);
+  if (r.throttledMs) parts.push(`${Math.round(r.throttledMs)} ms paced by the bandwidth cap`);
+  return parts.join(', ');
+}
+
+/** The write-back flush (a timer copying dirty values from hot), which the coordinator runs. */
+export function isFlushRule(rule: PolicyRule): boolean {
+  if (!('timer' in rule.on) || rule.do.length !== 1 || rule.when.length) return false;
+  const r = rule.do[0]!;
+  return (
+    'copy' in r &&
+    r.copy.from === 'hot' &&
+    r.copy.bandwidthBytesPerSecond === undefined &&
+    r.copy.what.length === 1 &&
+    r.copy.what.some((w) => w.object === 'dirty' && 'equals' in w && w.equals)
+  );
 }

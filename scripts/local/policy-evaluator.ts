@@ -1,11 +1,13 @@
 /**
  * `npm start`'s background evaluator: ticks the background rules of the policy in force every second, reading the
- * local fleet's state (the fleet sampler's reader) and the local cost model's projection, and starting the local
- * workflows (ScaleOut, ScaleIn). Each
+ * local fleet's state (the fleet sampler's reader) and the local cost model's projection, starting the local
+ * workflows (ScaleOut, ScaleIn) and copying, moving and deleting entries between the tiers (data-mover.ts). Each
  * firing is a log line, a `Strata/Workflows` PolicyFirings point in the local metrics store and an entry in the
  * history the admin API serves (`GET /v1/admin/policy/firings`). In AWS the same evaluator is to run on a schedule.
  */
-import { BackgroundEvaluator, type EvaluatorActions, type Firing } from '../../core/policy/evaluator.js';
+import { runTransfer } from '../../core/policy/data-mover.js';
+import { BackgroundEvaluator, type EvaluatorActions, type Firing, type TransferRequest } from '../../core/policy/evaluator.js';
+import type { Tier } from '../../core/tiers/tier.js';
 import type { LivePolicy } from '../../core/policy/live.js';
 import type { PolicyState } from '../../core/policy/preview.js';
 import type { FleetState } from '../../core/cost/publisher/fleet-state.js';
@@ -22,8 +24,39 @@ export interface LocalPolicyEvaluatorOptions {
   readonly fleet?: () => Promise<FleetState>;
   readonly metrics: LocalMetricsStore;
   readonly environment: string;
+  /** The tiers copy, move and delete rules work on (the coordinator's, top-down); absent: those rules skip. */
+  readonly tiers?: readonly Tier[];
   /** @default 1000 */
   readonly intervalMs?: number;
+}
+
+/**
+ * Carries out a background copy, move or delete over `tiers`: the rule's tiers by name, warm and cold as the
+ * durable ones a delete checks.
+ */
+export function transferOver(tiers: readonly Tier[]): (request: TransferRequest) => ReturnType<typeof runTransfer> {
+  const named = (name: string): Tier => {
+    const t = tiers.find((x) => x.name === name);
+    if (!t) throw new Error(`this deployment has no ${name} tier`);
+    return t;
+  };
+  return (q) =>
+    runTransfer(
+      {
+        rule: q.rule,
+        kind: q.kind,
+        ns: q.ns,
+        ...(q.prefix ? { prefix: q.prefix } : {}),
+        ...(q.tag ? { tag: q.tag } : {}),
+        from: named(q.from),
+        to: q.to.map(named),
+        what: q.what,
+        ...(q.bytesPerSecond ? { bytesPerSecond: q.bytesPerSecond } : {}),
+        ...(q.writtenSince !== undefined ? { writtenSince: q.writtenSince } : {}),
+        durable: tiers.filter((t) => t.name !== 'hot'),
+      },
+      { cancelled: q.cancelled },
+    );
 }
 
 export interface LocalPolicyEvaluator {
@@ -80,6 +113,7 @@ export function startLocalPolicyEvaluator(o: LocalPolicyEvaluatorOptions): Local
       ),
     scaleOut: async (reason) => (await required(workflows).start('scale-out', { reason })).execution,
     scaleIn: async () => (await required(workflows).start('scale-in', {})).execution,
+    ...(o.tiers ? { transfer: transferOver(o.tiers) } : {}),
   };
   const record = (f: Firing) => {
     const def = METRICS.policyFirings;
@@ -115,6 +149,7 @@ export function startLocalPolicyEvaluator(o: LocalPolicyEvaluatorOptions): Local
     stop: async () => {
       clearInterval(timer);
       await running;
+      await evaluator.close();
     },
   };
 }

@@ -373,3 +373,63 @@ describe('compress and encrypt rules', () => {
     expect(at(4096)).toMatchObject({ hot: 'marker', durable: ['warm', 'cold'] });
   });
 });
+
+describe('background copy, move and delete rules', () => {
+  const bg = { background: true };
+  const problems = (input: unknown) => {
+    try {
+      compilePolicyInput(input, bg);
+      return [];
+    } catch (e) {
+      return (e as PolicyDocumentError).problems.map((p) => `${p.rule ?? p.path}: ${p.message}`);
+    }
+  };
+
+  it.each(['persistent', 'low-durability', 'growing'])('%s compiles where a background evaluator runs', (preset) => {
+    expect(problems({ namespaces: { app: { preset } } })).toEqual([]);
+  });
+
+  it('lru-cascade is refused until tiers track per-entry access, naming what to select by instead', () => {
+    expect(problems({ namespaces: { app: { preset: 'lru-cascade' } } })).toEqual([
+      expect.stringMatching(/app-cascade: selection by idleSeconds is not supported yet: .*select by size, ageSeconds/),
+    ]);
+  });
+
+  const timer = { timer: { everySeconds: 60 } };
+  it.each([
+    [
+      'a rule for every namespace',
+      { on: timer, do: [{ copy: { from: 'warm', to: ['cold'] } }] },
+      /scope the rule to a namespace/,
+    ],
+    [
+      'a copy into its own tier',
+      { scope: { namespace: 'a' }, on: timer, do: [{ copy: { from: 'warm', to: ['warm'] } }] },
+      /cannot go to 'warm' itself/,
+    ],
+    [
+      'a move out of hot',
+      { scope: { namespace: 'a' }, on: timer, do: [{ move: { from: 'hot', to: ['cold'] } }] },
+      /move from hot: hot evicts/,
+    ],
+    [
+      'a move into hot alone',
+      { scope: { namespace: 'a' }, on: timer, do: [{ move: { from: 'warm', to: ['hot'] } }] },
+      /only copy in a tier that evicts/,
+    ],
+  ])('refuses %s', (_name, rule, message) => {
+    expect(problems({ rules: [{ id: 'r', ...rule }] })).toEqual([expect.stringMatching(message)]);
+  });
+
+  it('accepts prefix- and tag-scoped copies (the scope is a selection), unlike scoped grow and shrink', () => {
+    const copy = {
+      id: 'c',
+      scope: { namespace: 'a', prefix: 'img/', tag: 'x' },
+      on: timer,
+      do: [{ copy: { from: 'warm', to: ['cold'] } }],
+    };
+    expect(problems({ rules: [copy] })).toEqual([]);
+    const grow = { id: 'g', scope: { namespace: 'a', prefix: 'img/' }, on: timer, do: [{ grow: { tier: 'warm', nodes: 1 } }] };
+    expect(problems({ rules: [grow] })).toEqual([expect.stringMatching(/'grow' is part of the rule language/)]);
+  });
+});
