@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { Tags, Validations, type App } from 'aws-cdk-lib';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { EnvironmentConfig } from './config/schema.js';
 import { CacheNodeBundle, CacheNodeFleet } from './constructs/cache-node-fleet.js';
@@ -23,6 +24,8 @@ export interface StrataAppOptions {
   readonly cacheNodeBundle?: CacheNodeBundle;
   /** Run cdk-nag's AwsSolutions checks on every stack (findings are synth errors). @default true */
   readonly nag?: boolean;
+  /** The KMS keys namespace policies may encrypt with (ApiStackProps.policyEncryptionKeys). @default - none */
+  readonly policyEncryptionKeys?: readonly kms.IKey[];
 }
 
 export interface StrataStacks {
@@ -49,7 +52,13 @@ export function buildStrataApp(app: App, options: StrataAppOptions): StrataStack
     bundle: options.cacheNodeBundle ?? CacheNodeBundle.fromEntry(CACHENODE_ENTRY, { nativeModules: ['lmdb'] }),
     ringStore: { bucket: data.coldTier.bucket, prefix: ColdTierBucket.RING_PREFIX },
   });
-  const api = new ApiStack(app, stackId(config, 'Api'), { config, network, data, fleet });
+  const api = new ApiStack(app, stackId(config, 'Api'), {
+    config,
+    network,
+    data,
+    fleet,
+    ...(options.policyEncryptionKeys ? { policyEncryptionKeys: options.policyEncryptionKeys } : {}),
+  });
   const workflows = new WorkflowsStack(app, stackId(config, 'Workflows'), { config, network, data, fleet });
   // Monitoring alarms on the workflows' functions and state machines (and its node-fill rule targets one): it
   // depends on the Workflows stack, never the reverse.

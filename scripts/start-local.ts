@@ -11,7 +11,7 @@ import { ConfigError } from '../core/errors.js';
 import { buildApiContext } from '../core/composition/api-context.js';
 import { warmTierFromEnv } from '../core/composition/warm-tier-env.js';
 import { LocalFolderTier } from '../core/tiers/local-folder-tier.js';
-import { LOCAL_POLICY_FOLDER, LOCAL_WARM_FOLDER } from '../core/tiers/storage-key.js';
+import { LOCAL_KEYS_FOLDER, LOCAL_POLICY_FOLDER, LOCAL_WARM_FOLDER } from '../core/tiers/storage-key.js';
 import { LocalMetricsStore } from '../core/metrics/local-store.js';
 import { startFleetSampler } from './local/fleet-sampler.js';
 import { removeLegacyWarmFolders, startLocalWarm, startLocalWorkflows } from './local/local-warm.js';
@@ -50,8 +50,16 @@ async function main(): Promise<void> {
     // server on the same data folder picks them up within a second.
     STRATA_POLICY_STORE: process.env.STRATA_POLICY_STORE || `file:${join(dataDir, LOCAL_POLICY_FOLDER)}`,
     STRATA_POLICY_REFRESH_MS: process.env.STRATA_POLICY_REFRESH_MS || '1000',
+    // Encrypt rules' master keys: one file per key, created the first time a policy names it, kept across restarts
+    // (values encrypted under a key are lost with its file).
+    STRATA_KEYRING: process.env.STRATA_KEYRING || `file:${join(dataDir, LOCAL_KEYS_FOLDER)}`,
   });
-  const ctx = buildApiContext(env, { warmTier: warmTierFromEnv, policyTimer: true, backgroundEvaluator: true });
+  const ctx = buildApiContext(env, {
+    warmTier: warmTierFromEnv,
+    policyTimer: true,
+    backgroundEvaluator: true,
+    createLocalKeys: true,
+  });
   // One store for everything the dashboard draws: the handlers' request metrics, the workflow steps' metrics, the fleet.
   const metrics = new LocalMetricsStore();
   const workflows = warm
@@ -61,12 +69,13 @@ async function main(): Promise<void> {
   if (ctx.presigner instanceof LocalFolderTier)
     await ctx.presigner.sweep().catch((e) => console.warn(`strata: could not clean ${env.STRATA_LOCAL_DIR}: ${e}`));
   const fleetSampler = startFleetSampler({ env, store: metrics, environment: env.STRATA_ENV });
-  // The policy's background rules (alert, grow, shrink), every second, against the fleet's state.
+  // The policy's background rules (alert, grow, shrink, copy, move, delete), every second, against the tiers' state.
   const policyEvaluator = ctx.livePolicy
     ? startLocalPolicyEvaluator({
         live: ctx.livePolicy,
         ...(workflows ? { workflows: workflows.service } : {}),
         ...(fleetSampler ? { fleet: fleetSampler.sample } : {}),
+        tiers: ctx.coordinator.tierList(),
         metrics,
         environment: env.STRATA_ENV,
       })

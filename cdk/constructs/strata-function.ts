@@ -6,9 +6,11 @@ import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
+import { KMS_ENCRYPTION_CONTEXT } from '../../core/transforms/kms-keyring.js';
 import { CHOSEN_PACKAGING, COMMON_ESBUILD, REPO_ROOT, type LambdaPackaging } from '../lib/packaging.js';
 import type { CacheNodeFleet } from './cache-node-fleet.js';
 import { ColdTierBucket, type RingStoreDocument } from './cold-tier-bucket.js';
+import type { PolicyEncryptionKeys } from './policy-encryption-keys.js';
 import { check, intIn } from './validation.js';
 import type { ValkeyServerlessCache } from './valkey-serverless-cache.js';
 
@@ -229,6 +231,33 @@ export class StrataFunction extends Construct {
     this.function.addEnvironment('STRATA_POLICY_STORE', `s3://${cold.bucket.bucketName}/${ColdTierBucket.RING_PREFIX}`);
     if (access.write) cold.grantRingWrite(this.role, ['policies']);
     else cold.grantRingRead(this.role, ['policies']);
+    return this;
+  }
+
+  /**
+   * The policies' encryption keys (KMS, the customer's): STRATA_KEYRING=kms and STRATA_KEYRING_KEYS (the names a
+   * policy may encrypt with: core/composition/keyring-env.ts), with which the function checks the policies it is
+   * given. `use` (the functions that read and write values) adds kms:GenerateDataKey and kms:Decrypt on exactly those
+   * keys, and only for Strata's data keys: the request must carry Strata's encryption context
+   * (`kms:EncryptionContext:strata:purpose`, core/transforms/kms-keyring.ts). The key policy must let the account's IAM
+   * policies grant use of the key (the default key policy does; a key in another account must name this role).
+   */
+  bindKeyring(keys: PolicyEncryptionKeys, access: { use: boolean }): this {
+    this.addEnvironment('STRATA_KEYRING', 'kms');
+    this.addEnvironment('STRATA_KEYRING_KEYS', keys.names.join(','));
+    if (access.use)
+      this.role.addToPolicy(
+        new iam.PolicyStatement({
+          sid: 'PolicyEncryptionKeys',
+          actions: ['kms:GenerateDataKey', 'kms:Decrypt'],
+          resources: [...keys.keyArns],
+          conditions: {
+            StringEquals: Object.fromEntries(
+              Object.entries(KMS_ENCRYPTION_CONTEXT).map(([k, v]) => [`kms:EncryptionContext:${k}`, v]),
+            ),
+          },
+        }),
+      );
     return this;
   }
 

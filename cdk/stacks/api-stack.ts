@@ -1,7 +1,9 @@
 import { CfnOutput, Stack } from 'aws-cdk-lib';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import type { Construct } from 'constructs';
 import { API_ROUTES } from '../../core/api/routes.js';
 import { type ApiFunction } from '../../core/api/route-types.js';
+import { policyEncryptionKeys } from '../constructs/policy-encryption-keys.js';
 import { StrataFunction } from '../constructs/strata-function.js';
 import { StrataRestApi } from '../constructs/strata-rest-api.js';
 import { check } from '../constructs/validation.js';
@@ -17,6 +19,17 @@ export interface ApiStackProps extends StrataStackProps {
   readonly data: Pick<DataStack, 'hotTier' | 'coldTier'>;
   /** The cache-node fleet: the warm tier's shared secret and port. */
   readonly fleet: Pick<FleetStack, 'fleet'>;
+  /**
+   * The KMS keys namespace policies may encrypt values with (`{ encrypt: { key } }` rules, docs/POLICIES.md): keys
+   * (kms.Key, kms.Key.fromKeyArn) or aliases with their key (kms.Alias, kms.Alias.fromAliasAttributes), in the
+   * deployment's region, at most 8. The functions that read and write values get kms:GenerateDataKey and kms:Decrypt
+   * on exactly these keys, for Strata's data keys only (encryption context `strata:purpose`); every API function gets
+   * STRATA_KEYRING=kms and STRATA_KEYRING_KEYS, the names a policy may use: each key's ARN, and an alias's name and
+   * ARN. The keys stay the customer's: Strata never creates, rotates, disables or deletes them, and their key policies
+   * must let the account's IAM policies grant their use (the default key policy does).
+   * @default - none: no KMS permission and no keyring; a policy with an encrypt rule is refused
+   */
+  readonly policyEncryptionKeys?: readonly kms.IKey[];
 }
 
 /** The API groups, in the order they first appear in API_ROUTES: one Lambda each. */
@@ -38,6 +51,7 @@ export class ApiStack extends StrataStack {
   constructor(scope: Construct, id: string, props: ApiStackProps) {
     super(scope, id, { description: `Strata ${props.config.name}: HTTPS API (API Gateway REST, Lambda)`, ...props });
     const { config, network, data, fleet } = props;
+    const keys = policyEncryptionKeys(this, props.policyEncryptionKeys);
 
     const functions = {} as Record<ApiFunction, StrataFunction>;
     for (const fn of apiFunctionGroups()) {
@@ -78,6 +92,8 @@ export class ApiStack extends StrataStack {
       } else {
         f.bindWorkflowProgress(data.coldTier).bindPolicyStore(data.coldTier, { write: true });
       }
+      // Every function checks the policies it loads against the keys; only those that serve values use them.
+      if (keys) f.bindKeyring(keys, { use: inVpc });
       functions[fn] = f;
     }
     this.functions = functions;

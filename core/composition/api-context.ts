@@ -15,6 +15,8 @@ import type { RuntimeEnv } from './runtime-env.js';
 import { namespaceConfigFrom } from './runtime-env.js';
 import { ConfigError } from '../errors.js';
 import { ElastiCacheIamAuth } from './elasticache-iam.js';
+import { encryptionCompileOptions, keyringFromEnv } from './keyring-env.js';
+import { ValueCodec } from '../transforms/codec.js';
 import { loadRuntimeEnvWithSecrets } from './secrets.js';
 import { warmTierFromEnv } from './warm-tier-env.js';
 import { parseTenantAccess, type TenantAccess } from '../model/tenancy.js';
@@ -63,6 +65,11 @@ export interface BuildOptions {
    * responses it runs (alert, grow, shrink). @default false: they are refused when a policy is put
    */
   backgroundEvaluator?: boolean;
+  /**
+   * A `file:` keyring (STRATA_KEYRING) creates the key file of a key a policy names for the first time (`npm start`,
+   * so a local policy may name a new key). @default false: a missing key file is a permanent KEY_UNAVAILABLE
+   */
+  createLocalKeys?: boolean;
 }
 
 export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): BuiltContext {
@@ -116,7 +123,11 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
       ? new MemoryTier({ name: 'l1', maxBytes: env.STRATA_NEAR_CACHE_MB * MiB })
       : undefined;
   // The deployment's STRATA_NAMESPACES as a policy document: in force until (and unless) one is edited at runtime.
-  const compile = { background: opts.backgroundEvaluator ?? false };
+  // The keyring of the policies' encrypt rules (STRATA_KEYRING): the codec holds it, and the compiler refuses encrypt
+  // rules without one, or naming a key outside STRATA_KEYRING_KEYS.
+  const keys = keyringFromEnv(env, { createLocalKeys: opts.createLocalKeys ?? false });
+  const encryption = encryptionCompileOptions(keys);
+  const compile = { background: opts.backgroundEvaluator ?? false, ...(encryption ? { encryption } : {}) };
   const deployment = compilePolicy(documentFromNamespaceConfig(namespaceConfigFrom(env)), compile);
   const coordinator = new Coordinator({
     tiers,
@@ -126,6 +137,7 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
     onBackgroundError: opts.onBackgroundError ?? backgroundErrorLog({ environment: env.STRATA_ENV }),
     onEvent: opts.onEvent ?? coordinatorEventLog({ environment: env.STRATA_ENV }),
     hotFence: env.STRATA_HOT_FENCE_LEASE_MS === undefined ? undefined : { leaseMs: env.STRATA_HOT_FENCE_LEASE_MS },
+    codec: new ValueCodec(keys.keyring ? { keyring: keys.keyring } : {}),
   });
   const presigner = tiers.find(supportsPresigning) as (Tier & Presigning) | undefined;
   const tenantAccess = parseTenantAccess(env.STRATA_TENANT_ACCESS);
@@ -170,6 +182,7 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
       policyStore
         ? `policy STRATA_NAMESPACES, replaceable at runtime (strata policy put); edits kept in ${policyStore.describe}`
         : 'policy STRATA_NAMESPACES (set STRATA_POLICY_STORE to edit policies at runtime)',
+      keys.describe,
       tenantAccess
         ? `auth  ${tenantAccess.keys} API key(s) mapped to namespaces (STRATA_TENANT_ACCESS), ${admins(tenantAccess)}`
         : NO_AUTH,

@@ -3,6 +3,7 @@ import * as z from 'zod';
 import type { NamespaceConfigInput } from '../policy/namespace-settings.js';
 import { fleetSubnetsSchema } from '../workflows/steps/fleet-placement.js';
 import { ConfigError } from '../errors.js';
+import { kmsKeyNameProblem } from '../transforms/kms-keyring.js';
 import { LOG_LEVELS } from '../util/logger.js';
 import { formatIssues } from '../util/zod-issues.js';
 
@@ -106,6 +107,31 @@ export const runtimeEnvSchema = z.object({
    * serves requests, and makes a request wait for the read once its copy is 4 times older (docs/POLICIES.md).
    */
   STRATA_POLICY_REFRESH_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
+  /**
+   * Where the master keys of the policies' encrypt rules live (composition/keyring-env.ts): `kms` (AWS KMS, in
+   * AWS_REGION; the API functions get it with the stack prop policyEncryptionKeys) or `file:<dir>` (key files, for
+   * local runs; `npm start` uses `<data dir>/_keys`). Absent: no keyring, and encrypt rules are refused.
+   */
+  STRATA_KEYRING: z
+    .string()
+    .regex(/^(kms|file:.+)$/, "STRATA_KEYRING must be 'kms' (AWS KMS) or 'file:<dir>' (a folder of key files)")
+    .optional(),
+  /**
+   * The key names policies may encrypt with, comma-separated (in AWS the KMS key ARNs the deployment was granted).
+   * Absent: any name the keyring has.
+   */
+  STRATA_KEYRING_KEYS: z
+    .string()
+    .transform((s) => [
+      ...new Set(
+        s
+          .split(',')
+          .map((k) => k.trim())
+          .filter(Boolean),
+      ),
+    ])
+    .refine((keys) => keys.length > 0, 'STRATA_KEYRING_KEYS must list key names, comma-separated (or be unset: any key)')
+    .optional(),
   /** Namespace policies as JSON (see NamespaceConfigInput), or a path to a JSON file. */
   STRATA_NAMESPACES: z.string().optional(),
   /** Which namespaces each API key may use (JSON; api/tenant-access.ts). Unset: not enforced. */
@@ -167,6 +193,16 @@ export function loadRuntimeEnv(env: NodeJS.ProcessEnv = process.env): RuntimeEnv
       'invalid configuration: STRATA_WARM_SECRET (or STRATA_WARM_SECRET_FROM_RING=1, or STRATA_WARM_SECRET_ARN): ' +
         'required with a warm tier (the cache nodes refuse requests without it)',
     );
+  }
+  if (r.data.STRATA_KEYRING_KEYS && !r.data.STRATA_KEYRING) {
+    throw new ConfigError(
+      'invalid configuration: STRATA_KEYRING_KEYS names the keys policies may encrypt with, but there is no keyring: ' +
+        "set STRATA_KEYRING ('kms' or 'file:<dir>')",
+    );
+  }
+  if (r.data.STRATA_KEYRING === 'kms') {
+    const problems = (r.data.STRATA_KEYRING_KEYS ?? []).map(kmsKeyNameProblem).filter((p) => p !== undefined);
+    if (problems.length) throw new ConfigError(`invalid configuration: STRATA_KEYRING_KEYS: ${problems.join('; ')}`);
   }
   return r.data;
 }

@@ -178,7 +178,9 @@ export class PolicyAdministration implements PolicyAdmin {
 
   private resolve(stored: StoredPolicy | undefined): { view: PolicyView; compiled: CompiledPolicy } {
     if (!stored || stored.document === null) return { view: this.deploymentView(stored), compiled: this.deployment };
-    const compiled = compilePolicy(parsePolicyDocument(stored.document), this.opts.compile);
+    // Accepted when it was put: a key the deployment no longer grants fails those writes (KEY_UNAVAILABLE) rather
+    // than sending this process back to the deployment's policy, which would store them unencrypted.
+    const compiled = compilePolicy(parsePolicyDocument(stored.document), { ...this.opts.compile, stored: true });
     return { view: this.viewFromStored(stored, compiled), compiled };
   }
 

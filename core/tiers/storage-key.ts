@@ -4,7 +4,7 @@
  * '%' or unicode in a key cannot escape the tier's prefix or directory, and namespaces are validated.
  */
 import { ValidationError } from '../errors.js';
-import { decodeKey, encodeKey, keyShard, validateKey, validateNamespace } from '../model/keys.js';
+import { decodeKey, encodeKey, keyShard, validateStoredKey, validateNamespace } from '../model/keys.js';
 import type { KeyRef } from './tier.js';
 
 /** S3 object keys are at most 1024 bytes of UTF-8. */
@@ -39,7 +39,7 @@ function join(prefix: string, rest: string): string {
 /** `<prefix>/<ns>/<shard>/<base64url(key)>`. Validates ns and key. */
 export function s3ObjectKey(prefix: string, ns: string, key: string): string {
   validateNamespace(ns);
-  validateKey(key);
+  validateStoredKey(key);
   const k = join(prefix, `${ns}/${keyShard(ns, key)}/${encodeKey(key)}`);
   if (Buffer.byteLength(k) > S3_MAX_OBJECT_KEY_BYTES)
     throw new ValidationError('key', `object key would be ${Buffer.byteLength(k)} bytes; S3 allows ${S3_MAX_OBJECT_KEY_BYTES}`);
@@ -90,8 +90,18 @@ export function s3UploadRecordKey(prefix: string, uploadId: string): string {
 export const LOCAL_WARM_FOLDER = '_warm';
 /** The local run's policy store (edited policy documents and their audit trail), kept across restarts. */
 export const LOCAL_POLICY_FOLDER = '_policies';
+/**
+ * The local run's encryption keys (`npm start`'s STRATA_KEYRING, one file per key a policy names), kept across
+ * restarts: values encrypted under a key are lost with its file.
+ */
+export const LOCAL_KEYS_FOLDER = '_keys';
 /** Every folder of the local data folder that is not a namespace (a test checks that none can be one). */
-export const RESERVED_LOCAL_FOLDERS: readonly string[] = [UPLOADS_FOLDER, LOCAL_WARM_FOLDER, LOCAL_POLICY_FOLDER];
+export const RESERVED_LOCAL_FOLDERS: readonly string[] = [
+  UPLOADS_FOLDER,
+  LOCAL_WARM_FOLDER,
+  LOCAL_POLICY_FOLDER,
+  LOCAL_KEYS_FOLDER,
+];
 
 const B32 = 'abcdefghijklmnopqrstuvwxyz234567';
 const B32_INDEX = new Map([...B32].map((c, i) => [c, i] as const));
@@ -146,7 +156,7 @@ export const LOCAL_ENTRY_SUFFIX = '.e';
  */
 export function localEntrySegments(ns: string, key: string): string[] {
   validateNamespace(ns);
-  validateKey(key);
+  validateStoredKey(key);
   const enc = base32Encode(Buffer.from(key, 'utf8'));
   const chunks: string[] = [];
   for (let i = 0; i < enc.length; i += LOCAL_SEGMENT_CHARS) chunks.push(enc.slice(i, i + LOCAL_SEGMENT_CHARS));

@@ -528,9 +528,9 @@ describe('policy admin API over the real PolicyAdministration (in-memory documen
   });
 
   it('refuses what the engine refuses beyond the schema with the same 400 shape, naming the rule', async () => {
-    // Valid by the schema (and the route's own check), but this version of Strata does not run compress yet.
+    // Valid by the schema (and the route's own check), but the engine refuses it: a transform on one tier only.
     const compress: PolicyDocumentInput = {
-      rules: [{ id: 'squeeze', on: { action: 'put' }, do: [{ compress: {} }] }],
+      rules: [{ id: 'squeeze', on: { action: 'put', tier: 'cold' }, do: [{ compress: {} }] }],
     };
     for (const res of [await validate(compress), await putPolicy(compress, { headers: { 'if-match': '0' } })]) {
       expect(res.statusCode).toBe(400);

@@ -226,3 +226,28 @@ describe('a process keeps its policy fresh (LivePolicy)', () => {
     expect(changes).toEqual([1, 2]);
   });
 });
+
+describe('a stored policy whose key the deployment no longer grants', () => {
+  it('keeps its encrypt rules in force (writes then fail KEY_UNAVAILABLE) instead of falling back to the clear', async () => {
+    const cas = new InMemoryCasStore();
+    const deployment = documentFromNamespaceConfig({});
+    const seal = {
+      rules: [{ id: 'seal', scope: { namespace: 'vault' }, on: { action: 'put' }, do: [{ encrypt: { key: 'alias/old' } }] }],
+    };
+    const before = new PolicyAdministration({
+      cas,
+      deployment,
+      compile: { encryption: { keyring: 'kms', keys: ['alias/old'] } },
+    });
+    await before.put(seal, { ifVersion: 0, author: 'ops' });
+    // Redeployed without the key: putting the same document again is refused, naming the key...
+    const after = new PolicyAdministration({ cas, deployment, compile: { encryption: { keyring: 'kms', keys: [] } } });
+    await expect(after.put(seal, { ifVersion: 1, author: 'ops' })).rejects.toThrow(
+      /key 'alias\/old' is not one this deployment may use/,
+    );
+    // ...but the stored one stays in force: its encrypt rule still applies to every write of the namespace.
+    const { view, compiled } = await after.effective();
+    expect(view).toMatchObject({ version: 1, source: 'runtime' });
+    expect(compiled.registry.transformFor('vault', 'k', [])).toEqual({ encrypt: { key: 'alias/old' }, rules: ['seal'] });
+  });
+});
