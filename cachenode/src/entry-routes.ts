@@ -2,7 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { decodeHeader, type WriteOutcome } from '../../core/model/entry.js';
-import { validateKey, validateNamespace } from '../../core/model/keys.js';
+import { validateStoredKey, validateNamespace } from '../../core/model/keys.js';
 import { ringHashBytes } from '../../core/ring/hash.js';
 import {
   asciiJsonText,
@@ -73,7 +73,7 @@ export class EntryRoutes {
     let key: string;
     try {
       ns = validateNamespace(rest.slice(0, slash));
-      key = validateKey(decodeURIComponent(rest.slice(slash + 1)));
+      key = validateStoredKey(decodeURIComponent(rest.slice(slash + 1)));
     } catch (e) {
       throw new HttpError(400, 'VALIDATION_FAILED', e instanceof Error ? e.message : 'invalid key');
     }
@@ -136,7 +136,7 @@ export class EntryRoutes {
   ): Promise<{ body: T; ns: string; keys: string[]; sks: Buffer[]; roles: Role[] }> {
     const body = parseJson(schema, await readBody(req, JSON_LIMIT));
     const ns = validated(() => validateNamespace(body.ns));
-    const keys = body.keys.map((k) => validated(() => validateKey(k)));
+    const keys = body.keys.map((k) => validated(() => validateStoredKey(k)));
     const clientVersion = ringVersionOf(req);
     const sks = keys.map((k) => storeKeyAt(ringHashBytes(ns, k), ns, k));
     const roles = sks.map((sk) => this.ctx.authorize(sk.toString('hex', 0, 8), clientVersion, write));
@@ -190,7 +190,7 @@ export class EntryRoutes {
     for (const r of records) {
       if (r.type !== RECORD_ENTRY) throw new HttpError(400, 'VALIDATION_FAILED', 'a batch put holds entry records only');
       validated(() => validateNamespace(r.ns));
-      validated(() => validateKey(r.key));
+      validated(() => validateStoredKey(r.key));
       items.push(r);
     }
     const clientVersion = ringVersionOf(req);

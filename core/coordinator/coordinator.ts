@@ -1,4 +1,4 @@
-import { permanentDetails, StrataError, TransformedScopeError, VersionConflictError } from '../errors.js';
+import { permanentDetails, StrataError, VersionConflictError } from '../errors.js';
 import type { Entry, EntryEncoding, EntryHeader } from '../model/entry.js';
 import { copyForTier, makeTombstone } from '../model/entry.js';
 import { HybridLogicalClock } from '../model/hlc.js';
@@ -13,6 +13,7 @@ import { HOT, namespaceDurable, place, type Placement, type PlacementHeader, typ
 import { NearCache } from './near-cache.js';
 import { PolicyRegistry, type NamespacePolicy } from '../policy/namespace-settings.js';
 import { ValueCodec } from '../transforms/codec.js';
+import { headResult, StoredValues, type Prepared } from './stored-values.js';
 import { Promoter } from './promotion.js';
 import { restamp, type Attempt } from './restamp.js';
 import { entryHeader, headOne, readMany, readOne, TierWalk, type TierRead, type Walked } from './tier-walk.js';
@@ -66,7 +67,7 @@ export class Coordinator {
   private readonly fence?: HotFence;
   private readonly near: NearCache;
   private readonly clock: HybridLogicalClock;
-  private readonly codec: ValueCodec;
+  private readonly values: StoredValues;
   private readonly onBackgroundError: (error: unknown, what: string) => void;
   private readonly onEvent: (event: CoordinatorEvent) => void;
   private readonly background = new Set<Promise<unknown>>();
@@ -96,7 +97,6 @@ export class Coordinator {
     this.registry = opts.policies ?? new PolicyRegistry();
     this.flushTimer = opts.flushTimer !== false;
     this.clock = opts.clock ?? new HybridLogicalClock();
-    this.codec = opts.codec ?? new ValueCodec();
     this.onBackgroundError = opts.onBackgroundError ?? ((e, what) => log.error(`background ${what} failed`, { error: e }));
     this.onEvent = opts.onEvent ?? (() => {});
     this.near = new NearCache(opts.nearCache, () => this.count('l1', 'hits'));
@@ -119,6 +119,16 @@ export class Coordinator {
       hotUnknown: (ns, error) => {
         this.hotUnknown++;
         this.onEvent({ type: 'hot-copy-unknown', ns, error });
+      },
+    });
+    this.values = new StoredValues(opts.codec ?? new ValueCodec(), {
+      tiers: this.tiers,
+      near: this.near,
+      authority: (policy) => this.durableTargets(policy).at(-1),
+      writeBlob: async (ns, key, value, encoding, policy) => {
+        await this.writeLocks.run(lockId(ns, key), () =>
+          this.write(ns, key, value, encoding, { ttlSeconds: null }, policy, 'restamp'),
+        );
       },
     });
     this.promoter = new Promoter({ tiers: this.tiers, hot: this.hot, track: (p, what) => this.track(p, what) });
@@ -164,7 +174,7 @@ export class Coordinator {
   async get(ns: string, key: string): Promise<ReadResult | undefined> {
     const policy = this.policies.for(ns);
     const near = this.near.get(ns, key, policy);
-    if (near !== undefined) return near ? this.restored(ns, key, near) : undefined;
+    if (near !== undefined) return near ? this.values.restore(ns, key, near, policy) : undefined;
     const [w] = await this.reads.walk(ns, [key], readOne, entryHeader);
     if (!asksOrigin(w!, policy)) this.reads.assertCertain(w!, policy);
     return this.settleRead(ns, key, w!, policy, true);
@@ -199,7 +209,7 @@ export class Coordinator {
       found.map((f, i) =>
         'near' in f
           ? f.near
-            ? this.restored(ns, keys[i]!, f.near)
+            ? this.values.restore(ns, keys[i]!, f.near, policy)
             : undefined
           : this.settleRead(ns, keys[i]!, f.walked, policy, true),
       ),
@@ -228,7 +238,7 @@ export class Coordinator {
         const residencyMs = policy.hotResidencySeconds * 1000;
         this.promoter.promote({ ns, key, entry, level, epoch, into, residencyMs, staleHot: w.staleHot });
       }
-      return restore ? this.restored(ns, key, { entry, tier }) : { entry, tier };
+      return restore ? this.values.restore(ns, key, { entry, tier }, policy) : { entry, tier };
     }
     if (policy.origin) return this.loadFromOrigin(ns, key, policy);
     return undefined;
@@ -239,24 +249,27 @@ export class Coordinator {
   async put(ns: string, key: string, written: Buffer, opts: WriteOptions = {}): Promise<WriteResult> {
     const registry = this.registry;
     const policy = registry.for(ns);
-    // Compressed / encrypted once, before any tier sees it (transforms/codec.ts); every attempt writes these bytes.
-    const transform = registry.transformFor(ns, key, opts.tags);
-    let value = written;
-    let encoding: EntryEncoding | undefined;
-    if (transform) ({ value, encoding } = await this.codec.encode(ns, key, written, transform));
+    // Transformed once, before any tier sees it (stored-values.ts); every attempt writes these bytes.
+    const p = await this.values.prepare(registry, policy, ns, key, written, opts.tags);
     const conditional = opts.ifMatch !== undefined || !!opts.ifNoneMatch;
     if (!conditional) {
       // The common case takes no lock: one attempt, and only a write that lost to a concurrent writer of the same
       // key retries under the key's lock, so writers of one hot key in this process take turns instead of
       // re-stamping against each other. (The lock's promise bookkeeping on every write cost ~15% of throughput
       // and doubled the p99 of the hot path.)
-      const first = await this.write(ns, key, value, encoding, opts, policy, 'first-try');
-      if (first) return first;
+      const first = await this.write(ns, key, p.value, p.encoding, opts, policy, 'first-try');
+      if (first) return this.settleWrite(ns, p, policy, first);
     }
-    return this.writeLocks.run(lockId(ns, key), async () => {
+    const r = await this.writeLocks.run(lockId(ns, key), async () => {
       if (conditional) await this.checkPrecondition(ns, key, opts);
-      return (await this.write(ns, key, value, encoding, opts, policy, conditional ? 'conditional' : 'restamp'))!;
+      return (await this.write(ns, key, p.value, p.encoding, opts, policy, conditional ? 'conditional' : 'restamp'))!;
     });
+    return this.settleWrite(ns, p, policy, r);
+  }
+
+  /** A write's answer, once what its value needs besides its own entry is in place (a storeOnce blob). */
+  private settleWrite(ns: string, p: Prepared, policy: NamespacePolicy, r: WriteResult): WriteResult | Promise<WriteResult> {
+    return p.dedup ? this.values.written(ns, p, policy).then(() => r) : r;
   }
 
   /**
@@ -326,8 +339,7 @@ export class Coordinator {
     const registry = this.registry;
     const policy = registry.for(ns);
     // Uploaded bytes never pass through Strata, so they cannot be compressed or encrypted on their way in.
-    const transform = registry.transformFor(ns, key, opts.tags);
-    if (transform) throw new TransformedScopeError(ns, key, transform.rules, 'upload');
+    this.values.refuseUpload(registry, ns, key, opts.tags);
     const target = this.tiers.find(supportsPresigning);
     if (!target || !supportsPresigning(target))
       throw new StrataError('TIER_UNAVAILABLE', 'no tier supports uploads', permanentDetails());
@@ -374,15 +386,6 @@ export class Coordinator {
     const [w] = await this.reads.walk(ns, [key], readOne, entryHeader);
     this.reads.assertCertain(w!, policy);
     return this.settleRead(ns, key, w!, policy, false);
-  }
-
-  /** A read's answer as the caller wrote it: compression and encryption undone (transforms/codec.ts). */
-  private restored(ns: string, key: string, r: ReadResult): ReadResult | Promise<ReadResult> {
-    const encoding = r.entry.header.encoding;
-    if (!encoding) return r;
-    return this.codec
-      .decode(ns, key, r.entry.value, encoding)
-      .then((value) => ({ entry: { header: asWritten(r.entry.header), value }, tier: r.tier, transformed: true }));
   }
 
   // ------------------------------------------------------------------ write-back (write-back.ts)
@@ -483,13 +486,11 @@ export class Coordinator {
       const loaded = await fetchFromOrigin(origin, key);
       if (!loaded) return undefined;
       const opts: WriteOptions = { ttlSeconds: origin.ttlSeconds, contentType: loaded.contentType };
-      const transform = this.registry.transformFor(ns, key, []);
-      const { value, encoding } = transform
-        ? await this.codec.encode(ns, key, loaded.value, transform)
-        : { value: loaded.value, encoding: undefined };
+      const p = await this.values.prepare(this.registry, policy, ns, key, loaded.value, []);
       const written = (await this.writeLocks.run(lockId(ns, key), () =>
-        this.write(ns, key, value, encoding, opts, policy, 'restamp'),
+        this.write(ns, key, p.value, p.encoding, opts, policy, 'restamp'),
       ))!;
+      await this.values.written(ns, p, policy);
       const { version, expiresAt, size } = written;
       const hash = contentHash(loaded.value);
       const header: EntryHeader = { version, expiresAt, size, hash, tags: [], contentType: loaded.contentType, flags: {} };
@@ -588,17 +589,6 @@ function placementHeader({ header, value }: Entry): PlacementHeader {
   // The size as written (header.size is the size as stored, which is value.length for every live entry).
   const size = header.encoding?.size ?? value.length;
   return { size, tags: header.tags, expiresAt: header.expiresAt, ageMs: Date.now() - HybridLogicalClock.timeOf(header.version) };
-}
-
-function headResult(h: EntryHeader, tier: ServedBy): HeadResult {
-  return h.encoding ? { header: asWritten(h), tier, transformed: true } : { header: h, tier };
-}
-
-/** A header as the caller wrote the value: its size before any transform, and without the encoding. */
-function asWritten(h: EntryHeader): EntryHeader {
-  if (!h.encoding) return h;
-  const { encoding, ...rest } = h;
-  return { ...rest, size: encoding.size };
 }
 
 function conflictDuringWrite(key: string, current: number): VersionConflictError {

@@ -1,3 +1,4 @@
+import { BLOB_KEY_PREFIX } from './keys.js';
 /**
  * The per-entry header stored with every value in every tier. A write or a move never replaces a newer
  * version with an older one (see {@link isNewer}); a delete leaves a short-lived tombstone so an in-flight
@@ -24,6 +25,11 @@ export interface EntryFlags {
    * write and that write's eviction cannot install an older version.
    */
   pending?: boolean;
+  /**
+   * On a storeOnce blob only: the garbage collector found no key referring to it and will remove this version unless a
+   * writer refers to it again first (which rewrites it, unflagged, at a newer version; coordinator/dedup.ts).
+   */
+  condemned?: boolean;
 }
 
 /**
@@ -41,6 +47,25 @@ export interface EntryEncoding {
    * `dataKey` is the wrapped data key, never the key itself.
    */
   aes?: { key: string; dataKey: string };
+  /**
+   * storeOnce: this entry holds no bytes; the value is the content-addressed blob {@link blobKey}(blob) of the same
+   * namespace, shared by every key that wrote the same bytes (coordinator/dedup.ts). The blob has its own encoding.
+   */
+  blob?: string;
+}
+
+export { BLOB_KEY_PREFIX } from './keys.js';
+
+/**
+ * Where a storeOnce blob lives: a key of the namespace no request can name (keys never contain NUL), so per-namespace
+ * scans, migrations and evictions carry blobs along with the keys that refer to them.
+ */
+export function blobKey(address: string): string {
+  return BLOB_KEY_PREFIX + address;
+}
+
+export function isBlobKey(key: string): boolean {
+  return key.startsWith(BLOB_KEY_PREFIX);
 }
 
 export interface EntryHeader {

@@ -41,6 +41,20 @@ export function validateKey(key: unknown, field = 'key'): string {
   return key;
 }
 
+/**
+ * The keys of storeOnce blobs (model/entry.ts `blobKey`): a NUL, which no request may send, then the content's
+ * address (base64url SHA-256, `.z` when zstd-compressed).
+ */
+export const BLOB_KEY_PREFIX = '\u0000blob/';
+const BLOB_ADDRESS = /^[A-Za-z0-9_-]{43}(\.z)?$/;
+
+/** A key as tiers and cache nodes take it: a key a request may name, or a storeOnce blob's. */
+export function validateStoredKey(key: unknown, field = 'key'): string {
+  if (typeof key === 'string' && key.startsWith(BLOB_KEY_PREFIX) && BLOB_ADDRESS.test(key.slice(BLOB_KEY_PREFIX.length)))
+    return key;
+  return validateKey(key, field);
+}
+
 /** Reversible, path-safe encoding of a key (base64url of its UTF-8 bytes: no '/', '.', '{' or '%'). */
 export function encodeKey(key: string): string {
   return Buffer.from(key, 'utf8').toString('base64url');

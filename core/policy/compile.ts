@@ -67,13 +67,19 @@ export interface CompileOptions {
    * given, name one of those keys (in AWS, the KMS keys the deployment granted Strata; locally any name).
    */
   readonly encryption?: { readonly keyring: string; readonly keys?: readonly string[] };
+  /**
+   * A stored document, accepted when it was put, loaded to run: its encrypt rules are kept even where this runtime
+   * has no keyring or was not granted the key since (those writes then fail with KEY_UNAVAILABLE, never fall back to
+   * a policy that stores them in the clear).
+   */
+  readonly stored?: boolean;
 }
 
 /** Responses this version runs. The others are part of the language and refused until their executor exists. */
 function unsupported(rule: PolicyRule, opts: CompileOptions): string | undefined {
   for (const r of rule.do) {
     const kind = responseKind(r);
-    if (kind === 'store') continue;
+    if (kind === 'store' || kind === 'storeOnce') continue;
     if (isTransformKind(kind)) continue; // checked by transformProblems()
     if (kind === 'retrieve' && 'retrieve' in r && r.retrieve.origin && !r.retrieve.tiers) continue;
     if (kind === 'copy' && isFlush(rule)) continue;
@@ -192,7 +198,7 @@ function transformProblem(rule: PolicyRule, opts: CompileOptions): string | unde
       return `${kind} takes no conditions: compress has its own size floor (minBytes); scope a rule by prefix or tag instead`;
     if (kind === 'compress' && !ZSTD_AVAILABLE)
       return 'compress needs zstd in node:zlib, which this Node lacks (22.15 or later has it)';
-    if ('encrypt' in r) {
+    if ('encrypt' in r && !opts.stored) {
       const enc = opts.encryption;
       if (!enc)
         return (
@@ -209,11 +215,26 @@ function transformProblem(rule: PolicyRule, opts: CompileOptions): string | unde
   return undefined;
 }
 
+/**
+ * Why storeOnce cannot run in a namespace, or undefined. Its blobs are decided in the namespace's lowest durable tier
+ * (coordinator/dedup.ts), which every acknowledged write must reach: write-back acknowledges from hot alone. An
+ * encrypted value is bound to its key, so it cannot be shared.
+ */
+function storeOnceProblem(transforms: readonly TransformRule[], placement: Placement): string | undefined {
+  if (!transforms.some((t) => t.storeOnce)) return undefined;
+  if (placement.writeMode === 'write-back')
+    return 'storeOnce needs write-through (its shared copies are decided in a durable tier every write reaches)';
+  if (transforms.some((t) => t.encrypt))
+    return 'storeOnce and encrypt cannot share a namespace: an encrypted value is bound to its key, so it cannot be shared';
+  return undefined;
+}
+
 /** The transform rules of a namespace, as the coordinator reads them: compress and encrypt each from its own rules. */
 function transformsOf(ns: string, rules: readonly PolicyRule[]): TransformRule[] {
   const compress = inScope(rules, ns, (r) => isTransform(r) && r.do.some((d) => 'compress' in d));
   const encrypt = inScope(rules, ns, (r) => isTransform(r) && r.do.some((d) => 'encrypt' in d));
-  const out: TransformRule[] = [];
+  const once = inScope(rules, ns, (r) => isPlacement(r) && r.do.some((d) => 'storeOnce' in d));
+  const out: TransformRule[] = once.map((r) => ({ rule: r.id, storeOnce: true as const }));
   for (const r of [...compress, ...encrypt]) {
     const scope = { ...(r.scope.prefix ? { prefix: r.scope.prefix } : {}), ...(r.scope.tag ? { tag: r.scope.tag } : {}) };
     for (const d of r.do) {
@@ -225,7 +246,7 @@ function transformsOf(ns: string, rules: readonly PolicyRule[]): TransformRule[]
 }
 
 const isPlacement = (r: PolicyRule): boolean =>
-  ruleMode(r) === 'foreground' && 'action' in r.on && r.on.action === 'put' && r.do.some((d) => 'store' in d);
+  ruleMode(r) === 'foreground' && 'action' in r.on && r.on.action === 'put' && r.do.some((d) => 'store' in d || 'storeOnce' in d);
 const isOrigin = (r: PolicyRule): boolean => 'action' in r.on && r.on.action === 'get' && r.do.some((d) => 'retrieve' in d);
 
 /** The size from which a `when` sends values elsewhere (`size >= N` or `size > N`), or a reason it cannot. */
@@ -245,7 +266,8 @@ function placementOf(
   const placing = inScope(rules, ns, isPlacement);
   const plain = placing.filter((r) => r.when.length === 0);
   const sized = placing.filter((r) => r.when.length > 0);
-  const tiersOf = (r: PolicyRule): PolicyTier[] => sortTiers(r.do.flatMap((d) => ('store' in d ? d.store.tiers : [])));
+  const tiersOf = (r: PolicyRule): PolicyTier[] =>
+    sortTiers(r.do.flatMap((d) => ('store' in d ? d.store.tiers : 'storeOnce' in d ? d.storeOnce.tiers : [])));
   if (plain.length > 1) nsProblem(`more than one placement rule without a condition: ${plain.map((r) => r.id).join(', ')}`);
   if (sized.length > 1) nsProblem(`more than one write-around rule: ${sized.map((r) => r.id).join(', ')}`);
   const base = plain[0];
@@ -311,7 +333,13 @@ export function compilePolicy(doc: PolicyDocument, opts: CompileOptions = {}): C
     problems.push({ path: i !== undefined ? `rules[${i}]` : `namespaces.${ns}.preset`, rule: rule.id, message });
   };
   for (const r of rules) {
-    const why = unsupported(r, opts) ?? transformProblem(r, opts) ?? transferProblem(r);
+    const why =
+      unsupported(r, opts) ??
+      transformProblem(r, opts) ??
+      transferProblem(r) ??
+      (r.scope.namespace === '*' && r.do.some((d) => 'storeOnce' in d)
+        ? 'storeOnce is scoped to a namespace (its shared copies are collected namespace by namespace)'
+        : undefined);
     if (why) problem(r, why);
     if (ruleMode(r) === 'foreground' && (r.scope.prefix || r.scope.tag) && (isPlacement(r) || isOrigin(r)))
       problem(
@@ -326,8 +354,11 @@ export function compilePolicy(doc: PolicyDocument, opts: CompileOptions = {}): C
   for (const ns of names) {
     const t = transformsOf(ns, rules);
     if (t.length) transforms[ns] = t;
+    const once = t.find((x) => x.storeOnce);
     const placement = placementOf(ns, rules, problem, (message) => problems.push({ path: `namespaces.${ns}`, message }));
     placements[ns] = placement;
+    const dedupProblem = storeOnceProblem(t, placement);
+    if (dedupProblem) problems.push({ path: `namespaces.${ns}`, rule: once?.rule, message: dedupProblem });
     const settings = { ...doc.namespaces['*']?.settings, ...(ns === '*' ? {} : doc.namespaces[ns]?.settings) };
     const nearCache = {
       ...doc.namespaces['*']?.settings?.nearCache,

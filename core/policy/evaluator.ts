@@ -2,6 +2,7 @@ import type { FiringOutcomeWire, FiringWire } from '../../sdk/src/contract.js';
 import { log } from '../util/logger.js';
 import type { CompiledPolicy } from './compile.js';
 import type { TransferResult } from './data-mover.js';
+import type { CollectResult } from './dedup-gc.js';
 import { responseKind, ruleMode, type Condition, type PolicyResponse, type PolicyRule, type PolicyTier } from './document.js';
 import { judge, type PolicyState } from './preview.js';
 
@@ -36,6 +37,11 @@ export interface EvaluatorActions {
    * done. Absent: those responses are skipped (a runtime without the tiers at hand).
    */
   transfer?(request: TransferRequest): Promise<TransferResult>;
+  /**
+   * Removes the storeOnce blobs of a namespace no key refers to any more (dedup-gc.ts). Absent: blobs are not
+   * collected by this runtime.
+   */
+  collectBlobs?(ns: string): Promise<CollectResult>;
 }
 
 /** A copy, move or delete as a rule asks for it, with the tiers by name (the runtime resolves them). */
@@ -73,6 +79,8 @@ export interface EvaluatorOptions {
   readonly onFiring?: (firing: Firing) => void;
   /** Entries kept. @default 200 */
   readonly historySize?: number;
+  /** How often the blobs of each storeOnce namespace are collected. @default ten minutes */
+  readonly blobCollectionMs?: number;
   readonly now?: () => number;
 }
 
@@ -104,6 +112,8 @@ export class BackgroundEvaluator implements FiringHistory {
   private readonly transferredSince = new Map<string, number>();
   private policy?: CompiledPolicy;
   private closing = false;
+  /** storeOnce namespaces: when their blobs were last collected. */
+  private readonly collected = new Map<string, number>();
   private readonly now: () => number;
 
   constructor(private readonly opts: EvaluatorOptions) {
@@ -122,6 +132,7 @@ export class BackgroundEvaluator implements FiringHistory {
     const rules = policy.rules.filter((r) => ruleMode(r) === 'background' && !isFlushRule(r));
     const now = this.now();
     const continued = await this.continuePending(policy, now);
+    this.collectDue(policy, now);
     if (!rules.length) return continued ? [continued] : [];
     const needsState = rules.some((r) => !('timer' in r.on) || r.when.length);
     const state = needsState ? await this.opts.state().catch(() => undefined) : undefined;
@@ -301,6 +312,39 @@ export class BackgroundEvaluator implements FiringHistory {
     return record('done', `${kind} started (${where})${since !== undefined ? ', entries written since the last run' : ''}`);
   }
 
+  /**
+   * Starts the blob collection of every storeOnce namespace whose last one is `blobCollectionMs` old (the first at
+   * the first tick), in the background like a copy; its end is a firing of the storeOnce rule.
+   */
+  private collectDue(policy: CompiledPolicy, now: number): void {
+    const collect = this.opts.actions.collectBlobs;
+    if (!collect || !policy.document.controls.backgroundEnabled) return;
+    const every = this.opts.blobCollectionMs ?? 600_000;
+    for (const rule of policy.rules) {
+      if (ruleMode(rule) !== 'foreground' || !rule.do.some((d) => 'storeOnce' in d)) continue;
+      const ns = rule.scope.namespace;
+      if (ns === '*') continue; // blobs are collected per namespace: the namespaces with their own storeOnce rule
+      const id = `${rule.id}\u0000gc`;
+      const last = this.collected.get(ns);
+      if (this.transfers.has(id) || (last !== undefined && now - last < every)) continue;
+      this.collected.set(ns, now);
+      const job = collect(ns).then(
+        (r) => {
+          const detail =
+            `blob collection in ${ns}: ${r.blobs} blobs, ${r.references} keys referring to them, ` +
+            `${r.removed} unreferenced removed${r.condemned ? `, ${r.condemned} condemned` : ''}${r.reprieved ? `, ${r.reprieved} referred to again` : ''}`;
+          if (r.condemned || r.removed || r.reprieved) this.record(rule.id, 'storeOnce', 'done', detail, this.now());
+        },
+        (error: unknown) =>
+          void this.record(rule.id, 'storeOnce', 'failed', `blob collection in ${ns} failed: ${errorText(error)}`, this.now()),
+      );
+      this.transfers.set(
+        id,
+        job.finally(() => this.transfers.delete(id)),
+      );
+    }
+  }
+
   /** Resolves once every background copy, move and delete under way has finished (tests). */
   async idle(): Promise<void> {
     while (this.transfers.size) await Promise.all([...this.transfers.values()]);
@@ -359,4 +403,8 @@ export function isFlushRule(rule: PolicyRule): boolean {
     r.copy.what.length === 1 &&
     r.copy.what.some((w) => w.object === 'dirty' && 'equals' in w && w.equals)
   );
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -94,6 +94,8 @@ export interface TransformRule {
   readonly tag?: string;
   readonly compress?: { readonly minBytes: number; readonly level: number };
   readonly encrypt?: { readonly key: string };
+  /** Identical values stored once, shared (coordinator/dedup.ts). */
+  readonly storeOnce?: true;
 }
 
 /** What a policy document adds to the namespace settings (compile.ts). */
@@ -108,6 +110,7 @@ const NO_TRANSFORMS: readonly TransformRule[] = Object.freeze([]);
 export interface ValueTransformChoice {
   readonly compress?: TransformRule['compress'];
   readonly encrypt?: TransformRule['encrypt'];
+  readonly storeOnce?: true;
   /** The rules that chose them. */
   readonly rules: readonly string[];
 }
@@ -161,16 +164,19 @@ export class PolicyRegistry {
     if (all.length === 0) return undefined;
     let compress: TransformRule | undefined;
     let encrypt: TransformRule | undefined;
+    let storeOnce: TransformRule | undefined;
     for (const t of all) {
       if ((t.prefix !== undefined && !key.startsWith(t.prefix)) || (t.tag !== undefined && !tags?.includes(t.tag))) continue;
       if (t.compress && !compress) compress = t;
       if (t.encrypt && !encrypt) encrypt = t;
+      if (t.storeOnce && !storeOnce) storeOnce = t;
     }
-    if (!compress && !encrypt) return undefined;
+    if (!compress && !encrypt && !storeOnce) return undefined;
     return {
       ...(compress ? { compress: compress.compress } : {}),
       ...(encrypt ? { encrypt: encrypt.encrypt } : {}),
-      rules: [...new Set([compress?.rule, encrypt?.rule].filter((r): r is string => !!r))],
+      ...(storeOnce ? { storeOnce: true as const } : {}),
+      rules: [...new Set([compress?.rule, encrypt?.rule, storeOnce?.rule].filter((r): r is string => !!r))],
     };
   }
 

@@ -6,6 +6,7 @@
  * history the admin API serves (`GET /v1/admin/policy/firings`). In AWS the same evaluator is to run on a schedule.
  */
 import { runTransfer } from '../../core/policy/data-mover.js';
+import { collectBlobs } from '../../core/policy/dedup-gc.js';
 import { BackgroundEvaluator, type EvaluatorActions, type Firing, type TransferRequest } from '../../core/policy/evaluator.js';
 import type { Tier } from '../../core/tiers/tier.js';
 import type { LivePolicy } from '../../core/policy/live.js';
@@ -102,6 +103,16 @@ export function costState(store: LocalMetricsStore, environment: string, now = D
   return { total, byTier, byNamespace: {} };
 }
 
+/** Collects a storeOnce namespace's unreferenced blobs, decided in its lowest durable tier (dedup-gc.ts). */
+export function collectOver(tiers: readonly Tier[], live: LivePolicy): (ns: string) => ReturnType<typeof collectBlobs> {
+  return async (ns) => {
+    const policy = live.current.compiled.registry.for(ns);
+    const authority = tiers.filter((t) => t.name !== 'hot' && policy.writeTiers.includes(t.name as never)).at(-1);
+    if (!authority) throw new Error(`namespace '${ns}' writes to no durable tier`);
+    return collectBlobs({ ns, authority, tiers });
+  };
+}
+
 export function startLocalPolicyEvaluator(o: LocalPolicyEvaluatorOptions): LocalPolicyEvaluator {
   const { workflows, fleet } = o;
   const actions: EvaluatorActions = {
@@ -113,7 +124,7 @@ export function startLocalPolicyEvaluator(o: LocalPolicyEvaluatorOptions): Local
       ),
     scaleOut: async (reason) => (await required(workflows).start('scale-out', { reason })).execution,
     scaleIn: async () => (await required(workflows).start('scale-in', {})).execution,
-    ...(o.tiers ? { transfer: transferOver(o.tiers) } : {}),
+    ...(o.tiers ? { transfer: transferOver(o.tiers), collectBlobs: collectOver(o.tiers, o.live) } : {}),
   };
   const record = (f: Firing) => {
     const def = METRICS.policyFirings;

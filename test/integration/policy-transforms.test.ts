@@ -6,33 +6,13 @@
  * and policy changes; concurrent writers never see a version go backwards; a lost key makes values unreadable with a
  * typed error rather than an older version or garbage.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
-import {
-  CreateBucketCommand,
-  DeleteBucketCommand,
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  ListObjectsV2Command,
-  S3Client,
-} from '@aws-sdk/client-s3';
-import { Redis } from 'ioredis';
+import { readdirSync } from 'node:fs';
 import { Coordinator } from '../../core/coordinator/coordinator.js';
 import { compilePolicyInput } from '../../core/policy/compile.js';
-import { LocalFleet } from '../../core/nodes/local-fleet.js';
-import { NodeClient } from '../../core/nodes/node-client.js';
-import { initialRing } from '../../core/ring/document.js';
-import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
-import { RingView } from '../../core/ring/view.js';
-import { LocalFolderTier } from '../../core/tiers/local-folder-tier.js';
-import { RedisTier } from '../../core/tiers/redis/redis-tier.js';
-import { S3Tier } from '../../core/tiers/s3-tier.js';
-import type { Tier } from '../../core/tiers/tier.js';
-import { WarmTier } from '../../core/tiers/warm-tier.js';
 import { ValueCodec } from '../../core/transforms/codec.js';
 import { LocalKeyring } from '../../core/transforms/keyring.js';
-import { testRedisUrl, testS3Endpoint, uniqueName } from '../helpers/env.js';
-import { SECRET, tempDir } from './warm-fixtures.js';
+import { startTierStack, type TierStack } from './tier-stack.js';
+import { tempDir } from './warm-fixtures.js';
 
 const MARKER = 'PLAINTEXT-MARKER-7f3a';
 const VALUE = Buffer.from(`${MARKER} the quick brown fox; `.repeat(300));
@@ -54,99 +34,31 @@ const POLICY = {
 };
 const compile = (doc: unknown) => compilePolicyInput(doc, { encryption: { keyring: 'local key files' } }).registry;
 
-/** Every file under `dir`, concatenated. */
-function filesUnder(dir: string): Buffer {
-  const parts: Buffer[] = [];
-  const walk = (d: string): void => {
-    for (const name of readdirSync(d)) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else parts.push(readFileSync(p));
-    }
-  };
-  walk(dir);
-  return Buffer.concat(parts);
-}
-
 describe.each(['s3', 'folder'] as const)('compress and encrypt over redis, a cache node and %s', (coldKind) => {
-  const prefix = uniqueName('tx');
   const keys = tempDir('strata-keys-');
-  const nodeRoot = tempDir('strata-tx-fleet-');
-  const folder = tempDir('strata-tx-cold-');
-  const bucket = uniqueName('strata-tx').toLowerCase();
-  const fleet = new LocalFleet({ rootDir: nodeRoot.dir, secret: SECRET });
-  const nodes = new NodeClient({ secret: SECRET, timeoutMs: 5000 });
-  let s3: S3Client;
-  let redis: Redis;
-  let hot: RedisTier;
-  let warm: WarmTier;
-  let cold: Tier;
+  let stack: TierStack;
+  let hot: TierStack['hot'];
+  let warm: TierStack['warm'];
+  let cold: TierStack['cold'];
   let coordinator: Coordinator;
-  let codec: ValueCodec;
 
   const build = (c: ValueCodec, doc: unknown = POLICY): Coordinator =>
     new Coordinator({ tiers: [hot, warm, cold], policies: compile(doc), codec: c, flushTimer: false });
 
   beforeAll(async () => {
-    redis = new Redis(testRedisUrl());
-    hot = new RedisTier({ url: testRedisUrl(), keyPrefix: prefix });
-    const node = await fleet.launch('t1');
-    const store = new RingStore(new InMemoryCasStore());
-    const ring = await store.create(initialRing([{ id: node.nodeId, url: node.url }], 1));
-    await nodes.pushRing(node.url, ring);
-    warm = new WarmTier({ ring: new RingView({ store, refreshIntervalMs: 0 }), client: nodes });
-    if (coldKind === 's3') {
-      s3 = new S3Client({ endpoint: testS3Endpoint(), forcePathStyle: true, region: 'us-east-1' });
-      await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-      cold = new S3Tier({ bucket, endpoint: testS3Endpoint(), region: 'us-east-1' });
-    } else {
-      cold = new LocalFolderTier({ dir: folder.dir, fsync: false });
-    }
-    codec = new ValueCodec({ keyring: new LocalKeyring({ dir: keys.dir, create: true }) });
-    coordinator = build(codec);
+    stack = await startTierStack(coldKind);
+    ({ hot, warm, cold } = stack);
+    coordinator = build(new ValueCodec({ keyring: new LocalKeyring({ dir: keys.dir, create: true }) }));
     await coordinator.ready();
   });
 
   afterAll(async () => {
     await coordinator?.close();
-    await nodes.close();
-    await fleet.close();
-    if (s3) {
-      const list = await s3.send(new ListObjectsV2Command({ Bucket: bucket }));
-      const objects = (list.Contents ?? []).map((o) => ({ Key: o.Key! }));
-      if (objects.length) await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: objects } }));
-      await s3.send(new DeleteBucketCommand({ Bucket: bucket }));
-      s3.destroy();
-    }
-    const leftovers = await redis.keys(`${prefix}*`);
-    if (leftovers.length) await redis.del(...leftovers);
-    redis.disconnect();
-    for (const d of [keys, nodeRoot, folder]) d.remove();
+    await stack?.close();
+    keys.remove();
   });
 
-  /** Everything each tier holds at rest, read beside the tier (raw Redis values, node files, S3 objects, files). */
-  async function atRest(): Promise<Record<'hot' | 'warm' | 'cold', Buffer>> {
-    const raw: Buffer[] = [];
-    for (const k of await redis.keys(`${prefix}*`)) {
-      const type = await redis.type(k);
-      if (type === 'string') raw.push((await redis.getBuffer(k))!);
-      if (type === 'hash') raw.push(...Object.values(await redis.hgetallBuffer(k)));
-    }
-    let coldBytes: Buffer;
-    if (coldKind === 's3') {
-      const list = await s3.send(new ListObjectsV2Command({ Bucket: bucket }));
-      const bodies = await Promise.all(
-        (list.Contents ?? []).map(async (o) => {
-          const r = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: o.Key! }));
-          return Buffer.from(await r.Body!.transformToByteArray());
-        }),
-      );
-      coldBytes = Buffer.concat(bodies);
-    } else {
-      coldBytes = filesUnder(folder.dir);
-    }
-    return { hot: Buffer.concat(raw), warm: filesUnder(nodeRoot.dir), cold: coldBytes };
-  }
+  const atRest = () => stack.atRest();
 
   it('keeps an encrypted namespace ciphertext in every tier at rest, while a plain one is readable there', async () => {
     await coordinator.put(SEALED, 'doc', VALUE);

@@ -127,10 +127,10 @@ describe('a bad policy document is refused whole, naming the rule and field', ()
 
   it('refuses, by name, responses this version does not run yet, rather than accepting rules that do nothing', () => {
     const problems = problemsOf({
-      rules: [{ id: 'dedupe', on: { action: 'put' }, do: [{ storeOnce: { tiers: ['hot', 'cold'] } }] }],
+      rules: [{ id: 'fetch', on: { action: 'get' }, do: [{ retrieve: { tiers: ['cold'] } }] }],
     });
     expect(problems).toEqual([
-      expect.objectContaining({ rule: 'dedupe', message: expect.stringMatching(/'storeOnce' .* does not run it yet/) }),
+      expect.objectContaining({ rule: 'fetch', message: expect.stringMatching(/'retrieve' .* does not run it yet/) }),
     ]);
   });
 
@@ -283,7 +283,7 @@ describe('presets', () => {
     expect(big).toMatchObject({ writeBack: false, hot: 'value', durable: ['warm', 'cold'] });
   });
 
-  it.each(['persistent', 'lru-cascade', 'growing', 'low-durability', 'dedup'])(
+  it.each(['persistent', 'lru-cascade', 'growing', 'low-durability'])(
     '%s is refused until the responses it needs run (not accepted as a policy that does nothing)',
     (name) => {
       expect(problemsOf({ namespaces: { app: { preset: name } } }).map((p) => p.message)).toEqual(
@@ -431,5 +431,58 @@ describe('background copy, move and delete rules', () => {
     expect(problems({ rules: [copy] })).toEqual([]);
     const grow = { id: 'g', scope: { namespace: 'a', prefix: 'img/' }, on: timer, do: [{ grow: { tier: 'warm', nodes: 1 } }] };
     expect(problems({ rules: [grow] })).toEqual([expect.stringMatching(/'grow' is part of the rule language/)]);
+  });
+});
+
+describe('storeOnce rules', () => {
+  const problems = (input: unknown) => {
+    try {
+      compilePolicyInput(input, { encryption: { keyring: 'local key files' } });
+      return [];
+    } catch (e) {
+      return (e as PolicyDocumentError).problems.map((p) => `${p.rule ?? p.path}: ${p.message}`);
+    }
+  };
+
+  it('the dedup preset places write-through into every tier and shares identical values', () => {
+    const c = compilePolicyInput({ namespaces: { media: { preset: 'dedup' } } });
+    expect(c.placements.media).toEqual({ writeMode: 'write-through', writeTiers: ['hot', 'warm', 'cold'] });
+    expect(c.registry.transformFor('media', 'any', [])).toEqual({ storeOnce: true, rules: ['media-place'] });
+    expect(c.registry.transformFor('other', 'any', [])).toBeUndefined();
+  });
+
+  it.each([
+    [
+      'for every namespace',
+      { rules: [{ id: 'once', on: { action: 'put' }, do: [{ storeOnce: { tiers: ['hot', 'cold'] } }] }] },
+      /once: storeOnce is scoped to a namespace/,
+    ],
+    [
+      'with write-back',
+      {
+        rules: [
+          { id: 'once', scope: { namespace: 'a' }, on: { action: 'put' }, do: [{ storeOnce: { tiers: ['hot'] } }] },
+          {
+            id: 'flush',
+            scope: { namespace: 'a' },
+            on: { timer: { everySeconds: 1 } },
+            do: [{ copy: { from: 'hot', to: ['cold'], what: [{ object: 'dirty', equals: true }] } }],
+          },
+        ],
+      },
+      /once: storeOnce needs write-through/,
+    ],
+    [
+      'with encryption',
+      {
+        rules: [
+          { id: 'once', scope: { namespace: 'a' }, on: { action: 'put' }, do: [{ storeOnce: { tiers: ['hot', 'cold'] } }] },
+          { id: 'seal', scope: { namespace: 'a' }, on: { action: 'put' }, do: [{ encrypt: { key: 'k' } }] },
+        ],
+      },
+      /once: storeOnce and encrypt cannot share a namespace/,
+    ],
+  ])('refuses storeOnce %s', (_name, doc, message) => {
+    expect(problems(doc)).toEqual([expect.stringMatching(message)]);
   });
 });
