@@ -13,6 +13,7 @@ import {
 } from './document.js';
 import { BACKGROUND_RESPONSES, isFlushRule } from './evaluator.js';
 import { presetParamProblems, presetRules } from './presets.js';
+import { defaultRules, isEviction } from './defaults.js';
 import {
   namespacePolicySchema,
   PolicyRegistry,
@@ -112,9 +113,16 @@ export function policyHash(doc: PolicyDocument): string {
   return createHash('sha256').update(canonical(doc)).digest('hex').slice(0, 16);
 }
 
-/** Expands presets; the problems name the namespace entry or rule. */
-function expand(doc: PolicyDocument, problems: PolicyProblem[]): PolicyRule[] {
+/**
+ * Expands presets, and (where a background evaluator runs) adds the default rules a document does not replace;
+ * the problems name the namespace entry or rule.
+ */
+function expand(doc: PolicyDocument, problems: PolicyProblem[], opts: CompileOptions): PolicyRule[] {
   const out: PolicyRule[] = [];
+  if (opts.background) {
+    const own = new Set(doc.rules.map((r) => r.id));
+    out.push(...defaultRules(doc).filter((r) => !own.has(r.id)));
+  }
   for (const [ns, entry] of Object.entries(doc.namespaces)) {
     if (!entry.preset) continue;
     const bad = presetParamProblems(entry.preset, entry.with);
@@ -157,8 +165,11 @@ function transferProblem(rule: PolicyRule): string | undefined {
     const spec = 'copy' in r ? r.copy : 'move' in r ? r.move : 'delete' in r ? r.delete : undefined;
     if (!spec) continue;
     const kind = responseKind(r);
-    if (rule.scope.namespace === '*')
-      return `${kind} enumerates one namespace's entries: scope the rule to a namespace (scope.namespace)`;
+    if (rule.scope.namespace === '*' && !isEviction(rule))
+      return (
+        `${kind} enumerates one namespace's entries: scope the rule to a namespace (scope.namespace), or move from ` +
+        'warm to cold for every namespace with no selection, which is the eviction to S3 (EvictToS3)'
+      );
     const to: readonly PolicyTier[] = 'to' in spec ? (spec as { to: PolicyTier[] }).to : [];
     if (kind !== 'copy' && spec.from === 'hot')
       return `${kind} from hot: hot evicts on its own (hotResidencySeconds bounds how long it keeps a copy)`;
@@ -325,7 +336,7 @@ function placementOf(
  */
 export function compilePolicy(doc: PolicyDocument, opts: CompileOptions = {}): CompiledPolicy {
   const problems: PolicyProblem[] = [];
-  const rules = expand(doc, problems);
+  const rules = expand(doc, problems, opts);
   const index = new Map(doc.rules.map((r, i) => [r.id, i]));
   const problem = (rule: PolicyRule, message: string): void => {
     const i = index.get(rule.id);

@@ -35,6 +35,11 @@ const tierCondition = z.strictObject({
   value: z.number().min(0),
   /** The condition must hold this long before it counts (hysteresis against flapping). @default 0 */
   forSeconds: z.number().int().min(0).max(86_400).default(0),
+  /**
+   * While the condition keeps holding, fire again every this many seconds (e.g. one ScaleIn per idle quarter hour).
+   * Absent: once per crossing (it fires again only after it stopped holding).
+   */
+  repeatSeconds: z.number().int().min(10).max(86_400).optional(),
 });
 
 /** Numeric attributes of an object (paper §2.2: size, access frequency, last access; plus age). */

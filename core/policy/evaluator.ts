@@ -5,6 +5,7 @@ import type { TransferResult } from './data-mover.js';
 import type { CollectResult } from './dedup-gc.js';
 import { responseKind, ruleMode, type Condition, type PolicyResponse, type PolicyRule, type PolicyTier } from './document.js';
 import { judge, type PolicyState } from './preview.js';
+import { isEviction } from './defaults.js';
 
 /**
  * The background executor: evaluates the background rules of the policy in force on a tick (an in-process loop
@@ -26,8 +27,16 @@ import { judge, type PolicyState } from './preview.js';
 export interface EvaluatorActions {
   /** The warm fleet's size now (for grow/shrink bounds), or undefined when there is no warm tier. */
   fleetSize(): Promise<number | undefined>;
-  /** Whether a scale workflow is running (grow/shrink never start a second one). */
+  /**
+   * Whether a scale or migration workflow is running, or the ring has a migration in progress: grow and shrink never
+   * start another one then.
+   */
   scaling(): Promise<boolean>;
+  /**
+   * Starts the eviction of the warm tier's coldest entries to S3 (EvictToS3) unless one is running; resolves with
+   * the execution's name, or `skipped: <why>`. Absent: evictions are skipped.
+   */
+  evict?(reason: string): Promise<string>;
   /** Starts one ScaleOut (one node); resolves with the execution's name. */
   scaleOut(reason: string): Promise<string>;
   /** Starts one ScaleIn (one node). */
@@ -98,7 +107,7 @@ export class BackgroundEvaluator implements FiringHistory {
   private readonly history: Firing[] = [];
   private readonly lastTimer = new Map<string, number>();
   /** Threshold rules: when their conditions started to hold (undefined: they do not), and whether they fired. */
-  private readonly holding = new Map<string, { since: number; fired: boolean }>();
+  private readonly holding = new Map<string, { since: number; fired: boolean; firedAt: number }>();
   private readonly started: number[] = [];
   /** The last history entry of each rule and response (to keep repeated skips out of the history). */
   private readonly lastEntry = new Map<string, { outcome: FiringOutcome; detail: string; at: number }>();
@@ -159,11 +168,21 @@ export class BackgroundEvaluator implements FiringHistory {
       this.holding.delete(rule.id);
       return false;
     }
-    const h = this.holding.get(rule.id) ?? { since: now, fired: false };
+    const h = this.holding.get(rule.id) ?? { since: now, fired: false, firedAt: 0 };
     this.holding.set(rule.id, h);
     const forMs = Math.max(0, ...conditions.map((c) => ('forSeconds' in c ? c.forSeconds * 1000 : 0)));
-    if (h.fired || now - h.since < forMs) return false;
+    if (now - h.since < forMs) return false;
+    if (h.fired) {
+      // Once per crossing, unless a condition asks to repeat while it keeps holding (an idle fleet gives back one
+      // node per idle period).
+      const repeatMs = Math.max(
+        0,
+        ...conditions.map((c) => ('repeatSeconds' in c && c.repeatSeconds ? c.repeatSeconds * 1000 : 0)),
+      );
+      if (repeatMs === 0 || now - h.firedAt < repeatMs) return false;
+    }
     h.fired = true;
+    h.firedAt = now;
     return true;
   }
 
@@ -180,6 +199,7 @@ export class BackgroundEvaluator implements FiringHistory {
     if (kind === 'alert') return record('done', (response as { alert: { message: string } }).alert.message);
     const blocked = this.blocked(controls, state, now);
     if (blocked) return record('suppressed', blocked);
+    if (kind === 'move' && isEviction(rule)) return this.evict(rule, record);
     if (TRANSFERS.has(kind)) return this.transfer(rule, response, now, record);
     try {
       const detail = await this.scale(kind as 'grow' | 'shrink', response, controls, rule.id, now);
@@ -252,6 +272,20 @@ export class BackgroundEvaluator implements FiringHistory {
     const execution = kind === 'grow' ? await this.opts.actions.scaleOut(reason) : await this.opts.actions.scaleIn(reason);
     this.started.push(now);
     return `${kind === 'grow' ? 'ScaleOut' : 'ScaleIn'} ${n} of ${of} (execution ${execution})`;
+  }
+
+  /** The eviction to S3 (a move from warm to cold for every namespace: defaults.ts `isEviction`). */
+  private async evict(rule: PolicyRule, record: (o: FiringOutcome, d: string) => Firing): Promise<Firing> {
+    const evict = this.opts.actions.evict;
+    if (!evict) return record('skipped', 'this runtime has no warm tier to evict from');
+    try {
+      const started = await evict(`policy rule ${rule.id}`);
+      if (started.startsWith('skipped: ')) return record('skipped', started.slice(9));
+      this.started.push(this.now());
+      return record('done', `EvictToS3 started (execution ${started})`);
+    } catch (error) {
+      return record('failed', errorText(error));
+    }
   }
 
   /** Starts a copy, move or delete in the background; its end is recorded as a firing of its own. */

@@ -11,6 +11,7 @@ import { BackgroundEvaluator, type EvaluatorActions, type Firing, type TransferR
 import type { Tier } from '../../core/tiers/tier.js';
 import type { LivePolicy } from '../../core/policy/live.js';
 import type { PolicyState } from '../../core/policy/preview.js';
+import type { PolicyTier } from '../../core/policy/document.js';
 import type { FleetState } from '../../core/cost/publisher/fleet-state.js';
 import { METRICS } from '../../core/metrics/metric-catalog.js';
 import type { LocalMetricsStore } from '../../core/metrics/local-store.js';
@@ -76,6 +77,46 @@ export function stateOfFleet(fleet: FleetState | undefined): PolicyState {
 const HOURS_PER_MONTH = 730;
 
 /**
+ * Requests a second each tier served over the last minute (the handlers' Hits by tier, as CloudWatch has them in
+ * AWS): what `requestsPerSecond` conditions read (the default idle rule: a warm tier that serves almost nothing).
+ */
+export function requestRates(
+  store: LocalMetricsStore,
+  environment: string,
+  now = Date.now(),
+): Partial<Record<PolicyTier, number>> {
+  const windowMs = 60_000;
+  const rows = store.query(
+    {
+      namespace: METRICS.hits.namespace,
+      name: METRICS.hits.name,
+      dimensions: { Environment: environment },
+      splitBy: 'Tier',
+    },
+    'Sum',
+    { fromMs: now - windowMs, toMs: now },
+  );
+  const out: Partial<Record<PolicyTier, number>> = {};
+  for (const tier of ['hot', 'warm', 'cold'] as const) {
+    const points = rows.find((r) => r.split === tier)?.points ?? [];
+    out[tier] = points.reduce((sum, [, v]) => sum + v, 0) / (windowMs / 1000);
+  }
+  return out;
+}
+
+/** A state with each known tier's request rate added (a tier the state has no other attribute of included). */
+function withRequestRates(
+  state: PolicyState,
+  rates: Partial<Record<PolicyTier, number>>,
+  extra: Partial<PolicyState>,
+): PolicyState {
+  const tiers: PolicyState['tiers'] = { ...state.tiers };
+  for (const [tier, rate] of Object.entries(rates) as [PolicyTier, number][])
+    tiers[tier] = { ...tiers[tier], requestsPerSecond: rate };
+  return { ...state, ...extra, tiers };
+}
+
+/**
  * The projected monthly spend cost rules compare with budgets: the local cost model's latest points (what this
  * run's traffic would cost on AWS, docs/COST.md), as the cost publisher publishes them in AWS. Undefined before
  * the model has priced its first bucket.
@@ -118,10 +159,20 @@ export function startLocalPolicyEvaluator(o: LocalPolicyEvaluatorOptions): Local
   const actions: EvaluatorActions = {
     fleetSize: async () => (fleet ? (await fleet()).nodes : undefined),
     scaling: async () =>
-      !!workflows &&
-      (await workflows.list({ limit: 20 })).some(
-        (e) => e.status === 'RUNNING' && (e.workflow === 'scale-out' || e.workflow === 'scale-in'),
-      ),
+      ((await fleet?.())?.migrationsInProgress ?? 0) > 0 ||
+      (!!workflows &&
+        (await workflows.list({ limit: 20 })).some(
+          (e) =>
+            e.status === 'RUNNING' && (e.workflow === 'scale-out' || e.workflow === 'scale-in' || e.workflow === 'tier-migrate'),
+        )),
+    evict: async (reason) => {
+      if (!workflows) return 'skipped: this run has no warm tier (STRATA_LOCAL_NODES)';
+      const running = (await workflows.list({ limit: 20 })).find((e) => e.status === 'RUNNING' && e.workflow === 'evict-to-s3');
+      if (running) return `skipped: an eviction is already running (${running.execution})`;
+      // Its input takes no reason (a strict schema): the firing that started it records why.
+      void reason;
+      return (await workflows.start('evict-to-s3', {})).execution;
+    },
     scaleOut: async (reason) => (await required(workflows).start('scale-out', { reason })).execution,
     scaleIn: async () => (await required(workflows).start('scale-in', {})).execution,
     ...(o.tiers ? { transfer: transferOver(o.tiers), collectBlobs: collectOver(o.tiers, o.live) } : {}),
@@ -140,7 +191,9 @@ export function startLocalPolicyEvaluator(o: LocalPolicyEvaluatorOptions): Local
     actions,
     state: async () => {
       const cost = costState(o.metrics, o.environment);
-      return { ...stateOfFleet(fleet ? await fleet() : undefined), ...(cost ? { cost } : {}) };
+      return withRequestRates(stateOfFleet(fleet ? await fleet() : undefined), requestRates(o.metrics, o.environment), {
+        ...(cost ? { cost } : {}),
+      });
     },
     onFiring: record,
   });

@@ -31,16 +31,8 @@ describe("npm start's policy evaluator state", () => {
     let now = Date.now();
     const store = new LocalMetricsStore({ now: () => now });
     const policy = compilePolicyInput(
-      {
-        budgets: [{ id: 'monthly', monthlyUsd: 100 }],
-        rules: [
-          {
-            id: 'over-budget',
-            on: { threshold: { cost: 'projectedMonthlyUsd', op: '>', value: { budget: 'monthly' } } },
-            do: [{ alert: { message: 'projected spend is over the monthly budget' } }],
-          },
-        ],
-      },
+      // No rule of its own: the budget's default rule (onExceeded: alert) is what fires.
+      { budgets: [{ id: 'monthly', monthlyUsd: 100 }] },
       { background: true },
     );
     const ev = new BackgroundEvaluator({
@@ -57,7 +49,13 @@ describe("npm start's policy evaluator state", () => {
     expect(await ev.tick(policy)).toEqual([]);
     now += 60_000;
     recordCost(store, 130, {}, now);
-    expect(await ev.tick(policy)).toEqual([expect.objectContaining({ rule: 'over-budget', outcome: 'done' })]);
+    expect(await ev.tick(policy)).toEqual([
+      expect.objectContaining({
+        rule: 'default-budget-monthly',
+        outcome: 'done',
+        detail: "projected spend is above budget 'monthly' ($100/month)",
+      }),
+    ]);
   });
 
   it('reads the warm fill as the mean of the nodes, and the fullest node as nodeFillPercent', () => {

@@ -486,3 +486,24 @@ describe('storeOnce rules', () => {
     expect(problems(doc)).toEqual([expect.stringMatching(message)]);
   });
 });
+
+describe('default rules', () => {
+  it('are in force where a background evaluator runs, one per budget besides the fixed ones, and nowhere else', () => {
+    const doc = { budgets: [{ id: 'monthly', monthlyUsd: 100 }] };
+    const ids = compilePolicyInput(doc, { background: true }).rules.map((r) => r.id);
+    expect(ids).toEqual(['default-evict-on-node-fill', 'default-idle-scale-in', 'default-budget-monthly']);
+    expect(compilePolicyInput(doc).rules.map((r) => r.id)).toEqual([]);
+  });
+
+  it('give way to a rule of the document with the same id', () => {
+    const mine = {
+      id: 'default-evict-on-node-fill',
+      on: { threshold: { tier: 'warm', metric: 'nodeFillPercent', op: '>=', value: 70 } },
+      do: [{ move: { from: 'warm', to: ['cold'] } }],
+    };
+    const rules = compilePolicyInput({ rules: [mine] }, { background: true }).rules;
+    expect(rules.filter((r) => r.id === 'default-evict-on-node-fill')).toEqual([
+      expect.objectContaining({ on: { threshold: expect.objectContaining({ value: 70 }) } }),
+    ]);
+  });
+});

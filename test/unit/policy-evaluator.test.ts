@@ -29,6 +29,10 @@ function harness(doc: PolicyDocumentInput, fleet = 4) {
       size -= 1;
       return `exec-${started.length}`;
     },
+    evict: async (reason) => {
+      started.push(`evict: ${reason}`);
+      return `exec-${started.length}`;
+    },
   };
   const metrics: Firing[] = [];
   const ev = new BackgroundEvaluator({ actions, state: async () => state, now: () => now, onFiring: (f) => metrics.push(f) });
@@ -192,7 +196,11 @@ describe('the background evaluator', () => {
     h.setState({ tiers: {}, cost: { total: 80, byTier: {}, byNamespace: {} } });
     expect(await h.tick(1)).toEqual([]);
     h.setState({ tiers: {}, cost: { total: 120, byTier: {}, byNamespace: {} } });
-    expect(await h.tick(1)).toEqual([expect.objectContaining({ rule: 'over-budget', outcome: 'done' })]);
+    expect(await h.tick(1)).toEqual([
+      // The budget's own default rule (onExceeded: alert) fires beside the document's rule.
+      expect.objectContaining({ rule: 'default-budget-monthly', response: 'alert', outcome: 'done' }),
+      expect.objectContaining({ rule: 'over-budget', outcome: 'done' }),
+    ]);
   });
 
   it('does not fire on a condition it cannot judge (no statistics yet)', async () => {
@@ -200,5 +208,83 @@ describe('the background evaluator', () => {
     h.setState({ tiers: {} });
     expect(await h.tick(120_000)).toEqual([]);
     expect(await h.tick(120_000)).toEqual([]);
+  });
+});
+
+describe('the default rules', () => {
+  const warm = (
+    w: Partial<Record<'fillPercent' | 'nodeFillPercent' | 'requestsPerSecond', number>>,
+    total = 10,
+  ): PolicyState => ({
+    tiers: { warm: w },
+    cost: { total, byTier: {}, byNamespace: {} },
+  });
+
+  it('evicts to S3 when the fullest node passes the watermark, once per crossing', async () => {
+    const h = harness({});
+    h.setState(warm({ fillPercent: 60, nodeFillPercent: 84 }));
+    expect(await h.tick(1000)).toEqual([]);
+    h.setState(warm({ fillPercent: 60, nodeFillPercent: 90 }));
+    expect(await h.tick(1000)).toEqual([
+      expect.objectContaining({
+        rule: 'default-evict-on-node-fill',
+        response: 'move',
+        detail: 'EvictToS3 started (execution exec-1)',
+      }),
+    ]);
+    expect(await h.tick(60_000)).toEqual([]);
+    expect(h.started).toEqual(['evict: policy rule default-evict-on-node-fill']);
+  });
+
+  it('gives back one node per idle quarter hour, never below minFleetSize, never while a scale or migration runs', async () => {
+    const h = harness({ controls: { minFleetSize: 2 } }, 4);
+    h.setState(warm({ fillPercent: 20, requestsPerSecond: 0.2 }));
+    expect(await h.tick(1000)).toEqual([]);
+    expect(await h.tick(900_000)).toEqual([
+      expect.objectContaining({ rule: 'default-idle-scale-in', response: 'shrink', detail: 'ScaleIn 1 of 1 (execution exec-1)' }),
+    ]);
+    expect(await h.tick(60_000)).toEqual([]); // the next idle quarter hour has not passed
+    h.setScaling(true); // a migration runs
+    expect(await h.tick(840_000)).toEqual([
+      expect.objectContaining({ outcome: 'skipped', detail: 'a scale workflow is already running' }),
+    ]);
+    h.setScaling(false);
+    expect(await h.tick(900_000)).toEqual([expect.objectContaining({ detail: 'ScaleIn 1 of 1 (execution exec-2)' })]);
+    expect(await h.tick(900_000)).toEqual([
+      expect.objectContaining({ outcome: 'skipped', detail: 'the fleet is at controls.minFleetSize (2)' }),
+    ]);
+    // Busy again: the idle period starts over.
+    h.setState(warm({ fillPercent: 20, requestsPerSecond: 50 }));
+    expect(await h.tick(900_000)).toEqual([]);
+    expect(h.started).toEqual([
+      'in: policy rule default-idle-scale-in (1 of 1)',
+      'in: policy rule default-idle-scale-in (1 of 1)',
+    ]);
+  });
+
+  it("answers a budget passed with the budget's onExceeded: shrink the warm tier, or evict its coldest entries", async () => {
+    const h = harness({
+      budgets: [
+        { id: 'warm-cap', monthlyUsd: 50, tier: 'warm', onExceeded: 'shrink-warm' },
+        { id: 'total', monthlyUsd: 100, onExceeded: 'evict-cold' },
+      ],
+    });
+    h.setState({ tiers: { warm: { fillPercent: 50 } }, cost: { total: 120, byTier: { warm: 70 }, byNamespace: {} } });
+    expect(await h.tick(1000)).toEqual([
+      expect.objectContaining({ rule: 'default-budget-warm-cap', response: 'shrink', outcome: 'done' }),
+      expect.objectContaining({ rule: 'default-budget-total', response: 'move', detail: 'EvictToS3 started (execution exec-2)' }),
+    ]);
+  });
+
+  it('are replaced by a rule of the document with the same id (here: switched off)', async () => {
+    const off: NonNullable<PolicyDocumentInput['rules']>[number] = {
+      id: 'default-evict-on-node-fill',
+      enabled: false,
+      on: { threshold: { tier: 'warm', metric: 'nodeFillPercent', op: '>=', value: 85 } },
+      do: [{ move: { from: 'warm', to: ['cold'] } }],
+    };
+    const h = harness({ rules: [off] });
+    h.setState(warm({ fillPercent: 60, nodeFillPercent: 99 }));
+    expect(await h.tick(1000)).toEqual([]);
   });
 });
