@@ -10,7 +10,7 @@ import type { ApiFunction } from '../../core/api/route-types.js';
 import { API_ROUTES } from '../../core/api/routes.js';
 import { openApiDocument } from '../../core/api/openapi.js';
 import { matchRoute, methodNotAllowed, routeNotFound } from '../../core/api/routes.js';
-import { setApiContext } from '../../core/composition/api-context.js';
+import { setApiContext, type BuiltContext } from '../../core/composition/api-context.js';
 import type { ApiContext } from '../../core/api/operations.js';
 import { LocalFolderTier, StagedUploadExistsError } from '../../core/tiers/local-folder-tier.js';
 import { handler as keys } from '../../lambdas/api/keys.js';
@@ -85,6 +85,10 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
     ? startWorkflowSampler({ service: opts.context.workflows, store: metrics, environment: settings.environment })
     : undefined;
   let executions: ExecutionRow[] = [];
+  // The Policy firings panel: the background evaluator's history (`npm start` puts it in the context) and the policy
+  // in force (a context with a policy store carries its live copy, as the API handler reads it).
+  const firings = opts.context.policyFirings;
+  const livePolicy = (opts.context as Partial<BuiltContext>).livePolicy;
   const dashboard: DashboardRouteOptions = {
     store: metrics,
     environment: settings.environment,
@@ -106,6 +110,8 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
           },
         }
       : {}),
+    ...(firings ? { firings } : {}),
+    ...(livePolicy ? { policy: () => livePolicy.current } : {}),
     refresh: async () => {
       cost.catchUp();
       if (workflows) executions = await workflows.sample();

@@ -14,6 +14,9 @@ import { METRICS, METRIC_NAMESPACES, type MetricKey, type MetricNamespace } from
 import type { LocalMetricsStore, LocalStat } from '../../../core/metrics/local-store.js';
 import { LOCAL_DASHBOARDS, LOCAL_METRICS, LOCAL_WORKFLOWS_NAMESPACE } from './local-widgets.js';
 import type { AnyMetricSeries, LocalDashboardSpec, LocalMetricKey, LocalWidgetSpec } from './local-widgets.js';
+import type { FiringRow, PolicyInForce } from './policy.js';
+
+export type { FiringRow, PolicyInForce } from './policy.js';
 
 export interface SeriesView {
   label: string;
@@ -44,7 +47,7 @@ export interface ExecutionRow {
 export interface WidgetView {
   id: string;
   title: string;
-  view: 'line' | 'number' | 'executions';
+  view: 'line' | 'number' | 'executions' | 'firings';
   unit: DisplayUnit;
   stacked: boolean;
   yMin?: number;
@@ -60,6 +63,10 @@ export interface WidgetView {
   modelled?: boolean;
   /** `executions` widgets: newest first. */
   executions?: ExecutionRow[];
+  /** `firings` widgets: the background evaluator's firings, newest first. */
+  firings?: FiringRow[];
+  /** `firings` widgets: the policy in force, when this run has a policy store. */
+  policy?: PolicyInForce;
   /** Why nothing is drawn, when nothing is. */
   note?: string;
 }
@@ -107,6 +114,10 @@ export interface DashboardDataOptions {
   captions?: Partial<Record<string, DashboardCaption>>;
   /** Rows of `executions` widgets (newest first); absent: the run has no workflows. */
   executions?: ExecutionRow[];
+  /** Rows of `firings` widgets (newest first); absent: no background evaluator runs in this runtime. */
+  firings?: FiringRow[];
+  /** The policy in force, named by `firings` widgets; absent: the run has no policy store. */
+  policy?: PolicyInForce;
 }
 
 /** Why a widget of each namespace may be empty in a local run. */
@@ -120,6 +131,12 @@ export const LOCAL_NOTES: Readonly<Record<MetricNamespace | typeof LOCAL_WORKFLO
   [LOCAL_WORKFLOWS_NAMESPACE]:
     'no workflow executions yet (STRATA_LOCAL_NODES=3 npm start, then npx strata workflow start scale-out)',
 };
+
+/** What a `firings` widget says when it lists nothing. */
+export const FIRINGS_NOTES = {
+  noEvaluator: 'no background evaluator runs in this runtime, so no background rule fires here (npm start runs one)',
+  none: 'no background rule has fired yet',
+} as const;
 
 interface Timeline {
   steps: number[];
@@ -172,7 +189,9 @@ export function dashboardData(
           const v =
             w.view === 'executions'
               ? executionsView(w, opts.executions, notes)
-              : widgetView(store, w, opts.environment, w.view === 'line' ? line : latest, notes);
+              : w.view === 'firings'
+                ? firingsView(w, opts.firings, opts.policy)
+                : widgetView(store, w, opts.environment, w.view === 'line' ? line : latest, notes);
           return caption?.modelled ? { ...v, modelled: true } : v;
         }),
       };
@@ -197,6 +216,20 @@ function baseView(w: LocalWidgetSpec): WidgetView {
 function executionsView(w: LocalWidgetSpec, rows: ExecutionRow[] | undefined, notes: Record<string, string>): WidgetView {
   const base = baseView(w);
   return rows?.length ? { ...base, executions: rows } : { ...base, note: notes[LOCAL_WORKFLOWS_NAMESPACE] };
+}
+
+function firingsView(w: LocalWidgetSpec, rows: FiringRow[] | undefined, policy: PolicyInForce | undefined): WidgetView {
+  const base = { ...baseView(w), ...(policy ? { policy } : {}) };
+  if (rows?.length) return { ...base, firings: rows };
+  if (!rows) return { ...base, note: FIRINGS_NOTES.noEvaluator };
+  const n = policy?.backgroundRules;
+  const rules =
+    n === undefined
+      ? ''
+      : n === 0
+        ? ' (the policy in force has no timer or threshold rules)'
+        : ` (the policy in force has ${n} background rule${n === 1 ? '' : 's'})`;
+  return { ...base, note: `${FIRINGS_NOTES.none}${rules}` };
 }
 
 /** Whether every visible series is a Sum of counts or bytes: its values are per bucket. */

@@ -1,9 +1,12 @@
 /**
- * What only the local dashboard draws: the workflow executions of a local run. In AWS, Step Functions counts
- * executions itself (`AWS/States` ExecutionsStarted, ...), outside Strata's metric catalog, so the dashboards of
- * dashboards/ have no widget for them; locally, scripts/local/workflow-sampler.ts records the same counts (and each
- * running execution's progress) in the local metrics store under {@link LOCAL_WORKFLOWS_NAMESPACE}, and these
- * widgets, appended to the Fleet dashboard, draw them.
+ * What only the local dashboard draws: the workflow executions of a local run, and what the policy engine's
+ * background rules did. In AWS, Step Functions counts executions itself (`AWS/States` ExecutionsStarted, ...),
+ * outside Strata's metric catalog, so the dashboards of dashboards/ have no widget for them; locally,
+ * scripts/local/workflow-sampler.ts records the same counts (and each running execution's progress) in the local
+ * metrics store under {@link LOCAL_WORKFLOWS_NAMESPACE}, and these widgets, appended to the Fleet dashboard, draw
+ * them. The policy firings are the background evaluator's own history (`GET /v1/admin/policy/firings`), listed
+ * after them: its grow and shrink responses start those workflows, and its PolicyFirings metric is a
+ * `Strata/Workflows` one.
  */
 import type { DashboardSpec, DisplayUnit, ExpressionSeries, MetricSeries, Stat, WidgetSpec } from '../../../dashboards/index.js';
 import { DASHBOARDS } from '../../../dashboards/index.js';
@@ -39,10 +42,11 @@ export interface AnyMetricSeries extends Omit<MetricSeries, 'metric'> {
 
 /**
  * A widget the local dashboard can draw: a dashboards/ widget, or a local one, which may also be a list of the
- * recent executions (`executions`, from the workflow service rather than from metrics).
+ * recent executions (`executions`, from the workflow service rather than from metrics) or of the background
+ * evaluator's firings (`firings`, from its history).
  */
 export interface LocalWidgetSpec extends Omit<WidgetSpec, 'series' | 'view'> {
-  readonly view: WidgetSpec['view'] | 'executions';
+  readonly view: WidgetSpec['view'] | 'executions' | 'firings';
   readonly series: readonly (AnyMetricSeries | ExpressionSeries)[];
 }
 
@@ -99,7 +103,12 @@ export const LOCAL_WORKFLOW_WIDGETS: readonly LocalWidgetSpec[] = [
   widget('fleet.local-executions-list', 'Recent workflow executions', 'executions', 'Percent', [], { width: 24 }),
 ];
 
+/** The background evaluator's firings, newest first, and the policy in force (`fleet.local-policy-firings`). */
+export const LOCAL_POLICY_WIDGETS: readonly LocalWidgetSpec[] = [
+  widget('fleet.local-policy-firings', 'Policy firings', 'firings', 'Count', [], { width: 24 }),
+];
+
 /** The dashboards of dashboards/, with the local-only widgets appended to Fleet. */
 export const LOCAL_DASHBOARDS: readonly LocalDashboardSpec[] = DASHBOARDS.map((d) =>
-  d.id === 'fleet' ? { ...d, widgets: [...d.widgets, ...LOCAL_WORKFLOW_WIDGETS] } : d,
+  d.id === 'fleet' ? { ...d, widgets: [...d.widgets, ...LOCAL_WORKFLOW_WIDGETS, ...LOCAL_POLICY_WIDGETS] } : d,
 );

@@ -1,7 +1,8 @@
 /**
  * The local dashboard: `GET /dashboard` (the page) and `GET /dashboard/data` (the dashboards of dashboards/
- * evaluated over the local run's metrics, as JSON). `?minutes=` sets the history of line charts, `?until=<epoch ms>`
- * shows the dashboards as they were then (a link to a moment; the page passes both on).
+ * evaluated over the local run's metrics, with the local-only lists of workflow executions and policy firings, as
+ * JSON). `?minutes=` sets the history of line charts, `?until=<epoch ms>` shows the dashboards as they were then (a
+ * link to a moment; the page passes both on).
  */
 import { readFileSync } from 'node:fs';
 import type { APIGatewayProxyResult } from 'aws-lambda';
@@ -9,7 +10,11 @@ import { ValidationError } from '../../../core/errors.js';
 import { errorResult } from '../../../core/api/http.js';
 import { methodNotAllowed } from '../../../core/api/routes.js';
 import type { LocalMetricsStore } from '../../../core/metrics/local-store.js';
+import type { CompiledPolicy } from '../../../core/policy/compile.js';
+import type { FiringHistory } from '../../../core/policy/evaluator.js';
+import type { PolicyView } from '../../../core/policy/service.js';
 import { dashboardData, type DashboardCaption, type DashboardDataOptions, type ExecutionRow } from './data.js';
+import { firingRows, policyInForce } from './policy.js';
 
 const PAGE = readFileSync(new URL('./page.html', import.meta.url), 'utf8');
 
@@ -22,6 +27,13 @@ export interface DashboardRouteOptions {
   captions?: Partial<Record<string, DashboardCaption>>;
   /** The recent workflow executions, newest first; absent when the run has no workflows. */
   executions?: () => ExecutionRow[] | undefined;
+  /**
+   * The background evaluator's firing history (the context's `policyFirings`, what `GET /v1/admin/policy/firings`
+   * serves); absent: no evaluator runs in this runtime, and the Policy firings panel says so.
+   */
+  firings?: FiringHistory;
+  /** The policy in force (the live policy's current copy), named by the Policy firings panel; absent: no policy store. */
+  policy?: () => { readonly view: PolicyView; readonly compiled: CompiledPolicy };
   /**
    * Brings derived metrics up to date before `/dashboard/data` is computed (modelled cost of the buckets that
    * ended, workflow executions); the server awaits it.
@@ -57,6 +69,8 @@ export function dashboardResponse(
     return errorResult(new ValidationError('until', 'must be a time in epoch milliseconds'));
   }
   const executions = opts.executions?.();
+  const firings = opts.firings ? firingRows(opts.firings, until) : undefined;
+  const policy = opts.policy ? policyInForce(opts.policy()) : undefined;
   const data = dashboardData(opts.store, {
     environment: opts.environment,
     windowMs: minutes * 60_000,
@@ -64,6 +78,8 @@ export function dashboardResponse(
     ...(opts.notes ? { notes: opts.notes } : {}),
     ...(opts.captions ? { captions: opts.captions } : {}),
     ...(executions ? { executions } : {}),
+    ...(firings ? { firings } : {}),
+    ...(policy ? { policy } : {}),
   });
   return {
     statusCode: 200,
