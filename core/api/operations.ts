@@ -8,6 +8,7 @@ import type { NewUpload, PresignedDownload, PresignedUrl, Presigning, Tier } fro
 import type { WorkflowService } from '../workflows/admin-service.js';
 import type { PolicyAdmin } from '../policy/service.js';
 import type { FiringHistory } from '../policy/evaluator.js';
+import type { StoredFiringHistory } from '../policy/evaluator-store.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { binary, bodyBytes, empty, json } from './http.js';
 import { callerIdentity } from './tenant-access.js';
@@ -51,6 +52,8 @@ export interface ApiContext {
    * Absent: `GET /v1/admin/policy/firings` answers 503 POLICIES_UNAVAILABLE.
    */
   policyFirings?: FiringHistory;
+  /** The scheduled evaluator's history in the policy store (AWS), read where no evaluator runs in-process. */
+  storedFirings?: StoredFiringHistory;
   /** Which namespaces each API key may use (STRATA_TENANT_ACCESS); absent: not enforced (see api/tenant-access.ts). */
   tenantAccess?: TenantAccess;
 }

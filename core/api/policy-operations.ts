@@ -3,6 +3,7 @@ import { NotFoundError, permanentDetails, StrataError, ValidationError } from '.
 import { parseWith } from '../model/schemas.js';
 import { parsePolicyDocument } from '../policy/document.js';
 import type { FiringHistory } from '../policy/evaluator.js';
+import type { StoredFiringHistory } from '../policy/evaluator-store.js';
 import type { PolicyAdmin, PolicyView } from '../policy/service.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { header, json } from './http.js';
@@ -42,13 +43,15 @@ function policyAdmin(ctx: ApiContext): PolicyAdmin {
   );
 }
 
-function policyFirings(ctx: ApiContext): FiringHistory {
+function policyFirings(ctx: ApiContext): FiringHistory | StoredFiringHistory {
   if (ctx.policyFirings) return ctx.policyFirings;
+  if (ctx.storedFirings) return ctx.storedFirings;
   // Permanent as well: whether a runtime runs an evaluator is a matter of its wiring, not of the moment.
   throw new StrataError(
     'POLICIES_UNAVAILABLE',
-    'no background evaluator runs in this runtime: `npm start` runs one; in AWS the scheduled evaluator is not ' +
-      'deployed yet, so background rules are refused when a policy is put',
+    'no background evaluator runs for this deployment: `npm start` runs one; in AWS the scheduled evaluator (the ' +
+      "policy ticker) is switched off in this environment's configuration, so background rules are refused when a " +
+      'policy is put',
     permanentDetails(),
   );
 }
@@ -192,12 +195,12 @@ export async function getPolicyVersion(ctx: ApiContext, event: ApiEvent): Promis
 const firingsQuery = z.strictObject({ limit: limitParam(MAX_FIRINGS_LIMIT).optional() });
 
 /**
- * `GET /v1/admin/policy/firings?limit=`: what the background rules of this runtime's evaluator did, newest first
- * (a bounded history kept in memory since the evaluator started).
+ * `GET /v1/admin/policy/firings?limit=`: what the background rules did, newest first: the bounded history of this
+ * runtime's evaluator (`npm start`), or the one the scheduled evaluator keeps in the policy store (AWS).
  */
 export async function listPolicyFirings(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
   const q = parseWith(firingsQuery, dropEmpty(event.queryStringParameters), 'query');
-  const firings = policyFirings(ctx).firings(q.limit ?? DEFAULT_FIRINGS_LIMIT);
+  const firings = await policyFirings(ctx).firings(q.limit ?? DEFAULT_FIRINGS_LIMIT);
   return json(200, { firings });
 }
 

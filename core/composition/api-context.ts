@@ -16,6 +16,7 @@ import { namespaceConfigFrom } from './runtime-env.js';
 import { ConfigError } from '../errors.js';
 import { ElastiCacheIamAuth } from './elasticache-iam.js';
 import { encryptionCompileOptions, keyringFromEnv } from './keyring-env.js';
+import { EvaluatorStateStore, StoredFiringHistory } from '../policy/evaluator-store.js';
 import { ValueCodec } from '../transforms/codec.js';
 import { loadRuntimeEnvWithSecrets } from './secrets.js';
 import { warmTierFromEnv } from './warm-tier-env.js';
@@ -41,6 +42,8 @@ export interface BuiltContext extends ApiContext {
   describe(): string[];
   /** The policy in force, kept fresh from the policy store (absent: no store, STRATA_NAMESPACES is the policy). */
   livePolicy?: LivePolicy;
+  /** The scheduled evaluator's memory and history, beside the policy documents (absent: no policy store). */
+  evaluatorState?: EvaluatorStateStore;
 }
 
 /** Builds the tiers and coordinator a deployment's configuration asks for. */
@@ -127,7 +130,17 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
   // rules without one, or naming a key outside STRATA_KEYRING_KEYS.
   const keys = keyringFromEnv(env, { createLocalKeys: opts.createLocalKeys ?? false });
   const encryption = encryptionCompileOptions(keys);
-  const compile = { background: opts.backgroundEvaluator ?? false, ...(encryption ? { encryption } : {}) };
+  // What runs background rules: npm start's in-process evaluator (everything), or AWS's scheduled one
+  // (STRATA_POLICY_EVALUATOR: alert, grow, shrink, eviction; not copy/move/delete; the default rules' loops still
+  // run as the alarm, trigger and schedules there).
+  const local = opts.backgroundEvaluator ?? false;
+  const scheduled = env.STRATA_POLICY_EVALUATOR;
+  const compile = {
+    background: local || scheduled,
+    transfers: local,
+    defaults: local,
+    ...(encryption ? { encryption } : {}),
+  };
   const deployment = compilePolicy(documentFromNamespaceConfig(namespaceConfigFrom(env)), compile);
   const coordinator = new Coordinator({
     tiers,
@@ -145,6 +158,7 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
   const policyAdmin = policyStore
     ? new PolicyAdministration({ cas: policyStore.cas, deployment: deployment.document, compile })
     : undefined;
+  const evaluatorState = policyStore ? new EvaluatorStateStore(policyStore.cas) : undefined;
   const livePolicy = policyAdmin
     ? LivePolicy.fromDeployment(
         {
@@ -161,6 +175,8 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
     tiers,
     presigner,
     ...(policyAdmin ? { policyAdmin, livePolicy } : {}),
+    ...(evaluatorState ? { evaluatorState } : {}),
+    ...(evaluatorState && scheduled && !local ? { storedFirings: new StoredFiringHistory(evaluatorState) } : {}),
     inlineLimitBytes: env.STRATA_INLINE_LIMIT_BYTES,
     urlTtlSeconds: env.STRATA_URL_TTL_SECONDS,
     tenantAccess,

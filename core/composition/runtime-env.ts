@@ -108,6 +108,11 @@ export const runtimeEnvSchema = z.object({
    */
   STRATA_POLICY_REFRESH_MS: z.coerce.number().int().min(100).max(600_000).default(15_000),
   /**
+   * A scheduled evaluator runs this deployment's background rules (AWS: the policy ticker, lambdas/policy): policies
+   * may then have alert, grow and shrink rules, and the firing history is read from the policy store.
+   */
+  STRATA_POLICY_EVALUATOR: bool.default(false),
+  /**
    * Where the master keys of the policies' encrypt rules live (composition/keyring-env.ts): `kms` (AWS KMS, in
    * AWS_REGION; the API functions get it with the stack prop policyEncryptionKeys) or `file:<dir>` (key files, for
    * local runs; `npm start` uses `<data dir>/_keys`). Absent: no keyring, and encrypt rules are refused.

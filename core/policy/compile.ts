@@ -64,6 +64,13 @@ const NEVER = Number.MAX_SAFE_INTEGER;
 export interface CompileOptions {
   readonly background?: boolean;
   /**
+   * The background evaluator runs copy, move and delete, and collects storeOnce blobs (`npm start`; the scheduled
+   * evaluator in AWS does not yet). @default background
+   */
+  readonly transfers?: boolean;
+  /** The default rules (defaults.ts) are added; in AWS the loops they describe still run as before. @default background */
+  readonly defaults?: boolean;
+  /**
    * The runtime's keyring (composition/keyring-env.ts): encrypt rules are refused without one, and, when `keys` is
    * given, name one of those keys (in AWS, the KMS keys the deployment granted Strata; locally any name).
    */
@@ -85,8 +92,9 @@ function unsupported(rule: PolicyRule, opts: CompileOptions): string | undefined
     if (kind === 'retrieve' && 'retrieve' in r && r.retrieve.origin && !r.retrieve.tiers) continue;
     if (kind === 'copy' && isFlush(rule)) continue;
     const scoped = !!rule.scope.prefix || !!rule.scope.tag;
-    const moves = kind === 'copy' || kind === 'move' || kind === 'delete';
-    if (opts.background && BACKGROUND_RESPONSES.has(kind) && ruleMode(rule) === 'background' && (moves || !scoped)) continue;
+    const moves = (kind === 'copy' || kind === 'move' || kind === 'delete') && !isEviction(rule);
+    const runs = moves ? (opts.transfers ?? opts.background) : opts.background;
+    if (runs && BACKGROUND_RESPONSES.has(kind) && ruleMode(rule) === 'background' && (moves || !scoped)) continue;
     return (
       `'${kind}' ${kind === 'copy' ? 'other than the write-back flush (a timer copying dirty values from hot) ' : ''}` +
       'is part of the rule language but this version of Strata does not run it yet'
@@ -119,7 +127,7 @@ export function policyHash(doc: PolicyDocument): string {
  */
 function expand(doc: PolicyDocument, problems: PolicyProblem[], opts: CompileOptions): PolicyRule[] {
   const out: PolicyRule[] = [];
-  if (opts.background) {
+  if (opts.defaults ?? opts.background) {
     const own = new Set(doc.rules.map((r) => r.id));
     out.push(...defaultRules(doc).filter((r) => !own.has(r.id)));
   }

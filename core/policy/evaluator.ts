@@ -72,6 +72,16 @@ export interface TransferRequest {
 
 export type FiringOutcome = FiringOutcomeWire;
 
+/** What an evaluator carries from one tick to the next, as JSON (the scheduled evaluator stores it between ticks). */
+export interface EvaluatorSnapshot {
+  readonly history: Firing[];
+  readonly lastTimer: Record<string, number>;
+  readonly holding: Record<string, { since: number; fired: boolean; firedAt: number }>;
+  readonly started: number[];
+  readonly lastEntry: Record<string, { outcome: FiringOutcome; detail: string; at: number }>;
+  readonly pending?: { kind: 'grow' | 'shrink'; left: number; of: number; rule: string };
+}
+
 /** One entry of the firing history (the wire contract's shape). */
 export type Firing = Readonly<FiringWire>;
 
@@ -90,6 +100,11 @@ export interface EvaluatorOptions {
   readonly historySize?: number;
   /** How often the blobs of each storeOnce namespace are collected. @default ten minutes */
   readonly blobCollectionMs?: number;
+  /**
+   * Where an earlier process left off (a scheduled evaluator starts afresh at each invocation: evaluator-store.ts):
+   * timers, thresholds held, actions started, a multi-node plan and the history.
+   */
+  readonly resume?: EvaluatorSnapshot;
   readonly now?: () => number;
 }
 
@@ -127,6 +142,27 @@ export class BackgroundEvaluator implements FiringHistory {
 
   constructor(private readonly opts: EvaluatorOptions) {
     this.now = opts.now ?? Date.now;
+    const r = opts.resume;
+    if (r) {
+      this.history.push(...r.history.slice(-(opts.historySize ?? 200)));
+      for (const [k, v] of Object.entries(r.lastTimer)) this.lastTimer.set(k, v);
+      for (const [k, v] of Object.entries(r.holding)) this.holding.set(k, { ...v });
+      this.started.push(...r.started);
+      for (const [k, v] of Object.entries(r.lastEntry)) this.lastEntry.set(k, { ...v });
+      if (r.pending) this.pending = { ...r.pending };
+    }
+  }
+
+  /** What the next tick needs to go on where this one left off (JSON). */
+  snapshot(): EvaluatorSnapshot {
+    return {
+      history: [...this.history],
+      lastTimer: Object.fromEntries(this.lastTimer),
+      holding: Object.fromEntries(this.holding),
+      started: [...this.started],
+      lastEntry: Object.fromEntries(this.lastEntry),
+      ...(this.pending ? { pending: { ...this.pending } } : {}),
+    };
   }
 
   /** The newest firings first. */

@@ -553,8 +553,8 @@ const EVERY_ROUTE: [string, (o?: Req) => Promise<ApiResult>][] = [
 ];
 
 const NO_EVALUATOR =
-  'no background evaluator runs in this runtime: `npm start` runs one; in AWS the scheduled evaluator is not deployed ' +
-  'yet, so background rules are refused when a policy is put';
+  'no background evaluator runs for this deployment: `npm start` runs one; in AWS the scheduled evaluator (the policy ' +
+  "ticker) is switched off in this environment's configuration, so background rules are refused when a policy is put";
 
 describe('policy admin API without a policy store', () => {
   // 5xx answers are logged with their cause (middleware.errorResponder): keep them off the test output.

@@ -1,0 +1,214 @@
+import { CloudWatchClient, GetMetricDataCommand, type MetricDataQuery } from '@aws-sdk/client-cloudwatch';
+import { readFleetState, ringStoreFleetSource } from '../cost/publisher/fleet-state.js';
+import { emfDocument, serializeEmf } from '../metrics/emf.js';
+import { METRICS } from '../metrics/metric-catalog.js';
+import type { PolicyTier } from '../policy/document.js';
+import { BackgroundEvaluator, type EvaluatorActions, type Firing } from '../policy/evaluator.js';
+import type { EvaluatorStateStore } from '../policy/evaluator-store.js';
+import type { PolicyState } from '../policy/preview.js';
+import { nextTick, type TickEvent, type TickResult } from '../policy/ticker.js';
+import { log } from '../util/logger.js';
+import type { WorkflowService } from '../workflows/admin-service.js';
+import { buildApiContext, type BuiltContext } from './api-context.js';
+import { ringStoreFromEnv } from './ring-store-env.js';
+import { loadRuntimeEnvWithSecrets } from './secrets.js';
+import { warmTierFromEnv } from './warm-tier-env.js';
+import { workflowServiceFromEnv } from './workflow-service-env.js';
+
+/**
+ * The scheduled policy evaluator in AWS (lambdas/policy/evaluator.ts), one tick per invocation of the ticker state
+ * machine (core/policy/ticker.ts):
+ *  1. the policy in force, read from the policy store (one GET; the coordinator follows a new version);
+ *  2. the write-back flush: dirty hot entries due are written down, so an acknowledged write-back reaches the durable
+ *     tiers even when no request arrives (the API functions flush only at the end of their invocations);
+ *  3. one tick of the background rules (alert, grow, shrink, eviction) against the fleet's state (the nodes' reports
+ *     in the ring store), the cost publisher's projection and the request rates (CloudWatch), starting workflows
+ *     through Step Functions; its memory between ticks and the firing history are kept in the policy store
+ *     (evaluator-store.ts), each firing also an EMF PolicyFirings point and a log line;
+ *  4. whether to tick again within this minute (sub-minute timers), and when.
+ */
+
+/** What a tick works with (built once per container; tests build their own). */
+export interface PolicyTickRuntime {
+  readonly ctx: BuiltContext;
+  readonly store?: EvaluatorStateStore;
+  readonly workflows?: WorkflowService;
+  readonly cloudWatch: CloudWatchClient;
+  readonly environment: string;
+  readonly fleet: () => ReturnType<typeof readFleetState> | undefined;
+}
+
+let runtime: Promise<PolicyTickRuntime> | undefined;
+
+async function build(): Promise<PolicyTickRuntime> {
+  const env = await loadRuntimeEnvWithSecrets();
+  const ctx = buildApiContext(env, { flushTimer: false, warmTier: warmTierFromEnv });
+  await ctx.coordinator.ready();
+  const ring = ringStoreFromEnv();
+  const source = ring.cas ? ringStoreFleetSource(ring.cas, { reportIdPrefix: ring.reportIdPrefix }) : undefined;
+  const workflows = workflowServiceFromEnv();
+  return {
+    ctx,
+    ...(ctx.evaluatorState ? { store: ctx.evaluatorState } : {}),
+    ...(workflows ? { workflows } : {}),
+    cloudWatch: new CloudWatchClient({ region: env.AWS_REGION }),
+    environment: env.STRATA_ENV,
+    fleet: () => (source ? readFleetState(source) : undefined),
+  };
+}
+
+export async function policyTick(event: TickEvent, rt?: PolicyTickRuntime): Promise<TickResult> {
+  const r = rt ?? (await (runtime ??= build()));
+  const startedAt = event.startedAt ?? new Date().toISOString();
+  const ticks = (event.ticks ?? 0) + 1;
+  const live = r.ctx.livePolicy;
+  if (!live || !r.store) {
+    log.warn('policy evaluator: no policy store (STRATA_POLICY_STORE); nothing to evaluate');
+    return { startedAt, ticks, again: false, waitSeconds: 59 };
+  }
+  // The policy in force now (one read of the store; the coordinator follows a new version).
+  await live.refresh();
+  const { view, compiled } = live.current;
+  const flushed = await r.ctx.coordinator.flushIfDue().catch((error: unknown) => {
+    log.error('policy evaluator: write-back flush failed', { error });
+    return 0;
+  });
+  const saved = await r.store.load();
+  const evaluator = new BackgroundEvaluator({
+    actions: actionsOf(r),
+    state: () => stateOf(r),
+    onFiring: (f) => emitFiring(r.environment, f),
+    ...(saved ? { resume: saved.snapshot } : {}),
+  });
+  const firings = await evaluator.tick(compiled);
+  const kept = await r.store.save(evaluator.snapshot(), saved?.etag ?? null);
+  if (!kept)
+    log.warn("policy evaluator: an overlapping tick saved first; this tick's state is dropped", { firings: firings.length });
+  const flushSeconds = compiled.registry.minFlushIntervalMs();
+  const next = nextTick(compiled, Date.parse(startedAt), Date.now(), flushSeconds === null ? undefined : flushSeconds / 1000);
+  log.debug('policy tick', { ticks, firings: firings.length, flushed, policyVersion: view.version, ...next });
+  return { startedAt, ticks, ...next };
+}
+
+function actionsOf(r: PolicyTickRuntime): EvaluatorActions {
+  const wf = r.workflows;
+  const running = async (names: readonly string[]) =>
+    !!wf && (await wf.list({ limit: 20 })).find((e) => e.status === 'RUNNING' && names.includes(e.workflow));
+  return {
+    fleetSize: async () => {
+      const f = await r.fleet();
+      return f && f.ringVersion !== null ? f.nodes : undefined;
+    },
+    scaling: async () =>
+      ((await r.fleet())?.migrationsInProgress ?? 0) > 0 || !!(await running(['scale-out', 'scale-in', 'tier-migrate'])),
+    scaleOut: async (reason) => (await required(wf).start('scale-out', { reason })).execution,
+    scaleIn: async () => (await required(wf).start('scale-in', {})).execution,
+    evict: async () => {
+      const busy = await running(['evict-to-s3']);
+      if (busy) return `skipped: an eviction is already running (${busy.execution})`;
+      return (await required(wf).start('evict-to-s3', {})).execution;
+    },
+  };
+}
+
+function required(wf: WorkflowService | undefined): WorkflowService {
+  if (!wf) throw new Error('the workflows are not configured for the evaluator (STRATA_WORKFLOW_ARNS)');
+  return wf;
+}
+
+async function stateOf(r: PolicyTickRuntime): Promise<PolicyState> {
+  const [fleet, metrics] = await Promise.all([r.fleet(), cloudWatchState(r.cloudWatch, r.environment)]);
+  const tiers: Record<string, Record<string, number>> = {};
+  if (fleet && fleet.fills.length) {
+    const mean = fleet.fills.reduce((s, f) => s + f.percent, 0) / fleet.fills.length;
+    tiers.warm = { fillPercent: mean, ...(fleet.maxFillPercent !== undefined ? { nodeFillPercent: fleet.maxFillPercent } : {}) };
+  }
+  for (const [tier, rate] of Object.entries(metrics.rates)) tiers[tier] = { ...tiers[tier], requestsPerSecond: rate };
+  return { tiers: tiers as PolicyState['tiers'], ...(metrics.cost ? { cost: metrics.cost } : {}) };
+}
+
+const RATE_WINDOW_S = 300;
+const HOURS_PER_MONTH = 730;
+
+/**
+ * The cost publisher's latest projection (ProjectedMonthlyCost, CostPerHour by tier) and the request rates each tier
+ * served over the last five minutes (Hits by tier), in one GetMetricData call.
+ */
+export async function cloudWatchState(
+  cw: Pick<CloudWatchClient, 'send'>,
+  environment: string,
+  now = Date.now(),
+): Promise<{ cost?: PolicyState['cost']; rates: Partial<Record<PolicyTier, number>> }> {
+  const tiers: PolicyTier[] = ['hot', 'warm', 'cold'];
+  const q = (
+    id: string,
+    def: { namespace: string; name: string },
+    dims: Record<string, string>,
+    stat: string,
+    period: number,
+  ): MetricDataQuery => ({
+    Id: id,
+    MetricStat: {
+      Metric: {
+        Namespace: def.namespace,
+        MetricName: def.name,
+        Dimensions: Object.entries(dims).map(([Name, Value]) => ({ Name, Value })),
+      },
+      Period: period,
+      Stat: stat,
+    },
+  });
+  const queries: MetricDataQuery[] = [
+    q('total', METRICS.projectedMonthlyCost, { Environment: environment }, 'Maximum', 60),
+    ...tiers.map((t) => q(`cost_${t}`, METRICS.costPerHour, { Environment: environment, Tier: t }, 'Maximum', 60)),
+    ...tiers.map((t) => q(`hits_${t}`, METRICS.hits, { Environment: environment, Tier: t }, 'Sum', 60)),
+  ];
+  const out = await cw
+    .send(
+      new GetMetricDataCommand({
+        MetricDataQueries: queries,
+        // Minute buckets over the last hour (the cost publisher publishes every few minutes), up to the minute that
+        // has begun: the newest bucket is the first value (TimestampDescending).
+        StartTime: new Date(now - 3_600_000),
+        EndTime: new Date(now + 60_000),
+        ScanBy: 'TimestampDescending',
+      }),
+    )
+    .catch((error: unknown) => {
+      log.warn('policy evaluator: CloudWatch metrics unavailable; cost and rate conditions cannot be judged', { error });
+      return undefined;
+    });
+  const values = (id: string) => out?.MetricDataResults?.find((m) => m.Id === id)?.Values ?? [];
+  const latest = (id: string) => values(id)[0];
+  const rates: Partial<Record<PolicyTier, number>> = {};
+  // Hits over the last five minute buckets (an empty minute has no value: it counts as none).
+  const since = now - RATE_WINDOW_S * 1000;
+  for (const t of tiers) {
+    const r = out?.MetricDataResults?.find((m) => m.Id === `hits_${t}`);
+    if (!r) continue;
+    const sum = (r.Values ?? []).reduce((acc, v, i) => acc + ((r.Timestamps?.[i]?.getTime() ?? 0) >= since ? v : 0), 0);
+    rates[t] = sum / RATE_WINDOW_S;
+  }
+  const total = latest('total');
+  if (total === undefined) return { rates };
+  const byTier: Partial<Record<PolicyTier, number>> = {};
+  for (const t of tiers) {
+    const perHour = latest(`cost_${t}`);
+    if (perHour !== undefined) byTier[t] = perHour * HOURS_PER_MONTH;
+  }
+  return { cost: { total, byTier, byNamespace: {} }, rates };
+}
+
+function emitFiring(environment: string, f: Firing): void {
+  const at = Date.parse(f.at);
+  process.stdout.write(
+    serializeEmf([
+      emfDocument({ timestamp: at, dimensions: { Environment: environment }, values: { policyFirings: 1 } }),
+      emfDocument({
+        timestamp: at,
+        dimensions: { Environment: environment, Rule: f.rule, Outcome: f.outcome },
+        values: { policyFirings: 1 },
+      }),
+    ]),
+  );
+}

@@ -1,0 +1,101 @@
+/**
+ * The scheduled policy evaluator as AWS runs it (core/composition/policy-evaluator-lambda.ts), one tick per
+ * invocation, over real parts: the local folder as cold tier and policy store, a memory hot tier with write-back,
+ * and LocalStack CloudWatch for the cost projection. It must flush write-back values with no request arriving, keep
+ * its timers and firing history across invocations in the policy store (which the admin API serves), judge cost
+ * rules against the published projection, and tell the ticker when to tick again within the minute.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CloudWatchClient, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
+import { buildApiContext, type BuiltContext } from '../../core/composition/api-context.js';
+import { policyTick, type PolicyTickRuntime } from '../../core/composition/policy-evaluator-lambda.js';
+import { loadRuntimeEnv } from '../../core/composition/runtime-env.js';
+import { METRICS } from '../../core/metrics/metric-catalog.js';
+import { uniqueName } from '../helpers/env.js';
+import { LOCALSTACK_ENDPOINT } from '../helpers/services.js';
+
+const credentials = { accessKeyId: 'test', secretAccessKey: 'test' };
+
+describe('the scheduled policy evaluator (one tick per invocation)', () => {
+  let dir: string;
+  let ctx: BuiltContext;
+  let rt: PolicyTickRuntime;
+  const environment = uniqueName('tick');
+  const cw = new CloudWatchClient({ endpoint: LOCALSTACK_ENDPOINT, region: 'us-east-1', credentials });
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'strata-tick-'));
+    const env = loadRuntimeEnv({
+      STRATA_LOCAL_DIR: join(dir, 'data'),
+      STRATA_POLICY_STORE: `file:${join(dir, 'policies')}`,
+      STRATA_POLICY_EVALUATOR: '1',
+      STRATA_ENV: environment,
+    });
+    ctx = buildApiContext(env, { flushTimer: false });
+    await ctx.coordinator.ready();
+    rt = { ctx, store: ctx.evaluatorState!, cloudWatch: cw, environment, fleet: () => undefined };
+  });
+  afterAll(async () => {
+    await ctx?.coordinator.close();
+    cw.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('flushes write-back values without traffic, fires timers across invocations, and asks to tick again in the minute', async () => {
+    const current = await ctx.policyAdmin!.current();
+    await ctx.policyAdmin!.put(
+      {
+        namespaces: { sessions: { preset: 'low-latency', with: { flushSeconds: 1 } } },
+        budgets: [{ id: 'monthly', monthlyUsd: 100 }],
+        rules: [
+          { id: 'heartbeat', on: { timer: { everySeconds: 1 } }, do: [{ alert: { message: 'still here' } }] },
+          {
+            id: 'over-budget',
+            on: { threshold: { cost: 'projectedMonthlyUsd', op: '>', value: { budget: 'monthly' } } },
+            do: [{ alert: { message: 'projected spend is over budget' } }],
+          },
+        ],
+      },
+      { ifVersion: current.version, author: 'test' },
+    );
+    // The first tick reads the policy (the coordinator follows it) and starts the timers' clocks.
+    const first = await policyTick({}, rt);
+    expect(first).toMatchObject({ ticks: 1, again: true, waitSeconds: 1 });
+    // A write-back value, then no request at all: only the evaluator's tick can write it down.
+    const w = await ctx.coordinator.put('sessions', 'cart', Buffer.from('3 items'));
+    expect(w.durable).toBe(false);
+    const cold = ctx.tiers.find((t) => t.name === 'cold')!;
+    expect(await cold.head('sessions', 'cart')).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 1100));
+    // The cost publisher's projection, as it publishes it.
+    await cw.send(
+      new PutMetricDataCommand({
+        Namespace: METRICS.projectedMonthlyCost.namespace,
+        MetricData: [
+          {
+            MetricName: METRICS.projectedMonthlyCost.name,
+            Dimensions: [{ Name: 'Environment', Value: environment }],
+            Value: 250,
+            Timestamp: new Date(),
+          },
+        ],
+      }),
+    );
+    const second = await policyTick({ startedAt: first.startedAt, ticks: first.ticks }, rt);
+    expect(second).toMatchObject({ startedAt: first.startedAt, ticks: 2, again: true });
+    expect((await cold.get('sessions', 'cart'))?.value.toString()).toBe('3 items');
+    // Kept in the policy store, newest first, where the admin API reads it.
+    const firings = await ctx.storedFirings!.firings(10);
+    expect(firings).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ rule: 'heartbeat', response: 'alert', outcome: 'done', detail: 'still here' }),
+        expect.objectContaining({ rule: 'over-budget', outcome: 'done' }),
+      ]),
+    );
+    // A tick that starts late in the minute's window does not ask for another.
+    const late = await policyTick({ startedAt: new Date(Date.now() - 54_500).toISOString(), ticks: 9 }, rt);
+    expect(late).toMatchObject({ ticks: 10, again: false });
+  });
+});
