@@ -3,12 +3,13 @@ import type { Entry, EntryEncoding, EntryHeader } from '../model/entry.js';
 import { copyForTier, makeTombstone } from '../model/entry.js';
 import { HybridLogicalClock } from '../model/hlc.js';
 import { contentHash, keyShardIndex } from '../model/keys.js';
-import type { Tier, TierName, TierStats } from '../tiers/tier.js';
+import type { Tier, TierName } from '../tiers/tier.js';
 import { supportsDirtyTracking, supportsPresigning } from '../tiers/tier.js';
-import { mapLimit, withTimeout } from '../util/concurrency.js';
+import { mapLimit } from '../util/concurrency.js';
+import { tierHealth, TierCounters, tierReports, type Health, type TierCounts, type TierReport } from './tier-report.js';
 import { hotFenceFor, type HotFence } from './hot-fence.js';
-import { Coalescer, KeyedMutex } from './keyed-mutex.js';
-import { fetchFromOrigin } from './origin.js';
+import { KeyedMutex } from './keyed-mutex.js';
+import { OriginLoader } from './origin.js';
 import { HOT, namespaceDurable, place, type Placement, type PlacementHeader, type TierSnapshot } from './placement.js';
 import { NearCache } from './near-cache.js';
 import { PolicyRegistry, type NamespacePolicy } from '../policy/namespace-settings.js';
@@ -30,12 +31,6 @@ import type {
 } from './types.js';
 import { WriteBackFlusher } from './write-back.js';
 import { log } from '../util/logger.js';
-
-interface TierCounters {
-  hits: number;
-  misses: number;
-  errors: number;
-}
 
 /**
  * Routes reads and writes over the ordered tiers by namespace policy. The parts live beside it: placement.ts
@@ -75,8 +70,8 @@ export class Coordinator {
   private readonly writeLocks = new KeyedMutex();
   /** Resolved once per policy object: the tier walk asks on every read that met a failed tier. */
   private readonly durableByPolicy = new WeakMap<NamespacePolicy, Tier[]>();
-  private readonly originLoads = new Coalescer<ReadResult | undefined>();
-  private readonly counters = new Map<ServedBy, TierCounters>();
+  private readonly origin: OriginLoader;
+  private readonly counters = new TierCounters();
   private readonly started = Date.now();
   private readonly flusher?: WriteBackFlusher;
   private readonly reads: TierWalk;
@@ -130,6 +125,17 @@ export class Coordinator {
           this.write(ns, key, value, encoding, { ttlSeconds: null }, policy, 'restamp'),
         );
       },
+    });
+    this.origin = new OriginLoader({
+      write: async (ns, key, value, opts, policy) => {
+        const p = await this.values.prepare(this.registry, policy, ns, key, value, []);
+        const written = (await this.writeLocks.run(lockId(ns, key), () =>
+          this.write(ns, key, p.value, p.encoding, opts, policy, 'restamp'),
+        ))!;
+        await this.values.written(ns, p, policy);
+        return written;
+      },
+      hit: () => this.count('origin', 'hits'),
     });
     this.promoter = new Promoter({ tiers: this.tiers, hot: this.hot, track: (p, what) => this.track(p, what) });
     const hot = this.hot;
@@ -240,7 +246,7 @@ export class Coordinator {
       }
       return restore ? this.values.restore(ns, key, { entry, tier }, policy) : { entry, tier };
     }
-    if (policy.origin) return this.loadFromOrigin(ns, key, policy);
+    if (policy.origin) return this.origin.load(ns, key, policy);
     return undefined;
   }
 
@@ -419,22 +425,12 @@ export class Coordinator {
 
   async stats(): Promise<{
     uptimeSeconds: number;
-    tiers: (TierStats & TierCounters & { ok: boolean })[];
+    tiers: TierReport[];
     promotions: number;
     flushed: number;
     hotFence?: { active: boolean; leaseMs: number; bumps: number; unknownHotCopies: number };
   }> {
-    const all: Tier[] = [...(this.near.tier ? [this.near.tier] : []), ...this.tiers];
-    const tiers = await Promise.all(
-      all.map(async (t) => {
-        const c = this.counters.get(t.name) ?? { hits: 0, misses: 0, errors: 0 };
-        try {
-          return { ...(await t.stats()), ...c, ok: true };
-        } catch {
-          return { name: t.name, kind: t.kind, ...c, ok: false };
-        }
-      }),
-    );
+    const tiers = await tierReports([...(this.near.tier ? [this.near.tier] : []), ...this.tiers], this.counters);
     const f = this.fence;
     const fence = f
       ? { hotFence: { active: f.active, leaseMs: f.leaseMs, bumps: f.bumpCount, unknownHotCopies: this.hotUnknown } }
@@ -443,19 +439,8 @@ export class Coordinator {
     return { uptimeSeconds, tiers, promotions: this.promoter.promotions, flushed: this.flusher?.flushed ?? 0, ...fence };
   }
 
-  async health(): Promise<{ status: 'ok' | 'degraded' | 'down'; tiers: Record<string, { kind: string; ok: boolean }> }> {
-    const tiers: Record<string, { kind: string; ok: boolean }> = {};
-    await Promise.all(
-      this.tiers.map(async (t) => {
-        const ok = await withTimeout(t.ping(), 2000).then(
-          () => true,
-          () => false,
-        );
-        tiers[t.name] = { kind: t.kind, ok };
-      }),
-    );
-    const up = Object.values(tiers).filter((t) => t.ok).length;
-    return { status: up === this.tiers.length ? 'ok' : up === 0 ? 'down' : 'degraded', tiers };
+  health(): Promise<Health> {
+    return tierHealth(this.tiers);
   }
 
   // ------------------------------------------------------------------ internals
@@ -478,25 +463,6 @@ export class Coordinator {
   /** Caches a value just written or read in L1 (near-cache.ts). A method of its own so tests can replay a slow fill. */
   private nearFill(ns: string, key: string, entry: Entry, policy: NamespacePolicy): void {
     this.near.fill(ns, key, entry, policy);
-  }
-
-  private loadFromOrigin(ns: string, key: string, policy: NamespacePolicy): Promise<ReadResult | undefined> {
-    const origin = policy.origin!;
-    return this.originLoads.run(lockId(ns, key), async () => {
-      const loaded = await fetchFromOrigin(origin, key);
-      if (!loaded) return undefined;
-      const opts: WriteOptions = { ttlSeconds: origin.ttlSeconds, contentType: loaded.contentType };
-      const p = await this.values.prepare(this.registry, policy, ns, key, loaded.value, []);
-      const written = (await this.writeLocks.run(lockId(ns, key), () =>
-        this.write(ns, key, p.value, p.encoding, opts, policy, 'restamp'),
-      ))!;
-      await this.values.written(ns, p, policy);
-      const { version, expiresAt, size } = written;
-      const hash = contentHash(loaded.value);
-      const header: EntryHeader = { version, expiresAt, size, hash, tags: [], contentType: loaded.contentType, flags: {} };
-      this.count('origin', 'hits');
-      return { entry: { header, value: loaded.value }, tier: 'origin' };
-    });
   }
 
   /**
@@ -577,10 +543,8 @@ export class Coordinator {
     this.background.add(tracked);
   }
 
-  private count(tier: ServedBy, what: keyof TierCounters): void {
-    let c = this.counters.get(tier);
-    if (!c) this.counters.set(tier, (c = { hits: 0, misses: 0, errors: 0 }));
-    c[what]++;
+  private count(tier: ServedBy, what: keyof TierCounts): void {
+    this.counters.count(tier, what);
   }
 }
 
