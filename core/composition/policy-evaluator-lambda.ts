@@ -10,6 +10,7 @@ import { nextTick, type TickEvent, type TickResult } from '../policy/ticker.js';
 import { log } from '../util/logger.js';
 import type { WorkflowService } from '../workflows/admin-service.js';
 import { buildApiContext, type BuiltContext } from './api-context.js';
+import { HotTierLimits } from './hot-tier-limits.js';
 import { ringStoreFromEnv } from './ring-store-env.js';
 import { loadRuntimeEnvWithSecrets } from './secrets.js';
 import { warmTierFromEnv } from './warm-tier-env.js';
@@ -36,6 +37,8 @@ export interface PolicyTickRuntime {
   readonly cloudWatch: CloudWatchClient;
   readonly environment: string;
   readonly fleet: () => ReturnType<typeof readFleetState> | undefined;
+  /** The hot tier's usage limits (ElastiCache Serverless, STRATA_REDIS_IAM_CACHE); absent: hot grow/shrink skip. */
+  readonly hotLimits?: HotTierLimits;
 }
 
 let runtime: Promise<PolicyTickRuntime> | undefined;
@@ -47,7 +50,15 @@ async function build(): Promise<PolicyTickRuntime> {
   const ring = ringStoreFromEnv();
   const source = ring.cas ? ringStoreFleetSource(ring.cas, { reportIdPrefix: ring.reportIdPrefix }) : undefined;
   const workflows = workflowServiceFromEnv();
+  const cacheName = env.STRATA_REDIS_IAM_CACHE;
+  const hotLimits = cacheName
+    ? new HotTierLimits(
+        new (await import('@aws-sdk/client-elasticache')).ElastiCacheClient({ region: env.AWS_REGION }),
+        cacheName,
+      )
+    : undefined;
   return {
+    ...(hotLimits ? { hotLimits } : {}),
     ctx,
     ...(ctx.evaluatorState ? { store: ctx.evaluatorState } : {}),
     ...(workflows ? { workflows } : {}),
@@ -103,6 +114,7 @@ function actionsOf(r: PolicyTickRuntime): EvaluatorActions {
       ((await r.fleet())?.migrationsInProgress ?? 0) > 0 || !!(await running(['scale-out', 'scale-in', 'tier-migrate'])),
     scaleOut: async (reason) => (await required(wf).start('scale-out', { reason })).execution,
     scaleIn: async () => (await required(wf).start('scale-in', {})).execution,
+    ...(r.hotLimits ? { resizeHot: (percent: number) => r.hotLimits!.resize(percent) } : {}),
     evict: async () => {
       const busy = await running(['evict-to-s3']);
       if (busy) return `skipped: an eviction is already running (${busy.execution})`;

@@ -170,6 +170,9 @@ function inScope(rules: readonly PolicyRule[], ns: string, pick: (r: PolicyRule)
 function transferProblem(rule: PolicyRule): string | undefined {
   if (isFlush(rule)) return undefined;
   for (const r of rule.do) {
+    const resize = 'grow' in r ? r.grow : 'shrink' in r ? r.shrink : undefined;
+    if (resize?.tier === 'hot' && resize.percent === undefined)
+      return `${responseKind(r)} of the hot tier is by percent (its ElastiCache Serverless limits), not by nodes`;
     const spec = 'copy' in r ? r.copy : 'move' in r ? r.move : 'delete' in r ? r.delete : undefined;
     if (!spec) continue;
     const kind = responseKind(r);

@@ -37,6 +37,11 @@ export interface EvaluatorActions {
    * the execution's name, or `skipped: <why>`. Absent: evictions are skipped.
    */
   evict?(reason: string): Promise<string>;
+  /**
+   * Raises (percent > 0) or lowers the hot tier's usage limits (ElastiCache Serverless: composition/hot-tier-limits.ts);
+   * resolves with what it did or `skipped: <why>`. Absent: a hot-tier grow or shrink is skipped.
+   */
+  resizeHot?(percent: number, reason: string): Promise<string>;
   /** Starts one ScaleOut (one node); resolves with the execution's name. */
   scaleOut(reason: string): Promise<string>;
   /** Starts one ScaleIn (one node). */
@@ -287,7 +292,14 @@ export class BackgroundEvaluator implements FiringHistory {
     now: number,
   ): Promise<string> {
     const spec = (response as Record<string, { tier: string; nodes?: number; percent?: number }>)[kind]!;
-    if (spec.tier !== 'warm') return 'skipped: resizing the hot tier is not run by this version';
+    if (spec.tier === 'hot') {
+      const resize = this.opts.actions.resizeHot;
+      if (!resize) return 'skipped: this runtime cannot change the hot tier (ElastiCache Serverless limits, in AWS)';
+      const percent = (spec.percent ?? 0) * (kind === 'grow' ? 1 : -1);
+      const done = await resize(percent, `policy rule ${ruleId}`);
+      if (!done.startsWith('skipped: ')) this.started.push(now);
+      return done;
+    }
     const size = await this.opts.actions.fleetSize();
     if (size === undefined) return 'skipped: this deployment has no warm tier';
     if (await this.opts.actions.scaling()) return 'skipped: a scale workflow is already running';
