@@ -82,7 +82,7 @@ export class TransformedScopeError extends StrataError {
     const how = what === 'upload' ? `PUT it through the API instead (up to the inline limit)` : 'GET it through the API instead';
     super(
       'TRANSFORMED_SCOPE',
-      `key '${key}' in namespace '${ns}' is ${what === 'upload' ? 'to be stored' : 'stored'} compressed or encrypted ` +
+      `key '${key}' in namespace '${ns}' is ${what === 'upload' ? 'to be stored' : 'stored'} transformed (compressed, encrypted or shared) ` +
         `${rules.length ? `(rule ${rules.join(', ')}) ` : ''}and its bytes never go through a presigned URL; ${how}`,
       { ns, key, ...(rules.length ? { rule: rules[0], rules: [...rules] } : {}) },
     );
