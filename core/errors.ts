@@ -80,9 +80,10 @@ export class TierUnavailableError extends StrataError {
 export class TransformedScopeError extends StrataError {
   constructor(ns: string, key: string, rules: readonly string[], what: 'upload' | 'download') {
     const how = what === 'upload' ? `PUT it through the API instead (up to the inline limit)` : 'GET it through the API instead';
+    const stored = what === 'upload' ? 'to be stored' : 'stored';
     super(
       'TRANSFORMED_SCOPE',
-      `key '${key}' in namespace '${ns}' is ${what === 'upload' ? 'to be stored' : 'stored'} transformed (compressed, encrypted or shared) ` +
+      `key '${key}' in namespace '${ns}' is ${stored} transformed (compressed, encrypted or shared) ` +
         `${rules.length ? `(rule ${rules.join(', ')}) ` : ''}and its bytes never go through a presigned URL; ${how}`,
       { ns, key, ...(rules.length ? { rule: rules[0], rules: [...rules] } : {}) },
     );
