@@ -12,6 +12,7 @@ import { NodeClient } from '../../core/nodes/node-client.js';
 import { compilePolicyInput } from '../../core/policy/compile.js';
 import { runTransfer, type TransferSpec } from '../../core/policy/data-mover.js';
 import { BackgroundEvaluator } from '../../core/policy/evaluator.js';
+import type { PolicyState } from '../../core/policy/preview.js';
 import { initialRing } from '../../core/ring/document.js';
 import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
 import { RingView } from '../../core/ring/view.js';
@@ -50,6 +51,20 @@ describe('background copy, move and delete (a cache node as warm, the folder tie
     await fleet.closeAll();
     folder.remove();
   });
+
+  /** The background evaluator as npm start builds it, over this file's warm and cold tiers (no fleet to resize). */
+  const evaluatorOver = (state: () => PolicyState, now?: () => number) =>
+    new BackgroundEvaluator({
+      actions: {
+        fleetSize: async () => 1,
+        scaling: async () => false,
+        scaleOut: async () => 'none',
+        scaleIn: async () => 'none',
+        transfer: transferOver([warm, cold]),
+      },
+      state: async () => state(),
+      ...(now ? { now } : {}),
+    });
 
   const spec = (ns: string, extra: Partial<TransferSpec> = {}): TransferSpec => ({
     rule: 'test',
@@ -167,16 +182,7 @@ describe('background copy, move and delete (a cache node as warm, the folder tie
     // Write-through to hot and warm only: cold has none of it yet.
     expect(await cold.head(ns, 'p0')).toBeUndefined();
     let fill = 10;
-    const evaluator = new BackgroundEvaluator({
-      actions: {
-        fleetSize: async () => 1,
-        scaling: async () => false,
-        scaleOut: async () => 'none',
-        scaleIn: async () => 'none',
-        transfer: transferOver([warm, cold]),
-      },
-      state: async () => ({ tiers: { warm: { fillPercent: fill } } }),
-    });
+    const evaluator = evaluatorOver(() => ({ tiers: { warm: { fillPercent: fill } } }));
     expect(await evaluator.tick(policy)).toEqual([]);
     fill = 60;
     const fired = await evaluator.tick(policy);
@@ -205,17 +211,10 @@ describe('background copy, move and delete (a cache node as warm, the folder tie
       { background: true },
     );
     let now = Date.now();
-    const evaluator = new BackgroundEvaluator({
-      actions: {
-        fleetSize: async () => 1,
-        scaling: async () => false,
-        scaleOut: async () => 'none',
-        scaleIn: async () => 'none',
-        transfer: transferOver([warm, cold]),
-      },
-      state: async () => ({ tiers: {} }),
-      now: () => now,
-    });
+    const evaluator = evaluatorOver(
+      () => ({ tiers: {} }),
+      () => now,
+    );
     await warm.put(ns, 'first', entry(versionAgo(0), 'one'));
     expect(await evaluator.tick(policy)).toEqual([]); // the first tick starts the clock
     now += 60_000;
