@@ -59,7 +59,13 @@ export function buildStrataApp(app: App, options: StrataAppOptions): StrataStack
     fleet,
     ...(options.policyEncryptionKeys ? { policyEncryptionKeys: options.policyEncryptionKeys } : {}),
   });
-  const workflows = new WorkflowsStack(app, stackId(config, 'Workflows'), { config, network, data, fleet });
+  const workflows = new WorkflowsStack(app, stackId(config, 'Workflows'), {
+    config,
+    network,
+    data,
+    fleet,
+    ...(options.policyEncryptionKeys ? { policyEncryptionKeys: options.policyEncryptionKeys } : {}),
+  });
   // Monitoring alarms on the workflows' functions and state machines (and its node-fill rule targets one): it
   // depends on the Workflows stack, never the reverse.
   const monitoring = new MonitoringStack(app, stackId(config, 'Monitoring'), { config, network, api, data, fleet, workflows });

@@ -311,6 +311,18 @@ export const environmentConfigSchema = z
         fillAlarmResponse: z.enum(['evict-to-s3', 'scale-out', 'none']).default('evict-to-s3'),
       })
       .prefault({}),
+    policies: z
+      .strictObject({
+        /**
+         * The scheduled policy evaluator (cdk/constructs/policy-ticker.ts): an Express state machine started every
+         * minute that ticks the policy's background rules through the evaluator Lambda (one Express execution and one
+         * invocation a minute while no rule has a timer under a minute); the API functions are told so
+         * (STRATA_POLICY_EVALUATOR=1), and accept policies with background rules. `false` deploys none of it, and the
+         * API then refuses background rules. @default true
+         */
+        evaluator: z.boolean().default(true),
+      })
+      .prefault({}),
   })
   .superRefine((c, ctx) => {
     for (const [i, az] of c.availabilityZones.entries()) {

@@ -6,6 +6,7 @@ import { S3Tier } from '../../core/tiers/s3-tier.js';
 import { UPLOADS_FOLDER } from '../../core/tiers/storage-key.js';
 import { NODE_STATS_FOLDER, FLEET_SECRET_KEY } from '../../core/ring/node-reports.js';
 import { RING_KEY } from '../../core/ring/store.js';
+import { EVALUATOR_STATE_KEY } from '../../core/policy/evaluator-store.js';
 import { SCALE_TRIGGER_SAMPLE_KEY } from '../../core/workflows/trigger/scale-trigger.js';
 import { check, intIn } from './validation.js';
 
@@ -32,9 +33,16 @@ export const RING_STORE_DOCUMENTS = {
   /**
    * Policy documents and their audit trail (core/policy/admin.ts): written by the admin API function, read by every API
    * function. `policies/current.json` (replaced with If-Match, created with If-None-Match) and
-   * `policies/versions/<n>-<id>.json` (created once with If-None-Match, never changed).
+   * `policies/versions/<n>-<id>.json` (created once with If-None-Match, never changed). Under the same folder, the
+   * policy evaluator's own document ({@link RING_STORE_DOCUMENTS.evaluatorState}), which this grant covers too.
    */
   policies: 'policies/*',
+  /**
+   * The policy evaluator's state between ticks and its firing history (core/policy/evaluator-store.ts, replaced with
+   * If-Match, created with If-None-Match): written by the evaluator alone (cdk/constructs/policy-ticker.ts), which may
+   * read the policy documents but never write them; read by the admin function (its policies/* grant).
+   */
+  evaluatorState: EVALUATOR_STATE_KEY,
 } as const;
 export type RingStoreDocument = keyof typeof RING_STORE_DOCUMENTS;
 

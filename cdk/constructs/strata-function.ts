@@ -225,12 +225,14 @@ export class StrataFunction extends Construct {
    * the documents `policies/*` next to the ring document), named on its own rather than left to the ring store's
    * fallback so that a function without a warm tier (the admin function) has it too. Every API function re-reads
    * `policies/current.json` (read: GET, absent = 404); `write` (the admin function alone) adds the S3 conditional
-   * writes that replace it and create `policies/versions/*`.
+   * writes that replace it and create `policies/versions/*`. `evaluatorState` (the policy evaluator alone) adds the
+   * conditional write of its own document, `policies/evaluator/state.json`, and of nothing else there.
    */
-  bindPolicyStore(cold: ColdTierBucket, access: { write: boolean }): this {
+  bindPolicyStore(cold: ColdTierBucket, access: { write: boolean; evaluatorState?: boolean }): this {
     this.function.addEnvironment('STRATA_POLICY_STORE', `s3://${cold.bucket.bucketName}/${ColdTierBucket.RING_PREFIX}`);
     if (access.write) cold.grantRingWrite(this.role, ['policies']);
     else cold.grantRingRead(this.role, ['policies']);
+    if (access.evaluatorState) cold.grantRingWrite(this.role, ['evaluatorState']);
     return this;
   }
 

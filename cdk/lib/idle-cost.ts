@@ -20,7 +20,22 @@ export const OTHER_PRICES = {
   /** https://aws.amazon.com/cloudwatch/pricing/: dashboards beyond the account's first 3 (up to 50 metrics). */
   dashboardPerMonth: 3,
   freeDashboards: 3,
+  /**
+   * https://aws.amazon.com/step-functions/pricing/: Express workflows, $1.00 per million requests (executions started)
+   * and $0.06 per GB-hour of duration (the first 1,000 GB-hours a month; later tiers are cheaper), the duration
+   * rounded up to 100 ms and the memory billed in 64 MB chunks (50 MB plus the definition and the payload: 64 MB).
+   */
+  expressPerMillionRequests: 1,
+  expressPerGBHour: 0.06,
+  expressBilledMemoryMb: 64,
 } as const;
+
+/**
+ * What the policy ticker (cdk/constructs/policy-ticker.ts) does per execution while idle: the default policy has no
+ * background timer under a minute, so each minute's execution invokes the evaluator once (~200 ms) and ends (~1 s
+ * in all). Estimates, not measurements.
+ */
+export const TICKER_IDLE = { invocationsPerExecution: 1, executionSeconds: 1, invocationSeconds: 0.2 } as const;
 
 interface Resource {
   readonly Type: string;
@@ -34,7 +49,7 @@ export interface TemplateJson {
 
 export interface IdleCostLine {
   /** Stable id of the line (the README table's rows are matched on it). */
-  readonly id: 'hot' | 'endpoints' | 'secrets' | 'kms' | 'nat' | 'metrics' | 'alarms' | 'dashboards';
+  readonly id: 'hot' | 'endpoints' | 'secrets' | 'kms' | 'nat' | 'metrics' | 'alarms' | 'dashboards' | 'ticker';
   readonly usdPerMonth: number;
   /** How the figure was derived, for the README. */
   readonly detail: string;
@@ -71,6 +86,19 @@ export function idleCost(input: IdleCostInput): IdleCostLine[] {
   const cw = book.prices.cloudWatch;
   const customMetrics = idleCustomMetrics(input.tenants);
   const dashboards = ofType('AWS::CloudWatch::Dashboard').length;
+  const ticker = input.templates.flatMap((t) => scheduledExpressMachines(t, hours));
+  const tickerUsd = ticker.reduce(
+    (usd, m) =>
+      usd +
+      tickerMonthlyCost(book, {
+        executionsPerMonth: m.executionsPerMonth,
+        memoryMb: m.memoryMb,
+        functions: m.functions,
+        ...TICKER_IDLE,
+      }).total,
+    0,
+  );
+  const tickerExecutions = ticker.reduce((n, m) => n + m.executionsPerMonth, 0);
 
   return [
     {
@@ -113,7 +141,77 @@ export function idleCost(input: IdleCostInput): IdleCostLine[] {
       usdPerMonth: round2(Math.max(0, dashboards - OTHER_PRICES.freeDashboards) * OTHER_PRICES.dashboardPerMonth),
       detail: `${dashboards} dashboard(s), the account's first ${OTHER_PRICES.freeDashboards} free`,
     },
+    {
+      id: 'ticker',
+      usdPerMonth: round2(tickerUsd),
+      detail:
+        `${tickerExecutions.toLocaleString('en-US')} Express executions a month of ~${TICKER_IDLE.executionSeconds} s, ` +
+        `each invoking its functions (flush and evaluator) ${TICKER_IDLE.invocationsPerExecution}× for ` +
+        `~${TICKER_IDLE.invocationSeconds * 1000} ms (${ticker.map((m) => `${m.memoryMb} MB in all`).join(', ') || 'none deployed'})`,
+    },
   ];
+}
+
+/** What a ticker does in a month: executions, their length, and the evaluator invocations of each. */
+export interface TickerUsage {
+  readonly executionsPerMonth: number;
+  /** Duration of one execution (billed rounded up to 100 ms). */
+  readonly executionSeconds: number;
+  readonly invocationsPerExecution: number;
+  readonly invocationSeconds: number;
+  /** The memory of the functions each tick invokes, added up. */
+  readonly memoryMb: number;
+  /** How many functions each tick invokes (each is a Lambda request). @default 1 */
+  readonly functions?: number;
+}
+
+/** A ticker's monthly bill: Express requests and duration, Lambda requests and duration (arm64), list prices. */
+export function tickerMonthlyCost(
+  book: ReturnType<typeof priceBook>,
+  u: TickerUsage,
+): { express: number; lambda: number; total: number; invocations: number } {
+  const lambda = book.prices.lambda;
+  const billedSeconds = Math.ceil(u.executionSeconds * 10) / 10;
+  const express =
+    (u.executionsPerMonth * OTHER_PRICES.expressPerMillionRequests) / 1e6 +
+    (u.executionsPerMonth * billedSeconds * (OTHER_PRICES.expressBilledMemoryMb / 1024) * OTHER_PRICES.expressPerGBHour) / 3600;
+  const invocations = u.executionsPerMonth * u.invocationsPerExecution * (u.functions ?? 1);
+  const lambdaUsd = lambda
+    ? (invocations * lambda.requests.usd) / lambda.requests.per +
+      u.executionsPerMonth * u.invocationsPerExecution * u.invocationSeconds * (u.memoryMb / 1024) * lambda.perGBSecondArm64
+    : 0;
+  return { express, lambda: lambdaUsd, total: express + lambdaUsd, invocations };
+}
+
+/**
+ * The Express state machines a schedule starts (AWS::Events::Rule `rate(N minute[s])` targeting it), with their
+ * executions a month and the memory of the Lambda function their definition invokes.
+ */
+function scheduledExpressMachines(
+  t: TemplateJson,
+  hours: number,
+): { executionsPerMonth: number; memoryMb: number; functions: number }[] {
+  const resources = t.Resources ?? {};
+  const out: { executionsPerMonth: number; memoryMb: number; functions: number }[] = [];
+  for (const [id, r] of Object.entries(resources)) {
+    if (r.Type !== 'AWS::StepFunctions::StateMachine' || r.Properties?.StateMachineType !== 'EXPRESS') continue;
+    let perHour = 0;
+    for (const rule of Object.values(resources)) {
+      if (rule.Type !== 'AWS::Events::Rule') continue;
+      const m = /^rate\((\d+) minutes?\)$/.exec(String(rule.Properties?.ScheduleExpression ?? ''));
+      const targets = (rule.Properties?.Targets ?? []) as { Arn?: unknown }[];
+      if (m && targets.some((x) => JSON.stringify(x.Arn) === JSON.stringify({ Ref: id }))) perHour += 60 / Number(m[1]);
+    }
+    if (perHour === 0) continue;
+    const definition = JSON.stringify(r.Properties?.DefinitionString ?? '');
+    const invoked = Object.entries(resources).filter(
+      ([fnId, fn]) => fn.Type === 'AWS::Lambda::Function' && definition.includes(JSON.stringify({ 'Fn::GetAtt': [fnId, 'Arn'] })),
+    );
+    // Each tick invokes every function the definition names (the flush and the evaluator, side by side).
+    const memoryMb = invoked.reduce((sum, [, fn]) => sum + Number(fn.Properties?.MemorySize ?? 128), 0);
+    out.push({ executionsPerMonth: Math.round(perHour * hours), memoryMb, functions: invoked.length });
+  }
+  return out;
 }
 
 /** {@link idleCost} of one synthesized environment: its stacks' templates and its configuration. */
@@ -159,6 +257,8 @@ const LABELS: Readonly<Record<IdleCostLine['id'], string>> = {
   metrics: 'custom metrics the cost publisher writes with no traffic ($0.30 each)',
   alarms: 'alarm metrics ($0.10 each; a metric-math alarm counts each metric it reads)',
   dashboards: "dashboards beyond the account's 3 free ones ($3 each)",
+  ticker:
+    'policy ticker: Express executions a minute ($1 per million, $0.06 per GB-hour, ~1 s at 64 MB), each invoking the write-back flush and the evaluator once (Lambda arm64, ~200 ms at 256 MB each)',
 };
 
 /** Rows priced at (about) zero when idle, listed so the table is complete: [item, the same figure everywhere]. */

@@ -79,6 +79,9 @@ export class ApiStack extends StrataStack {
           STRATA_NEAR_CACHE_MB: String(settings.nearCacheMb),
           STRATA_URL_TTL_SECONDS: String(config.api.urlTtlSeconds),
           ...(config.api.namespaces ? { STRATA_NAMESPACES: JSON.stringify(config.api.namespaces) } : {}),
+          // The policy ticker (Workflows stack) runs the background rules: policies may hold them, and the admin
+          // function reads their firing history from the policy store (core/composition/api-context.ts).
+          ...(config.policies.evaluator ? { STRATA_POLICY_EVALUATOR: '1' } : {}),
         },
       });
       // The data functions read the ring (to route to the nodes) and the policy in force, and write nothing in the

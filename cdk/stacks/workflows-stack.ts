@@ -2,12 +2,15 @@ import { CfnOutput, Duration, Token, Validations } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import { FLEET_TAG } from '../../core/nodes/ec2-fleet.js';
 import type { WorkflowName } from '../../core/workflows/progress.js';
+import { policyEncryptionKeys } from '../constructs/policy-encryption-keys.js';
+import { PolicyTicker } from '../constructs/policy-ticker.js';
 import { StrataFunction } from '../constructs/strata-function.js';
 import { fleetIamStatements } from '../constructs/workflows/fleet-launch.js';
 import { StrataWorkflows, WORKFLOW_IDS } from '../constructs/workflows/strata-workflows.js';
@@ -25,12 +28,19 @@ export interface WorkflowsStackProps extends StrataStackProps {
   readonly data: Pick<DataStack, 'hotTier' | 'coldTier'>;
   /** ScaleOut/ScaleIn launch and terminate nodes from this launch template. */
   readonly fleet: Pick<FleetStack, 'fleet'>;
+  /**
+   * The KMS keys policies may encrypt with (ApiStackProps.policyEncryptionKeys): the policy evaluator checks the
+   * policies it loads against their names (STRATA_KEYRING_KEYS), and uses none of them (it moves stored bytes).
+   * @default - none
+   */
+  readonly policyEncryptionKeys?: readonly kms.IKey[];
 }
 
 /**
  * Workflows (Step Functions): ScaleOut, ScaleIn, EvictToS3 and TierMigrate (cdk/constructs/workflows), one step
  * Lambda in the VPC that runs every Task state's step (lambdas/workflows/steps.ts: the ring store, the fleet
- * secret, the hot and cold tiers), EC2 launch/terminate as SDK integrations, and EvictToS3 on a schedule. The
+ * secret, the hot and cold tiers), EC2 launch/terminate as SDK integrations, EvictToS3 on a schedule, and the
+ * policy ticker (cdk/constructs/policy-ticker.ts: the policy's background rules, every minute). The
  * Monitoring stack's node-fill alarm starts EvictToS3 (or ScaleOut) through {@link WorkflowsStack.respondTo}.
  */
 export class WorkflowsStack extends StrataStack {
@@ -39,6 +49,8 @@ export class WorkflowsStack extends StrataStack {
   readonly stepFunction: StrataFunction;
   readonly scaleTriggerFunction: StrataFunction;
   readonly stateMachines: Readonly<Record<WorkflowName, sfn.StateMachine>>;
+  /** The scheduled policy evaluator (`policies.evaluator`, on by default); undefined when switched off. */
+  readonly policyTicker?: PolicyTicker;
 
   constructor(scope: Construct, id: string, props: WorkflowsStackProps) {
     super(scope, id, {
@@ -200,6 +212,58 @@ export class WorkflowsStack extends StrataStack {
           new targets.SfnStateMachine(workflows.stateMachines['evict-to-s3'], { input: events.RuleTargetInput.fromObject({}) }),
         ],
       });
+    }
+
+    if (config.policies.evaluator) {
+      const ticker = new PolicyTicker(this, 'PolicyTicker', {
+        namePrefix: `strata-${config.name}`,
+        environment: config.name,
+        vpc: network.vpc,
+        vpcSubnets: network.privateSubnets,
+        securityGroup: network.coordinatorSecurityGroup,
+        logGroup: this.stateMachineLogs,
+        logRetention: logRetention(config),
+        logRemovalPolicy: removalPolicy(config),
+      });
+      // The evaluator reads the ring, the nodes' reports and the policy in force, writes only its own state and firing
+      // history (policies/evaluator/state.json: never the policy documents, which the admin function alone writes),
+      // starts the workflows its rules respond with (and lists TierMigrate's, so as not to resize during one), and
+      // changes the hot tier's usage limits.
+      const listed = ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate'] as const satisfies readonly WorkflowName[];
+      ticker.evaluator
+        .bindRingStore(data.coldTier, { read: ['ring', 'nodeStats'] })
+        .bindPolicyStore(data.coldTier, { write: false, evaluatorState: true })
+        .bindWorkflows(
+          Object.fromEntries(listed.map((w) => [w, { machine: workflows.stateMachines[w], name: `strata-${config.name}-${w}` }])),
+        )
+        .addEnvironment('STRATA_NODE_STATS_ID_PREFIX', fleet.fleet.statsReportIdPrefix)
+        .addEnvironment('STRATA_HOT_CACHE_NAME', data.hotTier.connection.cacheName);
+      ticker.evaluator.role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          sid: 'HotTierLimits',
+          // grow / shrink of the hot tier (core/composition/hot-tier-limits.ts): its usage limits, this cache only.
+          actions: ['elasticache:DescribeServerlessCaches', 'elasticache:ModifyServerlessCache'],
+          resources: [data.hotTier.connectArns(this)[0]],
+        }),
+      );
+      // The flush writes dirty hot entries down to warm and cold, like the step Lambda reaches them.
+      ticker.flusher
+        .bindHotTier(data.hotTier)
+        .bindColdTier(data.coldTier)
+        .bindRingStore(data.coldTier, { read: ['ring'] })
+        .bindPolicyStore(data.coldTier, { write: false })
+        .bindFleet(fleet.fleet);
+      // The policy in force falls back to the configured namespace policies, as in the API functions.
+      for (const f of [ticker.evaluator, ticker.flusher])
+        if (config.api.namespaces) f.addEnvironment('STRATA_NAMESPACES', JSON.stringify(config.api.namespaces));
+      // A policy with encrypt rules compiles only with the keyring's names (the flush moves stored bytes: no KMS use).
+      const keys = policyEncryptionKeys(this, props.policyEncryptionKeys);
+      if (keys) for (const f of [ticker.evaluator, ticker.flusher]) f.bindKeyring(keys, { use: false });
+      new CfnOutput(this, 'PolicyTickerStateMachineArn', {
+        value: ticker.stateMachine.stateMachineArn,
+        description: "State machine of the policy ticker (the policy's background rules, started every minute)",
+      });
+      this.policyTicker = ticker;
     }
   }
 

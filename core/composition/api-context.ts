@@ -1,9 +1,6 @@
 import { Coordinator } from '../coordinator/coordinator.js';
 import { type CoordinatorEvent } from '../coordinator/types.js';
-import { PolicyAdministration } from '../policy/admin.js';
-import { compilePolicy, documentFromNamespaceConfig } from '../policy/compile.js';
-import { LivePolicy } from '../policy/live.js';
-import { FileCasStore, S3CasStore, type CasStore } from '../ring/store.js';
+import type { LivePolicy } from '../policy/live.js';
 import type { ApiContext } from '../api/operations.js';
 import { LocalFolderTier } from '../tiers/local-folder-tier.js';
 import { MemoryTier } from '../tiers/memory-tier.js';
@@ -12,11 +9,10 @@ import { S3Tier } from '../tiers/s3-tier.js';
 import type { Presigning, Tier } from '../tiers/tier.js';
 import { supportsPresigning } from '../tiers/tier.js';
 import type { RuntimeEnv } from './runtime-env.js';
-import { namespaceConfigFrom } from './runtime-env.js';
 import { ConfigError } from '../errors.js';
 import { ElastiCacheIamAuth } from './elasticache-iam.js';
-import { encryptionCompileOptions, keyringFromEnv } from './keyring-env.js';
-import { EvaluatorStateStore, StoredFiringHistory } from '../policy/evaluator-store.js';
+import { policyPartsFromEnv } from './policy-env.js';
+import { StoredFiringHistory, type EvaluatorStateStore } from '../policy/evaluator-store.js';
 import { ValueCodec } from '../transforms/codec.js';
 import { loadRuntimeEnvWithSecrets } from './secrets.js';
 import { warmTierFromEnv } from './warm-tier-env.js';
@@ -125,23 +121,11 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
     remoteHot && env.STRATA_NEAR_CACHE_MB > 0
       ? new MemoryTier({ name: 'l1', maxBytes: env.STRATA_NEAR_CACHE_MB * MiB })
       : undefined;
-  // The deployment's STRATA_NAMESPACES as a policy document: in force until (and unless) one is edited at runtime.
-  // The keyring of the policies' encrypt rules (STRATA_KEYRING): the codec holds it, and the compiler refuses encrypt
-  // rules without one, or naming a key outside STRATA_KEYRING_KEYS.
-  const keys = keyringFromEnv(env, { createLocalKeys: opts.createLocalKeys ?? false });
-  const encryption = encryptionCompileOptions(keys);
-  // What runs background rules: npm start's in-process evaluator (everything), or AWS's scheduled one
-  // (STRATA_POLICY_EVALUATOR: alert, grow, shrink, eviction; not copy/move/delete; the default rules' loops still
-  // run as the alarm, trigger and schedules there).
-  const local = opts.backgroundEvaluator ?? false;
-  const scheduled = env.STRATA_POLICY_EVALUATOR;
-  const compile = {
-    background: local || scheduled,
-    transfers: local,
-    defaults: local,
-    ...(encryption ? { encryption } : {}),
-  };
-  const deployment = compilePolicy(documentFromNamespaceConfig(namespaceConfigFrom(env)), compile);
+  const policy = policyPartsFromEnv(env, {
+    ...(opts.backgroundEvaluator !== undefined ? { backgroundEvaluator: opts.backgroundEvaluator } : {}),
+    ...(opts.createLocalKeys !== undefined ? { createLocalKeys: opts.createLocalKeys } : {}),
+  });
+  const { keys, deployment } = policy;
   const coordinator = new Coordinator({
     tiers,
     nearCache,
@@ -154,29 +138,20 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
   });
   const presigner = tiers.find(supportsPresigning) as (Tier & Presigning) | undefined;
   const tenantAccess = parseTenantAccess(env.STRATA_TENANT_ACCESS);
-  const policyStore = policyStoreFrom(env);
-  const policyAdmin = policyStore
-    ? new PolicyAdministration({ cas: policyStore.cas, deployment: deployment.document, compile })
-    : undefined;
-  const evaluatorState = policyStore ? new EvaluatorStateStore(policyStore.cas) : undefined;
-  const livePolicy = policyAdmin
-    ? LivePolicy.fromDeployment(
-        {
-          admin: policyAdmin,
-          refreshMs: env.STRATA_POLICY_REFRESH_MS,
-          timer: opts.policyTimer ?? false,
-          onChange: (next) => coordinator.replacePolicies(next.registry),
-        },
-        deployment,
-      )
-    : undefined;
+  const policyStore = policy.store;
+  const policyAdmin = policy.admin;
+  const evaluatorState = policy.evaluatorState;
+  const livePolicy = policy.live({
+    timer: opts.policyTimer ?? false,
+    onChange: (next) => coordinator.replacePolicies(next.registry),
+  });
   return {
     coordinator,
     tiers,
     presigner,
     ...(policyAdmin ? { policyAdmin, livePolicy } : {}),
     ...(evaluatorState ? { evaluatorState } : {}),
-    ...(evaluatorState && scheduled && !local ? { storedFirings: new StoredFiringHistory(evaluatorState) } : {}),
+    ...(evaluatorState && policy.scheduled ? { storedFirings: new StoredFiringHistory(evaluatorState) } : {}),
     inlineLimitBytes: env.STRATA_INLINE_LIMIT_BYTES,
     urlTtlSeconds: env.STRATA_URL_TTL_SECONDS,
     tenantAccess,
@@ -204,27 +179,6 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
         : NO_AUTH,
     ],
   };
-}
-
-/** The policy store: STRATA_POLICY_STORE, else the ring store when the warm tier has one. */
-function policyStoreFrom(env: RuntimeEnv): { cas: CasStore; describe: string } | undefined {
-  const endpoint = env.STRATA_S3_ENDPOINT;
-  const s3 = (bucket: string, prefix: string) => ({
-    cas: new S3CasStore({
-      bucket,
-      prefix,
-      clientConfig: { region: env.AWS_REGION, ...(endpoint ? { endpoint, forcePathStyle: true } : {}) },
-    }),
-    describe: `s3://${bucket}/${prefix.replace(/\/+$/, '')}/policies/`,
-  });
-  const uri = env.STRATA_POLICY_STORE;
-  if (uri?.startsWith('file:')) return { cas: new FileCasStore(uri.slice(5)), describe: `${uri.slice(5)}/policies/` };
-  const m = uri ? /^s3:\/\/([^/]+)\/?(.*)$/.exec(uri) : null;
-  if (m) return s3(m[1]!, m[2] || 'strata-policies');
-  if (env.STRATA_WARM_RING_BUCKET) return s3(env.STRATA_WARM_RING_BUCKET, env.STRATA_WARM_RING_PREFIX);
-  if (env.STRATA_WARM_RING_DIR)
-    return { cas: new FileCasStore(env.STRATA_WARM_RING_DIR), describe: `${env.STRATA_WARM_RING_DIR}/policies/` };
-  return undefined;
 }
 
 const NO_AUTH = 'auth  none: every namespace and the admin routes open (set STRATA_TENANT_ACCESS to map API keys to namespaces)';

@@ -30,7 +30,7 @@ export class HotTierLimits {
 
   constructor(
     private readonly client: ElastiCacheLimitsClient,
-    /** The serverless cache's name (STRATA_REDIS_IAM_CACHE). */
+    /** The serverless cache's name (STRATA_HOT_CACHE_NAME). */
     private readonly cacheName: string,
   ) {}
 

@@ -10,6 +10,9 @@ import { nextTick, type TickEvent, type TickResult } from '../policy/ticker.js';
 import { log } from '../util/logger.js';
 import type { WorkflowService } from '../workflows/admin-service.js';
 import { buildApiContext, type BuiltContext } from './api-context.js';
+import { policyPartsFromEnv } from './policy-env.js';
+import { loadRuntimeEnv } from './runtime-env.js';
+import type { LivePolicy } from '../policy/live.js';
 import { HotTierLimits } from './hot-tier-limits.js';
 import { ringStoreFromEnv } from './ring-store-env.js';
 import { loadRuntimeEnvWithSecrets } from './secrets.js';
@@ -17,50 +20,58 @@ import { warmTierFromEnv } from './warm-tier-env.js';
 import { workflowServiceFromEnv } from './workflow-service-env.js';
 
 /**
- * The scheduled policy evaluator in AWS (lambdas/policy/evaluator.ts), one tick per invocation of the ticker state
- * machine (core/policy/ticker.ts):
- *  1. the policy in force, read from the policy store (one GET; the coordinator follows a new version);
- *  2. the write-back flush: dirty hot entries due are written down, so an acknowledged write-back reaches the durable
- *     tiers even when no request arrives (the API functions flush only at the end of their invocations);
- *  3. one tick of the background rules (alert, grow, shrink, eviction) against the fleet's state (the nodes' reports
- *     in the ring store), the cost publisher's projection and the request rates (CloudWatch), starting workflows
- *     through Step Functions; its memory between ticks and the firing history are kept in the policy store
- *     (evaluator-store.ts), each firing also an EMF PolicyFirings point and a log line;
- *  4. whether to tick again within this minute (sub-minute timers), and when.
+ * The scheduled policy evaluator in AWS, one tick per invocation of the ticker state machine (core/policy/ticker.ts),
+ * in two functions that the ticker invokes side by side, because what they reach lives on either side of the VPC:
+ *  - the tick (lambdas/policy/evaluator.ts, outside the VPC: Step Functions, CloudWatch, ElastiCache's API and S3 are
+ *    public endpoints, and the VPC has neither a NAT gateway nor interface endpoints for them): the policy in force,
+ *    one tick of the background rules (alert, grow, shrink, eviction) against the fleet's state (the nodes' reports in
+ *    the ring store), the cost publisher's projection and the request rates (CloudWatch), starting workflows through
+ *    Step Functions; its memory between ticks and the firing history are kept in the policy store
+ *    (evaluator-store.ts), each firing also an EMF PolicyFirings point and a log line; and whether to tick again
+ *    within this minute (sub-minute timers), and when;
+ *  - the flush (lambdas/policy/flush.ts, in the VPC beside the tiers): the write-back values that are due are written
+ *    down, so an acknowledged write-back reaches the durable tiers even when no request arrives (the API functions
+ *    flush only at the end of their own invocations).
  */
 
 /** What a tick works with (built once per container; tests build their own). */
 export interface PolicyTickRuntime {
-  readonly ctx: BuiltContext;
+  /** The policy in force (undefined without a policy store: nothing to evaluate). */
+  readonly live?: LivePolicy;
   readonly store?: EvaluatorStateStore;
   readonly workflows?: WorkflowService;
   readonly cloudWatch: CloudWatchClient;
   readonly environment: string;
   readonly fleet: () => ReturnType<typeof readFleetState> | undefined;
-  /** The hot tier's usage limits (ElastiCache Serverless, STRATA_REDIS_IAM_CACHE); absent: hot grow/shrink skip. */
+  /** How long CloudWatch's answer is kept (its metrics are per minute, and each query is billed). @default 60 s */
+  readonly metricsTtlMs?: number;
+  /** The hot tier's usage limits (ElastiCache Serverless, STRATA_HOT_CACHE_NAME); absent: hot grow/shrink skip. */
   readonly hotLimits?: HotTierLimits;
 }
 
 let runtime: Promise<PolicyTickRuntime> | undefined;
 
 async function build(): Promise<PolicyTickRuntime> {
-  const env = await loadRuntimeEnvWithSecrets();
-  const ctx = buildApiContext(env, { flushTimer: false, warmTier: warmTierFromEnv });
-  await ctx.coordinator.ready();
+  // Outside the VPC it reaches no tier: the ring store is read for the nodes' reports alone (ringStoreFromEnv), so its
+  // variables are left out of the runtime environment, which would otherwise ask for the fleet's secret.
+  const { STRATA_WARM_RING_BUCKET: _bucket, STRATA_WARM_RING_DIR: _dir, ...rest } = process.env;
+  const env = loadRuntimeEnv(rest);
+  const policy = policyPartsFromEnv(env);
   const ring = ringStoreFromEnv();
   const source = ring.cas ? ringStoreFleetSource(ring.cas, { reportIdPrefix: ring.reportIdPrefix }) : undefined;
   const workflows = workflowServiceFromEnv();
-  const cacheName = env.STRATA_REDIS_IAM_CACHE;
+  const cacheName = env.STRATA_HOT_CACHE_NAME;
   const hotLimits = cacheName
     ? new HotTierLimits(
         new (await import('@aws-sdk/client-elasticache')).ElastiCacheClient({ region: env.AWS_REGION }),
         cacheName,
       )
     : undefined;
+  const live = policy.live({ timer: false, onChange: () => {} });
   return {
+    ...(live ? { live } : {}),
+    ...(policy.evaluatorState ? { store: policy.evaluatorState } : {}),
     ...(hotLimits ? { hotLimits } : {}),
-    ctx,
-    ...(ctx.evaluatorState ? { store: ctx.evaluatorState } : {}),
     ...(workflows ? { workflows } : {}),
     cloudWatch: new CloudWatchClient({ region: env.AWS_REGION }),
     environment: env.STRATA_ENV,
@@ -68,22 +79,38 @@ async function build(): Promise<PolicyTickRuntime> {
   };
 }
 
+let flushContext: Promise<BuiltContext> | undefined;
+
+/**
+ * The flush half of a tick (in the VPC): the policy in force (the flusher follows its write-back namespaces), then the
+ * write-back values that are due written down. Resolves with how many were.
+ */
+export async function policyFlush(ctx?: BuiltContext): Promise<{ flushed: number }> {
+  const c =
+    ctx ??
+    (await (flushContext ??= (async () => {
+      const built = buildApiContext(await loadRuntimeEnvWithSecrets(), { flushTimer: false, warmTier: warmTierFromEnv });
+      await built.coordinator.ready();
+      return built;
+    })()));
+  await c.livePolicy?.refresh();
+  const flushed = await c.coordinator.flushIfDue();
+  if (flushed) log.info('policy evaluator: write-back values written down', { flushed });
+  return { flushed };
+}
+
 export async function policyTick(event: TickEvent, rt?: PolicyTickRuntime): Promise<TickResult> {
   const r = rt ?? (await (runtime ??= build()));
   const startedAt = event.startedAt ?? new Date().toISOString();
   const ticks = (event.ticks ?? 0) + 1;
-  const live = r.ctx.livePolicy;
+  const live = r.live;
   if (!live || !r.store) {
     log.warn('policy evaluator: no policy store (STRATA_POLICY_STORE); nothing to evaluate');
     return { startedAt, ticks, again: false, waitSeconds: 59 };
   }
-  // The policy in force now (one read of the store; the coordinator follows a new version).
+  // The policy in force now (one read of the store: `effectiveIfNewer` compiles only a version it does not have).
   await live.refresh();
   const { view, compiled } = live.current;
-  const flushed = await r.ctx.coordinator.flushIfDue().catch((error: unknown) => {
-    log.error('policy evaluator: write-back flush failed', { error });
-    return 0;
-  });
   const saved = await r.store.load();
   const evaluator = new BackgroundEvaluator({
     actions: actionsOf(r),
@@ -92,12 +119,16 @@ export async function policyTick(event: TickEvent, rt?: PolicyTickRuntime): Prom
     ...(saved ? { resume: saved.snapshot } : {}),
   });
   const firings = await evaluator.tick(compiled);
-  const kept = await r.store.save(evaluator.snapshot(), saved?.etag ?? null);
+  // Saved only when the tick changed something (a timer's clock, a threshold held, a firing): most ticks change
+  // nothing, and a PUT per tick would be most of an idle deployment's S3 requests.
+  const snapshot = evaluator.snapshot();
+  const changed = !saved || JSON.stringify(snapshot) !== JSON.stringify(saved.snapshot);
+  const kept = !changed || (await r.store.save(snapshot, saved?.etag ?? null));
   if (!kept)
     log.warn("policy evaluator: an overlapping tick saved first; this tick's state is dropped", { firings: firings.length });
   const flushSeconds = compiled.registry.minFlushIntervalMs();
   const next = nextTick(compiled, Date.parse(startedAt), Date.now(), flushSeconds === null ? undefined : flushSeconds / 1000);
-  log.debug('policy tick', { ticks, firings: firings.length, flushed, policyVersion: view.version, ...next });
+  log.debug('policy tick', { ticks, firings: firings.length, policyVersion: view.version, ...next });
   return { startedAt, ticks, ...next };
 }
 
@@ -128,8 +159,16 @@ function required(wf: WorkflowService | undefined): WorkflowService {
   return wf;
 }
 
+/** CloudWatch's answer, kept a minute per container: its metrics are per minute, and each query is billed. */
+let metricsCache: { at: number; environment: string; value: Awaited<ReturnType<typeof cloudWatchState>> } | undefined;
+
 async function stateOf(r: PolicyTickRuntime): Promise<PolicyState> {
-  const [fleet, metrics] = await Promise.all([r.fleet(), cloudWatchState(r.cloudWatch, r.environment)]);
+  const now = Date.now();
+  const ttl = r.metricsTtlMs ?? 60_000;
+  const fresh = metricsCache && metricsCache.environment === r.environment && now - metricsCache.at < ttl;
+  const metrics = fresh ? metricsCache!.value : await cloudWatchState(r.cloudWatch, r.environment, now);
+  if (!fresh) metricsCache = { at: now, environment: r.environment, value: metrics };
+  const fleet = await r.fleet();
   const tiers: Record<string, Record<string, number>> = {};
   if (fleet && fleet.fills.length) {
     const mean = fleet.fills.reduce((s, f) => s + f.percent, 0) / fleet.fills.length;

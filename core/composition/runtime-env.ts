@@ -37,6 +37,14 @@ export const runtimeEnvSchema = z.object({
     .regex(/^[a-z][a-z0-9-]{0,39}$/, 'STRATA_REDIS_IAM_CACHE must be a serverless cache name')
     .optional(),
   /** Embedded hot tier size when no Redis is configured. */
+  /**
+   * The hot tier's ElastiCache Serverless cache, by name, for the scheduled evaluator's grow and shrink of its usage
+   * limits (composition/hot-tier-limits.ts). Unset: a hot-tier grow or shrink is skipped.
+   */
+  STRATA_HOT_CACHE_NAME: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{0,39}$/, 'STRATA_HOT_CACHE_NAME must be a serverless cache name')
+    .optional(),
   STRATA_HOT_MEMORY_MB: z.coerce.number().int().min(1).max(65536).default(256),
   /** Per-container near cache (L1) size; 0 turns it off. Only used above a remote hot tier. */
   STRATA_NEAR_CACHE_MB: z.coerce.number().int().min(0).max(4096).default(64),

@@ -40,8 +40,15 @@ export function shortestTimerSeconds(policy: CompiledPolicy): number | undefined
 }
 
 /** What the ticker does after a tick at `now` (ms) of the execution that began at `startedAt` (ms). */
-export function nextTick(policy: CompiledPolicy, startedAt: number, now: number, flushSeconds?: number): Pick<TickResult, 'again' | 'waitSeconds'> {
-  const timers = [shortestTimerSeconds(policy), flushSeconds].filter((s): s is number => s !== undefined);
+export function nextTick(
+  policy: CompiledPolicy,
+  startedAt: number,
+  now: number,
+  flushSeconds?: number,
+): Pick<TickResult, 'again' | 'waitSeconds'> {
+  // Whole seconds: the state machine's Wait takes an integer (SecondsPath), so a 1.5 s flush interval waits 2 s.
+  const flush = flushSeconds === undefined ? undefined : Math.max(1, Math.ceil(flushSeconds));
+  const timers = [shortestTimerSeconds(policy), flush].filter((s): s is number => s !== undefined);
   const every = timers.length ? Math.min(...timers) : 60;
   const waitSeconds = Math.min(59, Math.max(1, every));
   return { again: every < 60 && now + waitSeconds * 1000 < startedAt + TICK_WINDOW_MS, waitSeconds };

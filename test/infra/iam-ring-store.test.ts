@@ -27,6 +27,7 @@ import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { ENVIRONMENT_NAMES } from '../../cdk/config/schema.js';
 import { ColdTierBucket } from '../../cdk/constructs/cold-tier-bucket.js';
 import { POLICY_CURRENT_KEY, policyVersionKey } from '../../core/policy/admin.js';
+import { EVALUATOR_STATE_KEY } from '../../core/policy/evaluator-store.js';
 import { STACK_KEYS, synthesized, type StackKey, type SynthesizedEnvironment } from './helpers/synth.js';
 
 type Json = Record<string, unknown>;
@@ -59,6 +60,7 @@ const PROBES = {
   fleetSecret: 'fleet/secret',
   policyCurrent: POLICY_CURRENT_KEY,
   policyVersion: policyVersionKey(7, 'b3f1c2d4'),
+  evaluatorState: EVALUATOR_STATE_KEY,
   other: 'anything-else',
 } as const;
 type Probe = keyof typeof PROBES;
@@ -319,7 +321,8 @@ describe.each(ENVIRONMENT_NAMES)('ring store grants (%s)', (name) => {
     for (const [fn, role] of apiRoles) {
       const replaces = (p: Probe) => iam.allows(role, WRITE_ACTIONS, iam.objectArn(PROBES[p]), (st) => !createOnly(st));
       const written = (Object.keys(PROBES) as Probe[]).filter(replaces);
-      expect({ fn, written }).toEqual({ fn, written: fn === 'admin' ? POLICY_DOCUMENTS : [] });
+      // The admin function's policies/* grant also covers the evaluator's state document (it reads the firings there).
+      expect({ fn, written }).toEqual({ fn, written: fn === 'admin' ? [...POLICY_DOCUMENTS, 'evaluatorState'] : [] });
     }
   });
 
@@ -339,7 +342,8 @@ describe.each(ENVIRONMENT_NAMES)('ring store grants (%s)', (name) => {
       const created = (Object.keys(PROBES) as Probe[]).filter((p) =>
         iam.allows(role, ['s3:PutObject'], iam.objectArn(PROBES[p])),
       );
-      const others = created.filter((p) => p !== 'fleetSecret' && !(fn === 'admin' && POLICY_DOCUMENTS.includes(p)));
+      const admins = [...POLICY_DOCUMENTS, 'evaluatorState'];
+      const others = created.filter((p) => p !== 'fleetSecret' && !(fn === 'admin' && admins.includes(p)));
       expect({ fn, created: others }).toEqual({ fn, created: [] });
     }
   });
@@ -360,6 +364,22 @@ describe.each(ENVIRONMENT_NAMES)('ring store grants (%s)', (name) => {
       const reads = iam.allows(role, ['s3:GetObject'], iam.objectArn(PROBES[probe]));
       expect({ fn, reads, lists: iam.mayListAs(role, PROBES[probe]) }).toEqual({ fn, reads: true, lists: true });
     }
+  });
+
+  it('lets the policy evaluator write its own state document and nothing else of the policy store', () => {
+    // core/policy/evaluator-store.ts saves policies/evaluator/state.json by compare-and-set (If-Match, If-None-Match: *
+    // for the first): s3:PutObject on that key alone. The policy documents stay the admin function's (above).
+    const ticker = env.stacks.workflows.policyTicker!;
+    const evaluatorRole = iam.roleOf(ticker.evaluator.role);
+    const admin = iam.roleOf(env.stacks.api.functions.admin.role);
+    expect(writers('evaluatorState').sort()).toEqual([admin, evaluatorRole].sort());
+    const written = (Object.keys(PROBES) as Probe[]).filter((p) =>
+      iam.allows(evaluatorRole, ['s3:PutObject'], iam.objectArn(PROBES[p])),
+    );
+    // Nothing else: the evaluator runs outside the VPC and reaches no node (no fleet secret either).
+    expect(written).toEqual(['evaluatorState']);
+    for (const p of ['policyCurrent', 'evaluatorState', 'ring', 'nodeStats'] as const)
+      expect({ p, reads: iam.allows(evaluatorRole, ['s3:GetObject'], iam.objectArn(PROBES[p])) }).toEqual({ p, reads: true });
   });
 
   it('lets nobody write keys no code writes', () => {

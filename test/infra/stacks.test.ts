@@ -251,6 +251,7 @@ describe('Stacks', () => {
         'RingReadPolicies',
         'RingReadRing',
         'RingReadScaleLocks',
+        'RingWriteEvaluatorState',
         'RingWriteExecutions',
         'RingWriteMigrations',
         'RingWritePolicies',
@@ -434,6 +435,8 @@ describe('Stacks', () => {
           const expected = [
             'NODE_OPTIONS',
             'STRATA_NEAR_CACHE_MB',
+            // The policy ticker runs the background rules (policies.evaluator): the firing history is in the store.
+            'STRATA_POLICY_EVALUATOR',
             'STRATA_POLICY_STORE',
             'STRATA_TENANT_ACCESS',
             'STRATA_URL_TTL_SECONDS',
@@ -456,6 +459,7 @@ describe('Stacks', () => {
           'NODE_OPTIONS',
           'STRATA_NEAR_CACHE_MB',
           'STRATA_NODE_PORT',
+          'STRATA_POLICY_EVALUATOR',
           'STRATA_POLICY_STORE',
           'STRATA_REDIS_CLUSTER',
           'STRATA_REDIS_IAM_CACHE',

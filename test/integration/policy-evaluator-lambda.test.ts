@@ -1,6 +1,6 @@
 /**
  * The scheduled policy evaluator as AWS runs it (core/composition/policy-evaluator-lambda.ts), one tick per
- * invocation, over real parts: the local folder as cold tier and policy store, a memory hot tier with write-back,
+ * invocation of its two halves (the flush beside the tiers, the tick outside the VPC), over real parts: the local folder as cold tier and policy store, a memory hot tier with write-back,
  * and LocalStack CloudWatch for the cost projection. It must flush write-back values with no request arriving, keep
  * its timers and firing history across invocations in the policy store (which the admin API serves), judge cost
  * rules against the published projection, and tell the ticker when to tick again within the minute.
@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CloudWatchClient, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
 import { buildApiContext, type BuiltContext } from '../../core/composition/api-context.js';
-import { policyTick, type PolicyTickRuntime } from '../../core/composition/policy-evaluator-lambda.js';
+import { policyFlush, policyTick, type PolicyTickRuntime } from '../../core/composition/policy-evaluator-lambda.js';
 import { loadRuntimeEnv } from '../../core/composition/runtime-env.js';
 import { METRICS } from '../../core/metrics/metric-catalog.js';
 import { uniqueName } from '../helpers/env.js';
@@ -35,7 +35,15 @@ describe('the scheduled policy evaluator (one tick per invocation)', () => {
     });
     ctx = buildApiContext(env, { flushTimer: false });
     await ctx.coordinator.ready();
-    rt = { ctx, store: ctx.evaluatorState!, cloudWatch: cw, environment, fleet: () => undefined };
+    // metricsTtlMs 0: every tick asks CloudWatch (a deployed evaluator keeps the answer a minute).
+    rt = {
+      live: ctx.livePolicy!,
+      store: ctx.evaluatorState!,
+      cloudWatch: cw,
+      environment,
+      fleet: () => undefined,
+      metricsTtlMs: 0,
+    };
   });
   afterAll(async () => {
     await ctx?.coordinator.close();
@@ -60,8 +68,9 @@ describe('the scheduled policy evaluator (one tick per invocation)', () => {
       },
       { ifVersion: current.version, author: 'test' },
     );
-    // The first tick reads the policy (the coordinator follows it) and starts the timers' clocks.
+    // The first tick reads the policy and starts the timers' clocks; the first flush reads it too (the coordinator follows it).
     const first = await policyTick({}, rt);
+    await policyFlush(ctx);
     expect(first).toMatchObject({ ticks: 1, again: true, waitSeconds: 1 });
     // A write-back value, then no request at all: only the evaluator's tick can write it down.
     const w = await ctx.coordinator.put('sessions', 'cart', Buffer.from('3 items'));
@@ -83,7 +92,12 @@ describe('the scheduled policy evaluator (one tick per invocation)', () => {
         ],
       }),
     );
-    const second = await policyTick({ startedAt: first.startedAt, ticks: first.ticks }, rt);
+    // The ticker invokes both halves side by side: the flush (in the VPC) and the tick (outside it).
+    const [flush, second] = await Promise.all([
+      policyFlush(ctx),
+      policyTick({ startedAt: first.startedAt, ticks: first.ticks }, rt),
+    ]);
+    expect(flush.flushed).toBe(1);
     expect(second).toMatchObject({ startedAt: first.startedAt, ticks: 2, again: true });
     expect((await cold.get('sessions', 'cart'))?.value.toString()).toBe('3 items');
     // Kept in the policy store, newest first, where the admin API reads it.

@@ -25,6 +25,8 @@ describe('the ticker', () => {
     expect(shortestTimerSeconds(p)).toBe(3);
     expect(nextTick(p, 0, 1000)).toEqual({ again: true, waitSeconds: 3 });
     expect(nextTick(p, 0, 1000, 1)).toEqual({ again: true, waitSeconds: 1 });
+    // The state machine's Wait takes whole seconds: a 1.5 s flush interval waits 2.
+    expect(nextTick(p, 0, 1000, 1.5)).toEqual({ again: true, waitSeconds: 2 });
     expect(nextTick(p, 0, TICK_WINDOW_MS - 2000)).toEqual({ again: false, waitSeconds: 3 });
   });
 });
