@@ -256,7 +256,8 @@ export class Coordinator {
     const registry = this.registry;
     const policy = registry.for(ns);
     // Transformed once, before any tier sees it (stored-values.ts); every attempt writes these bytes.
-    const p = await this.values.prepare(registry, policy, ns, key, written, opts.tags);
+    const prepared = this.values.prepare(registry, policy, ns, key, written, opts.tags);
+    const p = prepared instanceof Promise ? await prepared : prepared;
     const conditional = opts.ifMatch !== undefined || !!opts.ifNoneMatch;
     if (!conditional) {
       // The common case takes no lock: one attempt, and only a write that lost to a concurrent writer of the same

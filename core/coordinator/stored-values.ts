@@ -1,6 +1,6 @@
 import { TransformedScopeError } from '../errors.js';
 import type { EntryEncoding, EntryHeader } from '../model/entry.js';
-import type { NamespacePolicy, PolicyRegistry } from '../policy/namespace-settings.js';
+import type { NamespacePolicy, PolicyRegistry, ValueTransformChoice } from '../policy/namespace-settings.js';
 import type { ValueCodec } from '../transforms/codec.js';
 import { Dedup, type DedupDeps, type Deduplicated } from './dedup.js';
 import type { HeadResult, ReadResult, ServedBy } from './types.js';
@@ -28,17 +28,30 @@ export class StoredValues {
     this.dedup = new Dedup(dedup);
   }
 
-  /** The bytes and encoding to write for `value`, per the transform rules of `registry` that take this key and tags. */
-  async prepare(
+  /**
+   * The bytes and encoding to write for `value`, per the transform rules of `registry` that take this key and tags.
+   * Synchronous when nothing applies (the hot path of a namespace without transforms awaits nothing more).
+   */
+  prepare(
     registry: PolicyRegistry,
     policy: NamespacePolicy,
     ns: string,
     key: string,
     value: Buffer,
     tags: readonly string[] | undefined,
-  ): Promise<Prepared> {
+  ): Prepared | Promise<Prepared> {
     const transform = registry.transformFor(ns, key, tags);
     if (!transform) return { value };
+    return this.transformed(policy, ns, key, value, transform);
+  }
+
+  private async transformed(
+    policy: NamespacePolicy,
+    ns: string,
+    key: string,
+    value: Buffer,
+    transform: ValueTransformChoice,
+  ): Promise<Prepared> {
     const coded = await this.codec.encode(ns, key, value, transform);
     if (!transform.storeOnce) return coded;
     const dedup = await this.dedup.prepare(ns, coded.value, coded.encoding, policy);
