@@ -1,7 +1,7 @@
 import type { FiringOutcomeWire, FiringWire } from '../../sdk/src/contract.js';
 import { log } from '../util/logger.js';
 import type { CompiledPolicy } from './compile.js';
-import type { TransferResult } from './data-mover.js';
+import type { TransferResult, TransferSpec } from './data-mover.js';
 import type { CollectResult } from './dedup-gc.js';
 import { responseKind, ruleMode, type Condition, type PolicyResponse, type PolicyRule, type PolicyTier } from './document.js';
 import { judge, type PolicyState } from './preview.js';
@@ -58,22 +58,16 @@ export interface EvaluatorActions {
   collectBlobs?(ns: string): Promise<CollectResult>;
 }
 
-/** A copy, move or delete as a rule asks for it, with the tiers by name (the runtime resolves them). */
-export interface TransferRequest {
-  readonly rule: string;
-  readonly kind: 'copy' | 'move' | 'delete';
-  readonly ns: string;
-  readonly prefix?: string;
-  readonly tag?: string;
+/**
+ * A copy, move or delete as a rule asks for it: a {@link TransferSpec} with the tiers by name (the runtime resolves
+ * them, and knows which are durable), and how to tell that the run should stop.
+ */
+export type TransferRequest = Omit<TransferSpec, 'from' | 'to' | 'durable'> & {
   readonly from: PolicyTier;
   readonly to: readonly PolicyTier[];
-  readonly what: readonly Condition[];
-  readonly bytesPerSecond?: number;
-  /** Only entries written since (epoch ms): a timer rule's runs after the first copy what the last one did not. */
-  readonly writtenSince?: number;
   /** True once the rule left the policy or background actions were switched off: the run stops. */
   readonly cancelled: () => boolean;
-}
+};
 
 export type FiringOutcome = FiringOutcomeWire;
 
