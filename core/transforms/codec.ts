@@ -126,7 +126,18 @@ export class ValueCodec {
     }
     if (encoding.zstd) {
       if (!zstdDecompress) throw unreadable(ns, key, 'it is zstd-compressed and this Node has no zstd (22.15 or later)');
-      out = out.length > ASYNC_ZSTD_BYTES ? await zstdDecompress(out) : zlib.zstdDecompressSync(out);
+      // Bounded by the size written, so damaged or forged bytes cannot expand without limit; decided on that size
+      // (a highly compressible large value is not decompressed on the event loop), in one output chunk (zlib's
+      // default 16 KiB chunks cost a thread-pool round trip each: bench transforms).
+      const opts = {
+        maxOutputLength: Math.max(1, encoding.size),
+        chunkSize: Math.max(64, Math.min(encoding.size, 8 * 1024 * 1024)),
+      };
+      try {
+        out = encoding.size > ASYNC_ZSTD_BYTES ? await zstdDecompress(out, opts) : zlib.zstdDecompressSync(out, opts);
+      } catch (e) {
+        throw unreadable(ns, key, `its zstd frame does not decode to ${encoding.size} bytes`, e);
+      }
     }
     if (out.length !== encoding.size) throw unreadable(ns, key, `it decodes to ${out.length} bytes, not ${encoding.size}`);
     return out;

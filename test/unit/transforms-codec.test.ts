@@ -35,6 +35,19 @@ describe('value codec', () => {
     expect(await codec.encode('ns', 'k', small, { compress: { minBytes: 1024, level: 3 } })).toEqual({ value: small });
   });
 
+  it('refuses a stored frame that expands past the size written, without expanding it (no decompression bomb)', async () => {
+    const codec = new ValueCodec();
+    const zeros = Buffer.alloc(8 * 1024 * 1024);
+    const packed = await codec.encode('ns', 'k', zeros, { compress: { minBytes: 0, level: 3 } });
+    expect(packed.value.length).toBeLessThan(4096);
+    // A header that says 1 KiB over a frame of 8 MiB: damaged, or forged by someone who can write the tier.
+    for (const size of [1024, 256 * 1024])
+      await expect(codec.decode('ns', 'k', packed.value, { size, zstd: true })).rejects.toMatchObject({
+        code: 'INTERNAL',
+        message: expect.stringMatching(/does not decode to \d+ bytes/),
+      });
+  });
+
   it('keeps a value as it is when zstd would not make it smaller (random bytes)', async () => {
     const random = randomBytes(64 * 1024);
     const out = await new ValueCodec().encode('ns', 'k', random, { compress: { minBytes: 0, level: 3 } });
