@@ -11,7 +11,11 @@ import { hotFault } from './hot-fault.js';
 import { hotPath } from './hot-path.js';
 import { policyOverhead } from './policy-overhead.js';
 import { scaleOut } from './scale-out.js';
+import { storeOnce } from './store-once.js';
+import { throttledCopy } from './throttled-copy.js';
+import { transforms } from './transforms.js';
 import { warmNode } from './warm-node.js';
+import { writeBackInterval } from './write-back-interval.js';
 
 const SCENARIOS: Record<string, (opts: { seconds: number; runs?: number }) => Promise<Record<string, unknown>>> = {
   'hot-path': hotPath,
@@ -21,6 +25,10 @@ const SCENARIOS: Record<string, (opts: { seconds: number; runs?: number }) => Pr
   'scale-out': scaleOut,
   'cold-start': coldStart,
   elasticity,
+  'throttled-copy': throttledCopy,
+  'store-once': storeOnce,
+  'write-back-interval': writeBackInterval,
+  transforms,
 };
 
 async function main(): Promise<void> {
