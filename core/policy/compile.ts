@@ -88,7 +88,7 @@ function unsupported(rule: PolicyRule, opts: CompileOptions): string | undefined
   for (const r of rule.do) {
     const kind = responseKind(r);
     if (kind === 'store' || kind === 'storeOnce') continue;
-    if (isTransformKind(kind)) continue; // checked by transformProblems()
+    if (isTransformKind(kind)) continue; // checked by transformProblem()
     if (kind === 'retrieve' && 'retrieve' in r && r.retrieve.origin && !r.retrieve.tiers) continue;
     if (kind === 'copy' && isFlush(rule)) continue;
     const scoped = !!rule.scope.prefix || !!rule.scope.tag;
