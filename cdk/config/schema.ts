@@ -315,8 +315,9 @@ export const environmentConfigSchema = z
       .strictObject({
         /**
          * The scheduled policy evaluator (cdk/constructs/policy-ticker.ts): an Express state machine started every
-         * minute that ticks the policy's background rules through the evaluator Lambda (one Express execution and one
-         * invocation a minute while no rule has a timer under a minute); the API functions are told so
+         * minute that ticks the policy's background rules (an evaluator Lambda outside the VPC) and writes write-back
+         * values down (a flush Lambda in it): one Express execution and one invocation of each a minute while no rule
+         * has a timer under a minute; the API functions are told so
          * (STRATA_POLICY_EVALUATOR=1), and accept policies with background rules. `false` deploys none of it, and the
          * API then refuses background rules. @default true
          */
