@@ -40,6 +40,7 @@ import { supportsScan, type Tier } from '../core/tiers/tier.js';
 import { WarmTier } from '../core/tiers/warm-tier.js';
 import { startRedis } from '../test/helpers/services.js';
 import { round, table } from './lib/measure.js';
+import { flag, prng, median, summary, spread, type Summary } from './lib/rounds.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -49,7 +50,6 @@ const MODES = ['plain', 'once'] as const;
 type Mode = (typeof MODES)[number];
 const STACKS = ['redis', 'small-hot'] as const;
 type StackName = (typeof STACKS)[number];
-type Summary = { median: number; min: number; max: number };
 type Ratio = 'writeP50' | 'writeP99' | 'writeThroughput' | 'readP50' | 'readP99' | 'readThroughput';
 
 interface Stack {
@@ -105,40 +105,6 @@ interface ModeRound {
   wrong: number;
   stored: Record<'hot' | 'warm' | 'cold', Census>;
   coldFileBytes: number;
-}
-
-/** `--name value` from the command line (run.ts passes every flag through). */
-function flag(name: string, dflt: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  const v = i >= 0 ? Number(process.argv[i + 1]) : NaN;
-  return Number.isFinite(v) ? v : dflt;
-}
-
-/** mulberry32: the workload is the same on every run. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
-
-function summary(xs: readonly number[], digits = 3): Summary {
-  return { median: round(median(xs), digits), min: round(Math.min(...xs), digits), max: round(Math.max(...xs), digits) };
-}
-
-/** (max - min) / median over rounds: the noise of one figure. */
-function spread(xs: readonly number[]): number {
-  return round((Math.max(...xs) - Math.min(...xs)) / median(xs));
 }
 
 /** Runs `op(0..count-1)` with `concurrency` workers taking the next index; per-operation latency in an HDR histogram. */

@@ -35,7 +35,8 @@ import { initialRing } from '../core/ring/document.js';
 import { RingView } from '../core/ring/view.js';
 import { LocalFolderTier } from '../core/tiers/local-folder-tier.js';
 import { WarmTier } from '../core/tiers/warm-tier.js';
-import { closedLoop, round, table, type LoadResult } from './lib/measure.js';
+import { closedLoop, table, type LoadResult } from './lib/measure.js';
+import { flag, prng, summary, spread, type Summary } from './lib/rounds.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -53,8 +54,6 @@ interface CopyFigures {
   bytesPerSecond: number;
 }
 
-type Summary = { median: number; min: number; max: number };
-
 interface Figures {
   readsPerSecond: Summary;
   p50Ms: Summary;
@@ -67,41 +66,6 @@ interface Figures {
 interface ModeRound {
   reads: LoadResult;
   copy?: CopyFigures;
-}
-
-/** `--name value` from the command line (run.ts passes every flag through). */
-function flag(name: string, dflt: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  const v = i >= 0 ? Number(process.argv[i + 1]) : NaN;
-  return Number.isFinite(v) ? v : dflt;
-}
-
-/** mulberry32: the value sizes are the same on every run. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
-
-/** Median, min and max over rounds. */
-function summary(xs: readonly number[], digits = 3): Summary {
-  return { median: round(median(xs), digits), min: round(Math.min(...xs), digits), max: round(Math.max(...xs), digits) };
-}
-
-/** (max - min) / median over rounds: the noise of one figure. */
-function spread(xs: readonly number[]): number {
-  return round((Math.max(...xs) - Math.min(...xs)) / median(xs));
 }
 
 export async function throttledCopy(opts: { seconds: number; runs?: number }): Promise<Record<string, unknown>> {

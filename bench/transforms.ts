@@ -31,6 +31,7 @@ import type { EntryEncoding } from '../core/model/entry.js';
 import { ValueCodec, ZSTD_AVAILABLE, type ValueTransform } from '../core/transforms/codec.js';
 import { LocalKeyring } from '../core/transforms/keyring.js';
 import { round, table } from './lib/measure.js';
+import { prng } from './lib/rounds.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -58,18 +59,6 @@ const CASES: ReadonlyArray<{ name: string; t: ValueTransform }> = [
 ];
 
 // ---- values ----------------------------------------------------------------------------------------------------
-
-/** mulberry32: a small seeded PRNG, so the text values (and their compression ratios) are the same on every run. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const FIRST = [
   'Ada',

@@ -39,6 +39,7 @@ import { RedisTier } from '../core/tiers/redis/redis-tier.js';
 import { WarmTier } from '../core/tiers/warm-tier.js';
 import { startRedis } from '../test/helpers/services.js';
 import { closedLoop, round, table, type LoadResult } from './lib/measure.js';
+import { flag, median, summary, spread } from './lib/rounds.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -66,29 +67,6 @@ interface SettingRound {
   /** Dirty entries left at the end, and how long flushing them took at full speed. */
   backlog: number;
   drainMs: number;
-}
-
-/** `--name value` from the command line (run.ts passes every flag through). */
-function flag(name: string, dflt: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  const v = i >= 0 ? Number(process.argv[i + 1]) : NaN;
-  return Number.isFinite(v) ? v : dflt;
-}
-
-function median(xs: readonly number[]): number {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
-
-function summary(xs: readonly number[], digits = 3): { median: number; min: number; max: number } {
-  return { median: round(median(xs), digits), min: round(Math.min(...xs), digits), max: round(Math.max(...xs), digits) };
-}
-
-/** (max - min) / median over rounds: the noise of one figure. */
-function spread(xs: readonly number[]): number {
-  return round((Math.max(...xs) - Math.min(...xs)) / median(xs));
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
