@@ -100,7 +100,11 @@ export async function policyFlush(ctx?: BuiltContext): Promise<{ flushed: number
 }
 
 export async function policyTick(event: TickEvent, rt?: PolicyTickRuntime): Promise<TickResult> {
-  const r = rt ?? (await (runtime ??= build()));
+  const base = rt ?? (await (runtime ??= build()));
+  // The fleet's state is read once per tick: the state, the fleet's size and the scaling check all ask for it, and
+  // each read is the ring plus every node's report from S3.
+  let fleet: { state: ReturnType<PolicyTickRuntime['fleet']> } | undefined;
+  const r: PolicyTickRuntime = { ...base, fleet: () => (fleet ??= { state: base.fleet() }).state };
   const startedAt = event.startedAt ?? new Date().toISOString();
   const ticks = (event.ticks ?? 0) + 1;
   const live = r.live;

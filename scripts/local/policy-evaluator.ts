@@ -144,6 +144,16 @@ export function costState(store: LocalMetricsStore, environment: string, now = D
   return { total, byTier, byNamespace: {} };
 }
 
+/** `read`, answered from its last result while that is younger than `ms`. */
+function recentFor<T>(ms: number, read: () => Promise<T>): () => Promise<T> {
+  let last: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    const now = Date.now();
+    if (!last || now - last.at >= ms) last = { at: now, value: read() };
+    return last.value;
+  };
+}
+
 /** Collects a storeOnce namespace's unreferenced blobs, decided in its lowest durable tier (dedup-gc.ts). */
 export function collectOver(tiers: readonly Tier[], live: LivePolicy): (ns: string) => ReturnType<typeof collectBlobs> {
   return async (ns) => {
@@ -155,7 +165,9 @@ export function collectOver(tiers: readonly Tier[], live: LivePolicy): (ns: stri
 }
 
 export function startLocalPolicyEvaluator(o: LocalPolicyEvaluatorOptions): LocalPolicyEvaluator {
-  const { workflows, fleet } = o;
+  const { workflows } = o;
+  // One read of the nodes per tick: the state, the fleet's size and the scaling check all ask for it within a tick.
+  const fleet = o.fleet && recentFor(500, o.fleet);
   const actions: EvaluatorActions = {
     fleetSize: async () => (fleet ? (await fleet()).nodes : undefined),
     scaling: async () =>
