@@ -14,9 +14,11 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { NotFoundError, StrataError, TierUnavailableError, ValidationError } from '../errors.js';
-import type { Entry, EntryEncoding, EntryFlags, EntryHeader, WriteOutcome } from '../model/entry.js';
+import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive, isNewer } from '../model/entry.js';
 import { validateNamespace } from '../model/keys.js';
+import { isConflict, isNotFound, isNotImplemented } from './s3-errors.js';
+import { decodeStored, encodeMeta, isHeaderValue, META_UPLOAD } from './s3-metadata.js';
 import {
   DEFAULT_S3_PREFIX,
   normalizePrefix,
@@ -85,39 +87,14 @@ export interface S3TierOptions {
   batchConcurrency?: number;
 }
 
-/** User-metadata names (S3 lower-cases them; sent as x-amz-meta-*). */
-const META_VERSION = 'strata-version';
-const META_HEADER = 'strata';
-/** On a staging key: `completed` once the upload was committed (the marker that refuses a second PUT). */
-const META_UPLOAD = 'strata-upload';
 const COMPLETED_MARKER_BODY = 'strata:upload-completed';
 const JSON_TYPE = 'application/json';
-/** S3 allows 2 KB of user metadata (names + values); stay well below. */
-const META_BUDGET_BYTES = 1800;
 const TOMBSTONE_TAG = 'strata-tombstone';
 const MAX_CAS_ATTEMPTS = 8;
 const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
 /** Kept between a URL's expiry and its credentials' expiry: clocks differ, and a client needs time to start. */
 const CREDENTIAL_MARGIN_SECONDS = 30;
 const MAX_COPY_BYTES = 5 * 1024 * MiB;
-
-/** The JSON stored in x-amz-meta-strata (the version travels separately in x-amz-meta-strata-version). */
-interface StoredHeader {
-  /** expiresAt */
-  e: number | null;
-  /** hash */
-  h: string;
-  /** tags */
-  t: string[];
-  /** contentType as given (the object's Content-Type may differ when this one is not a valid header value) */
-  c?: string;
-  /** flags */
-  f: EntryFlags;
-  /** encoding (a compressed or encrypted value: model/entry.ts) */
-  x?: EntryEncoding;
-  /** 1 when the body is a placeholder and the value is empty (tombstones and location markers) */
-  p?: 1;
-}
 
 interface HeadResult {
   /** Undefined for objects without (valid) Strata metadata: such objects are treated as absent, but overwritten conditionally. */
@@ -411,7 +388,7 @@ export class S3Tier implements Tier, Presigning, Scanning {
         // Keep the staged object: the coordinator re-stamps a newer version and commits the same upload again.
         return { applied: false, current: cur.header.version, size: staged.size };
       }
-      const { meta, contentType } = this.encodeMeta(full, false);
+      const { meta, contentType } = encodeMeta(full, false);
       try {
         await this.client.send(
           new CopyObjectCommand({
@@ -504,27 +481,6 @@ export class S3Tier implements Tier, Presigning, Scanning {
     };
   }
 
-  private encodeMeta(h: EntryHeader, placeholder: boolean): { meta: Record<string, string>; contentType: string } {
-    const stored: StoredHeader = {
-      e: h.expiresAt,
-      h: h.hash,
-      t: h.tags,
-      f: h.flags,
-      ...(h.contentType !== undefined ? { c: h.contentType } : {}),
-      ...(h.encoding !== undefined ? { x: h.encoding } : {}),
-      ...(placeholder ? { p: 1 as const } : {}),
-    };
-    const meta = { [META_VERSION]: String(h.version), [META_HEADER]: asciiJson(stored) };
-    const bytes = Object.entries(meta).reduce((n, [k, v]) => n + k.length + v.length, 0);
-    if (bytes > META_BUDGET_BYTES)
-      throw new ValidationError(
-        'tags',
-        `entry header is ${bytes} bytes; S3 metadata allows about ${META_BUDGET_BYTES} (fewer or shorter tags / content type)`,
-      );
-    const contentType = h.contentType && isHeaderValue(h.contentType) ? h.contentType : 'application/octet-stream';
-    return { meta, contentType };
-  }
-
   private async writeObject(
     objectKey: string,
     header: EntryHeader,
@@ -533,7 +489,7 @@ export class S3Tier implements Tier, Presigning, Scanning {
   ): Promise<void> {
     const marker = value.length === 0 && (header.flags.tombstone || header.flags.elsewhere);
     const body = marker ? Buffer.from(`strata:${header.flags.tombstone ? 'tombstone' : 'elsewhere'}:${header.version}`) : value;
-    const { meta, contentType } = this.encodeMeta(header, !!marker);
+    const { meta, contentType } = encodeMeta(header, !!marker);
     const params: PutObjectCommandInput = {
       Bucket: this.bucket,
       Key: objectKey,
@@ -707,70 +663,6 @@ export class S3Tier implements Tier, Presigning, Scanning {
 }
 
 // ---- helpers ----------------------------------------------------------------------------------------------
-
-interface S3ErrorLike {
-  name?: string;
-  Code?: string;
-  $metadata?: { httpStatusCode?: number };
-}
-
-function errName(e: unknown): string | undefined {
-  const x = e as S3ErrorLike | undefined;
-  return x?.name ?? x?.Code;
-}
-
-function errStatus(e: unknown): number | undefined {
-  return (e as S3ErrorLike | undefined)?.$metadata?.httpStatusCode;
-}
-
-/** A missing object (not a missing bucket, which is an outage). HEAD on a missing bucket also answers a bare 404, though. */
-function isNotFound(e: unknown): boolean {
-  const n = errName(e);
-  if (n === 'NoSuchBucket') return false;
-  return n === 'NoSuchKey' || n === 'NotFound' || errStatus(e) === 404;
-}
-
-/** A conditional write lost: 412 PreconditionFailed, or 409 ConditionalRequestConflict (concurrent conditional writes). */
-function isConflict(e: unknown): boolean {
-  const n = errName(e);
-  const s = errStatus(e);
-  return n === 'PreconditionFailed' || n === 'ConditionalRequestConflict' || s === 412 || s === 409;
-}
-
-function isNotImplemented(e: unknown): boolean {
-  return errName(e) === 'NotImplemented' || errStatus(e) === 501;
-}
-
-function decodeStored(meta: Record<string, string> | undefined, contentLength: number): EntryHeader | undefined {
-  const v = meta?.[META_VERSION];
-  const raw = meta?.[META_HEADER];
-  if (v === undefined || raw === undefined || !/^\d+$/.test(v)) return undefined;
-  try {
-    const s = JSON.parse(raw) as StoredHeader;
-    const header: EntryHeader = {
-      version: Number(v),
-      expiresAt: typeof s.e === 'number' ? s.e : null,
-      size: s.p ? 0 : contentLength,
-      hash: typeof s.h === 'string' ? s.h : '',
-      tags: Array.isArray(s.t) ? s.t.map(String) : [],
-      flags: s.f && typeof s.f === 'object' ? { ...s.f } : {},
-    };
-    if (typeof s.c === 'string') header.contentType = s.c;
-    if (s.x && typeof s.x === 'object' && typeof s.x.size === 'number') header.encoding = s.x;
-    return header;
-  } catch {
-    return undefined;
-  }
-}
-
-/** JSON with every non-ASCII character escaped (\uXXXX), so it is a valid HTTP header value. */
-function asciiJson(v: unknown): string {
-  return JSON.stringify(v).replace(/[\u007f-\uffff]/g, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
-}
-
-function isHeaderValue(s: string): boolean {
-  return /^[\x20-\x7e]*$/.test(s) && s.length <= 256;
-}
 
 /** Whole seconds in 1..7 days, never past the entry's expiry. */
 function presignSeconds(requested: number, expiresAt: number | null, now: number): number {
