@@ -84,7 +84,9 @@ export class EntryRoutes {
     if (op === 'get' || op === 'head') {
       this.ctx.authorize(position, clientVersion, false);
       this.stats.served();
-      const e = this.store.getRaw(sk, op === 'get');
+      // A background read (a policy's copy or move: `peek=1`) is not a use: it leaves the eviction order and the
+      // entry's access facts as they were, or a nightly backup would make everything look recently read.
+      const e = this.store.getRaw(sk, op === 'get' && query.get('peek') !== '1');
       if (!e) return sendJson(res, 404, { error: { code: 'NOT_FOUND', message: 'no such key on this node' } });
       res.statusCode = 200;
       res.setHeader(ENTRY_HEADER, asciiJsonText(e.headerJson));

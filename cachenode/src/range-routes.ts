@@ -51,7 +51,9 @@ export class RangeRoutes {
    * key, hex), at most `limit` of them, at most `rate` bytes per second (and never above the node's cap). Ends
    * with a trailer `{ done, next, keys, bytes }`: `next` is the cursor to resume from. Reads committed state
    * after the writes queued before the request settle. `values=0` sends every record with an empty value (the
-   * header keeps the real size): enumeration by header, without reading or sending values.
+   * header keeps the real size): enumeration by header, without reading or sending values. `access=1` sends each
+   * entry's access facts (store.ts `accessOf`) as an access record before its entry record, for the policies'
+   * selections by idle time and reads; a pinned entry has none (unknown). Exports never count as reads.
    */
   async exportRange(query: URLSearchParams, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const start = query.get('start') ?? '';
@@ -67,6 +69,7 @@ export class RangeRoutes {
     const asked = query.has('rate') ? Number(query.get('rate')) : 0;
     const rate = cap > 0 && asked > 0 ? Math.min(cap, asked) : cap > 0 ? cap : asked > 0 ? asked : 0;
     const withValues = query.get('values') !== '0';
+    const withAccess = query.get('access') === '1';
     await this.store.settle();
     res.statusCode = 200;
     res.setHeader('content-type', RECORDS_CONTENT_TYPE);
@@ -90,6 +93,8 @@ export class RangeRoutes {
         Math.min(chunkKeys, limit - out.records),
         withValues,
         (sk, header, value) => {
+          const access = withAccess ? this.store.accessOf(sk) : undefined;
+          if (access && !out.addAccess(access)) full = true;
           if (!out.add(sk, header, value)) full = true;
           return !full;
         },

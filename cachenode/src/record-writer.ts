@@ -1,5 +1,11 @@
 import type { ServerResponse } from 'node:http';
-import { storedEntryRecordBytes, writeStoredEntryRecord } from '../../core/nodes/wire.js';
+import {
+  ACCESS_RECORD_BYTES,
+  storedEntryRecordBytes,
+  writeAccessRecord,
+  writeStoredEntryRecord,
+  type EntryAccess,
+} from '../../core/nodes/wire.js';
 import type { SlabPool } from './slab-pool.js';
 
 /**
@@ -56,6 +62,24 @@ export class PooledRecordWriter {
       this.buf = b ?? Buffer.allocUnsafe(this.pool.slabBytes);
     }
     this.used = writeStoredEntryRecord(this.buf, this.used, sk, headerJson, value);
+    return ok;
+  }
+
+  /**
+   * Adds the access record of the entry record added next (not counted in `records`; its bytes are). Answers as
+   * {@link add}.
+   */
+  addAccess(access: EntryAccess): boolean {
+    if (this.closed) return true;
+    let ok = true;
+    if (this.used + ACCESS_RECORD_BYTES > this.pool.slabBytes) ok = this.flush();
+    this.bytes += ACCESS_RECORD_BYTES;
+    if (!this.buf) {
+      const b = this.pool.acquire();
+      this.pooled = b !== undefined;
+      this.buf = b ?? Buffer.allocUnsafe(this.pool.slabBytes);
+    }
+    this.used = writeAccessRecord(this.buf, this.used, access);
     return ok;
   }
 

@@ -6,14 +6,32 @@
  *
  * The node never drops data on its own: the order only names victims (see `victims`); whoever evicts copies
  * them below first and then deletes them conditionally on their version.
+ *
+ * Each key's node also carries its access facts (policy selections by `idleSeconds` / `accessCount`, paper 003's
+ * LRU cascade): when it was last read, in whole seconds on the caller's clock, and how many reads. Two small
+ * integers on an object every entry has anyway: 16 bytes per entry, no allocation per read, nothing on disk.
  */
 interface SieveNode<K> {
   key: K;
   visited: boolean;
+  /** Last read, or when the key entered the order (written, imported, or the node's start): caller's seconds. */
+  at: number;
+  /** Reads since the key entered the order (capped at {@link MAX_READS}). */
+  reads: number;
   /** Towards the oldest key. */
   older: SieveNode<K> | undefined;
   /** Towards the newest key. */
   newer: SieveNode<K> | undefined;
+}
+
+/** Reads are counted up to this (a V8 small integer on every platform: the field never turns into a boxed number). */
+export const MAX_READS = 2 ** 30 - 1;
+
+/** What a key's node knows of its reads (see {@link Sieve.access}). */
+export interface AccessFacts {
+  /** Last read, or when the key entered the order, whichever is later (the caller's seconds). */
+  readonly at: number;
+  readonly reads: number;
 }
 
 export class Sieve<K> {
@@ -30,23 +48,37 @@ export class Sieve<K> {
     return this.nodes.has(key);
   }
 
-  /** Adds a key at the newest end (an existing key keeps its place and is marked visited). */
-  insert(key: K): void {
+  /**
+   * Adds a key at the newest end, entering at `at` (seconds: its access facts start there, with no reads); an
+   * existing key keeps its place and facts and is marked visited.
+   */
+  insert(key: K, at = 0): void {
     const n = this.nodes.get(key);
     if (n) {
       n.visited = true;
       return;
     }
-    const node: SieveNode<K> = { key, visited: false, older: this.newest, newer: undefined };
+    const node: SieveNode<K> = { key, visited: false, at, reads: 0, older: this.newest, newer: undefined };
     if (this.newest) this.newest.newer = node;
     this.newest = node;
     this.oldest ??= node;
     this.nodes.set(key, node);
   }
 
-  touch(key: K): void {
+  /** A read: marks the key visited and, given the time (seconds), records the read in its access facts. */
+  touch(key: K, at?: number): void {
     const n = this.nodes.get(key);
-    if (n) n.visited = true;
+    if (!n) return;
+    n.visited = true;
+    if (at === undefined) return;
+    if (at > n.at) n.at = at;
+    if (n.reads < MAX_READS) n.reads++;
+  }
+
+  /** The key's access facts; undefined when it is not in the order (absent, or pinned: see the store). */
+  access(key: K): AccessFacts | undefined {
+    const n = this.nodes.get(key);
+    return n && { at: n.at, reads: n.reads };
   }
 
   remove(key: K): void {

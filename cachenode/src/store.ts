@@ -130,6 +130,11 @@ export class NodeStore {
   private accounted = 0;
   private count = 0;
   private closed = false;
+  /**
+   * When the store opened (ms, on `now`): the origin of the access clock (whole seconds since, see
+   * {@link accessOf}), and the last access of every key found at start, so a restart never makes anything look idle.
+   */
+  readonly startedAt: number;
 
   constructor(opts: NodeStoreOptions) {
     mkdirSync(opts.dir, { recursive: true });
@@ -137,6 +142,7 @@ export class NodeStore {
     this.watermark = opts.watermark ?? 0.85;
     this.sync = opts.sync ?? 'flush';
     this.now = opts.now ?? Date.now;
+    this.startedAt = this.now();
     // noSubdir false: lmdb-js otherwise takes a path with a dot in its last part (`/data/strata.v1`) for a file.
     this.env = open({ path: opts.dir, maxDbs: 4, noSubdir: false });
     this.meta = this.env.openDB<Buffer, Buffer>({ name: 'meta', encoding: 'binary', keyEncoding: 'binary' });
@@ -167,6 +173,7 @@ export class NodeStore {
       pending: this.pending,
       applier: this.applier,
       order: this.order,
+      accessSecond: () => this.accessSecond(),
       account: (sk, keys, bytes) => this.account(sk, keys, bytes),
       accounted: () => this.accounted,
     });
@@ -202,13 +209,34 @@ export class NodeStore {
     this.sys.putSync(KEY_HASH, RING_HASH);
   }
 
-  /** Boot: byte accounting and eviction order from the meta database (values are not read). */
+  /**
+   * Boot: byte accounting and eviction order from the meta database (values are not read). Access facts live in
+   * memory only: every key starts with no reads and last accessed at the node's start.
+   */
   private rebuild(): void {
     for (const { key, value } of this.metaViews.getRange({ snapshot: false })) {
       const m = decodeMetaFixed(value);
       this.account(key, 1, m.bytes);
-      if (!isPinnedJson(metaHeaderJson(value))) this.order.insert(idOf(key));
+      if (!isPinnedJson(metaHeaderJson(value))) this.order.insert(idOf(key), 0);
     }
+  }
+
+  /** The access clock: whole seconds since the store opened (a small integer for 34 years). */
+  private accessSecond(): number {
+    return Math.max(0, Math.floor((this.now() - this.startedAt) / 1000));
+  }
+
+  /**
+   * What this node knows of a key's reads (policy selections by idleSeconds / accessCount): its last read through
+   * GET or a batch get (HEAD, exports and migrations do not count), or when it arrived here (written, imported, or
+   * found at the node's start), whichever is later, to the second; and the reads since it arrived or the node
+   * started. Undefined when the key is absent or pinned (pinned keys are outside the SIEVE order): unknown, which
+   * a selection by access never takes. Reads that a coordinator serves from its hot tier or near cache never reach
+   * the node: this is idleness in the warm tier, as each tier of Tiera keeps its own LRU order.
+   */
+  accessOf(sk: Buffer): { lastAccessMs: number; count: number } | undefined {
+    const a = this.order.access(idOf(sk));
+    return a && { lastAccessMs: this.startedAt + a.at * 1000, count: a.reads };
   }
 
   /** Books `keys` and `bytes` (either may be negative) for storage key `sk`: totals and its ring bucket. */
@@ -256,7 +284,7 @@ export class NodeStore {
     const at = inlineValueAt(mb);
     // The next read may reuse the meta buffer: the header is a string already, an inline value is taken now.
     const value = at !== undefined ? mb.subarray(at) : (p?.value ?? exactView(this.data.getBinaryFast(sk)) ?? EMPTY);
-    if (touch) this.order.touch(idOf(sk));
+    if (touch) this.order.touch(idOf(sk), this.accessSecond());
     return take(headerJson, value);
   }
 

@@ -60,6 +60,8 @@ export interface WriteDeciderOptions {
   pending: Map<string, PendingState>;
   applier: JournalApplier;
   order: Sieve<string>;
+  /** The store's access clock (whole seconds since it opened): when a key enters the SIEVE order. */
+  accessSecond: () => number;
   /** Books `keys` and `bytes` (either may be negative) for storage key `sk` (the store's totals and histogram). */
   account: (sk: Uint8Array, keys: number, bytes: number) => void;
   /** Accounted bytes of the store now. */
@@ -77,6 +79,7 @@ export class WriteDecider {
   readonly pending: Map<string, PendingState>;
   private readonly applier: JournalApplier;
   private readonly order: Sieve<string>;
+  private readonly accessSecond: () => number;
   private readonly account: (sk: Uint8Array, keys: number, bytes: number) => void;
   private readonly accounted: () => number;
 
@@ -90,6 +93,7 @@ export class WriteDecider {
     this.pending = opts.pending;
     this.applier = opts.applier;
     this.order = opts.order;
+    this.accessSecond = opts.accessSecond;
     this.account = opts.account;
     this.accounted = opts.accounted;
   }
@@ -146,8 +150,9 @@ export class WriteDecider {
     const inline = entry.value.length <= INLINE_VALUE_MAX_BYTES;
     const m: Meta = { version: entry.header.version, expiresAt: entry.header.expiresAt, bytes, external: !inline };
     this.account(sk, cur === null ? 1 : 0, bytes - before);
+    // A key that arrives (written, promoted, migrated in) counts as accessed now: never idle since before it came.
     if (entry.header.flags.pinned) this.order.remove(id);
-    else this.order.insert(id);
+    else this.order.insert(id, this.accessSecond());
     const dataOps = inline ? (cur?.external ? OP_DATA_DEL : 0) : OP_DATA_PUT;
     if ((inline && !bulk) || prev?.journaled) {
       // A large value (or a bulk write) behind a journaled write of the same key is journaled too, so it reaches
@@ -207,7 +212,7 @@ export class WriteDecider {
     });
     this.account(sk, 0, nm.bytes - m.bytes);
     if (pinned) this.order.remove(id);
-    else this.order.insert(id);
+    else this.order.insert(id, this.accessSecond());
     return op;
   }
 

@@ -11,10 +11,12 @@ import {
   readRawRecords,
   readRecords,
   RecordReader,
+  RECORD_ACCESS,
   RECORD_ENTRY,
   RECORD_TRAILER,
   RECORDS_CONTENT_TYPE,
   RING_HEADER,
+  type EntryAccess,
   type EntryRecord,
   type RawEntryRecord,
 } from './wire.js';
@@ -48,6 +50,11 @@ export interface ExportOptions {
   rate?: number;
   /** Records without their values (headers only; `header.size` keeps the real size): for enumeration. */
   headersOnly?: boolean;
+  /**
+   * Ask for each entry's access facts (`access=1`: {@link EntryRecord.access}). A node that predates them ignores
+   * the flag, and its entries come without facts: unknown, never a guess.
+   */
+  access?: boolean;
   signal?: AbortSignal;
 }
 
@@ -133,9 +140,10 @@ export class NodeClient {
 
   // ------------------------------------------------------------------ keys
 
-  async get(url: string, ns: string, key: string, ringVersion: number): Promise<Entry | undefined> {
+  /** `peek`: a background read, not counted as a use of the entry (its eviction order and access facts stay). */
+  async get(url: string, ns: string, key: string, ringVersion: number, peek = false): Promise<Entry | undefined> {
     const res = await this.request(url, {
-      path: keyPath(ns, key),
+      path: peek ? `${keyPath(ns, key)}?peek=1` : keyPath(ns, key),
       method: 'GET',
       headers: { [RING_HEADER]: String(ringVersion) },
     });
@@ -282,6 +290,7 @@ export class NodeClient {
     if (o.limit) q.set('limit', String(o.limit));
     if (o.rate) q.set('rate', String(o.rate));
     if (o.headersOnly) q.set('values', '0');
+    if (o.access) q.set('access', '1');
     const res = await this.request(url, {
       path: `/v1/range/export?${q}`,
       method: 'GET',
@@ -290,9 +299,14 @@ export class NodeClient {
     });
     if (res.statusCode !== 200) return this.fail(url, res);
     let trailer: ExportTrailer | undefined;
+    // An access record describes the entry record right after it.
+    let access: EntryAccess | undefined;
     try {
       for await (const r of read(res.stream())) {
-        if (r.type === RECORD_ENTRY) yield r;
+        if (r.type === RECORD_ENTRY) {
+          yield access && 'entry' in r ? { ...r, access } : r;
+          access = undefined;
+        } else if (r.type === RECORD_ACCESS) access = r.access;
         else if (r.type === RECORD_TRAILER) trailer = r.data as unknown as ExportTrailer;
       }
     } catch (e) {

@@ -5,7 +5,13 @@
  * A record is `[u32 total length][u8 type][payload]` (big-endian), `total` counting type and payload:
  * - ENTRY: `[u16 ns bytes][u16 key bytes][u32 header bytes] ns key headerJson value` (the value runs to the end);
  * - ABSENT: empty payload (a batch get's miss, kept in request order);
- * - TRAILER: JSON (an export's end: next cursor and counts; an import's or a batch's summary).
+ * - TRAILER: JSON (an export's end: next cursor and counts; an import's or a batch's summary);
+ * - ACCESS: `[f64 lastAccessMs][u32 count]`, the access facts of the entry record that follows it. Only an export
+ *   asked for them (`access=1`) carries them, so a client that never asks (every one before them) never meets the
+ *   type, and a node that does not know them ignores the flag: its entries then simply have no facts (unknown).
+ *
+ * The protocol grows this way, by a request flag a node either honours or ignores and record types only sent when
+ * asked for: older and newer nodes and clients keep talking to each other during a rolling upgrade.
  */
 import { decodeHeader, type Entry, type EntryHeader } from '../model/entry.js';
 import { HASH_BYTES, ringHashBytes } from '../ring/hash.js';
@@ -22,9 +28,13 @@ export const RECORDS_CONTENT_TYPE = 'application/vnd.strata.records';
 export const RECORD_ENTRY = 1;
 export const RECORD_ABSENT = 2;
 export const RECORD_TRAILER = 3;
+export const RECORD_ACCESS = 4;
 
 const PREFIX_BYTES = 5; // u32 length + u8 type
 const ENTRY_FIXED = 8; // u16 + u16 + u32
+const ACCESS_FIXED = 12; // f64 + u32
+/** Bytes of an access record. */
+export const ACCESS_RECORD_BYTES = PREFIX_BYTES + ACCESS_FIXED;
 
 /** JSON with every non-ASCII character escaped (\uXXXX), so it is a valid HTTP header value. */
 export function asciiJson(v: unknown): string {
@@ -91,6 +101,14 @@ export function positionKey(position: string): Buffer {
 
 // ------------------------------------------------------------------ records
 
+/** What a cache node knows of an entry's reads (see cachenode/src/store.ts `accessOf`). */
+export interface EntryAccess {
+  /** Its last read on that node, or when it arrived there or the node started, whichever is later (epoch ms). */
+  lastAccessMs: number;
+  /** Reads on that node since it arrived or the node started. */
+  count: number;
+}
+
 export interface EntryRecord {
   type: typeof RECORD_ENTRY;
   ns: string;
@@ -98,6 +116,12 @@ export interface EntryRecord {
   entry: Entry;
   /** The header as it travelled (JSON). */
   headerJson: string;
+  /** The access record that came before it, if any (an export asked for access facts). */
+  access?: EntryAccess;
+}
+export interface AccessRecord {
+  type: typeof RECORD_ACCESS;
+  access: EntryAccess;
 }
 export interface AbsentRecord {
   type: typeof RECORD_ABSENT;
@@ -113,7 +137,7 @@ export interface RawEntryRecord {
   key: string;
   raw: Buffer;
 }
-export type WireRecord = EntryRecord | AbsentRecord | TrailerRecord;
+export type WireRecord = EntryRecord | AbsentRecord | TrailerRecord | AccessRecord;
 
 /** Encodes an entry record. `headerJson` may be passed when the caller already has it (stored form). */
 export function encodeEntryRecord(
@@ -194,6 +218,21 @@ export function writeStoredEntryRecord(out: Buffer, at: number, sk: Buffer, head
   return p + value.length;
 }
 
+/** Writes an access record into `out` at `at` (room for {@link ACCESS_RECORD_BYTES}); answers where it ends. */
+export function writeAccessRecord(out: Buffer, at: number, access: EntryAccess): number {
+  out.writeUInt32BE(1 + ACCESS_FIXED, at);
+  out[at + 4] = RECORD_ACCESS;
+  out.writeDoubleBE(access.lastAccessMs, at + PREFIX_BYTES);
+  out.writeUInt32BE(Math.min(access.count, 0xffffffff), at + PREFIX_BYTES + 8);
+  return at + ACCESS_RECORD_BYTES;
+}
+
+export function encodeAccessRecord(access: EntryAccess): Buffer {
+  const out = Buffer.allocUnsafe(ACCESS_RECORD_BYTES);
+  writeAccessRecord(out, 0, access);
+  return out;
+}
+
 const ABSENT = Buffer.from([0, 0, 0, 1, RECORD_ABSENT]);
 
 export function encodeAbsentRecord(): Buffer {
@@ -227,6 +266,11 @@ export function decodeRecord(buf: Buffer): WireRecord {
   const type = buf[4];
   if (type === RECORD_ABSENT) return { type };
   if (type === RECORD_TRAILER) return { type, data: JSON.parse(buf.toString('utf8', PREFIX_BYTES)) as Record<string, unknown> };
+  if (type === RECORD_ACCESS) {
+    if (buf.length < ACCESS_RECORD_BYTES) throw new Error('truncated access record');
+    const access = { lastAccessMs: buf.readDoubleBE(PREFIX_BYTES), count: buf.readUInt32BE(PREFIX_BYTES + 8) };
+    return { type, access };
+  }
   if (type !== RECORD_ENTRY) throw new Error(`unknown record type ${type}`);
   const nsBytes = buf.readUInt16BE(5);
   const keyBytes = buf.readUInt16BE(7);
@@ -254,8 +298,8 @@ export class RecordReader {
   }
 
   /** As {@link push}, but entry records stay encoded ({@link RawEntryRecord}). */
-  pushRaw(chunk: Uint8Array): (RawEntryRecord | AbsentRecord | TrailerRecord)[] {
-    return this.pushRecords(chunk, true) as (RawEntryRecord | AbsentRecord | TrailerRecord)[];
+  pushRaw(chunk: Uint8Array): (RawEntryRecord | AbsentRecord | TrailerRecord | AccessRecord)[] {
+    return this.pushRecords(chunk, true) as (RawEntryRecord | AbsentRecord | TrailerRecord | AccessRecord)[];
   }
 
   private pushRecords(chunk: Uint8Array, raw: boolean): (WireRecord | RawEntryRecord)[] {
@@ -327,7 +371,7 @@ export async function* readRecords(stream: AsyncIterable<Uint8Array>, maxRecordB
 export async function* readRawRecords(
   stream: AsyncIterable<Uint8Array>,
   maxRecordBytes?: number,
-): AsyncGenerator<RawEntryRecord | AbsentRecord | TrailerRecord> {
+): AsyncGenerator<RawEntryRecord | AbsentRecord | TrailerRecord | AccessRecord> {
   const reader = new RecordReader(maxRecordBytes);
   for await (const chunk of stream) yield* reader.pushRaw(chunk);
   if (reader.pending > 0) throw new Error(`stream ended inside a record (${reader.pending} bytes left)`);

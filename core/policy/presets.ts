@@ -86,7 +86,7 @@ export const PRESETS: Readonly<Record<PresetName, Preset>> = {
   },
   'lru-cascade': {
     summary: 'Exclusive LRU cascade: one durable copy, in warm until warm fills, then the least recently used move to cold',
-    params: { atFillPercent: 85, idleSeconds: 3600 },
+    params: { atFillPercent: 85, idleSeconds: 3600, repeatSeconds: 300 },
     rules: (p) => [
       // Hot evicts on its own, so it cannot hold an exclusive copy: it caches reads (promotion) above warm.
       {
@@ -95,10 +95,20 @@ export const PRESETS: Readonly<Record<PresetName, Preset>> = {
         on: { action: 'put' },
         do: [{ store: { tiers: ['warm'] } }],
       },
+      // Idle = not read in warm (each cache node counts the reads that reach it: those hot or a near cache serve do
+      // not). While warm stays full the cascade runs again every repeatSeconds, as more values turn idle.
       {
         id: 'cascade',
-        description: 'Move the least recently used values from warm to cold when warm fills',
-        on: { threshold: { tier: 'warm', metric: 'fillPercent', op: '>=', value: num(p, 'atFillPercent') } },
+        description: 'Move the values not read in warm for idleSeconds to cold while warm is full',
+        on: {
+          threshold: {
+            tier: 'warm',
+            metric: 'fillPercent',
+            op: '>=',
+            value: num(p, 'atFillPercent'),
+            repeatSeconds: num(p, 'repeatSeconds'),
+          },
+        },
         do: [{ move: { from: 'warm', to: ['cold'], what: [{ object: 'idleSeconds', op: '>=', value: num(p, 'idleSeconds') }] } }],
       },
     ],

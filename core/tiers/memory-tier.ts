@@ -7,6 +7,7 @@ import type {
   DirtyTracking,
   KeyRef,
   Pinning,
+  ReadOptions,
   ScanOptions,
   ScanPage,
   Scanning,
@@ -30,8 +31,11 @@ export interface MemoryTierOptions {
   now?: () => number;
 }
 
-/** A stored entry; `deadline` is a local max age (the near cache's staleness bound), separate from the header's expiry. */
-type Stored = Entry & { deadline?: number };
+/**
+ * A stored entry; `deadline` is a local max age (the near cache's staleness bound), separate from the header's expiry.
+ * `at` and `reads` are its access facts (see {@link MemoryTier.scan}): two numbers on an object every entry has.
+ */
+type Stored = Entry & { deadline?: number; at: number; reads: number };
 
 /** Approximate per-entry overhead (Map slots, header object, queue node). */
 const ENTRY_OVERHEAD = 160;
@@ -65,16 +69,20 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
     this.order = new S3Fifo<string>({ capacity: this.maxBytes });
   }
 
-  async get(ns: string, key: string): Promise<Entry | undefined> {
-    return this.getSync(ns, key);
+  async get(ns: string, key: string, opts?: ReadOptions): Promise<Entry | undefined> {
+    return this.getSync(ns, key, opts);
   }
 
   /** Synchronous read for the coordinator's near-cache fast path. */
-  getSync(ns: string, key: string): Entry | undefined {
+  getSync(ns: string, key: string, opts?: ReadOptions): Entry | undefined {
     const id = ns + SEP + key;
     const e = this.live(id);
     if (!e) return undefined;
-    this.order.touch(id);
+    if (!opts?.peek) {
+      this.order.touch(id);
+      e.at = this.now();
+      e.reads++;
+    }
     return { header: cloneHeader(e.header), value: Buffer.from(e.value) };
   }
 
@@ -114,7 +122,13 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
       this.drop(victim);
       this.evictions++;
     }
-    const stored: Stored = { header: cloneHeader(entry.header), value: Buffer.from(entry.value) };
+    // A newer version keeps the key's access facts; a key that arrives counts as accessed now.
+    const stored: Stored = {
+      header: cloneHeader(entry.header),
+      value: Buffer.from(entry.value),
+      at: existing?.at ?? this.now(),
+      reads: existing?.reads ?? 0,
+    };
     if (maxAgeMs !== undefined) stored.deadline = this.now() + maxAgeMs;
     if (this.entries.has(id)) this.drop(id, false);
     this.entries.set(id, stored);
@@ -181,7 +195,9 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
 
   /**
    * Keys of `ns` starting with `prefix`, in key order (code units), `limit` per page; the cursor is the last key
-   * examined (encoded). Each page sorts the namespace's matching keys: O(n log n) per page, fine in process.
+   * examined (encoded). Each page sorts the namespace's matching keys: O(n log n) per page, fine in process. Items
+   * carry their access facts: the last read through get/getSync/getMany (head, has and scans do not count), or
+   * when the key arrived, and the reads since; a new process starts with none.
    */
   async scan(ns: string, opts: ScanOptions): Promise<ScanPage> {
     const start = ns + SEP + (opts.prefix ?? '');
@@ -193,7 +209,12 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
     let i = 0;
     for (; i < ids.length && items.length < opts.limit; i++) {
       const e = this.live(ids[i]!);
-      if (e) items.push({ key: ids[i]!.slice(ns.length + 1), header: cloneHeader(e.header) });
+      if (e)
+        items.push({
+          key: ids[i]!.slice(ns.length + 1),
+          header: cloneHeader(e.header),
+          access: { lastAccessMs: e.at, count: e.reads },
+        });
     }
     const last = ids[i - 1];
     return { items, cursor: i < ids.length && last !== undefined ? encodeKey(last.slice(ns.length + 1)) : null };

@@ -41,12 +41,22 @@ export interface PutOptions {
  * tier. Reads return tombstones and location markers as they are, so the coordinator can stop or skip; they
  * never return expired entries. A tier that cannot reach its backend throws TierUnavailableError.
  */
+/** How a read is made. */
+export interface ReadOptions {
+  /**
+   * A background read (a policy's copy or move), not a use of the entry: a tier that tracks use (eviction order,
+   * last access and read count: the cache nodes, the memory tier) leaves them as they were.
+   */
+  readonly peek?: boolean;
+}
+
 export interface Tier {
   readonly name: TierName;
   /** Short description of the backend ('memory', 'redis', 's3', 'local-folder', 'cachenode'). */
   readonly kind: string;
 
-  get(ns: string, key: string): Promise<Entry | undefined>;
+  /** `opts.peek`: a background read (see {@link ReadOptions}); tiers that track no use of entries ignore it. */
+  get(ns: string, key: string, opts?: ReadOptions): Promise<Entry | undefined>;
   head(ns: string, key: string): Promise<EntryHeader | undefined>;
   has(ns: string, key: string): Promise<boolean>;
   /** Versioned write (also used for tombstones and location markers). */
@@ -200,10 +210,27 @@ export function supportsPresigning(t: Tier): t is Tier & Presigning {
   return typeof (t as Partial<Presigning>).presignUpload === 'function';
 }
 
+/**
+ * What a tier knows of an entry's reads, for the policies' selections by `idleSeconds` and `accessCount` (paper
+ * 003's LRU cascade). Each tier counts only the reads that reach it, as each tier of Tiera keeps its own LRU order.
+ */
+export interface AccessFacts {
+  /** Its last read in this tier, or when it arrived in this tier (or the tier's process started), if later (epoch ms). */
+  lastAccessMs: number;
+  /** Reads in this tier since it arrived (or since the tier's process started). */
+  count: number;
+}
+
 /** One entry a scan found: its key and its header as {@link Tier.head} would return it. */
 export interface ScanItem {
   key: string;
   header: EntryHeader;
+  /**
+   * Its access facts, where the tier tracks them (warm: the cache nodes; MemoryTier). Absent = unknown (Redis, S3,
+   * the folder tier, a cache node that predates them, a pinned entry on a node): a selection by access never takes
+   * an entry whose facts are unknown.
+   */
+  access?: AccessFacts;
 }
 
 export interface ScanOptions {

@@ -11,7 +11,7 @@ import {
   type ExportTrailer,
   type NodeClientOptions,
 } from '../nodes/node-client.js';
-import type { Pinning, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
+import type { Pinning, ReadOptions, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
 
 export interface WarmTierOptions {
   /** The cached ring (refreshed from its store, and from the ring documents nodes send back with a 409). */
@@ -140,8 +140,9 @@ export class WarmTier implements Tier, Scanning, Pinning {
 
   // ------------------------------------------------------------------ single keys
 
-  async get(ns: string, key: string): Promise<Entry | undefined> {
+  async get(ns: string, key: string, opts?: ReadOptions): Promise<Entry | undefined> {
     const position = ringHash(ns, key);
+    if (opts?.peek) return this.read(position, (url, v) => this.client.get(url, ns, key, v, true));
     if (this.coalesce) {
       const router = this.ring.current();
       if (router) return this.enqueue<Entry | undefined>('get', router, position, ns, key, undefined);
@@ -240,7 +241,9 @@ export class WarmTier implements Tier, Scanning, Pinning {
    * the node that serves its reads. Nodes store keys in ring-hash order, so neither the namespace nor a key prefix
    * narrows an export: a page examines up to `limit` entries of any namespace and keeps the matching ones (a page
    * may well be empty before the end). The cursor is a place in the hash space, `p:<position>` (from there on) or
-   * `k:<storage key, hex>` (after that key), so it stays valid across ring changes.
+   * `k:<storage key, hex>` (after that key), so it stays valid across ring changes. Each item carries the access
+   * facts of the node that served it (its reads there: reads served by hot or a near cache never reach it); a node
+   * that predates them sends none, and its items have no `access` (unknown).
    */
   async scan(ns: string, opts: ScanOptions): Promise<ScanPage> {
     validateNamespace(ns);
@@ -265,6 +268,7 @@ export class WarmTier implements Tier, Scanning, Pinning {
           after,
           limit: budget,
           headersOnly: true,
+          access: true,
         });
         for (let r = await records.next(); ; r = await records.next()) {
           if (r.done) {
@@ -273,7 +277,9 @@ export class WarmTier implements Tier, Scanning, Pinning {
           }
           budget--;
           const { header } = r.value.entry;
-          if (r.value.ns === ns && r.value.key.startsWith(prefix) && !isExpired(header)) items.push({ key: r.value.key, header });
+          if (r.value.ns !== ns || !r.value.key.startsWith(prefix) || isExpired(header)) continue;
+          const { access } = r.value;
+          items.push({ key: r.value.key, header, ...(access ? { access } : {}) });
         }
       } catch (e) {
         throw this.unavailable(e);
