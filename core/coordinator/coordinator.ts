@@ -9,6 +9,7 @@ import { mapLimit } from '../util/concurrency.js';
 import { tierHealth, TierCounters, tierReports, type Health, type TierCounts, type TierReport } from './tier-report.js';
 import { hotFenceFor, type HotFence } from './hot-fence.js';
 import { KeyedMutex } from './keyed-mutex.js';
+import { lookupByPolicy, promotionTargets } from './key-scopes.js';
 import { OriginLoader } from './origin.js';
 import { HOT, namespaceDurable, place, type Placement, type PlacementHeader, type TierSnapshot } from './placement.js';
 import { NearCache } from './near-cache.js';
@@ -178,20 +179,20 @@ export class Coordinator {
    * the hot path: the batch's arrays and Promise.all cost a third of a get's throughput (bench hot-path).
    */
   async get(ns: string, key: string): Promise<ReadResult | undefined> {
-    const policy = this.policies.for(ns);
+    const policy = this.policies.forRead(ns, key);
     const near = this.near.get(ns, key, policy);
     if (near !== undefined) return near ? this.values.restore(ns, key, near, policy) : undefined;
-    const [w] = await this.reads.walk(ns, [key], readOne, entryHeader);
+    const [w] = await this.reads.walk(ns, [key], readOne, entryHeader, policy.readTiers);
     if (!asksOrigin(w!, policy)) this.reads.assertCertain(w!, policy);
     return this.settleRead(ns, key, w!, policy, true);
   }
 
   /** Header of the live entry, without the value and without promotion. Fails exactly when get() would. */
   async head(ns: string, key: string): Promise<HeadResult | undefined> {
-    const policy = this.policies.for(ns);
+    const policy = this.policies.forRead(ns, key);
     const near = this.near.get(ns, key, policy);
     if (near !== undefined) return near ? headResult(near.entry.header, near.tier) : undefined;
-    const [w] = await this.reads.walk(ns, [key], headOne, (h) => h);
+    const [w] = await this.reads.walk(ns, [key], headOne, (h) => h, policy.readTiers);
     this.reads.assertCertain(w!, policy);
     return w!.hit ? headResult(w!.hit.item, w!.hit.tier) : undefined;
   }
@@ -205,19 +206,25 @@ export class Coordinator {
    * that a failed tier makes unsure is a 503, except where the origin is asked instead.
    */
   private async readEntries(ns: string, keys: string[], read: TierRead<Entry>): Promise<(ReadResult | undefined)[]> {
-    const policy = this.policies.for(ns);
-    const found = await this.reads.lookup(ns, keys, policy, read, entryHeader);
+    const registry = this.registry;
+    const policy = registry.for(ns);
+    // Keys of scoped rules' classes may read other tiers: one walk per class (key-scopes.ts).
+    const each = registry.hasKeyScopes(ns) ? keys.map((k) => registry.forRead(ns, k)) : undefined;
+    const found = each
+      ? await lookupByPolicy(keys, each, (some, p) => this.reads.lookup(ns, some, p, read, entryHeader))
+      : await this.reads.lookup(ns, keys, policy, read, entryHeader);
     // Every key is settled before any origin load, so a 503 never leaves origin loads half done.
-    for (const f of found) {
-      if ('walked' in f && !asksOrigin(f.walked, policy)) this.reads.assertCertain(f.walked, policy);
-    }
+    found.forEach((f, i) => {
+      const p = each?.[i] ?? policy;
+      if ('walked' in f && !asksOrigin(f.walked, p)) this.reads.assertCertain(f.walked, p);
+    });
     return Promise.all(
       found.map((f, i) =>
         'near' in f
           ? f.near
-            ? this.values.restore(ns, keys[i]!, f.near, policy)
+            ? this.values.restore(ns, keys[i]!, f.near, each?.[i] ?? policy)
             : undefined
-          : this.settleRead(ns, keys[i]!, f.walked, policy, true),
+          : this.settleRead(ns, keys[i]!, f.walked, each?.[i] ?? policy, true),
       ),
     );
   }
@@ -240,7 +247,9 @@ export class Coordinator {
         // Off the request path, into the tiers above the hit that placement names (promotion.ts). The hot copy is
         // stamped with the epoch the walk took before it read anything.
         const epoch = w.epochs ? w.epochs[keyShardIndex(ns, key)]! : 0;
-        const into = this.placement(policy, placementHeader(entry)).promoteInto;
+        // Placed as its own write was (its tags may pick a tag-scoped placement), within the retrieve rule's tiers.
+        const placedBy = this.registry.forKey(ns, key, entry.header.tags);
+        const into = promotionTargets(this.placement(placedBy, placementHeader(entry)).promoteInto, policy);
         const residencyMs = policy.hotResidencySeconds * 1000;
         this.promoter.promote({ ns, key, entry, level, epoch, into, residencyMs, staleHot: w.staleHot });
       }
@@ -254,7 +263,7 @@ export class Coordinator {
 
   async put(ns: string, key: string, written: Buffer, opts: WriteOptions = {}): Promise<WriteResult> {
     const registry = this.registry;
-    const policy = registry.for(ns);
+    const policy = registry.forKey(ns, key, opts.tags);
     // Transformed once, before any tier sees it (stored-values.ts); every attempt writes these bytes.
     const prepared = this.values.prepare(registry, policy, ns, key, written, opts.tags);
     const p = prepared instanceof Promise ? await prepared : prepared;
@@ -304,7 +313,7 @@ export class Coordinator {
   }
 
   async delete(ns: string, key: string, opts: { ifMatch?: number | '*' } = {}): Promise<DeleteResult> {
-    const policy = this.policies.for(ns);
+    const policy = this.policies.forRead(ns, key);
     return this.writeLocks.run(lockId(ns, key), async () => {
       const conditional = opts.ifMatch !== undefined;
       if (conditional) await this.checkPrecondition(ns, key, opts);
@@ -344,7 +353,7 @@ export class Coordinator {
     opts: Omit<WriteOptions, 'ifMatch' | 'ifNoneMatch'> = {},
   ): Promise<WriteResult> {
     const registry = this.registry;
-    const policy = registry.for(ns);
+    const policy = registry.forKey(ns, key, opts.tags);
     // Uploaded bytes never pass through Strata, so they cannot be compressed or encrypted on their way in.
     this.values.refuseUpload(registry, ns, key, opts.tags);
     const target = this.tiers.find(supportsPresigning);
@@ -387,10 +396,10 @@ export class Coordinator {
 
   /** The live entry as tiers store it (transforms not undone), for copies into another tier. */
   private async stored(ns: string, key: string): Promise<ReadResult | undefined> {
-    const policy = this.policies.for(ns);
+    const policy = this.policies.forRead(ns, key);
     const near = this.near.get(ns, key, policy);
     if (near !== undefined) return near ?? undefined;
-    const [w] = await this.reads.walk(ns, [key], readOne, entryHeader);
+    const [w] = await this.reads.walk(ns, [key], readOne, entryHeader, policy.readTiers);
     this.reads.assertCertain(w!, policy);
     return this.settleRead(ns, key, w!, policy, false);
   }

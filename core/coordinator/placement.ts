@@ -60,6 +60,12 @@ export interface Placement {
   readonly writeBack: boolean;
   /** Tiers a read hit found lower down is copied into, off the request path (only those above the hit). */
   readonly promoteInto: readonly TierName[];
+  /**
+   * Tiers below hot that get a location marker before the write goes anywhere: writes of the key under an earlier
+   * policy, or under another (tag-scoped) placement, may have left a value there that a read would find before this
+   * write's durable copy, which must not outlive this write. Absent: none.
+   */
+  readonly shadow?: readonly TierName[];
 }
 
 /**
@@ -71,7 +77,10 @@ export interface Placement {
  * of at least `writeAroundBytes` skips hot, which gets a location marker instead, unless hot is the only copy.
  * Write-back applies to values hot takes, when hot can track dirty entries and there is a durable tier to flush
  * to. Promotions go into the policy's write tiers, hot only for values below `writeAroundBytes` (a hit found
- * below hot already lives elsewhere, so a large one never needs hot).
+ * below hot already lives elsewhere, so a large one never needs hot). A tier a read consults before the write's
+ * topmost durable copy but which the write does not reach (placement changed at runtime), and a tier another
+ * placement of the same keys writes (a tag-scoped rule: `footprint`), gets a location marker (`shadow`; hot:
+ * 'marker'), so no tier keeps an older version readers would find.
  */
 export function place({ policy, header, tiers }: PlacementInput): Placement {
   const large = header.size >= policy.writeAroundBytes;
@@ -95,30 +104,50 @@ function derived(policy: NamespacePolicy, tiers: readonly TierSnapshot[]): reado
 
 function decide(policy: NamespacePolicy, tiers: readonly TierSnapshot[], large: boolean): Placement {
   const hot = tiers.find((t) => t.name === HOT && writesTo(policy, HOT));
-  const durable = namespaceDurable(policy, tiers);
+  const durable = writeDurable(policy, tiers);
   // With nowhere else to go, a large value still lands in hot.
   const around = large && durable.length > 0;
   const writeBack = !!hot && !around && policy.writeMode === 'write-back' && hot.dirtyTracking && durable.length > 0;
   const promoteInto = policy.promoteOnRead
     ? tiers.filter((t) => writesTo(policy, t.name) && !(t.name === HOT && large)).map((t) => t.name)
     : [];
+  // Tiers this write does not reach may still hold an older version of the key: one an earlier policy placed there
+  // (placement changes at runtime), or another placement of the same keys (a tag-scoped rule: `footprint`). A read
+  // walks the tiers top-down and stops at the first copy, so every such tier the walk consults before the topmost
+  // durable copy, and every tier of the footprint, is shadowed by a location marker (hot: after the durable write,
+  // as write-around does; it may lose the marker, and its fence covers that).
+  const footprint = policy.footprint as readonly TierName[] | undefined;
+  const topDurable = durable.length ? tiers.findIndex((t) => t.name === durable[0]) : -1;
+  const shadow = tiers
+    .filter((t, i) => t.name !== HOT && !writesTo(policy, t.name) && (i < topDurable || !!footprint?.includes(t.name)))
+    .map((t) => t.name);
+  const hotMarker = !hot && durable.length > 0 && tiers.some((t) => t.name === HOT);
   const answer = {
     durable: Object.freeze(durable),
-    hot: hot ? (around ? 'marker' : 'value') : null,
+    hot: hot ? (around ? 'marker' : 'value') : hotMarker ? 'marker' : null,
     writeBack,
     promoteInto: Object.freeze(promoteInto),
+    ...(shadow.length ? { shadow: Object.freeze(shadow) } : {}),
   } as const;
   return Object.freeze(answer);
 }
 
+/** The tiers below hot a write placed by `policy` reaches before it is acknowledged (write-back: when flushed). */
+function writeDurable(policy: NamespacePolicy, tiers: readonly TierSnapshot[]): TierName[] {
+  return tiers.filter((t) => t.name !== HOT && writesTo(policy, t.name)).map((t) => t.name);
+}
+
 /**
- * The tiers every acknowledged write of a namespace reaches, whatever the entry: the policy's write tiers below hot.
- * {@link place} takes its `durable` from here, and the tier walk relies on it to decide when a read's answer is
- * certain while a tier is down (tier-walk.ts). Rules that make durability depend on the entry (its tags, its size)
- * must keep this the intersection over every entry the namespace may hold.
+ * The tiers every acknowledged write of the keys `policy` reads reaches, whatever the entry: the policy's write
+ * tiers below hot, narrowed to what every tag-scoped placement of those keys also writes (`readDurable`, compiled).
+ * The tier walk relies on it to decide when a read's answer is certain while a tier is down (tier-walk.ts), so
+ * rules that make durability depend on the entry (its tags, its size) must keep it the intersection over every
+ * entry those keys may hold.
  */
 export function namespaceDurable(policy: NamespacePolicy, tiers: readonly TierSnapshot[]): TierName[] {
-  return tiers.filter((t) => t.name !== HOT && writesTo(policy, t.name)).map((t) => t.name);
+  const only = policy.readDurable as readonly TierName[] | undefined;
+  if (!only) return writeDurable(policy, tiers);
+  return tiers.filter((t) => t.name !== HOT && only.includes(t.name)).map((t) => t.name);
 }
 
 function writesTo(policy: NamespacePolicy, tier: TierName): boolean {

@@ -82,6 +82,7 @@ export class TierWalk {
         pending.map((i) => keys[i]!),
         read,
         headerOf,
+        policy.readTiers,
       );
       pending.forEach((i, j) => (found[i] = { walked: walked[j]! }));
     }
@@ -90,10 +91,18 @@ export class TierWalk {
 
   /**
    * The one tier walk behind get, head, getMany and preconditions: each tier in turn, for the keys no tier above
-   * has settled. `read` fetches entries or headers of some keys from one tier.
+   * has settled. `read` fetches entries or headers of some keys from one tier. `only`: a retrieve rule's tiers
+   * (top-down, checked when compiled); the others are not read. A hit's `level` is its tier's place among all tiers.
    */
-  async walk<H>(ns: string, keys: string[], read: TierRead<H>, headerOf: (item: H) => EntryHeader): Promise<Walked<H>[]> {
-    const fence = this.d.hot ? this.d.fence : undefined;
+  async walk<H>(
+    ns: string,
+    keys: string[],
+    read: TierRead<H>,
+    headerOf: (item: H) => EntryHeader,
+    only?: readonly TierName[],
+  ): Promise<Walked<H>[]> {
+    const hot = this.d.hot && (!only || only.includes(this.d.hot.name)) ? this.d.hot : undefined;
+    const fence = hot ? this.d.fence : undefined;
     let view = fence?.readerView() ?? null;
     if (view instanceof Promise) {
       await view;
@@ -106,6 +115,7 @@ export class TierWalk {
     let pending = keys.map((_, i) => i);
     for (let level = 0; level < this.d.tiers.length && pending.length > 0; level++) {
       const tier = this.d.tiers[level]!;
+      if (only && !only.includes(tier.name)) continue;
       let found: (H | undefined)[];
       try {
         found = await read(tier, ns, pending.length === keys.length ? keys : pending.map((i) => keys[i]!));
@@ -125,7 +135,7 @@ export class TierWalk {
         const h = item === undefined ? undefined : headerOf(item);
         if (
           h &&
-          tier === this.d.hot &&
+          tier === hot &&
           (h.flags.pending || (fence && !(view && (h.hotEpoch ?? 0) >= view[keyShardIndex(ns, keys[i]!)]!)))
         ) {
           // Not confirmed by the fence: a clean copy may be older than an acknowledged write and is skipped; a
@@ -187,7 +197,7 @@ export class TierWalk {
 
   /** Whether the hot tier may hold a version no durable tier has (write-back, or a namespace with no durable tier). */
   private hotMayLead(policy: NamespacePolicy): boolean {
-    return policy.writeMode === 'write-back' || this.d.durableTargets(policy).length === 0;
+    return policy.writeMode === 'write-back' || !!policy.readHotMayLead || this.d.durableTargets(policy).length === 0;
   }
 }
 

@@ -63,6 +63,11 @@ export class TierWriter {
     const hot = placement.hot ? this.d.hot : undefined;
     const durable = this.tiersNamed(placement.durable);
     const epoch = this.epochOf(ns, key);
+    if (placement.shadow) {
+      // Before the value goes anywhere: once acknowledged, no tier another placement of the key wrote may serve older.
+      const shadowed = await this.shadow(ns, key, entry.header, this.tiersNamed(placement.shadow));
+      if (!shadowed.ok) return shadowed;
+    }
 
     if (hot && placement.writeBack) {
       const dirty = stampEpoch({ header: { ...entry.header, flags: { dirty: true } }, value: entry.value }, epoch);
@@ -209,6 +214,34 @@ export class TierWriter {
       }
     }
     return { ok: true, value: tiers };
+  }
+
+  /**
+   * Location markers of `header`'s version into tiers this write does not place the value in but another write of
+   * the key may have (tag-scoped placements): a tier that cannot take one fails the write, since it would keep
+   * serving the older value.
+   */
+  private async shadow(ns: string, key: string, header: EntryHeader, tiers: Tier[]): Promise<Attempt<void>> {
+    const marker = makeLocationMarker(header.version, header.expiresAt);
+    const results = await Promise.allSettled(tiers.map((t) => t.put(ns, key, marker)));
+    const stale = maxStale(results);
+    if (stale !== null) return { ok: false, current: stale };
+    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [tiers[i]!.name] : []));
+    failed.forEach((n) => this.d.count(n, 'errors'));
+    if (failed.length > 0)
+      throw new TierUnavailableError(
+        failed.join(','),
+        (results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason,
+      );
+    const unshadowed = tiers.filter((_, i) => !(results[i] as PromiseFulfilledResult<WriteOutcome>).value.applied);
+    if (unshadowed.length > 0) {
+      const names = unshadowed.map((t) => t.name).join(',');
+      throw new StrataError('TIER_UNAVAILABLE', `tier '${names}' is full and could not be shadowed`, {
+        tier: names,
+        reason: 'full',
+      });
+    }
+    return { ok: true, value: undefined };
   }
 
   /**

@@ -129,7 +129,8 @@ export class WriteBackFlusher {
       if (!e || !e.header.flags.dirty) return;
       const { dirty: _dirty, ...flags } = e.header.flags;
       const clean = copyForTier(e, flags);
-      const policy = policies.for(ns);
+      // The policy its write was placed by (a prefix- or tag-scoped write-back, or the namespace's).
+      const policy = policies.forKey(ns, key, e.header.tags);
       if (await this.opts.writeBelow(ns, key, clean, policy)) {
         // Clean now, so the copy gets the policy's hot residency and a full hot tier may evict it.
         if (await hot.markClean(ns, key, e.header.version, policy.hotResidencySeconds * 1000)) done++;

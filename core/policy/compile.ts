@@ -13,15 +13,28 @@ import {
 } from './document.js';
 import { BACKGROUND_RESPONSES, isFlushRule } from './evaluator.js';
 import { presetParamProblems, presetRules } from './presets.js';
-import { defaultRules, isEviction } from './defaults.js';
+import { defaultRules, isEviction, type DefaultRulesOptions } from './defaults.js';
 import {
   namespacePolicySchema,
   PolicyRegistry,
+  type KeyScopes,
   type NamespaceConfigInput,
   type NamespacePolicy,
+  type ScopeExtras,
   type TransformRule,
 } from './namespace-settings.js';
 import { ZSTD_AVAILABLE } from '../transforms/codec.js';
+import {
+  compileNamespacePlacement,
+  inScope,
+  isOrigin,
+  isPlacement,
+  sortTiers,
+  type GroupPlacement,
+  type Placement,
+} from './scoped-placement.js';
+
+export type { Placement, ScopedPlacement } from './scoped-placement.js';
 
 /**
  * A policy document compiled for the coordinator: presets expanded into rules, and per namespace the placement its
@@ -42,17 +55,6 @@ export interface CompiledPolicy {
   readonly hash: string;
 }
 
-export interface Placement {
-  readonly writeMode: NamespacePolicy['writeMode'];
-  readonly writeTiers: readonly PolicyTier[];
-  /** Values of at least this size skip hot; absent: none do. */
-  readonly writeAroundBytes?: number;
-  readonly flushIntervalMs?: number;
-  readonly origin?: string;
-}
-
-const TIER_ORDER: readonly PolicyTier[] = ['hot', 'warm', 'cold'];
-const sortTiers = (t: readonly PolicyTier[]): PolicyTier[] => TIER_ORDER.filter((x) => t.includes(x));
 /** Write-around never: the largest size a value may have. */
 const NEVER = Number.MAX_SAFE_INTEGER;
 
@@ -68,8 +70,11 @@ export interface CompileOptions {
    * evaluator in AWS does not yet). @default background
    */
   readonly transfers?: boolean;
-  /** The default rules (defaults.ts) are added; in AWS the loops they describe still run as before. @default background */
-  readonly defaults?: boolean;
+  /**
+   * The default rules (defaults.ts) are added, with the deployment's options when given (STRATA_POLICY_DEFAULTS: the
+   * eviction schedule, the node-fill response, paper 000's pre-launch). @default background
+   */
+  readonly defaults?: boolean | DefaultRulesOptions;
   /**
    * The runtime's keyring (composition/keyring-env.ts): encrypt rules are refused without one, and, when `keys` is
    * given, name one of those keys (in AWS, the KMS keys the deployment granted Strata; locally any name).
@@ -81,6 +86,11 @@ export interface CompileOptions {
    * a policy that stores them in the clear).
    */
   readonly stored?: boolean;
+  /**
+   * The hot tier of this runtime reports per-entry access (the in-process MemoryTier: embedded use, tests), so a
+   * copy from hot may select by idleSeconds / accessCount. A Redis hot tier does not (see accessProblem). @default false
+   */
+  readonly hotTracksAccess?: boolean;
 }
 
 /** Responses this version runs. The others are part of the language and refused until their executor exists. */
@@ -89,7 +99,7 @@ function unsupported(rule: PolicyRule, opts: CompileOptions): string | undefined
     const kind = responseKind(r);
     if (kind === 'store' || kind === 'storeOnce') continue;
     if (isTransformKind(kind)) continue; // checked by transformProblem()
-    if (kind === 'retrieve' && 'retrieve' in r && r.retrieve.origin && !r.retrieve.tiers) continue;
+    if (kind === 'retrieve') continue; // tiers and origin: checked by compileNamespacePlacement()
     if (kind === 'copy' && isFlush(rule)) continue;
     const scoped = !!rule.scope.prefix || !!rule.scope.tag;
     const moves = (kind === 'copy' || kind === 'move' || kind === 'delete') && !isEviction(rule);
@@ -129,7 +139,8 @@ function expand(doc: PolicyDocument, problems: PolicyProblem[], opts: CompileOpt
   const out: PolicyRule[] = [];
   if (opts.defaults ?? opts.background) {
     const own = new Set(doc.rules.map((r) => r.id));
-    out.push(...defaultRules(doc).filter((r) => !own.has(r.id)));
+    const options = typeof opts.defaults === 'object' ? opts.defaults : {};
+    out.push(...defaultRules(doc, options).filter((r) => !own.has(r.id)));
   }
   for (const [ns, entry] of Object.entries(doc.namespaces)) {
     if (!entry.preset) continue;
@@ -156,18 +167,33 @@ function expand(doc: PolicyDocument, problems: PolicyProblem[], opts: CompileOpt
   return out.filter((r) => r.enabled);
 }
 
-/** The rules of a namespace for one purpose: its own when it has any, else those for every namespace (`*`). */
-function inScope(rules: readonly PolicyRule[], ns: string, pick: (r: PolicyRule) => boolean): PolicyRule[] {
-  const own = rules.filter((r) => r.scope.namespace === ns && pick(r));
-  return own.length || ns === '*' ? own : rules.filter((r) => r.scope.namespace === '*' && pick(r));
+/**
+ * Why a selection by access (idleSeconds, accessCount) cannot run from tier `from`, or undefined. Only tiers whose
+ * scans report each entry's reads can answer it: warm (each cache node tracks its entries' reads in memory) and the
+ * in-process MemoryTier as hot. A Redis hot tier cannot at a reasonable cost: OBJECT FREQ answers only under an LFU
+ * eviction policy, and an ElastiCache Serverless cache's configuration cannot be changed (it evicts volatile-lru);
+ * OBJECT IDLETIME would be one more command (and ECPU) for every key scanned, and reads refresh it. Cold (S3, the
+ * local folder) keeps no access record at all.
+ */
+function accessProblem(from: PolicyTier, object: string, opts: CompileOptions): string | undefined {
+  if (from === 'warm' || (from === 'hot' && opts.hotTracksAccess)) return undefined;
+  const why =
+    from === 'cold'
+      ? 'the cold tier (S3, or the local folder) keeps no record of reads'
+      : 'the hot tier (Redis / ElastiCache Serverless) cannot report per-key reads: OBJECT FREQ needs an LFU eviction ' +
+        'policy, which a serverless cache does not let you set, and OBJECT IDLETIME would cost a command per key scanned';
+  return (
+    `selection by ${object} from ${from}: ${why}. Select by access from warm, whose cache nodes track each entry's ` +
+    'reads, or from this tier by size, ageSeconds, tag, contentType or dirty'
+  );
 }
 
 /**
  * Why a background copy / move / delete cannot run as written (data-mover.ts), or undefined. Tiers enumerate one
  * namespace at a time, hot evicts on its own (it never holds the only copy, and its dirty entries are the flusher's),
- * and tiers do not track per-entry access (idle time, access count) yet.
+ * and only some tiers track per-entry access (idle time, access count: {@link accessProblem}).
  */
-function transferProblem(rule: PolicyRule): string | undefined {
+function transferProblem(rule: PolicyRule, opts: CompileOptions): string | undefined {
   if (isFlush(rule)) return undefined;
   for (const r of rule.do) {
     const resize = 'grow' in r ? r.grow : 'shrink' in r ? r.shrink : undefined;
@@ -186,9 +212,9 @@ function transferProblem(rule: PolicyRule): string | undefined {
       return `${kind} from hot: hot evicts on its own (hotResidencySeconds bounds how long it keeps a copy)`;
     if (kind === 'move' && to.every((t) => t === 'hot'))
       return 'move into hot alone would leave the only copy in a tier that evicts on its own';
-    const untracked = spec.what.find((w) => w.object === 'idleSeconds' || w.object === 'accessCount');
-    if (untracked)
-      return `selection by ${untracked.object} is not supported yet: tiers do not track per-entry access (select by size, ageSeconds, tag, contentType or dirty)`;
+    const byAccess = spec.what.find((w) => w.object === 'idleSeconds' || w.object === 'accessCount');
+    const accessWhy = byAccess && 'object' in byAccess ? accessProblem(spec.from, byAccess.object, opts) : undefined;
+    if (accessWhy) return accessWhy;
   }
   return undefined;
 }
@@ -267,80 +293,6 @@ function transformsOf(ns: string, rules: readonly PolicyRule[]): TransformRule[]
   return out;
 }
 
-const isPlacement = (r: PolicyRule): boolean =>
-  ruleMode(r) === 'foreground' && 'action' in r.on && r.on.action === 'put' && r.do.some((d) => 'store' in d || 'storeOnce' in d);
-const isOrigin = (r: PolicyRule): boolean => 'action' in r.on && r.on.action === 'get' && r.do.some((d) => 'retrieve' in d);
-
-/** The size from which a `when` sends values elsewhere (`size >= N` or `size > N`), or a reason it cannot. */
-function sizeFloor(rule: PolicyRule): number | string {
-  const [c, ...more] = rule.when;
-  if (!c || more.length || !('object' in c) || c.object !== 'size' || !('op' in c) || (c.op !== '>=' && c.op !== '>'))
-    return 'a placement rule may have no condition, or one "size >= N" (write-around); other conditions are not supported yet';
-  return c.op === '>=' ? Math.max(1, Math.ceil(c.value)) : Math.floor(c.value) + 1;
-}
-
-function placementOf(
-  ns: string,
-  rules: readonly PolicyRule[],
-  problem: (rule: PolicyRule, message: string) => void,
-  nsProblem: (message: string) => void,
-): Placement {
-  const placing = inScope(rules, ns, isPlacement);
-  const plain = placing.filter((r) => r.when.length === 0);
-  const sized = placing.filter((r) => r.when.length > 0);
-  const tiersOf = (r: PolicyRule): PolicyTier[] =>
-    sortTiers(r.do.flatMap((d) => ('store' in d ? d.store.tiers : 'storeOnce' in d ? d.storeOnce.tiers : [])));
-  if (plain.length > 1) nsProblem(`more than one placement rule without a condition: ${plain.map((r) => r.id).join(', ')}`);
-  if (sized.length > 1) nsProblem(`more than one write-around rule: ${sized.map((r) => r.id).join(', ')}`);
-  const base = plain[0];
-  let writeTiers: PolicyTier[] = base ? tiersOf(base) : [...TIER_ORDER];
-  let writeMode: Placement['writeMode'] = 'write-through';
-  let flushIntervalMs: number | undefined;
-  if (base && writeTiers.length === 1 && writeTiers[0] === 'hot') {
-    const flush = inScope(rules, ns, isFlush)[0];
-    if (!flush) {
-      problem(
-        base,
-        'the only copy of a value would be in hot, which evicts on its own: add a timer rule that copies dirty values ' +
-          'from hot to warm or cold (write-back, see the low-latency preset), or store into a durable tier too',
-      );
-    } else {
-      const copy = flush.do[0] as { copy: { to: PolicyTier[] } };
-      const seconds = (flush.on as { timer: { everySeconds: number } }).timer.everySeconds;
-      writeTiers = sortTiers(['hot', ...copy.copy.to]);
-      writeMode = 'write-back';
-      flushIntervalMs = Math.round(seconds * 1000);
-    }
-  }
-  let writeAroundBytes: number | undefined;
-  const around = sized[0];
-  if (around) {
-    const floor = sizeFloor(around);
-    const expected = writeTiers.filter((t) => t !== 'hot');
-    const got = tiersOf(around);
-    if (typeof floor === 'string') problem(around, floor);
-    else if (!writeTiers.includes('hot') || canonical(got) !== canonical(expected))
-      problem(
-        around,
-        `a write-around rule stores large values into the placement's tiers below hot (${expected.join(', ') || 'none'}); ` +
-          'other tiers are not supported yet',
-      );
-    else writeAroundBytes = floor;
-  }
-  for (const r of placing)
-    if ('action' in r.on && r.on.tier) problem(r, 'a placement rule names its tiers in store, not in on.tier');
-  const origins = inScope(rules, ns, isOrigin);
-  if (origins.length > 1) nsProblem(`more than one read-through rule: ${origins.map((r) => r.id).join(', ')}`);
-  const origin = origins[0]?.do.find((d) => 'retrieve' in d) as { retrieve: { origin?: { url: string } } } | undefined;
-  return {
-    writeMode,
-    writeTiers,
-    ...(writeAroundBytes !== undefined ? { writeAroundBytes } : {}),
-    ...(flushIntervalMs !== undefined ? { flushIntervalMs } : {}),
-    ...(origin?.retrieve.origin ? { origin: origin.retrieve.origin.url } : {}),
-  };
-}
-
 /**
  * Compiles a parsed document. Throws {@link PolicyDocumentError} with every problem (a preset's bad parameter, a
  * rule this version cannot run, a placement that would leave the only copy in hot).
@@ -358,52 +310,65 @@ export function compilePolicy(doc: PolicyDocument, opts: CompileOptions = {}): C
     const why =
       unsupported(r, opts) ??
       transformProblem(r, opts) ??
-      transferProblem(r) ??
+      transferProblem(r, opts) ??
       (r.scope.namespace === '*' && r.do.some((d) => 'storeOnce' in d)
         ? 'storeOnce is scoped to a namespace (its shared copies are collected namespace by namespace)'
         : undefined);
     if (why) problem(r, why);
-    if (ruleMode(r) === 'foreground' && (r.scope.prefix || r.scope.tag) && (isPlacement(r) || isOrigin(r)))
+    if ((r.scope.prefix || r.scope.tag) && r.do.some((d) => 'storeOnce' in d))
       problem(
         r,
-        'placement and read-through rules are scoped to a namespace; prefix and tag scopes are not supported for them yet',
+        'storeOnce is scoped to a namespace (its shared copies are collected namespace by namespace), not a prefix or tag',
       );
   }
   const names = new Set<string>(['*', ...Object.keys(doc.namespaces), ...rules.map((r) => r.scope.namespace)]);
   const placements: Record<string, Placement> = {};
   const policies: Record<string, NamespacePolicy> = {};
   const transforms: Record<string, TransformRule[]> = {};
+  const keyScopes: Record<string, KeyScopes | null> = {};
   for (const ns of names) {
     const t = transformsOf(ns, rules);
     if (t.length) transforms[ns] = t;
     const once = t.find((x) => x.storeOnce);
-    const placement = placementOf(ns, rules, problem, (message) => problems.push({ path: `namespaces.${ns}`, message }));
-    placements[ns] = placement;
-    const dedupProblem = storeOnceProblem(t, placement);
-    if (dedupProblem) problems.push({ path: `namespaces.${ns}`, rule: once?.rule, message: dedupProblem });
     const settings = { ...doc.namespaces['*']?.settings, ...(ns === '*' ? {} : doc.namespaces[ns]?.settings) };
     const nearCache = {
       ...doc.namespaces['*']?.settings?.nearCache,
       ...(ns === '*' ? {} : doc.namespaces[ns]?.settings?.nearCache),
     };
-    const origin = inScope(rules, ns, isOrigin)[0]?.do.find((d) => 'retrieve' in d);
-    const parsed = namespacePolicySchema.safeParse({
-      ...settings,
-      nearCache,
-      writeMode: placement.writeMode,
-      writeTiers: placement.writeTiers,
-      writeAroundBytes: placement.writeAroundBytes ?? NEVER,
-      ...(placement.flushIntervalMs !== undefined ? { flushIntervalMs: placement.flushIntervalMs } : {}),
-      ...(origin && 'retrieve' in origin && origin.retrieve.origin ? { origin: origin.retrieve.origin } : {}),
-    });
-    if (!parsed.success) problems.push({ path: `namespaces.${ns}`, message: parsed.error.issues[0]?.message ?? 'invalid' });
-    else policies[ns] = parsed.data;
+    const nsProblem = (message: string): void => void problems.push({ path: `namespaces.${ns}`, message });
+    // One namespace's settings with a placement and read-through: the namespace's own, or one of its key classes'.
+    const build = (placement: GroupPlacement, origin: unknown, extras: ScopeExtras = {}): NamespacePolicy | undefined => {
+      const parsed = namespacePolicySchema.safeParse({
+        ...settings,
+        nearCache,
+        writeMode: placement.writeMode,
+        writeTiers: placement.writeTiers,
+        writeAroundBytes: placement.writeAroundBytes ?? NEVER,
+        ...(placement.flushIntervalMs !== undefined ? { flushIntervalMs: placement.flushIntervalMs } : {}),
+        ...(origin ? { origin } : {}),
+      });
+      if (!parsed.success) nsProblem(parsed.error.issues[0]?.message ?? 'invalid');
+      return parsed.success ? { ...parsed.data, ...extras } : undefined;
+    };
+    const compiled = compileNamespacePlacement(ns, rules, { rule: problem, namespace: nsProblem }, build);
+    placements[ns] = compiled.placement;
+    keyScopes[ns] = compiled.keyScopes;
+    const dedupProblem = storeOnceProblem(t, compiled.placement);
+    if (dedupProblem) problems.push({ path: `namespaces.${ns}`, rule: once?.rule, message: dedupProblem });
+    const policy = build(compiled.base, compiled.origin);
+    if (policy) policies[ns] = policy;
   }
-  if (problems.length) throw new PolicyDocumentError(problems);
+  // A rule of `*` is checked once for each namespace that takes it: each problem is reported once.
+  const seen = new Set<string>();
+  const unique = problems.filter((p) => {
+    const id = `${p.rule ?? p.path}\u0000${p.message}`;
+    return !seen.has(id) && !!seen.add(id);
+  });
+  if (unique.length) throw new PolicyDocumentError(unique);
   const { '*': defaults, ...namespaces } = policies;
   const registry = new PolicyRegistry(
-    { defaults, namespaces: namespaces as Record<string, Record<string, unknown>> },
-    { transforms },
+    { defaults, namespaces: namespaces as unknown as Record<string, Record<string, unknown>> },
+    { transforms, keyScopes },
   );
   return { document: doc, rules, registry, placements, hash: policyHash(doc) };
 }

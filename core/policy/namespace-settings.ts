@@ -68,7 +68,27 @@ export const namespacePolicySchema = z.strictObject({
     .optional(),
 });
 
-export type NamespacePolicy = z.infer<typeof namespacePolicySchema>;
+/**
+ * What a policy document's scoped rules add to the settings of the keys of one scope (compile.ts, scoped-placement.ts).
+ * Not settable in STRATA_NAMESPACES: only compiled key classes ({@link KeyScopes}) carry them.
+ */
+export interface ScopeExtras {
+  /** `retrieve.tiers`: the tiers a get reads, top-down; absent: every tier. */
+  readonly readTiers?: readonly PolicyTierName[];
+  /**
+   * Every tier some write of a key of this scope may put a value in (its tag-scoped placements differ): a write
+   * puts a location marker into those of them it does not write, so no tier keeps an older version a reader finds.
+   * Absent: the policy's writeTiers.
+   */
+  readonly footprint?: readonly PolicyTierName[];
+  /** Tiers below hot that every acknowledged write of the scope's keys reaches, whatever its tags (tier-walk.ts). */
+  readonly readDurable?: readonly PolicyTierName[];
+  /** Hot may hold a version no durable tier has, for some write of the scope's keys (a tag-scoped write-back). */
+  readonly readHotMayLead?: boolean;
+}
+
+export type PolicyTierName = z.infer<typeof tierName>;
+export type NamespacePolicy = z.infer<typeof namespacePolicySchema> & ScopeExtras;
 export type NamespacePolicyInput = z.input<typeof namespacePolicySchema>;
 
 export const namespaceConfigSchema = z.strictObject({
@@ -98,10 +118,33 @@ export interface TransformRule {
   readonly storeOnce?: true;
 }
 
+/**
+ * The keys of a namespace whose placement or reads scoped rules decide (prefix and tag scopes, retrieve from named
+ * tiers). Keys fall in classes by the longest prefix any such rule names; each class's policies are compiled once,
+ * so a request resolves its policy by one scan of the prefixes and allocates nothing.
+ */
+export interface KeyScopes {
+  /** Longest prefix first; the last one is '' (every key). */
+  readonly classes: readonly KeyClass[];
+}
+
+export interface KeyClass {
+  readonly prefix: string;
+  /** Reads of the class's keys, and writes that carry none of `tagged`'s tags. */
+  readonly policy: NamespacePolicy;
+  /** Tag-scoped placements for writes carrying the tag, most specific first: the first a write carries decides. */
+  readonly tagged: readonly { readonly tag: string; readonly policy: NamespacePolicy }[];
+}
+
 /** What a policy document adds to the namespace settings (compile.ts). */
 export interface PolicyExtras {
   /** Compress and encrypt rules per namespace (`*`: every namespace without its own). */
   readonly transforms?: Readonly<Record<string, readonly TransformRule[]>>;
+  /**
+   * Key classes per namespace (`*`: every namespace not named); null: the namespace has no scoped placement or
+   * retrieve rules of its own kind, and every key takes {@link PolicyRegistry.for}.
+   */
+  readonly keyScopes?: Readonly<Record<string, KeyScopes | null>>;
 }
 
 const NO_TRANSFORMS: readonly TransformRule[] = Object.freeze([]);
@@ -121,9 +164,14 @@ export class PolicyRegistry {
   private readonly defaults: NamespacePolicy;
   private readonly overrides: Record<string, Record<string, unknown>>;
   private readonly transformRules: Readonly<Record<string, readonly TransformRule[]>>;
+  private readonly keyScopes: Readonly<Record<string, KeyScopes | null>>;
+  /** Whether any namespace has key classes: without, every request takes the namespace's policy as before. */
+  private readonly scoped: boolean;
 
   constructor(input: NamespaceConfigInput = {}, extras: PolicyExtras = {}) {
     this.transformRules = extras.transforms ?? {};
+    this.keyScopes = extras.keyScopes ?? {};
+    this.scoped = Object.values(this.keyScopes).some((s) => s !== null);
     const parsed = namespaceConfigSchema.safeParse(input);
     if (!parsed.success) throw new PolicyConfigError(parsed.error);
     this.defaults = parsed.data.defaults;
@@ -148,6 +196,44 @@ export class PolicyRegistry {
       this.resolved.set(ns, p);
     }
     return p;
+  }
+
+  /** The key classes of a namespace, or undefined when its keys all take {@link for}. */
+  private classesOf(ns: string): readonly KeyClass[] | undefined {
+    if (!this.scoped) return undefined;
+    const own = this.keyScopes[ns];
+    return (own === undefined ? this.keyScopes['*'] : own)?.classes;
+  }
+
+  private classOf(ns: string, key: string): KeyClass | undefined {
+    const classes = this.classesOf(ns);
+    if (!classes) return undefined;
+    for (const c of classes) if (key.startsWith(c.prefix)) return c;
+    return undefined;
+  }
+
+  /**
+   * The policy a write of `key` carrying `tags` is placed by: its class's tag-scoped placement for the first tag
+   * that has one, else its class's (the longest prefix a rule names, else the namespace's).
+   */
+  forKey(ns: string, key: string, tags: readonly string[] | undefined): NamespacePolicy {
+    const c = this.classOf(ns, key);
+    if (!c) return this.for(ns);
+    if (tags?.length) for (const t of c.tagged) if (tags.includes(t.tag)) return t.policy;
+    return c.policy;
+  }
+
+  /**
+   * The policy a read of `key` follows (its tiers, read-through, when its answer is certain): tags are not known
+   * before the entry is found, so reads are scoped by prefix only.
+   */
+  forRead(ns: string, key: string): NamespacePolicy {
+    return this.classOf(ns, key)?.policy ?? this.for(ns);
+  }
+
+  /** Whether keys of `ns` may take different policies (getMany then reads them class by class). */
+  hasKeyScopes(ns: string): boolean {
+    return this.classesOf(ns) !== undefined;
   }
 
   /** The compress and encrypt rules in force for a namespace (its own, else those of `*`). */
@@ -187,7 +273,12 @@ export class PolicyRegistry {
 
   /** Shortest write-back flush interval in force (drives the flush timer). */
   minFlushIntervalMs(): number | null {
-    const all = [this.defaults, ...this.configured().map((n) => this.for(n))].filter((p) => p.writeMode === 'write-back');
+    const scoped = Object.values(this.keyScopes).flatMap((s) =>
+      (s?.classes ?? []).flatMap((c) => [c.policy, ...c.tagged.map((t) => t.policy)]),
+    );
+    const all = [this.defaults, ...this.configured().map((n) => this.for(n)), ...scoped].filter(
+      (p) => p.writeMode === 'write-back',
+    );
     return all.length ? Math.min(...all.map((p) => p.flushIntervalMs)) : null;
   }
 }
