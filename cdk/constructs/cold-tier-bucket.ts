@@ -7,6 +7,7 @@ import { UPLOADS_FOLDER } from '../../core/tiers/storage-key.js';
 import { NODE_STATS_FOLDER, FLEET_SECRET_KEY } from '../../core/ring/node-reports.js';
 import { RING_KEY } from '../../core/ring/store.js';
 import { EVALUATOR_STATE_KEY } from '../../core/policy/evaluator-store.js';
+import { JOBS_KEY } from '../../core/policy/jobs.js';
 import { SCALE_TRIGGER_SAMPLE_KEY } from '../../core/workflows/trigger/scale-trigger.js';
 import { check, intIn } from './validation.js';
 
@@ -43,6 +44,11 @@ export const RING_STORE_DOCUMENTS = {
    * read the policy documents but never write them; read by the admin function (its policies/* grant).
    */
   evaluatorState: EVALUATOR_STATE_KEY,
+  /**
+   * The policy evaluator's background jobs (core/policy/jobs.ts, by compare-and-set): queued and taken off by the
+   * evaluator, leased and advanced by the job runner (cdk/constructs/policy-ticker.ts); no one else writes it.
+   */
+  evaluatorJobs: JOBS_KEY,
 } as const;
 export type RingStoreDocument = keyof typeof RING_STORE_DOCUMENTS;
 

@@ -8,6 +8,7 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as tasks from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Construct } from 'constructs';
+import { JOB_RUNNER_BUDGET_MS } from '../../core/policy/job-runner.js';
 import { TICK_WINDOW_MS } from '../../core/policy/ticker.js';
 import { REPO_ROOT } from '../lib/packaging.js';
 import { StrataFunction } from './strata-function.js';
@@ -17,6 +18,8 @@ import { check } from './validation.js';
 export const POLICY_EVALUATOR_ENTRY = `${REPO_ROOT}/lambdas/policy/evaluator.ts`;
 /** The write-back flush beside the tiers (`handler(): Promise<{ flushed }>`). */
 export const POLICY_FLUSH_ENTRY = `${REPO_ROOT}/lambdas/policy/flush.ts`;
+/** The background jobs' runner beside the tiers (copies, moves, deletes, blob collections: core/policy/job-runner.ts). */
+export const POLICY_JOBS_ENTRY = `${REPO_ROOT}/lambdas/policy/jobs.ts`;
 
 /** How often EventBridge starts the ticker: its floor, once a minute; shorter timers tick inside an execution. */
 export const TICKER_SCHEDULE_MINUTES = 1;
@@ -37,6 +40,14 @@ export const EVALUATOR_TIMEOUT_SECONDS = 60;
 /** The flush function: writes down the write-back values that are due (at most a flush pass of 1000). */
 export const FLUSH_MEMORY_MB = 256;
 export const FLUSH_TIMEOUT_SECONDS = 60;
+/**
+ * The job runner: works JOB_RUNNER_BUDGET_MS (5 min) per invocation and saves its place; its timeout leaves a minute
+ * past that, which is also how long past its budget a runner's lease on a job lasts (job-runner.ts), so a runner that
+ * died frees its job about when its invocation would have ended. Values of up to a few MiB pass through it one at a
+ * time: 512 MB.
+ */
+export const JOBS_MEMORY_MB = 512;
+export const JOBS_TIMEOUT_SECONDS = JOB_RUNNER_BUDGET_MS / 1000 + 60;
 
 /** Lambda service errors worth one quick retry within the same tick (not the evaluator's own failures). */
 const TRANSIENT_LAMBDA_ERRORS = [
@@ -91,6 +102,8 @@ export class PolicyTicker extends Construct {
   readonly evaluator: StrataFunction;
   /** The write-back flush (in the VPC). */
   readonly flusher: StrataFunction;
+  /** The background jobs' runner (in the VPC), started without waiting when the evaluator queued a job. */
+  readonly jobs: StrataFunction;
   readonly stateMachine: sfn.StateMachine;
   readonly schedule: events.Rule;
 
@@ -126,6 +139,23 @@ export class PolicyTicker extends Construct {
       ...(props.logRemovalPolicy !== undefined ? { logRemovalPolicy: props.logRemovalPolicy } : {}),
       environment: { STRATA_ENV: props.environment, STRATA_POLICY_EVALUATOR: '1' },
     });
+
+    this.jobs = new StrataFunction(this, 'Jobs', {
+      entry: POLICY_JOBS_ENTRY,
+      description: `Strata ${props.environment} policy job runner (background copies, moves, deletes, blob collections)`,
+      vpc: props.vpc,
+      vpcSubnets: props.vpcSubnets,
+      securityGroup: props.securityGroup,
+      memoryMb: JOBS_MEMORY_MB,
+      timeoutSeconds: JOBS_TIMEOUT_SECONDS,
+      ...(props.logRetention !== undefined ? { logRetention: props.logRetention } : {}),
+      ...(props.logRemovalPolicy !== undefined ? { logRemovalPolicy: props.logRemovalPolicy } : {}),
+      environment: { STRATA_ENV: props.environment, STRATA_POLICY_EVALUATOR: '1' },
+    });
+    // Started asynchronously: Lambda would retry a failed event twice and keep an event queued up to 6 hours
+    // (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html); the ticker asks again at
+    // its next tick while a job waits, so neither is wanted: no retry, and an event older than a minute is dropped.
+    this.jobs.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(1) });
 
     // The cost publisher's projected cost and the request metrics; GetMetricData takes no resource-level permission
     // (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazoncloudwatch.html).
@@ -167,10 +197,26 @@ export class PolicyTicker extends Construct {
     const again = new sfn.Choice(this, 'Again')
       .when(sfn.Condition.booleanEquals('$.again', true), wait.next(tick))
       .otherwise(new sfn.Succeed(this, 'MinuteDone'));
+    // A queued job with no runner: start one (an Event invocation: the ticker does not wait for it, and its result
+    // is not the tick's). A failed start is logged and asked again at the next tick.
+    const startJobs = new tasks.LambdaInvoke(this, 'StartJobRunner', {
+      lambdaFunction: this.jobs.function,
+      invocationType: tasks.LambdaInvocationType.EVENT,
+      payload: sfn.TaskInput.fromObject({}),
+      resultPath: sfn.JsonPath.DISCARD,
+      retryOnServiceExceptions: false,
+    });
+    startJobs.addCatch(again, { errors: ['States.ALL'], resultPath: sfn.JsonPath.DISCARD });
+    const jobsWaiting = new sfn.Choice(this, 'JobsWaiting')
+      .when(
+        sfn.Condition.and(sfn.Condition.isPresent('$.runJobs'), sfn.Condition.booleanEquals('$.runJobs', true)),
+        startJobs.next(again),
+      )
+      .otherwise(again);
 
     this.stateMachine = new sfn.StateMachine(this, 'StateMachine', {
       stateMachineName: `${props.namePrefix}-policy-ticker`,
-      definitionBody: sfn.DefinitionBody.fromChainable(tick.next(again)),
+      definitionBody: sfn.DefinitionBody.fromChainable(tick.next(jobsWaiting)),
       stateMachineType: sfn.StateMachineType.EXPRESS,
       timeout: Duration.seconds(TICKER_TIMEOUT_SECONDS),
       tracingEnabled: props.tracing ?? true,
@@ -185,11 +231,11 @@ export class PolicyTicker extends Construct {
       },
     });
     const stack = Stack.of(this);
-    for (const f of [this.evaluator, this.flusher]) {
+    for (const f of [this.evaluator, this.flusher, this.jobs]) {
       const fnId = stack.getLogicalId(f.function.node.defaultChild as lambda.CfnFunction);
       Validations.of(this.stateMachine.role).acknowledge({
         id: `AwsSolutions-IAM5[Resource::<${fnId}.Arn>:*]`,
-        reason: "policy-ticker: invokes any version of its two Lambdas, as Step Functions' lambda:InvokeFunction grant does",
+        reason: "policy-ticker: invokes any version of its three Lambdas, as Step Functions' lambda:InvokeFunction grant does",
       });
     }
     Validations.of(this.stateMachine.role).acknowledge({

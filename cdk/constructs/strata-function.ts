@@ -226,13 +226,15 @@ export class StrataFunction extends Construct {
    * fallback so that a function without a warm tier (the admin function) has it too. Every API function re-reads
    * `policies/current.json` (read: GET, absent = 404); `write` (the admin function alone) adds the S3 conditional
    * writes that replace it and create `policies/versions/*`. `evaluatorState` (the policy evaluator alone) adds the
-   * conditional write of its own document, `policies/evaluator/state.json`, and of nothing else there.
+   * conditional write of its own document, `policies/evaluator/state.json`, and of nothing else there; `jobs` (the
+   * evaluator and the job runner) that of the background jobs' board, `policies/evaluator/jobs.json`.
    */
-  bindPolicyStore(cold: ColdTierBucket, access: { write: boolean; evaluatorState?: boolean }): this {
+  bindPolicyStore(cold: ColdTierBucket, access: { write: boolean; evaluatorState?: boolean; jobs?: boolean }): this {
     this.function.addEnvironment('STRATA_POLICY_STORE', `s3://${cold.bucket.bucketName}/${ColdTierBucket.RING_PREFIX}`);
     if (access.write) cold.grantRingWrite(this.role, ['policies']);
     else cold.grantRingRead(this.role, ['policies']);
     if (access.evaluatorState) cold.grantRingWrite(this.role, ['evaluatorState']);
+    if (access.jobs) cold.grantRingWrite(this.role, ['evaluatorJobs']);
     return this;
   }
 

@@ -5,6 +5,7 @@
  * against it (test/infra/idle-cost.test.ts). Derived from list prices, not measured on an account.
  */
 import { priceBook } from '../../core/cost/model/price-catalog.js';
+import { resolveIntrinsics } from './workflow-definitions.js';
 import { monitoringUsage } from '../../core/cost/publisher/publish-cost.js';
 
 /** Prices the catalog (core/cost/catalogs) does not carry; us-east-1 list prices, 2026-11. */
@@ -203,13 +204,30 @@ function scheduledExpressMachines(
       if (m && targets.some((x) => JSON.stringify(x.Arn) === JSON.stringify({ Ref: id }))) perHour += 60 / Number(m[1]);
     }
     if (perHour === 0) continue;
-    const definition = JSON.stringify(r.Properties?.DefinitionString ?? '');
+    // Each tick invokes every function its tasks call synchronously (the flush and the evaluator, side by side), not
+    // one it starts asynchronously (InvocationType Event: the job runner), which runs only when a job waits.
+    const called = syncInvokedFunctions(JSON.parse(String(resolveIntrinsics(r.Properties?.DefinitionString ?? '{}'))));
     const invoked = Object.entries(resources).filter(
-      ([fnId, fn]) => fn.Type === 'AWS::Lambda::Function' && definition.includes(JSON.stringify({ 'Fn::GetAtt': [fnId, 'Arn'] })),
+      ([fnId, fn]) => fn.Type === 'AWS::Lambda::Function' && called.some((arn) => arn.endsWith(`:function:${fnId}`)),
     );
-    // Each tick invokes every function the definition names (the flush and the evaluator, side by side).
     const memoryMb = invoked.reduce((sum, [, fn]) => sum + Number(fn.Properties?.MemorySize ?? 128), 0);
     out.push({ executionsPerMonth: Math.round(perHour * hours), memoryMb, functions: invoked.length });
+  }
+  return out;
+}
+
+/** The function ARNs an ASL definition's Task states invoke synchronously (Parallel branches included). */
+function syncInvokedFunctions(definition: { States?: Record<string, unknown> }): string[] {
+  const out: string[] = [];
+  for (const st of Object.values(definition.States ?? {}) as Record<string, unknown>[]) {
+    if (st.Type === 'Parallel')
+      for (const b of st.Branches as { States?: Record<string, unknown> }[]) out.push(...syncInvokedFunctions(b));
+    if (st.Type !== 'Task') continue;
+    const resource = String(st.Resource);
+    const params = (st.Parameters ?? {}) as Record<string, unknown>;
+    if (resource.includes(':function:')) out.push(resource);
+    else if (resource.includes(':states:::lambda:invoke') && params.InvocationType !== 'Event')
+      out.push(String(params.FunctionName));
   }
   return out;
 }
@@ -263,7 +281,7 @@ const LABELS: Readonly<Record<IdleCostLine['id'], string>> = {
 
 /** Rows priced at (about) zero when idle, listed so the table is complete: [item, the same figure everywhere]. */
 const FREE_ROWS: readonly (readonly [string, string])[] = [
-  ['scheduled Lambdas (scale trigger every minute, cost publisher), EvictToS3 every 6 h, logs of an idle VPC', '< $0.10'],
+  ['scheduled Lambdas (cost publisher; scale trigger, EvictToS3 schedule: without the evaluator), idle VPC logs', '< $0.10'],
   ['VPC, subnets, S3 gateway endpoint, security groups, API Gateway, API keys, Lambda, SNS, empty buckets', '$0'],
 ];
 

@@ -13,6 +13,7 @@ import { ConfigError } from '../errors.js';
 import { ElastiCacheIamAuth } from './elasticache-iam.js';
 import { policyPartsFromEnv } from './policy-env.js';
 import { StoredFiringHistory, type EvaluatorStateStore } from '../policy/evaluator-store.js';
+import { JobBoard } from '../policy/jobs.js';
 import { ValueCodec } from '../transforms/codec.js';
 import { loadRuntimeEnvWithSecrets } from './secrets.js';
 import { warmTierFromEnv } from './warm-tier-env.js';
@@ -40,6 +41,8 @@ export interface BuiltContext extends ApiContext {
   livePolicy?: LivePolicy;
   /** The scheduled evaluator's memory and history, beside the policy documents (absent: no policy store). */
   evaluatorState?: EvaluatorStateStore;
+  /** The scheduled evaluator's background jobs, beside its state (absent: no policy store or no scheduled evaluator). */
+  jobBoard?: JobBoard;
 }
 
 /** Builds the tiers and coordinator a deployment's configuration asks for. */
@@ -152,6 +155,7 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
     ...(policyAdmin ? { policyAdmin, livePolicy } : {}),
     ...(evaluatorState ? { evaluatorState } : {}),
     ...(evaluatorState && policy.scheduled ? { storedFirings: new StoredFiringHistory(evaluatorState) } : {}),
+    ...(policyStore && policy.scheduled ? { jobBoard: new JobBoard(policyStore.cas) } : {}),
     inlineLimitBytes: env.STRATA_INLINE_LIMIT_BYTES,
     urlTtlSeconds: env.STRATA_URL_TTL_SECONDS,
     tenantAccess,

@@ -5,6 +5,8 @@ import { METRICS } from '../metrics/metric-catalog.js';
 import type { PolicyTier } from '../policy/document.js';
 import { BackgroundEvaluator, type EvaluatorActions, type Firing } from '../policy/evaluator.js';
 import type { EvaluatorStateStore } from '../policy/evaluator-store.js';
+import { JOB_RUNNER_BUDGET_MS, runJobs } from '../policy/job-runner.js';
+import { JobBoard } from '../policy/jobs.js';
 import type { PolicyState } from '../policy/preview.js';
 import { nextTick, type TickEvent, type TickResult } from '../policy/ticker.js';
 import { log } from '../util/logger.js';
@@ -14,7 +16,11 @@ import { policyPartsFromEnv } from './policy-env.js';
 import { loadRuntimeEnv } from './runtime-env.js';
 import type { LivePolicy } from '../policy/live.js';
 import { HotTierLimits } from './hot-tier-limits.js';
-import { ringStoreFromEnv } from './ring-store-env.js';
+import { ringStoreFromEnv, type RingStoreEnv } from './ring-store-env.js';
+import { RingStore } from '../ring/store.js';
+import { ScaleLocks } from '../workflows/progress.js';
+import { PrelaunchSource, withPrelaunch } from '../workflows/trigger/prelaunch.js';
+import type { ScaleTriggerSettings } from '../workflows/trigger/scale-trigger.js';
 import { loadRuntimeEnvWithSecrets } from './secrets.js';
 import { warmTierFromEnv } from './warm-tier-env.js';
 import { workflowServiceFromEnv } from './workflow-service-env.js';
@@ -47,6 +53,13 @@ export interface PolicyTickRuntime {
   readonly metricsTtlMs?: number;
   /** The hot tier's usage limits (ElastiCache Serverless, STRATA_HOT_CACHE_NAME); absent: hot grow/shrink skip. */
   readonly hotLimits?: HotTierLimits;
+  /**
+   * Paper 000's measurement, for the rule default-prelaunch (STRATA_POLICY_DEFAULTS.prelaunch, with the ring store):
+   * the state's `warm.prelaunchFillPercent`. Absent: that metric is unknown.
+   */
+  readonly prelaunch?: PrelaunchSource;
+  /** Where copies, moves, deletes and blob collections wait for the job runner (beside the evaluator's state). */
+  readonly jobs?: Pick<JobBoard, 'submit' | 'poll'>;
 }
 
 let runtime: Promise<PolicyTickRuntime> | undefined;
@@ -59,7 +72,10 @@ async function build(): Promise<PolicyTickRuntime> {
   const policy = policyPartsFromEnv(env);
   const ring = ringStoreFromEnv();
   const source = ring.cas ? ringStoreFleetSource(ring.cas, { reportIdPrefix: ring.reportIdPrefix }) : undefined;
-  const workflows = workflowServiceFromEnv();
+  const prelaunch = prelaunchSourceOf(ring, env.STRATA_POLICY_DEFAULTS?.prelaunch);
+  // The ScaleOuts it starts while a node is past paper 000's threshold are for that node (its lock, the trigger's mode).
+  const wf = workflowServiceFromEnv();
+  const workflows = wf && prelaunch ? withPrelaunch(wf, prelaunch) : wf;
   const cacheName = env.STRATA_HOT_CACHE_NAME;
   const hotLimits = cacheName
     ? new HotTierLimits(
@@ -71,8 +87,10 @@ async function build(): Promise<PolicyTickRuntime> {
   return {
     ...(live ? { live } : {}),
     ...(policy.evaluatorState ? { store: policy.evaluatorState } : {}),
+    ...(policy.store ? { jobs: new JobBoard(policy.store.cas) } : {}),
     ...(hotLimits ? { hotLimits } : {}),
     ...(workflows ? { workflows } : {}),
+    ...(prelaunch ? { prelaunch } : {}),
     cloudWatch: new CloudWatchClient({ region: env.AWS_REGION }),
     environment: env.STRATA_ENV,
     fleet: () => (source ? readFleetState(source) : undefined),
@@ -81,22 +99,55 @@ async function build(): Promise<PolicyTickRuntime> {
 
 let flushContext: Promise<BuiltContext> | undefined;
 
+/** The tiers and the coordinator, built once per container (the flush's and the job runner's). */
+function flushContextOnce(): Promise<BuiltContext> {
+  return (flushContext ??= (async () => {
+    const built = buildApiContext(await loadRuntimeEnvWithSecrets(), { flushTimer: false, warmTier: warmTierFromEnv });
+    await built.coordinator.ready();
+    return built;
+  })());
+}
+
 /**
  * The flush half of a tick (in the VPC): the policy in force (the flusher follows its write-back namespaces), then the
  * write-back values that are due written down. Resolves with how many were.
  */
 export async function policyFlush(ctx?: BuiltContext): Promise<{ flushed: number }> {
-  const c =
-    ctx ??
-    (await (flushContext ??= (async () => {
-      const built = buildApiContext(await loadRuntimeEnvWithSecrets(), { flushTimer: false, warmTier: warmTierFromEnv });
-      await built.coordinator.ready();
-      return built;
-    })()));
+  const c = ctx ?? (await flushContextOnce());
   await c.livePolicy?.refresh();
   const flushed = await c.coordinator.flushIfDue();
   if (flushed) log.info('policy evaluator: write-back values written down', { flushed });
   return { flushed };
+}
+
+/**
+ * The job runner (in the VPC; lambdas/policy/jobs.ts): the ticker starts it, without waiting, when the evaluator
+ * reports a queued job with no runner. It works through the jobs (job-runner.ts) until its budget is spent, bounded by
+ * what the invocation has left, less `marginMs` to save its place.
+ */
+export async function policyJobs(
+  o: { owner: string; remainingMs?: number; budgetMs?: number; marginMs?: number },
+  ctx?: BuiltContext,
+): Promise<{ ran: number; finished: number }> {
+  const started = Date.now();
+  const c = ctx ?? (await flushContextOnce());
+  const live = c.livePolicy;
+  const board = c.jobBoard;
+  if (!live || !board) {
+    log.warn('policy job runner: no policy store (STRATA_POLICY_STORE) or no scheduled evaluator; no jobs to run');
+    return { ran: 0, finished: 0 };
+  }
+  await live.refresh();
+  const budget = Math.min(o.budgetMs ?? JOB_RUNNER_BUDGET_MS, (o.remainingMs ?? Infinity) - (o.marginMs ?? 30_000));
+  const report = await runJobs({
+    board,
+    tiers: c.tiers,
+    policy: () => live.current.compiled,
+    deadline: started + Math.max(0, budget),
+    owner: o.owner,
+  });
+  log.info('policy job runner: done for this invocation', { ...report, ms: Date.now() - started });
+  return report;
 }
 
 export async function policyTick(event: TickEvent, rt?: PolicyTickRuntime): Promise<TickResult> {
@@ -132,8 +183,9 @@ export async function policyTick(event: TickEvent, rt?: PolicyTickRuntime): Prom
     log.warn("policy evaluator: an overlapping tick saved first; this tick's state is dropped", { firings: firings.length });
   const flushSeconds = compiled.registry.minFlushIntervalMs();
   const next = nextTick(compiled, Date.parse(startedAt), Date.now(), flushSeconds === null ? undefined : flushSeconds / 1000);
-  log.debug('policy tick', { ticks, firings: firings.length, policyVersion: view.version, ...next });
-  return { startedAt, ticks, ...next };
+  const runJobs = evaluator.jobsWaitingForRunner;
+  log.debug('policy tick', { ticks, firings: firings.length, policyVersion: view.version, runJobs, ...next });
+  return { startedAt, ticks, ...next, ...(runJobs ? { runJobs } : {}) };
 }
 
 function actionsOf(r: PolicyTickRuntime): EvaluatorActions {
@@ -150,6 +202,7 @@ function actionsOf(r: PolicyTickRuntime): EvaluatorActions {
     scaleOut: async (reason) => (await required(wf).start('scale-out', { reason })).execution,
     scaleIn: async () => (await required(wf).start('scale-in', {})).execution,
     ...(r.hotLimits ? { resizeHot: (percent: number) => r.hotLimits!.resize(percent) } : {}),
+    ...(r.jobs ? { jobs: r.jobs } : {}),
     evict: async () => {
       const busy = await running(['evict-to-s3']);
       if (busy) return `skipped: an eviction is already running (${busy.execution})`;
@@ -179,7 +232,25 @@ async function stateOf(r: PolicyTickRuntime): Promise<PolicyState> {
     tiers.warm = { fillPercent: mean, ...(fleet.maxFillPercent !== undefined ? { nodeFillPercent: fleet.maxFillPercent } : {}) };
   }
   for (const [tier, rate] of Object.entries(metrics.rates)) tiers[tier] = { ...tiers[tier], requestsPerSecond: rate };
+  const pre = await r.prelaunch?.fill();
+  if (pre) tiers.warm = { ...tiers.warm, prelaunchFillPercent: pre.percent };
   return { tiers: tiers as PolicyState['tiers'], ...(metrics.cost ? { cost: metrics.cost } : {}) };
+}
+
+/**
+ * Paper 000's trigger for the rule default-prelaunch, when the deployment configures it (STRATA_POLICY_DEFAULTS) and
+ * the ring store holds the nodes' reports: the evaluator reads the scale-out locks and keeps the trigger's counter
+ * sample there (workflows/scale-trigger-sample), as the trigger's own Lambda did.
+ */
+function prelaunchSourceOf(ring: RingStoreEnv, settings: ScaleTriggerSettings | undefined): PrelaunchSource | undefined {
+  if (!settings || !ring.cas) return undefined;
+  const deps = {
+    ring: new RingStore(ring.cas),
+    locks: new ScaleLocks(ring.cas),
+    cas: ring.cas,
+    reportIdPrefix: ring.reportIdPrefix,
+  };
+  return new PrelaunchSource(deps, settings);
 }
 
 const RATE_WINDOW_S = 300;

@@ -22,6 +22,12 @@ export interface CollectOptions {
   readonly now?: () => number;
   /** Between the condemnation and the second scan (tests use it to interleave a writer). */
   readonly afterCondemn?: () => Promise<void>;
+  /**
+   * Stop between pages and between blobs once this time has come (epoch ms, on `now`'s clock): the result is then
+   * `incomplete`, and a later run goes on safely: the blobs condemned so far stay condemned, and its first scan takes
+   * them up again (the scheduled job runner's budget per invocation).
+   */
+  readonly deadline?: number;
 }
 
 export interface CollectResult {
@@ -35,17 +41,22 @@ export interface CollectResult {
   removed: number;
   /** Condemned blobs a writer referred to again before they were removed. */
   reprieved: number;
+  /** The run stopped at its deadline: run again. */
+  incomplete?: true;
 }
+
+class OutOfTime extends Error {}
 
 interface Scanned {
   blobs: Map<string, EntryHeader>;
   referenced: Set<string>;
 }
 
-async function scanAll(tier: Tier & Scanning, ns: string, pageSize: number, now: number): Promise<Scanned> {
+async function scanAll(tier: Tier & Scanning, ns: string, pageSize: number, now: number, late: () => boolean): Promise<Scanned> {
   const out: Scanned = { blobs: new Map(), referenced: new Set() };
   let cursor: string | null = null;
   do {
+    if (late()) throw new OutOfTime();
     const page = await tier.scan(ns, { cursor, limit: pageSize });
     cursor = page.cursor;
     for (const { key, header } of page.items) {
@@ -64,18 +75,32 @@ export async function collectBlobs(o: CollectOptions): Promise<CollectResult> {
   const grace = o.graceMs ?? 60_000;
   const page = o.pageSize ?? 500;
   const clock = new HybridLogicalClock(now);
-  const first = await scanAll(authority, o.ns, page, now());
-  const result: CollectResult = {
-    blobs: first.blobs.size,
-    references: first.referenced.size,
-    condemned: 0,
-    removed: 0,
-    reprieved: 0,
-  };
+  const late = () => o.deadline !== undefined && now() >= o.deadline;
+  const result: CollectResult = { blobs: 0, references: 0, condemned: 0, removed: 0, reprieved: 0 };
+  try {
+    await collect(o, authority, { now, grace, page, clock, late }, result);
+  } catch (e) {
+    if (!(e instanceof OutOfTime)) throw e;
+    result.incomplete = true;
+  }
+  return result;
+}
+
+async function collect(
+  o: CollectOptions,
+  authority: Tier & Scanning,
+  c: { now: () => number; grace: number; page: number; clock: HybridLogicalClock; late: () => boolean },
+  result: CollectResult,
+): Promise<void> {
+  const { now, grace, page, clock, late } = c;
+  const first = await scanAll(authority, o.ns, page, now(), late);
+  result.blobs = first.blobs.size;
+  result.references = first.referenced.size;
   // Condemn: unreferenced blobs old enough (and those a run before this one condemned already).
   const condemned = new Map<string, number>();
   for (const [address, h] of first.blobs) {
     if (first.referenced.has(address)) continue;
+    if (late()) throw new OutOfTime();
     if (h.flags.condemned) {
       condemned.set(address, h.version);
       continue;
@@ -94,11 +119,12 @@ export async function collectBlobs(o: CollectOptions): Promise<CollectResult> {
       result.condemned++;
     }
   }
-  if (condemned.size === 0) return result;
+  if (condemned.size === 0) return;
   await o.afterCondemn?.();
   // The second scan: a key written since the first one saves its blob.
-  const second = await scanAll(authority, o.ns, page, now());
+  const second = await scanAll(authority, o.ns, page, now(), late);
   for (const [address, version] of condemned) {
+    if (late()) throw new OutOfTime();
     if (second.referenced.has(address)) {
       result.reprieved++;
       continue;
@@ -115,5 +141,13 @@ export async function collectBlobs(o: CollectOptions): Promise<CollectResult> {
       if (h && h.version <= version) await t.delete(o.ns, blobKey(address), h.version).catch(() => false);
     }
   }
-  return result;
+}
+
+/** A collection's counts as a firing's detail. */
+export function collectSummary(ns: string, r: CollectResult): string {
+  return (
+    `blob collection in ${ns}: ${r.blobs} blobs, ${r.references} keys referring to them, ` +
+    `${r.removed} unreferenced removed${r.condemned ? `, ${r.condemned} condemned` : ''}` +
+    `${r.reprieved ? `, ${r.reprieved} referred to again` : ''}`
+  );
 }

@@ -1,11 +1,12 @@
 import type { FiringOutcomeWire, FiringWire } from '../../sdk/src/contract.js';
 import { log } from '../util/logger.js';
 import type { CompiledPolicy } from './compile.js';
-import type { TransferResult, TransferSpec } from './data-mover.js';
-import type { CollectResult } from './dedup-gc.js';
+import { transferSummary, type TransferResult, type TransferSpec } from './data-mover.js';
+import { collectSummary, type CollectResult } from './dedup-gc.js';
 import { responseKind, ruleMode, type Condition, type PolicyResponse, type PolicyRule, type PolicyTier } from './document.js';
 import { judge, type PolicyState } from './preview.js';
 import { isEviction } from './defaults.js';
+import type { JobBoard, JobsPoll } from './jobs.js';
 
 /**
  * The background executor: evaluates the background rules of the policy in force on a tick (an in-process loop
@@ -56,6 +57,11 @@ export interface EvaluatorActions {
    * collected by this runtime.
    */
   collectBlobs?(ns: string): Promise<CollectResult>;
+  /**
+   * Where a runtime that reaches no tier queues its copies, moves, deletes and blob collections for a runner that
+   * does (the scheduled evaluator in AWS: jobs.ts). Used when `transfer` / `collectBlobs` are absent.
+   */
+  jobs?: Pick<JobBoard, 'submit' | 'poll'>;
 }
 
 /**
@@ -79,6 +85,12 @@ export interface EvaluatorSnapshot {
   readonly started: number[];
   readonly lastEntry: Record<string, { outcome: FiringOutcome; detail: string; at: number }>;
   readonly pending?: { kind: 'grow' | 'shrink'; left: number; of: number; rule: string };
+  /** When each timer copy last finished cleanly (by rule and response): its next run takes what was written since. */
+  readonly transferredSince?: Record<string, number>;
+  /** When each storeOnce namespace's blobs were last collected. */
+  readonly collected?: Record<string, number>;
+  /** Whether jobs may be on the board (queued ones not yet seen finished): only then is the board read. */
+  readonly jobs?: boolean;
 }
 
 /** One entry of the firing history (the wire contract's shape). */
@@ -137,6 +149,12 @@ export class BackgroundEvaluator implements FiringHistory {
   private closing = false;
   /** storeOnce namespaces: when their blobs were last collected. */
   private readonly collected = new Map<string, number>();
+  /** Jobs on the board (actions.jobs): whether some may be, the ids active at this tick, whether one waits for a runner. */
+  private jobsOnBoard = false;
+  private readonly queued = new Set<string>();
+  private jobsWaiting = false;
+  /** Why the board could not be read at this tick (nothing is queued then: a job might be running). */
+  private boardError?: string;
   private readonly now: () => number;
 
   constructor(private readonly opts: EvaluatorOptions) {
@@ -149,6 +167,9 @@ export class BackgroundEvaluator implements FiringHistory {
       this.started.push(...r.started);
       for (const [k, v] of Object.entries(r.lastEntry)) this.lastEntry.set(k, { ...v });
       if (r.pending) this.pending = { ...r.pending };
+      for (const [k, v] of Object.entries(r.transferredSince ?? {})) this.transferredSince.set(k, v);
+      for (const [k, v] of Object.entries(r.collected ?? {})) this.collected.set(k, v);
+      this.jobsOnBoard = r.jobs ?? false;
     }
   }
 
@@ -161,7 +182,15 @@ export class BackgroundEvaluator implements FiringHistory {
       started: [...this.started],
       lastEntry: Object.fromEntries(this.lastEntry),
       ...(this.pending ? { pending: { ...this.pending } } : {}),
+      ...(this.transferredSince.size ? { transferredSince: Object.fromEntries(this.transferredSince) } : {}),
+      ...(this.collected.size ? { collected: Object.fromEntries(this.collected) } : {}),
+      ...(this.jobsOnBoard ? { jobs: true } : {}),
     };
+  }
+
+  /** Whether a queued job has no runner at the end of this tick (the ticker then starts one: job-runner.ts). */
+  get jobsWaitingForRunner(): boolean {
+    return this.jobsWaiting;
   }
 
   /** The newest firings first. */
@@ -175,8 +204,9 @@ export class BackgroundEvaluator implements FiringHistory {
     // The write-back flush runs in each API process (the coordinator's flusher), not here.
     const rules = policy.rules.filter((r) => ruleMode(r) === 'background' && !isFlushRule(r));
     const now = this.now();
+    await this.pollJobs();
     const continued = await this.continuePending(policy, now);
-    this.collectDue(policy, now);
+    await this.collectDue(policy, now);
     if (!rules.length) return continued ? [continued] : [];
     const needsState = rules.some((r) => !('timer' in r.on) || r.when.length);
     const state = needsState ? await this.opts.state().catch(() => undefined) : undefined;
@@ -330,18 +360,23 @@ export class BackgroundEvaluator implements FiringHistory {
     }
   }
 
-  /** Starts a copy, move or delete in the background; its end is recorded as a firing of its own. */
-  private transfer(
+  /**
+   * Starts a copy, move or delete in the background (or queues it for the job runner); its end is recorded as a
+   * firing of its own.
+   */
+  private async transfer(
     rule: PolicyRule,
     response: PolicyResponse,
     now: number,
     record: (o: FiringOutcome, d: string) => Firing,
-  ): Firing {
+  ): Promise<Firing> {
     const kind = responseKind(response) as 'copy' | 'move' | 'delete';
-    const transfer = this.opts.actions.transfer;
-    if (!transfer) return record('skipped', `${kind} is not run by this runtime`);
+    const { transfer, jobs } = this.opts.actions;
+    if (!transfer && !jobs) return record('skipped', `${kind} is not run by this runtime`);
     const id = `${rule.id}\u0000${rule.do.indexOf(response)}`;
-    if (this.transfers.has(id)) return record('skipped', `the previous ${kind} of this rule is still running`);
+    if (this.transfers.has(id) || this.queued.has(id))
+      return record('skipped', `the previous ${kind} of this rule is still running`);
+    if (!transfer && this.boardError) return record('skipped', this.boardError);
     const spec = (
       response as Record<string, { from: PolicyTier; to?: PolicyTier[]; what: Condition[]; bandwidthBytesPerSecond?: number }>
     )[kind]!;
@@ -365,12 +400,24 @@ export class BackgroundEvaluator implements FiringHistory {
     const where = `${rule.scope.namespace}${rule.scope.prefix ? `/${rule.scope.prefix}*` : ''}: ${spec.from}${
       spec.to?.length ? ` → ${spec.to.join(', ')}` : ''
     }${spec.bandwidthBytesPerSecond ? ` at most ${spec.bandwidthBytesPerSecond} B/s` : ''}`;
+    const sinceNote = since !== undefined ? ', entries written since the last run' : '';
+    if (!transfer) {
+      const { cancelled: _cancelled, ...queued } = request;
+      try {
+        if (!(await jobs!.submit({ id, rule: rule.id, kind, transfer: queued })))
+          return record('skipped', `the previous ${kind} of this rule is still running`);
+      } catch (error) {
+        return record('failed', `${kind} could not be queued: ${errorText(error)}`);
+      }
+      this.queuedJob(id, now);
+      return record('done', `${kind} queued for the job runner (${where})${sinceNote}`);
+    }
     this.started.push(now);
     const job = transfer(request).then(
       (r) => {
         if (!request.cancelled()) this.transferredSince.set(id, now);
         const stopped = request.cancelled() ? ' (stopped: the rule left the policy or background actions were switched off)' : '';
-        this.record(rule.id, kind, 'done', `${kind} finished${stopped}: ${summary(r)}`, this.now());
+        this.record(rule.id, kind, 'done', `${kind} finished${stopped}: ${transferSummary(r)}`, this.now());
       },
       (error: unknown) =>
         void this.record(
@@ -385,16 +432,53 @@ export class BackgroundEvaluator implements FiringHistory {
       id,
       job.finally(() => this.transfers.delete(id)),
     );
-    return record('done', `${kind} started (${where})${since !== undefined ? ', entries written since the last run' : ''}`);
+    return record('done', `${kind} started (${where})${sinceNote}`);
+  }
+
+  /** A job just queued (a copy, move or delete counts among the minute's background actions; a collection does not). */
+  private queuedJob(id: string, now: number, counted = true): void {
+    if (counted) this.started.push(now);
+    this.queued.add(id);
+    this.jobsOnBoard = true;
+    this.jobsWaiting = true;
+  }
+
+  /**
+   * The board's news at the start of a tick (only while jobs may be on it): the jobs that finished become firings (a
+   * timer copy's next run then takes what was written since it was queued), the rest are still running.
+   */
+  private async pollJobs(): Promise<void> {
+    const jobs = this.opts.actions.jobs;
+    this.queued.clear();
+    this.jobsWaiting = false;
+    this.boardError = undefined;
+    if (!jobs || !this.jobsOnBoard) return;
+    let polled: JobsPoll;
+    try {
+      polled = await jobs.poll();
+    } catch (error) {
+      // Unknown: any rule's job may still be running, so nothing is queued at this tick; the next one looks again.
+      log.warn('policy evaluator: the background job board could not be read', { error });
+      this.boardError = `the background job board could not be read (${errorText(error)})`;
+      return;
+    }
+    for (const job of polled.finished) {
+      const f = job.finished!;
+      this.record(job.rule, job.kind === 'collect' ? 'storeOnce' : job.kind, f.outcome, f.detail, f.at);
+      if (job.kind !== 'collect' && f.outcome === 'done') this.transferredSince.set(job.id, job.queuedAt);
+    }
+    for (const id of polled.active) this.queued.add(id);
+    this.jobsWaiting = polled.waiting;
+    this.jobsOnBoard = polled.active.length > 0;
   }
 
   /**
    * Starts the blob collection of every storeOnce namespace whose last one is `blobCollectionMs` old (the first at
    * the first tick), in the background like a copy; its end is a firing of the storeOnce rule.
    */
-  private collectDue(policy: CompiledPolicy, now: number): void {
-    const collect = this.opts.actions.collectBlobs;
-    if (!collect || !policy.document.controls.backgroundEnabled) return;
+  private async collectDue(policy: CompiledPolicy, now: number): Promise<void> {
+    const { collectBlobs: collect, jobs } = this.opts.actions;
+    if ((!collect && !jobs) || !policy.document.controls.backgroundEnabled) return;
     const every = this.opts.blobCollectionMs ?? 600_000;
     for (const rule of policy.rules) {
       if (ruleMode(rule) !== 'foreground' || !rule.do.some((d) => 'storeOnce' in d)) continue;
@@ -402,14 +486,22 @@ export class BackgroundEvaluator implements FiringHistory {
       if (ns === '*') continue; // blobs are collected per namespace: the namespaces with their own storeOnce rule
       const id = `${rule.id}\u0000gc`;
       const last = this.collected.get(ns);
-      if (this.transfers.has(id) || (last !== undefined && now - last < every)) continue;
+      if (this.transfers.has(id) || this.queued.has(id) || (last !== undefined && now - last < every)) continue;
+      if (!collect) {
+        if (this.boardError) continue;
+        try {
+          if (await jobs!.submit({ id, rule: rule.id, kind: 'collect', ns })) this.queuedJob(id, now, false);
+          this.collected.set(ns, now);
+        } catch (error) {
+          this.record(rule.id, 'storeOnce', 'failed', `blob collection in ${ns} could not be queued: ${errorText(error)}`, now);
+        }
+        continue;
+      }
       this.collected.set(ns, now);
       const job = collect(ns).then(
         (r) => {
-          const detail =
-            `blob collection in ${ns}: ${r.blobs} blobs, ${r.references} keys referring to them, ` +
-            `${r.removed} unreferenced removed${r.condemned ? `, ${r.condemned} condemned` : ''}${r.reprieved ? `, ${r.reprieved} referred to again` : ''}`;
-          if (r.condemned || r.removed || r.reprieved) this.record(rule.id, 'storeOnce', 'done', detail, this.now());
+          if (r.condemned || r.removed || r.reprieved)
+            this.record(rule.id, 'storeOnce', 'done', collectSummary(ns, r), this.now());
         },
         (error: unknown) =>
           void this.record(rule.id, 'storeOnce', 'failed', `blob collection in ${ns} failed: ${errorText(error)}`, this.now()),
@@ -457,15 +549,6 @@ export class BackgroundEvaluator implements FiringHistory {
       return this.record(p.rule, p.kind, 'failed', error instanceof Error ? error.message : String(error), now);
     }
   }
-}
-
-function summary(r: TransferResult): string {
-  const parts = [`${r.selected} of ${r.scanned} entries selected`, `${r.copied} copied (${r.bytes} bytes)`];
-  if (r.removed) parts.push(`${r.removed} removed from the source`);
-  if (r.unchanged) parts.push(`${r.unchanged} left as they were`);
-  if (r.withdrawn) parts.push(`${r.withdrawn} copies withdrawn (deleted meanwhile)`);
-  if (r.throttledMs) parts.push(`${Math.round(r.throttledMs)} ms paced by the bandwidth cap`);
-  return parts.join(', ');
 }
 
 /** The write-back flush (a timer copying dirty values from hot), which the coordinator runs. */

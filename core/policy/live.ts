@@ -85,6 +85,11 @@ export class LivePolicy {
     return Promise.race([pending, waited]).finally(() => clearTimeout(timer));
   }
 
+  /** Resolves once the read under way, if any, has landed (never starts one). */
+  settled(): Promise<void> {
+    return this.inflight ?? Promise.resolve();
+  }
+
   /** Reads the store once (concurrent callers share the read); never throws. */
   refresh(): Promise<void> {
     this.inflight ??= this.read().finally(() => (this.inflight = undefined));

@@ -23,6 +23,8 @@ export interface TickResult {
   readonly again: boolean;
   /** Seconds to wait before the next tick (1..59). */
   readonly waitSeconds: number;
+  /** A queued background job has no runner: start the job runner (without waiting for it) before going on. */
+  readonly runJobs?: boolean;
 }
 
 /** An execution ticks for at most this long, so that it ends before the next one starts. */

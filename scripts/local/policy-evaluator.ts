@@ -7,6 +7,7 @@
  */
 import { runTransfer } from '../../core/policy/data-mover.js';
 import { collectBlobs } from '../../core/policy/dedup-gc.js';
+import { blobAuthority, transferSpecOver } from '../../core/policy/job-runner.js';
 import { BackgroundEvaluator, type EvaluatorActions, type Firing, type TransferRequest } from '../../core/policy/evaluator.js';
 import type { Tier } from '../../core/tiers/tier.js';
 import type { LivePolicy } from '../../core/policy/live.js';
@@ -32,33 +33,9 @@ export interface LocalPolicyEvaluatorOptions {
   readonly intervalMs?: number;
 }
 
-/**
- * Carries out a background copy, move or delete over `tiers`: the rule's tiers by name, warm and cold as the
- * durable ones a delete checks.
- */
+/** Carries out a background copy, move or delete over `tiers` (the rule's tiers by name). */
 export function transferOver(tiers: readonly Tier[]): (request: TransferRequest) => ReturnType<typeof runTransfer> {
-  const named = (name: string): Tier => {
-    const t = tiers.find((x) => x.name === name);
-    if (!t) throw new Error(`this deployment has no ${name} tier`);
-    return t;
-  };
-  return (q) =>
-    runTransfer(
-      {
-        rule: q.rule,
-        kind: q.kind,
-        ns: q.ns,
-        ...(q.prefix ? { prefix: q.prefix } : {}),
-        ...(q.tag ? { tag: q.tag } : {}),
-        from: named(q.from),
-        to: q.to.map(named),
-        what: q.what,
-        ...(q.bytesPerSecond ? { bytesPerSecond: q.bytesPerSecond } : {}),
-        ...(q.writtenSince !== undefined ? { writtenSince: q.writtenSince } : {}),
-        durable: tiers.filter((t) => t.name !== 'hot'),
-      },
-      { cancelled: q.cancelled },
-    );
+  return (q) => runTransfer(transferSpecOver(tiers, q), { cancelled: q.cancelled });
 }
 
 export interface LocalPolicyEvaluator {
@@ -156,12 +133,7 @@ function recentFor<T>(ms: number, read: () => Promise<T>): () => Promise<T> {
 
 /** Collects a storeOnce namespace's unreferenced blobs, decided in its lowest durable tier (dedup-gc.ts). */
 export function collectOver(tiers: readonly Tier[], live: LivePolicy): (ns: string) => ReturnType<typeof collectBlobs> {
-  return async (ns) => {
-    const policy = live.current.compiled.registry.for(ns);
-    const authority = tiers.filter((t) => t.name !== 'hot' && policy.writeTiers.includes(t.name as never)).at(-1);
-    if (!authority) throw new Error(`namespace '${ns}' writes to no durable tier`);
-    return collectBlobs({ ns, authority, tiers });
-  };
+  return async (ns) => collectBlobs({ ns, authority: blobAuthority(tiers, live.current.compiled, ns), tiers });
 }
 
 export function startLocalPolicyEvaluator(o: LocalPolicyEvaluatorOptions): LocalPolicyEvaluator {

@@ -6,11 +6,13 @@ import { ENVIRONMENTS, loadEnvironmentConfig } from '../../cdk/config/load.js';
 import type { EnvironmentConfigInput } from '../../cdk/config/schema.js';
 import { CacheNodeBundle } from '../../cdk/constructs/cache-node-fleet.js';
 import { ColdTierBucket, RING_STORE_DOCUMENTS } from '../../cdk/constructs/cold-tier-bucket.js';
-import { EXPRESS_MAX_SECONDS, TICKER_TIMEOUT_SECONDS } from '../../cdk/constructs/policy-ticker.js';
+import { EXPRESS_MAX_SECONDS, JOBS_TIMEOUT_SECONDS, TICKER_TIMEOUT_SECONDS } from '../../cdk/constructs/policy-ticker.js';
 import { idleCostOf } from '../../cdk/lib/idle-cost.js';
 import { stateMachinesOf, type AslDefinition } from '../../cdk/lib/workflow-definitions.js';
 import type { CompiledPolicy } from '../../core/policy/compile.js';
 import { EVALUATOR_STATE_KEY } from '../../core/policy/evaluator-store.js';
+import { JOB_RUNNER_BUDGET_MS } from '../../core/policy/job-runner.js';
+import { JOBS_KEY } from '../../core/policy/jobs.js';
 import { nextTick, TICK_WINDOW_MS, type TickResult } from '../../core/policy/ticker.js';
 import { configErrorOf } from './helpers/config-errors.js';
 import { cdkJsonContext, PLACEHOLDER_ALARM_EMAIL, PLACEHOLDER_CACHENODE, synthesized } from './helpers/synth.js';
@@ -33,8 +35,11 @@ const evaluatorId = idOf(ticker.evaluator.function);
 const evaluatorRoleId = idOf(ticker.evaluator.role);
 const machineRoleId = idOf(ticker.stateMachine.role);
 const flushId = idOf(ticker.flusher.function);
+const jobsId = idOf(ticker.jobs.function);
+const jobsRoleId = idOf(ticker.jobs.role);
 const evaluator = resources(wf)[evaluatorId]!;
 const flusher = resources(wf)[flushId]!;
+const jobs = resources(wf)[jobsId]!;
 const envOf = (r: Resource) => (r.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
 const env = envOf(evaluator);
 
@@ -79,9 +84,17 @@ describe('Policy ticker', () => {
 
   it('loops Tick → Again → WaitForTick → Tick while the evaluator answers again, and ends the minute otherwise', () => {
     expect(definition.StartAt).toBe('Tick');
-    expect(Object.keys(definition.States).sort()).toEqual(['Again', 'MinuteDone', 'Tick', 'TickFailed', 'WaitForTick']);
+    expect(Object.keys(definition.States).sort()).toEqual([
+      'Again',
+      'JobsWaiting',
+      'MinuteDone',
+      'StartJobRunner',
+      'Tick',
+      'TickFailed',
+      'WaitForTick',
+    ]);
     // The flush (in the VPC) and the evaluation (outside it) side by side; the evaluation's answer is the next state.
-    expect(state('Tick')).toMatchObject({ Type: 'Parallel', OutputPath: '$[1]', Next: 'Again' });
+    expect(state('Tick')).toMatchObject({ Type: 'Parallel', OutputPath: '$[1]', Next: 'JobsWaiting' });
     expect(state('Again')).toEqual({
       Type: 'Choice',
       Choices: [{ Variable: '$.again', BooleanEquals: true, Next: 'WaitForTick' }],
@@ -110,7 +123,7 @@ describe('Policy ticker', () => {
     // https://docs.aws.amazon.com/step-functions/latest/dg/express-limits.html; a TickResult is a few dozen bytes.
     const raw = JSON.stringify(resources(wf)[machineId]!.Properties.DefinitionString);
     for (const id of [evaluatorId, flushId]) expect(raw).toContain(JSON.stringify({ 'Fn::GetAtt': [id, 'Arn'] }));
-    expect(raw).not.toContain('arn:aws:states:::lambda:invoke');
+    expect(JSON.stringify(state('Tick'))).not.toContain('arn:aws:states:::lambda:invoke');
     const [flushBranch, evaluateBranch] = (state('Tick') as { Branches: { StartAt: string; States: Record<string, Json> }[] })
       .Branches;
     expect(flushBranch!.StartAt).toBe('FlushWriteBack');
@@ -241,16 +254,90 @@ describe('Policy ticker', () => {
     expect(arns).not.toContain('policy-ticker');
   });
 
-  it('lets the state machine invoke exactly its two functions (their ARNs and versions), and nothing else', () => {
+  it('starts the job runner without waiting for it, only when the tick says a queued job has no runner', () => {
+    // An optional field: a Choice on a path that is absent fails the state (States.Runtime) unless IsPresent guards it
+    // (https://docs.aws.amazon.com/step-functions/latest/dg/state-choice.html, "IsPresent").
+    expect(state('JobsWaiting')).toEqual({
+      Type: 'Choice',
+      Choices: [
+        {
+          And: [
+            { Variable: '$.runJobs', IsPresent: true },
+            { Variable: '$.runJobs', BooleanEquals: true },
+          ],
+          Next: 'StartJobRunner',
+        },
+      ],
+      Default: 'Again',
+    });
+    // The Lambda service integration with InvocationType Event calls Invoke asynchronously: the task ends as soon as
+    // Lambda has queued the event, so a five-minute run never holds the ticker (whose executions end within 70 s)
+    // (https://docs.aws.amazon.com/step-functions/latest/dg/connect-lambda.html). Its result is dropped (ResultPath
+    // null): the state stays the TickResult the Again choice reads; a failed start is caught and asked again next tick.
+    const start = state('StartJobRunner');
+    expect(start).toMatchObject({
+      Type: 'Task',
+      Resource: expect.stringContaining(':states:::lambda:invoke'),
+      Parameters: {
+        FunctionName: expect.stringMatching(new RegExp(`:function:${jobsId}$`)),
+        InvocationType: 'Event',
+        Payload: {},
+      },
+      ResultPath: null,
+      Next: 'Again',
+      Catch: [{ ErrorEquals: ['States.ALL'], ResultPath: null, Next: 'Again' }],
+    });
+    expect(start.Retry).toBeUndefined();
+  });
+
+  it('runs jobs in the VPC for five minutes an invocation, its timeout a minute past, with no async retry', () => {
+    expect(jobs.Properties.VpcConfig).toEqual(flusher.Properties.VpcConfig);
+    expect(jobs.Properties).toMatchObject({ MemorySize: 512, Timeout: JOBS_TIMEOUT_SECONDS, Runtime: 'nodejs24.x' });
+    // The lease a runner holds on a job lasts a minute past its budget (core/policy/job-runner.ts): about when the
+    // invocation would have been timed out, so a runner that died frees its job then.
+    expect(JOBS_TIMEOUT_SECONDS).toBe(JOB_RUNNER_BUDGET_MS / 1000 + 60);
+    // Lambda's own timeout is at most 900 s (https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html).
+    expect(JOBS_TIMEOUT_SECONDS).toBeLessThanOrEqual(900);
+    expect(envOf(jobs)).toMatchObject({ STRATA_ENV: 'prod', STRATA_POLICY_EVALUATOR: '1' });
+    // Asynchronous invocations are retried twice and kept up to 6 hours by default; MaximumRetryAttempts is 0-2 and
+    // MaximumEventAgeInSeconds 60-21600 (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html,
+    // https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-resource-lambda-eventinvokeconfig.html).
+    // The ticker asks again at its next tick, so neither a retry nor an old event is wanted.
+    const config = Object.values(resources(wf)).filter(
+      (r) => r.Type === 'AWS::Lambda::EventInvokeConfig' && JSON.stringify(r.Properties.FunctionName).includes(jobsId),
+    );
+    expect(config).toHaveLength(1);
+    expect(config[0]!.Properties).toMatchObject({ MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60, Qualifier: '$LATEST' });
+  });
+
+  it('lets the job runner reach the three tiers and write the jobs board, and no other policy document', () => {
+    const managed = JSON.stringify(resources(wf)[jobsRoleId]!.Properties.ManagedPolicyArns);
+    for (const p of [
+      'ColdTierAccessPolicy',
+      'ColdTierRingReadRing',
+      'ColdTierRingReadPolicies',
+      'ColdTierRingWriteEvaluatorJobs',
+    ])
+      expect(managed).toContain(p);
+    expect(managed).not.toMatch(/RingWrite(Policies|Ring|Migrations|Executions|ScaleLocks|EvaluatorState)/);
+    expect(JSON.stringify(statementsOf(wf, jobsRoleId))).toContain('elasticache:Connect');
+    // The evaluator queues on the same board.
+    expect(JSON.stringify(resources(wf)[evaluatorRoleId]!.Properties.ManagedPolicyArns)).toContain(
+      'ColdTierRingWriteEvaluatorJobs',
+    );
+    expect(RING_STORE_DOCUMENTS.evaluatorJobs).toBe(JOBS_KEY);
+  });
+
+  it('lets the state machine invoke exactly its three functions (their ARNs and versions), and nothing else', () => {
     // A function, version or alias ARN (…:function:name[:qualifier]) names what lambda:InvokeFunction may call:
     // https://docs.aws.amazon.com/lambda/latest/dg/lambda-api-permissions-ref.html
     const statements = statementsOf(wf, machineRoleId);
     const invoke = statements.filter((st) => actions(st).some((a) => a.startsWith('lambda:')));
     const arnsOf = (id: string) => [{ 'Fn::GetAtt': [id, 'Arn'] }, { 'Fn::Join': ['', [{ 'Fn::GetAtt': [id, 'Arn'] }, ':*']] }];
     expect(invoke.flatMap((st) => [st.Resource].flat())).toEqual(
-      expect.arrayContaining([...arnsOf(flushId), ...arnsOf(evaluatorId)]),
+      expect.arrayContaining([...arnsOf(flushId), ...arnsOf(evaluatorId), ...arnsOf(jobsId)]),
     );
-    expect(invoke.flatMap((st) => [st.Resource].flat())).toHaveLength(4);
+    expect(invoke.flatMap((st) => [st.Resource].flat())).toHaveLength(6);
     for (const st of invoke) expect(actions(st)).toEqual(['lambda:InvokeFunction']);
     // The rest is X-Ray and the log delivery: no other service, no states:, s3: or ec2: action.
     for (const st of statements.filter((x) => !invoke.includes(x)))

@@ -251,6 +251,7 @@ describe('Stacks', () => {
         'RingReadPolicies',
         'RingReadRing',
         'RingReadScaleLocks',
+        'RingWriteEvaluatorJobs',
         'RingWriteEvaluatorState',
         'RingWriteExecutions',
         'RingWriteMigrations',
@@ -435,6 +436,8 @@ describe('Stacks', () => {
           const expected = [
             'NODE_OPTIONS',
             'STRATA_NEAR_CACHE_MB',
+            // The default rules as the evaluator runs them, for `strata policy validate` (cdk/lib/policy-defaults.ts).
+            'STRATA_POLICY_DEFAULTS',
             // The policy ticker runs the background rules (policies.evaluator): the firing history is in the store.
             'STRATA_POLICY_EVALUATOR',
             'STRATA_POLICY_STORE',
@@ -459,6 +462,8 @@ describe('Stacks', () => {
           'NODE_OPTIONS',
           'STRATA_NEAR_CACHE_MB',
           'STRATA_NODE_PORT',
+          // The policies' default rules as the evaluator runs them (cdk/lib/policy-defaults.ts).
+          'STRATA_POLICY_DEFAULTS',
           'STRATA_POLICY_EVALUATOR',
           'STRATA_POLICY_STORE',
           'STRATA_REDIS_CLUSTER',

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CloudWatchClient, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
 import { buildApiContext, type BuiltContext } from '../../core/composition/api-context.js';
-import { policyFlush, policyTick, type PolicyTickRuntime } from '../../core/composition/policy-evaluator-lambda.js';
+import { policyFlush, policyJobs, policyTick, type PolicyTickRuntime } from '../../core/composition/policy-evaluator-lambda.js';
 import { loadRuntimeEnv } from '../../core/composition/runtime-env.js';
 import { METRICS } from '../../core/metrics/metric-catalog.js';
 import { uniqueName } from '../helpers/env.js';
@@ -43,6 +43,7 @@ describe('the scheduled policy evaluator (one tick per invocation)', () => {
       environment,
       fleet: () => undefined,
       metricsTtlMs: 0,
+      jobs: ctx.jobBoard!,
     };
   });
   afterAll(async () => {
@@ -111,5 +112,55 @@ describe('the scheduled policy evaluator (one tick per invocation)', () => {
     // A tick that starts late in the minute's window does not ask for another.
     const late = await policyTick({ startedAt: new Date(Date.now() - 54_500).toISOString(), ticks: 9 }, rt);
     expect(late).toMatchObject({ ticks: 10, again: false });
+  });
+
+  it('queues a background copy for the job runner, which carries it out beside the tiers; the next tick records it', async () => {
+    const current = await ctx.policyAdmin!.current();
+    await ctx.policyAdmin!.put(
+      {
+        rules: [
+          { id: 'catalog-place', scope: { namespace: 'catalog' }, on: { action: 'put' }, do: [{ store: { tiers: ['cold'] } }] },
+          {
+            id: 'prewarm',
+            scope: { namespace: 'catalog' },
+            on: { timer: { everySeconds: 1 } },
+            do: [{ copy: { from: 'cold', to: ['hot'], what: [{ object: 'tag', equals: 'popular' }] } }],
+          },
+        ],
+      },
+      { ifVersion: current.version, author: 'test' },
+    );
+    await ctx.livePolicy!.refresh(); // this process's coordinator follows it (the API functions do per request)
+    const hot = ctx.tiers.find((t) => t.name === 'hot')!;
+    for (let i = 0; i < 6; i++)
+      await ctx.coordinator.put('catalog', `item${i}`, Buffer.from(`item ${i}`), { tags: i % 2 ? ['popular'] : [] });
+    expect(await hot.head('catalog', 'item1')).toBeUndefined();
+    // The first tick starts the timer's clock; a second later the rule fires: the evaluator (outside the VPC) reaches
+    // no tier, so it queues the copy and tells the ticker to start the runner.
+    const first = await policyTick({}, rt);
+    expect(first.runJobs).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 1100));
+    const second = await policyTick({ startedAt: first.startedAt, ticks: first.ticks }, rt);
+    expect(second.runJobs).toBe(true);
+    expect(await hot.head('catalog', 'item1')).toBeUndefined();
+    // The runner (in the VPC) does the work; the evaluator's next tick records the end, from the board.
+    expect(await policyJobs({ owner: 'test-invocation', budgetMs: 20_000 }, ctx)).toEqual({ ran: 1, finished: 1 });
+    for (let i = 0; i < 6; i++) {
+      expect((await hot.get('catalog', `item${i}`))?.value.toString()).toBe(i % 2 ? `item ${i}` : undefined);
+      expect((await ctx.coordinator.get('catalog', `item${i}`))?.entry.value.toString()).toBe(`item ${i}`);
+    }
+    const third = await policyTick({ startedAt: first.startedAt, ticks: second.ticks }, rt);
+    expect(third.runJobs).toBeUndefined();
+    expect(await ctx.storedFirings!.firings(5)).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          rule: 'prewarm',
+          response: 'copy',
+          outcome: 'done',
+          detail: expect.stringMatching(/^copy finished: 3 of 6 entries selected, 3 copied/),
+        }),
+        expect.objectContaining({ rule: 'prewarm', response: 'copy', detail: expect.stringMatching(/^copy queued/) }),
+      ]),
+    );
   });
 });
