@@ -42,7 +42,8 @@ export function buildStrataApp(app: App, options: StrataAppOptions): StrataStack
   const { config } = options;
   Tags.of(app).add('project', 'strata');
   // Interface endpoints only for what must call an AWS API from inside the VPC. The cost publisher (CloudWatch, EC2),
-  // the scale-out trigger and the admin API (Step Functions) run outside it, where those APIs need no endpoint.
+  // the policy evaluator or the scale-out trigger and the admin API (Step Functions) run outside it, where those APIs
+  // need no endpoint.
   const interfaceEndpoints = [...CacheNodeFleet.INTERFACE_ENDPOINTS];
   const network = new NetworkStack(app, stackId(config, 'Network'), { config, interfaceEndpoints });
   const data = new DataStack(app, stackId(config, 'Data'), { config, network });
@@ -69,14 +70,17 @@ export function buildStrataApp(app: App, options: StrataAppOptions): StrataStack
   // Monitoring alarms on the workflows' functions and state machines (and its node-fill rule targets one): it
   // depends on the Workflows stack, never the reverse.
   const monitoring = new MonitoringStack(app, stackId(config, 'Monitoring'), { config, network, api, data, fleet, workflows });
-  // The admin API starts and follows the workflows; the node-fill alarm starts the configured response.
+  // The admin API starts and follows the workflows.
   api.functions.admin.bindWorkflows(
     Object.fromEntries(
       WORKFLOW_NAMES.map((w) => [w, { machine: workflows.stateMachines[w], name: `strata-${config.name}-${w}` }]),
     ),
   );
+  // The node-fill alarm's response: with the policy evaluator, the rule default-evict-on-node-fill (which an operator
+  // can see and change: cdk/lib/policy-defaults.ts), and the alarm only notifies; without it, the alarm starts the
+  // configured workflow itself.
   const response = config.workflows.fillAlarmResponse;
-  if (response !== 'none')
+  if (!config.policies.evaluator && response !== 'none')
     workflows.respondTo(
       monitoring.alarms.responses.nodeFill,
       response,

@@ -280,7 +280,11 @@ export const environmentConfigSchema = z
          * stall a scale-out or an eviction. @default - none
          */
         stepReservedConcurrency: z.number().int().min(1).optional(),
-        /** Paper 000's scale-out trigger (core/workflows/trigger/scale-trigger.ts). */
+        /**
+         * Paper 000's scale-out trigger (core/workflows/trigger/scale-trigger.ts). With `policies.evaluator` (the
+         * default) it is the policy rule default-prelaunch, with these settings (`scheduleMinutes` is then unused: the
+         * evaluator looks every minute); without, its own function on a schedule.
+         */
         scaleTrigger: z
           .strictObject({
             /** How often the threshold is evaluated. @default 1 */
@@ -305,9 +309,18 @@ export const environmentConfigSchema = z
             path: ['highRate'],
           })
           .prefault({}),
-        /** EvictToS3 runs every this many hours (0 = only on the fill alarm and on demand). @default 6 */
+        /**
+         * EvictToS3 runs every this many hours (0 = only when a node fills, and on demand). With `policies.evaluator`
+         * it is the policy rule default-evict-schedule (at most 24: a policy timer's longest period); without, an
+         * EventBridge schedule. @default 6
+         */
         evictionEveryHours: z.number().int().min(0).max(168).default(6),
-        /** What the node-fill alarm starts: an eviction to S3, or a scale-out. @default 'evict-to-s3' */
+        /**
+         * What happens when the fullest node passes `monitoring.alarms.nodeFillWatermarkPercent`: an eviction to S3, a
+         * scale-out, or nothing. With `policies.evaluator` it is the policy rule default-evict-on-node-fill (`none`:
+         * no such rule), and the node-fill alarm only notifies; without, the alarm starts the workflow.
+         * @default 'evict-to-s3'
+         */
         fillAlarmResponse: z.enum(['evict-to-s3', 'scale-out', 'none']).default('evict-to-s3'),
       })
       .prefault({}),
@@ -318,8 +331,10 @@ export const environmentConfigSchema = z
          * minute that ticks the policy's background rules (an evaluator Lambda outside the VPC) and writes write-back
          * values down (a flush Lambda in it): one Express execution and one invocation of each a minute while no rule
          * has a timer under a minute; the API functions are told so
-         * (STRATA_POLICY_EVALUATOR=1), and accept policies with background rules. `false` deploys none of it, and the
-         * API then refuses background rules. @default true
+         * (STRATA_POLICY_EVALUATOR=1), and accept policies with background rules. The loops of `workflows` (node-fill
+         * response, eviction schedule, scale trigger) are then the policies' default rules, which an operator sees and
+         * may change (cdk/lib/policy-defaults.ts). `false` deploys none of it: the API then refuses background rules,
+         * and the stacks wire those loops up themselves. @default true
          */
         evaluator: z.boolean().default(true),
       })
@@ -334,6 +349,15 @@ export const environmentConfigSchema = z
           message: `availability zone '${az}' is not in region ${c.region} (pass -c availabilityZones=${c.region}a,${c.region}b when you change the region)`,
         });
       }
+    }
+    if (c.policies.evaluator && c.workflows.evictionEveryHours > 24) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['workflows', 'evictionEveryHours'],
+        message:
+          `evictionEveryHours (${c.workflows.evictionEveryHours}) is at most 24 with the policy evaluator: the eviction ` +
+          'schedule is the policy rule default-evict-schedule, whose timer fires at least daily (or set policies.evaluator: false)',
+      });
     }
     if (new Set(c.availabilityZones).size !== c.availabilityZones.length)
       ctx.addIssue({ code: 'custom', path: ['availabilityZones'], message: 'availability zones must be distinct' });

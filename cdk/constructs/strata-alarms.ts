@@ -7,6 +7,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { METRICS, type MetricDef } from '../../core/metrics/metric-catalog.js';
+import { policyTickerAlarms, type PolicyTickerAlarms, type WatchedPolicyTicker } from './policy-ticker-alarms.js';
 import { check } from './validation.js';
 
 /** Tiers the request recorder reports Hits for (`none` is a miss, counted by Misses). */
@@ -104,6 +105,8 @@ export interface StrataAlarmsProps {
   readonly stateMachines?: Readonly<Record<string, sfn.IStateMachine>>;
   /** The hot tier's serverless cache. @default - no hot-tier alarms */
   readonly hotTier?: WatchedServerlessCache;
+  /** The policy ticker, whose failed and stopped executions alarm (policy-ticker-alarms.ts). @default - none */
+  readonly policyTicker?: WatchedPolicyTicker;
   /** Hot-tier usage at or above this share (%) of its data-storage or ECPU limit alarms. @default 75 (AWS's recommendation) */
   readonly hotTierUsagePercent?: number;
 }
@@ -127,6 +130,7 @@ export interface StrataAlarmsProps {
  *   wf-<name>-failed / -timed-out   each state machine's ExecutionsFailed and ExecutionsTimedOut
  *   hot-storage, hot-ecpu           the serverless cache's BytesUsedForCache / ElastiCacheProcessingUnits at
  *                                   `hotTierUsagePercent` of its usage limits; hot-throttled: its ThrottledCmds
+ *   policy-ticker-failed / -stopped the policy ticker's executions failing (or timing out), or no longer starting
  *
  * The cost and fill alarms read metrics the publisher writes once per run: their period is the run interval and
  * they alarm on 1 of the last 2 periods, so one late run neither fires nor clears them. Missing data is not
@@ -141,7 +145,10 @@ export class StrataAlarms extends Construct {
   readonly projectedCostCritical: cloudwatch.Alarm;
   readonly hitRatio: cloudwatch.Alarm;
   readonly errorRate: cloudwatch.Alarm;
-  /** The fullest cache node is above the watermark: the trigger for EvictToS3 / ScaleOut. */
+  /**
+   * The fullest cache node is above the watermark. With the policy evaluator, a notification (the rule
+   * default-evict-on-node-fill acts); without it, the trigger for EvictToS3 / ScaleOut.
+   */
   readonly nodeFill: cloudwatch.Alarm;
   readonly publisherSilent: cloudwatch.Alarm;
   readonly silentNodes: cloudwatch.Alarm;
@@ -150,6 +157,8 @@ export class StrataAlarms extends Construct {
   readonly hotTierStorage?: cloudwatch.Alarm;
   readonly hotTierEcpu?: cloudwatch.Alarm;
   readonly hotTierThrottled?: cloudwatch.Alarm;
+  /** The policy ticker failing, or no longer started ({@link StrataAlarmsProps.policyTicker}). */
+  readonly policyTicker?: PolicyTickerAlarms;
   /** Per watched function name. */
   readonly functionAlarms: Readonly<Record<string, FunctionAlarms>> = {};
   /** Per watched state machine name. */
@@ -466,6 +475,13 @@ export class StrataAlarms extends Construct {
     }
 
     for (const [fnName, watched] of Object.entries(props.functions ?? {})) this.watchFunction(fnName, watched);
+
+    if (props.policyTicker) {
+      const ticker = policyTickerAlarms(this, env, props.policyTicker, name);
+      this.track(ticker.failed);
+      this.track(ticker.stopped);
+      this.policyTicker = ticker;
+    }
 
     const onAlarm = (id: string, alarm: cloudwatch.Alarm, what: string) =>
       new events.Rule(this, id, {

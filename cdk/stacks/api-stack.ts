@@ -8,6 +8,7 @@ import { StrataFunction } from '../constructs/strata-function.js';
 import { StrataRestApi } from '../constructs/strata-rest-api.js';
 import { check } from '../constructs/validation.js';
 import { apiLambdaEntry } from '../lib/packaging.js';
+import { policyDefaultsEnvironment } from '../lib/policy-defaults.js';
 import type { DataStack } from './data-stack.js';
 import type { FleetStack } from './fleet-stack.js';
 import type { StrataNetwork } from './network-stack.js';
@@ -82,6 +83,8 @@ export class ApiStack extends StrataStack {
           // The policy ticker (Workflows stack) runs the background rules: policies may hold them, and the admin
           // function reads their firing history from the policy store (core/composition/api-context.ts).
           ...(config.policies.evaluator ? { STRATA_POLICY_EVALUATOR: '1' } : {}),
+          // The default rules' deployment settings, as the evaluator has them (cdk/lib/policy-defaults.ts).
+          ...policyDefaultsEnvironment(config),
         },
       });
       // The data functions read the ring (to route to the nodes) and the policy in force, and write nothing in the

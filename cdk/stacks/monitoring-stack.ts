@@ -7,6 +7,7 @@ import { runtimeEnvSchema } from '../../core/composition/runtime-env.js';
 import { OPERATIONS, OTHER } from '../../core/metrics/metric-catalog.js';
 import { alarmDestinationHelp } from '../config/load.js';
 import { CostPublisher } from '../constructs/cost-publisher.js';
+import { TICKER_SCHEDULE_MINUTES } from '../constructs/policy-ticker.js';
 import { StrataAlarms } from '../constructs/strata-alarms.js';
 import { StrataDashboards } from '../constructs/strata-dashboards.js';
 import type { ApiStack } from './api-stack.js';
@@ -26,8 +27,11 @@ export interface MonitoringStackProps extends StrataStackProps {
   readonly api: Pick<ApiStack, 'restApi' | 'functions'>;
   readonly data: Pick<DataStack, 'hotTier' | 'coldTier'>;
   readonly fleet: Pick<FleetStack, 'fleet'>;
-  /** Its functions' Errors and Throttles and its state machines' failed and timed-out executions alarm. */
-  readonly workflows: Pick<WorkflowsStack, 'stepFunction' | 'scaleTriggerFunction' | 'stateMachines'>;
+  /**
+   * Its functions' Errors and Throttles, its state machines' failed and timed-out executions, and the policy ticker's
+   * failed or missing executions alarm.
+   */
+  readonly workflows: Pick<WorkflowsStack, 'stepFunction' | 'scaleTriggerFunction' | 'stateMachines' | 'policyTicker'>;
 }
 
 /** The ring document's prefix in the cold-tier bucket: the runtime's default (STRATA_WARM_RING_PREFIX). */
@@ -109,11 +113,17 @@ export class MonitoringStack extends StrataStack {
       functions: {
         ...Object.fromEntries(Object.entries(api.functions).map(([fn, f]) => [`api-${fn}`, { function: f.function }])),
         'workflow-steps': { function: workflows.stepFunction.function },
-        // Nothing else notices its schedule stopping: scale-outs would silently never start.
-        'scale-trigger': {
-          function: workflows.scaleTriggerFunction.function,
-          expectedEvery: Duration.minutes(config.workflows.scaleTrigger.scheduleMinutes),
-        },
+        // Only without the policy evaluator (with it, the trigger is the rule default-prelaunch, and the ticker's
+        // alarms below watch what runs it). Nothing else notices its schedule stopping: scale-outs would silently
+        // never start.
+        ...(workflows.scaleTriggerFunction
+          ? {
+              'scale-trigger': {
+                function: workflows.scaleTriggerFunction.function,
+                expectedEvery: Duration.minutes(config.workflows.scaleTrigger.scheduleMinutes),
+              },
+            }
+          : {}),
       },
       functionErrorsPerPeriod: alarms.functionErrorsPerPeriod,
       stateMachines: workflows.stateMachines,
@@ -123,6 +133,14 @@ export class MonitoringStack extends StrataStack {
         maxEcpuPerSecond: config.hotTier.maxEcpuPerSecond,
       },
       hotTierUsagePercent: alarms.hotTierUsagePercent,
+      ...(workflows.policyTicker
+        ? {
+            policyTicker: {
+              stateMachine: workflows.policyTicker.stateMachine,
+              every: Duration.minutes(TICKER_SCHEDULE_MINUTES),
+            },
+          }
+        : {}),
     });
 
     this.costPublisher = new CostPublisher(this, 'CostPublisher', {
@@ -160,7 +178,10 @@ export class MonitoringStack extends StrataStack {
     this.alarms.watchFunction('cost-publisher', { function: this.costPublisher.function.function });
   }
 
-  /** The node-fill alarm: the connection point of EvictToS3 / ScaleOut (see {@link StrataAlarms.responses}). */
+  /**
+   * The node-fill alarm: the connection point of EvictToS3 / ScaleOut without the policy evaluator (see
+   * {@link StrataAlarms.responses}); with it, a notification beside the rule default-evict-on-node-fill.
+   */
   get fillAlarm(): cloudwatch.Alarm {
     return this.alarms.nodeFill;
   }

@@ -15,6 +15,7 @@ import { StrataFunction } from '../constructs/strata-function.js';
 import { fleetIamStatements } from '../constructs/workflows/fleet-launch.js';
 import { StrataWorkflows, WORKFLOW_IDS } from '../constructs/workflows/strata-workflows.js';
 import { REPO_ROOT } from '../lib/packaging.js';
+import { policyDefaultsEnvironment } from '../lib/policy-defaults.js';
 import { stackUuid } from '../lib/unique-names.js';
 import type { DataStack } from './data-stack.js';
 import type { FleetStack } from './fleet-stack.js';
@@ -39,15 +40,21 @@ export interface WorkflowsStackProps extends StrataStackProps {
 /**
  * Workflows (Step Functions): ScaleOut, ScaleIn, EvictToS3 and TierMigrate (cdk/constructs/workflows), one step
  * Lambda in the VPC that runs every Task state's step (lambdas/workflows/steps.ts: the ring store, the fleet
- * secret, the hot and cold tiers), EC2 launch/terminate as SDK integrations, EvictToS3 on a schedule, and the
- * policy ticker (cdk/constructs/policy-ticker.ts: the policy's background rules, every minute). The
- * Monitoring stack's node-fill alarm starts EvictToS3 (or ScaleOut) through {@link WorkflowsStack.respondTo}.
+ * secret, the hot and cold tiers), EC2 launch/terminate as SDK integrations, and the policy ticker
+ * (cdk/constructs/policy-ticker.ts: the policy's background rules, the default ones included, every minute). Without
+ * the policy evaluator (`policies.evaluator: false`) it runs paper 000's scale trigger and EvictToS3 on schedules
+ * instead, and the Monitoring stack's node-fill alarm starts EvictToS3 (or ScaleOut) through
+ * {@link WorkflowsStack.respondTo}.
  */
 export class WorkflowsStack extends StrataStack {
   /** Execution logs of every state machine (`/aws/vendedlogs/states/...` avoids the resource-policy size limit). */
   readonly stateMachineLogs: logs.LogGroup;
   readonly stepFunction: StrataFunction;
-  readonly scaleTriggerFunction: StrataFunction;
+  /**
+   * Paper 000's scale-out trigger on its own schedule: only with `policies.evaluator: false` (with the evaluator, the
+   * trigger is the policy rule default-prelaunch, core/policy/defaults.ts).
+   */
+  readonly scaleTriggerFunction?: StrataFunction;
   readonly stateMachines: Readonly<Record<WorkflowName, sfn.StateMachine>>;
   /** The scheduled policy evaluator (`policies.evaluator`, on by default); undefined when switched off. */
   readonly policyTicker?: PolicyTicker;
@@ -169,42 +176,13 @@ export class WorkflowsStack extends StrataStack {
       });
     }
 
-    const trigger = config.workflows.scaleTrigger;
-    this.scaleTriggerFunction = new StrataFunction(this, 'ScaleTriggerFunction', {
-      entry: `${REPO_ROOT}/lambdas/workflows/scale-trigger.ts`,
-      description: `Strata ${config.name} scale-out trigger (paper 000 speculative threshold)`,
-      // Outside the VPC: it reads the nodes' reports from S3 and starts ScaleOut through Step Functions, and calls
-      // no node, so it needs neither the fleet secret nor an interface endpoint.
-      memoryMb: 256,
-      timeoutSeconds: 60,
-      logRetention: logRetention(config),
-      logRemovalPolicy: removalPolicy(config),
-      environment: {
-        STRATA_ENV: config.name,
-        STRATA_SCALE_OUT_ARN: workflows.stateMachines['scale-out'].stateMachineArn,
-        STRATA_SCALE_TRIGGER: JSON.stringify({
-          unit: trigger.unit,
-          ...(trigger.capacity ? { capacity: trigger.capacity } : {}),
-          lowRate: trigger.lowRate,
-          highRate: trigger.highRate,
-          mode: trigger.mode,
-        }),
-      },
-    });
-    // It reads the ring, the nodes' reports and the scale-out locks; it writes only its own counter sample.
-    this.scaleTriggerFunction.bindRingStore(data.coldTier, {
-      read: ['ring', 'nodeStats', 'scaleLocks'],
-      write: ['scaleTriggerSample'],
-    });
-    this.scaleTriggerFunction.addEnvironment('STRATA_NODE_STATS_ID_PREFIX', fleet.fleet.statsReportIdPrefix);
-    workflows.stateMachines['scale-out'].grantStartExecution(this.scaleTriggerFunction.role);
-    new events.Rule(this, 'ScaleTriggerSchedule', {
-      description: `Strata ${config.name}: evaluate the speculative scale-out threshold`,
-      schedule: events.Schedule.rate(Duration.minutes(trigger.scheduleMinutes)),
-      targets: [new targets.LambdaFunction(this.scaleTriggerFunction.function)],
-    });
+    // With the policy evaluator on, the scale trigger, the eviction schedule and the node-fill alarm's response are the
+    // policy's default rules (default-prelaunch, default-evict-schedule, default-evict-on-node-fill: cdk/lib/policy-defaults.ts),
+    // which an operator sees and may change; without it, the stacks run them as before.
+    const hardWired = !config.policies.evaluator;
+    if (hardWired) this.scaleTriggerFunction = this.scaleTrigger(config, data, fleet, workflows.stateMachines['scale-out']);
 
-    if (config.workflows.evictionEveryHours > 0) {
+    if (hardWired && config.workflows.evictionEveryHours > 0) {
       new events.Rule(this, 'EvictionSchedule', {
         description: `Strata ${config.name}: evict warm-tier victims above the watermark to S3`,
         schedule: events.Schedule.rate(Duration.hours(config.workflows.evictionEveryHours)),
@@ -228,11 +206,12 @@ export class WorkflowsStack extends StrataStack {
       // The evaluator reads the ring, the nodes' reports and the policy in force, writes only its own state and firing
       // history (policies/evaluator/state.json: never the policy documents, which the admin function alone writes),
       // starts the workflows its rules respond with (and lists TierMigrate's, so as not to resize during one), and
-      // changes the hot tier's usage limits.
+      // changes the hot tier's usage limits. For default-prelaunch (paper 000's trigger) it also reads the scale-out
+      // locks and keeps the trigger's request-counter sample, as the trigger's own function did.
       const listed = ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate'] as const satisfies readonly WorkflowName[];
       ticker.evaluator
-        .bindRingStore(data.coldTier, { read: ['ring', 'nodeStats'] })
-        .bindPolicyStore(data.coldTier, { write: false, evaluatorState: true })
+        .bindRingStore(data.coldTier, { read: ['ring', 'nodeStats', 'scaleLocks'], write: ['scaleTriggerSample'] })
+        .bindPolicyStore(data.coldTier, { write: false, evaluatorState: true, jobs: true })
         .bindWorkflows(
           Object.fromEntries(listed.map((w) => [w, { machine: workflows.stateMachines[w], name: `strata-${config.name}-${w}` }])),
         )
@@ -246,19 +225,31 @@ export class WorkflowsStack extends StrataStack {
           resources: [data.hotTier.connectArns(this)[0]],
         }),
       );
-      // The flush writes dirty hot entries down to warm and cold, like the step Lambda reaches them.
+      // The flush writes dirty hot entries down to warm and cold, like the step Lambda reaches them; the job runner
+      // copies, moves and deletes between all three and advances the jobs' board.
       ticker.flusher
         .bindHotTier(data.hotTier)
         .bindColdTier(data.coldTier)
         .bindRingStore(data.coldTier, { read: ['ring'] })
         .bindPolicyStore(data.coldTier, { write: false })
         .bindFleet(fleet.fleet);
+      ticker.jobs
+        .bindHotTier(data.hotTier)
+        .bindColdTier(data.coldTier)
+        .bindRingStore(data.coldTier, { read: ['ring'] })
+        .bindPolicyStore(data.coldTier, { write: false, jobs: true })
+        .bindFleet(fleet.fleet);
+      const tickerFunctions = [ticker.evaluator, ticker.flusher, ticker.jobs];
       // The policy in force falls back to the configured namespace policies, as in the API functions.
-      for (const f of [ticker.evaluator, ticker.flusher])
+      for (const f of tickerFunctions)
         if (config.api.namespaces) f.addEnvironment('STRATA_NAMESPACES', JSON.stringify(config.api.namespaces));
-      // A policy with encrypt rules compiles only with the keyring's names (the flush moves stored bytes: no KMS use).
+      // A policy with encrypt rules compiles only with the keyring's names (the flush and the job runner move stored
+      // bytes: no KMS use).
       const keys = policyEncryptionKeys(this, props.policyEncryptionKeys);
-      if (keys) for (const f of [ticker.evaluator, ticker.flusher]) f.bindKeyring(keys, { use: false });
+      if (keys) for (const f of tickerFunctions) f.bindKeyring(keys, { use: false });
+      // The default rules' deployment settings, the same in every function that compiles policies (the API's too).
+      for (const [k, v] of Object.entries(policyDefaultsEnvironment(config)))
+        for (const f of tickerFunctions) f.addEnvironment(k, v);
       new CfnOutput(this, 'PolicyTickerStateMachineArn', {
         value: ticker.stateMachine.stateMachineArn,
         description: "State machine of the policy ticker (the policy's background rules, started every minute)",
@@ -275,5 +266,52 @@ export class WorkflowsStack extends StrataStack {
     rule.addTarget(
       new targets.SfnStateMachine(this.stateMachines[workflow], { input: events.RuleTargetInput.fromObject(input) }),
     );
+  }
+
+  /**
+   * Paper 000's scale-out trigger as its own function on a schedule (core/workflows/trigger/scale-trigger.ts), for
+   * environments without the policy evaluator.
+   */
+  private scaleTrigger(
+    config: WorkflowsStackProps['config'],
+    data: WorkflowsStackProps['data'],
+    fleet: WorkflowsStackProps['fleet'],
+    scaleOut: sfn.StateMachine,
+  ): StrataFunction {
+    const trigger = config.workflows.scaleTrigger;
+    const fn = new StrataFunction(this, 'ScaleTriggerFunction', {
+      entry: `${REPO_ROOT}/lambdas/workflows/scale-trigger.ts`,
+      description: `Strata ${config.name} scale-out trigger (paper 000 speculative threshold)`,
+      // Outside the VPC: it reads the nodes' reports from S3 and starts ScaleOut through Step Functions, and calls
+      // no node, so it needs neither the fleet secret nor an interface endpoint.
+      memoryMb: 256,
+      timeoutSeconds: 60,
+      logRetention: logRetention(config),
+      logRemovalPolicy: removalPolicy(config),
+      environment: {
+        STRATA_ENV: config.name,
+        STRATA_SCALE_OUT_ARN: scaleOut.stateMachineArn,
+        STRATA_SCALE_TRIGGER: JSON.stringify({
+          unit: trigger.unit,
+          ...(trigger.capacity ? { capacity: trigger.capacity } : {}),
+          lowRate: trigger.lowRate,
+          highRate: trigger.highRate,
+          mode: trigger.mode,
+        }),
+      },
+    });
+    // It reads the ring, the nodes' reports and the scale-out locks; it writes only its own counter sample.
+    fn.bindRingStore(data.coldTier, {
+      read: ['ring', 'nodeStats', 'scaleLocks'],
+      write: ['scaleTriggerSample'],
+    });
+    fn.addEnvironment('STRATA_NODE_STATS_ID_PREFIX', fleet.fleet.statsReportIdPrefix);
+    scaleOut.grantStartExecution(fn.role);
+    new events.Rule(this, 'ScaleTriggerSchedule', {
+      description: `Strata ${config.name}: evaluate the speculative scale-out threshold`,
+      schedule: events.Schedule.rate(Duration.minutes(trigger.scheduleMinutes)),
+      targets: [new targets.LambdaFunction(fn.function)],
+    });
+    return fn;
   }
 }

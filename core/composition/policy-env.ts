@@ -38,14 +38,20 @@ export function policyPartsFromEnv(env: RuntimeEnv, opts: PolicyEnvOptions = {})
   const keys = keyringFromEnv(env, { createLocalKeys: opts.createLocalKeys ?? false });
   const encryption = encryptionCompileOptions(keys);
   // What runs background rules: npm start's in-process evaluator (everything), or AWS's scheduled one
-  // (STRATA_POLICY_EVALUATOR: alert, grow, shrink, eviction; not copy/move/delete; the default rules' loops still
-  // run as the alarm, trigger and schedules there).
+  // (STRATA_POLICY_EVALUATOR: alert, grow, shrink, eviction, and copy/move/delete through its job runner).
   const local = opts.backgroundEvaluator ?? false;
   const scheduled = env.STRATA_POLICY_EVALUATOR && !local;
   const compile: CompileOptions = {
     background: local || scheduled,
-    transfers: local,
-    defaults: local,
+    transfers: local || scheduled,
+    // Both evaluators run the default rules (defaults.ts), so every policy shows them and an operator changes or
+    // disables one by writing a rule with its id: in AWS they are what acts (the stacks then deploy no fill-alarm
+    // response, eviction schedule or scale trigger of their own). Their deployment settings (STRATA_POLICY_DEFAULTS)
+    // come from cdk/config in AWS. Under npm start the variable is normally unset, so: the node-fill eviction and the
+    // idle scale-in, but no periodic eviction (the local warm tier is wiped at every start and rarely lives the hours
+    // such a sweep is for; the fill rule evicts when a node fills) and no pre-launch (a local node starts in about a
+    // second, so there is nothing to launch ahead of; bench/ measures paper 000's trigger with its own settings).
+    defaults: local || scheduled ? (env.STRATA_POLICY_DEFAULTS ?? true) : false,
     ...(encryption ? { encryption } : {}),
   };
   const deployment = compilePolicy(documentFromNamespaceConfig(namespaceConfigFrom(env)), compile);

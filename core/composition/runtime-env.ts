@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import * as z from 'zod';
+import { defaultRulesOptionsSchema } from '../policy/defaults.js';
 import type { NamespaceConfigInput } from '../policy/namespace-settings.js';
 import { fleetSubnetsSchema } from '../workflows/steps/fleet-placement.js';
 import { ConfigError } from '../errors.js';
@@ -120,6 +121,28 @@ export const runtimeEnvSchema = z.object({
    * may then have alert, grow and shrink rules, and the firing history is read from the policy store.
    */
   STRATA_POLICY_EVALUATOR: bool.default(false),
+  /**
+   * The deployment's settings of the policies' default rules (core/policy/defaults.ts DefaultRulesOptions), as JSON:
+   * `{"nodeFill": "evict"|"grow"|"off", "nodeFillPercent": 85, "evictEveryHours": 6, "prelaunch": {"unit", "capacity",
+   * "lowRate", "highRate", "mode"}}`, every field optional. The CDK stacks give every function that compiles policies
+   * the same, from cdk/config's `workflows` section. Unset: the node-fill eviction at 85%, no eviction schedule, no
+   * pre-launch.
+   */
+  STRATA_POLICY_DEFAULTS: z
+    .string()
+    .transform((s, ctx) => {
+      try {
+        return JSON.parse(s) as unknown;
+      } catch {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'must be JSON: {"nodeFill": "evict", "nodeFillPercent": 85, "evictEveryHours": 6, "prelaunch": {...}}',
+        });
+        return z.NEVER;
+      }
+    })
+    .pipe(defaultRulesOptionsSchema)
+    .optional(),
   /**
    * Where the master keys of the policies' encrypt rules live (composition/keyring-env.ts): `kms` (AWS KMS, in
    * AWS_REGION; the API functions get it with the stack prop policyEncryptionKeys) or `file:<dir>` (key files, for

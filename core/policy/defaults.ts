@@ -1,3 +1,4 @@
+import * as z from 'zod';
 import { ruleSchema, type PolicyDocument, type PolicyRule, type PolicyRuleInput } from './document.js';
 
 /**
@@ -9,6 +10,10 @@ import { ruleSchema, type PolicyDocument, type PolicyRule, type PolicyRuleInput 
  *
  * The write-back flush is not among them: it is the flush rule of every write-back namespace (the low-latency
  * preset's `flush`, or the `deploy-…-flush` rule a STRATA_NAMESPACES write-back setting becomes).
+ *
+ * Some of them depend on the deployment ({@link DefaultRulesOptions}, STRATA_POLICY_DEFAULTS): in AWS the CDK stacks
+ * give every function that compiles policies the same options, from `workflows.*` of cdk/config/<env>.ts, so the rules
+ * the admin API shows are the ones the scheduled evaluator runs.
  */
 
 /** Defaults' ids start with this; a document's own rule with the same id replaces the default. */
@@ -20,36 +25,105 @@ export const DEFAULT_NODE_FILL_PERCENT = 85;
 /** An idle warm fleet: serving at most this many requests a second, and at most this full, for this long. */
 export const DEFAULT_IDLE = { requestsPerSecond: 1, fillPercent: 40, forSeconds: 900 } as const;
 
-/** The default rules of `doc`: fixed ones, and one per budget (its `onExceeded`). */
-export function defaultRules(doc: PolicyDocument): PolicyRule[] {
-  const rules: PolicyRuleInput[] = [
-    {
+/**
+ * Paper 000's trigger's settings (cdk/config's `workflows.scaleTrigger`; core/workflows/trigger/threshold.ts): the unit
+ * of fill and capacity, δ_L and δ_H, and the migration mode of the scale-outs it starts. The scheduled trigger and the
+ * rule `default-prelaunch` read the same.
+ */
+export const prelaunchSettingsSchema = z
+  .strictObject({
+    unit: z.enum(['keys', 'bytes']).default('bytes'),
+    /** c in records; required with unit `keys` (bytes take the nodes' own capacity). */
+    capacity: z.number().positive().optional(),
+    /** δ_L and δ_H: the lowest and highest request rates expected (requests/s). */
+    lowRate: z.number().positive().default(50),
+    highRate: z.number().positive().default(250),
+    /** Migration mode of the scale-outs it starts. */
+    mode: z.enum(['incremental', 'parallel']).default('incremental'),
+  })
+  .refine((s) => s.unit !== 'keys' || s.capacity !== undefined, {
+    message: 'unit "keys" needs capacity (records per node)',
+    path: ['capacity'],
+  })
+  .refine((s) => s.highRate >= s.lowRate, { message: 'highRate (δ_H) must be at least lowRate (δ_L)', path: ['highRate'] });
+
+/** How often paper 000's speculative threshold is looked at again while it keeps being passed (its trigger's period). */
+export const PRELAUNCH_REPEAT_SECONDS = 60;
+
+/**
+ * What the deployment decides about the default rules (STRATA_POLICY_DEFAULTS, JSON; in AWS from cdk/config's
+ * `workflows` section). Unset, as under `npm start`: the node-fill eviction, the idle scale-in and the budgets' rules.
+ */
+export const defaultRulesOptionsSchema = z.strictObject({
+  /**
+   * What `default-evict-on-node-fill` does when the fullest node passes `nodeFillPercent`: `evict` (EvictToS3), `grow`
+   * (one ScaleOut) or `off` (no such rule). @default 'evict'
+   */
+  nodeFill: z.enum(['evict', 'grow', 'off']).default('evict'),
+  /** The node-fill watermark (%), the Monitoring stack's node-fill alarm's. @default 85 */
+  nodeFillPercent: z.number().gt(0).max(100).default(DEFAULT_NODE_FILL_PERCENT),
+  /**
+   * `default-evict-schedule`: EvictToS3 every this many hours, whatever the fill (it evicts only above each node's
+   * watermark). 0 = no such rule; at most 24 (a background timer's longest period). @default 0
+   */
+  evictEveryHours: z
+    .number()
+    .int()
+    .min(0)
+    .max(24, 'evictEveryHours is at most 24 (a policy timer fires at least daily)')
+    .default(0),
+  /**
+   * `default-prelaunch`: paper 000's speculative scale-out (core/workflows/trigger), with its settings (unit, capacity,
+   * δ_L, δ_H, mode). The evaluator's state then holds `warm.prelaunchFillPercent`. Absent: no such rule.
+   */
+  prelaunch: prelaunchSettingsSchema.optional(),
+});
+export type DefaultRulesOptions = z.input<typeof defaultRulesOptionsSchema>;
+
+/** The default rules of `doc`: fixed ones, those the deployment configures (`options`), and one per budget. */
+export function defaultRules(doc: PolicyDocument, options: DefaultRulesOptions = {}): PolicyRule[] {
+  const o = defaultRulesOptionsSchema.parse(options);
+  const rules: PolicyRuleInput[] = [];
+  if (o.nodeFill !== 'off')
+    rules.push({
       id: 'default-evict-on-node-fill',
       description:
-        "When the fullest cache node passes the watermark, evict the warm tier's coldest entries to S3 (EvictToS3, " +
-        'in eviction order, until every node is below it)',
-      on: { threshold: { tier: 'warm', metric: 'nodeFillPercent', op: '>=', value: DEFAULT_NODE_FILL_PERCENT } },
-      do: [{ move: { from: 'warm', to: ['cold'] } }],
-    },
-    {
-      id: 'default-idle-scale-in',
+        o.nodeFill === 'evict'
+          ? "When the fullest cache node passes the watermark, evict the warm tier's coldest entries to S3 (EvictToS3, " +
+            'in eviction order, until every node is below it)'
+          : 'When the fullest cache node passes the watermark, add a node (one ScaleOut: new nodes take half of the ' +
+            "fullest ranges; the deployment's workflows.fillAlarmResponse is scale-out)",
+      on: { threshold: { tier: 'warm', metric: 'nodeFillPercent', op: '>=', value: o.nodeFillPercent } },
+      do: [o.nodeFill === 'evict' ? { move: { from: 'warm', to: ['cold'] } } : { grow: { tier: 'warm', nodes: 1 } }],
+    });
+  if (o.evictEveryHours > 0)
+    rules.push({
+      id: 'default-evict-schedule',
       description:
-        'A warm fleet that has served almost nothing and held little for a quarter of an hour gives back a node ' +
-        '(one ScaleIn per idle quarter hour; never below controls.minFleetSize, never while a scale or migration runs)',
-      on: {
-        threshold: {
-          tier: 'warm',
-          metric: 'requestsPerSecond',
-          op: '<=',
-          value: DEFAULT_IDLE.requestsPerSecond,
-          forSeconds: DEFAULT_IDLE.forSeconds,
-          repeatSeconds: DEFAULT_IDLE.forSeconds,
-        },
+        `Every ${o.evictEveryHours} hours, evict what each cache node holds above its watermark to S3 (EvictToS3), ` +
+        'so a node the fill rule did not catch still sheds its coldest entries',
+      on: { timer: { everySeconds: o.evictEveryHours * 3600 } },
+      do: [{ move: { from: 'warm', to: ['cold'] } }],
+    });
+  if (o.prelaunch) rules.push(prelaunchRule(o.prelaunch));
+  rules.push({
+    id: 'default-idle-scale-in',
+    description:
+      'A warm fleet that has served almost nothing and held little for a quarter of an hour gives back a node ' +
+      '(one ScaleIn per idle quarter hour; never below controls.minFleetSize, never while a scale or migration runs)',
+    on: {
+      threshold: {
+        tier: 'warm',
+        metric: 'requestsPerSecond',
+        op: '<=',
+        value: DEFAULT_IDLE.requestsPerSecond,
+        forSeconds: DEFAULT_IDLE.forSeconds,
+        repeatSeconds: DEFAULT_IDLE.forSeconds,
       },
-      when: [{ tier: 'warm', metric: 'fillPercent', op: '<=', value: DEFAULT_IDLE.fillPercent }],
-      do: [{ shrink: { tier: 'warm', nodes: 1 } }],
     },
-  ];
+    when: [{ tier: 'warm', metric: 'fillPercent', op: '<=', value: DEFAULT_IDLE.fillPercent }],
+    do: [{ shrink: { tier: 'warm', nodes: 1 } }],
+  });
   for (const b of doc.budgets) {
     const over = `projected ${b.namespace ? `spend of namespace ${b.namespace}` : b.tier ? `${b.tier} tier spend` : 'spend'}`;
     rules.push({
@@ -74,6 +148,34 @@ export function defaultRules(doc: PolicyDocument): PolicyRule[] {
     });
   }
   return rules.map((r) => ruleSchema.parse(r));
+}
+
+/**
+ * Paper 000's trigger as a rule. `warm.prelaunchFillPercent` is the fill of the fullest cache node with no scale-out in
+ * flight, as a share of the speculative threshold T (workflows/trigger/threshold.ts; the evaluator computes it with
+ * the trigger's own code): above 100 that node passed T, and one ScaleOut is started for it (holding its lock, in the
+ * configured mode). Looked at again every minute while it holds, as the trigger was (a scale-out already running
+ * makes the grow skip until it ends).
+ */
+function prelaunchRule(p: z.output<typeof prelaunchSettingsSchema>): PolicyRuleInput {
+  const c = p.unit === 'keys' ? `${p.capacity} records` : 'its capacity in bytes';
+  return {
+    id: 'default-prelaunch',
+    description:
+      "Paper 000's speculative scale-out: when the fullest cache node with no scale-out in flight passes " +
+      `T = c/2 + δ_H·(‖N‖ − R/δ_L) (c = ${c}, δ_L = ${p.lowRate}, δ_H = ${p.highRate} req/s, R = the fleet's rate, ` +
+      `‖N‖ = its nodes), launch a node for it (one ${p.mode} ScaleOut, locked to that node)`,
+    on: {
+      threshold: {
+        tier: 'warm',
+        metric: 'prelaunchFillPercent',
+        op: '>',
+        value: 100,
+        repeatSeconds: PRELAUNCH_REPEAT_SECONDS,
+      },
+    },
+    do: [{ grow: { tier: 'warm', nodes: 1 } }],
+  };
 }
 
 /**

@@ -25,8 +25,20 @@ export type Comparison = z.infer<typeof comparison>;
 
 // ------------------------------------------------------------------------------------------------- conditions
 
-/** Attributes of a tier, as the background evaluator reads them from the tiers' own statistics. */
-export const TIER_METRICS = ['fillPercent', 'bytes', 'entries', 'requestsPerSecond', 'nodeFillPercent'] as const;
+/**
+ * Attributes of a tier, as the background evaluator reads them from the tiers' own statistics. `prelaunchFillPercent`
+ * (warm): the fullest cache node with no scale-out in flight, as a share of paper 000's speculative threshold T (above
+ * 100: it passed T; the rule default-prelaunch, where the deployment configures it).
+ */
+export const TIER_METRICS = [
+  'fillPercent',
+  'bytes',
+  'entries',
+  'requestsPerSecond',
+  'nodeFillPercent',
+  'prelaunchFillPercent',
+] as const;
+export type TierMetric = (typeof TIER_METRICS)[number];
 
 const tierCondition = z.strictObject({
   tier,

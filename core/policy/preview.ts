@@ -1,5 +1,5 @@
 import type { CompiledPolicy } from './compile.js';
-import { ruleMode, type Comparison, type Condition, type PolicyRule, type PolicyTier } from './document.js';
+import { ruleMode, type Comparison, type Condition, type PolicyRule, type PolicyTier, type TierMetric } from './document.js';
 import type { FiringPreview } from './service.js';
 
 /**
@@ -7,9 +7,7 @@ import type { FiringPreview } from './service.js';
  * evaluator read the same shape, so a dry run says what the evaluator would do on the same state.
  */
 export interface PolicyState {
-  readonly tiers: Partial<
-    Record<PolicyTier, Partial<Record<'fillPercent' | 'bytes' | 'entries' | 'requestsPerSecond' | 'nodeFillPercent', number>>>
-  >;
+  readonly tiers: Partial<Record<PolicyTier, Partial<Record<TierMetric, number>>>>;
   readonly cost?: {
     readonly total: number;
     readonly byTier: Partial<Record<PolicyTier, number>>;

@@ -168,16 +168,20 @@ describe.each(ENVIRONMENT_NAMES)('%s: alarms on what the request metrics cannot 
     for (const a of [errors, latency]) expect(a.TreatMissingData).toBe('notBreaching');
   });
 
-  it('alarms on Errors and Throttles of every function: the five API ones, the step and scale-trigger ones, the cost publisher', () => {
+  it('alarms on Errors and Throttles of every function: the five API ones, the step one, the cost publisher', () => {
+    // With the policy evaluator (on here) paper 000's trigger is the rule default-prelaunch: no scale-trigger function
+    // (test/infra/default-rules-wiring.test.ts covers an environment without the evaluator, and its alarms).
+    expect(s.config.policies.evaluator).toBe(true);
+    expect(s.stacks.workflows.scaleTriggerFunction).toBeUndefined();
+    expect(alarms[name('fn-scale-trigger-errors')]).toBeUndefined();
     const functions: [string, IConstruct, boolean][] = [
       ...Object.entries(s.stacks.api.functions).map(
         ([fn, f]) => [`api-${fn}`, f.function, false] as [string, IConstruct, boolean],
       ),
       ['workflow-steps', s.stacks.workflows.stepFunction.function, false],
-      ['scale-trigger', s.stacks.workflows.scaleTriggerFunction.function, true],
       ['cost-publisher', monitoringStack.costPublisher.function.function, false],
     ];
-    expect(functions).toHaveLength(8);
+    expect(functions).toHaveLength(7);
     const period = limits.trafficPeriodMinutes * 60;
     const every = c.workflows.scaleTrigger.scheduleMinutes * 60;
     for (const [fn, construct, scheduled] of functions) {
@@ -235,6 +239,28 @@ describe.each(ENVIRONMENT_NAMES)('%s: alarms on what the request metrics cannot 
         expect(a!.TreatMissingData).toBe('notBreaching');
       }
     }
+  });
+
+  it('alarms when the policy ticker fails in 2 of 3 minutes, and when it starts nothing for 5 minutes', () => {
+    const ticker = s.stacks.workflows.policyTicker!.stateMachine;
+    const failed = alarms[name('policy-ticker-failed')]!;
+    const stopped = alarms[name('policy-ticker-stopped')]!;
+    // https://docs.aws.amazon.com/step-functions/latest/dg/procedure-cw-metrics.html ("Execution metrics": ExecutionsFailed
+    // and ExecutionsStarted, counts, under the dimension StateMachineArn; Express state machines publish them too).
+    // https://app.unpkg.com/aws-cdk-lib@2.211.0/files/aws-stepfunctions/lib/stepfunctions-canned-metrics.generated.js
+    // (CDK's metrics from AWS's specification): AWS/States, Sum.
+    expect(failed).toMatchObject({ Namespace: 'AWS/States', MetricName: 'ExecutionsFailed', Statistic: 'Sum', Period: 60 });
+    expect(stopped).toMatchObject({ Namespace: 'AWS/States', MetricName: 'ExecutionsStarted', Statistic: 'Sum', Period: 300 });
+    for (const a of [failed, stopped]) {
+      expect(Object.keys(dims(a))).toEqual(['StateMachineArn']);
+      expect(refersTo(dims(a).StateMachineArn, ticker, monitoringStack)).toBe(true);
+    }
+    expect(failed).toMatchObject({ Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold' });
+    expect(failed).toMatchObject({ EvaluationPeriods: 3, DatapointsToAlarm: 2, TreatMissingData: 'notBreaching' });
+    // https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.aws_cloudwatch.TreatMissingData.html
+    // ExecutionsStarted has data only when an execution starts: a schedule that stopped leaves none, which must alarm.
+    expect(stopped).toMatchObject({ Threshold: 1, ComparisonOperator: 'LessThanThreshold', EvaluationPeriods: 1 });
+    expect(stopped.TreatMissingData).toBe('breaching');
   });
 
   it('alarms on the serverless hot tier at 75% of its storage and ECPU limits, and on throttled commands (clusterId)', () => {

@@ -28,6 +28,7 @@ import { ENVIRONMENT_NAMES } from '../../cdk/config/schema.js';
 import { ColdTierBucket } from '../../cdk/constructs/cold-tier-bucket.js';
 import { POLICY_CURRENT_KEY, policyVersionKey } from '../../core/policy/admin.js';
 import { EVALUATOR_STATE_KEY } from '../../core/policy/evaluator-store.js';
+import { JOBS_KEY } from '../../core/policy/jobs.js';
 import { STACK_KEYS, synthesized, type StackKey, type SynthesizedEnvironment } from './helpers/synth.js';
 
 type Json = Record<string, unknown>;
@@ -61,6 +62,7 @@ const PROBES = {
   policyCurrent: POLICY_CURRENT_KEY,
   policyVersion: policyVersionKey(7, 'b3f1c2d4'),
   evaluatorState: EVALUATOR_STATE_KEY,
+  evaluatorJobs: JOBS_KEY,
   other: 'anything-else',
 } as const;
 type Probe = keyof typeof PROBES;
@@ -321,8 +323,10 @@ describe.each(ENVIRONMENT_NAMES)('ring store grants (%s)', (name) => {
     for (const [fn, role] of apiRoles) {
       const replaces = (p: Probe) => iam.allows(role, WRITE_ACTIONS, iam.objectArn(PROBES[p]), (st) => !createOnly(st));
       const written = (Object.keys(PROBES) as Probe[]).filter(replaces);
-      // The admin function's policies/* grant also covers the evaluator's state document (it reads the firings there).
-      expect({ fn, written }).toEqual({ fn, written: fn === 'admin' ? [...POLICY_DOCUMENTS, 'evaluatorState'] : [] });
+      // The admin function's policies/* grant also covers the evaluator's state and jobs documents (it reads the
+      // firings there).
+      const admins = [...POLICY_DOCUMENTS, 'evaluatorState', 'evaluatorJobs'];
+      expect({ fn, written }).toEqual({ fn, written: fn === 'admin' ? admins : [] });
     }
   });
 
@@ -342,7 +346,7 @@ describe.each(ENVIRONMENT_NAMES)('ring store grants (%s)', (name) => {
       const created = (Object.keys(PROBES) as Probe[]).filter((p) =>
         iam.allows(role, ['s3:PutObject'], iam.objectArn(PROBES[p])),
       );
-      const admins = [...POLICY_DOCUMENTS, 'evaluatorState'];
+      const admins = [...POLICY_DOCUMENTS, 'evaluatorState', 'evaluatorJobs'];
       const others = created.filter((p) => p !== 'fleetSecret' && !(fn === 'admin' && admins.includes(p)));
       expect({ fn, created: others }).toEqual({ fn, created: [] });
     }
@@ -376,9 +380,38 @@ describe.each(ENVIRONMENT_NAMES)('ring store grants (%s)', (name) => {
     const written = (Object.keys(PROBES) as Probe[]).filter((p) =>
       iam.allows(evaluatorRole, ['s3:PutObject'], iam.objectArn(PROBES[p])),
     );
-    // Nothing else: the evaluator runs outside the VPC and reaches no node (no fleet secret either).
-    expect(written).toEqual(['evaluatorState']);
+    // And the jobs board it queues on (below), and paper 000's counter sample (below); nothing else: the evaluator runs
+    // outside the VPC and reaches no node (no fleet secret either).
+    expect(written).toEqual(['triggerSample', 'evaluatorState', 'evaluatorJobs']);
     for (const p of ['policyCurrent', 'evaluatorState', 'ring', 'nodeStats'] as const)
+      expect({ p, reads: iam.allows(evaluatorRole, ['s3:GetObject'], iam.objectArn(PROBES[p])) }).toEqual({ p, reads: true });
+  });
+
+  it('lets the evaluator and the job runner (and the admin function, by policies/*) write the jobs board', () => {
+    // core/policy/jobs.ts: the evaluator queues and takes jobs off, the runner leases and advances them, each by
+    // compare-and-set (s3:PutObject with If-Match / If-None-Match). The runner writes nothing else of the store but
+    // the fleet secret's creation.
+    const ticker = env.stacks.workflows.policyTicker!;
+    const runner = iam.roleOf(ticker.jobs.role);
+    const expected = [iam.roleOf(env.stacks.api.functions.admin.role), iam.roleOf(ticker.evaluator.role), runner];
+    expect(writers('evaluatorJobs').sort()).toEqual(expected.sort());
+    const written = (Object.keys(PROBES) as Probe[]).filter((p) =>
+      iam.allows(runner, ['s3:PutObject'], iam.objectArn(PROBES[p])),
+    );
+    // Like every function bound to the fleet (CacheNodeFleet.grantCreateSecret), it may create the fleet secret
+    // where it is missing (If-None-Match: * only, never replace it).
+    expect(written).toEqual(['fleetSecret', 'evaluatorJobs']);
+  });
+
+  it("lets paper 000's trigger (the evaluator's rule default-prelaunch, or its own function) read the locks and keep its sample", () => {
+    // core/workflows/trigger/scale-trigger.ts measureScaleOut: the scale-out locks are read (a node with one in flight is
+    // skipped), the request-counter sample is read and written by compare-and-set. With the policy evaluator (every
+    // committed environment) the evaluator does it; without, the scale trigger's function (default-rules-wiring.test.ts).
+    const ticker = env.stacks.workflows.policyTicker!;
+    expect(env.stacks.workflows.scaleTriggerFunction).toBeUndefined();
+    const evaluatorRole = iam.roleOf(ticker.evaluator.role);
+    expect(writers('triggerSample')).toEqual([evaluatorRole]);
+    for (const p of ['scaleLock', 'triggerSample'] as const)
       expect({ p, reads: iam.allows(evaluatorRole, ['s3:GetObject'], iam.objectArn(PROBES[p])) }).toEqual({ p, reads: true });
   });
 

@@ -63,56 +63,31 @@ describe('Workflows stack', () => {
     for (const f of fns) expect(Object.keys(f.Properties.Environment?.Variables ?? {})).not.toContain('STRATA_REDIS_PASSWORD');
   });
 
-  it('runs the scale-out trigger every minute and EvictToS3 on a schedule', () => {
-    wf.hasResourceProperties('AWS::Events::Rule', {
-      ScheduleExpression: 'rate(1 minute)',
-      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ScaleTriggerFunction'), 'Arn'] } })],
-    });
-    wf.hasResourceProperties('AWS::Events::Rule', {
-      ScheduleExpression: 'rate(6 hours)',
-      Targets: [Match.objectLike({ Arn: { Ref: Match.stringLikeRegexp('^WorkflowsEvictToS3') } })],
-    });
-    wf.hasResourceProperties('AWS::Lambda::Function', {
-      Description: Match.stringLikeRegexp('scale-out trigger'),
-      Environment: {
-        Variables: Match.objectLike({
-          STRATA_SCALE_OUT_ARN: Match.anyValue(),
-          STRATA_SCALE_TRIGGER: Match.stringLikeRegexp('"lowRate":50'),
-        }),
-      },
-    });
+  it('deploys no scale trigger and no eviction schedule with the policy evaluator: they are default rules', () => {
+    // The evaluator is on by default; the loops are the rules default-prelaunch and default-evict-schedule
+    // (test/infra/default-rules-wiring.test.ts covers what they get, and an environment without the evaluator).
+    expect(prod.config.policies.evaluator).toBe(true);
+    expect(
+      Object.keys(
+        wf.findResources('AWS::Lambda::Function', { Properties: { Description: Match.stringLikeRegexp('scale-out trigger') } }),
+      ),
+    ).toEqual([]);
+    const schedules = Object.values(wf.findResources('AWS::Events::Rule')).map(
+      (r) => (r as { Properties: { ScheduleExpression?: string } }).Properties.ScheduleExpression,
+    );
+    // Only the policy ticker's minute.
+    expect(schedules).toEqual(['rate(1 minute)']);
   });
 
-  it("runs the scale-out trigger outside the VPC on the nodes' reports: no network interface, fleet secret or node port", () => {
-    type Fn = { Properties: { VpcConfig?: unknown; Environment: { Variables: Record<string, unknown> } } };
-    const trigger = { Properties: { Description: Match.stringLikeRegexp('scale-out trigger') } };
-    const fn = Object.values(wf.findResources('AWS::Lambda::Function', trigger))[0] as Fn;
-    expect(fn.Properties.VpcConfig).toBeUndefined();
-    const vars = fn.Properties.Environment.Variables;
-    expect(Object.keys(vars).sort()).toEqual([
-      'NODE_OPTIONS',
-      'STRATA_ENV',
-      'STRATA_NODE_STATS_ID_PREFIX',
-      'STRATA_SCALE_OUT_ARN',
-      'STRATA_SCALE_TRIGGER',
-      'STRATA_WARM_RING_BUCKET',
-      'STRATA_WARM_RING_PREFIX',
-    ]);
-    // The fleet role's id and a colon: each node's report is keyed by its session's aws:userid (CacheNodeFleet).
-    expect(JSON.stringify(vars.STRATA_NODE_STATS_ID_PREFIX)).toMatch(/Strata-prod-Fleet.*RoleId/);
-  });
-
-  it('starts EvictToS3 when the node-fill alarm goes into ALARM (the configured response)', () => {
+  it('starts no workflow from the node-fill alarm with the policy evaluator: the rule default-evict-on-node-fill does', () => {
     expect(prod.config.workflows.fillAlarmResponse).toBe('evict-to-s3');
     const rules = Object.values(
       prod.templates.monitoring.findResources('AWS::Events::Rule', {
         Properties: { EventPattern: { 'detail-type': ['CloudWatch Alarm State Change'] } },
       }),
-    ) as { Properties: { EventPattern: { resources: unknown }; Targets?: { Arn: unknown }[] } }[];
-    const withTargets = rules.filter((r) => (r.Properties.Targets ?? []).length > 0);
-    expect(withTargets).toHaveLength(1);
-    expect(JSON.stringify(withTargets[0]!.Properties.EventPattern.resources)).toMatch(/NodeFill/i);
-    expect(JSON.stringify(withTargets[0]!.Properties.Targets![0]!.Arn)).toMatch(/Strata-prod-Workflows.*EvictToS3/);
+    ) as { Properties: { Targets?: unknown[] } }[];
+    expect(rules.length).toBeGreaterThan(0);
+    expect(rules.filter((r) => (r.Properties.Targets ?? []).length > 0)).toEqual([]);
   });
 
   it('lets ScaleOut launch only from the fleet launch template, passing only the node role', () => {

@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { readNodeReport } from '../../ring/node-report-reader.js';
 import { CasConflictError, JsonDocStore, type CasStore, type RingStore } from '../../ring/store.js';
 import type { ScaleLocks } from '../progress.js';
-import { decideScaleOut, type NodeLoad, type ScaleDecision } from './threshold.js';
+import { decideScaleOut, scaleTriggerSettingsSchema, type NodeLoad, type ScaleDecision } from './threshold.js';
 
 /**
  * The scheduled scale-out trigger (paper 000): reads every node's fill and the fleet's request rate, evaluates
@@ -17,34 +17,36 @@ import { decideScaleOut, type NodeLoad, type ScaleDecision } from './threshold.j
  *
  * Units: `keys` compares each node's key count with `capacity` records (the paper's unit); `bytes` compares its
  * stored bytes with the smallest node capacity in the fleet (the fleet is homogeneous: one instance type).
+ *
+ * Where the policy evaluator runs in AWS (cdk/config `policies.evaluator`), the trigger is the policy rule
+ * `default-prelaunch` instead (core/policy/defaults.ts): the evaluator measures with {@link measureScaleOut} and starts
+ * the {@link scaleOutRequest} of its measurement. Without it, its own Lambda runs {@link runScaleTrigger} on a schedule.
  */
-export const scaleTriggerSettingsSchema = z
-  .strictObject({
-    unit: z.enum(['keys', 'bytes']).default('bytes'),
-    /** c in records; required with unit `keys` (bytes take the nodes' own capacity). */
-    capacity: z.number().positive().optional(),
-    /** δ_L and δ_H: the lowest and highest request rates expected (requests/s). */
-    lowRate: z.number().positive().default(50),
-    highRate: z.number().positive().default(250),
-    /** Migration mode of the scale-outs it starts. */
-    mode: z.enum(['incremental', 'parallel']).default('incremental'),
-  })
-  .refine((s) => s.unit !== 'keys' || s.capacity !== undefined, {
-    message: 'unit "keys" needs capacity (records per node)',
-    path: ['capacity'],
-  });
+export { scaleTriggerSettingsSchema };
 export type ScaleTriggerSettings = z.input<typeof scaleTriggerSettingsSchema>;
 
-export interface ScaleTriggerDeps {
+/** What a measurement reads: the ring, the locks and the nodes' reports, and where it keeps its counter sample. */
+export interface ScaleMeasureDeps {
   ring: RingStore;
   locks: ScaleLocks;
   /** The ring store: the nodes' reports, and where the previous sample of their request counters is kept. */
   cas: CasStore;
   /** What precedes a node's id in its report's key (ring/node-report-reader.ts nodeReportKey). @default '' */
   reportIdPrefix?: string;
-  /** Starts a ScaleOut execution; returns its name. */
-  startScaleOut: (input: { mode: 'incremental' | 'parallel'; forNode: string; reason: string }) => Promise<string>;
   now?: () => number;
+}
+
+export interface ScaleTriggerDeps extends ScaleMeasureDeps {
+  /** Starts a ScaleOut execution; returns its name. */
+  startScaleOut: (input: ScaleOutRequest) => Promise<string>;
+}
+
+/** The ScaleOut input the trigger starts (core/workflows/steps/scale-steps.ts scaleOutBeginInput). */
+export interface ScaleOutRequest {
+  mode: 'incremental' | 'parallel';
+  /** The node that passed T: ScaleOut holds its lock, so no second scale-out runs for it. */
+  forNode: string;
+  reason: string;
 }
 
 /**
@@ -69,11 +71,50 @@ export interface TriggerOutcome {
   capacity: number;
   /** Serving nodes left out for want of a fresh, complete report, with the reason. */
   silent: { node: string; reason: string }[];
+  /** Nodes with a scale-out in flight (their lock is held). */
+  inFlight?: string[];
   started?: string;
 }
 
 /** One evaluation; starts a ScaleOut when the decision is prelaunch or split. */
 export async function runScaleTrigger(deps: ScaleTriggerDeps, settings: ScaleTriggerSettings = {}): Promise<TriggerOutcome> {
+  const s = scaleTriggerSettingsSchema.parse(settings);
+  const out = await measureScaleOut(deps, s);
+  const request = scaleOutRequest(out, s);
+  if (request) out.started = await deps.startScaleOut(request);
+  return out;
+}
+
+/** The ScaleOut a measurement calls for (a node passed T, or is full), or undefined. */
+export function scaleOutRequest(out: TriggerOutcome, settings: ScaleTriggerSettings = {}): ScaleOutRequest | undefined {
+  const { decision, rate, capacity } = out;
+  if (decision.action !== 'prelaunch' && decision.action !== 'split') return undefined;
+  const why =
+    decision.action === 'split'
+      ? `node ${decision.node} is full (${decision.fill} of ${capacity})`
+      : `node ${decision.node} passed T = ${Math.round(decision.threshold)} (fill ${decision.fill}, ${rate.toFixed(1)} req/s)`;
+  const mode = scaleTriggerSettingsSchema.parse(settings).mode;
+  return { mode, forNode: decision.node, reason: `${decision.action}: ${why}` };
+}
+
+/**
+ * The fill of the fullest node with no scale-out in flight as a percentage of T (above 100: it passed T), and that
+ * node: what the policy rule `default-prelaunch` compares (core/policy/defaults.ts). 0 when every measured node has a
+ * scale-out in flight; undefined when no node could be measured (no ring, or no fresh report).
+ */
+export function prelaunchFill(out: TriggerOutcome): { percent: number; node?: string } | undefined {
+  const threshold = out.decision.threshold;
+  if (!out.loads.length || !(threshold > 0)) return undefined;
+  const inFlight = new Set(out.inFlight ?? []);
+  const free = out.loads.filter((l) => !inFlight.has(l.id)).sort((a, b) => b.fill - a.fill)[0];
+  return free ? { percent: (free.fill / threshold) * 100, node: free.id } : { percent: 0 };
+}
+
+/**
+ * Reads every serving node's fill and the fleet's request rate, and decides (threshold.ts decideScaleOut) without
+ * starting anything. Writes the counter sample the next measurement's rate is taken against.
+ */
+export async function measureScaleOut(deps: ScaleMeasureDeps, settings: ScaleTriggerSettings = {}): Promise<TriggerOutcome> {
   const s = scaleTriggerSettingsSchema.parse(settings);
   const now = deps.now ?? Date.now;
   const doc = await deps.ring.load();
@@ -115,15 +156,7 @@ export async function runScaleTrigger(deps: ScaleTriggerDeps, settings: ScaleTri
 
   const inFlight = await deps.locks.held(serving.map((n) => n.id));
   const decision = decideScaleOut({ capacity, lowRate: s.lowRate, highRate: s.highRate }, loads, rate, inFlight);
-  const out: TriggerOutcome = { decision, rate, loads, capacity, silent };
-  if (decision.action === 'prelaunch' || decision.action === 'split') {
-    const why =
-      decision.action === 'split'
-        ? `node ${decision.node} is full (${decision.fill} of ${capacity})`
-        : `node ${decision.node} passed T = ${Math.round(decision.threshold)} (fill ${decision.fill}, ${rate.toFixed(1)} req/s)`;
-    out.started = await deps.startScaleOut({ mode: s.mode, forNode: decision.node, reason: `${decision.action}: ${why}` });
-  }
-  return out;
+  return { decision, rate, loads, capacity, silent, inFlight: [...inFlight] };
 }
 
 /** What the decision reads of a node's `/stats` body, as its report carries it. */

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { ValidationError } from '../../errors.js';
+import { prelaunchSettingsSchema } from '../../policy/defaults.js';
 
 /**
  * Paper 000's speculative scale-out trigger. A node that fills past the threshold
@@ -71,3 +72,10 @@ export function decideScaleOut(
   if (!free) return { action: 'in-flight', node: over[0]!.id, threshold, fill: over[0]!.fill };
   return { action: free.fill >= p.capacity ? 'split' : 'prelaunch', node: free.id, threshold, fill: free.fill };
 }
+
+/**
+ * The trigger's settings (cdk/config's `workflows.scaleTrigger`): the unit of fill and capacity, δ_L and δ_H, and the
+ * migration mode of the scale-outs it starts. Defined with the policy rule that carries them (core/policy/defaults.ts
+ * `default-prelaunch`, below this layer), so the scheduled trigger and the rule read the same.
+ */
+export const scaleTriggerSettingsSchema = prelaunchSettingsSchema;
