@@ -14,7 +14,7 @@ import { closedLoop } from './lib/measure.js';
 import { PolicyAdministration } from '../core/policy/admin.js';
 import { compilePolicy } from '../core/policy/compile.js';
 import { parsePolicyDocument, type PolicyRuleInput } from '../core/policy/document.js';
-import { LivePolicy } from '../core/policy/live.js';
+import { LivePolicy, type LivePolicyOptions } from '../core/policy/live.js';
 import { InMemoryCasStore } from '../core/ring/store.js';
 
 export const KEYS = 10_000;
@@ -79,9 +79,11 @@ async function main(side: string, url: string): Promise<void> {
  * A live policy of ten active rules (bench/policy-overhead.ts): the benchmark namespace's placement (hot, with a
  * flush timer to tiers this run does not have, so it places as hot-path's coordinator does) and write-around, six
  * other namespaces' placements, and an alert. Its store is in memory and re-read every 15 s, as a Lambda container
- * re-reads S3.
+ * re-reads S3; `onChange` follows a new policy read from it (as the API puts it into the coordinator). The default
+ * rules (core/policy/defaults.ts: background loops, nothing on the request path) are left out, so exactly these ten
+ * are in force.
  */
-export function tenRulePolicy(): LivePolicy {
+export function tenRulePolicy(onChange: LivePolicyOptions['onChange'] = () => {}): LivePolicy {
   const rules: PolicyRuleInput[] = [
     { id: 'bench-place', scope: { namespace: 'bench' }, on: { action: 'put' }, do: [{ store: { tiers: ['hot'] } }] },
     {
@@ -110,11 +112,11 @@ export function tenRulePolicy(): LivePolicy {
     },
   ];
   const doc = parsePolicyDocument({ namespaces: { bench: { settings: { nearCache: { enabled: false } } } }, rules });
-  const compile = { background: true };
+  const compile = { background: true, defaults: false };
   const admin = new PolicyAdministration({ cas: new InMemoryCasStore(), deployment: doc, compile });
   const compiled = compilePolicy(doc, compile);
   if (compiled.rules.length !== 10) throw new Error(`expected 10 active rules, got ${compiled.rules.length}`);
-  return LivePolicy.fromDeployment({ admin, refreshMs: 15_000, onChange: () => {} }, compiled);
+  return LivePolicy.fromDeployment({ admin, refreshMs: 15_000, onChange }, compiled);
 }
 
 // Run only as the forked side (bench/hot-path.ts imports the constants above).
