@@ -37,7 +37,7 @@ export const EXPRESS_MAX_SECONDS = 300;
 /** The evaluator function: one tick reads the fleet's reports and CloudWatch, and starts at most a few workflows. */
 export const EVALUATOR_MEMORY_MB = 256;
 export const EVALUATOR_TIMEOUT_SECONDS = 60;
-/** The flush function: writes down the write-back values that are due (at most a flush pass of 1000). */
+/** The flush function: writes down the write-back values that are due (passes of 1,000 while a backlog lasts, up to 10 s). */
 export const FLUSH_MEMORY_MB = 256;
 export const FLUSH_TIMEOUT_SECONDS = 60;
 /**

@@ -99,6 +99,9 @@ async function build(): Promise<PolicyTickRuntime> {
 
 let flushContext: Promise<BuiltContext> | undefined;
 
+/** How long the ticker's flush keeps writing down a write-back backlog (passes of 1,000 while each finds a full one). */
+const FLUSH_BACKLOG_MS = 10_000;
+
 /** The tiers and the coordinator, built once per container (the flush's and the job runner's). */
 function flushContextOnce(): Promise<BuiltContext> {
   return (flushContext ??= (async () => {
@@ -115,7 +118,8 @@ function flushContextOnce(): Promise<BuiltContext> {
 export async function policyFlush(ctx?: BuiltContext): Promise<{ flushed: number }> {
   const c = ctx ?? (await flushContextOnce());
   await c.livePolicy?.refresh();
-  const flushed = await c.coordinator.flushIfDue();
+  // A backlog is written down for up to FLUSH_BACKLOG_MS (the tick waits for this half; the function has a minute).
+  const flushed = await c.coordinator.flushIfDue(FLUSH_BACKLOG_MS);
   if (flushed) log.info('policy evaluator: write-back values written down', { flushed });
   return { flushed };
 }

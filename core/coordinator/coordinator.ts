@@ -414,9 +414,12 @@ export class Coordinator {
     return this.flusher ? this.flusher.flush(limit) : 0;
   }
 
-  /** Flushes if write-back is in use and the shortest flush interval has passed (for Lambda's end of invocation). */
-  async flushIfDue(): Promise<number> {
-    return this.flusher ? this.flusher.flushIfDue() : 0;
+  /**
+   * Flushes if write-back is in use and the shortest flush interval has passed: one pass (Lambda's end of invocation),
+   * or passes while a backlog lasts, for up to `backlogMs` (the policy ticker's flush).
+   */
+  async flushIfDue(backlogMs = 0): Promise<number> {
+    return this.flusher ? this.flusher.flushIfDue(backlogMs) : 0;
   }
 
   // ------------------------------------------------------------------ lifecycle and stats

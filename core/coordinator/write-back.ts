@@ -24,6 +24,16 @@ export interface WriteBackFlusherOptions {
 /** The longest a flusher waits between passes while it drains what an ended write-back policy left dirty. */
 const MAX_DRAIN_INTERVAL_MS = 1000;
 
+/** Entries a pass lists at most. */
+const PASS_LIMIT = 1000;
+
+/**
+ * How long a timer's passes may follow one another while each finds a full batch (a backlog): at least this, else
+ * the interval. Without it the flusher wrote at most one batch per interval (200 entries a second at 5 s), and
+ * under a sustained write-back load the time to reach the durable tiers grew with the backlog, not the interval.
+ */
+const MIN_BACKLOG_MS = 1000;
+
 /**
  * Write-back: dirty hot entries are written down to their namespace's durable tiers and then marked clean (which
  * also gives the hot copy its residency TTL, so a full hot tier can evict it). Until then an acknowledged
@@ -35,6 +45,8 @@ export class WriteBackFlusher {
   private running?: Promise<number>;
   private last = 0;
   private done = 0;
+  /** The last pass listed a full batch: more may be dirty. */
+  private full = false;
   private intervalMs: number | null = null;
   /** While draining: the interval of the last settings that had write-back. */
   private drainInterval = 1000;
@@ -72,7 +84,7 @@ export class WriteBackFlusher {
     this.timer = undefined;
     this.intervalMs = intervalMs;
     if (intervalMs === null) return;
-    this.timer = setInterval(() => void this.flush().catch((e) => this.opts.onError(e, 'write-back flush')), intervalMs);
+    this.timer = setInterval(() => void this.drain().catch((e) => this.opts.onError(e, 'write-back flush')), intervalMs);
     this.timer.unref();
   }
 
@@ -87,16 +99,35 @@ export class WriteBackFlusher {
   }
 
   /** One pass over up to `limit` dirty entries, oldest first; concurrent calls share the pass. */
-  flush(limit = 1000): Promise<number> {
+  flush(limit = PASS_LIMIT): Promise<number> {
     this.running ??= this.pass(limit).finally(() => (this.running = undefined));
     return this.running;
   }
 
-  /** Flushes if the shortest flush interval in force has passed since the last pass. */
-  async flushIfDue(): Promise<number> {
+  /**
+   * Flushes if the shortest flush interval in force has passed since the last pass: one pass, or (`backlogMs`) passes
+   * while a backlog lasts, for up to that long.
+   */
+  async flushIfDue(backlogMs = 0): Promise<number> {
     const interval = this.interval();
     if (interval === null || Date.now() - this.last < interval) return 0;
-    return this.flush();
+    return backlogMs > 0 ? this.drain(backlogMs) : this.flush();
+  }
+
+  /**
+   * Passes one after another while each finds a full batch, for up to `budgetMs` (at least a second, else the
+   * interval): what a timer tick (and the policy ticker's flush) does, so a backlog is written down at the tiers'
+   * speed rather than one batch per interval. Resolves with the entries flushed.
+   */
+  async drain(budgetMs = Math.max(this.intervalMs ?? 0, MIN_BACKLOG_MS)): Promise<number> {
+    const until = Date.now() + budgetMs;
+    let flushed = 0;
+    for (;;) {
+      const done = await this.flush();
+      flushed += done;
+      // A pass that wrote nothing down (the tiers below refuse or fail) is not retried at once: the next tick will.
+      if (!this.full || done === 0 || Date.now() >= until) return flushed;
+    }
   }
 
   stop(): void {
@@ -117,6 +148,7 @@ export class WriteBackFlusher {
     const { hot } = this.opts;
     const policies = this.opts.policies();
     const dirty = await hot.listDirty(limit);
+    this.full = dirty.length >= limit;
     if (dirty.length === 0 && this.draining) {
       this.draining = false;
       if (this.opts.policies().minFlushIntervalMs() === null) this.schedule(null);

@@ -116,6 +116,27 @@ describe('Coordinator', () => {
       expect(await hot.listDirty(10)).toEqual([]);
     });
 
+    it('a due flush with a backlog budget writes down a backlog past one pass of 1,000, and stops when nothing lands', async () => {
+      const { c, hot, cold } = setup({ writeMode: 'write-back', flushIntervalMs: 100 });
+      for (let i = 0; i < 2500; i++) await c.put('ns', `k${i}`, buf('v'));
+      // One pass takes 1,000 (the Lambda end-of-invocation flush); the ticker's flush goes on while a backlog lasts.
+      expect(await c.flushDirty()).toBe(1000);
+      await new Promise((r) => setTimeout(r, 110)); // due again (the interval is 100 ms)
+      expect(await c.flushIfDue(60_000)).toBe(1500);
+      expect(await hot.listDirty(10)).toEqual([]);
+      expect(await cold.get('ns', 'k2499')).toBeDefined();
+      // With the durable tier down nothing lands: the pass fails (reported by the timer), and the drain stops there
+      // rather than spinning through its budget; the entries stay dirty for the next tick.
+      for (let i = 0; i < 1200; i++) await c.put('ns', `d${i}`, buf('v'));
+      cold.down = true;
+      const calls = cold.calls;
+      await new Promise((r) => setTimeout(r, 110));
+      await expect(c.flushIfDue(60_000)).rejects.toThrow(TierUnavailableError);
+      expect(cold.calls - calls).toBeLessThanOrEqual(1000);
+      expect(await hot.listDirty(2000)).toHaveLength(1200);
+      cold.down = false;
+    });
+
     it('write-back writes through when the hot tier has no room for more dirty data', async () => {
       const hot = new SwitchableTier('hot', 4000);
       const cold = new SwitchableTier('cold');
