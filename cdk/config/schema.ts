@@ -4,6 +4,7 @@
  * CDK context or the environment at synth time (see `load.ts`), so nothing account-specific is committed.
  */
 import * as z from 'zod';
+import { checkPrelaunchSettings, prelaunchSettingsFields } from '../../core/policy/defaults.js';
 import { namespaceConfigSchema } from '../../core/policy/namespace-settings.js';
 import { NAMESPACE_PATTERN } from '../../core/model/keys.js';
 
@@ -287,27 +288,12 @@ export const environmentConfigSchema = z
          */
         scaleTrigger: z
           .strictObject({
-            /** How often the threshold is evaluated. @default 1 */
+            /** How often the threshold is evaluated (its own function only). @default 1 */
             scheduleMinutes: z.number().int().min(1).max(60).default(1),
-            /** `bytes`: fill = stored bytes of the node's capacity; `keys`: fill = keys of `capacity` records. @default 'bytes' */
-            unit: z.enum(['bytes', 'keys']).default('bytes'),
-            /** Node capacity c in records (unit `keys` only). */
-            capacity: z.number().int().positive().optional(),
-            /** δ_L, the lowest request rate expected (requests/s). @default 50 */
-            lowRate: z.number().positive().default(50),
-            /** δ_H, the highest request rate expected (requests/s). @default 250 */
-            highRate: z.number().positive().default(250),
-            /** Migration mode of the scale-outs it starts. @default 'incremental' */
-            mode: z.enum(['incremental', 'parallel']).default('incremental'),
+            // unit, capacity, δ_L, δ_H, mode: core/policy/defaults.ts, shared with the rule default-prelaunch.
+            ...prelaunchSettingsFields,
           })
-          .refine((t) => t.unit !== 'keys' || t.capacity !== undefined, {
-            message: 'unit "keys" needs capacity (records per node)',
-            path: ['capacity'],
-          })
-          .refine((t) => t.highRate >= t.lowRate, {
-            message: 'highRate (δ_H) must be at least lowRate (δ_L)',
-            path: ['highRate'],
-          })
+          .superRefine(checkPrelaunchSettings)
           .prefault({}),
         /**
          * EvictToS3 runs every this many hours (0 = only when a node fills, and on demand). With `policies.evaluator`

@@ -30,22 +30,31 @@ export const DEFAULT_IDLE = { requestsPerSecond: 1, fillPercent: 40, forSeconds:
  * of fill and capacity, δ_L and δ_H, and the migration mode of the scale-outs it starts. The scheduled trigger and the
  * rule `default-prelaunch` read the same.
  */
-export const prelaunchSettingsSchema = z
-  .strictObject({
-    unit: z.enum(['keys', 'bytes']).default('bytes'),
-    /** c in records; required with unit `keys` (bytes take the nodes' own capacity). */
-    capacity: z.number().positive().optional(),
-    /** δ_L and δ_H: the lowest and highest request rates expected (requests/s). */
-    lowRate: z.number().positive().default(50),
-    highRate: z.number().positive().default(250),
-    /** Migration mode of the scale-outs it starts. */
-    mode: z.enum(['incremental', 'parallel']).default('incremental'),
-  })
-  .refine((s) => s.unit !== 'keys' || s.capacity !== undefined, {
-    message: 'unit "keys" needs capacity (records per node)',
-    path: ['capacity'],
-  })
-  .refine((s) => s.highRate >= s.lowRate, { message: 'highRate (δ_H) must be at least lowRate (δ_L)', path: ['highRate'] });
+export const prelaunchSettingsFields = {
+  /** `bytes`: fill = stored bytes of the node's capacity; `keys`: fill = keys of `capacity` records. @default 'bytes' */
+  unit: z.enum(['keys', 'bytes']).default('bytes'),
+  /** c, the node capacity in records; required with unit `keys` (bytes take the nodes' own capacity). */
+  capacity: z.number().int().positive().optional(),
+  /** δ_L, the lowest request rate expected (requests/s). @default 50 */
+  lowRate: z.number().positive().default(50),
+  /** δ_H, the highest request rate expected (requests/s). @default 250 */
+  highRate: z.number().positive().default(250),
+  /** Migration mode of the scale-outs it starts. @default 'incremental' */
+  mode: z.enum(['incremental', 'parallel']).default('incremental'),
+};
+
+/** What the settings must satisfy together (also checked where cdk/config declares them with its own fields). */
+export function checkPrelaunchSettings(
+  s: { unit: string; capacity?: number | undefined; lowRate: number; highRate: number },
+  ctx: z.RefinementCtx,
+): void {
+  if (s.unit === 'keys' && s.capacity === undefined)
+    ctx.addIssue({ code: 'custom', message: 'unit "keys" needs capacity (records per node)', path: ['capacity'] });
+  if (s.highRate < s.lowRate)
+    ctx.addIssue({ code: 'custom', message: 'highRate (δ_H) must be at least lowRate (δ_L)', path: ['highRate'] });
+}
+
+export const prelaunchSettingsSchema = z.strictObject(prelaunchSettingsFields).superRefine(checkPrelaunchSettings);
 
 /** How often paper 000's speculative threshold is looked at again while it keeps being passed (its trigger's period). */
 export const PRELAUNCH_REPEAT_SECONDS = 60;

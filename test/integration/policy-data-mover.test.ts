@@ -13,14 +13,11 @@ import { compilePolicyInput } from '../../core/policy/compile.js';
 import { runTransfer, type TransferSpec } from '../../core/policy/data-mover.js';
 import { BackgroundEvaluator } from '../../core/policy/evaluator.js';
 import type { PolicyState } from '../../core/policy/preview.js';
-import { initialRing } from '../../core/ring/document.js';
-import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
-import { RingView } from '../../core/ring/view.js';
 import { LocalFolderTier } from '../../core/tiers/local-folder-tier.js';
 import type { Tier } from '../../core/tiers/tier.js';
 import { WarmTier } from '../../core/tiers/warm-tier.js';
 import { transferOver } from '../../scripts/local/policy-evaluator.js';
-import { entry, localFleet, SECRET, tempDir } from './warm-fixtures.js';
+import { entry, localFleet, oneNodeWarmTier, SECRET, tempDir } from './warm-fixtures.js';
 
 const KiB = 1024;
 let counter = 0;
@@ -37,11 +34,7 @@ describe('background copy, move and delete (a cache node as warm, the folder tie
   let cold: LocalFolderTier;
 
   beforeAll(async () => {
-    const node = await fleet.launch('m1');
-    const store = new RingStore(new InMemoryCasStore());
-    const ring = await store.create(initialRing([{ id: node.nodeId, url: node.url }], 1));
-    await nodes.pushRing(node.url, ring);
-    warm = new WarmTier({ ring: new RingView({ store, refreshIntervalMs: 0 }), client: nodes });
+    ({ warm } = await oneNodeWarmTier(fleet, nodes, 'm1'));
     cold = new LocalFolderTier({ dir: folder.dir, fsync: false });
   });
   afterAll(async () => {

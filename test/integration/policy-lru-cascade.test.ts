@@ -16,14 +16,13 @@ import { compilePolicyInput } from '../../core/policy/compile.js';
 import { runTransfer, type TransferSpec } from '../../core/policy/data-mover.js';
 import { BackgroundEvaluator } from '../../core/policy/evaluator.js';
 import { transferSpecOver } from '../../core/policy/job-runner.js';
-import { initialRing } from '../../core/ring/document.js';
-import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
+import type { RingStore } from '../../core/ring/store.js';
 import { RingView } from '../../core/ring/view.js';
 import { LocalFolderTier } from '../../core/tiers/local-folder-tier.js';
 import { WarmTier } from '../../core/tiers/warm-tier.js';
 import { NodeStore } from '../../cachenode/src/store.js';
 import type { ExportTrailer } from '../../core/nodes/node-client.js';
-import { entry, eventually, localFleet, SECRET, tempDir } from './warm-fixtures.js';
+import { entry, eventually, localFleet, oneNodeWarmTier, SECRET, tempDir } from './warm-fixtures.js';
 
 const HOUR_MS = 3600_000;
 let counter = 0;
@@ -83,13 +82,7 @@ describe('selection by access over a cache node (warm) and the folder tier (cold
   let cold: LocalFolderTier;
 
   beforeAll(async () => {
-    const node = await fleet.launch('lru1');
-    nodeId = node.nodeId;
-    nodeUrl = node.url;
-    ringStore = new RingStore(new InMemoryCasStore());
-    const ring = await ringStore.create(initialRing([{ id: node.nodeId, url: node.url }], 1));
-    await nodes.pushRing(node.url, ring);
-    warm = new WarmTier({ ring: new RingView({ store: ringStore, refreshIntervalMs: 0 }), client: nodes });
+    ({ nodeId, url: nodeUrl, ringStore, warm } = await oneNodeWarmTier(fleet, nodes, 'lru1'));
     cold = new LocalFolderTier({ dir: folder.dir, fsync: false });
   });
   afterAll(async () => {

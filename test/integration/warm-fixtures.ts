@@ -4,6 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { initialRing, type RingDocument } from '../../core/ring/document.js';
 import { LocalFleet } from '../../core/nodes/local-fleet.js';
+import type { NodeClient } from '../../core/nodes/node-client.js';
+import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
+import { RingView } from '../../core/ring/view.js';
+import { WarmTier } from '../../core/tiers/warm-tier.js';
 
 export const SECRET = 'test-secret-0123456789abcdef';
 
@@ -30,6 +34,20 @@ export function localFleet(
 
 export function singleNodeRing(id: string, url: string): RingDocument {
   return initialRing([{ id, url }], 1);
+}
+
+/** One node of `fleet` launched as `id`, owning the whole ring (in memory), and a warm tier over it. */
+export async function oneNodeWarmTier(
+  fleet: LocalFleet,
+  nodes: NodeClient,
+  id: string,
+): Promise<{ nodeId: string; url: string; ringStore: RingStore; warm: WarmTier }> {
+  const node = await fleet.launch(id);
+  const ringStore = new RingStore(new InMemoryCasStore());
+  const ring = await ringStore.create(singleNodeRing(node.nodeId, node.url));
+  await nodes.pushRing(node.url, ring);
+  const warm = new WarmTier({ ring: new RingView({ store: ringStore, refreshIntervalMs: 0 }), client: nodes });
+  return { nodeId: node.nodeId, url: node.url, ringStore, warm };
 }
 
 /** Polls `probe` until true (or throws after `ms`). */
