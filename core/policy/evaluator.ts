@@ -1,12 +1,13 @@
 import type { FiringOutcomeWire, FiringWire } from '../../sdk/src/contract.js';
 import { log } from '../util/logger.js';
 import type { CompiledPolicy } from './compile.js';
-import { transferSummary, type TransferResult, type TransferSpec } from './data-mover.js';
-import { collectSummary, type CollectResult } from './dedup-gc.js';
+import type { TransferResult, TransferSpec } from './data-mover.js';
+import type { CollectResult } from './dedup-gc.js';
 import { responseKind, ruleMode, type Condition, type PolicyResponse, type PolicyRule, type PolicyTier } from './document.js';
 import { judge, type PolicyState } from './preview.js';
 import { isEviction } from './defaults.js';
-import type { JobBoard, JobsPoll } from './jobs.js';
+import type { JobBoard } from './jobs.js';
+import { BackgroundRuns } from './evaluator-runs.js';
 
 /**
  * The background executor: evaluates the background rules of the policy in force on a tick (an in-process loop
@@ -124,9 +125,6 @@ type Controls = CompiledPolicy['document']['controls'];
 /** Responses the background executor carries out today (the rest are refused when the document is compiled). */
 export const BACKGROUND_RESPONSES = new Set(['alert', 'grow', 'shrink', 'copy', 'move', 'delete']);
 
-/** How much earlier than the last run's start a timer copy looks again (clock skew between writers). */
-const SINCE_MARGIN_MS = 5_000;
-
 const TRANSFERS = new Set(['copy', 'move', 'delete']);
 
 export class BackgroundEvaluator implements FiringHistory {
@@ -142,19 +140,9 @@ export class BackgroundEvaluator implements FiringHistory {
    * time, so the rest start at later ticks, each once the one before has finished.
    */
   private pending?: { kind: 'grow' | 'shrink'; left: number; of: number; rule: string };
-  /** Background copies, moves and deletes under way, by rule and response; and when each last finished cleanly. */
-  private readonly transfers = new Map<string, Promise<void>>();
-  private readonly transferredSince = new Map<string, number>();
   private policy?: CompiledPolicy;
-  private closing = false;
-  /** storeOnce namespaces: when their blobs were last collected. */
-  private readonly collected = new Map<string, number>();
-  /** Jobs on the board (actions.jobs): whether some may be, the ids active at this tick, whether one waits for a runner. */
-  private jobsOnBoard = false;
-  private readonly queued = new Set<string>();
-  private jobsWaiting = false;
-  /** Why the board could not be read at this tick (nothing is queued then: a job might be running). */
-  private boardError?: string;
+  /** Copies, moves, deletes and blob collections (evaluator-runs.ts). */
+  private readonly runs: BackgroundRuns;
   private readonly now: () => number;
 
   constructor(private readonly opts: EvaluatorOptions) {
@@ -167,10 +155,18 @@ export class BackgroundEvaluator implements FiringHistory {
       this.started.push(...r.started);
       for (const [k, v] of Object.entries(r.lastEntry)) this.lastEntry.set(k, { ...v });
       if (r.pending) this.pending = { ...r.pending };
-      for (const [k, v] of Object.entries(r.transferredSince ?? {})) this.transferredSince.set(k, v);
-      for (const [k, v] of Object.entries(r.collected ?? {})) this.collected.set(k, v);
-      this.jobsOnBoard = r.jobs ?? false;
     }
+    this.runs = new BackgroundRuns(
+      {
+        actions: opts.actions,
+        record: (rule, response, outcome, detail, at) => this.record(rule, response, outcome, detail, at),
+        now: this.now,
+        started: (at) => this.started.push(at),
+        policy: () => this.policy,
+        ...(opts.blobCollectionMs !== undefined ? { blobCollectionMs: opts.blobCollectionMs } : {}),
+      },
+      r,
+    );
   }
 
   /** What the next tick needs to go on where this one left off (JSON). */
@@ -182,15 +178,23 @@ export class BackgroundEvaluator implements FiringHistory {
       started: [...this.started],
       lastEntry: Object.fromEntries(this.lastEntry),
       ...(this.pending ? { pending: { ...this.pending } } : {}),
-      ...(this.transferredSince.size ? { transferredSince: Object.fromEntries(this.transferredSince) } : {}),
-      ...(this.collected.size ? { collected: Object.fromEntries(this.collected) } : {}),
-      ...(this.jobsOnBoard ? { jobs: true } : {}),
+      ...this.runs.snapshot(),
     };
   }
 
   /** Whether a queued job has no runner at the end of this tick (the ticker then starts one: job-runner.ts). */
   get jobsWaitingForRunner(): boolean {
-    return this.jobsWaiting;
+    return this.runs.jobsWaitingForRunner;
+  }
+
+  /** Resolves once every background copy, move and delete under way has finished (tests). */
+  idle(): Promise<void> {
+    return this.runs.idle();
+  }
+
+  /** Stops the copies, moves and deletes under way (between two entries) and waits for them (shutdown). */
+  close(): Promise<void> {
+    return this.runs.close();
   }
 
   /** The newest firings first. */
@@ -204,9 +208,9 @@ export class BackgroundEvaluator implements FiringHistory {
     // The write-back flush runs in each API process (the coordinator's flusher), not here.
     const rules = policy.rules.filter((r) => ruleMode(r) === 'background' && !isFlushRule(r));
     const now = this.now();
-    await this.pollJobs();
+    await this.runs.pollJobs();
     const continued = await this.continuePending(policy, now);
-    await this.collectDue(policy, now);
+    await this.runs.collectDue(policy, now);
     if (!rules.length) return continued ? [continued] : [];
     const needsState = rules.some((r) => !('timer' in r.on) || r.when.length);
     const state = needsState ? await this.opts.state().catch(() => undefined) : undefined;
@@ -265,7 +269,7 @@ export class BackgroundEvaluator implements FiringHistory {
     const blocked = this.blocked(controls, state, now);
     if (blocked) return record('suppressed', blocked);
     if (kind === 'move' && isEviction(rule)) return this.evict(rule, record);
-    if (TRANSFERS.has(kind)) return this.transfer(rule, response, now, record);
+    if (TRANSFERS.has(kind)) return this.runs.transfer(rule, response, now, record);
     try {
       const detail = await this.scale(kind as 'grow' | 'shrink', response, controls, rule.id, now);
       if (detail.startsWith('skipped: ')) return record('skipped', detail.slice(9));
@@ -358,170 +362,6 @@ export class BackgroundEvaluator implements FiringHistory {
     } catch (error) {
       return record('failed', errorText(error));
     }
-  }
-
-  /**
-   * Starts a copy, move or delete in the background (or queues it for the job runner); its end is recorded as a
-   * firing of its own.
-   */
-  private async transfer(
-    rule: PolicyRule,
-    response: PolicyResponse,
-    now: number,
-    record: (o: FiringOutcome, d: string) => Firing,
-  ): Promise<Firing> {
-    const kind = responseKind(response) as 'copy' | 'move' | 'delete';
-    const { transfer, jobs } = this.opts.actions;
-    if (!transfer && !jobs) return record('skipped', `${kind} is not run by this runtime`);
-    const id = `${rule.id}\u0000${rule.do.indexOf(response)}`;
-    if (this.transfers.has(id) || this.queued.has(id))
-      return record('skipped', `the previous ${kind} of this rule is still running`);
-    if (!transfer && this.boardError) return record('skipped', this.boardError);
-    const spec = (
-      response as Record<string, { from: PolicyTier; to?: PolicyTier[]; what: Condition[]; bandwidthBytesPerSecond?: number }>
-    )[kind]!;
-    const since = 'timer' in rule.on ? this.transferredSince.get(id) : undefined;
-    const request: TransferRequest = {
-      rule: rule.id,
-      kind,
-      ns: rule.scope.namespace,
-      ...(rule.scope.prefix ? { prefix: rule.scope.prefix } : {}),
-      ...(rule.scope.tag ? { tag: rule.scope.tag } : {}),
-      from: spec.from,
-      to: spec.to ?? [],
-      what: spec.what,
-      ...(spec.bandwidthBytesPerSecond ? { bytesPerSecond: spec.bandwidthBytesPerSecond } : {}),
-      ...(since !== undefined ? { writtenSince: since - SINCE_MARGIN_MS } : {}),
-      cancelled: () => {
-        const p = this.policy;
-        return this.closing || !p || !p.document.controls.backgroundEnabled || !p.rules.some((r) => r.id === rule.id);
-      },
-    };
-    const where = `${rule.scope.namespace}${rule.scope.prefix ? `/${rule.scope.prefix}*` : ''}: ${spec.from}${
-      spec.to?.length ? ` → ${spec.to.join(', ')}` : ''
-    }${spec.bandwidthBytesPerSecond ? ` at most ${spec.bandwidthBytesPerSecond} B/s` : ''}`;
-    const sinceNote = since !== undefined ? ', entries written since the last run' : '';
-    if (!transfer) {
-      const { cancelled: _cancelled, ...queued } = request;
-      try {
-        if (!(await jobs!.submit({ id, rule: rule.id, kind, transfer: queued })))
-          return record('skipped', `the previous ${kind} of this rule is still running`);
-      } catch (error) {
-        return record('failed', `${kind} could not be queued: ${errorText(error)}`);
-      }
-      this.queuedJob(id, now);
-      return record('done', `${kind} queued for the job runner (${where})${sinceNote}`);
-    }
-    this.started.push(now);
-    const job = transfer(request).then(
-      (r) => {
-        if (!request.cancelled()) this.transferredSince.set(id, now);
-        const stopped = request.cancelled() ? ' (stopped: the rule left the policy or background actions were switched off)' : '';
-        this.record(rule.id, kind, 'done', `${kind} finished${stopped}: ${transferSummary(r)}`, this.now());
-      },
-      (error: unknown) =>
-        void this.record(
-          rule.id,
-          kind,
-          'failed',
-          `${kind} failed: ${error instanceof Error ? error.message : String(error)}`,
-          this.now(),
-        ),
-    );
-    this.transfers.set(
-      id,
-      job.finally(() => this.transfers.delete(id)),
-    );
-    return record('done', `${kind} started (${where})${sinceNote}`);
-  }
-
-  /** A job just queued (a copy, move or delete counts among the minute's background actions; a collection does not). */
-  private queuedJob(id: string, now: number, counted = true): void {
-    if (counted) this.started.push(now);
-    this.queued.add(id);
-    this.jobsOnBoard = true;
-    this.jobsWaiting = true;
-  }
-
-  /**
-   * The board's news at the start of a tick (only while jobs may be on it): the jobs that finished become firings (a
-   * timer copy's next run then takes what was written since it was queued), the rest are still running.
-   */
-  private async pollJobs(): Promise<void> {
-    const jobs = this.opts.actions.jobs;
-    this.queued.clear();
-    this.jobsWaiting = false;
-    this.boardError = undefined;
-    if (!jobs || !this.jobsOnBoard) return;
-    let polled: JobsPoll;
-    try {
-      polled = await jobs.poll();
-    } catch (error) {
-      // Unknown: any rule's job may still be running, so nothing is queued at this tick; the next one looks again.
-      log.warn('policy evaluator: the background job board could not be read', { error });
-      this.boardError = `the background job board could not be read (${errorText(error)})`;
-      return;
-    }
-    for (const job of polled.finished) {
-      const f = job.finished!;
-      this.record(job.rule, job.kind === 'collect' ? 'storeOnce' : job.kind, f.outcome, f.detail, f.at);
-      if (job.kind !== 'collect' && f.outcome === 'done') this.transferredSince.set(job.id, job.queuedAt);
-    }
-    for (const id of polled.active) this.queued.add(id);
-    this.jobsWaiting = polled.waiting;
-    this.jobsOnBoard = polled.active.length > 0;
-  }
-
-  /**
-   * Starts the blob collection of every storeOnce namespace whose last one is `blobCollectionMs` old (the first at
-   * the first tick), in the background like a copy; its end is a firing of the storeOnce rule.
-   */
-  private async collectDue(policy: CompiledPolicy, now: number): Promise<void> {
-    const { collectBlobs: collect, jobs } = this.opts.actions;
-    if ((!collect && !jobs) || !policy.document.controls.backgroundEnabled) return;
-    const every = this.opts.blobCollectionMs ?? 600_000;
-    for (const rule of policy.rules) {
-      if (ruleMode(rule) !== 'foreground' || !rule.do.some((d) => 'storeOnce' in d)) continue;
-      const ns = rule.scope.namespace;
-      if (ns === '*') continue; // blobs are collected per namespace: the namespaces with their own storeOnce rule
-      const id = `${rule.id}\u0000gc`;
-      const last = this.collected.get(ns);
-      if (this.transfers.has(id) || this.queued.has(id) || (last !== undefined && now - last < every)) continue;
-      if (!collect) {
-        if (this.boardError) continue;
-        try {
-          if (await jobs!.submit({ id, rule: rule.id, kind: 'collect', ns })) this.queuedJob(id, now, false);
-          this.collected.set(ns, now);
-        } catch (error) {
-          this.record(rule.id, 'storeOnce', 'failed', `blob collection in ${ns} could not be queued: ${errorText(error)}`, now);
-        }
-        continue;
-      }
-      this.collected.set(ns, now);
-      const job = collect(ns).then(
-        (r) => {
-          if (r.condemned || r.removed || r.reprieved)
-            this.record(rule.id, 'storeOnce', 'done', collectSummary(ns, r), this.now());
-        },
-        (error: unknown) =>
-          void this.record(rule.id, 'storeOnce', 'failed', `blob collection in ${ns} failed: ${errorText(error)}`, this.now()),
-      );
-      this.transfers.set(
-        id,
-        job.finally(() => this.transfers.delete(id)),
-      );
-    }
-  }
-
-  /** Resolves once every background copy, move and delete under way has finished (tests). */
-  async idle(): Promise<void> {
-    while (this.transfers.size) await Promise.all([...this.transfers.values()]);
-  }
-
-  /** Stops the copies, moves and deletes under way (between two entries) and waits for them (shutdown). */
-  async close(): Promise<void> {
-    this.closing = true;
-    await this.idle();
   }
 
   /** The next node of a multi-node grow or shrink, once the previous workflow has finished. */
