@@ -107,11 +107,19 @@ interface Verdict {
   throughputMetBy: 'paired interval' | 'CPU per operation' | null;
   p99: string;
   p99Met: boolean;
+  p99MetBy: 'paired interval' | 'CPU per operation' | null;
   engineCpuShare: string;
   engineCpuShareMet: boolean;
 }
 
-function verdictOf(s: OpSummary): Verdict {
+/**
+ * `engineMaxNs`: the slowest pair's measurement of the engine's time per request. The engine's work is synchronous
+ * on the request path (a refresh check and a compiled settings lookup, no I/O, no allocation): it can delay a request
+ * by at most that, and slow the others by at most its share of the CPU, so with the rules the p99 is at most the
+ * baseline's times (1 + share) plus that time. Against the smallest baseline p99 of any pair, that bound within 1.05
+ * shows the p99 target by in-process CPU time, as the issue allows, where the paired interval is too wide.
+ */
+function verdictOf(s: OpSummary, engineMaxNs: number): Verdict {
   const fmt = (x: number) => x.toFixed(3);
   const tp = s.ab.throughput;
   const byInterval = tp.low >= THROUGHPUT_MIN;
@@ -125,6 +133,10 @@ function verdictOf(s: OpSummary): Verdict {
   const byCpu = cpuEvidence.length > 0;
   const p = s.ab.p99;
   const share = s.engineShare;
+  const p99Floor = s.sides.none.p99Ms.min * 1000; // µs
+  const p99Bound = 1 + share.high + engineMaxNs / 1000 / p99Floor;
+  const p99ByInterval = p.high <= P99_MAX;
+  const p99ByCpu = p99Bound <= P99_MAX;
   return {
     throughput: byInterval
       ? `met: interval ${fmt(tp.low)}-${fmt(tp.high)}, loss at most ${((1 - tp.low) * 100).toFixed(1)}%`
@@ -134,8 +146,15 @@ function verdictOf(s: OpSummary): Verdict {
         : `open: interval ${fmt(tp.low)}-${fmt(tp.high)}`,
     throughputMet: byInterval || byCpu,
     throughputMetBy: byInterval ? 'paired interval' : byCpu ? 'CPU per operation' : null,
-    p99: `${p.high <= P99_MAX ? 'met' : 'open'}: interval ${fmt(p.low)}-${fmt(p.high)}`,
-    p99Met: p.high <= P99_MAX,
+    p99: p99ByInterval
+      ? `met: interval ${fmt(p.low)}-${fmt(p.high)}`
+      : p99ByCpu
+        ? `met by CPU per operation (at most ${fmt(p99Bound)}×: the engine's ${round(engineMaxNs, 1)} ns a request against ` +
+          `a baseline p99 of at least ${round(p99Floor, 0)} µs, and its CPU share); the p99 interval ` +
+          `${fmt(p.low)}-${fmt(p.high)} alone leaves it open`
+        : `open: interval ${fmt(p.low)}-${fmt(p.high)}`,
+    p99Met: p99ByInterval || p99ByCpu,
+    p99MetBy: p99ByInterval ? 'paired interval' : p99ByCpu ? 'CPU per operation' : null,
     engineCpuShare:
       `${share.high <= CPU_SHARE_MAX ? 'met' : 'open'}: ${(share.mean * 100).toFixed(2)}% ` +
       `(95% CI ${(share.low * 100).toFixed(2)}-${(share.high * 100).toFixed(2)}%)`,
@@ -323,7 +342,7 @@ export async function policyOverhead(opts: { seconds: number; runs?: number }): 
       ),
     );
 
-    const verdicts = { get: verdictOf(byOp.get), put: verdictOf(byOp.put) };
+    const verdicts = { get: verdictOf(byOp.get, engineNs.max), put: verdictOf(byOp.put, engineNs.max) };
     console.log(
       `\nengine (refresh check + compiled settings): ${engineNs.median} ns/request (${engineNs.min}-${engineNs.max}), ` +
         `as a share of an operation's CPU: GET ${verdicts.get.engineCpuShare.replace(/^\w+: /, '')}, ` +
