@@ -90,6 +90,11 @@ export class TransformedScopeError extends StrataError {
   }
 }
 
+/** What went wrong, as text for a log field or a firing's detail: an Error's message, else the value. */
+export function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 export function isStrataError(e: unknown): e is StrataError {
   return e instanceof StrataError;
 }

@@ -1,4 +1,5 @@
 import { log } from '../util/logger.js';
+import { errorText } from '../errors.js';
 import type { CompiledPolicy } from './compile.js';
 import { transferSummary } from './data-mover.js';
 import { collectSummary } from './dedup-gc.js';
@@ -127,14 +128,7 @@ export class BackgroundRuns {
         const stopped = request.cancelled() ? ' (stopped: the rule left the policy or background actions were switched off)' : '';
         this.d.record(rule.id, kind, 'done', `${kind} finished${stopped}: ${transferSummary(r)}`, this.d.now());
       },
-      (error: unknown) =>
-        void this.d.record(
-          rule.id,
-          kind,
-          'failed',
-          `${kind} failed: ${error instanceof Error ? error.message : String(error)}`,
-          this.d.now(),
-        ),
+      (error: unknown) => void this.d.record(rule.id, kind, 'failed', `${kind} failed: ${errorText(error)}`, this.d.now()),
     );
     this.transfers.set(
       id,
@@ -237,8 +231,4 @@ export class BackgroundRuns {
     this.closing = true;
     await this.idle();
   }
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,4 +1,5 @@
 import type { FiringOutcomeWire, FiringWire } from '../../sdk/src/contract.js';
+import { errorText } from '../errors.js';
 import { log } from '../util/logger.js';
 import type { CompiledPolicy } from './compile.js';
 import type { TransferResult, TransferSpec } from './data-mover.js';
@@ -275,7 +276,7 @@ export class BackgroundEvaluator implements FiringHistory {
       if (detail.startsWith('skipped: ')) return record('skipped', detail.slice(9));
       return record('done', detail);
     } catch (error) {
-      return record('failed', error instanceof Error ? error.message : String(error));
+      return record('failed', errorText(error));
     }
   }
 
@@ -386,7 +387,7 @@ export class BackgroundEvaluator implements FiringHistory {
       return this.record(p.rule, p.kind, 'done', await this.startOne(p.kind, p.rule, n, p.of, now), now);
     } catch (error) {
       this.pending = undefined;
-      return this.record(p.rule, p.kind, 'failed', error instanceof Error ? error.message : String(error), now);
+      return this.record(p.rule, p.kind, 'failed', errorText(error), now);
     }
   }
 }
@@ -402,8 +403,4 @@ export function isFlushRule(rule: PolicyRule): boolean {
     r.copy.what.length === 1 &&
     r.copy.what.some((w) => w.object === 'dirty' && 'equals' in w && w.equals)
   );
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,4 +1,5 @@
 import type { Tier } from '../tiers/tier.js';
+import { errorText } from '../errors.js';
 import { log } from '../util/logger.js';
 import type { CompiledPolicy } from './compile.js';
 import { addTransferResults, runTransfer, transferSummary, type TransferResult, type TransferSpec } from './data-mover.js';
@@ -160,8 +161,4 @@ async function runOne(o: JobRunnerOptions, job: BackgroundJob, now: () => number
       result: total,
     },
   };
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
