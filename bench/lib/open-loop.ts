@@ -39,22 +39,26 @@ export interface OpenLoopOptions {
 /** One request: `i` is its arrival index, `rand` a PRNG seeded with the loop (the same sequence on every run). */
 export type OpenLoopOp = (i: number, rand: () => number) => Promise<unknown>;
 
-/** One second of due time (second 0 starts at {@link OpenLoop.start}). */
-export interface SecondStats {
-  second: number;
+/** What happened to the requests due in a span of time (one second, or a window of seconds). */
+export interface Tally {
   offered: number;
-  /** Succeeded by the end of this second plus the grace. */
+  /** Succeeded by the end of their second plus the grace. */
   served: number;
   /** Succeeded, but after that. */
   late: number;
   errors: number;
-  /** Not issued: `maxInFlight` requests were outstanding when it was due. */
+  /** Not issued: `maxInFlight` requests were outstanding when they were due. */
   dropped: number;
   /** Issued, still outstanding when the loop stopped (after its drain). */
   unfinished: number;
-  /** Latency percentiles of the requests due in this second that completed (success or error), from their due time. */
+  /** Latency percentiles of those that completed (success or error), from their due time. */
   p50Ms: number;
   p99Ms: number;
+}
+
+/** One second of due time (second 0 starts at {@link OpenLoop.start}). */
+export interface SecondStats extends Tally {
+  second: number;
   /** The longest an arrival of this second waited for the scheduler (this process's own lag, e.g. a GC pause). */
   issueLagMaxMs: number;
 }
@@ -73,19 +77,11 @@ export interface OpenLoopResult {
 }
 
 /** A span of seconds [from, to) summed: served against offered, and the latency percentiles over all of it. */
-export interface WindowStats {
+export interface WindowStats extends Tally {
   from: number;
   to: number;
-  offered: number;
-  served: number;
   /** 1 - served / offered (0 when nothing was offered). */
   shortfall: number;
-  late: number;
-  errors: number;
-  dropped: number;
-  unfinished: number;
-  p50Ms: number;
-  p99Ms: number;
 }
 
 interface Counts {
