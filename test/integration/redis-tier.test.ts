@@ -563,6 +563,23 @@ describe('RedisTier (standalone redis-server)', () => {
   });
 });
 
+/**
+ * Waits until a fresh cluster tier has loaded its slot map. The tier fails fast by design (its first call rejects
+ * if CLUSTER SLOTS does not answer within the slots-refresh timeout, then it retries in the background), and on a
+ * loaded CI machine a just-formed cluster can take longer than that to answer: these tests are about routing, not
+ * about the first connect.
+ */
+async function reachable(t: RedisTier): Promise<void> {
+  for (let i = 0; ; i++) {
+    try {
+      return await t.ping();
+    } catch (e) {
+      if (i > 100) throw e;
+      await sleep(200);
+    }
+  }
+}
+
 describe('RedisTier (3-node redis cluster)', () => {
   let cluster: RedisClusterHandle;
   let tier: RedisTier;
@@ -570,7 +587,8 @@ describe('RedisTier (3-node redis cluster)', () => {
   beforeAll(async () => {
     cluster = await startRedisCluster();
     tier = new RedisTier({ cluster: { nodes: cluster.nodes.slice(0, 1) }, keyPrefix: uniqueName('cl') });
-  }, 20_000);
+    await reachable(tier);
+  }, 30_000);
   afterAll(async () => {
     await tier?.close();
     cluster?.stop();
@@ -625,6 +643,7 @@ describe('RedisTier (3-node redis cluster)', () => {
     let pauseOver = false;
     let timer: NodeJS.Timeout | undefined;
     try {
+      await reachable(t);
       await t.putMany(
         ns,
         keys.map((key) => ({ key, entry: entry(`value of ${key}`, v()) })),
