@@ -74,6 +74,21 @@ export class TierUnavailableError extends StrataError {
 }
 
 /**
+ * A write skipped part of a tier on purpose: the cache node that holds the key's range is DOWN and fenced (it can
+ * serve nothing, see core/ring/document.ts `downFenced`), so the tier can neither take the value nor return an
+ * older one. The write stands if another durable tier took it (core/coordinator/tier-writer.ts). Anything that
+ * does not know this error sees a TierUnavailableError, the safe reading.
+ */
+export class TierFencedError extends TierUnavailableError {
+  constructor(
+    tier: string,
+    readonly node: string,
+  ) {
+    super(tier, new Error(`cache node '${node}' is DOWN and fenced`));
+  }
+}
+
+/**
  * 409 TRANSFORMED_SCOPE: the key's policy compresses or encrypts its values, and what was asked (an upload URL, a
  * download URL) would hand out their bytes untransformed or transformed. The value goes through the API instead.
  */

@@ -1,12 +1,19 @@
-import { parseRingDocument, type RingDocument } from '../../core/ring/document.js';
+import { leaseOf, parseRingDocument, type RingDocument } from '../../core/ring/document.js';
 import { RingRouter } from '../../core/ring/view.js';
 import type { NodeStore } from './store.js';
 
 export type Role = 'owner' | 'target';
 
 export interface Refusal {
-  reason: 'no-ring' | 'stale-ring' | 'not-owner';
+  /** `fenced`: the node may serve nothing now (marked DOWN, or its lease on the ring ran out): answered with 503. */
+  reason: 'no-ring' | 'stale-ring' | 'not-owner' | 'fenced';
   message: string;
+}
+
+/** The start of the node's last successful read of the ring store, on both clocks (ms). */
+interface Confirmation {
+  mono: number;
+  wall: number;
 }
 
 const SYS_RING = 'ring';
@@ -18,9 +25,20 @@ const SYS_RING = 'ring';
  * - reads are served by the range's reader (the owner, or the pending target in the handoff phase); writes by
  *   the owner and by the pending target (shadow writes).
  * The ring is persisted in the node's store so a restarted node keeps refusing what it does not own.
+ *
+ * Fencing (a node that missed being marked DOWN must not serve what was written elsewhere meanwhile): a node the
+ * ring marks DOWN serves nothing, and a node that polls the ring store serves only on a lease: within the ring's
+ * `leaseMs` of the start of its last successful read of the store. A paused or partitioned node cannot renew it,
+ * so it stops serving by itself; a writer may skip a DOWN node's ranges once that lease has surely run out
+ * (`downFenced` in core/ring/document.ts). A restarted node holds no lease until its first read, which shows it
+ * whether it was marked DOWN while away. The lease runs on the monotonic clock and the wall clock both, and ends
+ * at the first to run out, so neither a suspended VM (the monotonic clock stands still) nor a clock step fools it.
  */
 export class Ownership {
   private router: RingRouter | undefined;
+  /** Whether the node serves on a lease (it polls a ring store); without one only a DOWN mark fences it. */
+  private leased = false;
+  private confirmed: Confirmation | undefined;
 
   constructor(
     readonly nodeId: string,
@@ -58,9 +76,36 @@ export class Ownership {
     return true;
   }
 
+  /** From now on the node serves only within its lease (see the class comment): it polls a ring store. */
+  requireLease(): void {
+    this.leased = true;
+  }
+
+  /** Records a successful read of the ring store that started at `started` (it renews the lease). */
+  confirm(started: Confirmation): void {
+    if (!this.confirmed || started.mono > this.confirmed.mono) this.confirmed = started;
+  }
+
+  /** Why the node may serve nothing now, or undefined when it may serve. */
+  fenced(now: Confirmation = { mono: performance.now(), wall: Date.now() }): string | undefined {
+    const r = this.router;
+    const self = r?.node(this.nodeId);
+    if (self?.state === 'DOWN')
+      return `node '${this.nodeId}' was marked DOWN at ring version ${r!.version}: ${self.down?.reason ?? ''}`;
+    if (!this.leased) return undefined;
+    const c = this.confirmed;
+    if (!c) return `node '${this.nodeId}' has not read the ring store since it started; it serves once it has`;
+    const lease = r ? leaseOf(r.doc) : 0;
+    const age = Math.max(now.mono - c.mono, now.wall - c.wall);
+    if (age >= lease) return `node '${this.nodeId}' last read the ring store ${Math.round(age)} ms ago (lease ${lease} ms)`;
+    return undefined;
+  }
+
   check(position: string, clientVersion: number, write: boolean): Role | Refusal {
     const r = this.router;
     if (!r) return { reason: 'no-ring', message: 'this node has no ring yet' };
+    const fenced = this.fenced();
+    if (fenced) return { reason: 'fenced', message: fenced };
     const route = r.route(position);
     if (clientVersion < route.range.epoch) {
       return {

@@ -25,13 +25,18 @@ export class RingSync {
     this.ringStore = new RingStore(this.cas);
   }
 
-  /** Polls once now (not awaited: a slow or unreachable store must not hold up the start), then every pollMs. */
-  start(): void {
-    void this.poll();
+  /** Polls once now (resolving when that poll ends: see CacheNode.start), then every pollMs. */
+  start(): Promise<boolean> {
+    // A node that polls serves on a lease (see Ownership). Without periodic polls it could not renew one: then only
+    // a DOWN mark, pushed or read at start, fences it.
+    if (this.config.pollMs > 0) this.ownership.requireLease();
+    else nodeLog.warn('STRATA_NODE_RING_POLL_MS is 0: the node is not fenced by a lease on the ring', {});
+    const first = this.poll();
     if (this.config.pollMs > 0) {
       this.poller = setInterval(() => void this.poll(), this.config.pollMs);
       this.poller.unref();
     }
+    return first;
   }
 
   /**
@@ -42,12 +47,20 @@ export class RingSync {
   async poll(): Promise<boolean> {
     if (this.draining() || this.polling) return false;
     this.polling = true;
+    // The lease counts from before the read: any ring written before this moment is what the read returns.
+    const started = { mono: performance.now(), wall: Date.now() };
     try {
       const doc = await this.ringStore.load();
       this.failures = 0;
-      if (!doc || doc.version <= this.ownership.version) return false;
+      if (!doc || doc.version <= this.ownership.version) {
+        // Nothing newer in the store (or no ring there at all): no DOWN mark the node has not seen.
+        this.ownership.confirm(started);
+        return false;
+      }
       const installed = await this.ownership.install(doc);
       if (installed) await this.store.settle();
+      // Installed, or a newer one was pushed meanwhile: either way the node holds at least what the store held.
+      this.ownership.confirm(started);
       return installed;
     } catch (e) {
       if (this.failures++ % 12 === 0) {

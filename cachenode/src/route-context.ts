@@ -16,7 +16,7 @@ export class RouteContext {
     readonly stats: NodeStats,
   ) {}
 
-  /** Applies the ownership rule; throws the 409 refusal. */
+  /** Applies the ownership rule; throws the refusal (409, or 503 while the node is fenced). */
   authorize(position: string, clientVersion: number, write: boolean): Role {
     const r = this.ownership.check(position, clientVersion, write);
     if (typeof r === 'string') return r;
@@ -31,6 +31,8 @@ export class RouteContext {
   }
 
   refusal(r: Refusal): HttpError {
+    // Fenced: not a routing question the caller can fix by refreshing its ring; it reads the next tier instead.
+    if (r.reason === 'fenced') return new HttpError(503, 'FENCED', r.message, { ringVersion: this.ownership.version });
     const code = r.reason === 'stale-ring' ? 'STALE_RING' : 'WRONG_NODE';
     return new HttpError(409, code, r.message, { ringVersion: this.ownership.version, ring: this.ownership.doc ?? null });
   }

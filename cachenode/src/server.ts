@@ -30,6 +30,9 @@ import { nodeLog } from './node-log.js';
  * in the same synchronous step, so a ring install (which waits for queued writes to settle before answering)
  * cleanly separates writes accepted under the old ring from those under the new one.
  */
+/** How long a starting node waits for its first read of the ring store before it listens anyway. */
+const FIRST_RING_READ_WAIT_MS = 3000;
+
 export class CacheNode {
   readonly nodeId: string;
   readonly store: NodeStore;
@@ -104,7 +107,10 @@ export class CacheNode {
     }
     if (config.ringStore) {
       node.ringSync = new RingSync(config.ringStore, node.ownership, store, () => node.draining);
-      node.ringSync.start();
+      // The node serves only once a read of the store gave it its lease: wait a little for the first one, so a fresh
+      // node is ready when it says so, but not for long (an unreachable store must not hold up the start).
+      const first = node.ringSync.start();
+      await Promise.race([first, new Promise((r) => setTimeout(r, FIRST_RING_READ_WAIT_MS).unref())]);
       if (config.statsReports) {
         const { intervalMs, id } = config.statsReports;
         const sink = reportSinkFromUri(config.ringStore.uri, config.ringStore.s3Endpoint);

@@ -1,4 +1,4 @@
-import { permanentDetails, StrataError, TierUnavailableError } from '../errors.js';
+import { permanentDetails, StrataError, TierFencedError, TierUnavailableError } from '../errors.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { makeLocationMarker, makeTombstone } from '../model/entry.js';
 import { keyShardIndex } from '../model/keys.js';
@@ -128,7 +128,7 @@ export class TierWriter {
     const tomb = makeTombstone(version, policy.tombstoneTtlMs);
     const results = await Promise.allSettled(below.map((t) => t.put(ns, key, tomb)));
     let stale = maxStale(results);
-    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [below[i]!.name] : []));
+    const failed = failedTiers(results, below);
     if (stale === null && failed.length === 0 && hot) {
       const o = await this.copyToHot(ns, key, stampEpoch(tomb, epoch), policy, below.length > 0);
       if (o === 'stale') stale = (await hot.head(ns, key).catch(() => undefined))?.version ?? version;
@@ -158,7 +158,7 @@ export class TierWriter {
     const marker = makeLocationMarker(header.version, header.expiresAt);
     const shadows = await Promise.allSettled(upper.map((t) => t.put(ns, key, marker)));
     const stale = maxStale(shadows);
-    const failed = shadows.flatMap((r, i) => (r.status === 'rejected' ? [upper[i]!.name] : []));
+    const failed = failedTiers(shadows, upper);
     if (failed.length > 0) throw new TierUnavailableError(failed.join(','));
     if (stale !== null) return { ok: false, current: stale };
     const o = await target.commitUpload(uploadId, ns, key, header);
@@ -177,13 +177,26 @@ export class TierWriter {
     const results = await Promise.allSettled(durable.map((t) => t.put(ns, key, entry)));
     const stale = maxStale(results);
     if (stale !== null) return { ok: false, current: stale };
-    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [durable[i]!.name] : []));
+    const failed = failedTiers(results, durable);
     if (failed.length > 0) {
       failed.forEach((n) => this.d.count(n, 'errors'));
       throw new TierUnavailableError(failed.join(','));
     }
-    const full = durable.filter((_, i) => (results[i] as PromiseFulfilledResult<WriteOutcome>).value.full);
-    const tiers = durable.filter((t) => !full.includes(t)).map((t) => t.name);
+    const full = durable.filter((_, i) => {
+      const r = results[i]!;
+      return r.status === 'fulfilled' && r.value.full;
+    });
+    // A tier fenced for this key (its cache node is DOWN) took nothing and serves nothing: the others must hold it.
+    const took = durable.filter((_, i) => results[i]!.status === 'fulfilled' && !full.includes(durable[i]!));
+    const tiers = took.map((t) => t.name);
+    if (tiers.length === 0 && full.length < durable.length) {
+      const fenced = durable.filter((t) => !full.includes(t)).map((t) => t.name);
+      throw new StrataError(
+        'TIER_UNAVAILABLE',
+        `tier '${fenced.join(',')}' cannot take this key (its cache node is DOWN) and the namespace writes to no other durable tier`,
+        { tier: fenced.join(','), reason: 'down' },
+      );
+    }
     if (full.length > 0) {
       const fullNames = full.map((t) => t.name).join(',');
       if (tiers.length === 0) {
@@ -226,14 +239,17 @@ export class TierWriter {
     const results = await Promise.allSettled(tiers.map((t) => t.put(ns, key, marker)));
     const stale = maxStale(results);
     if (stale !== null) return { ok: false, current: stale };
-    const failed = results.flatMap((r, i) => (r.status === 'rejected' ? [tiers[i]!.name] : []));
+    const failed = failedTiers(results, tiers);
     failed.forEach((n) => this.d.count(n, 'errors'));
     if (failed.length > 0)
       throw new TierUnavailableError(
         failed.join(','),
         (results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason,
       );
-    const unshadowed = tiers.filter((_, i) => !(results[i] as PromiseFulfilledResult<WriteOutcome>).value.applied);
+    const unshadowed = tiers.filter((_, i) => {
+      const r = results[i]!;
+      return r.status === 'fulfilled' && !r.value.applied; // a fenced tier (rejected) serves nothing to shadow
+    });
     if (unshadowed.length > 0) {
       const names = unshadowed.map((t) => t.name).join(',');
       throw new StrataError('TIER_UNAVAILABLE', `tier '${names}' is full and could not be shadowed`, {
@@ -284,6 +300,14 @@ export class TierWriter {
 /** A copy for the hot tier, stamped with its shard's epoch. */
 export function stampEpoch(e: Entry, epoch: number): Entry {
   return { header: { ...e.header, hotEpoch: epoch }, value: e.value };
+}
+
+/**
+ * The tiers whose write failed, by name. A {@link TierFencedError} is not a failure here: the key's cache node is
+ * DOWN and fenced, so that tier can serve no copy of the key, older or newer, until it is replaced.
+ */
+function failedTiers(results: PromiseSettledResult<unknown>[], tiers: readonly Tier[]): TierName[] {
+  return results.flatMap((r, i) => (r.status === 'rejected' && !(r.reason instanceof TierFencedError) ? [tiers[i]!.name] : []));
 }
 
 /** The highest version a tier reported when it refused a write as stale, or null when none did. */

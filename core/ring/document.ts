@@ -15,8 +15,14 @@ import { formatIssues } from '../util/zod-issues.js';
  *   a shadow target or point at a former owner, so it must refresh first. Ranges whose routing did not change
  *   keep their epoch, so a ring change only bounces the requests it concerns.
  */
-export const NODE_STATES = ['JOINING', 'PARTIAL', 'NORMAL', 'LEAVING'] as const;
+export const NODE_STATES = ['JOINING', 'PARTIAL', 'NORMAL', 'LEAVING', 'DOWN'] as const;
 export type NodeState = (typeof NODE_STATES)[number];
+
+/**
+ * How long a cache node may serve on the strength of one read of the ring store, by default (see `leaseMs`).
+ * Three of the nodes' default 5 s polls: two polls may fail before a healthy node stops serving.
+ */
+export const DEFAULT_RING_LEASE_MS = 15_000;
 
 const position = z.string().refine(isRingPosition, 'a ring position is 16 lowercase hex digits');
 const nodeId = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'node ids are 1-64 characters of A-Z a-z 0-9 _ . : -');
@@ -36,6 +42,16 @@ export const ringNodeSchema = z.strictObject({
    */
   az: z.string().min(1).max(64).optional(),
   addedAt: z.string(),
+  /**
+   * Set with state DOWN: when the health check marked it (epoch ms, the marker's clock) and why. Its ranges are
+   * fenced: they serve no reads, and writes skip them once the node's lease has run out (see {@link downFenced}).
+   */
+  down: z
+    .strictObject({
+      at: z.number().int().min(0),
+      reason: z.string().max(500),
+    })
+    .optional(),
 });
 
 export const pendingSchema = z.strictObject({
@@ -62,6 +78,12 @@ export const ringDocumentSchema = z
     format: z.literal(1),
     version: z.number().int().min(1),
     updatedAt: z.string(),
+    /**
+     * A node serves key requests only within this many ms of the start of its last successful read of the ring
+     * store, so a node that cannot learn it was marked DOWN (paused, partitioned) stops serving by itself, and a
+     * writer may skip its ranges once the lease has run out. @default {@link DEFAULT_RING_LEASE_MS}
+     */
+    leaseMs: z.number().int().min(1000).max(600_000).optional(),
     nodes: z.array(ringNodeSchema).min(1),
     ranges: z.array(ringRangeSchema).min(1),
   })
@@ -105,6 +127,9 @@ export function ringProblem(doc: Pick<RingDocument, 'nodes' | 'ranges' | 'versio
       if (r.pending.target === r.owner) return `range ${r.start} is pending to its own owner`;
     }
     if (r.epoch > doc.version) return `range ${r.start} has epoch ${r.epoch} above the document version ${doc.version}`;
+  }
+  for (const n of doc.nodes) {
+    if ((n.state === 'DOWN') !== (n.down !== undefined)) return `node '${n.id}': state DOWN and a down record go together`;
   }
   return undefined;
 }
@@ -234,8 +259,46 @@ export function addNode(
   doc.nodes.push({ id: node.id, url: node.url, state: node.state ?? 'JOINING', ...extra, addedAt: now.toISOString() });
 }
 
-export function setNodeState(doc: RingDocument, id: string, state: NodeState): void {
-  requireNode(doc, id).state = state;
+export function setNodeState(doc: RingDocument, id: string, state: Exclude<NodeState, 'DOWN'>): void {
+  const n = requireNode(doc, id);
+  n.state = state;
+  delete n.down;
+}
+
+/** The lease the nodes of `doc` serve under (see `leaseMs`). */
+export function leaseOf(doc: Pick<RingDocument, 'leaseMs'>): number {
+  return doc.leaseMs ?? DEFAULT_RING_LEASE_MS;
+}
+
+/**
+ * Marks a node DOWN (no-op, returning false, when it already is). Its ranges' epochs move to `nextVersion`, so
+ * the node itself, once it reads this version, and every caller still routing by an older one are refused for
+ * them: a node that comes back serves nothing until it is replaced or removed.
+ */
+export function markDown(doc: RingDocument, id: string, nextVersion: number, reason: string, at = Date.now()): boolean {
+  const n = requireNode(doc, id);
+  if (n.state === 'DOWN') return false;
+  n.state = 'DOWN';
+  n.down = { at, reason: reason.slice(0, 500) };
+  for (const r of doc.ranges) if (r.owner === id || r.pending?.target === id) r.epoch = nextVersion;
+  return true;
+}
+
+/**
+ * Whether a DOWN node's lease has surely run out, so that it can no longer serve what it held and a write may
+ * skip its ranges. `seenAt` is when the caller first saw it DOWN (its own clock, ms, e.g. performance.now()) and
+ * `now` the same clock now: a lease counted from there needs no agreement between clocks. `wallNow` lets a caller
+ * that saw the mark late (a fresh process) count from the mark's own time instead, with `skewMs` for the clocks.
+ */
+export function downFenced(
+  doc: Pick<RingDocument, 'leaseMs'>,
+  node: Pick<RingNode, 'down'>,
+  seen: { seenAt: number; now: number; wallNow?: number; skewMs?: number },
+): boolean {
+  if (!node.down) return false;
+  const lease = leaseOf(doc);
+  if (seen.now - seen.seenAt >= lease) return true;
+  return seen.wallNow !== undefined && seen.wallNow - node.down.at >= lease + (seen.skewMs ?? 1000);
 }
 
 /** Removes a node that owns nothing and is no range's pending target. */

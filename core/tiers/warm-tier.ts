@@ -1,4 +1,4 @@
-import { TierUnavailableError, ValidationError } from '../errors.js';
+import { TierFencedError, TierUnavailableError, ValidationError } from '../errors.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive } from '../model/entry.js';
 import { validateNamespace } from '../model/keys.js';
@@ -11,6 +11,7 @@ import {
   type ExportTrailer,
   type NodeClientOptions,
 } from '../nodes/node-client.js';
+import { DownFence } from './warm-down.js';
 import type { Pinning, ReadOptions, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
 
 export interface WarmTierOptions {
@@ -97,6 +98,9 @@ interface Routed {
  * - Connections are pooled per node (node:http keep-alive agents),
  *   every call is bounded by a timeout, and any failure to reach a node is a TierUnavailableError, so the
  *   coordinator falls through to the next tier.
+ * - DOWN nodes (marked by the health check): their ranges read as misses, and writes skip them once fenced with a
+ *   TierFencedError, which the coordinator's writer accepts when another durable tier took the value (see
+ *   warm-down.ts).
  */
 export class WarmTier implements Tier, Scanning, Pinning {
   readonly name: TierName;
@@ -119,6 +123,7 @@ export class WarmTier implements Tier, Scanning, Pinning {
   private flushScheduled = false;
   /** Per node (reader URL): moving mean of the value size of recent gets, to size get batches. */
   private readonly getBytes = new Map<string, number>();
+  private readonly down = new DownFence();
 
   constructor(opts: WarmTierOptions) {
     this.name = opts.name ?? 'warm';
@@ -180,7 +185,7 @@ export class WarmTier implements Tier, Scanning, Pinning {
     const out = new Array<Entry | undefined>(keys.length);
     const { router } = await this.routed(positions[0]!);
     const groups = groupBy(
-      positions.map((_, i) => i),
+      positions.map((_, i) => i).filter((i) => this.down.read(router.route(positions[i]!)) === 'serve'),
       (i) => router.route(positions[i]!).reader.url,
     );
     await Promise.all(
@@ -259,6 +264,12 @@ export class WarmTier implements Tier, Scanning, Pinning {
     let budget = Math.max(1, Math.floor(opts.limit));
     while (budget > 0) {
       const route = router.route(cur.position);
+      if (this.down.read(route) === 'miss') {
+        // A DOWN node's range holds nothing it may serve (the next tier holds every acknowledged write).
+        if (route.span.end === null) return { items, cursor: null };
+        cur = { position: route.span.end };
+        continue;
+      }
       const after = cur.after ?? (cur.position > route.span.start ? cur.position : null);
       let trailer: ExportTrailer;
       try {
@@ -315,6 +326,9 @@ export class WarmTier implements Tier, Scanning, Pinning {
     attempt = 0,
   ): Promise<T> {
     const route = router.route(position);
+    if (op === 'get' && this.down.read(route) === 'miss') return Promise.resolve(undefined as T);
+    if (op === 'put' && (route.owner.state === 'DOWN' || route.pending?.state === 'DOWN'))
+      return this.write(position, (url, v) => this.client.put(url, ns, key, entry!, v)) as Promise<T>;
     const dest = op === 'get' ? route.reader.url : `${route.owner.url} ${route.pending?.url ?? ''}`;
     const flightKey = `${op} ${dest}`;
     const id = `${router.version} ${flightKey} ${ns}`;
@@ -517,7 +531,7 @@ export class WarmTier implements Tier, Scanning, Pinning {
     const owners = new Set(router.doc.ranges.map((r) => r.owner));
     await Promise.all(
       router.doc.nodes
-        .filter((n) => owners.has(n.id))
+        .filter((n) => owners.has(n.id) && n.state !== 'DOWN')
         .map((n) =>
           this.client.health(n.url).catch((e: unknown) => {
             throw this.unavailable(e);
@@ -547,10 +561,11 @@ export class WarmTier implements Tier, Scanning, Pinning {
    * A read from the owner, retried after a stale route (once; twice when the second refusal came from a node
    * that was behind and has just been brought up to date).
    */
-  private async read<T>(position: string, call: (url: string, ringVersion: number) => Promise<T>): Promise<T> {
+  private async read<T>(position: string, call: (url: string, ringVersion: number) => Promise<T>): Promise<T | undefined> {
     let { router } = await this.routed(position);
     for (let attempt = 0; ; attempt++) {
       const route = router.route(position);
+      if (this.down.read(route) === 'miss') return undefined;
       try {
         return await call(route.reader.url, router.version);
       } catch (e) {
@@ -574,9 +589,11 @@ export class WarmTier implements Tier, Scanning, Pinning {
     let { router } = await this.routed(position);
     for (let attempt = 0; ; attempt++) {
       const route = router.route(position);
+      this.checkDown(router, route);
+      const pending = DownFence.shadowTarget(route);
       const [p, s] = await Promise.allSettled([
         call(route.owner.url, router.version),
-        route.pending ? call(route.pending.url, router.version) : Promise.resolve(undefined),
+        pending ? call(pending.url, router.version) : Promise.resolve(undefined),
       ]);
       if (p.status === 'rejected') {
         if (attempt >= MAX_STALE_RETRIES) throw this.unavailable(p.reason);
@@ -597,7 +614,7 @@ export class WarmTier implements Tier, Scanning, Pinning {
         // reached. The owner has the write; make sure whoever else must hold it under the refreshed ring does.
         if (s.reason instanceof StaleRouteError) router = await this.recover(s.reason, router);
         else {
-          const fresh = await this.rerouted(s.reason, router, (r) => r.route(position).pending?.url !== route.pending?.url);
+          const fresh = await this.rerouted(s.reason, router, (r) => r.route(position).pending?.url !== pending?.url);
           if (!fresh) throw this.unavailable(s.reason);
           router = fresh;
         }
@@ -617,7 +634,8 @@ export class WarmTier implements Tier, Scanning, Pinning {
   ): Promise<void> {
     for (; ; attempt++) {
       const r = router.route(position);
-      const others = [r.owner.url, r.pending?.url].filter((u): u is string => u !== undefined && u !== done);
+      this.checkDown(router, r);
+      const others = [r.owner.url, DownFence.shadowTarget(r)?.url].filter((u): u is string => u !== undefined && u !== done);
       const results = await Promise.allSettled(others.map((u) => call(u, router.version)));
       const failed = results.find((x): x is PromiseRejectedResult => x.status === 'rejected');
       if (!failed) return;
@@ -648,12 +666,15 @@ export class WarmTier implements Tier, Scanning, Pinning {
     const routes = positions.map((p) => router.route(p));
     const out = new Array<T>(keys.length);
     const retry = new Set<number>();
+    // A key whose route has a DOWN node goes on its own, through write()'s rules for DOWN nodes.
+    const downed = (i: number) => routes[i]!.owner.state === 'DOWN' || routes[i]!.pending?.state === 'DOWN';
+    keys.forEach((_, i) => downed(i) && retry.add(i));
     const primaries = groupBy(
-      keys.map((_, i) => i),
+      keys.map((_, i) => i).filter((i) => !downed(i)),
       (i) => routes[i]!.owner.url,
     );
     const shadows = groupBy(
-      keys.map((_, i) => i).filter((i) => routes[i]!.pending),
+      keys.map((_, i) => i).filter((i) => routes[i]!.pending && !downed(i)),
       (i) => routes[i]!.pending!.url,
     );
     let stale: StaleRouteError | undefined;
@@ -671,10 +692,8 @@ export class WarmTier implements Tier, Scanning, Pinning {
       ...[...primaries].map(([u, idx]) => run(u, idx, true)),
       ...[...shadows].map(([u, idx]) => run(u, idx, false)),
     ]);
-    if (stale) {
-      await this.recover(stale, router);
-      await Promise.all([...retry].map(async (i) => (out[i] = await single(i))));
-    }
+    if (stale) await this.recover(stale, router);
+    if (retry.size > 0) await Promise.all([...retry].map(async (i) => (out[i] = await single(i))));
     return out;
   }
 
@@ -714,6 +733,19 @@ export class WarmTier implements Tier, Scanning, Pinning {
       return await this.ring.refresh();
     } catch {
       return this.ring.current() ?? router;
+    }
+  }
+
+  /** Throws when a write must not go ahead on `route` because of a DOWN node (see {@link DownFence.write}). */
+  private checkDown(router: RingRouter, route: Route): void {
+    const verdict = this.down.write(router, route);
+    if (verdict === 'skip') throw new TierFencedError(this.name, route.owner.id);
+    if (verdict === 'wait') {
+      const node = route.owner.state === 'DOWN' ? route.owner : route.pending!;
+      throw new TierUnavailableError(
+        this.name,
+        new Error(`cache node '${node.id}' is DOWN; writes skip it once its lease has run out`),
+      );
     }
   }
 

@@ -1,0 +1,126 @@
+import { Coordinator } from '../../core/coordinator/coordinator.js';
+import { StrataError, TierFencedError } from '../../core/errors.js';
+import { PolicyRegistry } from '../../core/policy/namespace-settings.js';
+import {
+  DEFAULT_RING_LEASE_MS,
+  downFenced,
+  initialRing,
+  markDown,
+  parseRingDocument,
+  setNodeState,
+} from '../../core/ring/document.js';
+import { RingRouter } from '../../core/ring/view.js';
+import { DownFence } from '../../core/tiers/warm-down.js';
+import { MemoryTier } from '../../core/tiers/memory-tier.js';
+
+const nodes = ['a', 'b', 'c'].map((id) => ({ id, url: `http://${id}.invalid:1` }));
+
+describe('marking a node DOWN in the ring', () => {
+  it('moves the epochs of its ranges (and only those) to the new version, with a down record', () => {
+    const doc = initialRing(nodes, 2);
+    expect(markDown(doc, 'b', 2, 'no answer', 1234)).toBe(true);
+    doc.version = 2;
+    const b = doc.nodes.find((n) => n.id === 'b')!;
+    expect(b).toMatchObject({ state: 'DOWN', down: { at: 1234, reason: 'no answer' } });
+    for (const r of doc.ranges) expect(r.epoch).toBe(r.owner === 'b' ? 2 : 1);
+    expect(markDown(doc, 'b', 3, 'again')).toBe(false); // already DOWN: no new mark, no new epochs
+    expect(() => parseRingDocument(doc)).not.toThrow();
+  });
+
+  it('refuses a DOWN state without its record, and a record without the state', () => {
+    const doc = initialRing(nodes, 1);
+    doc.nodes[0]!.state = 'DOWN';
+    expect(() => parseRingDocument(doc)).toThrow(/state DOWN and a down record go together/);
+    const back = initialRing(nodes, 1);
+    markDown(back, 'a', 1, 'x');
+    setNodeState(back, 'a', 'NORMAL'); // clears the record with the state
+    expect(() => parseRingDocument(back)).not.toThrow();
+  });
+
+  it('is fenced only once the lease has run out, counted from when the caller saw it or from the mark', () => {
+    const doc = initialRing(nodes, 1);
+    markDown(doc, 'a', 1, 'x', 10_000);
+    const a = doc.nodes[0]!;
+    const lease = DEFAULT_RING_LEASE_MS;
+    expect(downFenced(doc, a, { seenAt: 0, now: lease - 1 })).toBe(false);
+    expect(downFenced(doc, a, { seenAt: 0, now: lease })).toBe(true);
+    // A fresh caller that sees an old mark: the mark's own time plus the lease and a second for clock skew.
+    expect(downFenced(doc, a, { seenAt: 0, now: 0, wallNow: 10_000 + lease + 999 })).toBe(false);
+    expect(downFenced(doc, a, { seenAt: 0, now: 0, wallNow: 10_000 + lease + 1000 })).toBe(true);
+    expect(downFenced({ leaseMs: 2000 }, a, { seenAt: 0, now: 2000 })).toBe(true);
+    expect(downFenced(doc, doc.nodes[1]!, { seenAt: 0, now: 1e9 })).toBe(false); // not DOWN
+  });
+});
+
+describe('the warm tier with a DOWN node (DownFence)', () => {
+  function fence() {
+    const clock = { mono: 0, wall: 0 };
+    return { clock, fence: new DownFence({ mono: () => clock.mono, wall: () => clock.wall }) };
+  }
+
+  it('reads its ranges as misses, and holds writes back until its lease has run out, then skips it', () => {
+    const doc = { ...initialRing(nodes, 1), leaseMs: 1000 };
+    markDown(doc, 'b', 1, 'x', 0);
+    const router = new RingRouter(doc);
+    const onB = router.route(doc.ranges.find((r) => r.owner === 'b')!.start);
+    const onA = router.route(doc.ranges.find((r) => r.owner === 'a')!.start);
+    const { clock, fence: f } = fence();
+    expect(f.read(onB)).toBe('miss');
+    expect(f.read(onA)).toBe('serve');
+    expect(f.write(router, onB)).toBe('wait'); // first seen now
+    clock.mono = 999;
+    expect(f.write(router, onB)).toBe('wait');
+    clock.mono = 1000;
+    expect(f.write(router, onB)).toBe('skip');
+    expect(f.write(router, onA)).toBe('serve');
+  });
+
+  it('leaves a DOWN pending target out of the shadow writes once fenced, and waits before that', () => {
+    const doc = { ...initialRing(nodes, 1), leaseMs: 1000 };
+    doc.ranges[0]!.pending = { target: 'c', session: 's1' };
+    markDown(doc, 'c', 1, 'x', 0);
+    const router = new RingRouter(doc);
+    const route = router.route(doc.ranges[0]!.start);
+    const { clock, fence: f } = fence();
+    expect(f.write(router, route)).toBe('wait');
+    clock.mono = 1000;
+    expect(f.write(router, route)).toBe('serve');
+    expect(DownFence.shadowTarget(route)).toBeUndefined();
+  });
+});
+
+/** A tier whose node for every key is DOWN and fenced. */
+class FencedTier extends MemoryTier {
+  override put(): Promise<never> {
+    return Promise.reject(new TierFencedError(this.name, 'b'));
+  }
+}
+
+describe('a write while a durable tier is fenced for the key', () => {
+  const registry = (writeTiers: string[]) =>
+    new PolicyRegistry({ defaults: { writeTiers: writeTiers as never, nearCache: { enabled: false } } });
+
+  it('is acknowledged from the other durable tiers, and the fenced one is not named as holding it', async () => {
+    const cold = new MemoryTier({ name: 'cold' });
+    const c = new Coordinator({
+      tiers: [new FencedTier({ name: 'warm' }), cold],
+      policies: registry(['warm', 'cold']),
+      flushTimer: false,
+    });
+    const w = await c.put('ns', 'k', Buffer.from('v'));
+    expect(w.tiers).toEqual(['cold']);
+    expect((await cold.get('ns', 'k'))!.value.toString()).toBe('v');
+    await expect(c.delete('ns', 'k')).resolves.toBeDefined(); // a tombstone skips it too
+    await c.close();
+  });
+
+  it('is refused with 503 when the fenced tier would be its only durable copy', async () => {
+    // (A policy whose only durable tier is warm is refused at configuration: a fenced tier named cold stands in.)
+    const c = new Coordinator({ tiers: [new FencedTier({ name: 'cold' })], policies: registry(['cold']), flushTimer: false });
+    const err = await c.put('ns', 'k', Buffer.from('v')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StrataError);
+    expect((err as StrataError).code).toBe('TIER_UNAVAILABLE');
+    expect((err as StrataError).message).toMatch(/its cache node is DOWN/);
+    await c.close();
+  });
+});
