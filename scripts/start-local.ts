@@ -11,10 +11,11 @@ import { ConfigError } from '../core/errors.js';
 import { buildApiContext } from '../core/composition/api-context.js';
 import { warmTierFromEnv } from '../core/composition/warm-tier-env.js';
 import { LocalFolderTier } from '../core/tiers/local-folder-tier.js';
+import { WarmTier } from '../core/tiers/warm-tier.js';
 import { LOCAL_KEYS_FOLDER, LOCAL_POLICY_FOLDER, LOCAL_WARM_FOLDER } from '../core/tiers/storage-key.js';
 import { LocalMetricsStore } from '../core/metrics/local-store.js';
 import { startFleetSampler } from './local/fleet-sampler.js';
-import { removeLegacyWarmFolders, startLocalWarm, startLocalWorkflows } from './local/local-warm.js';
+import { removeLegacyWarmFolders, startLocalHealthCheck, startLocalWarm, startLocalWorkflows } from './local/local-warm.js';
 import { startLocalPolicyEvaluator } from './local/policy-evaluator.js';
 import { startLocalServer } from './local/server.js';
 
@@ -65,6 +66,8 @@ async function main(): Promise<void> {
   const workflows = warm
     ? await startLocalWorkflows(warm, ctx.tiers, { store: metrics, environment: env.STRATA_ENV })
     : undefined;
+  const warmTier = ctx.tiers.find((t): t is WarmTier => t instanceof WarmTier);
+  const healthCheck = warm && warmTier ? startLocalHealthCheck(warm, warmTier, (l) => console.log(`strata: ${l}`)) : undefined;
   // Leftovers of a crashed run (temp files, abandoned uploads) in the folder tier.
   if (ctx.presigner instanceof LocalFolderTier)
     await ctx.presigner.sweep().catch((e) => console.warn(`strata: could not clean ${env.STRATA_LOCAL_DIR}: ${e}`));
@@ -108,6 +111,7 @@ async function main(): Promise<void> {
     stopping = true;
     console.log(`\n${signal}: stopping`);
     await policyEvaluator?.stop();
+    await healthCheck?.stop();
     await fleetSampler?.stop();
     await local.close();
     await workflows?.close();

@@ -81,6 +81,7 @@ export interface ImportResult {
  */
 export class NodeClient {
   private readonly connections: NodeConnections;
+  private readonly observers = new Set<(url: string, ok: boolean) => void>();
 
   constructor(opts: NodeClientOptions) {
     this.connections = new NodeConnections(
@@ -96,7 +97,29 @@ export class NodeClient {
    * discards the body (always). Network errors, timeouts and aborts become NodeUnavailableError.
    */
   private request(url: string, spec: RequestSpec): Promise<Exchange> {
-    return this.connections.request(url, spec);
+    const sent = this.connections.request(url, spec);
+    if (this.observers.size === 0) return sent;
+    return sent.then(
+      (x) => (this.tell(url, true), x),
+      (e: unknown) => {
+        if (e instanceof NodeUnavailableError && !spec.signal?.aborted) this.tell(url, false);
+        throw e;
+      },
+    );
+  }
+
+  /**
+   * Calls `observer` with each request's reach: whether the node answered at all (any status) or could not be
+   * reached in time. The failure detector's suspicion comes from here (core/nodes/health-check.ts). Returns a
+   * function that stops the observing.
+   */
+  observe(observer: (url: string, ok: boolean) => void): () => void {
+    this.observers.add(observer);
+    return () => this.observers.delete(observer);
+  }
+
+  private tell(url: string, ok: boolean): void {
+    for (const o of this.observers) o(url, ok);
   }
 
   /** Reads the whole body; a failure while reading is an outage. */
@@ -428,12 +451,13 @@ export class NodeClient {
     return this.getJson(url, `/v1/victims?limit=${limit}`);
   }
 
-  async health(url: string): Promise<{ status: string; nodeId: string; ringVersion: number }> {
-    return this.getJson(url, '/healthz');
+  /** GET /healthz. `signal` ends the call early (a health probe's own, shorter bound): it fails as an outage. */
+  async health(url: string, signal?: AbortSignal): Promise<{ status: string; nodeId: string; ringVersion: number }> {
+    return this.getJson(url, '/healthz', signal);
   }
 
-  private async getJson<T>(url: string, path: string): Promise<T> {
-    const res = await this.request(url, { path, method: 'GET' });
+  private async getJson<T>(url: string, path: string, signal?: AbortSignal): Promise<T> {
+    const res = await this.request(url, { path, method: 'GET', ...(signal ? { signal } : {}) });
     if (res.statusCode !== 200) return this.fail(url, res);
     return this.json<T>(url, res);
   }

@@ -2,6 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { initialRing } from '../../core/ring/document.js';
+import { RingView } from '../../core/ring/view.js';
+import { httpProbe, NodeHealthChecker } from '../../core/nodes/health-check.js';
+import type { WarmTier } from '../../core/tiers/warm-tier.js';
 import { FileCasStore, RingStore } from '../../core/ring/store.js';
 import { LOCAL_WARM_FOLDER } from '../../core/tiers/storage-key.js';
 import type { Tier } from '../../core/tiers/tier.js';
@@ -35,20 +38,22 @@ export async function startLocalWarm(o: {
   const root = join(o.dataDir, LOCAL_WARM_FOLDER);
   rmSync(root, { recursive: true, force: true });
   const secret = randomBytes(24).toString('hex');
+  const ringDir = join(root, 'ring');
   const fleet = new LocalFleet({
     rootDir: join(root, 'nodes'),
     secret,
+    // The nodes read the ring folder every second, so each serves on a lease (LOCAL_LEASE_MS) and a node marked
+    // DOWN, or cut off from the folder, stops serving by itself (see cachenode/src/ownership.ts).
+    env: { STRATA_NODE_RING_STORE: `file:${ringDir}`, STRATA_NODE_RING_POLL_MS: '1000' },
     ...(o.capacityBytes ? { capacityBytes: o.capacityBytes } : {}),
   });
   try {
     const launched = await Promise.all(Array.from({ length: o.nodes }, (_, i) => fleet.launch(`n${i + 1}`)));
-    const ringDir = join(root, 'ring');
-    const doc = await new RingStore(new FileCasStore(ringDir)).create(
-      initialRing(
-        launched.map((n) => ({ id: n.nodeId, url: n.url, instance: n.nodeId })),
-        2,
-      ),
+    const ring = initialRing(
+      launched.map((n) => ({ id: n.nodeId, url: n.url, instance: n.nodeId })),
+      2,
     );
+    const doc = await new RingStore(new FileCasStore(ringDir)).create({ ...ring, leaseMs: LOCAL_LEASE_MS });
     const client = new NodeClient({ secret });
     await Promise.all(launched.map((n) => client.pushRing(n.url, doc)));
     await client.close();
@@ -58,6 +63,38 @@ export async function startLocalWarm(o: {
     await fleet.close();
     throw e;
   }
+}
+
+/** The local ring's lease: five of the local nodes' 1 s reads of the ring folder. */
+const LOCAL_LEASE_MS = 5000;
+
+/**
+ * The failure detector of the local warm tier (core/nodes/health-check.ts), ticking every second: the API's warm
+ * tier reports each node call's reach (suspicion), the checker probes suspects over HTTP and marks a node DOWN in
+ * the ring folder once confirmed. Then reads of its ranges go to the next tier, and writes skip it once its lease
+ * has run out. Marking is paused with STRATA_NODE_REPLACEMENT=paused (it still probes and reports).
+ */
+export function startLocalHealthCheck(warm: LocalWarm, tier: WarmTier, log: (line: string) => void): { stop(): Promise<void> } {
+  const store = new RingStore(new FileCasStore(warm.ringDir));
+  const view = new RingView({ store, refreshIntervalMs: 1000 });
+  const checker = new NodeHealthChecker({
+    ring: store,
+    probe: httpProbe(tier.client, 1000),
+    paused: process.env.STRATA_NODE_REPLACEMENT === 'paused',
+    log: (level, message, fields) => level !== 'debug' && log(`${message} ${JSON.stringify(fields)}`),
+  });
+  const unobserve = tier.client.observe((url, ok) => {
+    const node = view.current()?.doc.nodes.find((n) => n.url === url);
+    if (node) checker.report(node.id, ok);
+  });
+  checker.start(1000);
+  return {
+    stop: async () => {
+      unobserve();
+      view.close();
+      await checker.stop();
+    },
+  };
 }
 
 /**

@@ -3,7 +3,7 @@
  * processes and ring, serving the API and the admin workflows. Through HTTP only (the SDK): a value written
  * before a scale-out reads back after it, and the scale-out adds a node.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -122,4 +122,35 @@ describe('npm start with STRATA_LOCAL_NODES (child process)', () => {
     expect((await strata.policies.firings())[0]).toMatchObject({ outcome: 'suppressed' });
     expect((await strata.workflows.list({ workflow: 'scale-out' })).length).toBe(before + 1);
   }, 200_000);
+
+  it('finds a killed node, marks it DOWN, and keeps taking writes and serving every value', async () => {
+    expect(endpoint).not.toBe(''); // the server of the tests above
+    const strata = new StrataClient({ endpoint, namespace: 'demo' });
+    const pid = Number(
+      execFileSync('pgrep', ['-f', join(dir, '_warm', 'nodes', 'n1') + ' '])
+        .toString()
+        .trim()
+        .split('\n')[0],
+    );
+    process.kill(pid, 'SIGKILL');
+    // Writes to its ranges fail until it is marked DOWN and its lease (5 s locally) has run out; then all succeed.
+    const deadline = Date.now() + 90_000;
+    let round = 0;
+    for (; Date.now() < deadline; round++) {
+      const results = await Promise.allSettled(
+        Array.from({ length: 50 }, (_, i) => strata.put(`after-${round}-${i}`, `v${round}`)),
+      );
+      if (results.every((r) => r.status === 'fulfilled')) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(Date.now()).toBeLessThan(deadline);
+    const warm = (await strata.stats()).tiers.find((t) => t.name === 'warm')!;
+    expect((warm.nodes as { id: string; state: string }[]).find((n) => n.id === 'n1')?.state).toBe('DOWN');
+    expect(output).toMatch(/health check: marked cache node n1 DOWN/);
+    // Every value written before the kill still reads back (the ones on n1 from the cold tier).
+    for (let i = 0; i < 200; i++)
+      expect([i, Buffer.from((await strata.get(`k${i}`))!.value).toString()]).toEqual([i, `value ${i}`]);
+    for (let i = 0; i < 50; i++)
+      expect(Buffer.from((await strata.get(`after-${round}-${i}`))!.value).toString()).toBe(`v${round}`);
+  }, 150_000);
 });
