@@ -208,7 +208,10 @@ export class PolicyAdministration implements PolicyAdmin {
   }
 
   private viewOf(document: PolicyDocument | null, summary: PolicyVersionSummary): PolicyView {
-    const compiled = document === null ? this.deployment : compilePolicy(parsePolicyDocument(document), this.opts.compile);
+    // A version in the history was accepted when it was written: it is shown even where it would be refused now
+    // (a key no longer granted, warm as the only durable tier). Rolling back to it compiles it as a new document.
+    const compiled =
+      document === null ? this.deployment : compilePolicy(parsePolicyDocument(document), { ...this.opts.compile, stored: true });
     return {
       version: summary.version,
       source: summary.source,

@@ -16,7 +16,10 @@ import { presetParamProblems, presetRules } from './presets.js';
 import { defaultRules, isEviction, type DefaultRulesOptions } from './defaults.js';
 import {
   namespacePolicySchema,
+  PolicyConfigError,
   PolicyRegistry,
+  WARM_ONLY_DURABLE_WHY,
+  warmOnlyDurable,
   type KeyScopes,
   type NamespaceConfigInput,
   type NamespacePolicy,
@@ -29,6 +32,7 @@ import {
   inScope,
   isOrigin,
   isPlacement,
+  namespaceText,
   sortTiers,
   type GroupPlacement,
   type Placement,
@@ -53,6 +57,12 @@ export interface CompiledPolicy {
   readonly placements: Readonly<Record<string, Placement>>;
   /** SHA-256 of the canonical document, 16 hex characters. */
   readonly hash: string;
+  /**
+   * What a stored document (CompileOptions.stored) does that a new one may not, and is kept running: a placement
+   * or background rule that leaves warm holding the only durable copy of a write, accepted before Strata refused it.
+   * Absent: none.
+   */
+  readonly warnings?: readonly PolicyProblem[];
 }
 
 /** Write-around never: the largest size a value may have. */
@@ -83,7 +93,9 @@ export interface CompileOptions {
   /**
    * A stored document, accepted when it was put, loaded to run: its encrypt rules are kept even where this runtime
    * has no keyring or was not granted the key since (those writes then fail with KEY_UNAVAILABLE, never fall back to
-   * a policy that stores them in the clear).
+   * a policy that stores them in the clear); a placement whose only durable tier is warm, accepted before Strata
+   * refused it, runs as it did and is reported in `warnings` (refusing it would leave the policy store unusable:
+   * every change is compared with the version in force). A new document, or a rollback to such a version, is refused.
    */
   readonly stored?: boolean;
   /**
@@ -219,6 +231,29 @@ function transferProblem(rule: PolicyRule, opts: CompileOptions): string | undef
   return undefined;
 }
 
+/**
+ * Why a background move or delete out of cold would leave warm holding the only durable copy of the values it takes,
+ * or undefined. A delete from cold removes cold's copy wherever warm holds that version (data-mover.ts), and a move
+ * carries it up into warm; a warm key range lives on one cache node, so that copy would not survive the node. Static,
+ * like the placement check ({@link warmOnlyDurable}): a namespace whose writes never reach warm would lose nothing,
+ * but the rule trims nothing there either.
+ */
+function coldTrimProblem(rule: PolicyRule): string | undefined {
+  for (const r of rule.do) {
+    const spec = 'move' in r ? r.move : 'delete' in r ? r.delete : undefined;
+    if (!spec || spec.from !== 'cold') continue;
+    const kind = responseKind(r);
+    // A move into hot alone is refused by transferProblem.
+    if ('move' in r && !r.move.to.includes('warm')) continue;
+    const fix = kind === 'move' ? 'Copy from cold instead' : 'Delete from warm instead';
+    return (
+      `${namespaceText(rule.scope.namespace)}: a ${kind} from cold would leave warm holding the only durable copy of the ` +
+      `values it takes; ${WARM_ONLY_DURABLE_WHY}. ${fix} (cold keeps its copy)`
+    );
+  }
+  return undefined;
+}
+
 const TRANSFORM_KINDS = new Set<ResponseKind>(['compress', 'encrypt', 'uncompress', 'decrypt']);
 const isTransformKind = (kind: ResponseKind): boolean => TRANSFORM_KINDS.has(kind);
 const isTransform = (r: PolicyRule): boolean => 'action' in r.on && r.do.some((d) => 'compress' in d || 'encrypt' in d);
@@ -299,13 +334,18 @@ function transformsOf(ns: string, rules: readonly PolicyRule[]): TransformRule[]
  */
 export function compilePolicy(doc: PolicyDocument, opts: CompileOptions = {}): CompiledPolicy {
   const problems: PolicyProblem[] = [];
+  const warnings: PolicyProblem[] = [];
   const rules = expand(doc, problems, opts);
   const index = new Map(doc.rules.map((r, i) => [r.id, i]));
-  const problem = (rule: PolicyRule, message: string): void => {
+  const ruleProblem = (rule: PolicyRule, message: string): PolicyProblem => {
     const i = index.get(rule.id);
     const ns = rule.scope.namespace;
-    problems.push({ path: i !== undefined ? `rules[${i}]` : `namespaces.${ns}.preset`, rule: rule.id, message });
+    return { path: i !== undefined ? `rules[${i}]` : `namespaces.${ns}.preset`, rule: rule.id, message };
   };
+  const problem = (rule: PolicyRule, message: string): void => void problems.push(ruleProblem(rule, message));
+  // Warm as the only durable tier: refused, except in a stored document accepted before that was (CompileOptions.stored).
+  const warmOnly = (rule: PolicyRule, message: string): void =>
+    void (opts.stored ? warnings : problems).push(ruleProblem(rule, message));
   for (const r of rules) {
     const why =
       unsupported(r, opts) ??
@@ -315,6 +355,10 @@ export function compilePolicy(doc: PolicyDocument, opts: CompileOptions = {}): C
         ? 'storeOnce is scoped to a namespace (its shared copies are collected namespace by namespace)'
         : undefined);
     if (why) problem(r, why);
+    else {
+      const trim = coldTrimProblem(r);
+      if (trim) warmOnly(r, trim);
+    }
     if ((r.scope.prefix || r.scope.tag) && r.do.some((d) => 'storeOnce' in d))
       problem(
         r,
@@ -350,7 +394,7 @@ export function compilePolicy(doc: PolicyDocument, opts: CompileOptions = {}): C
       if (!parsed.success) nsProblem(parsed.error.issues[0]?.message ?? 'invalid');
       return parsed.success ? { ...parsed.data, ...extras } : undefined;
     };
-    const compiled = compileNamespacePlacement(ns, rules, { rule: problem, namespace: nsProblem }, build);
+    const compiled = compileNamespacePlacement(ns, rules, { rule: problem, namespace: nsProblem, warmOnly }, build);
     placements[ns] = compiled.placement;
     keyScopes[ns] = compiled.keyScopes;
     const dedupProblem = storeOnceProblem(t, compiled.placement);
@@ -359,18 +403,22 @@ export function compilePolicy(doc: PolicyDocument, opts: CompileOptions = {}): C
     if (policy) policies[ns] = policy;
   }
   // A rule of `*` is checked once for each namespace that takes it: each problem is reported once.
-  const seen = new Set<string>();
-  const unique = problems.filter((p) => {
-    const id = `${p.rule ?? p.path}\u0000${p.message}`;
-    return !seen.has(id) && !!seen.add(id);
-  });
+  const once = (list: readonly PolicyProblem[]): PolicyProblem[] => {
+    const seen = new Set<string>();
+    return list.filter((p) => {
+      const id = `${p.rule ?? p.path}\u0000${p.message}`;
+      return !seen.has(id) && !!seen.add(id);
+    });
+  };
+  const unique = once(problems);
   if (unique.length) throw new PolicyDocumentError(unique);
   const { '*': defaults, ...namespaces } = policies;
   const registry = new PolicyRegistry(
     { defaults, namespaces: namespaces as unknown as Record<string, Record<string, unknown>> },
     { transforms, keyScopes },
   );
-  return { document: doc, rules, registry, placements, hash: policyHash(doc) };
+  const warned = once(warnings);
+  return { document: doc, rules, registry, placements, hash: policyHash(doc), ...(warned.length ? { warnings: warned } : {}) };
 }
 
 /** Parses then compiles: what the admin API and the start-up path use. */
@@ -381,6 +429,23 @@ export function compilePolicyInput(input: unknown, opts: CompileOptions = {}): C
 // ----------------------------------------------------------------------------- STRATA_NAMESPACES as a document
 
 type Settings = NonNullable<PolicyDocument['namespaces'][string]['settings']>;
+
+/**
+ * Refuses (PolicyConfigError) namespace settings whose only durable tier is warm ({@link warmOnlyDurable}): the
+ * writeTiers below hot, which a write-back write is flushed to. `ns` undefined: the defaults, which every namespace
+ * without its own settings takes.
+ */
+function refuseWarmOnly(p: NamespacePolicy, ns: string | undefined): void {
+  const tiers = sortTiers(p.writeTiers);
+  if (!warmOnlyDurable(tiers)) return;
+  const how = p.writeMode === 'write-back' && tiers.includes('hot') ? 'write-back, flushed to warm alone; ' : '';
+  const whose = ns === undefined ? 'defaults: ' : '';
+  throw new PolicyConfigError(
+    `${whose}warm would hold the only durable copy of a write (${how}writeTiers ${JSON.stringify(tiers)}); ` +
+      `${WARM_ONLY_DURABLE_WHY}. Add "cold" to writeTiers`,
+    ns,
+  );
+}
 
 function settingsOf(p: NamespacePolicy): Settings {
   return {
@@ -440,6 +505,8 @@ const placementKey = (p: NamespacePolicy): string =>
 export function documentFromNamespaceConfig(input: NamespaceConfigInput = {}): PolicyDocument {
   const legacy = new PolicyRegistry(input);
   const defaults = legacy.for('*');
+  refuseWarmOnly(defaults, undefined);
+  for (const ns of legacy.configured()) refuseWarmOnly(legacy.for(ns), ns);
   const namespaces: Record<string, { settings: Settings }> = { '*': { settings: settingsOf(defaults) } };
   const rules = placementRules(defaults, '*', 'deploy');
   for (const ns of legacy.configured()) {

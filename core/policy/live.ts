@@ -116,6 +116,12 @@ export class LivePolicy {
         source: next.view.source,
         hash: next.view.hash,
       });
+      // A stored version accepted before Strata refused what it does (compile.ts CompiledPolicy.warnings).
+      if (next.compiled.warnings?.length)
+        log.warn('the policy in force would be refused if put today: put a corrected version', {
+          version: next.view.version,
+          problems: next.compiled.warnings.map((w) => `${w.path}${w.rule ? ` (rule '${w.rule}')` : ''}: ${w.message}`),
+        });
       this.opts.onChange(next.compiled, next.view, previous);
     } catch (error) {
       // Retried at the next refresh; the policy in force stays. One line per run of failures, not per request.

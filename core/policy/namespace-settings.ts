@@ -91,6 +91,24 @@ export type PolicyTierName = z.infer<typeof tierName>;
 export type NamespacePolicy = z.infer<typeof namespacePolicySchema> & ScopeExtras;
 export type NamespacePolicyInput = z.input<typeof namespacePolicySchema>;
 
+/**
+ * Whether warm would hold the only durable copy of a write placed into `writeTiers` (write-back: hot and the tiers
+ * its flush writes): the tiers below hot that take it before it is acknowledged are warm alone. A warm key range
+ * lives on exactly one cache node, without a replica, so such a placement loses acknowledged writes with that node:
+ * it is refused wherever a configuration enters (policy documents and presets: scoped-placement.ts, compile.ts;
+ * STRATA_NAMESPACES: compile.ts documentFromNamespaceConfig), and the fix is to add cold. Static: the tiers the
+ * deployment configures are not known here, so a durable set of exactly warm is refused whatever runs. Hot alone
+ * (no durable tier at all) is write-back's case, decided where placement is compiled.
+ */
+export function warmOnlyDurable(writeTiers: readonly PolicyTierName[]): boolean {
+  const durable = writeTiers.filter((t) => t !== 'hot');
+  return durable.length > 0 && durable.every((t) => t === 'warm');
+}
+
+/** Why a placement whose only durable tier is warm is refused: the middle of every such message. */
+export const WARM_ONLY_DURABLE_WHY =
+  'a cache node that fails would lose it (each warm key range lives on exactly one node, without a replica)';
+
 export const namespaceConfigSchema = z.strictObject({
   defaults: namespacePolicySchema.prefault({}),
   namespaces: z
@@ -284,9 +302,9 @@ export class PolicyRegistry {
 }
 
 export class PolicyConfigError extends Error {
-  constructor(error: z.ZodError, ns?: string) {
+  constructor(error: z.ZodError | string, ns?: string) {
     const where = ns ? `namespace '${ns}'` : 'namespace configuration';
-    super(`invalid ${where}: ${formatIssues(error.issues)}`);
+    super(`invalid ${where}: ${typeof error === 'string' ? error : formatIssues(error.issues)}`);
     this.name = 'PolicyConfigError';
   }
 }

@@ -4,6 +4,11 @@ import type { PolicyRuleInput, PresetName } from './document.js';
  * The paper's instances (003 §2.3, §4) as presets: a namespace names one (`namespaces.<ns>.preset`) and gets its
  * rules, scoped to that namespace, with the parameters it passes in `with`. `strata policy validate` shows the
  * rules a preset expands to, so a preset is also a template to copy and edit. docs/POLICIES.md describes each.
+ *
+ * Every preset acknowledges a write only once a tier that survives the loss of one cache node holds it (cold, or
+ * hot under write-back): a warm key range lives on exactly one node, so a placement whose only durable tier is warm
+ * is refused (namespace-settings.ts warmOnlyDurable). The paper's instances that acknowledge from warm and copy to
+ * cold later (Persistent, low durability, the exclusive LRU cascade) therefore write cold too (docs/POLICIES.md).
  */
 
 export type PresetParams = Readonly<Record<string, number | string | boolean>>;
@@ -71,35 +76,39 @@ export const PRESETS: Readonly<Record<PresetName, Preset>> = {
       writeAround(num(p, 'writeAroundBytes'), DURABLE),
     ],
   },
+  // The paper's Persistent acknowledges from hot and warm and backs warm up to cold (at 50% fill, 40 KB/s). Warm alone
+  // would then hold the only durable copy of every write until the backup, so cold takes each write before it is
+  // acknowledged instead, which leaves nothing for the backup to do: its parameters are still accepted (documents
+  // that set them stay valid) and change nothing.
   persistent: {
-    summary: "Paper's Persistent: write-through to hot and warm; warm is backed up to cold at 50% fill, bandwidth-capped",
+    summary:
+      "Paper's Persistent, with cold in every write: write-through to hot, warm and cold (its backup of warm to cold " +
+      'is the write itself, since a warm range lives on one cache node)',
     params: { backupAtFillPercent: 50, backupBytesPerSecond: 40 * 1024, writeAroundBytes: MiB },
-    rules: (p) => [
-      ...writeThrough(num(p, 'writeAroundBytes'), ['hot', 'warm']),
-      {
-        id: 'backup',
-        description: 'Copy warm to cold once warm is half full, without starving foreground reads',
-        on: { threshold: { tier: 'warm', metric: 'fillPercent', op: '>=', value: num(p, 'backupAtFillPercent') } },
-        do: [{ copy: { from: 'warm', to: ['cold'], bandwidthBytesPerSecond: num(p, 'backupBytesPerSecond') } }],
-      },
-    ],
+    rules: (p) => writeThrough(num(p, 'writeAroundBytes')),
   },
+  // The paper's cascade is exclusive: one copy, in warm until warm fills, then in cold. Warm would hold the only
+  // copy of every value not yet moved, so this one is inclusive: cold holds every value, warm the recently read ones.
   'lru-cascade': {
-    summary: 'Exclusive LRU cascade: one durable copy, in warm until warm fills, then the least recently used move to cold',
+    summary:
+      'Inclusive LRU cascade: every write goes to warm and cold; when warm fills, the values warm has not read for ' +
+      'idleSeconds leave warm (cold keeps them)',
     params: { atFillPercent: 85, idleSeconds: 3600, repeatSeconds: 300 },
     rules: (p) => [
-      // Hot evicts on its own, so it cannot hold an exclusive copy: it caches reads (promotion) above warm.
+      // Hot evicts on its own and is not written (a location marker there shadows older copies): warm is the cache
+      // the cascade manages, and its reads are what "idle" counts.
       {
         id: 'place',
-        description: 'Writes go to warm; reads promote into hot',
+        description: 'Writes go to warm and cold; reads of values no longer in warm promote them back into it',
         on: { action: 'put' },
-        do: [{ store: { tiers: ['warm'] } }],
+        do: [{ store: { tiers: ['warm', 'cold'] } }],
       },
-      // Idle = not read in warm (each cache node counts the reads that reach it: those hot or a near cache serve do
-      // not). While warm stays full the cascade runs again every repeatSeconds, as more values turn idle.
+      // Idle = not read in warm (each cache node counts the reads that reach it: those a near cache serves do not).
+      // Cold holds every value, so the cascade only deletes warm's copies (a delete removes one only where cold holds
+      // that version or a newer one). While warm stays full it runs again every repeatSeconds, as more values turn idle.
       {
         id: 'cascade',
-        description: 'Move the values not read in warm for idleSeconds to cold while warm is full',
+        description: 'Delete from warm the values not read there for idleSeconds while warm is full (cold holds them)',
         on: {
           threshold: {
             tier: 'warm',
@@ -109,7 +118,7 @@ export const PRESETS: Readonly<Record<PresetName, Preset>> = {
             repeatSeconds: num(p, 'repeatSeconds'),
           },
         },
-        do: [{ move: { from: 'warm', to: ['cold'], what: [{ object: 'idleSeconds', op: '>=', value: num(p, 'idleSeconds') }] } }],
+        do: [{ delete: { from: 'warm', what: [{ object: 'idleSeconds', op: '>=', value: num(p, 'idleSeconds') }] } }],
       },
     ],
   },
@@ -138,18 +147,16 @@ export const PRESETS: Readonly<Record<PresetName, Preset>> = {
       },
     ],
   },
+  // The paper's low durability acknowledges from hot and warm and pushes warm to S3 every 2 minutes: a cache node
+  // that failed would lose what was acknowledged since the last push (whatever hot no longer holds), so cold takes
+  // each write before it is acknowledged, as in write-through, and there is nothing left to push. `pushSeconds`
+  // is still accepted and changes nothing. For an acknowledgement that does not wait for S3, use low-latency.
   'low-durability': {
-    summary: "Paper's low durability: acknowledged from hot and warm, pushed to S3 every 2 minutes",
+    summary:
+      "Paper's low durability, with cold in every write: write-through to hot, warm and cold (its push of warm to S3 " +
+      'is the write itself, since a warm range lives on one cache node; low-latency acknowledges before S3)',
     params: { pushSeconds: 120, writeAroundBytes: MiB },
-    rules: (p) => [
-      ...writeThrough(num(p, 'writeAroundBytes'), ['hot', 'warm']),
-      {
-        id: 'push-to-cold',
-        description: 'Copy what warm holds to cold on a timer',
-        on: { timer: { everySeconds: num(p, 'pushSeconds') } },
-        do: [{ copy: { from: 'warm', to: ['cold'] } }],
-      },
-    ],
+    rules: (p) => writeThrough(num(p, 'writeAroundBytes')),
   },
   dedup: {
     summary: 'storeOnce: identical values are stored once and shared',

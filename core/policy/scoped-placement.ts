@@ -1,6 +1,13 @@
 import { ruleMode, type PolicyRule, type PolicyTier } from './document.js';
 import { isFlushRule } from './evaluator.js';
-import type { KeyClass, KeyScopes, NamespacePolicy, ScopeExtras } from './namespace-settings.js';
+import {
+  WARM_ONLY_DURABLE_WHY,
+  warmOnlyDurable,
+  type KeyClass,
+  type KeyScopes,
+  type NamespacePolicy,
+  type ScopeExtras,
+} from './namespace-settings.js';
 
 /**
  * Placement and retrieve rules (paper 003's store and retrieve) compiled per namespace: the namespace's own
@@ -46,6 +53,11 @@ type Origin = NonNullable<NamespacePolicy['origin']>;
 export interface PlacementReport {
   rule(rule: PolicyRule, message: string): void;
   namespace(message: string): void;
+  /**
+   * A placement whose only durable tier would be warm ({@link warmOnlyDurable}): refused like any problem of the
+   * rule, except in a stored document accepted before this check existed (compile.ts: a warning).
+   */
+  warmOnly(rule: PolicyRule, message: string): void;
 }
 
 export interface NamespacePlacement {
@@ -128,6 +140,8 @@ function groupPlacement(
       flushIntervalMs = Math.round(seconds * 1000);
     }
   }
+  if (base && warmOnlyDurable(writeTiers))
+    report.warmOnly(base, warmOnlyMessage(base, writeMode === 'write-back' ? flush : undefined, where));
   let writeAroundBytes: number | undefined;
   const around = sized[0];
   if (around) {
@@ -151,6 +165,24 @@ function groupPlacement(
     ...(writeAroundBytes !== undefined ? { writeAroundBytes } : {}),
     ...(flushIntervalMs !== undefined ? { flushIntervalMs } : {}),
   };
+}
+
+/** Names a rule's namespace in messages: `namespace 'x'`, or every namespace for a rule scoped to `*`. */
+export const namespaceText = (ns: string): string => (ns === '*' ? "every namespace ('*')" : `namespace '${ns}'`);
+
+/**
+ * Why a placement whose only durable tier is warm is refused, naming the rules that make it (`flush`: the write-back
+ * flush whose tiers below hot are warm alone) and what to change.
+ */
+function warmOnlyMessage(base: PolicyRule, flush: PolicyRule | undefined, where: string): string {
+  const how = flush
+    ? `rule '${base.id}' acknowledges it from hot and rule '${flush.id}' flushes it to warm alone`
+    : `rule '${base.id}'`;
+  const kind = base.do.some((d) => 'storeOnce' in d) ? 'storeOnce' : 'store';
+  const fix = flush
+    ? `Add 'cold' to the flush's tiers (copy.to of rule '${flush.id}')`
+    : `Add 'cold' to the write tiers (${kind}.tiers)`;
+  return `${namespaceText(base.scope.namespace)}${where}: warm would hold the only durable copy of a write (${how}); ${WARM_ONLY_DURABLE_WHY}. ${fix}`;
 }
 
 interface Group {

@@ -1,12 +1,13 @@
 /**
  * The background copy, move and delete responses (core/policy/data-mover.ts, paper 003 Table 1) over real tiers:
  * a cache-node process as warm and the local folder tier as cold, driven directly and through the background
- * evaluator as the Persistent and low-durability presets fire. What must hold: the selection takes exactly what it
+ * evaluator as a threshold copy and a timer copy fire (the paper's Persistent backup and low-durability push, written
+ * as rules: the presets of those names write cold with every write instead, since a warm range lives on one cache
+ * node, so they need neither). What must hold: the selection takes exactly what it
  * names; a copy never replaces a newer version; a move never removes a newer write from the source; a delete never
  * removes the last durable copy; a copy made while its key was deleted is withdrawn; the bandwidth cap paces the
  * copy (an injected clock, so no timing assert).
  */
-import { Coordinator } from '../../core/coordinator/coordinator.js';
 import { LOGICAL_BITS } from '../../core/model/hlc.js';
 import { NodeClient } from '../../core/nodes/node-client.js';
 import { compilePolicyInput } from '../../core/policy/compile.js';
@@ -164,15 +165,24 @@ describe('background copy, move and delete (a cache node as warm, the folder tie
     expect((await warm.get(ns, 'older-below'))!.value.toString()).toBe('z2');
   });
 
-  it('the Persistent preset backs warm up to cold, capped, when warm passes its fill threshold', async () => {
+  it("a capped copy backs warm up to cold when warm passes its fill threshold (the paper's Persistent backup)", async () => {
     const ns = freshNs();
     const policy = compilePolicyInput(
-      { namespaces: { [ns]: { preset: 'persistent', with: { backupAtFillPercent: 50, backupBytesPerSecond: 1024 * KiB } } } },
+      {
+        rules: [
+          {
+            id: 'backup',
+            scope: { namespace: ns },
+            on: { threshold: { tier: 'warm', metric: 'fillPercent', op: '>=', value: 50 } },
+            do: [{ copy: { from: 'warm', to: ['cold'], bandwidthBytesPerSecond: 1024 * KiB } }],
+          },
+        ],
+      },
       { background: true },
     );
-    const coordinator = new Coordinator({ tiers: [warm, cold], policies: policy.registry, flushTimer: false, hotFence: false });
-    for (let i = 0; i < 5; i++) await coordinator.put(ns, `p${i}`, Buffer.from(`value ${i}`));
-    // Write-through to hot and warm only: cold has none of it yet.
+    // What warm holds and cold does not (written before the namespace's placement included cold, say).
+    const v = versionAgo(0);
+    for (let i = 0; i < 5; i++) await warm.put(ns, `p${i}`, entry(v + i, `value ${i}`));
     expect(await cold.head(ns, 'p0')).toBeUndefined();
     let fill = 10;
     const evaluator = evaluatorOver(() => ({ tiers: { warm: { fillPercent: fill } } }));
@@ -181,7 +191,7 @@ describe('background copy, move and delete (a cache node as warm, the folder tie
     const fired = await evaluator.tick(policy);
     expect(fired).toEqual([
       expect.objectContaining({
-        rule: `${ns}-backup`,
+        rule: 'backup',
         response: 'copy',
         outcome: 'done',
         detail: expect.stringMatching(/copy started .*warm → cold at most 1048576 B\/s/),
@@ -197,10 +207,19 @@ describe('background copy, move and delete (a cache node as warm, the folder tie
     expect(await evaluator.tick(policy)).toEqual([]);
   });
 
-  it('the low-durability preset pushes warm to cold on its timer, each run only what is new since the last', async () => {
+  it("a timer copy pushes warm to cold, each run only what is new since the last (the paper's low-durability push)", async () => {
     const ns = freshNs();
     const policy = compilePolicyInput(
-      { namespaces: { [ns]: { preset: 'low-durability', with: { pushSeconds: 60 } } } },
+      {
+        rules: [
+          {
+            id: 'push-to-cold',
+            scope: { namespace: ns },
+            on: { timer: { everySeconds: 60 } },
+            do: [{ copy: { from: 'warm', to: ['cold'] } }],
+          },
+        ],
+      },
       { background: true },
     );
     let now = Date.now();

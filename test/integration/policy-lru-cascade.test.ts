@@ -1,9 +1,11 @@
 /**
- * Selection by access over a real cache node (paper 003's "exclusive LRU cascade"): the node records each entry's
- * reads, the warm tier's scan hands them to the data mover, and a move by idleSeconds takes exactly the entries not
+ * Selection by access over a real cache node (paper 003's LRU cascade): the node records each entry's reads, the
+ * warm tier's scan hands them to the data mover, and a move or delete by idleSeconds takes exactly the entries not
  * read for that long. What must hold: a restart never makes everything look idle; an entry without facts (a node
  * that predates them, a pinned entry) is never taken; the lru-cascade preset runs end to end through the background
- * evaluator, and every acknowledged write still reads back, the moved ones from cold.
+ * evaluator, and every acknowledged write still reads back, those warm let go from cold. The preset's cascade is
+ * inclusive (cold holds every write, the cascade frees warm by deleting its idle copies), not the paper's exclusive
+ * one: a warm range lives on one cache node, so warm may never hold a write's only durable copy.
  *
  * Timing: the node keeps access times to the second, so the tests let one second pass between the writes and the
  * reads, then run the mover on an injected clock placed between the two; nothing asserts on elapsed time.
@@ -145,7 +147,7 @@ describe('selection by access over a cache node (warm) and the folder tier (cold
   it('a background copy is not a read: entries it copies stay as idle as they were', async () => {
     const ns = freshNs();
     const clock = await writeThenRead(ns, ['p', 'q'], ['q']);
-    // A backup of everything (the persistent preset's copy) reads each entry from the node with a peek.
+    // A backup of everything (a copy rule from warm to cold) reads each entry from the node with a peek.
     expect(await runTransfer({ ...move(ns, []), kind: 'copy' })).toMatchObject({ selected: 2, copied: 2 });
     const { items } = await warm.scan(ns, { limit: 100 });
     expect(Object.fromEntries(items.map((i) => [i.key, i.access?.count]))).toEqual({ p: 0, q: 1 });
@@ -213,7 +215,7 @@ describe('selection by access over a cache node (warm) and the folder tier (cold
     expect(all).toMatchObject({ scanned: 3, selected: 3, removed: 3 });
   });
 
-  it('lru-cascade moves what warm has not read to cold when warm fills; nothing acknowledged is lost', async () => {
+  it('lru-cascade keeps every write in cold and frees warm of what it has not read when warm fills', async () => {
     const ns = freshNs();
     const policy = compilePolicyInput(
       { namespaces: { [ns]: { preset: 'lru-cascade', with: { atFillPercent: 80, idleSeconds: 3600 } } } },
@@ -222,8 +224,11 @@ describe('selection by access over a cache node (warm) and the folder tier (cold
     const coordinator = new Coordinator({ tiers: [warm, cold], policies: policy.registry, flushTimer: false, hotFence: false });
     const keys = ['k0', 'k1', 'k2', 'k3', 'k4', 'k5'];
     for (const k of keys) await coordinator.put(ns, k, Buffer.from(`${k} v1`));
-    // Write-through to warm alone: cold has none of it yet.
-    expect(await cold.head(ns, 'k0')).toBeUndefined();
+    // Write-through to warm and cold: cold holds every acknowledged write, so no cache node holds the only copy.
+    for (const k of keys) {
+      expect((await warm.get(ns, k, { peek: true }))!.value.toString()).toBe(`${k} v1`);
+      expect((await cold.get(ns, k))!.value.toString()).toBe(`${k} v1`);
+    }
     const written = Date.now();
     await clockPast(written + 1000);
     const readFrom = Date.now();
@@ -243,24 +248,31 @@ describe('selection by access over a cache node (warm) and the folder tier (cold
     expect(await evaluator.tick(policy)).toEqual([]);
     fill = 90;
     expect(await evaluator.tick(policy)).toEqual([
-      expect.objectContaining({ rule: `${ns}-cascade`, response: 'move', outcome: 'done' }),
+      expect.objectContaining({ rule: `${ns}-cascade`, response: 'delete', outcome: 'done' }),
     ]);
     await evaluator.idle();
+    // Nothing is copied (cold has it all): the idle values only leave warm, which frees its room.
     expect(evaluator.firings(1)[0]).toMatchObject({
       outcome: 'done',
-      detail: expect.stringMatching(/move finished: 4 of 6 entries selected, 4 copied .* 4 removed from the source/),
+      detail: expect.stringMatching(/delete finished: 4 of 6 entries selected, 0 copied \(0 bytes\), 4 removed from the source/),
     });
     for (const k of ['k0', 'k2', 'k4', 'k5']) {
       expect(await warm.head(ns, k)).toBeUndefined();
       expect((await cold.get(ns, k))!.value.toString()).toBe(`${k} v1`);
     }
-    // A write after the cascade lands in warm and wins over the moved copy in cold.
+    // What warm read stays there, and in cold.
+    for (const k of ['k1', 'k3']) {
+      expect(await warm.head(ns, k)).toBeDefined();
+      expect(await cold.head(ns, k)).toBeDefined();
+    }
+    // A write after the cascade lands in warm and cold, and wins over the older copy.
     await coordinator.put(ns, 'k0', Buffer.from('k0 v2'));
+    expect((await cold.get(ns, 'k0'))!.value.toString()).toBe('k0 v2');
     for (const k of keys) {
       const got = await coordinator.get(ns, k);
       expect(got!.entry.value.toString()).toBe(k === 'k0' ? 'k0 v2' : `${k} v1`);
     }
-    // A read of a moved value promotes it back into warm, where it arrives as just accessed (the cascade in reverse).
+    // A read of a value warm let go promotes it back into warm, where it arrives as just accessed (the cascade in reverse).
     await coordinator.drain();
     const back = (await warm.scan(ns, { limit: 100 })).items.find((i) => i.key === 'k2');
     expect(back?.access?.lastAccessMs).toBeGreaterThan(readFrom - 1000); // to the second

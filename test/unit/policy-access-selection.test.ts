@@ -159,12 +159,13 @@ describe('compiling selections by access', () => {
     ],
   });
 
-  it('the lru-cascade preset compiles: store in warm, move what warm has not read for idleSeconds to cold', () => {
+  it('the lru-cascade preset compiles: store in warm and cold, delete from warm what it has not read for idleSeconds', () => {
     const c = compilePolicyInput({ namespaces: { app: { preset: 'lru-cascade', with: { idleSeconds: 600 } } } }, bg);
-    expect(c.placements.app).toMatchObject({ writeMode: 'write-through', writeTiers: ['warm'] });
+    // Inclusive: cold holds every value (a warm range lives on one cache node), so the cascade only frees warm.
+    expect(c.placements.app).toMatchObject({ writeMode: 'write-through', writeTiers: ['warm', 'cold'] });
     expect(c.rules.find((r) => r.id === 'app-cascade')).toMatchObject({
       on: { threshold: { tier: 'warm', metric: 'fillPercent', op: '>=', value: 85, repeatSeconds: 300 } },
-      do: [{ move: { from: 'warm', to: ['cold'], what: [{ object: 'idleSeconds', op: '>=', value: 600 }] } }],
+      do: [{ delete: { from: 'warm', what: [{ object: 'idleSeconds', op: '>=', value: 600 }] } }],
     });
   });
 
