@@ -20,19 +20,20 @@ import { reportSinkFromUri, StatsReporter } from './stats-reporter.js';
 import { NodeStore } from './store.js';
 import { nodeLog } from './node-log.js';
 
+/** How long a starting node waits for its first read of the ring store before it listens anyway. */
+const FIRST_RING_READ_WAIT_MS = 3000;
+
 /**
  * The cache node daemon: an HTTP/1.1 keep-alive server over a {@link NodeStore}.
  *
  * Every request must carry the shared secret (`x-strata-secret`, compared in constant time). Key requests carry
  * the caller's ring version (`x-strata-ring`) and are checked against the node's ring ({@link Ownership}):
  * refused with 409, the node's ring version and its ring document, when the node does not own the key's range
- * or the caller's ring is older than the range's last change. The check and the store's write decision happen
+ * or the caller's ring is older than the range's last change; refused with 503 FENCED while the node is marked DOWN
+ * or, polling a ring store, has not read it within the ring's lease. The check and the store's write decision happen
  * in the same synchronous step, so a ring install (which waits for queued writes to settle before answering)
  * cleanly separates writes accepted under the old ring from those under the new one.
  */
-/** How long a starting node waits for its first read of the ring store before it listens anyway. */
-const FIRST_RING_READ_WAIT_MS = 3000;
-
 export class CacheNode {
   readonly nodeId: string;
   readonly store: NodeStore;
