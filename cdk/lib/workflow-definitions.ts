@@ -63,10 +63,10 @@ export function stateMachinesOf(template: {
 }
 
 /**
- * The four workflow definitions, synthesized from the same constructs the Workflows stack deploys (with a
+ * The five workflow definitions, synthesized from the same constructs the Workflows stack deploys (with a
  * stand-in step Lambda ARN and fleet (or the launch template and security group given, e.g. LocalStack's), for
- * running them locally under aws-local-stepfunctions. The subnet of each launch comes from the scale-out's begin
- * step (its `fleetSubnets`).
+ * running them locally under aws-local-stepfunctions. The subnet of each launch comes from the begin step of
+ * ScaleOut or ReplaceNode (its `fleetSubnets`).
  */
 export function synthesizeWorkflowDefinitions(
   fleet: { launchTemplateId?: string; securityGroupId?: string } = {},

@@ -17,6 +17,7 @@ import type { StrataNetwork } from './network-stack.js';
 import { logRetention, removalPolicy } from './settings.js';
 import { StrataStack, type StrataStackProps } from './strata-stack.js';
 import type { WorkflowsStack } from './workflows-stack.js';
+import type { WorkflowName } from '../../core/workflows/progress.js';
 
 export interface MonitoringStackProps extends StrataStackProps {
   /**
@@ -28,11 +29,20 @@ export interface MonitoringStackProps extends StrataStackProps {
   readonly data: Pick<DataStack, 'hotTier' | 'coldTier'>;
   readonly fleet: Pick<FleetStack, 'fleet'>;
   /**
-   * Its functions' Errors and Throttles, its state machines' failed and timed-out executions, and the policy ticker's
-   * failed or missing executions alarm.
+   * Its functions' Errors and Throttles, its state machines' failed and timed-out executions (but those of
+   * {@link UNALARMED_WORKFLOWS}), and the policy ticker's failed or missing executions alarm.
    */
   readonly workflows: Pick<WorkflowsStack, 'stepFunction' | 'scaleTriggerFunction' | 'stateMachines' | 'policyTicker'>;
 }
+
+/**
+ * Workflows whose failed and timed-out executions have no alarm of their own. ReplaceNode: its two alarm metrics
+ * ($0.20 a month) would take an idle dev environment over its $15 budget (README's idle-cost table,
+ * test/infra/idle-cost.test.ts). A replacement fails only through its rollback, entered when a step throws (which
+ * `fn-workflow-steps-errors` alarms on) or when the EC2 launch fails (which nothing alarms on); a timed-out
+ * execution goes unnoticed too.
+ */
+export const UNALARMED_WORKFLOWS: readonly WorkflowName[] = ['replace-node'];
 
 /** The ring document's prefix in the cold-tier bucket: the runtime's default (STRATA_WARM_RING_PREFIX). */
 export const RING_PREFIX: string = runtimeEnvSchema.shape.STRATA_WARM_RING_PREFIX.parse(undefined);
@@ -126,7 +136,9 @@ export class MonitoringStack extends StrataStack {
           : {}),
       },
       functionErrorsPerPeriod: alarms.functionErrorsPerPeriod,
-      stateMachines: workflows.stateMachines,
+      stateMachines: Object.fromEntries(
+        Object.entries(workflows.stateMachines).filter(([w]) => !UNALARMED_WORKFLOWS.includes(w as WorkflowName)),
+      ),
       hotTier: {
         cacheName: data.hotTier.cache.serverlessCacheName,
         maxDataStorageGb: config.hotTier.maxDataStorageGb,

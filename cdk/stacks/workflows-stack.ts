@@ -27,7 +27,7 @@ export interface WorkflowsStackProps extends StrataStackProps {
   /** Step Lambdas run in the VPC as coordinators. */
   readonly network: StrataNetwork;
   readonly data: Pick<DataStack, 'hotTier' | 'coldTier'>;
-  /** ScaleOut/ScaleIn launch and terminate nodes from this launch template. */
+  /** ScaleOut/ScaleIn/ReplaceNode launch and terminate nodes from this launch template. */
   readonly fleet: Pick<FleetStack, 'fleet'>;
   /**
    * The KMS keys policies may encrypt with (ApiStackProps.policyEncryptionKeys): the policy evaluator checks the
@@ -38,7 +38,7 @@ export interface WorkflowsStackProps extends StrataStackProps {
 }
 
 /**
- * Workflows (Step Functions): ScaleOut, ScaleIn, EvictToS3 and TierMigrate (cdk/constructs/workflows), one step
+ * Workflows (Step Functions): ScaleOut, ScaleIn, EvictToS3, TierMigrate and ReplaceNode (cdk/constructs/workflows), one step
  * Lambda in the VPC that runs every Task state's step (lambdas/workflows/steps.ts: the ring store, the fleet
  * secret, the hot and cold tiers), EC2 launch/terminate as SDK integrations, and the policy ticker
  * (cdk/constructs/policy-ticker.ts: the policy's background rules, the default ones included, every minute). Without
@@ -61,7 +61,7 @@ export class WorkflowsStack extends StrataStack {
 
   constructor(scope: Construct, id: string, props: WorkflowsStackProps) {
     super(scope, id, {
-      description: `Strata ${props.config.name}: workflows (Step Functions: scale-out, scale-in, evict to S3, tier migration)`,
+      description: `Strata ${props.config.name}: workflows (Step Functions: scale-out, scale-in, evict to S3, tier migration, node replacement)`,
       ...props,
     });
     const { config, network, data, fleet } = props;
@@ -76,7 +76,7 @@ export class WorkflowsStack extends StrataStack {
 
     this.stepFunction = new StrataFunction(this, 'StepFunction', {
       entry: `${REPO_ROOT}/lambdas/workflows/steps.ts`,
-      description: `Strata ${config.name} workflow steps (scale-out, scale-in, evict to S3, tier migration)`,
+      description: `Strata ${config.name} workflow steps (scale-out, scale-in, evict to S3, tier migration, node replacement)`,
       vpc: network.vpc,
       vpcSubnets: network.privateSubnets,
       securityGroup: network.coordinatorSecurityGroup,
@@ -121,21 +121,23 @@ export class WorkflowsStack extends StrataStack {
     });
     this.stateMachines = workflows.stateMachines;
 
-    const scaleOutRole = workflows.stateMachines['scale-out'].role;
-    // RunInstances passes the launch template's instance profile role to the instance.
-    scaleOutRole.addToPrincipalPolicy(
-      new iam.PolicyStatement({ actions: ['iam:PassRole'], resources: [fleet.fleet.role.roleArn] }),
-    );
-    scaleOutRole.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        actions: ['ec2:CreateTags'],
-        resources: [
-          `arn:${this.partition}:ec2:${region}:${account}:instance/*`,
-          `arn:${this.partition}:ec2:${region}:${account}:volume/*`,
-        ],
-        conditions: { StringEquals: { 'ec2:CreateAction': 'RunInstances' } },
-      }),
-    );
+    // The workflows that launch nodes (LaunchNode, launchNodeTask), both the same way.
+    const launching = ['scale-out', 'replace-node'] as const satisfies readonly WorkflowName[];
+    for (const name of launching) {
+      const role = workflows.stateMachines[name].role;
+      // RunInstances passes the launch template's instance profile role to the instance.
+      role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['iam:PassRole'], resources: [fleet.fleet.role.roleArn] }));
+      role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          actions: ['ec2:CreateTags'],
+          resources: [
+            `arn:${this.partition}:ec2:${region}:${account}:instance/*`,
+            `arn:${this.partition}:ec2:${region}:${account}:volume/*`,
+          ],
+          conditions: { StringEquals: { 'ec2:CreateAction': 'RunInstances' } },
+        }),
+      );
+    }
     // cdk-nag IAM5 findings, each justified (the finding strings render tokens as <...>).
     const stepArn = `<${this.getLogicalId(this.stepFunction.function.node.defaultChild as lambda.CfnFunction)}.Arn>:*`;
     const shown = (v: string, pseudo: string) => (Token.isUnresolved(v) ? `<AWS::${pseudo}>` : v);
@@ -148,23 +150,25 @@ export class WorkflowsStack extends StrataStack {
         'X-Ray (PutTraceSegments, GetSampling*) and CloudWatch Logs delivery (CreateLogDelivery, ...) actions take no resource',
     };
     const terminate = `TerminateInstances ends only instances ${tagged} (condition ec2:ResourceTag), whose ids are only known at run time`;
+    const launches = (terminates: string): Record<string, string> => ({
+      ...common,
+      [`Resource::${ec2Arn('instance')}`]: `RunInstances creates instances only ${tagged} (condition aws:RequestTag), and ${terminates}`,
+      [`Resource::${ec2Arn('volume')}`]:
+        `RunInstances creates the launch template's volumes only ${tagged} (condition aws:RequestTag); ` +
+        'their ids are only known at run time',
+      [`Resource::${ec2Arn('network-interface')}`]:
+        "RunInstances creates each node's network interface (in the fleet's subnets, with its security group); " +
+        'its id is only known at run time',
+      [`Resource::arn:${shown(this.partition, 'Partition')}:ec2:${shown(region, 'Region')}::image/*`]:
+        "RunInstances may use Amazon's images only (condition ec2:Owner = amazon): the launch template's AMI is the latest " +
+        'Amazon Linux 2023 arm64, which the Fleet stack reads from its public SSM parameter at each deployment',
+    });
     const findings: Record<WorkflowName, Record<string, string>> = {
-      'scale-out': {
-        ...common,
-        [`Resource::${ec2Arn('instance')}`]: `RunInstances creates instances only ${tagged} (condition aws:RequestTag), and the rollback's ${terminate}`,
-        [`Resource::${ec2Arn('volume')}`]:
-          `RunInstances creates the launch template's volumes only ${tagged} (condition aws:RequestTag); ` +
-          'their ids are only known at run time',
-        [`Resource::${ec2Arn('network-interface')}`]:
-          "RunInstances creates each node's network interface (in the fleet's subnets, with its security group); " +
-          'its id is only known at run time',
-        [`Resource::arn:${shown(this.partition, 'Partition')}:ec2:${shown(region, 'Region')}::image/*`]:
-          "RunInstances may use Amazon's images only (condition ec2:Owner = amazon): the launch template's AMI is the latest " +
-          'Amazon Linux 2023 arm64, which the Fleet stack reads from its public SSM parameter at each deployment',
-      },
+      'scale-out': launches(`the rollback's ${terminate}`),
       'scale-in': { ...common, [`Resource::${ec2Arn('instance')}`]: terminate },
       'evict-to-s3': common,
       'tier-migrate': common,
+      'replace-node': launches(`the dead node's and the rollback's ${terminate}`),
     };
     for (const [name, machine] of Object.entries(workflows.stateMachines) as [WorkflowName, sfn.StateMachine][]) {
       for (const [f, reason] of Object.entries(findings[name])) {
@@ -207,7 +211,9 @@ export class WorkflowsStack extends StrataStack {
       // history (policies/evaluator/state.json: never the policy documents, which the admin function alone writes),
       // starts the workflows its rules respond with (and lists TierMigrate's, so as not to resize during one), and
       // changes the hot tier's usage limits. For default-prelaunch (paper 000's trigger) it also reads the scale-out
-      // locks and keeps the trigger's request-counter sample, as the trigger's own function did.
+      // locks and keeps the trigger's request-counter sample, as the trigger's own function did. Not ReplaceNode: no rule
+      // starts it, and the evaluator's check for a running resize (core/composition/policy-evaluator-lambda.ts) does
+      // not look for it.
       const listed = ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate'] as const satisfies readonly WorkflowName[];
       ticker.evaluator
         .bindRingStore(data.coldTier, { read: ['ring', 'nodeStats', 'scaleLocks'], write: ['scaleTriggerSample'] })

@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { NotFoundError, permanentDetails, ValidationError } from '../errors.js';
 import { WORKFLOW_NAMES, type WorkflowName } from '../workflows/progress.js';
 import { scaleInBeginInput, scaleOutBeginInput } from '../workflows/steps/scale-steps.js';
+import { replaceNodeRequest } from '../workflows/steps/replace-steps.js';
 import {
   DEFAULT_LIST_LIMIT,
   EXECUTION_NAME,
@@ -9,6 +10,7 @@ import {
   WorkflowsUnavailableError,
   checkExecutionName,
   isWorkflowName,
+  type ExecutionSummary,
   type WorkflowService,
 } from '../workflows/admin-service.js';
 import type { ApiEvent, ApiResult } from './http.js';
@@ -73,16 +75,32 @@ function workflowParam(raw: string | undefined, field: string): WorkflowName {
 }
 
 /**
- * What the API checks before starting an execution. ScaleOut and ScaleIn: their begin step's own schemas (so a bad
- * request is a 400 now, not a failed execution later); the other workflows validate their input in their first
- * step, so any JSON object passes here.
+ * What the API checks before starting an execution. ScaleOut, ScaleIn and ReplaceNode: their begin step's own
+ * schemas (so a bad request is a 400 now, not a failed execution later); the other workflows validate their input
+ * in their first step, so any JSON object passes here.
  */
 const INPUT_SCHEMAS: Readonly<Record<WorkflowName, z.ZodType<Record<string, unknown>>>> = {
   'scale-out': scaleOutBeginInput.omit({ execution: true, workflow: true }),
   'scale-in': scaleInBeginInput.omit({ execution: true, workflow: true }),
   'evict-to-s3': z.record(z.string(), z.unknown()),
   'tier-migrate': z.record(z.string(), z.unknown()),
+  'replace-node': replaceNodeRequest,
 };
+
+/**
+ * Checks `input` against the workflow's schema (400 naming `body.<field>`) and the caller's execution name (`?name=`,
+ * empty = generated), then starts the execution with the input as given: the first step applies the defaults.
+ */
+export async function startWorkflow(
+  ctx: ApiContext,
+  workflow: WorkflowName,
+  input: Record<string, unknown>,
+  name: string | undefined,
+): Promise<ExecutionSummary> {
+  parseWith(INPUT_SCHEMAS[workflow], input, 'body');
+  const service = workflowService(ctx);
+  return service.start(workflow, input, name === undefined || name === '' ? undefined : checkExecutionName(name));
+}
 
 /**
  * `POST /v1/admin/workflows/{workflow}/executions`: body = the workflow's input (JSON object, may be empty);
@@ -95,11 +113,7 @@ export async function startExecution(ctx: ApiContext, event: ApiEvent): Promise<
     z.record(z.string(), z.unknown(), { error: "the body must be a JSON object (the workflow's input)" }),
     { optional: true },
   );
-  // Validate the fields, but start the execution with the input as given: the first step applies the defaults.
-  parseWith(INPUT_SCHEMAS[workflow], input, 'body');
-  const name = event.queryStringParameters?.name;
-  const service = workflowService(ctx);
-  const summary = await service.start(workflow, input, name === undefined || name === '' ? undefined : checkExecutionName(name));
+  const summary = await startWorkflow(ctx, workflow, input, event.queryStringParameters?.name);
   // Relative to the request's URL, so it holds behind any stage path or base path mapping.
   return json(202, summary, { location: `../executions/${summary.execution}` });
 }

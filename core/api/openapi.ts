@@ -8,7 +8,8 @@ import { COMMON_ERRORS } from './route-docs.js';
 import { fromZod, json, ref } from './route-doc-parts.js';
 import { policyDocumentSchema } from '../policy/document.js';
 import type { ApiRoute, Json } from './route-types.js';
-import type { FiringOutcomeWire } from '../../sdk/src/contract.js';
+import { CACHE_NODE_STATES, type FiringOutcomeWire } from '../../sdk/src/contract.js';
+import { NODE_ID_PATTERN, RESERVED_NODE_ID } from './node-operations.js';
 
 /**
  * The OpenAPI 3.1 document of the HTTP API (DESIGN.md, Interfaces), built from a route table (`API_ROUTES`: every
@@ -38,6 +39,10 @@ const PATH_PARAMS: Record<string, Json> = {
   version: {
     description: "Policy version (0: the deployment's configuration)",
     schema: { type: 'string', pattern: '^[0-9]{1,16}$' },
+  },
+  node: {
+    description: `Cache node id, as GET /v1/admin/nodes lists it (\`${RESERVED_NODE_ID}\` is the replacement controls, not a node)`,
+    schema: { type: 'string', pattern: NODE_ID_PATTERN.source, not: { enum: [RESERVED_NODE_ID] } },
   },
 };
 
@@ -128,7 +133,7 @@ export function openApiDocument(routes: readonly ApiRoute[]): Json {
       { name: 'keys', description: 'Values in a namespace' },
       { name: 'service', description: 'Health and statistics' },
       { name: 'cost', description: 'The cost model' },
-      { name: 'admin', description: 'Workflows and the policy (operators only)' },
+      { name: 'admin', description: "Workflows, the policy and the warm tier's cache nodes (operators only)" },
     ],
     paths,
     components: {
@@ -288,6 +293,67 @@ export function openApiDocument(routes: readonly ApiRoute[]): Json {
               },
             },
             warnings: { type: 'array', items: { type: 'string' } },
+          },
+        },
+        CacheNode: {
+          type: 'object',
+          required: ['id', 'url', 'state', 'addedAt', 'ranges'],
+          properties: {
+            id: { type: 'string', pattern: NODE_ID_PATTERN.source },
+            url: { type: 'string', description: "Base URL of the node's HTTP API (inside the fleet's network)" },
+            state: { enum: [...CACHE_NODE_STATES], description: 'DOWN: marked dead by the health check (or by hand)' },
+            az: { type: 'string', description: 'Availability Zone, when recorded' },
+            instance: { type: 'string', description: 'Provider reference (EC2 instance id, local process tag)' },
+            addedAt: { type: 'string', description: 'When it joined the ring (ISO-8601)' },
+            down: {
+              type: 'object',
+              description: 'With state DOWN: when it was marked and why',
+              required: ['at', 'reason'],
+              properties: { at: { type: 'string', format: 'date-time' }, reason: { type: 'string' } },
+            },
+            ranges: { type: 'integer', minimum: 0, description: 'Ranges of the ring it owns' },
+          },
+        },
+        ReplacementControls: {
+          type: 'object',
+          required: ['paused'],
+          properties: {
+            paused: {
+              type: 'boolean',
+              description: 'While true the health check marks no node DOWN, so nothing is replaced automatically',
+            },
+            by: { type: 'string', description: "Who set it: the admin key's tenant, or the IAM principal" },
+            reason: { type: 'string' },
+            at: { type: 'string', format: 'date-time', description: 'When it was set; absent when it never was' },
+          },
+        },
+        NodeList: {
+          type: 'object',
+          required: ['ringVersion', 'nodes', 'replacement'],
+          properties: {
+            ringVersion: { type: ['integer', 'null'], description: "The ring's version; null before there is a ring" },
+            nodes: { type: 'array', items: ref('CacheNode') },
+            replacement: ref('ReplacementControls'),
+          },
+        },
+        NodeRemoval: {
+          type: 'object',
+          required: ['ringVersion', 'moved'],
+          properties: {
+            ringVersion: { type: 'integer', description: 'The first ring version without the node' },
+            moved: {
+              type: 'array',
+              description: 'Each range the node owned, and the node that took it',
+              items: {
+                type: 'object',
+                required: ['start', 'end', 'to'],
+                properties: {
+                  start: { type: 'string', pattern: '^[0-9a-f]{16}$' },
+                  end: { type: ['string', 'null'], description: 'null: the top of the hash space' },
+                  to: { type: 'string' },
+                },
+              },
+            },
           },
         },
         PolicyFiring: {

@@ -10,6 +10,7 @@ import type { PolicyAdmin } from '../policy/service.js';
 import type { FiringHistory } from '../policy/evaluator.js';
 import type { StoredFiringHistory } from '../policy/evaluator-store.js';
 import type { ApiEvent, ApiResult } from './http.js';
+import type { NodeAdmin } from './node-operations.js';
 import { binary, bodyBytes, empty, json } from './http.js';
 import { callerIdentity } from './tenant-access.js';
 import { type TenantAccess } from '../model/tenancy.js';
@@ -56,6 +57,12 @@ export interface ApiContext {
   storedFirings?: StoredFiringHistory;
   /** Which namespaces each API key may use (STRATA_TENANT_ACCESS); absent: not enforced (see api/tenant-access.ts). */
   tenantAccess?: TenantAccess;
+  /**
+   * The warm tier's ring and nodes, for the node admin routes (`/v1/admin/nodes...`: list, remove, the replacement
+   * controls), where this runtime has a warm tier (composition/api-context.ts). Absent: those routes answer 503
+   * TIER_UNAVAILABLE (permanent); replacing a node needs only the workflows.
+   */
+  nodeAdmin?: NodeAdmin;
 }
 
 function entryHeaders(h: EntryHeader, served: ServedBy | string): Record<string, string> {

@@ -8,6 +8,7 @@ import type { PolicyAdmin, PolicyView } from '../policy/service.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import { header, json } from './http.js';
 import type { ApiContext } from './operations.js';
+import { adminCaller } from './tenant-access.js';
 import { dropEmpty, ifMatchHeader, jsonBody } from './validation.js';
 
 /**
@@ -66,15 +67,11 @@ function versionHeaders(view: PolicyView): Record<string, string> {
  * the admin key (`npm start` with a tenant map), else `admin` (no identity at all: a local run without keys).
  */
 function author(ctx: ApiContext, event: ApiEvent): string {
-  const identity = event.requestContext?.identity;
-  if (identity?.userArn) return identity.userArn;
-  const keyId = identity?.apiKeyId ?? undefined;
-  const grant = keyId ? ctx.tenantAccess?.grantOf(keyId) : undefined;
-  return grant?.admin ? grant.tenant : 'admin';
+  return adminCaller(ctx.tenantAccess, event) ?? 'admin';
 }
 
 /** Counted in code points, as JSON Schema's maxLength (which the OpenAPI document states) counts them. */
-const reasonSchema = z
+export const reasonSchema = z
   .string()
   .refine(
     (s) => [...s].length <= MAX_REASON_LENGTH,

@@ -5,6 +5,7 @@ import { MAX_TTL_SECONDS, TAG_PATTERN } from '../model/schemas.js';
 import { MAX_TAGS } from '../model/schemas.js';
 import type { Json, RouteDoc } from './route-types.js';
 import { POLICY_ROUTE_DOCS } from './policy-route-docs.js';
+import { NODE_ROUTE_DOCS } from './node-route-docs.js';
 import { fromZod, header, ifMatchParam, json, query, ref } from './route-doc-parts.js';
 
 /**
@@ -419,4 +420,5 @@ export const ROUTE_DOCS = {
     errors: ['NOT_FOUND', 'VALIDATION_FAILED', 'WORKFLOWS_UNAVAILABLE'],
   },
   ...POLICY_ROUTE_DOCS,
+  ...NODE_ROUTE_DOCS,
 } satisfies Record<string, RouteDoc>;

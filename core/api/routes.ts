@@ -2,6 +2,7 @@ import * as op from './operations.js';
 import * as admin from './admin-operations.js';
 import * as policy from './policy-operations.js';
 import * as cost from './cost-operations.js';
+import * as nodes from './node-operations.js';
 import { StrataError } from '../errors.js';
 import { openApiResult } from './openapi.js';
 import { ROUTE_DOCS as doc } from './route-docs.js';
@@ -109,6 +110,48 @@ export const API_ROUTES: readonly ApiRoute[] = [
     auth: 'admin',
     run: policy.listPolicyFirings,
     doc: doc.listPolicyFirings,
+  },
+  {
+    method: 'GET',
+    resource: '/v1/admin/nodes',
+    fn: 'admin',
+    auth: 'admin',
+    run: (ctx) => nodes.listNodes(ctx),
+    doc: doc.listNodes,
+  },
+  // The literal `replacement` before `{node}`: matchRoute takes the first route that matches (and the `{node}` routes
+  // refuse that id besides, for the methods only they serve).
+  {
+    method: 'GET',
+    resource: '/v1/admin/nodes/replacement',
+    fn: 'admin',
+    auth: 'admin',
+    run: (ctx) => nodes.getReplacementControls(ctx),
+    doc: doc.getReplacementControls,
+  },
+  {
+    method: 'PUT',
+    resource: '/v1/admin/nodes/replacement',
+    fn: 'admin',
+    auth: 'admin',
+    run: nodes.putReplacementControls,
+    doc: doc.putReplacementControls,
+  },
+  {
+    method: 'POST',
+    resource: '/v1/admin/nodes/{node}/replace',
+    fn: 'admin',
+    auth: 'admin',
+    run: nodes.replaceNode,
+    doc: doc.replaceNode,
+  },
+  {
+    method: 'DELETE',
+    resource: '/v1/admin/nodes/{node}',
+    fn: 'admin',
+    auth: 'admin',
+    run: nodes.removeNode,
+    doc: doc.removeNode,
   },
 ];
 

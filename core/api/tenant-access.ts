@@ -90,6 +90,19 @@ export function checkAdminAccess(access: TenantAccess | undefined, event: Pick<A
 }
 
 /**
+ * The operator calling an admin route, for what it records (the policy's audit trail, the replacement controls):
+ * the IAM principal API Gateway authorized (AWS), else the tenant of the admin key (`npm start` with a tenant map);
+ * undefined when neither is known (a local run without keys).
+ */
+export function adminCaller(access: TenantAccess | undefined, event: Pick<ApiEvent, 'requestContext'>): string | undefined {
+  const identity = event.requestContext?.identity;
+  if (identity?.userArn) return identity.userArn;
+  const keyId = identity?.apiKeyId ?? undefined;
+  const grant = keyId ? access?.grantOf(keyId) : undefined;
+  return grant?.admin ? grant.tenant : undefined;
+}
+
+/**
  * Who is calling, for state a request creates and a later one must match (uploads, api/operations.ts): the tenant
  * when access is enforced (any of the tenant's keys is the tenant), else a hash of the API key id (locally the key
  * itself: never stored as is), else null (no key: only the namespace and key bind what was created).

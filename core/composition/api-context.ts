@@ -16,7 +16,11 @@ import { StoredFiringHistory, type EvaluatorStateStore } from '../policy/evaluat
 import { JobBoard } from '../policy/jobs.js';
 import { ValueCodec } from '../transforms/codec.js';
 import { loadRuntimeEnvWithSecrets } from './secrets.js';
-import { warmTierFromEnv } from './warm-tier-env.js';
+import { casStoreFromEnv, warmTierFromEnv } from './warm-tier-env.js';
+import { WarmTier } from '../tiers/warm-tier.js';
+import { RingStore } from '../ring/store.js';
+import { HealthControls } from '../nodes/health-controls.js';
+import type { NodeAdmin } from '../api/node-operations.js';
 import { parseTenantAccess, type TenantAccess } from '../model/tenancy.js';
 import { emfDocument } from '../metrics/emf.js';
 import { metricsSink } from '../metrics/sink.js';
@@ -139,6 +143,7 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
     hotFence: env.STRATA_HOT_FENCE_LEASE_MS === undefined ? undefined : { leaseMs: env.STRATA_HOT_FENCE_LEASE_MS },
     codec: new ValueCodec(keys.keyring ? { keyring: keys.keyring } : {}),
   });
+  const nodeAdmin = warm instanceof WarmTier ? nodeAdminOf(env, warm) : undefined;
   const presigner = tiers.find(supportsPresigning) as (Tier & Presigning) | undefined;
   const tenantAccess = parseTenantAccess(env.STRATA_TENANT_ACCESS);
   const policyStore = policy.store;
@@ -156,6 +161,7 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
     ...(evaluatorState ? { evaluatorState } : {}),
     ...(evaluatorState && policy.scheduled ? { storedFirings: new StoredFiringHistory(evaluatorState) } : {}),
     ...(policyStore && policy.scheduled ? { jobBoard: new JobBoard(policyStore.cas) } : {}),
+    ...(nodeAdmin ? { nodeAdmin } : {}),
     inlineLimitBytes: env.STRATA_INLINE_LIMIT_BYTES,
     urlTtlSeconds: env.STRATA_URL_TTL_SECONDS,
     tenantAccess,
@@ -182,6 +188,33 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
         ? `auth  ${tenantAccess.keys} API key(s) mapped to namespaces (STRATA_TENANT_ACCESS), ${admins(tenantAccess)}`
         : NO_AUTH,
     ],
+  };
+}
+
+/**
+ * The node admin routes' access to the warm tier (api/node-operations.ts): the ring store the tier reads
+ * (STRATA_WARM_RING_BUCKET or _DIR), its replacement controls beside the ring, and the tier's own node client (the
+ * fleet secret). The store is opened on first use, so runtimes that never serve those routes (the key functions)
+ * make no client for it.
+ */
+function nodeAdminOf(env: RuntimeEnv, warm: WarmTier): NodeAdmin | undefined {
+  if (!(env.STRATA_WARM_RING_BUCKET ?? env.STRATA_WARM_RING_DIR)) return undefined;
+  let parts: { ring: RingStore; controls: HealthControls } | undefined;
+  const built = () => {
+    if (!parts) {
+      const cas = casStoreFromEnv(env)!;
+      parts = { ring: new RingStore(cas), controls: new HealthControls(cas) };
+    }
+    return parts;
+  };
+  return {
+    get ring() {
+      return built().ring;
+    },
+    get controls() {
+      return built().controls;
+    },
+    nodes: warm.client,
   };
 }
 

@@ -186,6 +186,13 @@ export const METRICS = {
   bytesMoved: def(W, 'BytesMoved', 'Bytes', [['Environment', 'Workflow']], 'bytes moved between nodes or tiers'),
   keysEvicted: def(W, 'KeysEvicted', 'Count', [['Environment']], 'keys moved from the warm tier to S3 by eviction'),
   nodeAllocationMs: def(W, 'NodeAllocationTime', 'Milliseconds', [['Environment']], 'from launch to a healthy cache node'),
+  nodeRecoveryMs: def(
+    W,
+    'NodeRecoveryTime',
+    'Milliseconds',
+    [['Environment']],
+    'from a cache node marked DOWN to its replacement owning its ranges',
+  ),
 } as const satisfies Record<string, MetricDef>;
 
 export type MetricKey = keyof typeof METRICS;

@@ -43,6 +43,11 @@ export const OPERATION_BY_ROUTE: Readonly<Record<string, Operation>> = {
   'GET /v1/admin/policy/versions/{version}': 'admin',
   'POST /v1/admin/policy/rollback': 'admin',
   'GET /v1/admin/policy/firings': 'admin',
+  'GET /v1/admin/nodes': 'admin',
+  'GET /v1/admin/nodes/replacement': 'admin',
+  'PUT /v1/admin/nodes/replacement': 'admin',
+  'POST /v1/admin/nodes/{node}/replace': 'admin',
+  'DELETE /v1/admin/nodes/{node}': 'admin',
 };
 
 export interface RequestOutcome {

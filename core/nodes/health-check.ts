@@ -3,6 +3,7 @@
 import { markDown, type NodeState, type RingDocument, type RingNode } from '../ring/document.js';
 import type { RingStore } from '../ring/store.js';
 import type { LogLevel } from '../util/logger.js';
+import type { HealthControls } from './health-controls.js';
 import { NodeUnavailableError } from './node-client-errors.js';
 import type { NodeClient } from './node-client.js';
 
@@ -46,6 +47,14 @@ export interface NodeHealthCheckerOptions {
   maxSuspectFraction?: number;
   /** Start paused: probe and record, but mark nothing (see {@link NodeHealthChecker.pause}). @default false */
   paused?: boolean;
+  /**
+   * The operators' switch in the ring store (admin API `strata node replacement pause|resume`), read at each tick
+   * that has a marking due: paused there is paused here, and a switch that cannot be read counts as paused.
+   * @default none (only {@link paused} and pause() apply)
+   */
+  controls?: Pick<HealthControls, 'get'>;
+  /** Called after each marking by this checker (e.g. to start the ReplaceNode workflow); errors are logged. */
+  onMarked?: (marked: MarkedDown) => Promise<void> | void;
   /** Log lines: a warn for each marking and each hold (once per episode), an error for a failed tick. */
   log?: (level: LogLevel, message: string, fields: Record<string, unknown>) => void;
   /** Metrics: `NodeMarkedDown` (1, dims node) per marking; `NodeHealthHeld` (nodes held, dims reason) per held tick. */
@@ -155,6 +164,8 @@ export class NodeHealthChecker {
   private readonly tracks = new Map<string, Track>();
   private readonly history: MarkedDown[] = [];
   private isPaused: boolean;
+  private readonly controls: NodeHealthCheckerOptions['controls'];
+  private readonly onMarked: NodeHealthCheckerOptions['onMarked'];
   private held: HoldReason | undefined = undefined;
   private heldSince: number | null = null;
   private ringVersion = 0;
@@ -174,6 +185,8 @@ export class NodeHealthChecker {
     this.maxFraction = opts.maxSuspectFraction ?? 0.5;
     if (!(this.maxFraction >= 0 && this.maxFraction <= 1)) throw new RangeError('maxSuspectFraction must be within [0, 1]');
     this.isPaused = opts.paused ?? false;
+    this.controls = opts.controls;
+    this.onMarked = opts.onMarked;
     this.log = opts.log ?? (() => undefined);
     this.metric = opts.metric ?? (() => undefined);
     this.now = opts.now ?? Date.now;
@@ -271,7 +284,8 @@ export class NodeHealthChecker {
     // would serve without it, but with no other node to compare, the checker cannot tell a dead node from its own
     // isolation, and a wrong mark fences the whole warm tier until the node is replaced.
     const storm = serving.length > 0 && failing / serving.length > this.maxFraction;
-    if (confirmed.length > 0 && this.isPaused) [held, heldNodes] = ['paused', confirmed.map((c) => c.node.id)];
+    const paused = this.isPaused || (confirmed.length > 0 && (await this.pausedByOperators()));
+    if (confirmed.length > 0 && paused) [held, heldNodes] = ['paused', confirmed.map((c) => c.node.id)];
     else if (confirmed.length > 0 && storm) [held, heldNodes] = ['storm', confirmed.map((c) => c.node.id)];
     else {
       let down = doc.nodes.filter((n) => n.state === 'DOWN').length;
@@ -343,6 +357,11 @@ export class NodeHealthChecker {
       if (this.history.length > MARKED_HISTORY) this.history.splice(0, this.history.length - MARKED_HISTORY);
       this.metric('NodeMarkedDown', 1, { node: node.id });
       this.log('warn', `health check: marked cache node ${node.id} DOWN`, { ...entry, url: node.url });
+      try {
+        await this.onMarked?.(entry);
+      } catch (e) {
+        this.log('error', `health check: acting on cache node ${node.id} DOWN failed`, { node: node.id, error: messageOf(e) });
+      }
     } else {
       this.log('info', `health check: cache node ${node.id} was ${outcome === 'already' ? 'already DOWN' : 'gone'}`, {
         node: node.id,
@@ -384,6 +403,17 @@ export class NodeHealthChecker {
       this.heldSince = held ? now : null;
     }
     this.held = held;
+  }
+
+  /** The operators' switch; unreadable counts as paused (no marking on a guess). */
+  private async pausedByOperators(): Promise<boolean> {
+    if (!this.controls) return false;
+    try {
+      return (await this.controls.get()).paused;
+    } catch (e) {
+      this.log('warn', 'health check: the replacement controls could not be read; marking nothing', { error: messageOf(e) });
+      return true;
+    }
   }
 
   private isSuspect(t: Track): boolean {

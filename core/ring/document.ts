@@ -284,6 +284,96 @@ export function markDown(doc: RingDocument, id: string, nextVersion: number, rea
   return true;
 }
 
+/** Why a DOWN node's ranges cannot be handed over yet: a migration involving it is in flight. */
+function pendingWith(doc: RingDocument, id: string): string | undefined {
+  const r = doc.ranges.find((x) => x.pending && (x.owner === id || x.pending.target === id));
+  return r
+    ? `range ${r.start} is migrating (session ${r.pending!.session}) ${r.owner === id ? 'from' : 'to'} node '${id}': ` +
+        'that migration must finish or roll back first'
+    : undefined;
+}
+
+function requireDown(doc: RingDocument, id: string): RingNode {
+  const n = requireNode(doc, id);
+  if (n.state !== 'DOWN')
+    throw new RingDocumentError(`node '${id}' is ${n.state}, not DOWN: only a DOWN node is replaced or removed this way`);
+  const pending = pendingWith(doc, id);
+  if (pending) throw new RingDocumentError(pending);
+  return n;
+}
+
+/**
+ * Replaces a DOWN node: `node` joins NORMAL and owns every range the dead one owned (epochs moved to
+ * `nextVersion`, so callers and nodes routing by an older ring refresh), and the dead node leaves the ring. The new
+ * node starts empty: its reads miss until it is filled, and misses are read from the next tier.
+ */
+export function replaceDownNode(
+  doc: RingDocument,
+  dead: string,
+  node: { id: string; url: string; instance?: string; az?: string },
+  nextVersion: number,
+  now = new Date(),
+): number {
+  requireDown(doc, dead);
+  addNode(doc, { ...node, state: 'NORMAL' }, now);
+  let moved = 0;
+  for (const r of doc.ranges) {
+    if (r.owner !== dead) continue;
+    r.owner = node.id;
+    r.epoch = nextVersion;
+    moved++;
+  }
+  removeNode(doc, dead);
+  coalesce(doc);
+  return moved;
+}
+
+/**
+ * Who takes each range of a DOWN node that is removed without a replacement: the next serving (NORMAL) owner
+ * clockwise, as ScaleIn drains to. Refuses while a migration involves the node or when no NORMAL node is left.
+ */
+export function removalPlan(doc: RingDocument, dead: string): (RangeSpan & { to: string })[] {
+  requireDown(doc, dead);
+  const serving = new Set(doc.nodes.filter((n) => n.state === 'NORMAL').map((n) => n.id));
+  if (serving.size === 0) throw new RingDocumentError(`no NORMAL node is left to take node '${dead}''s ranges`);
+  const out: (RangeSpan & { to: string })[] = [];
+  doc.ranges.forEach((r, i) => {
+    if (r.owner !== dead) return;
+    let to: string | undefined;
+    for (let k = 1; k <= doc.ranges.length && !to; k++) {
+      const next = doc.ranges[(i + k) % doc.ranges.length]!.owner;
+      if (serving.has(next)) to = next;
+    }
+    out.push({ ...spanOf(doc, i), to: to! });
+  });
+  return out;
+}
+
+/**
+ * Applies a {@link removalPlan} computed earlier: false (no change) when the document moved on so that the plan no
+ * longer fits (the caller plans again). Epochs of the moved ranges go to `nextVersion`.
+ */
+export function applyRemoval(
+  doc: RingDocument,
+  dead: string,
+  plan: (RangeSpan & { to: string })[],
+  nextVersion: number,
+): boolean {
+  const fresh = removalPlan(doc, dead);
+  const same =
+    fresh.length === plan.length &&
+    fresh.every((p, i) => p.start === plan[i]!.start && p.end === plan[i]!.end && p.to === plan[i]!.to);
+  if (!same) return false;
+  for (const r of doc.ranges) {
+    if (r.owner !== dead) continue;
+    r.owner = plan.find((p) => p.start === r.start)!.to;
+    r.epoch = nextVersion;
+  }
+  removeNode(doc, dead);
+  coalesce(doc);
+  return true;
+}
+
 /**
  * Whether a DOWN node's lease has surely run out, so that it can no longer serve what it held and a write may
  * skip its ranges. `seenAt` is when the caller first saw it DOWN (its own clock, ms, e.g. performance.now()) and

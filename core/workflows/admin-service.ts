@@ -2,7 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { DescribeExecutionCommand, ListExecutionsCommand, StartExecutionCommand, type SFNClient } from '@aws-sdk/client-sfn';
 import { permanentDetails, StrataError, ValidationError } from '../errors.js';
 import { WORKFLOW_NAMES, type ProgressStore, type WorkflowName, type WorkflowProgress } from './progress.js';
-import { WORKFLOW_EXECUTION_STATUSES, type WorkflowExecutionStatus, type WorkflowProgressView } from '../../sdk/src/contract.js';
+import {
+  WORKFLOW_EXECUTION_STATUSES,
+  WORKFLOW_PROGRESS_UNITS,
+  type WorkflowExecutionStatus,
+  type WorkflowProgressView,
+} from '../../sdk/src/contract.js';
 import { log } from '../util/logger.js';
 
 /**
@@ -63,13 +68,8 @@ export interface ListExecutionsOptions {
 export const DEFAULT_LIST_LIMIT = 20;
 export const MAX_LIST_LIMIT = 100;
 
-/** What each workflow's `total`/`done` count. */
-export const PROGRESS_UNITS: Readonly<Record<WorkflowName, string>> = {
-  'scale-out': 'sessions',
-  'scale-in': 'sessions',
-  'evict-to-s3': 'nodes',
-  'tier-migrate': 'batches',
-};
+/** What each workflow's `total`/`done` count: the SDK contract's units (replace-node: its phases). */
+export const PROGRESS_UNITS: Readonly<Record<WorkflowName, string>> = WORKFLOW_PROGRESS_UNITS;
 
 /** Step Functions execution names; stricter than the service (no characters that need escaping anywhere). */
 export const EXECUTION_NAME = /^[A-Za-z0-9_-]{1,80}$/;

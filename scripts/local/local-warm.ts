@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, rmdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { initialRing } from '../../core/ring/document.js';
 import { RingView } from '../../core/ring/view.js';
-import { httpProbe, NodeHealthChecker } from '../../core/nodes/health-check.js';
+import { httpProbe, NodeHealthChecker, type MarkedDown } from '../../core/nodes/health-check.js';
+import { HealthControls } from '../../core/nodes/health-controls.js';
+import type { WorkflowService } from '../../core/workflows/admin-service.js';
 import type { WarmTier } from '../../core/tiers/warm-tier.js';
 import { FileCasStore, RingStore } from '../../core/ring/store.js';
 import { LOCAL_WARM_FOLDER } from '../../core/tiers/storage-key.js';
@@ -72,16 +74,35 @@ const LOCAL_LEASE_MS = 5000;
  * The failure detector of the local warm tier (core/nodes/health-check.ts), ticking every second: the API's warm
  * tier reports each node call's reach (suspicion), the checker probes suspects over HTTP and marks a node DOWN in
  * the ring folder once confirmed. Then reads of its ranges go to the next tier, and writes skip it once its lease
- * has run out. Marking is paused with STRATA_NODE_REPLACEMENT=paused (it still probes and reports).
+ * has run out. With `replace`, each node marked DOWN is replaced by the ReplaceNode workflow. Marking (so
+ * replacement) is paused by the admin API's replacement switch, or from the start with STRATA_NODE_REPLACEMENT=paused;
+ * the checker still probes and reports.
  */
-export function startLocalHealthCheck(warm: LocalWarm, tier: WarmTier, log: (line: string) => void): { stop(): Promise<void> } {
-  const store = new RingStore(new FileCasStore(warm.ringDir));
+export function startLocalHealthCheck(
+  warm: LocalWarm,
+  tier: WarmTier,
+  log: (line: string) => void,
+  replace?: { workflows: WorkflowService; namespaces: () => string[] },
+): { checker: NodeHealthChecker; stop(): Promise<void> } {
+  const cas = new FileCasStore(warm.ringDir);
+  const store = new RingStore(cas);
   const view = new RingView({ store, refreshIntervalMs: 1000 });
   const checker = new NodeHealthChecker({
     ring: store,
     probe: httpProbe(tier.client, 1000),
     paused: process.env.STRATA_NODE_REPLACEMENT === 'paused',
+    controls: new HealthControls(cas),
     log: (level, message, fields) => level !== 'debug' && log(`${message} ${JSON.stringify(fields)}`),
+    // A node marked DOWN is replaced at once, and the replacement is filled with every namespace of the data folder.
+    ...(replace
+      ? {
+          onMarked: async (m: MarkedDown) => {
+            const input = { nodeId: m.node, reason: 'health check', fillNamespaces: replace.namespaces().slice(0, 100) };
+            const run = await replace.workflows.start('replace-node', input);
+            log(`started ${run.execution} to replace cache node ${m.node}`);
+          },
+        }
+      : {}),
   });
   const unobserve = tier.client.observe((url, ok) => {
     const node = view.current()?.doc.nodes.find((n) => n.url === url);
@@ -89,12 +110,27 @@ export function startLocalHealthCheck(warm: LocalWarm, tier: WarmTier, log: (lin
   });
   checker.start(1000);
   return {
+    checker,
     stop: async () => {
       unobserve();
       view.close();
       await checker.stop();
     },
   };
+}
+
+/**
+ * The namespaces the local data folder holds (the folder tier keeps one folder per namespace; folders starting with
+ * `_` or `.` are Strata's own): what a local replacement node is filled with.
+ */
+export function localNamespaces(dataDir: string): string[] {
+  try {
+    return readdirSync(dataDir, { withFileTypes: true })
+      .filter((e) => e.isDirectory() && !/^[_.]/.test(e.name))
+      .map((e) => e.name);
+  } catch {
+    return [];
+  }
 }
 
 /**

@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { COST_OPTIONS, COST_USAGE, costCommand } from './cli-cost.js';
 import { POLICY_USAGE, policyCommand } from './cli-policy.js';
+import { NODE_OPTIONS, NODE_USAGE, nodeCommand } from './cli-node.js';
 import { formatDuration, UsageError, WORKFLOW_USAGE, workflowCommand, type CliIo } from './cli-workflow.js';
 import { StrataClient } from './client.js';
 import { NetworkError, StrataError, WorkflowsUnavailableError } from './errors.js';
@@ -14,7 +15,7 @@ import { SDK_VERSION } from './version.js';
 const DEFAULT_ENDPOINT = 'http://localhost:8080';
 
 const CONNECTION_LINES = `  --endpoint <url>     default $STRATA_ENDPOINT or ${DEFAULT_ENDPOINT}
-  --api-key <key>      default $STRATA_API_KEY (workflow, policy: $STRATA_ADMIN_API_KEY first)
+  --api-key <key>      default $STRATA_API_KEY (workflow, policy, node: $STRATA_ADMIN_API_KEY first)
   --timeout <ms>       per-attempt timeout (default 5000)`;
 
 const CONNECTION_HELP = `connection options (every command):\n${CONNECTION_LINES}`;
@@ -34,6 +35,8 @@ commands:
                        the deployment's workflows (scale-out, scale-in, ...), with a progress bar (--wait)
   policy get | put <file> | validate <file> | history | rollback <version> | firings
                        the deployment's policy: read, check, replace, audit trail, roll back, rule firings
+  node list | replace <node> | remove <node> | replacement pause|resume|status
+                       the warm tier's cache nodes: list, replace or remove a DOWN one, pause replacement
   cost [options]       the server's cost model: placements ranked for a workload, Chiu & Agrawal's 2010 tables
   help [command]       this text, or one command's options
   --version            print the version of the SDK and CLI
@@ -98,6 +101,13 @@ ${CONNECTION_HELP}`,
 ${POLICY_USAGE}
 
 ${CONNECTION_HELP}`,
+  node: `usage: strata node list|replace|remove|replacement [options]
+
+${NODE_USAGE}
+
+  --interval <ms>      --wait: poll interval (default 1000)
+
+${CONNECTION_HELP}`,
   cost: COST_USAGE,
   help: "usage: strata help [command]\n\nPrints the list of commands, or one command's usage and options.",
 };
@@ -113,6 +123,7 @@ const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
   health: ['json'],
   workflow: ['mode', 'input', 'name', 'wait', 'interval', 'workflow', 'limit', 'json'],
   policy: ['if-version', 'reason', 'limit', 'before', 'json'],
+  node: NODE_OPTIONS,
   cost: [...Object.keys(COST_OPTIONS), 'json'],
   help: [],
 };
@@ -123,7 +134,7 @@ const MAX_ARGS: Readonly<Record<string, number>> = { get: 1, has: 1, put: 2, del
 const CONNECTION_OPTIONS = ['endpoint', 'api-key', 'timeout', 'help'];
 
 /** The commands of the admin API, which take `$STRATA_ADMIN_API_KEY` before `$STRATA_API_KEY`. */
-const ADMIN_COMMANDS: ReadonlySet<string> = new Set(['workflow', 'policy']);
+const ADMIN_COMMANDS: ReadonlySet<string> = new Set(['workflow', 'policy', 'node']);
 
 const PARSE_OPTIONS = {
   ...COST_OPTIONS,
@@ -144,6 +155,9 @@ const PARSE_OPTIONS = {
   'if-version': { type: 'string' },
   reason: { type: 'string' },
   before: { type: 'string' },
+  fill: { type: 'string' },
+  rate: { type: 'string' },
+  'no-terminate': { type: 'boolean' },
   json: { type: 'boolean' },
   verbose: { type: 'boolean', short: 'v' },
   version: { type: 'boolean' },
@@ -341,6 +355,8 @@ async function run(argv: readonly string[], ctx: CliContext): Promise<number> {
         return await costCommand(client, values, ctx);
       case 'policy':
         return await policyCommand(client, args, values, ctx);
+      case 'node':
+        return await nodeCommand(client, args, values, ctx);
       default:
         throw new UsageError(`unknown command '${command}'`);
     }
@@ -363,7 +379,7 @@ export async function runCli(argv: readonly string[], ctx: CliContext): Promise<
     return await run(argv, ctx);
   } catch (err) {
     if (err instanceof UsageError) {
-      // A bare `strata cost`, `strata workflow` or `strata policy` asked what the command does: its usage; any other
+      // A bare `strata cost`, `strata workflow`, `strata policy` or `strata node` asked what the command does: its usage; any other
       // mistake one line.
       if (err.usage !== undefined) ctx.stderr.write(`strata: ${err.message}\n\n${err.usage}\n`);
       else ctx.stderr.write(`strata: ${err.message}; ${helpHint(err.command ?? guessCommand(argv))}\n`);

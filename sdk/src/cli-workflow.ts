@@ -110,8 +110,16 @@ function positiveInt(name: string, raw: string | undefined): number | undefined 
   return Number(raw);
 }
 
-/** Waits with a progress bar; prints the final detail; 0 when it succeeded, else 1 (after printing its error). */
-async function follow(client: StrataClient, execution: string, o: WorkflowCliOptions, io: CliIo): Promise<number> {
+/**
+ * Waits with a progress bar; prints the final detail; 0 when it succeeded, else 1 (after printing its error). Also
+ * what `strata node replace --wait` does.
+ */
+export async function follow(
+  client: StrataClient,
+  execution: string,
+  o: Pick<WorkflowCliOptions, 'interval'>,
+  io: CliIo,
+): Promise<number> {
   const reporter = new ProgressReporter(io.stderr);
   let final: WorkflowExecutionDetail;
   try {

@@ -40,6 +40,7 @@ import type {
 } from './types.js';
 import { CostClient } from './cost.js';
 import { PoliciesClient } from './policies.js';
+import { NodesClient } from './nodes.js';
 import { SDK_VERSION } from './version.js';
 import { WorkflowsClient } from './workflows.js';
 
@@ -222,7 +223,7 @@ export class StrataClient {
   /** Fresh uploads tried after an ambiguous failure of one (`retries`). */
   private readonly uploadRetries: number;
   /**
-   * The admin API's workflows: start scale-out / scale-in / evict-to-s3 / tier-migrate executions, follow their
+   * The admin API's workflows: start scale-out / scale-in / evict-to-s3 / tier-migrate / replace-node executions, follow their
    * progress, list recent ones. Needs an admin API key in AWS.
    *
    * @example
@@ -254,6 +255,18 @@ export class StrataClient {
    * ```
    */
   readonly policies: PoliciesClient;
+  /**
+   * The admin API's cache nodes (the warm tier): list them as the ring has them, replace or remove a DOWN one, and
+   * pause or resume automatic replacement (`nodes.replacement`). Needs an admin API key in AWS.
+   *
+   * @example
+   * ```ts
+   * const { nodes } = await strata.nodes.list();
+   * const run = await strata.nodes.replace('n3', { fillNamespaces: ['sessions'] });
+   * await strata.nodes.replacement.pause('network incident');
+   * ```
+   */
+  readonly nodes: NodesClient;
 
   /**
    * @throws {ValidationError} when an option is invalid (`status` 0).
@@ -294,6 +307,7 @@ export class StrataClient {
     this.workflows = new WorkflowsClient(sub);
     this.cost = new CostClient(sub);
     this.policies = new PoliciesClient(sub);
+    this.nodes = new NodesClient(sub);
   }
 
   /**

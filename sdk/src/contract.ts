@@ -4,8 +4,8 @@
  * policy admin API's answers.
  *
  * Plain data and types only, with no imports: the server imports this file directly (core/errors.ts,
- * core/workflows/progress.ts, core/workflows/admin-service.ts), while the SDK never imports from the
- * server. test/unit/contract-drift.test.ts checks that both sides still agree.
+ * core/workflows/progress.ts, core/workflows/admin-service.ts, core/api/node-operations.ts), while the SDK never
+ * imports from the server. test/unit/contract-drift.test.ts checks that both sides still agree.
  */
 
 /** HTTP status of every error code the server sends (docs/API.md, the OpenAPI document). */
@@ -46,7 +46,7 @@ export type ServerErrorCode = keyof typeof SERVER_ERROR_STATUS;
 export const SERVER_ERROR_CODES = Object.keys(SERVER_ERROR_STATUS) as readonly ServerErrorCode[];
 
 /** The workflows a deployment runs, in the API's order. */
-export const WORKFLOW_NAMES = ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate'] as const;
+export const WORKFLOW_NAMES = ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate', 'replace-node'] as const;
 
 /** The workflows a deployment runs. */
 export type WorkflowName = (typeof WORKFLOW_NAMES)[number];
@@ -82,11 +82,23 @@ export interface WorkflowProgressDocument {
   facts: Record<string, string | number | boolean | null>;
 }
 
+/**
+ * What each workflow's progress counts (`total` and `done`): migration sessions (scale-out, scale-in), nodes evicted
+ * from (evict-to-s3), batches (tier-migrate), and for replace-node its phases (3: launched, took over, filled).
+ */
+export const WORKFLOW_PROGRESS_UNITS = {
+  'scale-out': 'sessions',
+  'scale-in': 'sessions',
+  'evict-to-s3': 'nodes',
+  'tier-migrate': 'batches',
+  'replace-node': 'phases',
+} as const satisfies Record<WorkflowName, string>;
+
 /** The progress document as the admin API returns it, with what a progress bar needs computed. */
 export interface WorkflowProgressView extends WorkflowProgressDocument {
   /** `done / total` in [0, 1]; 1 once the execution succeeded, 0 while nothing is planned yet. */
   fraction: number;
-  /** What `total` and `done` count: `sessions` (scale-out, scale-in), `nodes` (evict-to-s3), `batches` (tier-migrate). */
+  /** What `total` and `done` count: the workflow's entry of {@link WORKFLOW_PROGRESS_UNITS}. */
   unit: string;
 }
 
@@ -197,4 +209,59 @@ export interface FiringWire {
   outcome: FiringOutcomeWire;
   /** What happened, in words (the execution started, or why nothing did). */
   detail: string;
+}
+
+// ------------------------------------------------------------------------------------------ node admin API
+
+/** A cache node's state in the ring (core/ring/document.ts `NODE_STATES`). DOWN: marked dead, its ranges fenced. */
+export const CACHE_NODE_STATES = ['JOINING', 'PARTIAL', 'NORMAL', 'LEAVING', 'DOWN'] as const;
+
+/** A cache node's state in the ring. */
+export type CacheNodeState = (typeof CACHE_NODE_STATES)[number];
+
+/** One cache node of the fleet as `GET /v1/admin/nodes` lists it: its ring entry, and how many ranges it owns. */
+export interface CacheNodeWire {
+  /** 1-64 of `A-Z a-z 0-9 _ . : -`. */
+  id: string;
+  /** Base URL of the node's HTTP API (inside the fleet's network). */
+  url: string;
+  state: CacheNodeState;
+  /** Availability Zone, when recorded. */
+  az?: string;
+  /** Provider reference (EC2 instance id, local process tag). */
+  instance?: string;
+  /** When it joined the ring (ISO-8601). */
+  addedAt: string;
+  /** With state DOWN: when it was marked (ISO-8601) and why. */
+  down?: { at: string; reason: string };
+  /** Ranges of the ring it owns. */
+  ranges: number;
+}
+
+/**
+ * The operators' switch over automatic node replacement (`GET`/`PUT /v1/admin/nodes/replacement`): while `paused`,
+ * the health check probes and reports but marks no node DOWN, so nothing is replaced.
+ */
+export interface ReplacementControlsWire {
+  paused: boolean;
+  /** Who set it: the admin key's tenant, or the IAM principal; absent when the caller is not known. */
+  by?: string;
+  reason?: string;
+  /** When it was set (ISO-8601); absent when it never was. */
+  at?: string;
+}
+
+/** `GET /v1/admin/nodes`: the ring's nodes, its version, and the replacement controls. */
+export interface NodeListWire {
+  /** The ring document's version; `null` when there is no ring yet. */
+  ringVersion: number | null;
+  nodes: CacheNodeWire[];
+  replacement: ReplacementControlsWire;
+}
+
+/** `DELETE /v1/admin/nodes/{node}`: the ring version that no longer has the node, and who took each of its ranges. */
+export interface NodeRemovalWire {
+  ringVersion: number;
+  /** Each range the node owned (`end` null: the top of the hash space) and the node that took it. */
+  moved: { start: string; end: string | null; to: string }[];
 }

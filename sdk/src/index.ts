@@ -51,8 +51,9 @@ export type {
   StrataClientOptions,
   TierStats,
 } from './types.js';
-export { WorkflowsClient, WORKFLOW_NAMES } from './workflows.js';
+export { WorkflowsClient, WORKFLOW_NAMES, WORKFLOW_PROGRESS_UNITS } from './workflows.js';
 export type {
+  ReplaceNodeInput,
   ScaleInInput,
   ScaleMode,
   ScaleOutInput,
@@ -98,6 +99,17 @@ export type {
   PolicyVersionSummary,
   PolicyView,
 } from './policies.js';
+export { NodesClient, ReplacementControlsClient } from './nodes.js';
+export type {
+  CacheNode,
+  CacheNodeState,
+  NodeList,
+  NodeRemoval,
+  NodeReplaceRequestOptions,
+  NodeRequestOptions,
+  ReplaceNodeOptions,
+  ReplacementControls,
+} from './nodes.js';
 export { formatBytes, graceWait, renderProgressBar } from './progress.js';
 export type { GraceWait, ProgressBarOptions, ProgressSubject } from './progress.js';
 export { SDK_VERSION } from './version.js';

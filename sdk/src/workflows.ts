@@ -1,6 +1,6 @@
 /**
- * The admin API's workflows (`/v1/admin/workflows/...`): start scale-out, scale-in, evict-to-s3 and tier-migrate
- * executions, follow their progress, list recent ones. Reached as {@link StrataClient.workflows}.
+ * The admin API's workflows (`/v1/admin/workflows/...`): start scale-out, scale-in, evict-to-s3, tier-migrate and
+ * replace-node executions, follow their progress, list recent ones. Reached as {@link StrataClient.workflows}.
  */
 import { NotFoundError, TimeoutError } from './errors.js';
 import { invalid, isObject, optionError, readBody, type Json, type SubClientTransport } from './json.js';
@@ -8,6 +8,7 @@ import { missingOrThrow, requestIdOf, sleep, type HttpRequest, type RetryMode } 
 import {
   WORKFLOW_EXECUTION_STATUSES,
   WORKFLOW_NAMES as NAMES,
+  WORKFLOW_PROGRESS_UNITS as UNITS,
   type WorkflowExecutionStatus,
   type WorkflowName,
   type WorkflowProgressView,
@@ -18,6 +19,12 @@ export type { WorkflowExecutionStatus, WorkflowName };
 
 /** Every {@link WorkflowName}, in the API's order. */
 export const WORKFLOW_NAMES: readonly WorkflowName[] = NAMES;
+
+/**
+ * What each workflow's progress counts (`progress.unit`, `total`, `done`): `sessions` (scale-out, scale-in), `nodes`
+ * (evict-to-s3), `batches` (tier-migrate), `phases` (replace-node: launched, took over, filled).
+ */
+export const WORKFLOW_PROGRESS_UNITS: Readonly<Record<WorkflowName, string>> = UNITS;
 
 /** How a scale workflow moves ranges: one migration session at a time, or all at once. */
 export type ScaleMode = 'incremental' | 'parallel';
@@ -53,12 +60,37 @@ export interface ScaleInInput {
   graceMs?: number | undefined;
 }
 
+/**
+ * Input of the `replace-node` workflow: launch a new cache node in place of a DOWN one, hand it the dead node's
+ * ranges, and fill it. (`client.nodes.replace(nodeId, input)` starts it with the rest of these fields.)
+ */
+export interface ReplaceNodeInput {
+  /** The DOWN node to replace (marked DOWN by the health check, or by hand). */
+  nodeId: string;
+  /** Why (recorded in the progress facts). */
+  reason?: string | null | undefined;
+  /**
+   * Namespaces whose entries the new node is filled with from the cold tier in the background (at most 100). Default
+   * none: the node fills by read-through only.
+   */
+  fillNamespaces?: string[] | undefined;
+  /** The fill's bandwidth cap, bytes per second (1024..10 GiB, default 8 MiB). */
+  rateBytesPerSec?: number | undefined;
+  /** Length of each fill step, ms (100..600000, default 60000). */
+  fillMaxMs?: number | undefined;
+  /** How long the replacement may take to become healthy, ms (1000..3600000, default 900000). */
+  launchTimeoutMs?: number | undefined;
+  /** Terminate the dead node's instance (and its data volume) once replaced. Default true. */
+  terminate?: boolean | undefined;
+}
+
 /** The input type of each workflow; `evict-to-s3` and `tier-migrate` are validated by the server's first step. */
 export interface WorkflowInputs {
   'scale-out': ScaleOutInput;
   'scale-in': ScaleInInput;
   'evict-to-s3': Record<string, unknown>;
   'tier-migrate': Record<string, unknown>;
+  'replace-node': ReplaceNodeInput;
 }
 
 /** One execution as listed or started. */
@@ -156,7 +188,8 @@ function num(v: unknown): number {
   return typeof v === 'number' && Number.isFinite(v) ? v : 0;
 }
 
-function parseExecution(body: unknown, status: number): WorkflowExecution {
+/** An execution summary from the server (`INVALID_RESPONSE` when it is not one). @internal */
+export function parseExecution(body: unknown, status: number): WorkflowExecution {
   if (
     !isObject(body) ||
     typeof body.execution !== 'string' ||
@@ -188,7 +221,8 @@ function parseProgress(p: unknown): WorkflowProgress | undefined {
     phase: typeof p.phase === 'string' ? p.phase : '',
     total: num(p.total),
     done: num(p.done),
-    unit: typeof p.unit === 'string' ? p.unit : 'steps',
+    // A server that sends no unit (older than the field): the contract's, by the workflow the document names.
+    unit: typeof p.unit === 'string' ? p.unit : (WORKFLOW_PROGRESS_UNITS[p.workflow as WorkflowName] ?? 'steps'),
     fraction: Math.min(1, Math.max(0, num(p.fraction))),
     keys: num(p.keys),
     bytes: num(p.bytes),

@@ -11,6 +11,8 @@ import { CacheNodeBundle } from '../../cdk/constructs/cache-node-fleet.js';
 import { StrataAlarms, type StrataAlarmsProps } from '../../cdk/constructs/strata-alarms.js';
 import { InvalidPropsError } from '../../cdk/constructs/validation.js';
 import { REPO_ROOT } from '../../cdk/lib/packaging.js';
+import { UNALARMED_WORKFLOWS } from '../../cdk/stacks/monitoring-stack.js';
+import type { WorkflowName } from '../../core/workflows/progress.js';
 import { COST_SETTINGS_ENV } from '../../core/cost/publisher/settings.js';
 import { PLACEHOLDER_ALARM_EMAIL, PLACEHOLDER_CACHENODE, cdkJsonContext, synthesized } from './helpers/synth.js';
 import { alarmProps } from './helpers/alarm-props.js';
@@ -218,9 +220,14 @@ describe.each(ENVIRONMENT_NAMES)('%s: alarms on what the request metrics cannot 
     }
   });
 
-  it('alarms on ExecutionsFailed and ExecutionsTimedOut of every state machine (StateMachineArn)', () => {
-    const machines = Object.entries(s.stacks.workflows.stateMachines);
-    expect(machines).toHaveLength(4);
+  it('alarms on ExecutionsFailed and ExecutionsTimedOut of every state machine but ReplaceNode (StateMachineArn)', () => {
+    const all = Object.entries(s.stacks.workflows.stateMachines);
+    expect(all).toHaveLength(5);
+    // ReplaceNode's two alarm metrics would take an idle dev over its budget (test/infra/idle-cost.test.ts): none.
+    expect(UNALARMED_WORKFLOWS).toEqual(['replace-node']);
+    for (const suffix of ['failed', 'timed-out']) expect(alarms[name(`wf-replace-node-${suffix}`)]).toBeUndefined();
+    const machines = all.filter(([wf]) => !UNALARMED_WORKFLOWS.includes(wf as WorkflowName));
+    expect(machines.map(([wf]) => wf)).toEqual(['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate']);
     for (const [wf, machine] of machines) {
       for (const [suffix, metricName] of [
         ['failed', 'ExecutionsFailed'],

@@ -5,6 +5,7 @@
  * - The launch: the Fleet stack's launch template merged with the ScaleOut state machine's RunInstances
  *   Parameters, as the state machine evaluates them: the states before the launch run their real step with the
  *   step Lambda's environment (fleet subnets) and an 80-character execution name, the longest Step Functions allows.
+ *   ReplaceNode's launch state is the same as ScaleOut's, Parameters and all (test/infra/replace-node.test.ts).
  * - Least privilege: no IAM statement of any stack lets a principal terminate, stop or launch EC2 instances on
  *   resources that are not the fleet's own.
  */

@@ -449,7 +449,7 @@ describe('Stacks', () => {
           ];
           expect(Object.keys(vars).sort()).toEqual(expected);
           // A JSON object (rendered by CloudFormation) naming each workflow's state machine of the Workflows stack.
-          for (const w of ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate']) {
+          for (const w of ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate', 'replace-node']) {
             expect(JSON.stringify(vars.STRATA_WORKFLOW_ARNS)).toMatch(new RegExp(`\\\\"${w}\\\\":\\\\"".*Strata-prod-Workflows`));
           }
           expect(vars.STRATA_WORKFLOW_DOCS_PREFIX).toBe('strata-ring');
@@ -527,7 +527,7 @@ describe('Stacks', () => {
       expect(policies).toHaveLength(Object.keys(roles).length);
       for (const p of policies) {
         if (p.Properties.Roles[0]!.Ref === adminRole) {
-          // Outside the VPC: its logs and the workflows: start and list executions of the four state machines,
+          // Outside the VPC: its logs and the workflows: start and list executions of the five state machines,
           // describe their executions. No network interface, hot tier or fleet secret.
           const [logsStatement, ...rest] = p.Properties.PolicyDocument.Statement;
           const logGroup = { 'Fn::GetAtt': [expect.stringMatching(/Logs/), 'Arn'] };
@@ -537,7 +537,7 @@ describe('Stacks', () => {
             Resource: logGroup,
           });
           const machine = { 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Workflows' }) };
-          const WORKFLOWS = ['evict-to-s3', 'scale-in', 'scale-out', 'tier-migrate'];
+          const WORKFLOWS = ['evict-to-s3', 'replace-node', 'scale-in', 'scale-out', 'tier-migrate'];
           const account = { Ref: 'AWS::AccountId' };
           const executions = (w: string) => ({
             'Fn::Join': ['', ['arn:aws:states:us-east-1:', account, `:execution:strata-prod-${w}:*`]],
@@ -550,7 +550,7 @@ describe('Stacks', () => {
             },
             { Action: 'states:DescribeExecution', Effect: 'Allow', Resource: WORKFLOWS.map(executions) },
           ]);
-          expect((rest[0]!.Resource as unknown[]).length).toBe(4);
+          expect((rest[0]!.Resource as unknown[]).length).toBe(5);
           continue;
         }
         expect(p.Properties.PolicyDocument.Statement).toHaveLength(5);

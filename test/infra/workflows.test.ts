@@ -1,4 +1,6 @@
+import { Stack, type CfnElement } from 'aws-cdk-lib';
 import { Match } from 'aws-cdk-lib/assertions';
+import type * as iam from 'aws-cdk-lib/aws-iam';
 import { stateMachinesOf, synthesizeWorkflowDefinitions, type AslDefinition } from '../../cdk/lib/workflow-definitions.js';
 import { allStates } from '../../core/workflows/local/asl-runner.js';
 import { WORKFLOW_NAMES } from '../../core/workflows/progress.js';
@@ -6,6 +8,20 @@ import { synthesized } from './helpers/synth.js';
 
 const prod = synthesized('prod');
 const wf = prod.templates.workflows;
+
+type Statement = { Action: string | string[]; Resource?: unknown; Condition?: unknown; Effect: string };
+
+/** The statements of every IAM policy attached to `role`, in the template's order. */
+function statementsOf(role: iam.IRole): Statement[] {
+  const stack = Stack.of(role);
+  const roleId = stack.getLogicalId(role.node.defaultChild as CfnElement);
+  const policies = Object.values(wf.findResources('AWS::IAM::Policy')) as {
+    Properties: { Roles: { Ref: string }[]; PolicyDocument: { Statement: Statement[] } };
+  }[];
+  const own = policies.filter((p) => p.Properties.Roles.some((r) => r.Ref === roleId));
+  expect(own.length).toBeGreaterThan(0);
+  return own.flatMap((p) => p.Properties.PolicyDocument.Statement);
+}
 
 /** The shape of a definition: every state's name, type and transitions (resources and fleet ids left out). */
 function shape(def: AslDefinition): string[] {
@@ -24,7 +40,11 @@ function shape(def: AslDefinition): string[] {
 }
 
 describe('Workflows stack', () => {
-  it('deploys the four state machines, logging every event and traced', () => {
+  it('deploys the five state machines, logging every event and traced', () => {
+    expect(WORKFLOW_NAMES).toHaveLength(5);
+    expect(
+      Object.keys(wf.findResources('AWS::StepFunctions::StateMachine', { Properties: { StateMachineType: 'STANDARD' } })),
+    ).toHaveLength(5);
     for (const w of WORKFLOW_NAMES) {
       wf.hasResourceProperties('AWS::StepFunctions::StateMachine', {
         StateMachineName: `strata-prod-${w}`,
@@ -38,7 +58,28 @@ describe('Workflows stack', () => {
   it('deploys exactly the definitions the local runs and tests execute', () => {
     const deployed = stateMachinesOf(wf.toJSON() as Parameters<typeof stateMachinesOf>[0]);
     const local = synthesizeWorkflowDefinitions();
+    expect(Object.keys(local).sort()).toEqual([...WORKFLOW_NAMES].sort());
     for (const w of WORKFLOW_NAMES) expect(shape(deployed[`strata-prod-${w}`]!)).toEqual(shape(local[w]));
+    // ReplaceNode included: the shape compares its catchers and choices too, so spell out what it is made of.
+    expect(shape(local['replace-node']).map((x) => (JSON.parse(x) as { name: string }).name)).toEqual([
+      'Begin',
+      'LaunchNode',
+      'CheckNode',
+      'WaitForNode',
+      'NodeHealthy',
+      'TakeOver',
+      'TerminateDead',
+      'FillStart',
+      'TerminateDeadNode',
+      'Fill',
+      'FillDone',
+      'Finish',
+      'Replaced',
+      'RollBack',
+      'NewNodeOwnsNothing',
+      'ReplaceNodeFailed',
+      'TerminateNode',
+    ]);
   });
 
   it('gives the step Lambda the ring store, the fleet secret from it (not its value), IAM to the hot tier and 5 minutes per step', () => {
@@ -88,6 +129,20 @@ describe('Workflows stack', () => {
     ) as { Properties: { Targets?: unknown[] } }[];
     expect(rules.length).toBeGreaterThan(0);
     expect(rules.filter((r) => (r.Properties.Targets ?? []).length > 0)).toEqual([]);
+  });
+
+  it('gives ReplaceNode exactly the IAM statements of ScaleOut: it launches and terminates nodes the same way', () => {
+    const machines = prod.stacks.workflows.stateMachines;
+    const scaleOut = statementsOf(machines['scale-out'].role);
+    const replaceNode = statementsOf(machines['replace-node'].role);
+    expect(replaceNode).toEqual(scaleOut);
+    const actions = replaceNode.flatMap((st) => [st.Action].flat());
+    for (const a of ['ec2:RunInstances', 'ec2:TerminateInstances', 'iam:PassRole', 'ec2:CreateTags', 'lambda:InvokeFunction'])
+      expect([a, actions.includes(a)]).toEqual([a, true]);
+    // Its RunInstances and TerminateInstances statements are the fleet's (fleetIamStatements), as ScaleIn's terminate is.
+    const terminate = (st: Statement[]) => st.filter((x) => [x.Action].flat().includes('ec2:TerminateInstances'));
+    expect(terminate(replaceNode)).toEqual(terminate(statementsOf(machines['scale-in'].role)));
+    expect(terminate(replaceNode)).toHaveLength(1);
   });
 
   it('lets ScaleOut launch only from the fleet launch template, passing only the node role', () => {

@@ -18,7 +18,10 @@ import type { ExecutionSummary, WorkflowService } from '../../core/workflows/adm
 import { PolicyAdministration } from '../../core/policy/admin.js';
 import { parsePolicyDocument } from '../../core/policy/document.js';
 import type { Firing, FiringHistory } from '../../core/policy/evaluator.js';
-import { InMemoryCasStore } from '../../core/ring/store.js';
+import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
+import { initialRing, markDown, type RingDocument } from '../../core/ring/document.js';
+import { HealthControls } from '../../core/nodes/health-controls.js';
+import type { NodeClient } from '../../core/nodes/node-client.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';
 import { SchemaKit } from '../helpers/openapi-arbitraries.js';
 import type { GeneratedRequest, OpenApiDoc, Operation, Parameter, Schema } from '../helpers/openapi-arbitraries.js';
@@ -56,6 +59,12 @@ const FIRINGS: Firing[] = (['done', 'suppressed', 'skipped', 'failed'] as const)
 }));
 const stubFirings: FiringHistory = { firings: (limit = 50) => FIRINGS.slice(0, limit) };
 
+/** The cache nodes as the node routes' removal calls them (their ring is real, in memory): every call succeeds. */
+const stubNodes = {
+  deleteRange: async () => 0,
+  pushRing: async (_url: string, doc: RingDocument) => ({ installed: true, version: doc.version }),
+} as unknown as NodeClient;
+
 /**
  * Valid values mixed into parameters by name: keys that exist (reads find them, conditions meet them), and
  * quantities the cost model parses (its document says string; random text would never get past its parser).
@@ -72,6 +81,8 @@ const HINTS: Record<string, readonly string[]> = {
   region: [DEFAULT_REGION],
   catalog: [DEFAULT_CATALOG_ID],
   version: ['0', '1'],
+  // Nodes of the ring the node routes run against: n1 and n2 NORMAL, n3 DOWN (removed by the first DELETE).
+  node: ['n1', 'n2', 'n3'],
 };
 const MEDIA_TYPES = ['application/octet-stream', 'text/plain; charset=utf-8', 'application/json', 'image/png'];
 
@@ -110,6 +121,17 @@ describe('the OpenAPI document and the server agree', () => {
     api.ctx.policyAdmin ??= new PolicyAdministration({ cas: new InMemoryCasStore(), deployment: parsePolicyDocument({}) });
     // The firings route over a stand-in history (the evaluator has tests of its own), so its 200 is checked too.
     api.ctx.policyFirings ??= stubFirings;
+    // The node routes over a real ring store (in memory) and replacement controls, with stand-in cache nodes.
+    const nodesCas = new InMemoryCasStore();
+    const ring = new RingStore(nodesCas);
+    await ring.create(
+      initialRing(
+        ['n1', 'n2', 'n3'].map((id) => ({ id, url: `http://127.0.0.1:9/${id}` })),
+        2,
+      ),
+    );
+    await ring.update((d, next) => markDown(d, 'n3', next, 'contract test'));
+    api.ctx.nodeAdmin ??= { ring, controls: new HealthControls(nodesCas), nodes: stubNodes };
     doc = JSON.parse((await send({ method: 'GET', path: '/v1/openapi.json' })).text) as OpenApiDoc;
     kit = new SchemaKit(doc);
   });

@@ -129,6 +129,34 @@ describe('admin routes with STRATA_TENANT_ACCESS set (local server, SDK)', () =>
     const ops = new StrataClient({ endpoint: api.url, apiKey: 'ops-key', namespace: 'web-sessions', retries: 0 });
     await expect(ops.get('s1')).rejects.toMatchObject({ code: 'NAMESPACE_FORBIDDEN', allowed: [] });
   });
+
+  it('refuses the node routes to a tenant key, an unknown key and no key; the admin key gets past the check', async () => {
+    const before = [...started];
+    for (const [key, message] of [
+      ['web-key', "tenant 'web' may not use the admin routes"],
+      ['stolen', 'not mapped to any tenant'],
+      [undefined, 'has none'],
+    ] as const) {
+      const nodes = new StrataClient({ endpoint: api.url, apiKey: key, retries: 0 }).nodes;
+      for (const call of [
+        () => nodes.list(),
+        () => nodes.replace('n3', {}, { name: 'intruder-replace' }),
+        () => nodes.remove('n3'),
+        () => nodes.replacement.get(),
+        () => nodes.replacement.pause('intruder'),
+        () => nodes.replacement.resume(),
+      ]) {
+        const err = await call().catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(NamespaceForbiddenError);
+        expect(err).toMatchObject(forbidden(message));
+      }
+    }
+    expect(started).toEqual(before);
+    // The admin key reaches the routes: a replacement starts; this server has no warm tier for the others (503).
+    const nodes = new StrataClient({ endpoint: api.url, apiKey: 'ops-key', retries: 0 }).nodes;
+    expect((await nodes.replace('n3', {}, { name: 'ops-replace' })).execution).toBe('ops-replace');
+    await expect(nodes.list()).rejects.toMatchObject({ code: 'TIER_UNAVAILABLE', status: 503, permanent: true });
+  });
 });
 
 describe.each<Backend>(['embedded', 'redis+s3'])(

@@ -123,9 +123,10 @@ describe('npm start with STRATA_LOCAL_NODES (child process)', () => {
     expect((await strata.workflows.list({ workflow: 'scale-out' })).length).toBe(before + 1);
   }, 200_000);
 
-  it('finds a killed node, marks it DOWN, and keeps taking writes and serving every value', async () => {
+  it('finds a killed node, marks it DOWN, replaces it, and keeps taking writes and serving every value', async () => {
     expect(endpoint).not.toBe(''); // the server of the tests above
     const strata = new StrataClient({ endpoint, namespace: 'demo' });
+    const before = (await strata.nodes.list()).nodes.length;
     const pid = Number(
       execFileSync('pgrep', ['-f', join(dir, '_warm', 'nodes', 'n1') + ' '])
         .toString()
@@ -144,10 +145,19 @@ describe('npm start with STRATA_LOCAL_NODES (child process)', () => {
       await new Promise((r) => setTimeout(r, 250));
     }
     expect(Date.now()).toBeLessThan(deadline);
-    const warm = (await strata.stats()).tiers.find((t) => t.name === 'warm')!;
-    expect((warm.nodes as { id: string; state: string }[]).find((n) => n.id === 'n1')?.state).toBe('DOWN');
     expect(output).toMatch(/health check: marked cache node n1 DOWN/);
-    // Every value written before the kill still reads back (the ones on n1 from the cold tier).
+    // Detection starts ReplaceNode: the fleet is back to its size, n1 gone, every node NORMAL, without a human.
+    let runs = await strata.workflows.list({ workflow: 'replace-node' });
+    for (let t = Date.now(); runs[0]?.status !== 'SUCCEEDED' && Date.now() - t < 90_000;) {
+      await new Promise((r) => setTimeout(r, 500));
+      runs = await strata.workflows.list({ workflow: 'replace-node' });
+    }
+    expect(runs[0]).toMatchObject({ workflow: 'replace-node', status: 'SUCCEEDED' });
+    const nodes = (await strata.nodes.list()).nodes;
+    expect(nodes.length).toBe(before);
+    expect(nodes.some((n) => n.id === 'n1')).toBe(false);
+    expect(nodes.every((n) => n.state === 'NORMAL')).toBe(true);
+    // Every value written before the kill still reads back, and those written after it.
     for (let i = 0; i < 200; i++)
       expect([i, Buffer.from((await strata.get(`k${i}`))!.value).toString()]).toEqual([i, `value ${i}`]);
     for (let i = 0; i < 50; i++)

@@ -210,8 +210,9 @@ describe('admin API: workflow executions (admin Lambda handler, LocalWorkflowSer
     expect(res.statusCode).toBe(400);
     const err = body<{ error: { code: string; message: string; details: { field: string; valid: string[] } } }>(res).error;
     expect(err.code).toBe('VALIDATION_FAILED');
-    expect(err.details).toEqual({ field: 'workflow', valid: ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate'] });
-    expect(err.message).toContain('scale-out, scale-in, evict-to-s3, tier-migrate');
+    const valid = ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate', 'replace-node'];
+    expect(err.details).toEqual({ field: 'workflow', valid });
+    expect(err.message).toContain(valid.join(', '));
   });
 
   it("validates scale-out and scale-in input with their begin steps' schemas; an empty body is an empty input", async () => {
@@ -357,7 +358,14 @@ describe('admin API without workflows', () => {
 describe('route table', () => {
   it('serves the admin routes from the admin function, marked admin-only; no other route is', () => {
     const admin = API_ROUTES.filter((r) => r.fn === 'admin');
-    // The workflow routes, and the policy routes (test/unit/api-policy.test.ts).
+    // The workflow routes, the policy routes (test/unit/api-policy.test.ts) and the node routes (api-nodes.test.ts).
+    const nodes = [
+      'GET /v1/admin/nodes',
+      'GET /v1/admin/nodes/replacement',
+      'PUT /v1/admin/nodes/replacement',
+      'POST /v1/admin/nodes/{node}/replace',
+      'DELETE /v1/admin/nodes/{node}',
+    ];
     const policy = [
       'GET /v1/admin/policy',
       'PUT /v1/admin/policy',
@@ -368,7 +376,7 @@ describe('route table', () => {
       'GET /v1/admin/policy/firings',
     ];
     expect(admin.map((r) => `${r.method} ${r.resource}`).sort()).toEqual(
-      [`GET ${LIST}`, `GET ${GET}`, `POST ${START}`, ...policy].sort(),
+      [`GET ${LIST}`, `GET ${GET}`, `POST ${START}`, ...policy, ...nodes].sort(),
     );
     expect(admin.every((r) => r.auth === 'admin')).toBe(true);
     expect(API_ROUTES.filter((r) => r.fn !== 'admin').every((r) => r.auth === undefined)).toBe(true);

@@ -45,7 +45,19 @@ describe('strata --version and help', () => {
     const all = await strata(['help']);
     expect([all.code, all.err]).toEqual([0, '']);
     expect(all.out).toBe(`${USAGE}\n`);
-    for (const c of ['get', 'has', 'put', 'delete', 'stats | health', 'workflow', 'cost', 'help', '--version']) {
+    for (const c of [
+      'get',
+      'has',
+      'put',
+      'delete',
+      'stats | health',
+      'workflow',
+      'policy',
+      'node',
+      'cost',
+      'help',
+      '--version',
+    ]) {
       expect(all.out).toMatch(new RegExp(`^  ${c}\\b`, 'm'));
     }
     for (const [command, text] of Object.entries(COMMAND_HELP)) {
@@ -63,7 +75,7 @@ describe('strata --version and help', () => {
 });
 
 describe('mistakes are one line naming what was wrong and the help to run', () => {
-  const WORKFLOWS = 'scale-out, scale-in, evict-to-s3, tier-migrate';
+  const WORKFLOWS = 'scale-out, scale-in, evict-to-s3, tier-migrate, replace-node';
   const WORKLOAD = '(--value-size, --keys, --requests-per-month)';
   it.each([
     [['frobnicate'], "strata: unknown command 'frobnicate'; run 'strata help'\n"],

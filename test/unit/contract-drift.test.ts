@@ -6,11 +6,19 @@
  */
 import * as sdk from '../../sdk/src/index.js';
 import {
+  CACHE_NODE_STATES,
   SERVER_ERROR_CODES,
   SERVER_ERROR_STATUS,
   WORKFLOW_EXECUTION_STATUSES,
   WORKFLOW_NAMES as CONTRACT_WORKFLOW_NAMES,
+  WORKFLOW_PROGRESS_UNITS,
+  type NodeRemovalWire,
+  type ReplacementControlsWire,
 } from '../../sdk/src/contract.js';
+import { NODE_STATES, type NodeState } from '../../core/ring/document.js';
+import type { HealthControlsDocument } from '../../core/nodes/health-controls.js';
+import type { NodeRemoval } from '../../core/nodes/node-removal.js';
+import type { ReplaceNodeRequest } from '../../core/workflows/steps/replace-steps.js';
 import { NamespaceForbiddenError } from '../../core/api/tenant-access.js';
 import { PlacementQueryError } from '../../core/cost/model/placement-query.js';
 import {
@@ -60,6 +68,15 @@ assertType<
 // ... and so each is assignable to the other.
 export const serverToSdk = (p: AsParsedBySdk<ServerProgressOnTheWire>): sdk.WorkflowProgress => p;
 export const sdkToServer = (p: sdk.WorkflowProgress): AsParsedBySdk<ServerProgressOnTheWire> => p;
+
+// The node admin API: the ring's node states, the replacement controls and a removal as the core has them.
+assertType<Equals<NodeState, sdk.CacheNodeState>>(true);
+assertType<Equals<HealthControlsDocument, ReplacementControlsWire>>(true);
+assertType<Equals<NodeRemoval, NodeRemovalWire>>(true);
+assertType<Equals<NodeRemovalWire, sdk.NodeRemoval>>(true);
+// replace-node's input: the SDK's type has the fields of the server's schema, and what it allows the server takes.
+assertType<Equals<keyof sdk.ReplaceNodeInput, keyof ReplaceNodeRequest>>(true);
+export const replaceInputToServer = (i: sdk.ReplaceNodeInput): ReplaceNodeRequest => i;
 
 // ---- run time ----
 
@@ -143,11 +160,42 @@ describe('the server and the SDK agree on error codes', () => {
   });
 });
 
+describe('the server and the SDK agree on the node admin API', () => {
+  it('have the same node states, in the same order', () => {
+    expect([...CACHE_NODE_STATES]).toEqual([...NODE_STATES]);
+  });
+});
+
 describe('the server and the SDK agree on workflows', () => {
   it('have the same workflow names and execution statuses', () => {
     expect(WORKFLOW_NAMES).toEqual(sdk.WORKFLOW_NAMES);
     expect(CONTRACT_WORKFLOW_NAMES).toEqual(sdk.WORKFLOW_NAMES);
     expect(EXECUTION_STATUSES).toEqual(WORKFLOW_EXECUTION_STATUSES);
+  });
+
+  it('count progress in the units the contract names, for every workflow (replace-node: phases)', () => {
+    expect(Object.keys(WORKFLOW_PROGRESS_UNITS)).toEqual([...WORKFLOW_NAMES]);
+    expect(sdk.WORKFLOW_PROGRESS_UNITS).toEqual(WORKFLOW_PROGRESS_UNITS);
+    expect(WORKFLOW_PROGRESS_UNITS['replace-node']).toBe('phases');
+    const at = '2026-01-01T00:00:00.000Z';
+    for (const workflow of WORKFLOW_NAMES) {
+      const doc: WorkflowProgress = {
+        execution: 'e',
+        workflow,
+        phase: 'p',
+        total: 3,
+        done: 1,
+        keys: 0,
+        bytes: 0,
+        startedAt: at,
+        updatedAt: at,
+        facts: {},
+      };
+      expect({ workflow, unit: progressView(doc, 'RUNNING').unit }).toEqual({
+        workflow,
+        unit: WORKFLOW_PROGRESS_UNITS[workflow],
+      });
+    }
   });
 
   it('the progress the admin API returns has every field of the SDK progress type', () => {

@@ -49,7 +49,7 @@ describe('The SDK package as a fresh clone installs it', () => {
  * `| undefined` on those properties such a project does not compile against the SDK's types.
  */
 const CONSUMER = `
-import { StrataClient, renderProgressBar, type CostWorkload, type PutOptions, type RetryInfo, type WorkflowExecutionDetail } from '@sdk';
+import { StrataClient, renderProgressBar, type CacheNodeState, type CostWorkload, type NodeList, type PutOptions, type ReplacementControls, type RetryInfo, type WorkflowExecutionDetail } from '@sdk';
 
 declare const maybe: {
   ttl?: number; tags?: string[]; type?: string; timeout?: number; signal?: AbortSignal; region?: string; name?: string;
@@ -80,6 +80,18 @@ export async function use(): Promise<void> {
   const workload: CostWorkload = { valueSize: '1MB', keys: 5, requestsPerMonth: 10, region: maybe.region, persistent: undefined };
   await strata.cost.placements(workload, { timeoutMs: maybe.timeout });
   console.log(renderProgressBar(done, { columns: process.stderr.columns, width: undefined }));
+  await strata.workflows.start('replace-node', { nodeId: 'n3', fillNamespaces: maybe.tags, rateBytesPerSec: maybe.timeout });
+  // @ts-expect-error replace-node's input names the node to replace
+  await strata.workflows.start('replace-node', { fillNamespaces: maybe.tags });
+  await strata.nodes.replace('n3', { fillNamespaces: maybe.tags, terminate: undefined, reason: undefined }, { name: maybe.name });
+  // @ts-expect-error the node is replace's first argument, not an option
+  await strata.nodes.replace('n3', { nodeId: 'n4' });
+  const nodes: NodeList = await strata.nodes.list({ timeoutMs: maybe.timeout, signal: maybe.signal });
+  const state: CacheNodeState | undefined = nodes.nodes[0]?.state;
+  const downAt: string | undefined = nodes.nodes[0]?.down?.at;
+  await strata.nodes.remove('n3', { signal: maybe.signal });
+  const controls: ReplacementControls = await strata.nodes.replacement.pause(maybe.name);
+  console.log(state, downAt, controls.paused, (await strata.nodes.replacement.resume()).by);
 }
 `;
 

@@ -2,11 +2,14 @@ import { Coordinator } from '../../core/coordinator/coordinator.js';
 import { StrataError, TierFencedError } from '../../core/errors.js';
 import { PolicyRegistry } from '../../core/policy/namespace-settings.js';
 import {
+  applyRemoval,
   DEFAULT_RING_LEASE_MS,
   downFenced,
   initialRing,
   markDown,
   parseRingDocument,
+  removalPlan,
+  replaceDownNode,
   setNodeState,
 } from '../../core/ring/document.js';
 import { RingRouter } from '../../core/ring/view.js';
@@ -122,5 +125,53 @@ describe('a write while a durable tier is fenced for the key', () => {
     expect((err as StrataError).code).toBe('TIER_UNAVAILABLE');
     expect((err as StrataError).message).toMatch(/its cache node is DOWN/);
     await c.close();
+  });
+});
+
+describe("handing a DOWN node's ranges over", () => {
+  const four = ['a', 'b', 'c', 'd'].map((id) => ({ id, url: `http://${id}.invalid:1` }));
+
+  it('replaces it: the new node owns exactly its ranges, NORMAL, at new epochs, and it leaves the ring', () => {
+    const doc = initialRing(four, 2);
+    markDown(doc, 'b', 2, 'x');
+    doc.version = 2;
+    const owned = doc.ranges.filter((r) => r.owner === 'b').map((r) => r.start);
+    const moved = replaceDownNode(doc, 'b', { id: 'e', url: 'http://e.invalid:1', az: 'az-1' }, 3);
+    doc.version = 3;
+    expect(moved).toBe(owned.length);
+    expect(doc.nodes.map((n) => n.id).sort()).toEqual(['a', 'c', 'd', 'e']);
+    expect(doc.nodes.find((n) => n.id === 'e')).toMatchObject({ state: 'NORMAL', az: 'az-1' });
+    for (const r of doc.ranges) if (owned.includes(r.start)) expect(r).toMatchObject({ owner: 'e', epoch: 3 });
+    expect(() => parseRingDocument(doc)).not.toThrow();
+  });
+
+  it('refuses a node that is not DOWN, or one a migration involves', () => {
+    const doc = initialRing(four, 1);
+    expect(() => replaceDownNode(structuredClone(doc), 'b', { id: 'e', url: 'http://e.invalid:1' }, 2)).toThrow(
+      /is NORMAL, not DOWN/,
+    );
+    doc.ranges.find((r) => r.owner === 'a')!.pending = { target: 'b', session: 's1' };
+    markDown(doc, 'b', 1, 'x');
+    expect(() => replaceDownNode(doc, 'b', { id: 'e', url: 'http://e.invalid:1' }, 2)).toThrow(
+      /migrating \(session s1\) to node 'b'/,
+    );
+    expect(() => removalPlan(doc, 'b')).toThrow(/must finish or roll back first/);
+  });
+
+  it('removes it: each range goes to the next NORMAL owner clockwise, and a stale plan is not applied', () => {
+    const doc = initialRing(four, 2);
+    markDown(doc, 'c', 1, 'x');
+    const plan = removalPlan(doc, 'c');
+    for (const p of plan) {
+      const i = doc.ranges.findIndex((r) => r.start === p.start);
+      expect(p.to).toBe(doc.ranges[(i + 1) % doc.ranges.length]!.owner); // round-robin: the next one is never c
+    }
+    const changed = structuredClone(doc);
+    changed.ranges.find((r) => r.start === plan[0]!.start)!.owner = 'a'; // the ring moved on meanwhile
+    expect(applyRemoval(changed, 'c', plan, 2)).toBe(false);
+    expect(applyRemoval(doc, 'c', plan, 2)).toBe(true);
+    doc.version = 2;
+    expect(doc.nodes.some((n) => n.id === 'c')).toBe(false);
+    expect(() => parseRingDocument(doc)).not.toThrow();
   });
 });

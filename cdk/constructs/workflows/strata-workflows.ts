@@ -6,6 +6,7 @@ import { Construct } from 'constructs';
 import type { WorkflowName } from '../../../core/workflows/progress.js';
 import { EvictToS3Definition } from './evict-to-s3.js';
 import type { FleetLaunch } from './fleet-launch.js';
+import { ReplaceNodeDefinition } from './replace-node.js';
 import { ScaleInDefinition } from './scale-in.js';
 import { ScaleOutDefinition } from './scale-out.js';
 import { TierMigrateDefinition } from './tier-migrate.js';
@@ -28,9 +29,10 @@ export const WORKFLOW_IDS: Readonly<Record<WorkflowName, string>> = {
   'scale-in': 'ScaleIn',
   'evict-to-s3': 'EvictToS3',
   'tier-migrate': 'TierMigrate',
+  'replace-node': 'ReplaceNode',
 };
 
-/** The four workflows as Step Functions state machines (standard type: long, exactly-once steps). */
+/** The five workflows as Step Functions state machines (standard type: long, exactly-once steps). */
 export class StrataWorkflows extends Construct {
   readonly stateMachines: Readonly<Record<WorkflowName, sfn.StateMachine>>;
 
@@ -41,6 +43,8 @@ export class StrataWorkflows extends Construct {
       'scale-in': new ScaleInDefinition(this, 'ScaleInStates', { fn: props.stepFunction, fleet: props.fleet }).definition,
       'evict-to-s3': new EvictToS3Definition(this, 'EvictToS3States', { fn: props.stepFunction }).definition,
       'tier-migrate': new TierMigrateDefinition(this, 'TierMigrateStates', { fn: props.stepFunction }).definition,
+      'replace-node': new ReplaceNodeDefinition(this, 'ReplaceNodeStates', { fn: props.stepFunction, fleet: props.fleet })
+        .definition,
     };
     const machines = {} as Record<WorkflowName, sfn.StateMachine>;
     for (const [name, chain] of Object.entries(definitions) as [WorkflowName, sfn.IChainable][]) {
@@ -48,6 +52,7 @@ export class StrataWorkflows extends Construct {
         stateMachineName: `${props.namePrefix}-${name}`,
         definitionBody: sfn.DefinitionBody.fromChainable(chain),
         stateMachineType: sfn.StateMachineType.STANDARD,
+        // ReplaceNode's 24 hours are mostly its fill: at the default 8 MiB/s, 675 GiB, more than a node's data volume.
         timeout: Duration.hours(name === 'evict-to-s3' ? 6 : 24),
         tracingEnabled: props.tracing ?? !!props.logGroup,
         removalPolicy: RemovalPolicy.DESTROY,

@@ -19,14 +19,17 @@ export interface LocalWorkflowsOptions {
   fleet: FleetProvider;
   /** The fleet's shared secret (STRATA_WARM_SECRET). */
   secret: string;
-  /** The local run's tiers, for evict-to-s3 and tier-migrate (the API context's hot, warm and cold tiers). @default none */
+  /**
+   * The local run's tiers, for evict-to-s3, tier-migrate and replace-node's fill (the API context's hot, warm and cold
+   * tiers). @default none
+   */
   tiers?: WorkflowDeps['tiers'];
   /** Wait states to shorten, ms, by state name. @default { WaitForNode: 1000 } */
   waitOverridesMs?: Record<string, number>;
   /** Where the steps' metrics go. @default dropped */
   metric?: (key: MetricKey, value: number, dims?: Record<string, string>) => void;
   /**
-   * The "subnets" ScaleOut spreads nodes over (the local fleet ignores them; the ring records their AZs).
+   * The "subnets" ScaleOut and ReplaceNode launch nodes into (the local fleet ignores them; the ring records their AZs).
    * @default {@link LOCAL_FLEET_SUBNETS}
    */
   fleetSubnets?: readonly FleetSubnet[];

@@ -3,6 +3,7 @@ import { Migrator } from '../../nodes/migration.js';
 import type { NodeClient } from '../../nodes/node-client.js';
 import { dataSteps, type DataStepDeps } from './data-steps.js';
 import { ProgressStore, ScaleLocks } from '../progress.js';
+import { replaceSteps } from './replace-steps.js';
 import { scaleSteps, type ScaleDeps } from './scale-steps.js';
 import type { StepHandlers } from './registry.js';
 
@@ -41,6 +42,7 @@ export function workflowDeps(
 export function stepHandlers(d: WorkflowDeps): StepHandlers {
   const s = scaleSteps(d);
   const data = dataSteps(d);
+  const r = replaceSteps(d);
   return {
     'scale-out.begin': s.scaleOutBegin,
     'scale-out.check-node': s.checkNode,
@@ -57,5 +59,10 @@ export function stepHandlers(d: WorkflowDeps): StepHandlers {
     'evict.report': data.evictReport,
     'tier-migrate.begin': data.tierMigrateBegin,
     'tier-migrate.batch': data.tierMigrateBatch,
+    'replace-node.begin': r.begin,
+    'replace-node.take-over': r.takeOver,
+    'replace-node.fill': r.fill,
+    'replace-node.finish': r.finish,
+    'replace-node.rollback': r.rollback,
   };
 }

@@ -23,6 +23,11 @@ export const STEP_NAMES = [
   'evict.report',
   'tier-migrate.begin',
   'tier-migrate.batch',
+  'replace-node.begin',
+  'replace-node.take-over',
+  'replace-node.fill',
+  'replace-node.finish',
+  'replace-node.rollback',
 ] as const;
 export type StepName = (typeof STEP_NAMES)[number];
 

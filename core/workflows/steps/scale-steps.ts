@@ -72,7 +72,8 @@ export const scaleOutBeginInput = z.strictObject({
 
 export const checkNodeInput = z.strictObject({
   execution,
-  workflow: z.literal('scale-out').optional(),
+  /** The workflow that launched it (ScaleOut, or ReplaceNode, which launches the same way). */
+  workflow: z.enum(['scale-out', 'replace-node']).default('scale-out'),
   /** On EC2 the node id is the instance id (the launch template's user data names the node after it). */
   nodeId: nodeIdSchema,
   instanceId: z.string().min(1),
@@ -204,8 +205,8 @@ export function scaleSteps(d: ScaleDeps) {
       if (!healthy) return { healthy: false, url, allocationMs: null };
       const allocationMs = d.now() - i.launchedAt;
       d.metric('nodeAllocationMs', allocationMs);
-      await progress(i.execution, 'scale-out', (p) => {
-        p.phase = `node ${i.nodeId} healthy; planning`;
+      await progress(i.execution, i.workflow, (p) => {
+        p.phase = `node ${i.nodeId} healthy; ${i.workflow === 'scale-out' ? 'planning' : 'taking over'}`;
         p.facts.allocationMs = allocationMs;
         p.facts.url = url;
         p.facts.instanceId = i.instanceId;

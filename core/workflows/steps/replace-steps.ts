@@ -1,0 +1,295 @@
+// ReplaceNode's steps: a DOWN cache node's ranges go to a freshly launched node, filled from the cold tier.
+import * as z from 'zod';
+import { ValidationError } from '../../errors.js';
+import { isLive, type Entry } from '../../model/entry.js';
+import { rangesOfNode, replaceDownNode, spanContains, type RangeSpan } from '../../ring/document.js';
+import { ringHash } from '../../ring/hash.js';
+import { supportsScan, type Tier } from '../../tiers/tier.js';
+import { chooseLaunchSubnet, launchClientToken } from './fleet-placement.js';
+import { NoNodeToRemoveError, ScaleOutInFlightError, type ScaleDeps } from './scale-steps.js';
+import { TokenBucket } from './token-bucket.js';
+import type { DataStepDeps } from './data-steps.js';
+
+const nodeIdSchema = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'node ids are 1-64 characters of A-Z a-z 0-9 _ . : -');
+const namespaceName = z.string().min(1).max(128);
+
+/** What `replace-node` takes (the execution's input), validated by the API before it starts and by the begin step. */
+export const replaceNodeRequest = z.strictObject({
+  /** The DOWN node to replace (a node must have been marked DOWN, by the health check or by hand). */
+  nodeId: nodeIdSchema,
+  /** Why (recorded in the progress facts): `health check` when detection started it. */
+  reason: z.string().max(200).nullish(),
+  /**
+   * Namespaces whose entries the new node is filled with from the cold tier in the background (the keys hot holds
+   * first), within its ranges. Default none: the node fills by read-through only (misses are read from cold and
+   * promoted where the namespace's policy promotes into warm).
+   */
+  fillNamespaces: z.array(namespaceName).max(100).default([]),
+  /** The fill's bandwidth cap, bytes per second. @default 8 MiB/s */
+  rateBytesPerSec: z
+    .number()
+    .min(1024)
+    .max(10 * 1024 ** 3)
+    .default(8 * 1024 ** 2),
+  /** Each fill step returns after this long (a Lambda step must end well inside its timeout). @default 60000 */
+  fillMaxMs: z.number().int().min(100).max(600_000).default(60_000),
+  /** How long the replacement may take to answer its health check. @default 900000 */
+  launchTimeoutMs: z.number().int().min(1000).max(3_600_000).default(900_000),
+  /** Terminate the dead node's instance (and with it its data volume) once replaced. @default true */
+  terminate: z.boolean().default(true),
+});
+export type ReplaceNodeRequest = z.input<typeof replaceNodeRequest>;
+
+const execution = z.string().min(1).max(128);
+const workflow = z.literal('replace-node').default('replace-node');
+
+const beginInput = replaceNodeRequest.extend({ execution, workflow });
+
+const takeOverInput = z.strictObject({
+  execution,
+  workflow,
+  /** The DOWN node. */
+  nodeId: nodeIdSchema,
+  /** The replacement (on EC2 its instance id). */
+  newNodeId: nodeIdSchema,
+  instanceId: z.string().min(1),
+  url: z.string().url(),
+  az: z.string().min(1).max(64).nullish(),
+});
+
+const fillOptions = z.looseObject({
+  fillNamespaces: z.array(namespaceName).default([]),
+  rateBytesPerSec: z.number().min(1024),
+  fillMaxMs: z.number().int().min(100).max(600_000),
+});
+
+const fillInput = z.strictObject({
+  execution,
+  workflow,
+  /** The replacement node, whose ranges are filled. */
+  nodeId: nodeIdSchema,
+  /** Where the previous fill step stopped (opaque; null at the start). */
+  cursor: z.string().max(4096).nullable(),
+  options: fillOptions,
+});
+
+/** The execution's state as the finish and rollback states pass it (`$`). */
+const stateInput = z.strictObject({
+  execution,
+  workflow,
+  state: z.looseObject({
+    begin: z.looseObject({ nodeId: z.string(), downAt: z.number().nullish() }).nullish(),
+    instance: z.looseObject({ instanceId: z.string().nullish() }).nullish(),
+    takeOver: z.looseObject({ ringVersion: z.number(), ranges: z.number(), recoveryMs: z.number().nullish() }).nullish(),
+    fill: z.looseObject({ keys: z.number().optional(), bytes: z.number().optional() }).nullish(),
+    fillError: z.looseObject({ Error: z.string().optional(), Cause: z.string().optional() }).nullish(),
+    error: z.looseObject({ Error: z.string().optional(), Cause: z.string().optional() }).nullish(),
+  }),
+});
+
+/** Where a fill stands: the namespace (by index), the pass (keys hot holds first, then all of cold), the scan cursor. */
+interface FillCursor {
+  ns: number;
+  pass: 'hot' | 'cold';
+  scan: string | null;
+}
+
+/** Entries a fill step examines per scan page. */
+const FILL_PAGE = 200;
+
+/** Progress of a replacement: launched, took over, filled. */
+const PHASES = 3;
+
+type ReplaceDeps = Pick<ScaleDeps, 'ring' | 'nodes' | 'progress' | 'locks' | 'metric' | 'now' | 'fleetSubnets'> &
+  Pick<DataStepDeps, 'tiers'>;
+
+/**
+ * ReplaceNode's steps (the state machine: cdk/constructs/workflows/replace-node.ts). Begin checks the node is DOWN
+ * and locks it; the launch and health check are ScaleOut's; TakeOver hands every range of the dead node to the new
+ * one in one ring compare-and-set (the new node starts empty and serves misses from the next tier at once); Fill
+ * copies the named namespaces' entries of those ranges from cold, the keys hot holds first, under a bandwidth cap,
+ * each copy a versioned write that never replaces a newer one; Finish records the time to recovery.
+ */
+export function replaceSteps(d: ReplaceDeps) {
+  return {
+    /** Validates the request, locks the node and places the launch in the dead node's AZ (else the emptiest). */
+    async begin(raw: unknown) {
+      const i = beginInput.parse(raw);
+      if (d.fleetSubnets.length === 0) {
+        throw new ValidationError(
+          'STRATA_FLEET_SUBNETS',
+          'the fleet has no subnets configured: ReplaceNode cannot launch a node',
+        );
+      }
+      const doc = await d.ring.load();
+      const dead = doc?.nodes.find((n) => n.id === i.nodeId);
+      if (!doc || !dead) {
+        const ids = doc?.nodes.map((n) => n.id).join(', ') ?? 'none';
+        throw new NoNodeToRemoveError(`node '${i.nodeId}' is not in the ring (nodes: ${ids})`);
+      }
+      if (dead.state !== 'DOWN') {
+        throw new NoNodeToRemoveError(
+          `node '${i.nodeId}' is ${dead.state}, not DOWN: only a node marked DOWN is replaced (ScaleIn drains a live one)`,
+        );
+      }
+      // The same check TakeOver makes, now, so a replacement that cannot take over launches nothing.
+      replaceDownNode(structuredClone(doc), i.nodeId, { id: `${i.nodeId}-check`, url: 'http://check.invalid' }, doc.version + 1);
+      if (!(await d.locks.acquire(i.nodeId, i.execution))) throw new ScaleOutInFlightError(i.nodeId);
+      const sameAz = d.fleetSubnets.find((s) => s.availabilityZone === dead.az);
+      const subnet = sameAz ?? chooseLaunchSubnet(d.fleetSubnets, doc.nodes);
+      const launch = { ordinal: 0, ...subnet, clientToken: launchClientToken(i.execution, 0) };
+      await d.progress.update(i.execution, 'replace-node', (p) => {
+        p.total = PHASES;
+        p.phase = `launching a replacement for ${i.nodeId} in ${launch.availabilityZone}`;
+        p.facts.nodeId = i.nodeId;
+        p.facts.reason = i.reason ?? null;
+        p.facts.downAt = dead.down ? new Date(dead.down.at).toISOString() : null;
+        p.facts.availabilityZone = launch.availabilityZone;
+      });
+      return {
+        nodeId: i.nodeId,
+        deadInstanceId: dead.instance ?? null,
+        downAt: dead.down?.at ?? null,
+        launch,
+        launchedAt: d.now(),
+        launchTimeoutMs: i.launchTimeoutMs,
+        options: {
+          fillNamespaces: i.fillNamespaces,
+          rateBytesPerSec: i.rateBytesPerSec,
+          fillMaxMs: i.fillMaxMs,
+          terminate: i.terminate,
+        },
+      };
+    },
+
+    /** One ring CAS: the new node joins NORMAL owning the dead node's ranges, and the dead node leaves. Idempotent. */
+    async takeOver(raw: unknown) {
+      const i = takeOverInput.parse(raw);
+      let moved = 0;
+      let downAt: number | null = null;
+      const doc = await d.ring.update((draft, next) => {
+        const dead = draft.nodes.find((n) => n.id === i.nodeId);
+        // A retry after the write landed: the new node is in, the dead one gone.
+        if (!dead && draft.nodes.some((n) => n.id === i.newNodeId)) return false;
+        downAt = dead?.down?.at ?? null;
+        const node = { id: i.newNodeId, url: i.url, instance: i.instanceId, ...(i.az ? { az: i.az } : {}) };
+        moved = replaceDownNode(draft, i.nodeId, node, next);
+      });
+      // The new node learns its ranges now, not at its next poll of the ring store.
+      await d.nodes.pushRing(i.url, doc).catch(() => undefined);
+      const recoveryMs = downAt === null ? null : Math.max(0, d.now() - downAt);
+      if (recoveryMs !== null) d.metric('nodeRecoveryMs', recoveryMs);
+      await d.progress.update(i.execution, 'replace-node', (p) => {
+        p.done = Math.max(p.done, 2);
+        p.phase = `${i.newNodeId} took over ${moved} range(s) of ${i.nodeId}; filling`;
+        p.facts.newNodeId = i.newNodeId;
+        p.facts.recoveryMs = recoveryMs;
+      });
+      return { ringVersion: doc.version, ranges: moved, recoveryMs };
+    },
+
+    /**
+     * Copies entries of the named namespaces in the new node's ranges from cold for at most `fillMaxMs`: first the
+     * keys hot holds (the ones being read), then everything cold holds. `done: false` means "call again".
+     */
+    async fill(raw: unknown) {
+      const i = fillInput.parse(raw);
+      const { hot, warm, cold } = d.tiers;
+      const namespaces = i.options.fillNamespaces;
+      if (namespaces.length === 0 || !warm || !cold || !supportsScan(cold))
+        return { done: true, cursor: null, keys: 0, bytes: 0 };
+      const hotScan = hot && supportsScan(hot) ? hot : undefined;
+      const firstPass = (): FillCursor['pass'] => (hotScan ? 'hot' : 'cold');
+      const doc = await d.ring.load();
+      const spans: RangeSpan[] = doc ? rangesOfNode(doc, i.nodeId).owned : [];
+      const ours = (ns: string, key: string) => {
+        const position = ringHash(ns, key);
+        return spans.some((s) => spanContains(s, position));
+      };
+      const bucket = new TokenBucket({ ratePerSec: i.options.rateBytesPerSec });
+      const deadline = d.now() + i.options.fillMaxMs;
+      let cur: FillCursor = i.cursor ? (JSON.parse(i.cursor) as FillCursor) : { ns: 0, pass: firstPass(), scan: null };
+      let keys = 0;
+      let bytes = 0;
+      while (cur.ns < namespaces.length && d.now() < deadline && spans.length > 0) {
+        const ns = namespaces[cur.ns]!;
+        const source = cur.pass === 'hot' && hotScan ? hotScan : cold;
+        const page = await source.scan(ns, { limit: FILL_PAGE, cursor: cur.scan });
+        for (const item of page.items) {
+          if (!ours(ns, item.key)) continue;
+          const got = await cold.get(ns, item.key);
+          if (!got || !isLive(got.header)) continue;
+          await bucket.take(got.value.length);
+          if (await copyInto(warm, ns, item.key, got)) {
+            keys++;
+            bytes += got.value.length;
+          }
+        }
+        if (page.cursor) cur = { ...cur, scan: page.cursor };
+        else if (cur.pass === 'hot') cur = { ns: cur.ns, pass: 'cold', scan: null };
+        else cur = { ns: cur.ns + 1, pass: firstPass(), scan: null };
+      }
+      const done = cur.ns >= namespaces.length || spans.length === 0;
+      if (bytes > 0) d.metric('bytesMoved', bytes, { Workflow: 'replace-node' });
+      await d.progress.update(i.execution, 'replace-node', (p) => {
+        p.keys += keys;
+        p.bytes += bytes;
+        p.phase = done
+          ? 'filled'
+          : `filling ${namespaces[cur.ns]} from cold (${cur.pass === 'hot' ? 'keys hot holds' : 'all keys'})`;
+      });
+      return { done, cursor: done ? null : JSON.stringify(cur), keys, bytes };
+    },
+
+    /** Releases the lock and records the outcome (a failed fill is reported: the node serves by read-through). */
+    async finish(raw: unknown) {
+      const i = stateInput.parse(raw);
+      const st = i.state;
+      const node = st.begin?.nodeId;
+      if (node) await d.locks.release(node, i.execution);
+      const fillError = st.fillError
+        ? `${st.fillError.Error ?? 'error'}: ${String(st.fillError.Cause ?? '').slice(0, 300)}`
+        : null;
+      await d.progress.update(i.execution, 'replace-node', (p) => {
+        p.done = PHASES;
+        p.phase = fillError
+          ? `replaced ${node}; the fill stopped (${fillError}): the node fills by read-through`
+          : `replaced ${node} by ${st.instance?.instanceId ?? '?'}`;
+        p.facts.fillError = fillError;
+        p.outcome = 'succeeded';
+      });
+      return {
+        node: node ?? null,
+        newNodeId: st.instance?.instanceId ?? null,
+        recoveryMs: st.takeOver?.recoveryMs ?? null,
+        fillError,
+      };
+    },
+
+    /**
+     * After a failure before or during TakeOver (which is one CAS, so either happened or not): the launched node,
+     * if any, owns nothing and is to be terminated; the dead node stays DOWN for another try. Releases the lock.
+     */
+    async rollback(raw: unknown) {
+      const i = stateInput.parse(raw);
+      const st = i.state;
+      const instanceId = st.instance?.instanceId ?? null;
+      const doc = await d.ring.load();
+      const inRing = !!instanceId && !!doc?.nodes.some((n) => n.id === instanceId);
+      if (st.begin?.nodeId) await d.locks.release(st.begin.nodeId, i.execution);
+      await d.progress.update(i.execution, 'replace-node', (p) => {
+        p.phase = `rolled back after ${st.error?.Error ?? 'a failure'}${st.error?.Cause ? `: ${String(st.error.Cause).slice(0, 300)}` : ''}`;
+        p.outcome = 'rolled-back';
+      });
+      return { instanceId, terminate: !!instanceId && !inRing };
+    },
+  };
+}
+
+export type ReplaceSteps = ReturnType<typeof replaceSteps>;
+
+/** A versioned copy into warm: true when it landed (false when warm holds that version or a newer one). */
+async function copyInto(warm: Tier, ns: string, key: string, e: Entry): Promise<boolean> {
+  const o = await warm.put(ns, key, { header: { ...e.header, flags: {} }, value: e.value });
+  return o.applied;
+}
