@@ -92,6 +92,8 @@ interface FillCursor {
   ns: number;
   pass: 'hot' | 'cold';
   scan: string | null;
+  /** Items of the page at `scan` already handled: a step that ran out of time mid-page resumes after them. */
+  skip?: number;
 }
 
 /** Entries a fill step examines per scan page. */
@@ -215,7 +217,11 @@ export function replaceSteps(d: ReplaceDeps) {
         const ns = namespaces[cur.ns]!;
         const source = cur.pass === 'hot' && hotScan ? hotScan : cold;
         const page = await source.scan(ns, { limit: FILL_PAGE, cursor: cur.scan });
-        for (const item of page.items) {
+        let handled = cur.skip ?? 0;
+        for (const item of page.items.slice(handled)) {
+          // Large values at a low rate can take a page past the step's time: stop between items, resume after them.
+          if (d.now() >= deadline) break;
+          handled++;
           if (!ours(ns, item.key)) continue;
           const got = await cold.get(ns, item.key);
           if (!got || !isLive(got.header)) continue;
@@ -225,7 +231,8 @@ export function replaceSteps(d: ReplaceDeps) {
             bytes += got.value.length;
           }
         }
-        if (page.cursor) cur = { ...cur, scan: page.cursor };
+        if (handled < page.items.length) cur = { ...cur, skip: handled };
+        else if (page.cursor) cur = { ns: cur.ns, pass: cur.pass, scan: page.cursor };
         else if (cur.pass === 'hot') cur = { ns: cur.ns, pass: 'cold', scan: null };
         else cur = { ns: cur.ns + 1, pass: firstPass(), scan: null };
       }

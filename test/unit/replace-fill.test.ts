@@ -1,0 +1,72 @@
+import { entry } from '../helpers/tiers.js';
+import { initialRing } from '../../core/ring/document.js';
+import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
+import { MemoryTier } from '../../core/tiers/memory-tier.js';
+import { ProgressStore, ScaleLocks } from '../../core/workflows/progress.js';
+import { replaceSteps } from '../../core/workflows/steps/replace-steps.js';
+
+/** ReplaceNode's fill step over memory tiers standing in for hot, cold and the new node's warm ranges. */
+async function setup(o: { keys: number; hotKeys?: string[] }) {
+  const cas = new InMemoryCasStore();
+  const ring = new RingStore(cas);
+  await ring.create(initialRing([{ id: 'new', url: 'http://new.invalid:1' }], 1)); // it owns everything
+  const cold = new MemoryTier({ name: 'cold' });
+  const warm = new MemoryTier({ name: 'warm' });
+  const hot = new MemoryTier({ name: 'hot' });
+  const order: string[] = [];
+  const put = warm.put.bind(warm);
+  warm.put = (ns, key, e, o) => (order.push(key), put(ns, key, e, o));
+  for (let i = 0; i < o.keys; i++) await cold.put('ns', `k${i}`, entry(10 + i, `value ${i}`));
+  for (const k of o.hotKeys ?? []) await hot.put('ns', k, (await cold.get('ns', k))!);
+  let clock = 0;
+  const steps = replaceSteps({
+    ring,
+    nodes: undefined as never,
+    progress: new ProgressStore(cas),
+    locks: new ScaleLocks(cas),
+    metric: () => {},
+    // Each reading of the clock moves it 3 ms: a step's time budget is counted in clock readings.
+    now: () => (clock += 3),
+    fleetSubnets: [],
+    tiers: { hot, warm, cold },
+  });
+  const options = { fillNamespaces: ['ns'], rateBytesPerSec: 1e9, fillMaxMs: 100 };
+  const fill = (execution: string, cursor: string | null, fillMaxMs = options.fillMaxMs) =>
+    steps.fill({ execution, workflow: 'replace-node', nodeId: 'new', cursor, options: { ...options, fillMaxMs } });
+  return { fill, warm, order };
+}
+
+describe("ReplaceNode's fill", () => {
+  it('copies every key in steps that stop mid-page, skipping none and repeating none', async () => {
+    const { fill, warm, order } = await setup({ keys: 450 });
+    let cursor: string | null = null;
+    let calls = 0;
+    let copied = 0;
+    for (;;) {
+      const r = await fill('e1', cursor);
+      calls++;
+      copied += r.keys;
+      if (r.done) break;
+      cursor = r.cursor;
+      expect(calls).toBeLessThan(500);
+    }
+    expect(calls).toBeGreaterThan(2); // the 100 ms budget (about 33 clock readings) cut pages short
+    expect(copied).toBe(450);
+    expect(new Set(order).size).toBe(order.length); // no key offered twice, though steps resumed mid-page
+    for (let i = 0; i < 450; i++) expect((await warm.get('ns', `k${i}`))?.header.version).toBe(10 + i);
+  });
+
+  it('copies the keys hot holds first', async () => {
+    const { fill, order } = await setup({ keys: 300, hotKeys: ['k250', 'k299'] });
+    expect(await fill('e2', null, 600_000)).toMatchObject({ done: true, keys: 300 });
+    expect(order.slice(0, 2).sort()).toEqual(['k250', 'k299']);
+    expect(order).toHaveLength(302); // the cold pass offers them again, refused as not newer
+  });
+
+  it('never replaces a newer version the node took meanwhile', async () => {
+    const { fill, warm } = await setup({ keys: 3 });
+    await warm.put('ns', 'k1', entry(1000, 'newer'));
+    await fill('e3', null, 600_000);
+    expect((await warm.get('ns', 'k1'))!.value.toString()).toBe('newer');
+  });
+});
