@@ -92,6 +92,40 @@ export const ringDocumentSchema = z
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   });
 
+/**
+ * The document as a reader takes it: the same checks, but fields and node states this version does not know are
+ * kept, not refused. A newer writer (a rolling upgrade's new nodes, a newer workflow) may add a field or a state;
+ * a node of this version must keep routing by such a ring rather than drop it and refuse every request. An unknown
+ * node state counts as neither NORMAL nor DOWN (the node keeps serving its ranges; nothing new is placed on it), an
+ * unknown pending phase as `copy` (reads stay on the owner). A change older readers must not accept bumps `format`.
+ * New documents are written to the strict schema ({@link ringDocumentSchema}), so a typo is still refused.
+ */
+const readableRingSchema = z
+  .looseObject({
+    ...ringDocumentSchema.shape,
+    nodes: z
+      .array(
+        z.looseObject({
+          ...ringNodeSchema.shape,
+          state: z.string().min(1),
+          down: ringNodeSchema.shape.down.unwrap().loose().optional(),
+        }),
+      )
+      .min(1),
+    ranges: z
+      .array(
+        z.looseObject({
+          ...ringRangeSchema.shape,
+          pending: z.looseObject({ ...pendingSchema.shape, phase: z.string().optional() }).optional(),
+        }),
+      )
+      .min(1),
+  })
+  .superRefine((doc, ctx) => {
+    const problem = ringProblem(doc as RingDocument);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
+
 export type RingNode = z.infer<typeof ringNodeSchema>;
 export type RingRange = z.infer<typeof ringRangeSchema>;
 export type RingDocument = z.infer<typeof ringDocumentSchema>;
@@ -129,14 +163,20 @@ export function ringProblem(doc: Pick<RingDocument, 'nodes' | 'ranges' | 'versio
     if (r.epoch > doc.version) return `range ${r.start} has epoch ${r.epoch} above the document version ${doc.version}`;
   }
   for (const n of doc.nodes) {
-    if ((n.state === 'DOWN') !== (n.down !== undefined)) return `node '${n.id}': state DOWN and a down record go together`;
+    if (n.state === 'DOWN' && n.down === undefined) return `node '${n.id}': state DOWN and a down record go together`;
+    if (n.down !== undefined && n.state !== 'DOWN') return `node '${n.id}': state DOWN and a down record go together`;
   }
   return undefined;
 }
 
-/** Parses and checks a document (from a store, a node, or a 409 answer). */
-export function parseRingDocument(input: unknown): RingDocument {
-  const r = ringDocumentSchema.safeParse(input);
+/**
+ * Parses and checks a document (from a store, a node, or a 409 answer). Read as a reader takes it (fields and
+ * states of newer versions kept: see readableRingSchema) unless `strict`, as for a document about to be created.
+ */
+export function parseRingDocument(input: unknown, opts: { strict?: boolean } = {}): RingDocument {
+  const r = opts.strict
+    ? ringDocumentSchema.safeParse(input)
+    : (readableRingSchema.safeParse(input) as z.ZodSafeParseResult<RingDocument>);
   if (!r.success) throw new RingDocumentError(`invalid ring document: ${formatIssues(r.error.issues)}`);
   return r.data;
 }

@@ -224,7 +224,7 @@ export class RingStore {
 
   /** Creates the first document (fails with CasConflictError if one exists). */
   async create(doc: RingDocument): Promise<RingDocument> {
-    const checked = parseRingDocument(doc);
+    const checked = parseRingDocument(doc, { strict: true });
     await this.cas.put(this.key, JSON.stringify(checked), null);
     return checked;
   }

@@ -1,4 +1,5 @@
 import { entry } from '../helpers/tiers.js';
+import type { Entry } from '../../core/model/entry.js';
 import { initialRing } from '../../core/ring/document.js';
 import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
 import { MemoryTier } from '../../core/tiers/memory-tier.js';
@@ -15,7 +16,7 @@ async function setup(o: { keys: number; hotKeys?: string[] }) {
   const hot = new MemoryTier({ name: 'hot' });
   const order: string[] = [];
   const put = warm.put.bind(warm);
-  warm.put = (ns, key, e, o) => (order.push(key), put(ns, key, e, o));
+  warm.put = (ns: string, key: string, e: Entry) => (order.push(key), put(ns, key, e));
   for (let i = 0; i < o.keys; i++) await cold.put('ns', `k${i}`, entry(10 + i, `value ${i}`));
   for (const k of o.hotKeys ?? []) await hot.put('ns', k, (await cold.get('ns', k))!);
   let clock = 0;

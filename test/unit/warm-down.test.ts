@@ -175,3 +175,34 @@ describe("handing a DOWN node's ranges over", () => {
     expect(() => parseRingDocument(doc)).not.toThrow();
   });
 });
+
+describe('a ring document written by a newer version', () => {
+  function newer() {
+    const doc = initialRing(nodes, 1) as unknown as Record<string, unknown> & {
+      nodes: Record<string, unknown>[];
+      ranges: Record<string, unknown>[];
+    };
+    doc.placementHints = { zones: 3 }; // a field this version does not know
+    doc.nodes[0]!.protocol = 3;
+    doc.nodes[1]!.state = 'DRAINING'; // a state this version does not know
+    doc.ranges[0]!.weight = 2;
+    doc.ranges[0]!.pending = { target: 'c', session: 's1', phase: 'verify' };
+    return doc;
+  }
+
+  it('is read, with what this version does not know kept, and routed by as far as it is understood', () => {
+    const doc = parseRingDocument(newer());
+    expect((doc as unknown as Record<string, unknown>).placementHints).toEqual({ zones: 3 }); // kept for a later write
+    const router = new RingRouter(doc);
+    const route = router.route(doc.ranges[0]!.start);
+    expect(route.reader.id).toBe(route.owner.id); // an unknown phase: reads stay on the owner
+    expect(route.pending?.id).toBe('c'); // writes still reach the target
+    const draining = router.route(doc.ranges[1]!.start);
+    expect(new DownFence().write(router, draining)).toBe('serve'); // an unknown state is not DOWN
+  });
+
+  it('is refused when created (strict), so a typo in a new document is still caught', () => {
+    expect(() => parseRingDocument(newer(), { strict: true })).toThrow(/invalid ring document/);
+    expect(() => parseRingDocument({ ...initialRing(nodes, 1), format: 2 })).toThrow(/invalid ring document/); // a break bumps format
+  });
+});
