@@ -15,6 +15,15 @@ import {
 } from '../ring/document.js';
 import { JsonDocStore, RingPreconditionError, RingStore, type CasStore } from '../ring/store.js';
 import type { FleetProvider } from './fleet.js';
+import {
+  checkPlanLive,
+  checkSessionLive,
+  fencedRingUpdate,
+  rollbackPlan,
+  rollbackSession,
+  type RollbackDeps,
+  type StepFence,
+} from './migration-rollback.js';
 import { NodeClient, NodeRequestError } from './node-client.js';
 import { storeKey } from './wire.js';
 
@@ -31,7 +40,8 @@ import { storeKey } from './wire.js';
  *   publish   hand reads over to the target, then flip ownership to it (two ring CASes, pushed to target
  *             first): it serves the span from now on;
  *   cleanup   after a grace period, the source drops the span;
- *   rollback  (before publish) release the pending mark and drop the target's partial copy.
+ *   rollback  (before publish) release the pending mark and drop the target's partial copy; from then on the
+ *             plan's steps refuse to act (migration-rollback.ts).
  *
  * Modes: `incremental` runs one session at a time and publishes each as soon as it is streamed (the new node
  * serves step by step); `parallel` (the Cassandra baseline) prepares and streams every session at once and
@@ -60,6 +70,8 @@ export interface MigrationSession {
   rolledBackAt?: string;
   /** Keys and bytes the source held in the span at planning time. */
   planned: { keys: number; bytes: number };
+  /** What its rollback could not do (a node it could not reach). */
+  rollbackWarnings?: string[];
 }
 
 export interface MigrationPlan {
@@ -69,7 +81,12 @@ export interface MigrationPlan {
   /** scale-out: the joining node; scale-in: the leaving node. */
   node: string;
   sessions: string[];
-  state: 'running' | 'done' | 'rolled-back';
+  /** `rolling-back` from the start of a rollback: its steps refuse to act from then on. */
+  state: 'running' | 'rolling-back' | 'done' | 'rolled-back';
+  /** The workflow execution that planned it: only its steps act on it. */
+  execution?: string;
+  /** Set when a rollback began (the plan stays `done` when some of its sessions were published before). */
+  rollback?: { at: string; execution?: string; reason?: string; warnings: string[] };
   createdAt: string;
   updatedAt: string;
 }
@@ -83,6 +100,8 @@ export interface StreamOptions {
   maxMs?: number;
   signal?: AbortSignal;
 }
+
+export type { StepFence } from './migration-rollback.js';
 
 export interface RunOptions extends StreamOptions {
   /** How long a source keeps a published span before cleanup may drop it. @default 60000 */
@@ -147,6 +166,8 @@ export class Migrator {
     mode: MigrationMode;
     sources?: string[];
     cut?: number;
+    /** The workflow execution planning it: only its steps may act on the plan. */
+    execution?: string;
   }): Promise<MigrationPlan> {
     const doc = await this.ring.update((d) => {
       if (d.nodes.some((n) => n.id === o.target.id)) return false;
@@ -170,11 +191,11 @@ export class Migrator {
         this.newSession(planId, sessions.length, source, o.target.id, { start: best.span.start, end: best.cut }, lower),
       );
     }
-    return this.createPlan(planId, 'scale-out', o.mode, o.target.id, sessions);
+    return this.createPlan(planId, 'scale-out', o.mode, o.target.id, sessions, o.execution);
   }
 
   /** Plans draining `node`: each of its ranges goes to its successor (the next range's owner clockwise that is not leaving). */
-  async planScaleIn(o: { node: string; mode: MigrationMode }): Promise<MigrationPlan> {
+  async planScaleIn(o: { node: string; mode: MigrationMode; execution?: string }): Promise<MigrationPlan> {
     const doc = await this.ring.update((d) => {
       const n = requireNode(d, o.node);
       if (n.state === 'LEAVING') return false;
@@ -199,7 +220,7 @@ export class Migrator {
     });
     for (const s of sessions)
       s.planned = await this.client.rangeStats(url, s.span.start, s.span.end).then(({ keys, bytes }) => ({ keys, bytes }));
-    return this.createPlan(planId, 'scale-in', o.mode, o.node, sessions);
+    return this.createPlan(planId, 'scale-in', o.mode, o.node, sessions, o.execution);
   }
 
   private newSession(
@@ -232,6 +253,7 @@ export class Migrator {
     mode: MigrationMode,
     node: string,
     sessions: MigrationSession[],
+    execution?: string,
   ): Promise<MigrationPlan> {
     for (const s of sessions) {
       await this.sessions.create(s.id, s);
@@ -245,6 +267,7 @@ export class Migrator {
       node,
       sessions: sessions.map((s) => s.id),
       state: 'running',
+      ...(execution ? { execution } : {}),
       createdAt: at,
       updatedAt: at,
     });
@@ -252,9 +275,13 @@ export class Migrator {
 
   // ------------------------------------------------------------------ steps
 
-  /** Marks the session's span pending to its target (after clearing any stale copy the target holds). */
-  async prepare(sessionId: string): Promise<MigrationSession> {
+  /**
+   * Marks the session's span pending to its target (after clearing any stale copy the target holds). Refused
+   * (`RingPreconditionError`) once the plan or the session is rolled back, or for a step of another execution.
+   */
+  async prepare(sessionId: string, fence: StepFence = {}): Promise<MigrationSession> {
     const s = await this.session(sessionId);
+    await this.checkLive(s, fence, 'prepare');
     if (s.state !== 'planned' && s.state !== 'prepared') return s;
     const before = await this.ring.load();
     const targetUrl = requireNode(before!, s.target).url;
@@ -264,29 +291,35 @@ export class Migrator {
         if (!(e instanceof NodeRequestError && e.status === 409)) throw e;
       });
     }
-    const doc = await this.ring.update((d, next) => {
-      splitAt(d, s.span.start);
-      if (s.span.end !== null) splitAt(d, s.span.end);
-      let changed = false;
-      for (const i of rangesIn(d, s.span)) {
-        const r = d.ranges[i]!;
-        if (r.pending?.session === s.id) continue;
-        if (r.owner !== s.source) throw new RingPreconditionError(`range ${r.start} is owned by '${r.owner}', not '${s.source}'`);
-        if (r.pending) throw new RingPreconditionError(`range ${r.start} is already pending to '${r.pending.target}'`);
-        r.pending = { target: s.target, session: s.id };
-        r.epoch = next;
-        changed = true;
-      }
-      return changed;
-    });
+    const doc = await fencedRingUpdate(
+      this.ring,
+      () => this.checkLive(s.id, fence, 'prepare'),
+      (d, next) => {
+        splitAt(d, s.span.start);
+        if (s.span.end !== null) splitAt(d, s.span.end);
+        let changed = false;
+        for (const i of rangesIn(d, s.span)) {
+          const r = d.ranges[i]!;
+          if (r.pending?.session === s.id) continue;
+          if (r.owner !== s.source)
+            throw new RingPreconditionError(`range ${r.start} is owned by '${r.owner}', not '${s.source}'`);
+          if (r.pending) throw new RingPreconditionError(`range ${r.start} is already pending to '${r.pending.target}'`);
+          r.pending = { target: s.target, session: s.id };
+          r.epoch = next;
+          changed = true;
+        }
+        return changed;
+      },
+    );
     // The target first (it must take shadow writes before anyone sends them), then the source (from then on it
     // refuses writers that do not shadow). Both must acknowledge: the stream starts after them.
     await this.push(doc, [s.target, s.source]);
     if (s.state === 'planned') {
       const at = new Date(this.now()).toISOString();
-      const updated = await this.sessions.update(s.id, (cur) =>
-        cur.state === 'planned' ? { ...cur, state: 'prepared', preparedAt: at, updatedAt: at } : undefined,
-      );
+      const updated = await this.sessions.update(s.id, (cur) => {
+        checkSessionLive(cur, 'prepare');
+        return cur.state === 'planned' ? { ...cur, state: 'prepared', preparedAt: at, updatedAt: at } : undefined;
+      });
       this.emit({ type: 'prepared', session: updated, at: this.now() });
       return updated;
     }
@@ -298,8 +331,9 @@ export class Migrator {
    * span is fully copied (state `streamed`), `done: false` when `maxMs` ran out. A broken stream throws after
    * persisting how far it got; calling again resumes.
    */
-  async stream(sessionId: string, o: StreamOptions = {}): Promise<{ done: boolean; session: MigrationSession }> {
+  async stream(sessionId: string, o: StreamOptions & StepFence = {}): Promise<{ done: boolean; session: MigrationSession }> {
     let s = await this.session(sessionId);
+    await this.checkLive(s, o, 'stream');
     if (s.state === 'streamed' || s.state === 'published' || s.state === 'cleaned') return { done: true, session: s };
     if (s.state !== 'prepared') throw new MigrationError(`session ${s.id} is ${s.state}, not prepared`);
     const doc = (await this.ring.load())!;
@@ -314,13 +348,12 @@ export class Migrator {
 
     const checkpoint = async (state?: SessionState) => {
       const at = new Date(this.now()).toISOString();
-      s = await this.sessions.update(s.id, (cur) => ({
-        ...cur,
-        cursor,
-        copied: { ...copied },
-        updatedAt: at,
-        ...(state ? { state, streamedAt: at } : {}),
-      }));
+      // A rolled-back plan's stream stops at its next checkpoint (and never records progress over the rollback).
+      await this.assertLive(s.plan, o, 'stream');
+      s = await this.sessions.update(s.id, (cur) => {
+        checkSessionLive(cur, 'stream');
+        return { ...cur, cursor, copied: { ...copied }, updatedAt: at, ...(state ? { state, streamedAt: at } : {}) };
+      });
       lastCheckpoint = this.now();
       this.emit({ type: state === 'streamed' ? 'streamed' : 'progress', session: s, at: this.now() });
     };
@@ -391,15 +424,23 @@ export class Migrator {
    *    takes no more writes for it.
    * `targetState` is the joining node's state afterwards (default: PARTIAL when it was JOINING).
    */
-  async publish(sessionIds: string[], o: { graceMs?: number; targetState?: NodeState } = {}): Promise<MigrationSession[]> {
+  async publish(
+    sessionIds: string[],
+    o: { graceMs?: number; targetState?: NodeState } & StepFence = {},
+  ): Promise<MigrationSession[]> {
     const sessions = await Promise.all(sessionIds.map((id) => this.session(id)));
+    // Both ring edits land only while no session's plan is rolled back (checked inside each compare-and-set).
+    const live = async () => {
+      for (const s of sessions) await this.checkLive(s.id, o, 'publish');
+    };
+    await live();
     for (const s of sessions) {
       if (s.state !== 'streamed' && s.state !== 'published' && s.state !== 'cleaned')
         throw new MigrationError(`session ${s.id} is ${s.state}: stream it before publishing`);
     }
     const todo = sessions.filter((s) => s.state === 'streamed');
     const order = [...new Set(todo.map((s) => s.target)), ...new Set(todo.map((s) => s.source))];
-    const handoff = await this.ring.update((d, next) => {
+    const handoff = await fencedRingUpdate(this.ring, live, (d, next) => {
       let changed = false;
       for (const s of todo) {
         for (const i of rangesIn(d, s.span)) {
@@ -415,7 +456,7 @@ export class Migrator {
       return changed;
     });
     await this.push(handoff, order);
-    const doc = await this.ring.update((d, next) => {
+    const doc = await fencedRingUpdate(this.ring, live, (d, next) => {
       let changed = false;
       for (const s of todo) {
         for (const i of rangesIn(d, s.span)) {
@@ -456,8 +497,9 @@ export class Migrator {
   }
 
   /** After the grace period (or with `force`), the source drops the published span. */
-  async cleanup(sessionId: string, o: { force?: boolean } = {}): Promise<MigrationSession> {
+  async cleanup(sessionId: string, o: { force?: boolean } & StepFence = {}): Promise<MigrationSession> {
     const s = await this.session(sessionId);
+    await this.checkLive(s, o, 'cleanup');
     if (s.state === 'cleaned') return s;
     if (s.state !== 'published') throw new MigrationError(`session ${s.id} is ${s.state}, not published`);
     if (!o.force && this.now() < (s.cleanAfter ?? 0))
@@ -486,36 +528,13 @@ export class Migrator {
   }
 
   /**
-   * Undoes a session that is not published: releases the pending mark (the source never stopped owning the
-   * span) and drops the target's partial copy. A target that cannot be reached keeps its copy: the next prepare
-   * of that span onto it clears it first.
+   * Undoes a session that is not published: marks it rolled back (its steps refuse from then on), releases the
+   * pending mark (the source never stopped owning the span) and drops the target's partial copy. Neither node
+   * needs to be reachable: a target that cannot be reached keeps its copy (the next prepare of that span onto it
+   * clears it first), a source that cannot be reached learns the ring from the store or its next caller.
    */
   async rollback(sessionId: string): Promise<MigrationSession> {
-    const s = await this.session(sessionId);
-    if (s.state === 'rolled-back') return s;
-    if (s.state === 'published' || s.state === 'cleaned')
-      throw new MigrationError(`session ${s.id} is ${s.state}: published spans are moved back by another migration`);
-    const doc = await this.ring.update((d, next) => {
-      let changed = false;
-      d.ranges.forEach((r) => {
-        if (r.pending?.session === s.id) {
-          delete r.pending;
-          r.epoch = next;
-          changed = true;
-        }
-      });
-      return changed;
-    });
-    await this.push(doc, [s.target, s.source], { required: [s.source] });
-    const target = doc.nodes.find((n) => n.id === s.target);
-    if (target)
-      await this.client
-        .deleteRange(target.url, s.span.start, s.span.end)
-        .catch((e: unknown) => this.opts.onWarning?.(`rollback of ${s.id}: could not clear the target's copy: ${String(e)}`));
-    const at = new Date(this.now()).toISOString();
-    const u = await this.sessions.update(s.id, (cur) => ({ ...cur, state: 'rolled-back', rolledBackAt: at, updatedAt: at }));
-    this.emit({ type: 'rolled-back', session: u, at: this.now() });
-    return u;
+    return rollbackSession(this.rollbackDeps(), sessionId);
   }
 
   // ------------------------------------------------------------------ drivers
@@ -562,27 +581,32 @@ export class Migrator {
    * anything) and merges neighbouring ranges; scale-in removes the drained node from the ring and, with a fleet,
    * terminates it after `terminateAfterMs` (run() passes its grace period).
    */
-  async finish(planId: string, o: { terminateAfterMs?: number } = {}): Promise<MigrationPlan> {
+  async finish(planId: string, o: { terminateAfterMs?: number } & StepFence = {}): Promise<MigrationPlan> {
     const plan = await this.plan(planId);
-    if (plan.state !== 'running') return plan;
+    if (plan.state === 'done' && !plan.rollback) return plan;
+    checkPlanLive(plan, o, 'finish');
     const sessions = await Promise.all(plan.sessions.map((id) => this.session(id)));
     const open = sessions.filter((s) => s.state !== 'published' && s.state !== 'cleaned' && s.state !== 'rolled-back');
     if (open.length)
       throw new MigrationError(`plan ${planId}: sessions not finished: ${open.map((s) => `${s.id} (${s.state})`).join(', ')}`);
-    const doc = await this.ring.update((d) => {
-      const before = JSON.stringify([d.nodes, d.ranges]);
-      if (plan.kind === 'scale-out') {
-        const owns = d.ranges.some((r) => r.owner === plan.node);
-        const n = d.nodes.find((x) => x.id === plan.node);
-        if (n && owns) n.state = 'NORMAL';
-      } else {
-        if (d.ranges.some((r) => r.owner === plan.node || r.pending?.target === plan.node))
-          throw new RingPreconditionError(`node '${plan.node}' still owns ranges`);
-        if (d.nodes.some((x) => x.id === plan.node)) removeNode(d, plan.node);
-      }
-      coalesce(d);
-      return JSON.stringify([d.nodes, d.ranges]) !== before;
-    });
+    const doc = await fencedRingUpdate(
+      this.ring,
+      () => this.assertLive(planId, o, 'finish').then(() => undefined),
+      (d) => {
+        const before = JSON.stringify([d.nodes, d.ranges]);
+        if (plan.kind === 'scale-out') {
+          const owns = d.ranges.some((r) => r.owner === plan.node);
+          const n = d.nodes.find((x) => x.id === plan.node);
+          if (n && owns) n.state = 'NORMAL';
+        } else {
+          if (d.ranges.some((r) => r.owner === plan.node || r.pending?.target === plan.node))
+            throw new RingPreconditionError(`node '${plan.node}' still owns ranges`);
+          if (d.nodes.some((x) => x.id === plan.node)) removeNode(d, plan.node);
+        }
+        coalesce(d);
+        return JSON.stringify([d.nodes, d.ranges]) !== before;
+      },
+    );
     await this.push(doc, []);
     if (plan.kind === 'scale-in' && this.opts.fleet) {
       // Callers that have not yet seen the ring without the node may still send it a request or two: give them
@@ -591,32 +615,24 @@ export class Migrator {
       await this.opts.fleet.terminate(plan.node);
     }
     const at = new Date(this.now()).toISOString();
-    const done = await this.plans.update(planId, (cur) => ({ ...cur, state: 'done', updatedAt: at }));
+    const done = await this.plans.update(planId, (cur) => {
+      if (cur.state === 'done' && !cur.rollback) return undefined;
+      checkPlanLive(cur, o, 'finish');
+      return { ...cur, state: 'done', updatedAt: at };
+    });
     this.emit({ type: 'finished', plan: done, at: this.now() });
     return done;
   }
 
-  /** Rolls back every session of the plan that is not published; published spans stay with their new owner. */
-  async rollbackPlan(planId: string): Promise<MigrationPlan> {
-    const plan = await this.plan(planId);
-    for (const id of plan.sessions) {
-      const s = await this.session(id);
-      if (s.state !== 'published' && s.state !== 'cleaned') await this.rollback(id);
-    }
-    const sessions = await Promise.all(plan.sessions.map((id) => this.session(id)));
-    const anyPublished = sessions.some((s) => s.state === 'published' || s.state === 'cleaned');
-    const doc = await this.ring.update((d) => {
-      const n = d.nodes.find((x) => x.id === plan.node);
-      if (!n) return false;
-      if (plan.kind === 'scale-in') n.state = 'NORMAL';
-      else if (!anyPublished) {
-        if (d.ranges.some((r) => r.owner === plan.node || r.pending?.target === plan.node)) return false;
-        removeNode(d, plan.node);
-      } else n.state = 'NORMAL';
-    });
-    await this.push(doc, []);
-    const at = new Date(this.now()).toISOString();
-    return this.plans.update(planId, (cur) => ({ ...cur, state: anyPublished ? 'done' : 'rolled-back', updatedAt: at }));
+  /**
+   * Rolls back every session of the plan that is not published (published spans stay with their new owner) and
+   * fences the plan: from the start of the rollback no step of its sessions acts. Needs none of the nodes to be
+   * reachable (see migration-rollback.ts). `execution` and `reason`: who rolled it back and why, for the record
+   * and for the errors of the steps it refuses.
+   */
+  async rollbackPlan(planId: string, o: { execution?: string; reason?: string } = {}): Promise<MigrationPlan> {
+    await this.plan(planId);
+    return rollbackPlan(this.rollbackDeps(), planId, o);
   }
 
   // ------------------------------------------------------------------ helpers
@@ -634,12 +650,47 @@ export class Migrator {
   }
 
   /**
+   * The plan, read now, if a step of it may act: throws `RingPreconditionError` (permanent) once it is rolled back
+   * or when `fence` names another execution than the one that planned it.
+   */
+  async assertLive(planId: string, fence: StepFence = {}, what = 'step'): Promise<MigrationPlan> {
+    const plan = await this.plan(planId);
+    checkPlanLive(plan, fence, what);
+    return plan;
+  }
+
+  /** Throws when a step of the session (read now when given by id) must not act: it or its plan is rolled back. */
+  private async checkLive(session: MigrationSession | string, fence: StepFence, what: string): Promise<void> {
+    const s = typeof session === 'string' ? await this.session(session) : session;
+    checkSessionLive(s, what);
+    await this.assertLive(s.plan, fence, what);
+  }
+
+  private rollbackDeps(): RollbackDeps {
+    return {
+      ring: this.ring,
+      sessions: this.sessions,
+      plans: this.plans,
+      client: this.client,
+      push: (doc, first, o) => this.push(doc, first, o),
+      emit: (e) => this.emit(e),
+      now: this.now,
+      warn: (m) => this.opts.onWarning?.(m),
+    };
+  }
+
+  /**
    * Pushes a ring version to nodes: the `first` ones in order, each of which must acknowledge (they act on it
    * next), then every other node in parallel, best effort (a node that misses it is brought up to date by the
    * first caller it refuses).
    */
-  async push(doc: RingDocument, first: string[], o: { required?: string[] } = {}): Promise<void> {
+  async push(
+    doc: RingDocument,
+    first: string[],
+    o: { required?: string[]; warn?: (message: string) => void } = {},
+  ): Promise<void> {
     const required = new Set(o.required ?? first);
+    const warn = o.warn ?? ((m: string) => this.opts.onWarning?.(m));
     const byId = new Map(doc.nodes.map((n) => [n.id, n]));
     const done = new Set<string>();
     for (const id of first) {
@@ -655,7 +706,7 @@ export class Migrator {
             `node '${id}' did not take ring version ${doc.version}: ${e instanceof Error ? e.message : String(e)}`,
             { cause: e },
           );
-        this.opts.onWarning?.(`ring version ${doc.version} not pushed to '${id}': ${String(e)}`);
+        warn(`ring version ${doc.version} not pushed to '${id}': ${String(e)}`);
       }
     }
     await Promise.all(
@@ -664,7 +715,7 @@ export class Migrator {
         .map((n) =>
           this.client
             .pushRing(n.url, doc)
-            .catch((e: unknown) => this.opts.onWarning?.(`ring version ${doc.version} not pushed to '${n.id}': ${String(e)}`)),
+            .catch((e: unknown) => warn(`ring version ${doc.version} not pushed to '${n.id}': ${String(e)}`)),
         ),
     );
   }

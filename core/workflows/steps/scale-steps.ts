@@ -218,7 +218,12 @@ export function scaleSteps(d: ScaleDeps) {
     async scaleOutPlan(raw: unknown) {
       const i = scaleOutPlanInput.parse(raw);
       const target = { id: i.nodeId, url: i.url, instance: i.instanceId, ...(i.az ? { az: i.az } : {}) };
-      const plan = await d.migrator.planScaleOut({ target, mode: i.mode, ...(i.sources ? { sources: i.sources } : {}) });
+      const plan = await d.migrator.planScaleOut({
+        target,
+        mode: i.mode,
+        execution: i.execution,
+        ...(i.sources ? { sources: i.sources } : {}),
+      });
       return recordPlan(i.execution, 'scale-out', plan.id, plan.sessions);
     },
 
@@ -252,18 +257,20 @@ export function scaleSteps(d: ScaleDeps) {
         p.facts.instanceId = instanceId;
         p.facts.mode = i.mode;
       });
-      const plan = await d.migrator.planScaleIn({ node: nodeId, mode: i.mode }).catch(async (e: unknown) => {
-        // Nothing began: the node serves as before (planning may have marked it LEAVING) and is not held locked.
-        await d.ring
-          .update((doc) => {
-            const n = doc.nodes.find((x) => x.id === nodeId);
-            if (n?.state !== 'LEAVING') return false;
-            n.state = 'NORMAL';
-          })
-          .catch(() => undefined);
-        await d.locks.release(nodeId!, i.execution);
-        throw e;
-      });
+      const plan = await d.migrator
+        .planScaleIn({ node: nodeId, mode: i.mode, execution: i.execution })
+        .catch(async (e: unknown) => {
+          // Nothing began: the node serves as before (planning may have marked it LEAVING) and is not held locked.
+          await d.ring
+            .update((doc) => {
+              const n = doc.nodes.find((x) => x.id === nodeId);
+              if (n?.state !== 'LEAVING') return false;
+              n.state = 'NORMAL';
+            })
+            .catch(() => undefined);
+          await d.locks.release(nodeId!, i.execution);
+          throw e;
+        });
       return {
         nodeId,
         instanceId,
@@ -272,9 +279,14 @@ export function scaleSteps(d: ScaleDeps) {
       };
     },
 
+    /**
+     * The session steps (prepare, stream, publish) and finish and cleanup act only for the execution that planned
+     * the plan, and not once it is rolled back (a permanent RingPreconditionError): a Map iteration that goes on
+     * after a sibling failed, or a retry in flight when the rollback began, changes nothing.
+     */
     async prepare(raw: unknown) {
       const i = sessionStepInput.parse(raw);
-      const s = await d.migrator.prepare(i.sessionId);
+      const s = await d.migrator.prepare(i.sessionId, { execution: i.execution });
       await progress(i.execution, i.workflow, (p) => {
         p.phase = `streaming ${s.span.start}… from ${s.source} to ${s.target}`;
       });
@@ -286,6 +298,7 @@ export function scaleSteps(d: ScaleDeps) {
       const i = streamStepInput.parse(raw);
       const before = (await d.migrator.session(i.sessionId)).copied;
       const r = await d.migrator.stream(i.sessionId, {
+        execution: i.execution,
         maxMs: i.maxMs,
         ...(i.rateBytesPerSec ? { rateBytesPerSec: i.rateBytesPerSec } : {}),
       });
@@ -301,7 +314,7 @@ export function scaleSteps(d: ScaleDeps) {
 
     async publish(raw: unknown) {
       const i = publishStepInput.parse(raw);
-      const out = await d.migrator.publish(i.sessionIds, { graceMs: i.graceMs });
+      const out = await d.migrator.publish(i.sessionIds, { graceMs: i.graceMs, execution: i.execution });
       d.metric('sessionsDone', out.length, { Workflow: i.workflow });
       await progress(i.execution, i.workflow, (p) => {
         p.done = Math.min(p.total, p.done + out.length);
@@ -313,7 +326,7 @@ export function scaleSteps(d: ScaleDeps) {
     /** Ends the plan: scale-out makes the node NORMAL, scale-in removes it from the ring. Releases the lock. */
     async finish(raw: unknown) {
       const i = finishStepInput.parse(raw);
-      const plan = await d.migrator.finish(i.planId, { terminateAfterMs: 0 });
+      const plan = await d.migrator.finish(i.planId, { terminateAfterMs: 0, execution: i.execution });
       const doc = (await d.ring.load())!;
       if (i.forNode) await d.locks.release(i.forNode, i.execution);
       if (i.workflow === 'scale-in') await d.locks.release(plan.node, i.execution);
@@ -331,12 +344,12 @@ export function scaleSteps(d: ScaleDeps) {
     /** After the grace period: the sources drop the spans they handed over. */
     async cleanup(raw: unknown) {
       const i = finishStepInput.parse(raw);
-      const plan = await d.migrator.plan(i.planId);
+      const plan = await d.migrator.assertLive(i.planId, { execution: i.execution }, 'cleanup');
       let cleaned = 0;
       for (const id of plan.sessions) {
         const s = await d.migrator.session(id);
         if (s.state === 'published') {
-          await d.migrator.cleanup(id, { force: true });
+          await d.migrator.cleanup(id, { force: true, execution: i.execution });
           cleaned++;
         }
       }
@@ -348,9 +361,11 @@ export function scaleSteps(d: ScaleDeps) {
     },
 
     /**
-     * Undoes a failed scale operation: sessions not yet published are rolled back (pending marks released, the
-     * target's partial copies dropped); a joining node that owns nothing leaves the ring and its instance is to
-     * be terminated (`terminate: true`); a draining node goes back to NORMAL. Releases the locks.
+     * Undoes a failed scale operation: the plan is fenced (no step of it acts from now on), sessions not yet
+     * published are rolled back (pending marks released in one ring edit, the target's partial copies dropped where
+     * it can be reached); a joining node that owns nothing leaves the ring and its instance is to be terminated
+     * (`terminate: true`); a draining node goes back to NORMAL. A dead source or target does not stop it: what it
+     * could not do is in `warnings` (and the progress facts). Releases the locks.
      */
     async rollback(raw: unknown) {
       const i = rollbackStepInput.parse(raw);
@@ -358,8 +373,13 @@ export function scaleSteps(d: ScaleDeps) {
       const planId = st.plan?.planId ?? st.begin?.planId ?? null;
       const instanceId = st.instance?.instanceId ?? null;
       let node = (i.workflow === 'scale-out' ? instanceId : st.begin?.nodeId) ?? null;
+      const failure = `${st.error?.Error ?? 'a failure'}${st.error?.Cause ? `: ${String(st.error.Cause).slice(0, 300)}` : ''}`;
+      let warnings: string[] = [];
       if (planId) {
-        node = (await d.migrator.rollbackPlan(planId)).node;
+        // Needs no node to answer (a dead source or target is why many rollbacks run); fences the plan first.
+        const plan = await d.migrator.rollbackPlan(planId, { execution: i.execution, reason: failure });
+        node = plan.node;
+        warnings = plan.rollback?.warnings ?? [];
       } else if (node && i.workflow === 'scale-out') {
         // Failed before (or while) planning: the node may be in the ring as JOINING without a plan.
         await d.ring.update((doc) => {
@@ -374,12 +394,13 @@ export function scaleSteps(d: ScaleDeps) {
       if (st.begin?.forNode) await d.locks.release(st.begin.forNode, i.execution);
       if (i.workflow === 'scale-in' && node) await d.locks.release(node, i.execution);
       await progress(i.execution, i.workflow, (p) => {
-        p.phase = `rolled back after ${st.error?.Error ?? 'a failure'}${st.error?.Cause ? `: ${String(st.error.Cause).slice(0, 300)}` : ''}`;
+        p.phase = `rolled back after ${failure}`;
         p.outcome = 'rolled-back';
+        if (warnings.length) p.facts.rollbackWarnings = warnings.slice(0, 5).join(' | ').slice(0, 1000);
       });
       // A launched node that ended up owning nothing (it left the ring) is terminated; one that took over ranges
       // before the failure stays, as a NORMAL node.
-      return { node, instanceId, terminate: i.workflow === 'scale-out' && !!instanceId && !inRing };
+      return { node, instanceId, terminate: i.workflow === 'scale-out' && !!instanceId && !inRing, warnings: warnings.length };
     },
   };
 
