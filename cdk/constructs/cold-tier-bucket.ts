@@ -9,6 +9,7 @@ import { RING_KEY } from '../../core/ring/store.js';
 import { EVALUATOR_STATE_KEY } from '../../core/policy/evaluator-store.js';
 import { JOBS_KEY } from '../../core/policy/jobs.js';
 import { SCALE_TRIGGER_SAMPLE_KEY } from '../../core/workflows/trigger/scale-trigger.js';
+import { HEALTH_CHECKER_KEY } from '../../core/nodes/health-check.js';
 import { check, intIn } from './validation.js';
 
 /**
@@ -17,7 +18,10 @@ import { check, intIn } from './validation.js';
  * and who writes each, and the code that names the keys:
  */
 export const RING_STORE_DOCUMENTS = {
-  /** The ring (ring/store.ts RING_KEY): written by the ring's writers; read by the API functions, publisher, trigger, nodes. */
+  /**
+   * The ring (ring/store.ts RING_KEY): written by the ring's writers and by the policy evaluator, the failure detector in
+   * AWS, which only marks nodes DOWN (core/nodes/health-check.ts); read by the API functions, publisher, trigger, nodes.
+   */
   ring: RING_KEY,
   /** Migration sessions and plans (core/nodes/migration.ts): the ring's writers only. */
   migrations: 'migrations/*',
@@ -49,6 +53,13 @@ export const RING_STORE_DOCUMENTS = {
    * evaluator, leased and advanced by the job runner (cdk/constructs/policy-ticker.ts); no one else writes it.
    */
   evaluatorJobs: JOBS_KEY,
+  /**
+   * The operators' switch over automatic node replacement (core/nodes/health-controls.ts, `health/` + `controls`): read
+   * by the failure detector (the policy evaluator) when a marking is due.
+   */
+  healthControls: 'health/controls',
+  /** The failure detector's state between ticks (core/composition/fleet-health-tick.ts): the policy evaluator's own. */
+  healthChecker: HEALTH_CHECKER_KEY,
 } as const;
 export type RingStoreDocument = keyof typeof RING_STORE_DOCUMENTS;
 
@@ -207,8 +218,8 @@ export class ColdTierBucket extends Construct {
 
   /**
    * The ring's writers: change the ring document and run migrations (ring, migration sessions and plans, the
-   * executions' progress and the scale-out locks). Today the workflow step function; a health checker that marks
-   * nodes down would be the second. Everyone else reads at most.
+   * executions' progress and the scale-out locks). Today the workflow step function. The failure detector (the policy
+   * evaluator) writes the ring document alone, to mark nodes DOWN. Everyone else reads at most.
    */
   grantRingWriters(grantee: iam.IRole): void {
     this.grantRingWrite(grantee, RING_WRITER_DOCUMENTS);

@@ -211,18 +211,47 @@ export class WorkflowsStack extends StrataStack {
       // history (policies/evaluator/state.json: never the policy documents, which the admin function alone writes),
       // starts the workflows its rules respond with (and lists TierMigrate's, so as not to resize during one), and
       // changes the hot tier's usage limits. For default-prelaunch (paper 000's trigger) it also reads the scale-out
-      // locks and keeps the trigger's request-counter sample, as the trigger's own function did. Not ReplaceNode: no rule
-      // starts it, and the evaluator's check for a running resize (core/composition/policy-evaluator-lambda.ts) does
-      // not look for it.
-      const listed = ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate'] as const satisfies readonly WorkflowName[];
+      // locks and keeps the trigger's request-counter sample, as the trigger's own function did. It is also the cache
+      // nodes' failure detector (core/composition/fleet-health-tick.ts): it reads the nodes' EC2 status, marks a node
+      // DOWN in the ring (a compare-and-set of the ring document: its only write there; no migration, lock or progress
+      // document), keeps its own state (health/checker), reads the operators' switch (health/controls), and starts
+      // ReplaceNode for each node it marks.
+      const listed = [
+        'scale-out',
+        'scale-in',
+        'evict-to-s3',
+        'tier-migrate',
+        'replace-node',
+      ] as const satisfies readonly WorkflowName[];
       ticker.evaluator
-        .bindRingStore(data.coldTier, { read: ['ring', 'nodeStats', 'scaleLocks'], write: ['scaleTriggerSample'] })
+        .bindRingStore(data.coldTier, {
+          read: ['nodeStats', 'scaleLocks', 'healthControls'],
+          write: ['scaleTriggerSample', 'ring', 'healthChecker'],
+        })
         .bindPolicyStore(data.coldTier, { write: false, evaluatorState: true, jobs: true })
         .bindWorkflows(
           Object.fromEntries(listed.map((w) => [w, { machine: workflows.stateMachines[w], name: `strata-${config.name}-${w}` }])),
         )
         .addEnvironment('STRATA_NODE_STATS_ID_PREFIX', fleet.fleet.statsReportIdPrefix)
         .addEnvironment('STRATA_HOT_CACHE_NAME', data.hotTier.connection.cacheName);
+      // The failure detector's probe (core/nodes/ec2-probe.ts). DescribeInstanceStatus supports no resource-level
+      // permission (the Service Authorization Reference lists no resource type for it, and "Amazon EC2 ec2:Describe* API
+      // actions do not support resource-level permissions"), so its Resource is "*":
+      // https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2.html
+      // https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/iam-policies-for-amazon-ec2.html
+      const describeStatus = new iam.Policy(this, 'FleetHealthProbe', {
+        statements: [
+          new iam.PolicyStatement({ sid: 'DescribeInstanceStatus', actions: ['ec2:DescribeInstanceStatus'], resources: ['*'] }),
+        ],
+        roles: [ticker.evaluator.role],
+      });
+      Validations.of(describeStatus).acknowledge({
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason:
+          'ec2:DescribeInstanceStatus supports no resource-level permission (the Service Authorization Reference lists no ' +
+          'resource type for it), so its Resource must be "*"; the statement grants that read-only action and nothing else ' +
+          "(the failure detector reads the fleet's instance status; it starts, stops or changes no instance).",
+      });
       ticker.evaluator.role.addToPrincipalPolicy(
         new iam.PolicyStatement({
           sid: 'HotTierLimits',

@@ -12,12 +12,13 @@ import { nextTick, type TickEvent, type TickResult } from '../policy/ticker.js';
 import { log } from '../util/logger.js';
 import type { WorkflowService } from '../workflows/admin-service.js';
 import { buildApiContext, type BuiltContext } from './api-context.js';
+import { fleetHealthTick, type FleetHealthTickResult } from './fleet-health-tick.js';
 import { policyPartsFromEnv } from './policy-env.js';
 import { loadRuntimeEnv } from './runtime-env.js';
 import type { LivePolicy } from '../policy/live.js';
 import { HotTierLimits } from './hot-tier-limits.js';
 import { ringStoreFromEnv, type RingStoreEnv } from './ring-store-env.js';
-import { RingStore } from '../ring/store.js';
+import { RingStore, type CasStore } from '../ring/store.js';
 import { ScaleLocks } from '../workflows/progress.js';
 import { PrelaunchSource, withPrelaunch } from '../workflows/trigger/prelaunch.js';
 import type { ScaleTriggerSettings } from '../workflows/trigger/scale-trigger.js';
@@ -34,7 +35,8 @@ import { workflowServiceFromEnv } from './workflow-service-env.js';
  *    the ring store), the cost publisher's projection and the request rates (CloudWatch), starting workflows through
  *    Step Functions; its memory between ticks and the firing history are kept in the policy store
  *    (evaluator-store.ts), each firing also an EMF PolicyFirings point and a log line; and whether to tick again
- *    within this minute (sub-minute timers), and when;
+ *    within this minute (sub-minute timers), and when. Once a minute, beside the rules, the cache nodes' failure
+ *    detector (fleet-health-tick.ts: the nodes' EC2 status, a DOWN mark in the ring, replace-node started);
  *  - the flush (lambdas/policy/flush.ts, in the VPC beside the tiers): the write-back values that are due are written
  *    down, so an acknowledged write-back reaches the durable tiers even when no request arrives (the API functions
  *    flush only at the end of their own invocations).
@@ -60,6 +62,12 @@ export interface PolicyTickRuntime {
   readonly prelaunch?: PrelaunchSource;
   /** Where copies, moves, deletes and blob collections wait for the job runner (beside the evaluator's state). */
   readonly jobs?: Pick<JobBoard, 'submit' | 'poll'>;
+  /**
+   * The cache nodes' failure detector (fleet-health-tick.ts), run at the first tick of each minute's execution: with
+   * the ring store, the EC2 status of the ring's nodes, marking confirmed ones DOWN and starting replace-node for them.
+   * Absent: no warm fleet to watch (no ring store).
+   */
+  readonly fleetHealth?: () => Promise<FleetHealthTickResult>;
 }
 
 let runtime: Promise<PolicyTickRuntime> | undefined;
@@ -84,7 +92,9 @@ async function build(): Promise<PolicyTickRuntime> {
       )
     : undefined;
   const live = policy.live({ timer: false, onChange: () => {} });
+  const fleetHealth = ring.cas ? await fleetHealthOf(ring.cas, env.AWS_REGION, env.STRATA_ENV, workflows) : undefined;
   return {
+    ...(fleetHealth ? { fleetHealth } : {}),
     ...(live ? { live } : {}),
     ...(policy.evaluatorState ? { store: policy.evaluatorState } : {}),
     ...(policy.store ? { jobs: new JobBoard(policy.store.cas) } : {}),
@@ -95,6 +105,23 @@ async function build(): Promise<PolicyTickRuntime> {
     environment: env.STRATA_ENV,
     fleet: () => (source ? readFleetState(source) : undefined),
   };
+}
+
+/**
+ * The failure detector over the ring store's fleet: the nodes' EC2 instance status (one DescribeInstanceStatus call a
+ * tick; ec2:DescribeInstanceStatus in the evaluator's role), the operators' pause in `health/controls`, and replace-node
+ * started through the evaluator's workflow service for each node it marks DOWN.
+ */
+async function fleetHealthOf(
+  cas: CasStore,
+  region: string,
+  environment: string,
+  workflows: WorkflowService | undefined,
+): Promise<() => Promise<FleetHealthTickResult>> {
+  // Loaded only where a ring store is configured (the SDK's EC2 client is large).
+  const [{ EC2Client }, { ec2StatusProbe }] = await Promise.all([import('@aws-sdk/client-ec2'), import('../nodes/ec2-probe.js')]);
+  const probe = ec2StatusProbe({ client: new EC2Client({ region }) });
+  return () => fleetHealthTick({ cas, probe, environment, ...(workflows ? { workflows } : {}) });
 }
 
 let flushContext: Promise<BuiltContext> | undefined;
@@ -162,6 +189,27 @@ export async function policyTick(event: TickEvent, rt?: PolicyTickRuntime): Prom
   const r: PolicyTickRuntime = { ...base, fleet: () => (fleet ??= { state: base.fleet() }).state };
   const startedAt = event.startedAt ?? new Date().toISOString();
   const ticks = (event.ticks ?? 0) + 1;
+  // The failure detector once a minute, at the execution's first tick (a sub-minute timer's further ticks would only
+  // repeat its EC2 call and S3 reads), beside the rules; its failure is logged and does not fail the tick.
+  const health = ticks === 1 && r.fleetHealth ? runFleetHealth(r.fleetHealth) : undefined;
+  try {
+    return await evaluate(r, startedAt, ticks);
+  } finally {
+    await health;
+  }
+}
+
+async function runFleetHealth(tick: () => Promise<FleetHealthTickResult>): Promise<void> {
+  try {
+    const result = await tick();
+    if (result.marked.length > 0 || result.held || result.started.length > 0) log.info('health check: tick', { ...result });
+    else log.debug('health check: tick', { ...result });
+  } catch (error) {
+    log.error('health check: the tick failed (the ring store could not be read); trying again at the next minute', { error });
+  }
+}
+
+async function evaluate(r: PolicyTickRuntime, startedAt: string, ticks: number): Promise<TickResult> {
   const live = r.live;
   if (!live || !r.store) {
     log.warn('policy evaluator: no policy store (STRATA_POLICY_STORE); nothing to evaluate');

@@ -180,6 +180,22 @@ export const METRICS = {
     [['Environment']],
     'nodes of the ring whose stats report is missing or older than its staleness bound',
   ),
+  // The failure detector in AWS (the policy evaluator's tick, core/composition/fleet-health-tick.ts): published only
+  // when it marks or holds, so an idle or healthy fleet adds no metric. `Reason` is the hold's: paused, cap or storm.
+  nodesMarkedDown: def(
+    F,
+    'NodesMarkedDown',
+    'Count',
+    [['Environment']],
+    'cache nodes the failure detector marked DOWN (each then replaced by the replace-node workflow)',
+  ),
+  nodeHealthHeld: def(
+    F,
+    'NodeHealthHeld',
+    'Count',
+    [['Environment'], ['Environment', 'Reason']],
+    'cache nodes confirmed failing but not marked DOWN, by why (paused, cap: maxDown reached, storm: too many at once)',
+  ),
 
   // ---- Strata/Workflows: progress of the Step Functions workflows (emitted by their step Lambdas).
   sessionsDone: def(W, 'MigrationSessionsDone', 'Count', [['Environment', 'Workflow']], 'migration sessions published'),

@@ -13,17 +13,31 @@ export type ProbeResult = 'ok' | 'down' | 'unknown';
 export type ProbeAnswer = ProbeResult | { result: ProbeResult; detail?: string };
 /** Asks whether a node is up: an HTTP call to its health route locally ({@link httpProbe}), the EC2 status on AWS. */
 export type NodeProbe = (node: RingNode) => Promise<ProbeAnswer>;
+/**
+ * Asks about many nodes in one call (core/nodes/ec2-probe.ts: one EC2 DescribeInstanceStatus for the whole fleet):
+ * an answer per node id. A node it leaves out counts as `unknown`; a call that throws is `unknown` for all of them.
+ */
+export interface BatchNodeProbe {
+  many(nodes: readonly RingNode[]): Promise<ReadonlyMap<string, ProbeAnswer>>;
+}
 /** Why a due marking was not made: the checker is paused, `maxDown` is reached, or too many nodes fail at once. */
 export type HoldReason = 'paused' | 'cap' | 'storm';
 
 export interface NodeHealthCheckerOptions {
   /** The authoritative ring: read at every tick, and where DOWN marks are written (CAS). */
-  ring: RingStore;
+  ring: Pick<RingStore, 'load' | 'update'>;
   /**
-   * Checks one node. Called only for nodes that are suspect or whose last probe failed, all of a tick's at once,
+   * Checks one node ({@link NodeProbe}), or all of a tick's at once ({@link BatchNodeProbe}). Called only for nodes
+   * that are suspect or whose last probe failed (every serving node with {@link probeAll}), all of a tick's at once,
    * so it must bound its own time (a short timeout). A probe that throws counts as `unknown`.
    */
-  probe: NodeProbe;
+  probe: NodeProbe | BatchNodeProbe;
+  /**
+   * Probe every serving node at every tick, not only the suspects and the failing ones: for a checker that hears no
+   * coordinator (the scheduled evaluator in AWS, where the coordinators' suspicion is not shared yet) and a probe
+   * that costs the same for one node or the fleet (one EC2 call). @default false
+   */
+  probeAll?: boolean;
   /** Consecutive failed coordinator calls after which a node is suspect (and probed). @default 3 */
   suspectAfterFailures?: number;
   /**
@@ -117,7 +131,39 @@ export interface TickResult {
   held?: HoldReason;
 }
 
+/** One node's track as {@link NodeHealthChecker.snapshot} keeps it (only nodes with a streak of failures). */
+export interface TrackSnapshot {
+  id: string;
+  incarnation: string | null;
+  coordinatorFailures: number;
+  lastReportAt: number | null;
+  probeFailures: number;
+  failingSince: number | null;
+  lastProbe: { at: number; result: ProbeResult } | null;
+  lastError: string | null;
+}
+
+/**
+ * What a checker must remember between two runs of a process that does not stay up (the scheduled evaluator in AWS
+ * ticks once per invocation): the nodes with a streak of failures, the markings it made, and the hold in progress.
+ * JSON-able. A node without a streak is left out (the next ring read brings it back with nothing to remember), so
+ * a healthy fleet's snapshot does not change from tick to tick and its owner need not write it.
+ */
+export interface NodeHealthCheckerSnapshot {
+  format: 1;
+  tracks: TrackSnapshot[];
+  marked: MarkedDown[];
+  held?: HoldReason;
+  heldSince: number | null;
+}
+
 export const MARKED_HISTORY = 20;
+
+/**
+ * Where a checker that runs one tick at a time (the policy evaluator in AWS, core/composition/fleet-health-tick.ts)
+ * keeps its {@link NodeHealthCheckerSnapshot} in the ring store, beside the operators' switch (`health/controls`).
+ */
+export const HEALTH_CHECKER_KEY = 'health/checker';
 
 /** What the checker knows of one node. */
 interface Track {
@@ -148,11 +194,13 @@ type MarkOutcome = 'marked' | 'already' | 'gone' | 'cap';
  *   of the serving nodes fail their probes (the checker's own network, most likely).
  *
  * Several checkers may run against one store: the mark is a CAS that re-checks the node on the fresh document,
- * so a node is marked once. Nothing here is persisted: a restarted checker starts its counts from zero.
+ * so a node is marked once. Nothing here is persisted by the checker itself: a restarted checker starts its counts
+ * from zero, unless its owner keeps {@link snapshot} and gives it back with {@link restore}.
  */
 export class NodeHealthChecker {
-  private readonly ring: RingStore;
-  private readonly probe: NodeProbe;
+  private readonly ring: NodeHealthCheckerOptions['ring'];
+  private readonly probe: NodeProbe | BatchNodeProbe;
+  private readonly probeAll: boolean;
   private readonly suspectAfter: number;
   private readonly confirmMs: number;
   private readonly confirmProbes: number;
@@ -178,6 +226,7 @@ export class NodeHealthChecker {
   constructor(opts: NodeHealthCheckerOptions) {
     this.ring = opts.ring;
     this.probe = opts.probe;
+    this.probeAll = opts.probeAll ?? false;
     this.suspectAfter = atLeast('suspectAfterFailures', opts.suspectAfterFailures ?? 3, 1);
     this.confirmMs = atLeast('confirmMs', opts.confirmMs ?? 5000, 0);
     this.confirmProbes = atLeast('confirmProbes', opts.confirmProbes ?? 2, 1);
@@ -259,15 +308,13 @@ export class NodeHealthChecker {
 
     const due = serving.filter((n) => {
       const t = this.tracks.get(n.id)!;
-      return this.isSuspect(t) || t.probeFailures > 0;
+      return this.probeAll || this.isSuspect(t) || t.probeFailures > 0;
     });
-    await Promise.all(
-      due.map(async (n) => {
-        const answer = await this.probe(n).catch((e: unknown): ProbeAnswer => ({ result: 'unknown', detail: messageOf(e) }));
-        const t = this.tracks.get(n.id);
-        if (t && t.incarnation === incarnationOf(n)) record(t, answer, now);
-      }),
-    );
+    const answers = await this.probeNodes(due);
+    for (const n of due) {
+      const t = this.tracks.get(n.id);
+      if (t && t.incarnation === incarnationOf(n)) record(t, answers.get(n.id) ?? 'unknown', now);
+    }
 
     const failing = serving.filter((n) => (this.tracks.get(n.id)?.probeFailures ?? 0) > 0).length;
     this.probing = { serving: serving.length, failing };
@@ -310,6 +357,22 @@ export class NodeHealthChecker {
     }
     this.noteHold(held, heldNodes, now, { serving: serving.length, failing });
     return { probed: due.map((n) => n.id), marked, ...(held ? { held } : {}) };
+  }
+
+  /** Each node's answer: one probe per node, all at once, or one batch call; a probe that throws is `unknown`. */
+  private async probeNodes(nodes: RingNode[]): Promise<ReadonlyMap<string, ProbeAnswer>> {
+    const failed = (e: unknown): ProbeAnswer => ({ result: 'unknown', detail: messageOf(e) });
+    if (nodes.length === 0) return new Map();
+    const probe = this.probe;
+    if (typeof probe !== 'function') {
+      try {
+        return await probe.many(nodes);
+      } catch (e) {
+        return new Map(nodes.map((n) => [n.id, failed(e)]));
+      }
+    }
+    const answers = await Promise.all(nodes.map((n) => probe(n).catch(failed)));
+    return new Map(nodes.map((n, i) => [n.id, answers[i]!]));
   }
 
   /** Brings the tracks in line with the ring: the serving nodes (fresh for a new incarnation), nothing else. */
@@ -420,6 +483,53 @@ export class NodeHealthChecker {
     return t.coordinatorFailures >= this.suspectAfter;
   }
 
+  // ------------------------------------------------------------------ persistence
+
+  /**
+   * What to keep until the next run ({@link NodeHealthCheckerSnapshot}): the tracks of the nodes with a streak of
+   * failures (sorted by id), the markings made, the hold in progress. Two snapshots of a checker that saw nothing
+   * new are equal, so an owner may compare them (as JSON) to skip a write.
+   */
+  snapshot(): NodeHealthCheckerSnapshot {
+    const tracks = [...this.tracks.values()]
+      .filter((t) => t.coordinatorFailures > 0 || t.probeFailures > 0)
+      .sort((a, b) => a.id.localeCompare(b.id))
+      .map((t): TrackSnapshot => ({
+        id: t.id,
+        incarnation: t.incarnation,
+        coordinatorFailures: t.coordinatorFailures,
+        lastReportAt: t.lastReportAt,
+        probeFailures: t.probeFailures,
+        failingSince: t.failingSince,
+        lastProbe: t.lastProbe ? { ...t.lastProbe } : null,
+        lastError: t.lastError,
+      }));
+    return {
+      format: 1,
+      tracks,
+      marked: this.history.map((m) => ({ ...m })),
+      ...(this.held ? { held: this.held } : {}),
+      heldSince: this.heldSince,
+    };
+  }
+
+  /**
+   * Takes back what {@link snapshot} kept, in place of what this checker holds (a fresh checker's nothing). The next
+   * {@link tick} reconciles it with the ring: a node gone, DOWN or replaced under its id since is forgotten. A value
+   * that is not a snapshot (another format, a damaged document) is refused: returns false and changes nothing, and
+   * the checker starts from zero, which delays a marking but never makes one.
+   */
+  restore(snapshot: unknown): boolean {
+    const s = parseSnapshot(snapshot);
+    if (!s) return false;
+    this.tracks.clear();
+    for (const t of s.tracks) this.tracks.set(t.id, { ...t, state: null, lastProbe: t.lastProbe ? { ...t.lastProbe } : null });
+    this.history.splice(0, this.history.length, ...s.marked.slice(-MARKED_HISTORY).map((m) => ({ ...m })));
+    this.held = s.held;
+    this.heldSince = s.heldSince;
+    return true;
+  }
+
   // ------------------------------------------------------------------ status and loop
 
   /** A JSON-able snapshot, for an admin route or a log line. */
@@ -514,6 +624,52 @@ function record(t: Track, answer: ProbeAnswer, now: number): void {
     // No evidence either way (the provider's API failed, an odd answer): the streak neither grows nor ends.
     t.lastError = detail ?? 'the probe could not tell';
   }
+}
+
+const HOLD_REASONS: readonly HoldReason[] = ['paused', 'cap', 'storm'];
+const PROBE_RESULTS: readonly ProbeResult[] = ['ok', 'down', 'unknown'];
+
+/** A {@link NodeHealthCheckerSnapshot}, checked field by field; undefined when `v` is not one. */
+function parseSnapshot(v: unknown): NodeHealthCheckerSnapshot | undefined {
+  const o = v as Partial<NodeHealthCheckerSnapshot> | null;
+  if (typeof o !== 'object' || o === null || o.format !== 1 || !Array.isArray(o.tracks) || !Array.isArray(o.marked))
+    return undefined;
+  if (o.held !== undefined && !HOLD_REASONS.includes(o.held)) return undefined;
+  if (!nullOr(o.heldSince, isNum)) return undefined;
+  const trackOk = (t: TrackSnapshot) =>
+    typeof t === 'object' &&
+    t !== null &&
+    typeof t.id === 'string' &&
+    nullOr(t.incarnation, (x) => typeof x === 'string') &&
+    isCount(t.coordinatorFailures) &&
+    isCount(t.probeFailures) &&
+    nullOr(t.lastReportAt, isNum) &&
+    nullOr(t.failingSince, isNum) &&
+    (t.probeFailures === 0 || t.failingSince !== null) &&
+    nullOr(t.lastError, (x) => typeof x === 'string') &&
+    nullOr(t.lastProbe, (p) => typeof p === 'object' && isNum(p.at) && PROBE_RESULTS.includes(p.result));
+  const markedOk = (m: MarkedDown) =>
+    typeof m === 'object' &&
+    m !== null &&
+    typeof m.node === 'string' &&
+    isNum(m.at) &&
+    typeof m.reason === 'string' &&
+    isNum(m.ringVersion);
+  if (!o.tracks.every(trackOk) || !o.marked.every(markedOk)) return undefined;
+  if (new Set(o.tracks.map((t) => t.id)).size !== o.tracks.length) return undefined;
+  return o as NodeHealthCheckerSnapshot;
+}
+
+function isNum(x: unknown): x is number {
+  return typeof x === 'number' && Number.isFinite(x);
+}
+
+function isCount(x: unknown): x is number {
+  return Number.isInteger(x) && (x as number) >= 0;
+}
+
+function nullOr<T>(x: T | null | undefined, ok: (x: T) => boolean): boolean {
+  return x === null || (x !== undefined && ok(x));
 }
 
 function incarnationOf(n: RingNode): string {

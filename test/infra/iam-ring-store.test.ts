@@ -27,6 +27,7 @@ import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { ENVIRONMENT_NAMES } from '../../cdk/config/schema.js';
 import { ColdTierBucket } from '../../cdk/constructs/cold-tier-bucket.js';
 import { POLICY_CURRENT_KEY, policyVersionKey } from '../../core/policy/admin.js';
+import { HEALTH_CHECKER_KEY } from '../../core/nodes/health-check.js';
 import { EVALUATOR_STATE_KEY } from '../../core/policy/evaluator-store.js';
 import { JOBS_KEY } from '../../core/policy/jobs.js';
 import { STACK_KEYS, synthesized, type StackKey, type SynthesizedEnvironment } from './helpers/synth.js';
@@ -63,12 +64,17 @@ const PROBES = {
   policyVersion: policyVersionKey(7, 'b3f1c2d4'),
   evaluatorState: EVALUATOR_STATE_KEY,
   evaluatorJobs: JOBS_KEY,
+  healthControls: 'health/controls',
+  healthChecker: HEALTH_CHECKER_KEY,
   other: 'anything-else',
 } as const;
 type Probe = keyof typeof PROBES;
 
-/** Written only by the ring's writers (ColdTierBucket.grantRingWriters): today the workflow step function. */
-const WRITERS_ONLY: readonly Probe[] = ['ring', 'migrationSession', 'migrationPlan', 'execution', 'scaleLock'];
+/**
+ * Written only by the ring's writers (ColdTierBucket.grantRingWriters): today the workflow step function. The ring
+ * document itself also by the failure detector (the policy evaluator), below.
+ */
+const WRITERS_ONLY: readonly Probe[] = ['migrationSession', 'migrationPlan', 'execution', 'scaleLock'];
 
 /** The policy documents (core/policy/admin.ts): written by the admin API function alone, read by every API function. */
 const POLICY_DOCUMENTS: readonly Probe[] = ['policyCurrent', 'policyVersion'];
@@ -319,6 +325,27 @@ describe.each(ENVIRONMENT_NAMES)('ring store grants (%s)', (name) => {
     expect({ probe, writers: writers(probe) }).toEqual({ probe, writers: [stepRole] });
   });
 
+  it('lets only the workflow step function and the failure detector (the policy evaluator) put the ring', () => {
+    // The detector (core/composition/fleet-health-tick.ts) marks a node DOWN by a compare-and-set of the ring document
+    // (s3:PutObject with If-Match, https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html); it
+    // moves no range and writes no migration, lock or progress document (above).
+    const evaluatorRole = iam.roleOf(env.stacks.workflows.policyTicker!.evaluator.role);
+    expect(writers('ring').sort()).toEqual([stepRole, evaluatorRole].sort());
+  });
+
+  it("lets the failure detector keep its state (health/checker) and read the operators' switch (health/controls)", () => {
+    // Read with s3:ListBucket on the key as s3:prefix, so that a document not written yet is a 404 (HeadObject /
+    // GetObject "Permissions"): a fresh deployment has neither. Nobody writes health/controls in AWS: the admin API's
+    // switch (PUT /v1/admin/nodes/replacement) needs the ring store, which the admin function is not given yet.
+    const evaluatorRole = iam.roleOf(env.stacks.workflows.policyTicker!.evaluator.role);
+    expect(writers('healthChecker')).toEqual([evaluatorRole]);
+    expect(writers('healthControls')).toEqual([]);
+    for (const p of ['healthChecker', 'healthControls'] as const) {
+      const reads = iam.allows(evaluatorRole, ['s3:GetObject'], iam.objectArn(PROBES[p]));
+      expect({ p, reads, lists: iam.mayListAs(evaluatorRole, PROBES[p]) }).toEqual({ p, reads: true, lists: true });
+    }
+  });
+
   it('lets no API function replace anything in the ring store but the admin function the policy documents', () => {
     for (const [fn, role] of apiRoles) {
       const replaces = (p: Probe) => iam.allows(role, WRITE_ACTIONS, iam.objectArn(PROBES[p]), (st) => !createOnly(st));
@@ -380,9 +407,10 @@ describe.each(ENVIRONMENT_NAMES)('ring store grants (%s)', (name) => {
     const written = (Object.keys(PROBES) as Probe[]).filter((p) =>
       iam.allows(evaluatorRole, ['s3:PutObject'], iam.objectArn(PROBES[p])),
     );
-    // And the jobs board it queues on (below), and paper 000's counter sample (below); nothing else: the evaluator runs
-    // outside the VPC and reaches no node (no fleet secret either).
-    expect(written).toEqual(['triggerSample', 'evaluatorState', 'evaluatorJobs']);
+    // And the jobs board it queues on (below), paper 000's counter sample (below), and as the failure detector the ring
+    // (DOWN marks) and its own state (above); nothing else: the evaluator runs outside the VPC and reaches no node (no
+    // fleet secret either).
+    expect(written).toEqual(['ring', 'triggerSample', 'evaluatorState', 'evaluatorJobs', 'healthChecker']);
     for (const p of ['policyCurrent', 'evaluatorState', 'ring', 'nodeStats'] as const)
       expect({ p, reads: iam.allows(evaluatorRole, ['s3:GetObject'], iam.objectArn(PROBES[p])) }).toEqual({ p, reads: true });
   });

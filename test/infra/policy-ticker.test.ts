@@ -10,7 +10,9 @@ import { EXPRESS_MAX_SECONDS, JOBS_TIMEOUT_SECONDS, TICKER_TIMEOUT_SECONDS } fro
 import { idleCostOf } from '../../cdk/lib/idle-cost.js';
 import { stateMachinesOf, type AslDefinition } from '../../cdk/lib/workflow-definitions.js';
 import type { CompiledPolicy } from '../../core/policy/compile.js';
+import { HEALTH_CHECKER_KEY } from '../../core/nodes/health-check.js';
 import { EVALUATOR_STATE_KEY } from '../../core/policy/evaluator-store.js';
+import { RING_KEY } from '../../core/ring/store.js';
 import { JOB_RUNNER_BUDGET_MS } from '../../core/policy/job-runner.js';
 import { JOBS_KEY } from '../../core/policy/jobs.js';
 import { nextTick, TICK_WINDOW_MS, type TickResult } from '../../core/policy/ticker.js';
@@ -229,28 +231,30 @@ describe('Policy ticker', () => {
       expect([k, flushEnv[k]]).toEqual([k, expect.anything()]);
   });
 
-  it('lets the evaluator start, list and describe exactly ScaleOut, ScaleIn, EvictToS3 and TierMigrate', () => {
+  it('lets the evaluator start, list and describe exactly ScaleOut, ScaleIn, EvictToS3, TierMigrate and ReplaceNode', () => {
     // StartExecution and ListExecutions act on a stateMachine resource, DescribeExecution on an execution:
     // https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsstepfunctions.html
     const machines = prod.stacks.workflows.stateMachines;
-    // TierMigrate for its listing: a grow or shrink never starts while a migration runs.
-    const refs = (['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate'] as const).map((w) => ({ Ref: idOf(machines[w]) }));
+    // TierMigrate for its listing: a grow or shrink never starts while a migration runs. ReplaceNode: the failure
+    // detector starts it for each node it marks DOWN (and the workflow service lists every machine it is given).
+    const workflows = ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate', 'replace-node'] as const;
+    const refs = workflows.map((w) => ({ Ref: idOf(machines[w]) }));
     const statements = statementsOf(wf, evaluatorRoleId);
     const states = statements.filter((st) => actions(st).some((a) => a.startsWith('states:')));
     const starts = states.filter((st) => actions(st).includes('states:StartExecution'));
     expect(starts).toHaveLength(1);
     expect(actions(starts[0]!).sort()).toEqual(['states:ListExecutions', 'states:StartExecution']);
     expect([starts[0]!.Resource].flat()).toEqual(expect.arrayContaining(refs));
-    expect([starts[0]!.Resource].flat()).toHaveLength(4);
+    expect([starts[0]!.Resource].flat()).toHaveLength(5);
     const describe = states.find((st) => actions(st).includes('states:DescribeExecution'))!;
     const executions = (w: string) => ({
       'Fn::Join': ['', ['arn:aws:states:us-east-1:', { Ref: 'AWS::AccountId' }, `:execution:strata-prod-${w}:*`]],
     });
-    expect(describe.Resource).toEqual(['evict-to-s3', 'scale-in', 'scale-out', 'tier-migrate'].map(executions));
+    expect(describe.Resource).toEqual(['evict-to-s3', 'replace-node', 'scale-in', 'scale-out', 'tier-migrate'].map(executions));
     expect(states).toHaveLength(2);
-    // The workflow names it may start, by the ARNs of exactly those three (core/composition/workflow-service-env.ts).
+    // The workflow names it may start, by the ARNs of exactly those (core/composition/workflow-service-env.ts).
     const arns = JSON.stringify(env.STRATA_WORKFLOW_ARNS);
-    for (const w of ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate']) expect(arns).toContain(`\\"${w}\\":\\"`);
+    for (const w of workflows) expect(arns).toContain(`\\"${w}\\":\\"`);
     expect(arns).not.toContain('policy-ticker');
   });
 
@@ -369,14 +373,15 @@ describe('Policy ticker', () => {
     // No tier access: the values are the flush's business.
     expect(managed).not.toContain('ColdTierAccessPolicy');
     for (const p of [
-      'ColdTierRingReadRing',
+      'ColdTierRingWriteRing',
       'ColdTierRingReadNodeStats',
       'ColdTierRingReadPolicies',
       'ColdTierRingWriteEvaluatorState',
     ])
       expect(managed).toContain(p);
-    // Never the policy documents (the admin function's alone) nor the ring's writers' documents.
-    expect(managed).not.toMatch(/RingWrite(Policies|Ring|Migrations|Executions|ScaleLocks)/);
+    // Never the policy documents (the admin function's alone) nor the ring's writers' documents but the ring itself
+    // (the failure detector's DOWN marks: below).
+    expect(managed).not.toMatch(/RingWrite(Policies|Migrations|Executions|ScaleLocks)/);
     // Its state document exactly (core/policy/evaluator-store.ts), written by compare-and-set: s3:PutObject alone
     // (https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html), and listable as s3:prefix so
     // that it reads as absent (404) before the first tick.
@@ -391,6 +396,70 @@ describe('Policy ticker', () => {
       ['ListRingDocuments', 's3:ListBucket'],
     ]);
     expect(statements[1]!.Condition).toEqual({ StringLike: { 's3:prefix': [key] } });
+  });
+});
+
+describe("Policy ticker: the cache nodes' failure detector", () => {
+  const managed = JSON.stringify(resources(wf)[evaluatorRoleId]!.Properties.ManagedPolicyArns);
+  /** The ring store's managed policy granting `access` to `key` (ColdTierBucket.grantRingRead / grantRingWrite). */
+  const ringPolicy = (key: string, write: boolean) =>
+    Object.values(resources(prod.templates.data)).find(
+      (r) =>
+        r.Type === 'AWS::IAM::ManagedPolicy' &&
+        r.Properties.Description ===
+          `Strata ring store: ${write ? 'read and conditional write' : 'read'} of ${ColdTierBucket.RING_PREFIX}/${key} in the cold tier's bucket`,
+    )!;
+  const statementsOfPolicy = (r: Resource) => (r.Properties.PolicyDocument as { Statement: Json[] }).Statement;
+
+  it('reads the nodes’ EC2 status with DescribeInstanceStatus, which takes no resource-level permission, and nothing more of EC2', () => {
+    // The Service Authorization Reference lists no resource type for ec2:DescribeInstanceStatus, and "Amazon EC2
+    // ec2:Describe* API actions do not support resource-level permissions", so Resource is "*":
+    // https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2.html
+    // https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/iam-policies-for-amazon-ec2.html
+    const ec2 = statementsOf(wf, evaluatorRoleId).filter((st) => actions(st).some((a) => a.startsWith('ec2:')));
+    expect(ec2).toEqual([
+      { Sid: 'DescribeInstanceStatus', Action: 'ec2:DescribeInstanceStatus', Effect: 'Allow', Resource: '*' },
+    ]);
+  });
+
+  it('may start ReplaceNode (StartExecution on that state machine), as it starts the other workflows', () => {
+    // StartExecution acts on the stateMachine resource type:
+    // https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsstepfunctions.html
+    const replace = { Ref: idOf(prod.stacks.workflows.stateMachines['replace-node']) };
+    const starts = statementsOf(wf, evaluatorRoleId).filter((st) => actions(st).includes('states:StartExecution'));
+    expect(starts.flatMap((st) => [st.Resource].flat())).toContainEqual(replace);
+    expect(JSON.stringify(env.STRATA_WORKFLOW_ARNS)).toContain('\\"replace-node\\":\\"');
+  });
+
+  it('marks DOWN by a conditional write of the ring document, keeps its own state, and reads the operators’ switch', () => {
+    // S3 conditional writes (If-Match / If-None-Match) need s3:PutObject alone; a GET of a document not written yet is
+    // a 404 only with s3:ListBucket on its key as s3:prefix:
+    // https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html
+    // https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html ("Permissions")
+    expect(RING_STORE_DOCUMENTS.healthChecker).toBe(HEALTH_CHECKER_KEY);
+    expect(RING_STORE_DOCUMENTS.healthControls).toBe('health/controls');
+    for (const [p, key, access] of [
+      ['ColdTierRingWriteRing', RING_KEY, ['s3:GetObject', 's3:PutObject']],
+      ['ColdTierRingWriteHealthChecker', HEALTH_CHECKER_KEY, ['s3:GetObject', 's3:PutObject']],
+      ['ColdTierRingReadHealthControls', 'health/controls', 's3:GetObject'],
+    ] as const) {
+      expect(managed).toContain(p);
+      const statements = statementsOfPolicy(ringPolicy(key, Array.isArray(access)));
+      expect(statements.map((st) => [st.Sid, st.Action])).toEqual([
+        ['RingDocuments', access],
+        ['ListRingDocuments', 's3:ListBucket'],
+      ]);
+      expect(statements[1]!.Condition).toEqual({ StringLike: { 's3:prefix': [`${ColdTierBucket.RING_PREFIX}/${key}`] } });
+    }
+    // The switch is the operators': read, never written, by the detector.
+    expect(managed).not.toContain('RingWriteHealthControls');
+  });
+
+  it('stays within the default quota of 10 managed policies per role', () => {
+    // "Managed policies attached to an IAM role: 10" (adjustable):
+    // https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html
+    const arns = resources(wf)[evaluatorRoleId]!.Properties.ManagedPolicyArns as unknown[];
+    expect(arns.length).toBeLessThanOrEqual(10);
   });
 });
 

@@ -247,6 +247,7 @@ describe('Stacks', () => {
           .sort(),
       ).toEqual([
         'RingReadExecutions',
+        'RingReadHealthControls',
         'RingReadNodeStats',
         'RingReadPolicies',
         'RingReadRing',
@@ -254,6 +255,7 @@ describe('Stacks', () => {
         'RingWriteEvaluatorJobs',
         'RingWriteEvaluatorState',
         'RingWriteExecutions',
+        'RingWriteHealthChecker',
         'RingWriteMigrations',
         'RingWritePolicies',
         'RingWriteRing',
@@ -716,7 +718,7 @@ describe('Stacks', () => {
 
   describe('Everywhere', () => {
     it.each(['dev', 'prod'] as const)(
-      '%s: IAM statements name their resources; only VPC networking and the cost publisher\'s reads use "*"',
+      '%s: IAM statements name their resources; only VPC networking, the cost publisher\'s and the failure detector\'s reads use "*"',
       (env) => {
         const s = env === 'dev' ? dev : prod;
         for (const key of STACK_KEYS) {
@@ -725,13 +727,14 @@ describe('Stacks', () => {
             const actions = asArray(st.Action as string | string[]);
             expect(actions.some((a) => a.endsWith('*'))).toBe(false);
             // Actions without resource-level permissions: VPC networking, and the cost publisher's read-only calls
-            // and its PutMetricData, which must be limited by a namespace condition.
+            // and its PutMetricData, which must be limited by a namespace condition; the failure detector's
+            // DescribeInstanceStatus (the policy evaluator's: https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2.html).
             // ... and the state machines' X-Ray tracing and log delivery, which take no resource.
             if (resources.includes('*'))
               expect(
                 actions.filter(
                   (a) =>
-                    !/^(ec2:(\w+NetworkInterfaces?|DescribeSubnets|(Assign|Unassign)PrivateIpAddresses|DescribeInstances|DescribeVolumes)|cloudwatch:(GetMetricData|PutMetricData)|xray:(PutTraceSegments|PutTelemetryRecords|GetSamplingRules|GetSamplingTargets)|logs:(CreateLogDelivery|GetLogDelivery|UpdateLogDelivery|DeleteLogDelivery|ListLogDeliveries|PutResourcePolicy|DescribeResourcePolicies|DescribeLogGroups))$/.test(
+                    !/^(ec2:(\w+NetworkInterfaces?|DescribeSubnets|(Assign|Unassign)PrivateIpAddresses|DescribeInstances|DescribeInstanceStatus|DescribeVolumes)|cloudwatch:(GetMetricData|PutMetricData)|xray:(PutTraceSegments|PutTelemetryRecords|GetSamplingRules|GetSamplingTargets)|logs:(CreateLogDelivery|GetLogDelivery|UpdateLogDelivery|DeleteLogDelivery|ListLogDeliveries|PutResourcePolicy|DescribeResourcePolicies|DescribeLogGroups))$/.test(
                       a,
                     ),
                 ),

@@ -1,11 +1,20 @@
 /**
  * The failure detector of cache nodes (core/nodes/health-check.ts): suspicion from coordinator reports,
  * confirmation by probes with flap damping, the DOWN mark by ring CAS, the caps against false-positive storms,
- * pause, status, and the HTTP probe. A fake probe and an injected clock: no real time is asserted on.
+ * pause, status, the HTTP probe, and what AWS's scheduled checker needs: probing every node each tick (probeAll),
+ * one call for the whole fleet (a batch probe) and its state kept between runs (snapshot / restore). A fake probe and an
+ * injected clock: no real time is asserted on.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { httpProbe, NodeHealthChecker, type NodeHealthCheckerOptions, type ProbeAnswer } from '../../core/nodes/health-check.js';
+import {
+  httpProbe,
+  MARKED_HISTORY,
+  NodeHealthChecker,
+  type BatchNodeProbe,
+  type NodeHealthCheckerOptions,
+  type ProbeAnswer,
+} from '../../core/nodes/health-check.js';
 import { NodeClient } from '../../core/nodes/node-client.js';
 import { addNode, initialRing, markDown, removeNode, type RingDocument, type RingNode } from '../../core/ring/document.js';
 import { CasConflictError, InMemoryCasStore, RingStore, type CasStore } from '../../core/ring/store.js';
@@ -382,6 +391,192 @@ describe('NodeHealthChecker: caps against false positives', () => {
     expect(await tickAt(c, 0, 5000, 60_000)).toEqual([]);
     expect(c.checker.status().held).toBe('storm');
     expect(c.cas.writes).toBe(1);
+  });
+});
+
+describe('NodeHealthChecker: probing every node (probeAll) and batch probes', () => {
+  it('with probeAll, probes every serving node at each tick with no coordinator report, and marks one confirmed', async () => {
+    // AWS: no coordinator suspicion reaches the scheduled checker yet, so every node is probed (one EC2 call for all).
+    const c = await setup({ probeAll: true, confirmMs: 50_000 });
+    expect((await c.checker.tick(T0)).probed).toEqual(['a', 'b', 'c', 'd']);
+    expect(c.checker.suspects()).toEqual([]);
+    c.probe.set(['b'], { result: 'down', detail: 'EC2 instance i-0b is stopped' });
+    c.probe.calls = [];
+    expect(await tickAt(c, 60_000)).toEqual([]);
+    expect(c.probe.calls.sort()).toEqual(['a', 'b', 'c', 'd']);
+    // The second failed tick a minute later confirms it (2 probes, 50 s or more apart).
+    expect(await tickAt(c, 120_000)).toEqual(['b']);
+    const b = (await c.ring.load())!.nodes.find((n) => n.id === 'b')!;
+    expect(b.down!.reason).toBe('0 coordinator failures, 2 failed probes over 60.0 s: EC2 instance i-0b is stopped');
+    // A DOWN node is not probed any more, even with probeAll.
+    c.probe.calls = [];
+    await tickAt(c, 180_000);
+    expect(c.probe.calls.sort()).toEqual(['a', 'c', 'd']);
+  });
+
+  it('without probeAll, a healthy fleet is never probed (the local checker, fed by suspicion)', async () => {
+    const c = await setup();
+    await tickAt(c, 0, 60_000);
+    expect(c.probe.calls).toEqual([]);
+  });
+
+  it('asks a batch probe once per tick about all the due nodes; a node it leaves out, or a batch that throws, is unknown', async () => {
+    const calls: string[][] = [];
+    let answers = new Map<string, ProbeAnswer>([['b', REFUSED]]);
+    const batch: BatchNodeProbe = {
+      many: async (nodes) => {
+        calls.push(nodes.map((n) => n.id));
+        return answers;
+      },
+    };
+    const c = await setup({ probe: batch, probeAll: true });
+    await tickAt(c, 0);
+    expect(calls).toEqual([['a', 'b', 'c', 'd']]);
+    // a, c and d were left out: unknown (no evidence either way), b failed once.
+    expect(nodeStatus(c.checker, 'a')).toMatchObject({ probeFailures: 0, lastProbe: { at: T0, result: 'unknown' } });
+    expect(nodeStatus(c.checker, 'b')).toMatchObject({ probeFailures: 1, failingSinceMs: T0 });
+    answers = new Map();
+    batch.many = async () => {
+      throw new Error('DescribeInstanceStatus: ThrottlingException');
+    };
+    await tickAt(c, 5000);
+    expect(nodeStatus(c.checker, 'b')).toMatchObject({
+      probeFailures: 1,
+      lastProbe: { at: T0 + 5000, result: 'unknown' },
+      lastError: 'DescribeInstanceStatus: ThrottlingException',
+    });
+    // No call at all when nothing is due (no probeAll, no suspect).
+    const idle = await setup({ probe: { many: async (n) => (calls.push(n.map((x) => x.id)), new Map()) } });
+    calls.length = 0;
+    await tickAt(idle, 0);
+    expect(calls).toEqual([]);
+  });
+});
+
+describe('NodeHealthChecker: snapshot and restore (a checker that lives one tick at a time)', () => {
+  /** One tick of a fresh checker restored from `saved`, as the evaluator runs it; returns its new snapshot. */
+  async function oneTick(c: Ctx, saved: unknown, at: number, opts: Partial<NodeHealthCheckerOptions> = {}) {
+    const checker = new NodeHealthChecker({
+      ring: c.ring,
+      probe: c.probe.fn,
+      probeAll: true,
+      confirmMs: 50_000,
+      now: () => T0 + at,
+      log: (level, message, fields) => c.logs.push({ level, message, fields }),
+      metric: (name, value, dims) => c.metrics.push({ name, value, ...(dims ? { dims } : {}) }),
+      ...opts,
+    });
+    if (saved !== undefined) expect(checker.restore(saved)).toBe(true);
+    const result = await checker.tick();
+    return { result, snapshot: JSON.parse(JSON.stringify(checker.snapshot())) as unknown, checker };
+  }
+
+  it('keeps the streaks across runs: two runs a minute apart mark a node, as one long-lived checker would', async () => {
+    const c = await setup();
+    c.probe.set(['b'], { result: 'down', detail: 'EC2 instance i-0b is terminated' });
+    const first = await oneTick(c, undefined, 0);
+    expect(first.result.marked).toEqual([]);
+    expect(first.snapshot).toEqual({
+      format: 1,
+      tracks: [
+        {
+          id: 'b',
+          incarnation: `http://b.test:7070||${new Date(T0).toISOString()}`,
+          coordinatorFailures: 0,
+          lastReportAt: null,
+          probeFailures: 1,
+          failingSince: T0,
+          lastProbe: { at: T0, result: 'down' },
+          lastError: 'EC2 instance i-0b is terminated',
+        },
+      ],
+      marked: [],
+      heldSince: null,
+    });
+    // Without the snapshot, the next run would start over and never confirm.
+    expect((await oneTick(c, undefined, 60_000)).result.marked).toEqual([]);
+    const second = await oneTick(c, first.snapshot, 60_000);
+    expect(second.result.marked).toEqual(['b']);
+    expect(second.snapshot).toMatchObject({ tracks: [], marked: [{ node: 'b', at: T0 + 60_000, ringVersion: 2 }] });
+  });
+
+  it('does not change while the fleet stays healthy, so its owner writes nothing', async () => {
+    const c = await setup();
+    const first = await oneTick(c, undefined, 0);
+    expect(first.snapshot).toEqual({ format: 1, tracks: [], marked: [], heldSince: null });
+    let saved = first.snapshot;
+    for (const at of [60_000, 120_000, 180_000]) {
+      const next = await oneTick(c, saved, at);
+      expect(next.snapshot).toEqual(saved);
+      saved = next.snapshot;
+    }
+    // An unknown answer of a healthy node (the API failed) leaves nothing to remember either.
+    c.probe.set(['a'], { result: 'unknown', detail: 'RequestLimitExceeded' });
+    expect((await oneTick(c, saved, 240_000)).snapshot).toEqual(saved);
+  });
+
+  it('keeps a hold episode across runs: one warn line for it, not one per run', async () => {
+    const c = await setup();
+    for (const id of ['b', 'c', 'd']) c.probe.set([id], REFUSED);
+    let saved: unknown;
+    for (const at of [0, 60_000, 120_000, 180_000]) saved = (await oneTick(c, saved, at)).snapshot;
+    expect(saved).toMatchObject({ held: 'storm', heldSince: T0 + 60_000 });
+    expect(c.logs.filter((l) => l.level === 'warn')).toHaveLength(1);
+    expect(c.metrics.filter((m) => m.name === 'NodeHealthHeld')).toHaveLength(3);
+  });
+
+  it('forgets, at the next tick, a track whose node was replaced under its id or left the ring', async () => {
+    const c = await setup();
+    c.probe.set(['b'], REFUSED);
+    const first = await oneTick(c, undefined, 0);
+    await c.ring.update((d) => {
+      for (const r of d.ranges) if (r.owner === 'b') r.owner = 'a';
+      removeNode(d, 'b');
+      addNode(d, { id: 'b', url: 'http://b2.test:7070' }, new Date(T0 + 1000));
+    });
+    // The new b fails too, but its streak starts now: the old one's first failure does not count for it.
+    const second = await oneTick(c, first.snapshot, 60_000);
+    expect(second.result.marked).toEqual([]);
+    expect(second.snapshot).toMatchObject({ tracks: [{ id: 'b', probeFailures: 1, failingSince: T0 + 60_000 }] });
+    // Gone from the ring: gone from the snapshot.
+    await c.ring.update((d) => {
+      for (const r of d.ranges) if (r.owner === 'b') r.owner = 'a';
+      removeNode(d, 'b');
+    });
+    expect((await oneTick(c, second.snapshot, 120_000)).snapshot).toMatchObject({ tracks: [] });
+  });
+
+  it('refuses what is not a snapshot, and keeps at most MARKED_HISTORY markings', async () => {
+    const c = await setup();
+    const checker = c.checker;
+    for (const bad of [
+      undefined,
+      null,
+      'x',
+      { format: 2, tracks: [], marked: [], heldSince: null },
+      { format: 1, tracks: {}, marked: [], heldSince: null },
+      { format: 1, tracks: [{ id: 'b', probeFailures: -1 }], marked: [], heldSince: null },
+      { format: 1, tracks: [], marked: [], held: 'bored', heldSince: 1 },
+      { format: 1, tracks: [], marked: [{ node: 'b' }], heldSince: null },
+    ])
+      expect({ bad, restored: checker.restore(bad) }).toEqual({ bad, restored: false });
+    const track = (id: string) => ({
+      id,
+      incarnation: null,
+      coordinatorFailures: 0,
+      lastReportAt: null,
+      probeFailures: 1,
+      failingSince: T0,
+      lastProbe: null,
+      lastError: null,
+    });
+    expect(checker.restore({ format: 1, tracks: [track('b'), track('b')], marked: [], heldSince: null })).toBe(false);
+    const marked = Array.from({ length: MARKED_HISTORY + 5 }, (_, i) => ({ node: `n${i}`, at: i, reason: 'r', ringVersion: i }));
+    expect(checker.restore({ format: 1, tracks: [track('b')], marked, heldSince: null })).toBe(true);
+    const status = checker.status();
+    expect(status.marked).toHaveLength(MARKED_HISTORY);
+    expect(status.marked[0]!.node).toBe('n5');
+    expect(nodeStatus(checker, 'b')).toMatchObject({ probeFailures: 1, failingSinceMs: T0 });
   });
 });
 
