@@ -9,6 +9,7 @@ import { coldStart } from './cold-start.js';
 import { elasticity } from './elasticity.js';
 import { hotFault } from './hot-fault.js';
 import { hotPath } from './hot-path.js';
+import { nodeFailure } from './node-failure.js';
 import { policyOverhead } from './policy-overhead.js';
 import { scaleOut } from './scale-out.js';
 import { storeOnce } from './store-once.js';
@@ -23,6 +24,7 @@ const SCENARIOS: Record<string, (opts: { seconds: number; runs?: number }) => Pr
   'hot-fault': hotFault,
   'warm-node': warmNode,
   'scale-out': scaleOut,
+  'node-failure': nodeFailure,
   'cold-start': coldStart,
   elasticity,
   'throttled-copy': throttledCopy,

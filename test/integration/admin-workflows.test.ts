@@ -43,7 +43,7 @@ beforeAll(async () => {
   });
   api = await startTestApi('embedded', {}, { workflows: workflows.service });
   url = api.url;
-}, 60_000);
+}, 180_000); // three node processes, a data load and the synthesized state machines: slow on a loaded machine
 
 afterAll(async () => {
   await api?.close();

@@ -26,8 +26,8 @@ async function setup(o: { keys: number; hotKeys?: string[] }) {
     progress: new ProgressStore(cas),
     locks: new ScaleLocks(cas),
     metric: () => {},
-    // Each reading of the clock moves it 3 ms: a step's time budget is counted in clock readings.
-    now: () => (clock += 3),
+    // Each reading of the clock moves it 30 ms: a step's time budget is counted in clock readings.
+    now: () => (clock += 30),
     fleetSubnets: [],
     tiers: { hot, warm, cold },
   });
@@ -51,7 +51,7 @@ describe("ReplaceNode's fill", () => {
       cursor = r.cursor;
       expect(calls).toBeLessThan(500);
     }
-    expect(calls).toBeGreaterThan(2); // the 100 ms budget (about 33 clock readings) cut pages short
+    expect(calls).toBeGreaterThan(2); // the 100 ms budget (a few clock readings) cut pages short
     expect(copied).toBe(450);
     expect(new Set(order).size).toBe(order.length); // no key offered twice, though steps resumed mid-page
     for (let i = 0; i < 450; i++) expect((await warm.get('ns', `k${i}`))?.header.version).toBe(10 + i);

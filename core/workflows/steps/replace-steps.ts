@@ -8,6 +8,7 @@ import { supportsScan, type Tier } from '../../tiers/tier.js';
 import { chooseLaunchSubnet, launchClientToken } from './fleet-placement.js';
 import { NoNodeToRemoveError, ScaleOutInFlightError, type ScaleDeps } from './scale-steps.js';
 import { TokenBucket } from './token-bucket.js';
+import { mapLimit } from '../../util/concurrency.js';
 import type { DataStepDeps } from './data-steps.js';
 
 const nodeIdSchema = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'node ids are 1-64 characters of A-Z a-z 0-9 _ . : -');
@@ -98,6 +99,9 @@ interface FillCursor {
 
 /** Entries a fill step examines per scan page. */
 const FILL_PAGE = 200;
+
+/** Copies of a fill step in flight at once. */
+const FILL_PARALLEL = 16;
 
 /** Progress of a replacement: launched, took over, filled. */
 const PHASES = 3;
@@ -218,18 +222,21 @@ export function replaceSteps(d: ReplaceDeps) {
         const source = cur.pass === 'hot' && hotScan ? hotScan : cold;
         const page = await source.scan(ns, { limit: FILL_PAGE, cursor: cur.scan });
         let handled = cur.skip ?? 0;
-        for (const item of page.items.slice(handled)) {
-          // Large values at a low rate can take a page past the step's time: stop between items, resume after them.
-          if (d.now() >= deadline) break;
-          handled++;
-          if (!ours(ns, item.key)) continue;
-          const got = await cold.get(ns, item.key);
-          if (!got || !isLive(got.header)) continue;
-          await bucket.take(got.value.length);
-          if (await copyInto(warm, ns, item.key, got)) {
-            keys++;
-            bytes += got.value.length;
-          }
+        // Copies run FILL_PARALLEL at a time (each a read of cold and a write to the node): one at a time, the fill
+        // waited on every round trip. Large values at a low rate can take a page past the step's time: it stops
+        // between batches and the next step resumes after them.
+        while (handled < page.items.length && d.now() < deadline) {
+          const batch = page.items.slice(handled, handled + FILL_PARALLEL).filter((it) => ours(ns, it.key));
+          handled = Math.min(page.items.length, handled + FILL_PARALLEL);
+          await mapLimit(batch, FILL_PARALLEL, async (item) => {
+            const got = await cold.get(ns, item.key);
+            if (!got || !isLive(got.header)) return;
+            await bucket.take(got.value.length);
+            if (await copyInto(warm, ns, item.key, got)) {
+              keys++;
+              bytes += got.value.length;
+            }
+          });
         }
         if (handled < page.items.length) cur = { ...cur, skip: handled };
         else if (page.cursor) cur = { ns: cur.ns, pass: cur.pass, scan: page.cursor };
