@@ -58,6 +58,7 @@ import { closedLoop, round, table } from './lib/measure.js';
 import { OpenLoop, windowStats } from './lib/open-loop.js';
 import { meanInterval, ratioInterval, type RatioInterval } from './lib/paired.js';
 import { flag, prng } from './lib/rounds.js';
+import { envNumber } from './lib/env-number.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SECRET = 'bench-secret-0123456789';
@@ -97,15 +98,6 @@ const DETECTION_TARGET_S = 10;
 const RECOVERY_TARGET_S = 60;
 /** Throughput back: the ratio's 95% interval reaches 1 (no drop shown) and its low end is at least this. */
 const THROUGHPUT_LOW_BOUND = 0.95;
-
-/** A number from the environment, or `dflt`; anything else than a number that passes `ok` stops the run. */
-function envNumber(name: string, dflt: number, ok: (v: number) => boolean, what: string): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return dflt;
-  const v = Number(raw);
-  if (!Number.isFinite(v) || !ok(v)) throw new Error(`${name} must be ${what} (got '${raw}')`);
-  return v;
-}
 
 /** `--name N` that must pass `ok`. */
 function checkedFlag(name: string, dflt: number, ok: (v: number) => boolean, what: string): number {

@@ -67,6 +67,7 @@ import { closedLoop, round, table } from './lib/measure.js';
 import { OpenLoop, windowStats, type SecondStats } from './lib/open-loop.js';
 import { pairedSchedule } from './lib/paired.js';
 import { median, prng } from './lib/rounds.js';
+import { envNumber } from './lib/env-number.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SECRET = 'bench-secret-0123456789';
@@ -75,14 +76,6 @@ const VALUE_BYTES = 1024;
 const READ_RATIO = 0.95;
 const ZIPF_THETA = 0.99;
 
-/** A number from the environment, or `dflt`; anything else than a number that passes `ok` stops the run. */
-function envNumber(name: string, dflt: number, ok: (v: number) => boolean, what: string): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return dflt;
-  const v = Number(raw);
-  if (!Number.isFinite(v) || !ok(v)) throw new Error(`${name} must be ${what} (got '${raw}')`);
-  return v;
-}
 const whole = (min: number) => (v: number) => Number.isInteger(v) && v >= min;
 
 /** STRATA_BENCH_SHORT=1: a quick check of the whole path (one run per mode, shorter phases). */
