@@ -223,7 +223,7 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
         if (items.length >= opts.limit) return { items, cursor: last ?? null };
         last = rel;
         const ref = parseLocalEntrySegments([ns, shard, ...f.split('/')]);
-        if (!ref || !ref.key.startsWith(prefix)) continue;
+        if (!ref || !ref.key.startsWith(prefix) || (opts.match && !opts.match(ref.key))) continue;
         const h = await this.readHeader(join(root, shard, ...f.split('/')));
         if (h && !isExpired(h, this.now())) items.push({ key: ref.key, header: h });
       }

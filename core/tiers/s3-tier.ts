@@ -260,7 +260,7 @@ export class S3Tier implements Tier, Presigning, Scanning {
 
   /**
    * One ListObjectsV2 page (`limit` objects) under `<prefix>/<ns>/`, then a HEAD of each listed entry whose key
-   * starts with `opts.prefix` (for its header). Object keys are `<ns>/<shard>/<base64url(key)>`, so a prefix of
+   * starts with `opts.prefix` and passes `opts.match` (for its header). Object keys are `<ns>/<shard>/<base64url(key)>`, so a prefix of
    * the user key is not a prefix of the object key: the whole namespace is listed and filtered here. The cursor
    * is S3's continuation token.
    */
@@ -283,7 +283,8 @@ export class S3Tier implements Tier, Presigning, Scanning {
     const keys: string[] = [];
     for (const o of res.Contents ?? []) {
       const ref = o.Key ? parseS3ObjectKey(this.prefix, o.Key) : undefined;
-      if (ref && ref.ns === ns && ref.key.startsWith(opts.prefix ?? '')) keys.push(ref.key);
+      if (ref && ref.ns === ns && ref.key.startsWith(opts.prefix ?? '') && (!opts.match || opts.match(ref.key)))
+        keys.push(ref.key);
     }
     const heads = await mapLimit(keys, this.concurrency, (k) => this.head(ns, k));
     const items = keys.flatMap((key, i) => (heads[i] ? [{ key, header: heads[i]! }] : []));

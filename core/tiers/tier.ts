@@ -240,6 +240,12 @@ export interface ScanOptions {
   cursor?: string | null;
   /** Page size: at most this many items (a Redis SCAN page may overshoot a little; see RedisTier.scan). */
   limit: number;
+  /**
+   * Keys the caller wants: a tier may leave the others out before it reads their headers (the cold tiers read a
+   * header per entry, the dominant cost of a scan that keeps a quarter of a namespace, e.g. a replacement node's
+   * fill). A saving, not a filter the caller can rely on: tiers that do not honour it list every key.
+   */
+  match?: (key: string) => boolean;
 }
 
 export interface ScanPage {

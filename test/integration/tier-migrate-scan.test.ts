@@ -103,6 +103,20 @@ describe('S3Tier.scan (LocalStack)', () => {
     s3.destroy();
   });
   contract(() => new S3Tier({ bucket, endpoint: testS3Endpoint(), region: 'us-east-1' }), { exact: true, pageLimits: [2, 1000] });
+
+  it('HEADs only the keys a match wants (a replacement node fills a quarter of a namespace)', async () => {
+    const t = new S3Tier({ bucket, endpoint: testS3Endpoint(), region: 'us-east-1' });
+    const keys = Array.from({ length: 24 }, (_, i) => `m${i}`);
+    for (const [i, k] of keys.entries()) await t.put('matched', k, entry(i + 1, k));
+    const wanted = (k: string) => Number(k.slice(1)) % 4 === 0;
+    const heads: string[] = [];
+    const head = t.head.bind(t);
+    t.head = (ns, key) => (heads.push(key), head(ns, key));
+    const { items } = await scanAll({ scan: (ns, o) => t.scan(ns, { ...o, match: wanted }) }, 'matched', { limit: 1000 });
+    expect(uniq(items)).toEqual(keys.filter(wanted).sort());
+    expect(heads.sort()).toEqual(keys.filter(wanted).sort());
+    await t.close();
+  });
 });
 
 describe('WarmTier.scan (three cache-node processes)', () => {
