@@ -209,6 +209,20 @@ export class StrataFunction extends Construct {
   }
 
   /**
+   * The node admin routes (/v1/admin/nodes..., api/node-operations.ts) for a function without the warm tier (the
+   * admin function, outside the VPC): STRATA_NODE_ADMIN_RING_BUCKET names the ring store; it reads the ring and
+   * reads and writes the operators' replacement switch (`health/controls`). Replacing a node starts a workflow
+   * (bindWorkflows); removing one by hand needs the cache nodes, which only the VPC reaches, so it is refused there.
+   */
+  bindNodeAdmin(cold: ColdTierBucket): this {
+    this.function.addEnvironment('STRATA_NODE_ADMIN_RING_BUCKET', cold.bucket.bucketName);
+    this.function.addEnvironment('STRATA_WARM_RING_PREFIX', ColdTierBucket.RING_PREFIX);
+    cold.grantRingRead(this.role, ['ring']);
+    cold.grantRingWrite(this.role, ['healthControls']);
+    return this;
+  }
+
+  /**
    * The workflow executions' progress documents (`workflows/executions/*` of the ring store), read only, named
    * STRATA_WORKFLOW_DOCS_BUCKET/PREFIX (composition/workflow-service-env.ts) rather than as the ring store: the admin function
    * has no warm tier, and the API context builds one from STRATA_WARM_RING_*.

@@ -96,7 +96,7 @@ export class ApiStack extends StrataStack {
           .bindPolicyStore(data.coldTier, { write: false })
           .bindFleet(fleet.fleet);
       } else {
-        f.bindWorkflowProgress(data.coldTier).bindPolicyStore(data.coldTier, { write: true });
+        f.bindWorkflowProgress(data.coldTier).bindPolicyStore(data.coldTier, { write: true }).bindNodeAdmin(data.coldTier);
       }
       // Every function checks the policies it loads against the keys; only those that serve values use them.
       if (keys) f.bindKeyring(keys, { use: inVpc });

@@ -31,8 +31,11 @@ export interface NodeAdmin {
   readonly ring: RingStore;
   /** The operators' switch over automatic replacement (`health/controls` beside the ring). */
   readonly controls: Pick<HealthControls, 'get' | 'set'>;
-  /** Calls the cache nodes (the fleet secret): a removal clears what the receivers hold in the spans they take. */
-  readonly nodes: NodeClient;
+  /**
+   * Calls the cache nodes (the fleet secret): a removal clears what the receivers hold in the spans they take.
+   * Absent where the runtime reaches no node (the deployed admin function, outside the VPC): removals are refused.
+   */
+  readonly nodes?: NodeClient;
 }
 
 /** Node ids as the ring document takes them (core/ring/document.ts). */
@@ -173,9 +176,19 @@ export async function removeNode(ctx: ApiContext, event: ApiEvent): Promise<ApiR
   const admin = nodeAdmin(ctx);
   const doc = await store('reading the ring', () => admin.ring.load());
   if (!doc || !findNode(doc, id)) throw notInRing(id, doc);
+  const nodes = admin.nodes;
+  // Permanent, like a runtime without the warm tier: it is where this runtime runs, not the moment.
+  if (!nodes)
+    throw new StrataError(
+      'TIER_UNAVAILABLE',
+      `node '${id}' was not removed: a removal first clears what the receiving cache nodes hold in its spans, and ` +
+        'this runtime reaches no cache node (the deployed admin function runs outside the VPC). Replace the node ' +
+        `instead (POST /v1/admin/nodes/${id}/replace, strata node replace ${id}), which needs no node to answer`,
+      permanentDetails({ tier: 'warm', node: id }),
+    );
   let removed: NodeRemovalWire;
   try {
-    removed = await removeDownNode({ ring: admin.ring, nodes: admin.nodes }, id);
+    removed = await removeDownNode({ ring: admin.ring, nodes }, id);
   } catch (e) {
     if (e instanceof RingDocumentError) {
       // Refused by the ring: gone meanwhile (another removal, a replacement) is a 404, anything else a conflict.

@@ -143,7 +143,7 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
     hotFence: env.STRATA_HOT_FENCE_LEASE_MS === undefined ? undefined : { leaseMs: env.STRATA_HOT_FENCE_LEASE_MS },
     codec: new ValueCodec(keys.keyring ? { keyring: keys.keyring } : {}),
   });
-  const nodeAdmin = warm instanceof WarmTier ? nodeAdminOf(env, warm) : undefined;
+  const nodeAdmin = nodeAdminOf(env, warm instanceof WarmTier ? warm : undefined);
   const presigner = tiers.find(supportsPresigning) as (Tier & Presigning) | undefined;
   const tenantAccess = parseTenantAccess(env.STRATA_TENANT_ACCESS);
   const policyStore = policy.store;
@@ -194,15 +194,21 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
 /**
  * The node admin routes' access to the warm tier (api/node-operations.ts): the ring store the tier reads
  * (STRATA_WARM_RING_BUCKET or _DIR), its replacement controls beside the ring, and the tier's own node client (the
- * fleet secret). The store is opened on first use, so runtimes that never serve those routes (the key functions)
- * make no client for it.
+ * fleet secret). Without a warm tier, STRATA_NODE_ADMIN_RING_BUCKET names the ring store alone (the deployed admin
+ * function, outside the VPC): every node route but a removal works from the store. The store is opened on first
+ * use, so runtimes that never serve those routes (the key functions) make no client for it.
  */
-function nodeAdminOf(env: RuntimeEnv, warm: WarmTier): NodeAdmin | undefined {
-  if (!(env.STRATA_WARM_RING_BUCKET ?? env.STRATA_WARM_RING_DIR)) return undefined;
+function nodeAdminOf(env: RuntimeEnv, warm: WarmTier | undefined): NodeAdmin | undefined {
+  const ringEnv = warm
+    ? env
+    : env.STRATA_NODE_ADMIN_RING_BUCKET
+      ? { ...env, STRATA_WARM_RING_BUCKET: env.STRATA_NODE_ADMIN_RING_BUCKET, STRATA_WARM_RING_DIR: undefined }
+      : undefined;
+  if (!ringEnv || !(ringEnv.STRATA_WARM_RING_BUCKET ?? ringEnv.STRATA_WARM_RING_DIR)) return undefined;
   let parts: { ring: RingStore; controls: HealthControls } | undefined;
   const built = () => {
     if (!parts) {
-      const cas = casStoreFromEnv(env)!;
+      const cas = casStoreFromEnv(ringEnv)!;
       parts = { ring: new RingStore(cas), controls: new HealthControls(cas) };
     }
     return parts;
@@ -214,7 +220,7 @@ function nodeAdminOf(env: RuntimeEnv, warm: WarmTier): NodeAdmin | undefined {
     get controls() {
       return built().controls;
     },
-    nodes: warm.client,
+    ...(warm ? { nodes: warm.client } : {}),
   };
 }
 

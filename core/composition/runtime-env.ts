@@ -64,6 +64,12 @@ export const runtimeEnvSchema = z.object({
     .regex(/^[A-Za-z0-9._/-]+$/)
     .default('strata-ring'),
   STRATA_WARM_RING_DIR: z.string().optional(),
+  /**
+   * The node admin routes' ring store (/v1/admin/nodes...) for a runtime without the warm tier: the deployed admin
+   * function runs outside the VPC, reaches no cache node, and reads the ring, replaces nodes and flips the
+   * replacement switch through the ring store alone (StrataFunction.bindNodeAdmin). Prefix as STRATA_WARM_RING_PREFIX.
+   */
+  STRATA_NODE_ADMIN_RING_BUCKET: z.string().min(3).optional(),
   STRATA_WARM_SECRET: z.string().min(16, 'the fleet secret must be at least 16 characters').optional(),
   /** The fleet secret as a Secrets Manager secret (AWS); read at start-up. Takes the place of STRATA_WARM_SECRET. */
   STRATA_WARM_SECRET_ARN: z.string().startsWith('arn:', 'STRATA_WARM_SECRET_ARN must be a secret ARN').optional(),

@@ -438,6 +438,8 @@ describe('Stacks', () => {
           const expected = [
             'NODE_OPTIONS',
             'STRATA_NEAR_CACHE_MB',
+            // The node routes (/v1/admin/nodes...) through the ring store alone: it reaches no cache node.
+            'STRATA_NODE_ADMIN_RING_BUCKET',
             // The default rules as the evaluator runs them, for `strata policy validate` (cdk/lib/policy-defaults.ts).
             'STRATA_POLICY_DEFAULTS',
             // The policy ticker runs the background rules (policies.evaluator): the firing history is in the store.
@@ -448,8 +450,10 @@ describe('Stacks', () => {
             'STRATA_WORKFLOW_ARNS',
             'STRATA_WORKFLOW_DOCS_BUCKET',
             'STRATA_WORKFLOW_DOCS_PREFIX',
-          ];
+            'STRATA_WARM_RING_PREFIX',
+          ].sort();
           expect(Object.keys(vars).sort()).toEqual(expected);
+          expect(vars.STRATA_WARM_RING_PREFIX).toBe('strata-ring');
           // A JSON object (rendered by CloudFormation) naming each workflow's state machine of the Workflows stack.
           for (const w of ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate', 'replace-node']) {
             expect(JSON.stringify(vars.STRATA_WORKFLOW_ARNS)).toMatch(new RegExp(`\\\\"${w}\\\\":\\\\"".*Strata-prod-Workflows`));
@@ -518,9 +522,12 @@ describe('Stacks', () => {
           dataOutput(/^PublishOutputRefColdTierRingReadRing[0-9A-F]/),
           dataOutput(/^PublishOutputRefColdTierRingReadPolicies[0-9A-F]/),
         ];
+        // The node routes: the ring (list, replace) and the operators' replacement switch (read and write).
         const admin = [
           dataOutput(/^PublishOutputRefColdTierRingReadExecutions/),
           dataOutput(/^PublishOutputRefColdTierRingWritePolicies[0-9A-F]/),
+          dataOutput(/^PublishOutputRefColdTierRingReadRing[0-9A-F]/),
+          dataOutput(/^PublishOutputRefColdTierRingWriteHealthControls[0-9A-F]/),
         ];
         expect(r.Properties.ManagedPolicyArns).toEqual(id === adminRole ? admin : data);
       }
