@@ -11,6 +11,7 @@ import {
   type ExportTrailer,
   type NodeClientOptions,
 } from '../nodes/node-client.js';
+import { WarmCoalescer } from './warm-coalescer.js';
 import { DownFence } from './warm-down.js';
 import type { Pinning, ReadOptions, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
 
@@ -53,27 +54,6 @@ export interface WarmTierOptions {
   coalesceMaxInFlight?: number;
 }
 
-interface Waiting<T> {
-  position: string;
-  key: string;
-  entry?: Entry;
-  /** Stale-route recoveries this operation went through. */
-  attempt: number;
-  resolve(v: T): void;
-  reject(e: unknown): void;
-}
-
-interface Batch<T> {
-  op: 'get' | 'put';
-  /** Where it goes (reader, or owner and pending target): requests in flight are counted per destination. */
-  dest: string;
-  router: RingRouter;
-  route: Route;
-  ns: string;
-  items: Waiting<T>[];
-  bytes: number;
-}
-
 /** Stale-route recoveries per call (see read()). */
 const MAX_STALE_RETRIES = 2;
 
@@ -94,7 +74,7 @@ interface Routed {
  *   change. The tier adopts the ring document the node sends back (or pushes its own newer one to a node that is
  *   behind, or re-reads the store) and retries once.
  * - Batches are grouped per node, one request per node, in parallel. Concurrent single gets and puts to the same
- *   node are coalesced into batch requests once per event-loop turn (see `coalesce`).
+ *   node are coalesced into batch requests once per event-loop turn (see `coalesce`, warm-coalescer.ts).
  * - Connections are pooled per node (node:http keep-alive agents),
  *   every call is bounded by a timeout, and any failure to reach a node is a TierUnavailableError, so the
  *   coordinator falls through to the next tier.
@@ -111,18 +91,9 @@ export class WarmTier implements Tier, Scanning, Pinning {
   private readonly ownsRing: boolean;
   /** Stale routes met and recovered (tests, stats). */
   staleRetries = 0;
-  /** Coalesced requests sent and the single operations they carried (stats). */
-  coalesced = { requests: 0, operations: 0 };
   private readonly coalesce: boolean;
   private readonly coalesceMaxBytes: number;
-  private readonly coalesceMaxOps: number;
-  private readonly coalesceMaxInFlight: number;
-  private readonly batches = new Map<string, Batch<unknown>>();
-  /** Coalesced requests in flight per batch destination. */
-  private readonly inFlight = new Map<string, number>();
-  private flushScheduled = false;
-  /** Per node (reader URL): moving mean of the value size of recent gets, to size get batches. */
-  private readonly getBytes = new Map<string, number>();
+  private readonly coalescer: WarmCoalescer;
   private readonly down = new DownFence();
 
   constructor(opts: WarmTierOptions) {
@@ -139,8 +110,30 @@ export class WarmTier implements Tier, Scanning, Pinning {
     this.client = opts.client ?? new NodeClient(clientOpts);
     this.coalesce = opts.coalesce ?? true;
     this.coalesceMaxBytes = opts.coalesceMaxBytes ?? 1024 * 1024;
-    this.coalesceMaxOps = opts.coalesceMaxOps ?? 32;
-    this.coalesceMaxInFlight = Math.max(1, opts.coalesceMaxInFlight ?? 4);
+    // The coalescer reaches the tier's routed paths through closures: they stay private to the tier.
+    this.coalescer = new WarmCoalescer(
+      {
+        client: this.client,
+        down: this.down,
+        read: (position, call) => this.read(position, call),
+        write: (position, call) => this.write(position, call),
+        writeOthers: (position, done, call, router, attempt) => this.writeOthers(position, done, call, router, attempt),
+        recover: (e, router) => this.recover(e, router),
+        rerouted: (e, router, changed) => this.rerouted(e, router, changed),
+        unavailable: (e) => this.unavailable(e),
+      },
+      {
+        maxBytes: this.coalesceMaxBytes,
+        maxOps: opts.coalesceMaxOps ?? 32,
+        maxInFlight: Math.max(1, opts.coalesceMaxInFlight ?? 4),
+        maxStaleRetries: MAX_STALE_RETRIES,
+      },
+    );
+  }
+
+  /** Coalesced requests sent and the single operations they carried (stats). */
+  get coalesced(): { requests: number; operations: number } {
+    return this.coalescer.counts;
   }
 
   // ------------------------------------------------------------------ single keys
@@ -150,7 +143,7 @@ export class WarmTier implements Tier, Scanning, Pinning {
     if (opts?.peek) return this.read(position, (url, v) => this.client.get(url, ns, key, v, true));
     if (this.coalesce) {
       const router = this.ring.current();
-      if (router) return this.enqueue<Entry | undefined>('get', router, position, ns, key, undefined);
+      if (router) return this.coalescer.enqueue<Entry | undefined>('get', router, position, ns, key, undefined);
     }
     return this.read(position, (url, v) => this.client.get(url, ns, key, v));
   }
@@ -168,7 +161,7 @@ export class WarmTier implements Tier, Scanning, Pinning {
     const position = ringHash(ns, key);
     if (this.coalesce && entry.value.length < this.coalesceMaxBytes) {
       const router = this.ring.current();
-      if (router) return this.enqueue<WriteOutcome>('put', router, position, ns, key, entry);
+      if (router) return this.coalescer.enqueue<WriteOutcome>('put', router, position, ns, key, entry);
     }
     return this.write(position, (url, v) => this.client.put(url, ns, key, entry, v));
   }
@@ -307,177 +300,6 @@ export class WarmTier implements Tier, Scanning, Pinning {
     return this.write(ringHash(ns, key), (url, v) =>
       this.client.setPinned(url, ns, [key], [version], pinned, v).then((r) => r[0] === true),
     );
-  }
-
-  // ------------------------------------------------------------------ coalescing
-
-  /**
-   * Queues a single get or put for the next flush (end of this event-loop turn). Operations with the same
-   * route (ring version, reader or owner and pending target, namespace) share a batch request. A batch whose
-   * destination has `coalesceMaxInFlight` requests out keeps collecting until one of them returns.
-   */
-  private enqueue<T>(
-    op: 'get' | 'put',
-    router: RingRouter,
-    position: string,
-    ns: string,
-    key: string,
-    entry: Entry | undefined,
-    attempt = 0,
-  ): Promise<T> {
-    const route = router.route(position);
-    if (op === 'get' && this.down.read(route) === 'miss') return Promise.resolve(undefined as T);
-    if (op === 'put' && (route.owner.state === 'DOWN' || route.pending?.state === 'DOWN'))
-      return this.write(position, (url, v) => this.client.put(url, ns, key, entry!, v)) as Promise<T>;
-    const dest = op === 'get' ? route.reader.url : `${route.owner.url} ${route.pending?.url ?? ''}`;
-    const flightKey = `${op} ${dest}`;
-    const id = `${router.version} ${flightKey} ${ns}`;
-    return new Promise<T>((resolve, reject) => {
-      let b = this.batches.get(id) as Batch<T> | undefined;
-      const size = entry ? entry.value.length : (this.getBytes.get(route.reader.url) ?? 0);
-      if (b && (b.bytes + size > this.coalesceMaxBytes || b.items.length >= this.coalesceMaxOps)) {
-        this.batches.delete(id);
-        this.sendBatch(b);
-        b = undefined;
-      }
-      if (!b) {
-        b = { op, dest: flightKey, router, route, ns, items: [], bytes: 0 };
-        this.batches.set(id, b as Batch<unknown>);
-      }
-      b.items.push({ position, key, ...(entry ? { entry } : {}), attempt, resolve, reject });
-      b.bytes += size;
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(this.flush);
-      }
-    });
-  }
-
-  /** Sends every queued batch whose destination has room for another request in flight. */
-  private readonly flush = (): void => {
-    this.flushScheduled = false;
-    for (const [id, b] of this.batches) {
-      if ((this.inFlight.get(b.dest) ?? 0) >= this.coalesceMaxInFlight) continue;
-      this.batches.delete(id);
-      this.sendBatch(b);
-    }
-  };
-
-  private sendBatch(b: Batch<unknown>): void {
-    this.inFlight.set(b.dest, (this.inFlight.get(b.dest) ?? 0) + 1);
-    const p = b.op === 'get' ? this.sendGets(b as Batch<Entry | undefined>) : this.sendPuts(b as Batch<WriteOutcome>);
-    p.catch((e: unknown) => {
-      for (const it of b.items) it.reject(this.unavailable(e));
-    }).finally(() => {
-      const n = (this.inFlight.get(b.dest) ?? 1) - 1;
-      if (n > 0) this.inFlight.set(b.dest, n);
-      else this.inFlight.delete(b.dest);
-      // Batches held back for this destination go now (at the end of this turn, with what else joins them).
-      if (this.batches.size > 0 && !this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(this.flush);
-      }
-    });
-  }
-
-  private async sendGets(b: Batch<Entry | undefined>): Promise<void> {
-    const { ns, items } = b;
-    if (items.length === 1) {
-      const it = items[0]!;
-      await this.read(it.position, (url, v) => this.client.get(url, ns, it.key, v)).then((e) => {
-        this.learnGetBytes(b.route.reader.url, [e]);
-        it.resolve(e);
-      }, it.reject);
-      return;
-    }
-    this.coalesced.requests++;
-    this.coalesced.operations += items.length;
-    let got: (Entry | undefined)[];
-    try {
-      got = await this.client.getMany(
-        b.route.reader.url,
-        ns,
-        items.map((it) => it.key),
-        b.router.version,
-      );
-    } catch (e) {
-      // Regroup on the refreshed ring: after a ring change whole batches bounce, and they should not come back
-      // as a burst of single requests.
-      let router: RingRouter | undefined;
-      if (e instanceof StaleRouteError) router = await this.recover(e, b.router);
-      else
-        router = await this.rerouted(e, b.router, (r) =>
-          items.some((it) => r.route(it.position).reader.url !== b.route.reader.url),
-        );
-      if (!router) throw e;
-      for (const it of items) {
-        if (it.attempt >= MAX_STALE_RETRIES) it.reject(this.unavailable(e));
-        else
-          this.enqueue<Entry | undefined>('get', router, it.position, ns, it.key, undefined, it.attempt + 1).then(
-            it.resolve,
-            it.reject,
-          );
-      }
-      return;
-    }
-    this.learnGetBytes(b.route.reader.url, got);
-    items.forEach((it, i) => it.resolve(got[i]));
-  }
-
-  /** Updates the node's moving mean value size with a batch's answers (misses count as empty). */
-  private learnGetBytes(url: string, got: (Entry | undefined)[]): void {
-    let sum = 0;
-    for (const e of got) sum += e?.value.length ?? 0;
-    const mean = sum / got.length;
-    const prev = this.getBytes.get(url);
-    this.getBytes.set(url, prev === undefined ? mean : prev + (mean - prev) * Math.min(1, got.length / 64));
-  }
-
-  private async sendPuts(b: Batch<WriteOutcome>): Promise<void> {
-    const { ns, items, route } = b;
-    const single = (it: Waiting<WriteOutcome>) => (url: string, v: number) => this.client.put(url, ns, it.key, it.entry!, v);
-    if (items.length === 1) {
-      const it = items[0]!;
-      await this.write(it.position, single(it)).then(it.resolve, it.reject);
-      return;
-    }
-    this.coalesced.requests++;
-    this.coalesced.operations += items.length;
-    const list = items.map((it) => ({ key: it.key, entry: it.entry! }));
-    const [p, s] = await Promise.allSettled([
-      this.client.putMany(route.owner.url, ns, list, b.router.version),
-      route.pending ? this.client.putMany(route.pending.url, ns, list, b.router.version) : Promise.resolve(undefined),
-    ]);
-    if (p.status === 'rejected') {
-      // The owner refused the batch (or could not be reached, and a newer ring names other owners): regroup.
-      let router: RingRouter | undefined;
-      if (p.reason instanceof StaleRouteError) router = await this.recover(p.reason, b.router);
-      else
-        router = await this.rerouted(p.reason, b.router, (r) =>
-          items.some((it) => r.route(it.position).owner.url !== route.owner.url),
-        );
-      if (!router) throw p.reason;
-      for (const it of items) {
-        if (it.attempt >= MAX_STALE_RETRIES) it.reject(this.unavailable(p.reason));
-        else
-          this.enqueue<WriteOutcome>('put', router, it.position, ns, it.key, it.entry, it.attempt + 1).then(
-            it.resolve,
-            it.reject,
-          );
-      }
-      return;
-    }
-    if (s.status === 'rejected') {
-      if (!(s.reason instanceof StaleRouteError)) throw s.reason;
-      const router = await this.recover(s.reason, b.router);
-      await Promise.all(
-        items.map((it, i) =>
-          this.writeOthers(it.position, route.owner.url, single(it), router, 1).then(() => it.resolve(p.value[i]!), it.reject),
-        ),
-      );
-      return;
-    }
-    items.forEach((it, i) => it.resolve(p.value[i]!));
   }
 
   // ------------------------------------------------------------------ stats and lifecycle
