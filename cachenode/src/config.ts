@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { DEFAULT_NODE_STATS_INTERVAL_MS, nodeStatsKey } from '../../core/ring/node-reports.js';
 import { formatIssues } from '../../core/util/zod-issues.js';
 import { LOG_LEVELS, type LogLevel } from '../../core/util/logger.js';
+import { MIN_PEER_PROTOCOL, PROTOCOL_VERSION } from '../../core/nodes/protocol.js';
 
 /**
  * Cache node configuration: environment variables, each overridable by a command-line flag of the same name
@@ -101,6 +102,15 @@ export const nodeConfigSchema = z.object({
     .string()
     .refine((id) => isReportId(id), 'must be 1-128 characters of A-Z a-z 0-9 . _ : -')
     .optional(),
+  /**
+   * The oldest protocol version the node accepts from callers (core/nodes/protocol.ts). Raise it to this build's
+   * version once every coordinator and node runs it, so a forgotten older caller is refused, not half-served.
+   */
+  STRATA_NODE_MIN_PROTOCOL: z.coerce.number().int().min(MIN_PEER_PROTOCOL).max(PROTOCOL_VERSION).default(MIN_PEER_PROTOCOL),
+  /** The build label /healthz reports (a commit, an image tag); default: the package version. */
+  STRATA_NODE_BUILD: z.string().max(100).optional(),
+  /** How often the node checks that its data directory is still the one it opened (ms; volume-watch.ts). 0 = off. */
+  STRATA_NODE_VOLUME_CHECK_MS: z.coerce.number().int().min(0).max(60_000).default(1000),
 });
 
 function isReportId(id: string): boolean {
@@ -141,6 +151,12 @@ export interface NodeConfig {
   secretFromRing?: boolean;
   /** Statistics reports to the ring store, when one is configured (see STRATA_NODE_STATS_INTERVAL_MS). */
   statsReports?: { intervalMs: number; id?: string };
+  /** The oldest protocol version accepted from callers. @default MIN_PEER_PROTOCOL */
+  minPeerProtocol?: number;
+  /** What /healthz reports as the node's build. @default the package version */
+  build?: string;
+  /** Data volume check period, ms (0 = off). @default 0: only the daemon's configuration turns it on */
+  volumeCheckMs?: number;
 }
 
 export class NodeConfigError extends Error {
@@ -222,6 +238,9 @@ export function loadNodeConfig(env: NodeJS.ProcessEnv, argv: readonly string[] =
         }
       : {}),
     ...(c.STRATA_NODE_SECRET_FROM_RING ? { secretFromRing: true } : {}),
+    minPeerProtocol: c.STRATA_NODE_MIN_PROTOCOL,
+    ...(c.STRATA_NODE_BUILD ? { build: c.STRATA_NODE_BUILD } : {}),
+    volumeCheckMs: c.STRATA_NODE_VOLUME_CHECK_MS,
     ...(c.STRATA_NODE_RING_STORE && c.STRATA_NODE_STATS_INTERVAL_MS > 0
       ? {
           statsReports: {

@@ -68,14 +68,14 @@ export class EntryRoutes {
   async keyRequest(op: Op, path: string, query: URLSearchParams, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const rest = path.slice('/v1/kv/'.length);
     const slash = rest.indexOf('/');
-    if (slash <= 0) throw new HttpError(400, 'VALIDATION_FAILED', 'path must be /v1/kv/{ns}/{key}');
+    if (slash <= 0) throw new HttpError('VALIDATION_FAILED', 'path must be /v1/kv/{ns}/{key}');
     let ns: string;
     let key: string;
     try {
       ns = validateNamespace(rest.slice(0, slash));
       key = validateStoredKey(decodeURIComponent(rest.slice(slash + 1)));
     } catch (e) {
-      throw new HttpError(400, 'VALIDATION_FAILED', e instanceof Error ? e.message : 'invalid key');
+      throw new HttpError('VALIDATION_FAILED', e instanceof Error ? e.message : 'invalid key');
     }
     const clientVersion = ringVersionOf(req);
     const hash = ringHashBytes(ns, key);
@@ -100,12 +100,12 @@ export class EntryRoutes {
     }
     if (op === 'put') {
       const raw = req.headers[ENTRY_HEADER];
-      if (typeof raw !== 'string') throw new HttpError(400, 'VALIDATION_FAILED', `${ENTRY_HEADER} header is required`);
+      if (typeof raw !== 'string') throw new HttpError('VALIDATION_FAILED', `${ENTRY_HEADER} header is required`);
       let header;
       try {
         header = decodeHeader(raw);
       } catch {
-        throw new HttpError(400, 'VALIDATION_FAILED', `${ENTRY_HEADER} is not a valid entry header`);
+        throw new HttpError('VALIDATION_FAILED', `${ENTRY_HEADER} is not a valid entry header`);
       }
       const outcome = await withPooledBody(this.bodySlabs, this.store, req, this.config.maxValueBytes, (value) => {
         // Ownership check and write decision in one synchronous step (see CacheNode's class comment).
@@ -118,7 +118,7 @@ export class EntryRoutes {
     const v = query.get('version');
     const version = v === null ? undefined : Number(v);
     if (version !== undefined && !Number.isSafeInteger(version)) {
-      throw new HttpError(400, 'VALIDATION_FAILED', 'version must be an integer');
+      throw new HttpError('VALIDATION_FAILED', 'version must be an integer');
     }
     this.ctx.countRole(this.ctx.authorize(position, clientVersion, true));
     const removed = await this.store.removeKey(sk, version);
@@ -187,10 +187,10 @@ export class EntryRoutes {
   private putRecords(req: IncomingMessage, buf: Buffer): Promise<WriteOutcome[]> {
     const reader = new RecordReader();
     const records = validated(() => reader.push(buf), NOT_RECORDS);
-    if (reader.pending > 0) throw new HttpError(400, 'VALIDATION_FAILED', 'body ends inside a record');
+    if (reader.pending > 0) throw new HttpError('VALIDATION_FAILED', 'body ends inside a record');
     const items: EntryRecord[] = [];
     for (const r of records) {
-      if (r.type !== RECORD_ENTRY) throw new HttpError(400, 'VALIDATION_FAILED', 'a batch put holds entry records only');
+      if (r.type !== RECORD_ENTRY) throw new HttpError('VALIDATION_FAILED', 'a batch put holds entry records only');
       validated(() => validateNamespace(r.ns));
       validated(() => validateStoredKey(r.key));
       items.push(r);

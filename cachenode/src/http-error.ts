@@ -1,16 +1,18 @@
 // The cache node's request errors (an HTTP status and a stable code, answered as JSON) and input validation.
 import type { z } from 'zod';
+import { NODE_ERROR_STATUS, type NodeErrorCode } from '../../core/nodes/protocol.js';
 import { formatIssues } from '../../core/util/zod-issues.js';
 
-/** An error with an HTTP status and a stable code (answered as JSON). */
+/** An error with a stable code (answered as JSON), at the HTTP status the protocol gives that code. */
 export class HttpError extends Error {
+  readonly status: number;
   constructor(
-    readonly status: number,
-    readonly code: string,
+    readonly code: NodeErrorCode,
     message: string,
     readonly extra: Record<string, unknown> = {},
   ) {
     super(message);
+    this.status = NODE_ERROR_STATUS[code];
   }
 }
 
@@ -23,7 +25,7 @@ export function validated<T>(fn: () => T, context?: string): T {
     return fn();
   } catch (e) {
     const message = e instanceof Error ? e.message : 'invalid input';
-    throw new HttpError(400, 'VALIDATION_FAILED', context ? `${context}: ${message}` : message);
+    throw new HttpError('VALIDATION_FAILED', context ? `${context}: ${message}` : message);
   }
 }
 
@@ -32,11 +34,11 @@ export function parseJson<T>(schema: z.ZodType<T>, buf: Buffer): T {
   try {
     raw = JSON.parse(buf.toString('utf8'));
   } catch {
-    throw new HttpError(400, 'MALFORMED_JSON', 'body is not JSON');
+    throw new HttpError('MALFORMED_JSON', 'body is not JSON');
   }
   const r = schema.safeParse(raw);
   if (!r.success) {
-    throw new HttpError(400, 'VALIDATION_FAILED', formatIssues(r.error.issues, { root: '(body)' }));
+    throw new HttpError('VALIDATION_FAILED', formatIssues(r.error.issues, { root: '(body)' }));
   }
   return r.data;
 }

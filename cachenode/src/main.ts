@@ -7,7 +7,8 @@
  * Runs a short warm-up first (STRATA_NODE_WARMUP_MS, see warmup.ts) and prints `{"event":"warmed-up",...}`.
  * Prints one JSON line `{"event":"listening",...}` when it accepts requests. SIGTERM/SIGINT shut it down
  * gracefully (in-flight requests drain, the store is flushed); exit code 0 after a clean shutdown. Exit codes: 2 for
- * bad configuration, 3 for a data directory the node cannot use (another build's key order, a damaged journal).
+ * bad configuration, 3 for a data directory the node cannot use (another build's key order, a damaged journal, or
+ * the data volume lost while it ran: volume-watch.ts).
  */
 import { FleetSecretInvalidError } from '../../core/ring/fleet-secret.js';
 import { casStoreFromUri } from '../../core/ring/store.js';
@@ -19,6 +20,15 @@ import { StoreLayoutError } from './store.js';
 import { warmUp } from './warmup.js';
 import { nodeLog } from './node-log.js';
 import { registerSecret, setLogLevel } from '../../core/util/logger.js';
+
+/** Exit status for a data directory the node cannot use: the systemd units do not restart after it. */
+const EXIT_UNUSABLE_DATA_DIR = 3;
+/**
+ * How long a node whose volume is lost goes on answering 503 VOLUME_LOST before it exits: requests in flight get
+ * their refusal and a prober may read the reason, and then the process is gone, which is what the failure detector
+ * treats as a dead node (a node answering 503 is not one).
+ */
+const VOLUME_LOST_EXIT_MS = 1000;
 
 async function main(): Promise<void> {
   let config;
@@ -44,6 +54,12 @@ async function main(): Promise<void> {
     }
   }
   const node = await CacheNode.start(config);
+  node.onVolumeLost = (reason) => {
+    process.stdout.write(JSON.stringify({ event: 'volume-lost', reason }) + '\n');
+    // No graceful shutdown: there is nothing left to flush to. A restart on this path would bring the node back empty
+    // while the ring still gives it ranges; exiting with this status lets it be replaced instead.
+    setTimeout(() => process.exit(EXIT_UNUSABLE_DATA_DIR), VOLUME_LOST_EXIT_MS);
+  };
   process.stdout.write(
     JSON.stringify({
       event: 'listening',
@@ -95,7 +111,7 @@ main().catch((e: unknown) => {
   // A data directory the node cannot use is the operator's to fix: the message says how, a stack would not help.
   if (e instanceof StoreLayoutError || e instanceof JournalCorruptError) {
     nodeLog.error(`cannot open the store: ${e.message}`);
-    process.exit(3);
+    process.exit(EXIT_UNUSABLE_DATA_DIR);
   }
   nodeLog.error('failed to start', { error: e });
   process.exit(1);

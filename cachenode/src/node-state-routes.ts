@@ -9,10 +9,12 @@ import type { RouteContext } from './route-context.js';
 export class NodeStateRoutes {
   constructor(
     private readonly ctx: RouteContext,
-    /** Whether the node is shutting down (health answers 503). */
-    private readonly draining: () => boolean,
+    /** The node's health: anything but `ok` (shutting down, volume lost) answers 503. */
+    private readonly status: () => 'ok' | 'draining' | 'volume-lost',
     /** What GET /stats answers. */
     private readonly statsBody: () => Record<string, unknown>,
+    /** The node's protocol version, the oldest it accepts, and its build (core/nodes/protocol.ts). */
+    private readonly identity: { protocol: number; minProtocol: number; build: string },
   ) {}
 
   /** GET /v1/ownership: the ranges the node owns and receives. */
@@ -31,13 +33,13 @@ export class NodeStateRoutes {
     try {
       body = JSON.parse((await readBody(req, JSON_LIMIT)).toString('utf8'));
     } catch {
-      throw new HttpError(400, 'MALFORMED_JSON', 'body is not JSON');
+      throw new HttpError('MALFORMED_JSON', 'body is not JSON');
     }
     let installed: boolean;
     try {
       installed = await this.ctx.ownership.install(body);
     } catch (e) {
-      throw new HttpError(400, 'VALIDATION_FAILED', e instanceof Error ? e.message : 'invalid ring document');
+      throw new HttpError('VALIDATION_FAILED', e instanceof Error ? e.message : 'invalid ring document');
     }
     // Writes accepted under the previous ring are durable before anyone acts on the new one.
     await this.ctx.store.settle();
@@ -52,11 +54,11 @@ export class NodeStateRoutes {
     return sendJson(res, 200, { ...s, victims: this.ctx.store.victims(limit) });
   }
 
-  /** GET /healthz: ok, or 503 while draining. */
+  /** GET /healthz: ok, or 503 while draining or once the volume is lost; with the node's protocol and build. */
   health(res: ServerResponse): Promise<void> {
-    const draining = this.draining();
-    const body = { status: draining ? 'draining' : 'ok', nodeId: this.ctx.nodeId, ringVersion: this.ctx.ownership.version };
-    return sendJson(res, draining ? 503 : 200, body);
+    const status = this.status();
+    const body = { status, nodeId: this.ctx.nodeId, ringVersion: this.ctx.ownership.version, ...this.identity };
+    return sendJson(res, status === 'ok' ? 200 : 503, body);
   }
 
   /** GET /stats. */

@@ -60,7 +60,7 @@ export class RangeRoutes {
     const endQ = query.get('end');
     const end = endQ === null || endQ === '' ? null : endQ;
     if (!isRingPosition(start) || (end !== null && !isRingPosition(end))) {
-      throw new HttpError(400, 'VALIDATION_FAILED', 'start and end must be ring positions (16 hex digits)');
+      throw new HttpError('VALIDATION_FAILED', 'start and end must be ring positions (16 hex digits)');
     }
     const afterQ = query.get('after');
     const after = afterQ ? Buffer.from(afterQ, 'hex') : undefined;
@@ -152,7 +152,7 @@ export class RangeRoutes {
         }),
       );
     }
-    if (reader.pending > 0) throw new HttpError(400, 'VALIDATION_FAILED', 'body ends inside a record');
+    if (reader.pending > 0) throw new HttpError('VALIDATION_FAILED', 'body ends inside a record');
     await Promise.all(commits);
     return sendJson(res, 200, { applied, stale, full, bytes });
   }
@@ -162,7 +162,7 @@ export class RangeRoutes {
     const body = parseJson(rangeDeleteSchema, await readBody(req, JSON_LIMIT));
     if (!body.force && this.ctx.ownership.holdsAny(body.start, body.end)) {
       const message = `node '${this.ctx.nodeId}' still owns or receives part of [${body.start}, ${body.end ?? 'top'})`;
-      throw new HttpError(409, 'RANGE_HELD', message, { ringVersion: this.ctx.ownership.version });
+      throw new HttpError('RANGE_HELD', message, { ringVersion: this.ctx.ownership.version });
     }
     const deleted = await this.store.deleteRange(body.start, body.end);
     return sendJson(res, 200, { deleted });
@@ -173,10 +173,10 @@ export class RangeRoutes {
     const endQ = query.get('end');
     const end = endQ === null || endQ === '' ? null : endQ;
     if (!isRingPosition(start) || (end !== null && !isRingPosition(end))) {
-      throw new HttpError(400, 'VALIDATION_FAILED', 'start and end must be ring positions (16 hex digits)');
+      throw new HttpError('VALIDATION_FAILED', 'start and end must be ring positions (16 hex digits)');
     }
     const qq = query.has('quantile') ? Number(query.get('quantile')) : 0.5;
-    if (!(qq > 0 && qq < 1)) throw new HttpError(400, 'VALIDATION_FAILED', 'quantile must be in (0, 1)');
+    if (!(qq > 0 && qq < 1)) throw new HttpError('VALIDATION_FAILED', 'quantile must be in (0, 1)');
     return sendJson(res, 200, await this.store.rangeStats(start, end, qq));
   }
 }

@@ -67,7 +67,7 @@ function declaredLength(req: IncomingMessage): number | undefined {
 export function readBody(req: IncomingMessage, limit: number, into?: Buffer): Promise<Buffer> {
   const length = declaredLength(req);
   if (length !== undefined && length > limit) {
-    return Promise.reject(new HttpError(413, 'PAYLOAD_TOO_LARGE', `body of ${length} bytes exceeds the limit of ${limit}`));
+    return Promise.reject(new HttpError('PAYLOAD_TOO_LARGE', `body of ${length} bytes exceeds the limit of ${limit}`));
   }
   return new Promise((resolve, reject) => {
     const sized = length !== undefined && Number.isSafeInteger(length);
@@ -85,12 +85,11 @@ export function readBody(req: IncomingMessage, limit: number, into?: Buffer): Pr
     req.on('data', (chunk: Buffer) => {
       if (failed) return;
       if (out) {
-        if (at + chunk.length > out.length)
-          return fail(new HttpError(400, 'VALIDATION_FAILED', 'body longer than content-length'));
+        if (at + chunk.length > out.length) return fail(new HttpError('VALIDATION_FAILED', 'body longer than content-length'));
         chunk.copy(out, at);
       } else {
         if (at + chunk.length > limit)
-          return fail(new HttpError(413, 'PAYLOAD_TOO_LARGE', `body exceeds the limit of ${limit} bytes`));
+          return fail(new HttpError('PAYLOAD_TOO_LARGE', `body exceeds the limit of ${limit} bytes`));
         chunks.push(chunk);
       }
       at += chunk.length;
@@ -98,14 +97,14 @@ export function readBody(req: IncomingMessage, limit: number, into?: Buffer): Pr
     req.once('end', () => {
       if (failed) return;
       if (out) {
-        if (at !== out.length) return fail(new HttpError(400, 'VALIDATION_FAILED', 'body shorter than content-length'));
+        if (at !== out.length) return fail(new HttpError('VALIDATION_FAILED', 'body shorter than content-length'));
         resolve(out);
       } else resolve(Buffer.concat(chunks, at));
     });
-    req.once('error', (e) => fail(new HttpError(400, 'VALIDATION_FAILED', `request body failed: ${e.message}`)));
+    req.once('error', (e) => fail(new HttpError('VALIDATION_FAILED', `request body failed: ${e.message}`)));
     // A request aborted mid-body ends in 'close' without 'end' (and not always with 'error').
     req.once('close', () => {
-      if (!req.complete) fail(new HttpError(400, 'VALIDATION_FAILED', 'request aborted before its body ended'));
+      if (!req.complete) fail(new HttpError('VALIDATION_FAILED', 'request aborted before its body ended'));
     });
   });
 }

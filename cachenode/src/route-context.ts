@@ -32,9 +32,9 @@ export class RouteContext {
 
   refusal(r: Refusal): HttpError {
     // Fenced: not a routing question the caller can fix by refreshing its ring; it reads the next tier instead.
-    if (r.reason === 'fenced') return new HttpError(503, 'FENCED', r.message, { ringVersion: this.ownership.version });
+    if (r.reason === 'fenced') return new HttpError('FENCED', r.message, { ringVersion: this.ownership.version });
     const code = r.reason === 'stale-ring' ? 'STALE_RING' : 'WRONG_NODE';
-    return new HttpError(409, code, r.message, { ringVersion: this.ownership.version, ring: this.ownership.doc ?? null });
+    return new HttpError(code, r.message, { ringVersion: this.ownership.version, ring: this.ownership.doc ?? null });
   }
 }
 

@@ -32,7 +32,7 @@ export class RouteTable {
               : method === 'DELETE'
                 ? 'delete'
                 : undefined;
-      if (!op) throw new HttpError(405, 'METHOD_NOT_ALLOWED', `${method} is not allowed here`);
+      if (!op) throw new HttpError('METHOD_NOT_ALLOWED', `${method} is not allowed here`);
       return { op, done: this.entries.keyRequest(op, path, query, req, res) };
     }
     const route = `${method} ${path}`;
@@ -66,7 +66,7 @@ export class RouteTable {
       case 'GET /stats':
         return { op: undefined, done: this.state.stats(res) };
       default:
-        throw new HttpError(404, 'ROUTE_NOT_FOUND', `no route ${route}`);
+        throw new HttpError('ROUTE_NOT_FOUND', `no route ${route}`);
     }
   }
 }

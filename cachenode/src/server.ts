@@ -5,6 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { ErrorLogLimiter, formatErrorLogEntry } from '../../core/util/error-log-limiter.js';
 import { RING_HEADER, SECRET_HEADER } from '../../core/nodes/wire.js';
+import { MIN_PEER_PROTOCOL, PROTOCOL_HEADER, PROTOCOL_VERSION, protocolOf, protocolRefusal } from '../../core/nodes/protocol.js';
 import type { NodeConfig } from './config.js';
 import { EntryRoutes } from './entry-routes.js';
 import { HttpError } from './http-error.js';
@@ -19,9 +20,13 @@ import { NodeStats, type Op } from './stats.js';
 import { reportSinkFromUri, StatsReporter } from './stats-reporter.js';
 import { NodeStore } from './store.js';
 import { nodeLog } from './node-log.js';
+import { nodeBuild } from './build.js';
+import { VolumeWatch } from './volume-watch.js';
 
 /** How long a starting node waits for its first read of the ring store before it listens anyway. */
 const FIRST_RING_READ_WAIT_MS = 3000;
+/** The answer header's value: the same on every response. */
+const PROTOCOL_ANSWER = String(PROTOCOL_VERSION);
 
 /**
  * The cache node daemon: an HTTP/1.1 keep-alive server over a {@link NodeStore}.
@@ -53,6 +58,15 @@ export class CacheNode {
   /** Writes this node's statistics report to the ring store (STRATA_NODE_STATS_INTERVAL_MS). */
   private statsReporter?: StatsReporter;
   private stopped?: Promise<void>;
+  /** Watches that the data directory is still the one opened (STRATA_NODE_VOLUME_CHECK_MS). */
+  private volumeWatch?: VolumeWatch;
+  /** Why the data volume is lost, once it is: the node then serves nothing but /healthz and /stats (503). */
+  private volumeLost: string | undefined;
+  /** Called once when the volume is lost (the daemon exits; see main.ts). */
+  onVolumeLost?: (reason: string) => void;
+  /** The oldest protocol version accepted from callers. */
+  private readonly minPeerProtocol: number;
+  readonly build: string;
   /**
    * Unexpected request failures (a failing disk fails every write): the first of each kind with its stack, then
    * one line per kind per 10 s with the count, not a stack per request.
@@ -70,13 +84,16 @@ export class CacheNode {
     this.nodeId = config.nodeId ?? saved ?? `node-${randomBytes(6).toString('hex')}`;
     this.ownership = new Ownership(this.nodeId, store);
     this.secretBytes = Buffer.from(config.secret, 'utf8');
+    this.minPeerProtocol = config.minPeerProtocol ?? MIN_PEER_PROTOCOL;
+    this.build = config.build ?? nodeBuild();
     const ctx = new RouteContext(this.nodeId, config, store, this.ownership, this.stats);
     this.entries = new EntryRoutes(ctx);
     const ranges = new RangeRoutes(ctx);
     const state = new NodeStateRoutes(
       ctx,
-      () => this.draining,
+      () => (this.volumeLost ? 'volume-lost' : this.draining ? 'draining' : 'ok'),
       () => this.statsBody(),
+      { protocol: PROTOCOL_VERSION, minProtocol: this.minPeerProtocol, build: this.build },
     );
     this.routes = new RouteTable(this.entries, ranges, state);
     this.server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 }, (req, res) =>
@@ -100,6 +117,10 @@ export class CacheNode {
     });
     const node = new CacheNode(config, store);
     if (store.getSys<string>('nodeId') !== node.nodeId) await store.putSys('nodeId', node.nodeId);
+    if ((config.volumeCheckMs ?? 0) > 0) {
+      node.volumeWatch = VolumeWatch.open(config.dataDir);
+      node.volumeWatch.start(config.volumeCheckMs!, (reason) => node.loseVolume(reason));
+    }
     node.server.listen(config.port, config.host);
     await once(node.server, 'listening');
     if (config.sweepMs > 0) {
@@ -122,6 +143,19 @@ export class CacheNode {
       }
     }
     return node;
+  }
+
+  /**
+   * The data volume is gone: from now on the node refuses every request but /healthz and /stats with 503
+   * VOLUME_LOST (reads go to the next tier; writes are not acknowledged into files that no longer exist), and its
+   * health answers 503. The daemon then exits with a status its service manager does not restart (main.ts), so the
+   * failure detector marks it DOWN and the node is replaced with a fresh volume.
+   */
+  loseVolume(reason: string): void {
+    if (this.volumeLost) return;
+    this.volumeLost = reason;
+    nodeLog.error(`data volume lost: ${reason}; refusing every request (VOLUME_LOST)`);
+    this.onVolumeLost?.(reason);
   }
 
   /** What GET /stats answers, and what the node's statistics reports carry. */
@@ -159,6 +193,7 @@ export class CacheNode {
     this.stopped ??= (async () => {
       this.draining = true;
       if (this.sweeper) clearInterval(this.sweeper);
+      this.volumeWatch?.stop();
       this.ringSync?.stop();
       const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
       this.server.closeIdleConnections();
@@ -189,12 +224,21 @@ export class CacheNode {
     if (!this.authorized(req)) {
       this.stats.unauthorized++;
       res.setHeader('connection', 'close');
-      this.sendError(res, new HttpError(401, 'UNAUTHORIZED', 'missing or wrong shared secret'));
+      this.sendError(res, new HttpError('UNAUTHORIZED', 'missing or wrong shared secret'));
       return;
     }
+    res.setHeader(PROTOCOL_HEADER, PROTOCOL_ANSWER);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
+    // Health answers every caller, whatever its version: it is how a caller learns the node's.
+    if (path !== '/healthz') {
+      const refused = this.refusal(req, path);
+      if (refused) {
+        this.sendError(res, refused);
+        return;
+      }
+    }
     const query = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
     const method = req.method ?? 'GET';
     let op: Op | undefined;
@@ -214,6 +258,15 @@ export class CacheNode {
     );
   }
 
+  /** A refusal before any route: a caller older than the node accepts, or a lost volume. */
+  private refusal(req: IncomingMessage, path: string): HttpError | undefined {
+    const peer = protocolOf(req.headers[PROTOCOL_HEADER]);
+    const why = protocolRefusal(peer, this.minPeerProtocol, 'node');
+    if (why) return new HttpError('PROTOCOL_UNSUPPORTED', why, { protocol: PROTOCOL_VERSION, minProtocol: this.minPeerProtocol });
+    if (this.volumeLost && path !== '/stats') return new HttpError('VOLUME_LOST', this.volumeLost);
+    return undefined;
+  }
+
   private authorized(req: IncomingMessage): boolean {
     const given = req.headers[SECRET_HEADER];
     if (typeof given !== 'string') return false;
@@ -229,7 +282,7 @@ export class CacheNode {
       res.destroy(e instanceof Error ? e : undefined);
       return;
     }
-    const he = e instanceof HttpError ? e : new HttpError(500, 'INTERNAL', 'internal error');
+    const he = e instanceof HttpError ? e : new HttpError('INTERNAL', 'internal error');
     if (he.status === 409) res.setHeader(RING_HEADER, String(this.ownership.version));
     if (!(e instanceof HttpError)) this.failureLog.report(e, 'request');
     void sendJson(res, he.status, { error: { code: he.code, message: he.message }, ...he.extra });

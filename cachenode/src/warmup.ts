@@ -51,6 +51,8 @@ export async function warmUp(config: NodeConfig, budgetMs: number): Promise<Warm
       sweepMs: 0,
       ringStore: undefined,
       capacityBytes: 256 * 1024 * 1024,
+      // The scratch directory is removed at the end: that is no lost volume.
+      volumeCheckMs: 0,
     });
   } catch (e) {
     rmSync(dir, { recursive: true, force: true });

@@ -40,3 +40,21 @@ export class NodeRequestError extends Error {
     this.name = 'NodeRequestError';
   }
 }
+
+/**
+ * The two sides speak no common protocol version (core/nodes/protocol.ts): the node refused our version (400
+ * PROTOCOL_UNSUPPORTED), or the node speaks one older than this client accepts or than a feature needs. An upgrade
+ * out of order, not an outage: retrying cannot help, the message says which side to upgrade.
+ */
+export class ProtocolUnsupportedError extends NodeRequestError {
+  constructor(
+    url: string,
+    message: string,
+    /** The node's version, when known. */
+    readonly nodeProtocol: number | undefined,
+    body?: unknown,
+  ) {
+    super(url, 400, 'PROTOCOL_UNSUPPORTED', message, body);
+    this.name = 'ProtocolUnsupportedError';
+  }
+}

@@ -1,8 +1,19 @@
 // The RPC client of cache nodes (NodeClient): key, batch, range and ring operations over the HTTP exchange.
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import type { RingDocument } from '../ring/document.js';
-import { NodeRequestError, NodeUnavailableError, StaleRouteError } from './node-client-errors.js';
+import { NodeRequestError, NodeUnavailableError, ProtocolUnsupportedError, StaleRouteError } from './node-client-errors.js';
 import { NodeConnections, type Exchange, type RequestSpec } from './node-exchange.js';
+import {
+  MIN_PEER_PROTOCOL,
+  PRE_VERSIONING_PROTOCOL,
+  PROTOCOL_FEATURES,
+  PROTOCOL_HEADER,
+  PROTOCOL_UNSUPPORTED,
+  protocolOf,
+  supports,
+  type NodeErrorCode,
+  type ProtocolFeature,
+} from './protocol.js';
 import {
   decodeEntryHeader,
   encodeEntryHeader,
@@ -21,7 +32,7 @@ import {
   type RawEntryRecord,
 } from './wire.js';
 
-export { NodeRequestError, NodeUnavailableError, StaleRouteError } from './node-client-errors.js';
+export { NodeRequestError, NodeUnavailableError, ProtocolUnsupportedError, StaleRouteError } from './node-client-errors.js';
 
 export interface NodeClientOptions {
   /** The fleet's shared secret. */
@@ -38,6 +49,24 @@ export interface NodeClientOptions {
    * @default 1
    */
   pipelining?: number;
+  /**
+   * The oldest protocol version of a node this client talks to: an answer from an older node fails with
+   * ProtocolUnsupportedError (core/nodes/protocol.ts). @default MIN_PEER_PROTOCOL
+   */
+  minPeerProtocol?: number;
+}
+
+/** What GET /healthz says, with the node's protocol version and build (filled in for nodes of before versioning). */
+export interface NodeHealth {
+  status: string;
+  nodeId: string;
+  ringVersion: number;
+  /** The node's protocol version (1 for a node of before versioning, which does not say). */
+  protocol: number;
+  /** The oldest version the node accepts from callers. */
+  minProtocol: number;
+  /** The node's build label, `unknown` for a node of before versioning. */
+  build: string;
 }
 
 export interface ExportOptions {
@@ -89,6 +118,37 @@ export class NodeClient {
       opts.timeoutMs ?? 2000,
       opts.bulkTimeoutMs ?? 60_000,
       opts.connectionsPerNode ?? 16,
+      opts.minPeerProtocol ?? MIN_PEER_PROTOCOL,
+    );
+  }
+
+  /**
+   * The protocol version `url` answered with last (1 for a node of before versioning), or undefined before its
+   * first answer: a caller that needs to know asks {@link health} first.
+   */
+  protocolOf(url: string): number | undefined {
+    return this.connections.protocolOf(url);
+  }
+
+  /** Whether the node at `url`, by its last answer, has `feature` (false before any answer: unknown is no). */
+  supports(url: string, feature: ProtocolFeature): boolean {
+    const v = this.protocolOf(url);
+    return v !== undefined && supports(v, feature);
+  }
+
+  /**
+   * Fails with ProtocolUnsupportedError unless the node at `url` has `feature`: for a feature a caller cannot do
+   * without (one it can do without is skipped after {@link supports}). Asks the node's health when no answer came
+   * from it yet.
+   */
+  async requireFeature(url: string, feature: ProtocolFeature): Promise<void> {
+    const v = this.protocolOf(url) ?? (await this.health(url)).protocol;
+    if (supports(v, feature)) return;
+    throw new ProtocolUnsupportedError(
+      url,
+      `${feature} needs protocol version ${PROTOCOL_FEATURES[feature]}, and the cache node speaks version ${v}: ` +
+        'upgrade the node first (cachenode/README.md "Protocol versions")',
+      v,
     );
   }
 
@@ -154,10 +214,11 @@ export class NodeClient {
     }
     const code = parsed.error?.code ?? `HTTP_${status}`;
     const message = parsed.error?.message ?? `status ${status}`;
-    if (status === 409 && (code === 'WRONG_NODE' || code === 'STALE_RING')) {
+    if (status === 409 && STALE_ROUTE_CODES.includes(code)) {
       throw new StaleRouteError(url, code, parsed.ringVersion ?? 0, parsed.ring ?? null, message);
     }
     if (status >= 500) throw new NodeUnavailableError(url, `${status} ${code}: ${message}`);
+    if (code === PROTOCOL_UNSUPPORTED) throw new ProtocolUnsupportedError(url, message, this.protocolOf(url), parsed);
     throw new NodeRequestError(url, status, code, message, parsed);
   }
 
@@ -451,9 +512,16 @@ export class NodeClient {
     return this.getJson(url, `/v1/victims?limit=${limit}`);
   }
 
-  /** GET /healthz. `signal` ends the call early (a health probe's own, shorter bound): it fails as an outage. */
-  async health(url: string, signal?: AbortSignal): Promise<{ status: string; nodeId: string; ringVersion: number }> {
-    return this.getJson(url, '/healthz', signal);
+  /**
+   * GET /healthz. `signal` ends the call early (a health probe's own, shorter bound): it fails as an outage. A node
+   * of before versioning names no protocol or build: it reads as version 1, build `unknown` (degraded, not refused).
+   */
+  async health(url: string, signal?: AbortSignal): Promise<NodeHealth> {
+    const res = await this.request(url, { path: '/healthz', method: 'GET', ...(signal ? { signal } : {}) });
+    if (res.statusCode !== 200) return this.fail(url, res);
+    const h = await this.json<Partial<NodeHealth> & Pick<NodeHealth, 'status' | 'nodeId' | 'ringVersion'>>(url, res);
+    const protocol = h.protocol ?? protocolOf(res.headers[PROTOCOL_HEADER]) ?? PRE_VERSIONING_PROTOCOL;
+    return { ...h, protocol, minProtocol: h.minProtocol ?? PRE_VERSIONING_PROTOCOL, build: h.build ?? 'unknown' };
   }
 
   private async getJson<T>(url: string, path: string, signal?: AbortSignal): Promise<T> {
@@ -472,6 +540,9 @@ export class NodeClient {
     await this.connections.close();
   }
 }
+
+/** The refusals a caller answers by refreshing its ring (StaleRouteError). */
+const STALE_ROUTE_CODES: readonly string[] = ['WRONG_NODE', 'STALE_RING'] satisfies NodeErrorCode[];
 
 export function keyPath(ns: string, key: string): string {
   return `/v1/kv/${ns}/${encodeURIComponent(key)}`;

@@ -2,7 +2,8 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import type { Socket } from 'node:net';
-import { NodeUnavailableError } from './node-client-errors.js';
+import { NodeUnavailableError, ProtocolUnsupportedError } from './node-client-errors.js';
+import { PROTOCOL_HEADER, PROTOCOL_VERSION, protocolOf, protocolRefusal } from './protocol.js';
 import { SECRET_HEADER } from './wire.js';
 
 export type Method = 'GET' | 'HEAD' | 'PUT' | 'POST' | 'DELETE';
@@ -28,12 +29,17 @@ interface NodeTarget {
   readonly request: typeof http.request;
   readonly host: string;
   readonly port: number;
-  /** host, then the secret: the first headers of every request. */
+  /** host, the secret, then our protocol version: the first headers of every request. */
   readonly headers: readonly string[];
   readonly inflight: Set<Exchange>;
+  /** The node's protocol version, from its last answer (undefined before the first, or when unreadable). */
+  protocol: number | undefined;
   /** Set by close(): called when the last exchange in flight ends. */
   drained?: () => void;
 }
+
+/** Our protocol version, as every request carries it. */
+const PROTOCOL_REQUEST = String(PROTOCOL_VERSION);
 
 /** Idle keep-alive connections are closed after this long (the node keeps them 65 s and announces it). */
 const KEEP_ALIVE_MS = 30_000;
@@ -59,7 +65,14 @@ export class NodeConnections {
     private readonly timeoutMs: number,
     private readonly bulkTimeoutMs: number,
     private readonly connections: number,
+    /** The oldest protocol version of a node this client talks to (core/nodes/protocol.ts). */
+    readonly minPeerProtocol: number,
   ) {}
+
+  /** The protocol version `url` answered with last, or undefined before its first answer. */
+  protocolOf(url: string): number | undefined {
+    return this.targets.get(url)?.protocol;
+  }
 
   private target(url: string): NodeTarget {
     let t = this.targets.get(url);
@@ -85,8 +98,9 @@ export class NodeConnections {
         request: secure ? https.request : http.request,
         host: u.hostname.startsWith('[') ? u.hostname.slice(1, -1) : u.hostname,
         port: u.port ? Number(u.port) : secure ? 443 : 80,
-        headers: ['host', u.host, SECRET_HEADER, this.secret],
+        headers: ['host', u.host, SECRET_HEADER, this.secret, PROTOCOL_HEADER, PROTOCOL_REQUEST],
         inflight: new Set(),
+        protocol: undefined,
       };
       this.targets.set(url, t);
     }
@@ -108,7 +122,7 @@ export class NodeConnections {
       return Promise.reject(new NodeUnavailableError(url, abortReason(spec.signal).message, { cause: spec.signal.reason }));
     }
     try {
-      return new Exchange(url, t, spec, spec.bulk ? this.bulkTimeoutMs : this.timeoutMs).head;
+      return new Exchange(url, t, spec, spec.bulk ? this.bulkTimeoutMs : this.timeoutMs, this.minPeerProtocol).head;
     } catch (e) {
       // node:http refused the request itself (e.g. a header value it cannot send).
       return Promise.reject(new NodeUnavailableError(url, e instanceof Error ? e.message : String(e), { cause: e }));
@@ -195,6 +209,8 @@ export class Exchange {
     private readonly target: NodeTarget,
     spec: RequestSpec,
     private readonly timeoutMs: number,
+    /** The oldest protocol version of a node this exchange accepts an answer from. */
+    private readonly minPeerProtocol: number,
   ) {
     this.head = new Promise<Exchange>((resolve, reject) => {
       this.resolveHead = resolve;
@@ -322,6 +338,17 @@ export class Exchange {
     res[kExchange] = this;
     // Errors while the caller holds the response are its to see (bytes, stream); never unhandled.
     res.on('error', noop);
+    // Every answer names the node's protocol version (none: a node of before versioning). One older than we
+    // accept is not half-understood: the caller gets the typed refusal instead of the answer.
+    const protocol = protocolOf(res.headers[PROTOCOL_HEADER]);
+    this.target.protocol = protocol;
+    const refused = protocolRefusal(protocol, this.minPeerProtocol, 'client');
+    if (refused) {
+      const e = new ProtocolUnsupportedError(this.url, refused, protocol);
+      this.rejectHead(e);
+      this.abort(e);
+      return;
+    }
     this.resolveHead(this);
   }
 
