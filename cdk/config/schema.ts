@@ -96,6 +96,55 @@ export const alarmDestinationSchema = z.union([
 ]);
 export type AlarmDestination = z.output<typeof alarmDestinationSchema>;
 
+/** A Graviton (arm64) instance type name: the nodes run the arm64 AMI. */
+export const GRAVITON_INSTANCE_TYPE = /^[a-z]+[0-9]+g[a-z-]*\.[a-z0-9]+$/;
+
+/** Where and why a fleet's capacity settings are wrong, in words for the user. */
+export interface FleetCapacityIssue {
+  readonly path: (string | number)[];
+  readonly message: string;
+}
+
+/**
+ * What is wrong with a fleet's capacity settings (the schema's and CacheNodeFleet's check alike): spot needs several
+ * Graviton instance types, `onDemandBase` only means something for a mixed fleet.
+ */
+export function fleetCapacityIssues(f: {
+  readonly instanceType: string;
+  readonly capacity?: 'on-demand' | 'spot' | 'mixed';
+  readonly instanceTypes?: readonly string[];
+  readonly onDemandBase?: number;
+}): FleetCapacityIssue[] {
+  const issues: FleetCapacityIssue[] = [];
+  const capacity = f.capacity ?? 'on-demand';
+  const types = f.instanceTypes ?? [f.instanceType];
+  for (const [i, t] of types.entries()) {
+    if (!GRAVITON_INSTANCE_TYPE.test(t))
+      issues.push({
+        path: ['fleet', 'instanceTypes', i],
+        message: `instance type '${t}' is not a Graviton (arm64) type such as t4g.small, m7g.large or r7g.xlarge: the nodes run the arm64 AMI`,
+      });
+  }
+  const dup = types.find((t, i) => types.indexOf(t) !== i);
+  if (dup) issues.push({ path: ['fleet', 'instanceTypes'], message: `instance type '${dup}' is listed twice` });
+  if (capacity !== 'on-demand' && new Set(types).size < 2) {
+    issues.push({
+      path: ['fleet', 'instanceTypes'],
+      message:
+        `capacity '${capacity}' needs at least 2 instance types in fleet.instanceTypes (e.g. ["r7g.large", "m7g.large", "r6g.large"]): ` +
+        'each type is a separate Spot capacity pool, and AWS can reclaim a whole pool at once, which with one type would take ' +
+        'every spot node (and with them the warm tier) together',
+    });
+  }
+  if (f.onDemandBase !== undefined && capacity !== 'mixed') {
+    issues.push({
+      path: ['fleet', 'onDemandBase'],
+      message: `onDemandBase applies to capacity 'mixed' only (this fleet is '${capacity}'): remove it, or set capacity: 'mixed'`,
+    });
+  }
+  return issues;
+}
+
 export const environmentConfigSchema = z
   .strictObject({
     name: z.enum(ENVIRONMENT_NAMES),
@@ -160,8 +209,31 @@ export const environmentConfigSchema = z
       accessLogExpirationDays: z.number().int().min(1).default(90),
     }),
     fleet: z.strictObject({
-      /** A Graviton (arm64) type, e.g. "r7gd.large" or "t4g.medium". */
+      /**
+       * A Graviton (arm64) type, e.g. "r7gd.large" or "t4g.medium": the launch template's type, and the only type of an
+       * on-demand fleet.
+       */
       instanceType: z.string(),
+      /**
+       * How the warm tier's nodes are bought (docs/WORKFLOWS.md, "Spot capacity"). 'on-demand': every node on demand,
+       * launched with RunInstances. 'spot': every node a Spot Instance, launched with an instant EC2 Fleet
+       * (CreateFleet) that picks, among `instanceTypes` in the launch's subnet, the pool AWS expects to be interrupted
+       * least at the lowest price (price-capacity-optimized). 'mixed': the first `onDemandBase` nodes on demand, the
+       * rest spot, decided at each launch by counting the fleet's running on-demand instances. A Spot node's
+       * interruption warning drains it (the spot-interruption rule). @default 'on-demand' (today's behaviour)
+       */
+      capacity: z.enum(['on-demand', 'spot', 'mixed']).default('on-demand'),
+      /**
+       * The Graviton types a spot or mixed launch may choose among (at least 2 of similar size: each type is its own
+       * Spot pool, and one pool can be reclaimed at once); on-demand launches of a mixed fleet take the first type
+       * that has capacity, in this order. Unused by an on-demand fleet. @default [instanceType]
+       */
+      instanceTypes: z.array(z.string()).min(1, 'give at least one instance type').optional(),
+      /**
+       * Mixed fleets only: how many nodes stay on demand. A launch is on demand while fewer of the fleet's running
+       * instances than this are on demand, else spot. @default 1
+       */
+      onDemandBase: z.number().int().min(1, 'onDemandBase is at least 1 (with 0, use capacity: "spot")').optional(),
       /** The encrypted gp3 data volume of each cache node. */
       dataVolume: z.strictObject({
         sizeGiB: z.number().int(),
@@ -361,6 +433,7 @@ export const environmentConfigSchema = z
         message: `interfaceEndpointAzs (${c.network.interfaceEndpointAzs}) cannot exceed the number of availability zones (${c.availabilityZones.length})`,
       });
     }
+    for (const issue of fleetCapacityIssues(c.fleet)) ctx.addIssue({ code: 'custom', ...issue });
     if (c.hotTier.dailySnapshotTime && c.hotTier.snapshotRetentionDays === 0) {
       ctx.addIssue({
         code: 'custom',

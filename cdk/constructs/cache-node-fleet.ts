@@ -10,6 +10,8 @@ import { buildSync } from 'esbuild';
 import { FLEET_SECRET_KEY, nodeStatsKey } from '../../core/ring/node-reports.js';
 import { RING_KEY } from '../../core/ring/store.js';
 import { CACHE_NODE_V8_FLAGS } from '../../core/nodes/node-process.js';
+import { FLEET_TAG } from '../../core/nodes/ec2-fleet.js';
+import { GRAVITON_INSTANCE_TYPE, fleetCapacityIssues } from '../config/schema.js';
 import { ESM_REQUIRE_BANNER, REPO_ROOT } from '../lib/packaging.js';
 import { InvalidPropsError, check, intIn } from './validation.js';
 
@@ -151,14 +153,34 @@ export interface DataVolumeProps {
   readonly throughputMiBps?: number;
 }
 
+export type FleetCapacityType = 'on-demand' | 'spot' | 'mixed';
+
+/** How a fleet's nodes are bought (CacheNodeFleet.capacity). */
+export interface FleetCapacity {
+  readonly type: FleetCapacityType;
+  /** The types a launch may choose among, in priority order for on-demand launches. */
+  readonly instanceTypes: readonly string[];
+  /** How many running nodes stay on demand: Infinity for 'on-demand', 0 for 'spot'. */
+  readonly onDemandBase: number;
+}
+
 export interface CacheNodeFleetProps {
   /** Prefixes the launch template name (`<name>-cachenode`) and tags. */
   readonly name: string;
   readonly vpc: ec2.IVpc;
   /** Where the nodes are launched (recorded for the fleet provider; the launch template is subnet-free). */
   readonly vpcSubnets: ec2.SubnetSelection;
-  /** A Graviton (arm64) type: the nodes run Amazon Linux 2023 for arm64. */
+  /** A Graviton (arm64) type: the nodes run Amazon Linux 2023 for arm64. The launch template's type. */
   readonly instanceType: string;
+  /**
+   * How the nodes are bought: 'on-demand' (RunInstances), 'spot' or 'mixed' (an instant EC2 Fleet over
+   * {@link instanceTypes}; see workflows/fleet-launch.ts). @default 'on-demand'
+   */
+  readonly capacity?: FleetCapacityType;
+  /** The types a spot or mixed launch may choose among (at least 2, Graviton). @default [instanceType] */
+  readonly instanceTypes?: readonly string[];
+  /** Mixed fleets: the nodes kept on demand. @default 1 */
+  readonly onDemandBase?: number;
   readonly dataVolume: DataVolumeProps;
   /** The only security group allowed to reach the daemon. */
   readonly coordinatorSecurityGroup: ec2.ISecurityGroup;
@@ -217,6 +239,8 @@ export class CacheNodeFleet extends Construct {
   readonly bundle: s3assets.Asset;
   readonly port: number;
   readonly vpcSubnets: ec2.SubnetSelection;
+  /** How the nodes are bought, with the types a launch may choose among and (mixed) the on-demand base. */
+  readonly capacity: FleetCapacity;
 
   constructor(scope: Construct, id: string, props: CacheNodeFleetProps) {
     super(scope, id);
@@ -227,9 +251,17 @@ export class CacheNodeFleet extends Construct {
     );
     check(
       this,
-      /^[a-z]+[0-9]+g[a-z-]*\.[a-z0-9]+$/.test(props.instanceType),
+      GRAVITON_INSTANCE_TYPE.test(props.instanceType),
       `instanceType '${props.instanceType}' is not a Graviton (arm64) type such as t4g.small, m7g.large or r7g.xlarge: the nodes run the arm64 AMI`,
     );
+    const capacityIssues = fleetCapacityIssues(props);
+    check(this, capacityIssues.length === 0, capacityIssues.map((i) => i.message).join('; '));
+    const capacityType = props.capacity ?? 'on-demand';
+    this.capacity = {
+      type: capacityType,
+      instanceTypes: [...(props.instanceTypes ?? [props.instanceType])],
+      onDemandBase: capacityType === 'mixed' ? (props.onDemandBase ?? 1) : capacityType === 'spot' ? 0 : Infinity,
+    };
     const v = props.dataVolume;
     const iops = v.iops ?? 3000;
     const throughput = v.throughputMiBps ?? 125;
@@ -370,9 +402,12 @@ export class CacheNodeFleet extends Construct {
       versionDescription: 'Strata cache node',
       machineImage: ec2.MachineImage.latestAmazonLinux2023({ cpuType: ec2.AmazonLinuxCpuType.ARM_64 }),
       instanceType: new ec2.InstanceType(props.instanceType),
-      // No network settings (security group, public IP): they would make CDK write a network interface here, and EC2
-      // refuses one next to the subnet each launch must name. The launch passes one interface with all of them, the
-      // security group and `AssociatePublicIpAddress: false` included (workflows/fleet-launch.ts).
+      // No network interface: EC2 refuses one next to the subnet each launch must name. RunInstances (on-demand) passes
+      // one interface with the security group and `AssociatePublicIpAddress: false` (workflows/fleet-launch.ts). An
+      // EC2 Fleet request has no network settings but a subnet per override, so a spot or mixed fleet's template
+      // names the security group itself (top-level SecurityGroupIds, not an interface), and the fleet's private
+      // subnets assign no public IP (MapPublicIpOnLaunch false: test/infra/spot-fleet.test.ts).
+      ...(capacityType === 'on-demand' ? {} : { securityGroup: this.securityGroup }),
       role: this.role,
       userData,
       requireImdsv2: true,
@@ -402,6 +437,11 @@ export class CacheNodeFleet extends Construct {
       ],
     });
     Tags.of(this.launchTemplate).add('strata:role', 'cachenode');
+    // RunInstances tags the instance and its volumes in its own request. An instant EC2 Fleet request tags only the
+    // fleet and its instances ("If the fleet type is instant, specify a resource type of fleet to tag the fleet or
+    // instance to tag the instances at launch": https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreateFleet.html),
+    // so the volumes take the fleet's tag from the template, which the launch IAM's aws:RequestTag condition needs.
+    if (capacityType !== 'on-demand') Tags.of(this.launchTemplate).add(FLEET_TAG, props.name);
     // The user data names the role's id (STRATA_NODE_STATS_ID): that GetAtt already orders the role first, which makes
     // the DependsOn CDK adds for the instance profile's role redundant, and cfn-lint warns (W3005).
     (this.launchTemplate.node.defaultChild as ec2.CfnLaunchTemplate).addMetadata('cfn-lint', {

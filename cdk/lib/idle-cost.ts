@@ -6,7 +6,7 @@
  */
 import { priceBook } from '../../core/cost/model/price-catalog.js';
 import { resolveIntrinsics } from './workflow-definitions.js';
-import { monitoringUsage } from '../../core/cost/publisher/publish-cost.js';
+import { monitoringUsage, trafficSeries } from '../../core/cost/publisher/publish-cost.js';
 
 /** Prices the catalog (core/cost/catalogs) does not carry; us-east-1 list prices, 2026-11. */
 export const OTHER_PRICES = {
@@ -252,7 +252,11 @@ function alarmMetricCount(alarm: Resource): number {
   return metrics ? metrics.filter((m) => m.MetricStat !== undefined).length : 1;
 }
 
-/** The series the cost publisher writes on an idle run (no nodes), as it bills them to itself. */
+/**
+ * The series the cost publisher writes on an idle run (no nodes, no traffic), as it bills them to itself: no
+ * CostPer1000Hits (no hits) and no `other` tenant (no unmapped traffic) unless no tenant is configured; the spot
+ * figures (SpotSavingsMonthly, SpotNodes) are written as 0.
+ */
 function idleCustomMetrics(tenants: number): number {
   const settings = {
     tenants: Array.from({ length: tenants }, (_, i) => ({ name: `t${i}`, namespaces: [] })),
@@ -262,6 +266,7 @@ function idleCustomMetrics(tenants: number): number {
     settings as unknown as Parameters<typeof monitoringUsage>[0],
     { environment: 'x', namespaces: [], functions: [] },
     0,
+    trafficSeries({ hits: 0, namespaces: [] }, tenants),
   );
   return usage.customMetrics;
 }

@@ -1,7 +1,7 @@
 import { App, Stack } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { WORKFLOW_NAMES, type WorkflowName } from '../../core/workflows/progress.js';
-import { fleetIamStatements } from '../constructs/workflows/fleet-launch.js';
+import { fleetIamStatements, type LaunchCapacity } from '../constructs/workflows/fleet-launch.js';
 import { StrataWorkflows } from '../constructs/workflows/strata-workflows.js';
 
 /** An Amazon States Language document. */
@@ -63,13 +63,13 @@ export function stateMachinesOf(template: {
 }
 
 /**
- * The five workflow definitions, synthesized from the same constructs the Workflows stack deploys (with a
+ * The workflow definitions, synthesized from the same constructs the Workflows stack deploys (with a
  * stand-in step Lambda ARN and fleet (or the launch template and security group given, e.g. LocalStack's), for
  * running them locally under aws-local-stepfunctions. The subnet of each launch comes from the begin step of
  * ScaleOut or ReplaceNode (its `fleetSubnets`).
  */
 export function synthesizeWorkflowDefinitions(
-  fleet: { launchTemplateId?: string; securityGroupId?: string } = {},
+  fleet: { launchTemplateId?: string; securityGroupId?: string; capacity?: LaunchCapacity } = {},
 ): Record<WorkflowName, AslDefinition> {
   const app = new App();
   const stack = new Stack(app, 'StrataLocalWorkflows', { env: { account: LOCAL_ACCOUNT, region: LOCAL_REGION } });
@@ -89,7 +89,15 @@ export function synthesizeWorkflowDefinitions(
       fleetName,
       launchTemplateId,
       securityGroupId,
-      ...fleetIamStatements({ arn, fleetName, launchTemplateId, subnetIds: [], securityGroupId }),
+      ...(fleet.capacity ? { capacity: fleet.capacity } : {}),
+      ...fleetIamStatements({
+        arn,
+        fleetName,
+        launchTemplateId,
+        subnetIds: [],
+        securityGroupId,
+        ...(fleet.capacity ? { capacity: fleet.capacity } : {}),
+      }),
     },
   });
   const template = app.synth().getStackByName(stack.stackName).template as Parameters<typeof stateMachinesOf>[0];

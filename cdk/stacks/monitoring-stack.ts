@@ -1,5 +1,7 @@
 import { Annotations, Duration, Lazy } from 'aws-cdk-lib';
 import type * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
@@ -36,13 +38,13 @@ export interface MonitoringStackProps extends StrataStackProps {
 }
 
 /**
- * Workflows whose failed and timed-out executions have no alarm of their own. ReplaceNode: its two alarm metrics
- * ($0.20 a month) would take an idle dev environment over its $15 budget (README's idle-cost table,
- * test/infra/idle-cost.test.ts). A replacement fails only through its rollback, entered when a step throws (which
- * `fn-workflow-steps-errors` alarms on) or when the EC2 launch fails (which nothing alarms on); a timed-out
- * execution goes unnoticed too.
+ * Workflows whose failed and timed-out executions have no CloudWatch alarm of their own: ReplaceNode and
+ * RollingUpgrade, whose two alarm metrics each ($0.20 a month) would take an idle dev environment over its $15 budget
+ * (README's idle-cost table, test/infra/idle-cost.test.ts). Their failed, timed-out and aborted executions reach the
+ * alarm topic through an EventBridge rule on Step Functions' status-change events instead, which costs nothing (AWS
+ * service events are free to match and deliver) but is best-effort delivery, as AWS documents it.
  */
-export const UNALARMED_WORKFLOWS: readonly WorkflowName[] = ['replace-node'];
+export const UNALARMED_WORKFLOWS: readonly WorkflowName[] = ['replace-node', 'rolling-upgrade'];
 
 /** The ring document's prefix in the cold-tier bucket: the runtime's default (STRATA_WARM_RING_PREFIX). */
 export const RING_PREFIX: string = runtimeEnvSchema.shape.STRATA_WARM_RING_PREFIX.parse(undefined);
@@ -66,6 +68,8 @@ export class MonitoringStack extends StrataStack {
   readonly costPublisher: CostPublisher;
   readonly dashboards: StrataDashboards;
   readonly alarms: StrataAlarms;
+  /** The rule that notifies the alarm topic of {@link UNALARMED_WORKFLOWS}' failed executions; absent when none. */
+  readonly workflowFailures?: events.Rule;
   readonly watched: Omit<MonitoringStackProps, keyof StrataStackProps | 'network'>;
 
   constructor(scope: Construct, id: string, props: MonitoringStackProps) {
@@ -155,6 +159,8 @@ export class MonitoringStack extends StrataStack {
         : {}),
     });
 
+    this.workflowFailures = this.unalarmedWorkflowFailures(config.name, workflows.stateMachines);
+
     this.costPublisher = new CostPublisher(this, 'CostPublisher', {
       environment: config.name,
       scheduleMinutes: publisher.scheduleMinutes,
@@ -188,6 +194,41 @@ export class MonitoringStack extends StrataStack {
     // Watched once it exists, after the alarms it bills (alarmMetrics is read at synth, so it counts these too).
     // Not expectedEvery: a publisher that stops running is PublisherSilent's alarm already.
     this.alarms.watchFunction('cost-publisher', { function: this.costPublisher.function.function });
+  }
+
+  /**
+   * Failed, timed-out and aborted executions of the workflows without alarms, as a message on the alarm topic: an
+   * EventBridge rule on Step Functions' "Execution Status Change" events, which Step Functions sends to the default
+   * bus by itself (https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-states.html; best-effort delivery).
+   * The SNS target adds the topic policy that lets EventBridge publish to a topic created here; an imported topic
+   * (`alarmTopicArn`) must allow `events.amazonaws.com` to publish itself (docs/COST.md, "Alarms").
+   */
+  private unalarmedWorkflowFailures(
+    environment: string,
+    machines: Readonly<Record<WorkflowName, { stateMachineArn: string }>>,
+  ): events.Rule | undefined {
+    const watched = UNALARMED_WORKFLOWS.filter((w) => machines[w]);
+    if (watched.length === 0) return undefined;
+    const field = (path: string) => events.EventField.fromPath(path);
+    return new events.Rule(this, 'UnalarmedWorkflowFailures', {
+      description: `Strata ${environment}: failed, timed-out or aborted executions of ${watched.join(', ')} to the alarm topic`,
+      eventPattern: {
+        source: ['aws.states'],
+        detailType: ['Step Functions Execution Status Change'],
+        detail: {
+          status: ['FAILED', 'TIMED_OUT', 'ABORTED'],
+          stateMachineArn: watched.map((w) => machines[w].stateMachineArn),
+        },
+      },
+      targets: [
+        new targets.SnsTopic(this.alarmTopic, {
+          message: events.RuleTargetInput.fromText(
+            `Strata ${environment}: workflow execution ${field('$.detail.name')} ended ${field('$.detail.status')} ` +
+              `(${field('$.detail.executionArn')}). See docs/WORKFLOWS.md for what to do.`,
+          ),
+        }),
+      ],
+    });
   }
 
   /**

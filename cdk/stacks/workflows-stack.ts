@@ -5,6 +5,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import { FLEET_TAG } from '../../core/nodes/ec2-fleet.js';
@@ -12,7 +13,7 @@ import type { WorkflowName } from '../../core/workflows/progress.js';
 import { policyEncryptionKeys } from '../constructs/policy-encryption-keys.js';
 import { PolicyTicker } from '../constructs/policy-ticker.js';
 import { StrataFunction } from '../constructs/strata-function.js';
-import { fleetIamStatements } from '../constructs/workflows/fleet-launch.js';
+import { fleetIamStatements, launchesWithFleet } from '../constructs/workflows/fleet-launch.js';
 import { StrataWorkflows, WORKFLOW_IDS } from '../constructs/workflows/strata-workflows.js';
 import { REPO_ROOT } from '../lib/packaging.js';
 import { policyDefaultsEnvironment } from '../lib/policy-defaults.js';
@@ -22,6 +23,11 @@ import type { FleetStack } from './fleet-stack.js';
 import type { StrataNetwork } from './network-stack.js';
 import { logRetention, removalPolicy } from './settings.js';
 import { StrataStack, type StrataStackProps } from './strata-stack.js';
+
+/** EventBridge's detail-type of EC2's two-minute Spot interruption notice. */
+export const SPOT_INTERRUPTION_DETAIL_TYPE = 'EC2 Spot Instance Interruption Warning';
+/** EventBridge's detail-type of EC2's rebalance recommendation (a Spot Instance at elevated risk of interruption). */
+export const REBALANCE_DETAIL_TYPE = 'EC2 Instance Rebalance Recommendation';
 
 export interface WorkflowsStackProps extends StrataStackProps {
   /** Step Lambdas run in the VPC as coordinators. */
@@ -58,6 +64,13 @@ export class WorkflowsStack extends StrataStack {
   readonly stateMachines: Readonly<Record<WorkflowName, sfn.StateMachine>>;
   /** The scheduled policy evaluator (`policies.evaluator`, on by default); undefined when switched off. */
   readonly policyTicker?: PolicyTicker;
+  /**
+   * Drains a Spot node on EC2's interruption warning (or rebalance recommendation): only for a spot or mixed fleet
+   * (`fleet.capacity`), since EC2 sends those events for Spot Instances only.
+   */
+  readonly spotInterruptionFunction?: StrataFunction;
+  /** The EventBridge rule that sends EC2's Spot events to {@link spotInterruptionFunction}. */
+  spotInterruptionRule?: events.Rule;
 
   constructor(scope: Construct, id: string, props: WorkflowsStackProps) {
     super(scope, id, {
@@ -108,6 +121,8 @@ export class WorkflowsStack extends StrataStack {
     const securityGroupId = fleet.fleet.securityGroup.securityGroupId;
     const arn = (type: string, id: string) =>
       `arn:${this.partition}:ec2:${region}:${type === 'image' ? '' : account}:${type}/${id}`;
+    const capacity = fleet.fleet.capacity;
+    const spotCapable = launchesWithFleet(capacity);
     const workflows = new StrataWorkflows(this, 'Workflows', {
       namePrefix: `strata-${config.name}`,
       stepFunction: this.stepFunction.function,
@@ -116,13 +131,21 @@ export class WorkflowsStack extends StrataStack {
         fleetName,
         launchTemplateId,
         securityGroupId,
-        ...fleetIamStatements({ arn, fleetName, launchTemplateId, subnetIds: subnets.map((s) => s.subnetId), securityGroupId }),
+        capacity,
+        ...fleetIamStatements({
+          arn,
+          fleetName,
+          launchTemplateId,
+          subnetIds: subnets.map((s) => s.subnetId),
+          securityGroupId,
+          capacity,
+        }),
       },
     });
     this.stateMachines = workflows.stateMachines;
 
     // The workflows that launch nodes (LaunchNode, launchNodeTask), both the same way.
-    const launching = ['scale-out', 'replace-node'] as const satisfies readonly WorkflowName[];
+    const launching = ['scale-out', 'replace-node', 'rolling-upgrade'] as const satisfies readonly WorkflowName[];
     for (const name of launching) {
       const role = workflows.stateMachines[name].role;
       // RunInstances passes the launch template's instance profile role to the instance.
@@ -133,10 +156,27 @@ export class WorkflowsStack extends StrataStack {
           resources: [
             `arn:${this.partition}:ec2:${region}:${account}:instance/*`,
             `arn:${this.partition}:ec2:${region}:${account}:volume/*`,
+            ...(spotCapable ? [`arn:${this.partition}:ec2:${region}:${account}:fleet/*`] : []),
           ],
-          conditions: { StringEquals: { 'ec2:CreateAction': 'RunInstances' } },
+          // Tags only at creation: ec2:CreateAction names the creating call (the instant fleet's is CreateFleet).
+          conditions: { StringEquals: { 'ec2:CreateAction': spotCapable ? ['RunInstances', 'CreateFleet'] : 'RunInstances' } },
         }),
       );
+      // The first Spot request of an account creates EC2's Spot service-linked role, with the caller's permission
+      // ("The provided credentials do not have permission to create the service-linked role for EC2 Spot Instances"
+      // otherwise): that one role, for that one service.
+      // https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/service-linked-roles-spot-instance-requests.html
+      if (spotCapable) {
+        role.addToPrincipalPolicy(
+          new iam.PolicyStatement({
+            actions: ['iam:CreateServiceLinkedRole'],
+            resources: [
+              `arn:${this.partition}:iam::${account}:role/aws-service-role/spot.amazonaws.com/AWSServiceRoleForEC2Spot`,
+            ],
+            conditions: { StringEquals: { 'iam:AWSServiceName': 'spot.amazonaws.com' } },
+          }),
+        );
+      }
     }
     // cdk-nag IAM5 findings, each justified (the finding strings render tokens as <...>).
     const stepArn = `<${this.getLogicalId(this.stepFunction.function.node.defaultChild as lambda.CfnFunction)}.Arn>:*`;
@@ -149,6 +189,17 @@ export class WorkflowsStack extends StrataStack {
       'Resource::*':
         'X-Ray (PutTraceSegments, GetSampling*) and CloudWatch Logs delivery (CreateLogDelivery, ...) actions take no resource',
     };
+    const spotLaunch: Record<string, string> = spotCapable
+      ? {
+          'Resource::*':
+            `${common['Resource::*']}; ec2:DescribeInstances (the launched node's private IP, and the mixed fleet's on-demand ` +
+            'count) supports no resource-level permission',
+          [`Resource::${ec2Arn('fleet')}`]: `CreateFleet creates the instant EC2 Fleet of each launch only ${tagged} (condition aws:RequestTag); its id is only known at run time`,
+          [`Resource::${ec2Arn('spot-instances-request')}`]:
+            'an instant EC2 Fleet launching a Spot Instance creates its Spot request, which it cannot tag (so no tag condition); ' +
+            `a request comes only with an instance, which must be ${tagged}`,
+        }
+      : {};
     const terminate = `TerminateInstances ends only instances ${tagged} (condition ec2:ResourceTag), whose ids are only known at run time`;
     const launches = (terminates: string): Record<string, string> => ({
       ...common,
@@ -162,6 +213,7 @@ export class WorkflowsStack extends StrataStack {
       [`Resource::arn:${shown(this.partition, 'Partition')}:ec2:${shown(region, 'Region')}::image/*`]:
         "RunInstances may use Amazon's images only (condition ec2:Owner = amazon): the launch template's AMI is the latest " +
         'Amazon Linux 2023 arm64, which the Fleet stack reads from its public SSM parameter at each deployment',
+      ...spotLaunch,
     });
     const findings: Record<WorkflowName, Record<string, string>> = {
       'scale-out': launches(`the rollback's ${terminate}`),
@@ -169,6 +221,7 @@ export class WorkflowsStack extends StrataStack {
       'evict-to-s3': common,
       'tier-migrate': common,
       'replace-node': launches(`the dead node's and the rollback's ${terminate}`),
+      'rolling-upgrade': launches(`the replaced nodes' and the rollback's ${terminate}`),
     };
     for (const [name, machine] of Object.entries(workflows.stateMachines) as [WorkflowName, sfn.StateMachine][]) {
       for (const [f, reason] of Object.entries(findings[name])) {
@@ -179,6 +232,8 @@ export class WorkflowsStack extends StrataStack {
         description: `State machine of the ${name} workflow`,
       });
     }
+
+    if (spotCapable) this.spotInterruptionFunction = this.spotInterruption(config, data, workflows.stateMachines);
 
     // With the policy evaluator on, the scale trigger, the eviction schedule and the node-fill alarm's response are the
     // policy's default rules (default-prelaunch, default-evict-schedule, default-evict-on-node-fill: cdk/lib/policy-defaults.ts),
@@ -301,6 +356,93 @@ export class WorkflowsStack extends StrataStack {
     rule.addTarget(
       new targets.SfnStateMachine(this.stateMachines[workflow], { input: events.RuleTargetInput.fromObject(input) }),
     );
+  }
+
+  /**
+   * The spot-interruption handler (lambdas/fleet/spot-interruption.ts, core/nodes/spot-interruption.ts) and its rule.
+   * Only a spot or mixed fleet gets them: EC2 emits these events for Spot Instances alone, so for an on-demand fleet
+   * the rule would never match (an idle rule and function cost nothing, but they would be one more IAM role and
+   * resource to review for no behaviour).
+   */
+  private spotInterruption(
+    config: WorkflowsStackProps['config'],
+    data: WorkflowsStackProps['data'],
+    machines: Readonly<Record<WorkflowName, sfn.StateMachine>>,
+  ): StrataFunction {
+    // The drain (ScaleIn) and the refill once it succeeded (ScaleOut). A drain that fails goes down the failure path,
+    // whose ReplaceNode the failure detector starts: the handler never starts one.
+    const used = ['scale-in', 'scale-out'] as const satisfies readonly WorkflowName[];
+    const fn = new StrataFunction(this, 'SpotInterruptionFunction', {
+      entry: `${REPO_ROOT}/lambdas/fleet/spot-interruption.ts`,
+      description: `Strata ${config.name} spot interruption: drain a Spot cache node within its two-minute warning`,
+      // Outside the VPC: it reads the ring from S3 and starts and follows workflows through Step Functions; it never
+      // calls a node. It waits for the drain (up to the two minutes of the notice) before the refill: 5 minutes
+      // covers the notice and a minute more (core/composition/spot-interruption-lambda.ts).
+      memoryMb: 256,
+      timeoutSeconds: 300,
+      logRetention: logRetention(config),
+      logRemovalPolicy: removalPolicy(config),
+      environment: {
+        STRATA_ENV: config.name,
+        STRATA_SCALE_IN_ARN: machines['scale-in'].stateMachineArn,
+        STRATA_SCALE_OUT_ARN: machines['scale-out'].stateMachineArn,
+      },
+    });
+    // It reads the ring (which node the instance is, what it owns) and writes nothing there: the workflows it starts
+    // change the ring.
+    fn.bindRingStore(data.coldTier, { read: ['ring'] });
+    const shown = (v: string, pseudo: string) => (Token.isUnresolved(v) ? `<AWS::${pseudo}>` : v);
+    for (const w of used) {
+      machines[w].grantStartExecution(fn.role);
+      // It follows the drain it started (and recognises an earlier delivery's) by the execution's name.
+      const name = `strata-${config.name}-${w}`;
+      fn.role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          actions: ['states:DescribeExecution'],
+          resources: [`arn:${this.partition}:states:${this.region}:${this.account}:execution:${name}:*`],
+        }),
+      );
+      Validations.of(fn.role).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::arn:${shown(this.partition, 'Partition')}:states:${shown(this.region, 'Region')}:${shown(this.account, 'AccountId')}:execution:${name}:*]`,
+        reason: `Executions of ${name} are named when they start; DescribeExecution takes an execution ARN, so the grant covers that state machine's executions (and no other's).`,
+      });
+    }
+    // A failed delivery is kept 14 days for an operator to see (the drain itself is long over by then: the failure
+    // detector has replaced the node). Encrypted with SQS-managed keys; TLS only.
+    const dlq = new sqs.Queue(this, 'SpotInterruptionDeadLetters', {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+      removalPolicy: removalPolicy(config),
+    });
+    Validations.of(dlq).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason: 'this queue is the dead-letter queue of the spot-interruption rule target; a dead-letter queue has none of its own',
+    });
+    // "EC2 Spot Instance Interruption Warning" (two minutes before EC2 reclaims the instance) and "EC2 Instance
+    // Rebalance Recommendation" (earlier, when the instance is at elevated risk), both from source aws.ec2:
+    // https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html
+    // https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/rebalance-recommendations.html
+    // The events name the instance but carry no tags, so the rule cannot narrow them to the fleet: the handler
+    // ignores an instance that is not a node of the ring.
+    const rule = new events.Rule(this, 'SpotInterruptionRule', {
+      description: `Strata ${config.name}: drain a Spot cache node on its interruption warning or rebalance recommendation`,
+      eventPattern: { source: ['aws.ec2'], detailType: [SPOT_INTERRUPTION_DETAIL_TYPE, REBALANCE_DETAIL_TYPE] },
+    });
+    // EventBridge retries a failed delivery (MaximumRetryAttempts 0-185) until the event is MaximumEventAgeInSeconds
+    // (60-86,400) old, then sends it to the dead-letter queue: https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-retry-policy.html
+    // A warning older than the shortest age (60 s) leaves too little of its two minutes to drain; the failure path
+    // (the failure detector and ReplaceNode) takes over.
+    rule.addTarget(
+      new targets.LambdaFunction(fn.function, { retryAttempts: 2, maxEventAge: Duration.seconds(60), deadLetterQueue: dlq }),
+    );
+    // Once handed over, an event whose handler fails is retried by Lambda's asynchronous invocation: twice, by
+    // default within six hours (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async.html). The handler
+    // fails on purpose when its time runs out while the drain is still running, so that the retry follows it; a
+    // retry hours later would act on an instance long gone. Bounded to 15 minutes (the range is 60 s to 6 h).
+    fn.function.configureAsyncInvoke({ retryAttempts: 2, maxEventAge: Duration.minutes(15) });
+    this.spotInterruptionRule = rule;
+    return fn;
   }
 
   /**

@@ -3,6 +3,7 @@ import { NotFoundError, permanentDetails, ValidationError } from '../errors.js';
 import { WORKFLOW_NAMES, type WorkflowName } from '../workflows/progress.js';
 import { scaleInBeginInput, scaleOutBeginInput } from '../workflows/steps/scale-steps.js';
 import { replaceNodeRequest } from '../workflows/steps/replace-steps.js';
+import { rollingUpgradeRequest } from '../workflows/steps/upgrade-steps.js';
 import {
   DEFAULT_LIST_LIMIT,
   EXECUTION_NAME,
@@ -75,7 +76,7 @@ function workflowParam(raw: string | undefined, field: string): WorkflowName {
 }
 
 /**
- * What the API checks before starting an execution. ScaleOut, ScaleIn and ReplaceNode: their begin step's own
+ * What the API checks before starting an execution. ScaleOut, ScaleIn, ReplaceNode and RollingUpgrade: their begin step's own
  * schemas (so a bad request is a 400 now, not a failed execution later); the other workflows validate their input
  * in their first step, so any JSON object passes here.
  */
@@ -85,6 +86,7 @@ const INPUT_SCHEMAS: Readonly<Record<WorkflowName, z.ZodType<Record<string, unkn
   'evict-to-s3': z.record(z.string(), z.unknown()),
   'tier-migrate': z.record(z.string(), z.unknown()),
   'replace-node': replaceNodeRequest,
+  'rolling-upgrade': rollingUpgradeRequest,
 };
 
 /**

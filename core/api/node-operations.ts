@@ -7,6 +7,7 @@ import { removeDownNode } from '../nodes/node-removal.js';
 import { findNode, RingDocumentError, type RingDocument, type RingNode } from '../ring/document.js';
 import { CasConflictError, RingPreconditionError, type RingStore } from '../ring/store.js';
 import { replaceNodeRequest } from '../workflows/steps/replace-steps.js';
+import { rollingUpgradeRequest } from '../workflows/steps/upgrade-steps.js';
 import type { CacheNodeWire, NodeListWire, NodeRemovalWire, ReplacementControlsWire } from '../../sdk/src/contract.js';
 import { startWorkflow } from './admin-operations.js';
 import type { ApiEvent, ApiResult } from './http.js';
@@ -164,6 +165,27 @@ export async function replaceNode(ctx: ApiContext, event: ApiEvent): Promise<Api
   const summary = await startWorkflow(ctx, 'replace-node', { nodeId: node, ...body }, event.queryStringParameters?.name);
   // Relative to the request's URL (/v1/admin/nodes/{node}/replace), like the workflow start route's.
   return json(202, summary, { location: `../../workflows/executions/${summary.execution}` });
+}
+
+/** The body of `POST /v1/admin/fleet/upgrade`: the rolling upgrade's input, every field optional. */
+export const upgradeFleetBodySchema = rollingUpgradeRequest;
+
+/**
+ * `POST /v1/admin/fleet/upgrade`: starts the `rolling-upgrade` workflow (every running cache node replaced, one at a
+ * time, by a node launched from the launch template as it is now), as `POST /v1/admin/workflows/rolling-upgrade/
+ * executions` with the body does (same checks, same `?name=`, same 202 with the execution summary); `location` is the
+ * execution's URL. Under `/fleet`, not `/nodes`: there every other path segment is a node id (`{node}`), and a node
+ * named `upgrade` could then not be addressed.
+ */
+export async function upgradeFleet(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
+  const body = jsonBody(
+    event,
+    z.record(z.string(), z.unknown(), { error: "the body must be a JSON object (the upgrade's options), or empty" }),
+    { optional: true },
+  );
+  const summary = await startWorkflow(ctx, 'rolling-upgrade', body, event.queryStringParameters?.name);
+  // Relative to the request's URL (/v1/admin/fleet/upgrade), like the workflow start route's.
+  return json(202, summary, { location: `../workflows/executions/${summary.execution}` });
 }
 
 /**

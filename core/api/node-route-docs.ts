@@ -1,5 +1,5 @@
 import type { RouteDoc } from './route-types.js';
-import { replaceNodeBodySchema, replacementControlsBodySchema } from './node-operations.js';
+import { replaceNodeBodySchema, replacementControlsBodySchema, upgradeFleetBodySchema } from './node-operations.js';
 import { fromZod, json, query, ref } from './route-doc-parts.js';
 
 /**
@@ -47,6 +47,41 @@ export const NODE_ROUTE_DOCS = {
         headers: {
           location: {
             description: "The execution's URL (`../../workflows/executions/<name>`, relative to the request's)",
+            schema: { type: 'string' },
+          },
+        },
+      },
+    },
+    errors: ['VALIDATION_FAILED', 'MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'EXECUTION_EXISTS', 'WORKFLOWS_UNAVAILABLE'],
+  },
+  upgradeFleet: {
+    operationId: 'upgradeFleet',
+    summary: 'Roll a new cache-node version out: start the rolling-upgrade workflow',
+    description:
+      "Replaces running cache nodes one at a time with nodes launched now (on AWS from the launch template's `$Latest` " +
+      'version, so create the new version first): each hands all its ranges over to its successor under load (the ' +
+      'migration sessions of a scale-out), leaves the ring and is terminated after the grace period; then the next. ' +
+      'The same as `POST /v1/admin/workflows/rolling-upgrade/executions` with the body: every field is optional ' +
+      '(`nodes` default: every NORMAL node, or the ones a stopped upgrade had not replaced yet), checked before the ' +
+      'execution starts; `?name=` names the execution. A failure rolls back the current node and stops the execution; ' +
+      "one upgrade runs at a time (the workflow's first step fails a second one).",
+    parameters: [
+      query('name', 'Execution name (1-80 of A-Z a-z 0-9 _ -); default generated', {
+        type: 'string',
+        pattern: '^[A-Za-z0-9_-]{1,80}$',
+      }),
+    ],
+    requestBody: {
+      required: false,
+      description: "The upgrade's options",
+      content: { 'application/json': { schema: fromZod(upgradeFleetBodySchema) } },
+    },
+    responses: {
+      '202': {
+        ...json(ref('ExecutionSummary'), 'Started'),
+        headers: {
+          location: {
+            description: "The execution's URL (`../workflows/executions/<name>`, relative to the request's)",
             schema: { type: 'string' },
           },
         },

@@ -146,6 +146,14 @@ export const API_ROUTES: readonly ApiRoute[] = [
     doc: doc.replaceNode,
   },
   {
+    method: 'POST',
+    resource: '/v1/admin/fleet/upgrade',
+    fn: 'admin',
+    auth: 'admin',
+    run: nodes.upgradeFleet,
+    doc: doc.upgradeFleet,
+  },
+  {
     method: 'DELETE',
     resource: '/v1/admin/nodes/{node}',
     fn: 'admin',

@@ -154,9 +154,17 @@ export const METRICS = {
     'USD for the month at the current rate (month-to-date + rate x hours left)',
   ),
   costPer1000Hits: def(C, 'CostPer1000Hits', 'None', [['Environment']], 'USD per 1,000 cache hits over the last hour'),
+  spotSavingsMonthly: def(
+    C,
+    'SpotSavingsMonthly',
+    'None',
+    [['Environment']],
+    'USD per month the running spot cache nodes save: their on-demand price minus their assumed spot price (0 with none)',
+  ),
 
   // ---- Strata/Fleet: the cost publisher (from the ring and the nodes' /stats) and the workflow steps.
   nodes: def(F, 'Nodes', 'Count', [['Environment']], 'cache nodes in the ring'),
+  spotNodes: def(F, 'SpotNodes', 'Count', [['Environment']], 'running cache-node instances bought as spot (0 with none)'),
   nodeFill: def(F, 'NodeFillPercent', 'Percent', [['Environment', 'Node']], 'fill of each node (bytes used / capacity)'),
   maxNodeFill: def(F, 'MaxNodeFillPercent', 'Percent', [['Environment']], 'fill of the fullest node'),
   policyFirings: def(
@@ -195,6 +203,29 @@ export const METRICS = {
     'Count',
     [['Environment'], ['Environment', 'Reason']],
     'cache nodes confirmed failing but not marked DOWN, by why (paused, cap: maxDown reached, storm: too many at once)',
+  ),
+  // Spot interruptions (core/nodes/spot-interruption.ts, run by the spot-interruption Lambda on EC2's EventBridge
+  // warnings): published only when a warning arrives. `Outcome` is what the warning led to (a bounded set).
+  spotInterruptions: def(
+    F,
+    'SpotInterruptions',
+    'Count',
+    [['Environment'], ['Environment', 'Outcome']],
+    'EC2 spot interruption warnings and rebalance recommendations received, by outcome (draining, redelivered, ignored)',
+  ),
+  spotDrainMs: def(
+    F,
+    'SpotDrainTime',
+    'Milliseconds',
+    [['Environment']],
+    "from an interruption warning to the end of its node's drain (the ScaleIn succeeded: the node left the ring)",
+  ),
+  spotDrainsFailed: def(
+    F,
+    'SpotDrainsFailed',
+    'Count',
+    [['Environment']],
+    'interrupted nodes whose drain did not finish (the failure path took over: DOWN, then replaced)',
   ),
 
   // ---- Strata/Workflows: progress of the Step Functions workflows (emitted by their step Lambdas).

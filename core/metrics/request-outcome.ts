@@ -48,6 +48,7 @@ export const OPERATION_BY_ROUTE: Readonly<Record<string, Operation>> = {
   'PUT /v1/admin/nodes/replacement': 'admin',
   'POST /v1/admin/nodes/{node}/replace': 'admin',
   'DELETE /v1/admin/nodes/{node}': 'admin',
+  'POST /v1/admin/fleet/upgrade': 'admin',
 };
 
 export interface RequestOutcome {

@@ -13,6 +13,8 @@ import { CACHE_NODE_V8_FLAGS } from './node-process.js';
 
 export const NODE_ID_TAG = 'strata:node-id';
 export const FLEET_TAG = 'strata:fleet';
+/** How a spot or mixed fleet's launch bought the instance: 'on-demand' or 'spot' (the cost publisher reads it). */
+export const CAPACITY_TAG = 'strata:capacity';
 
 export interface Ec2FleetOptions {
   client: EC2Client;

@@ -33,6 +33,8 @@ interface LocalNode {
   exited: Promise<number | null> | undefined;
   launched: LaunchedNode;
   stderr: string[];
+  /** The launch environment it was launched with (see {@link LocalFleet.setLaunchEnv}); a restart keeps it. */
+  launchEnv: Record<string, string>;
 }
 
 /**
@@ -45,11 +47,27 @@ export class LocalFleet implements FleetProvider {
   private readonly nodes = new Map<string, LocalNode>();
   private readonly host: string;
   private readonly entry: string;
+  private launchEnv: Record<string, string> = {};
 
   constructor(private readonly opts: LocalFleetOptions) {
     this.host = opts.host ?? '127.0.0.1';
     this.entry = opts.entry ?? join(REPO_ROOT, 'cachenode', 'src', 'main.ts');
     mkdirSync(opts.rootDir, { recursive: true });
+  }
+
+  /**
+   * Extra environment of the nodes launched from now on (over `env`), e.g. `{ STRATA_NODE_BUILD: 'v2' }`: locally,
+   * what a new launch template version is on EC2, the mark of "a new version" that a rolling upgrade rolls out.
+   * Nodes already running keep theirs.
+   */
+  setLaunchEnv(env: Record<string, string>): void {
+    this.launchEnv = { ...env };
+  }
+
+  /** The launch environment `nodeId` was launched with (`{}` before any {@link setLaunchEnv}). */
+  launchEnvOf(nodeId: string): Record<string, string> | undefined {
+    const n = this.nodes.get(nodeId);
+    return n && { ...n.launchEnv };
   }
 
   async launch(nodeId: string): Promise<LaunchedNode> {
@@ -64,6 +82,7 @@ export class LocalFleet implements FleetProvider {
       exited: undefined,
       launched: undefined as unknown as LaunchedNode,
       stderr: [],
+      launchEnv: { ...this.launchEnv },
     };
     this.nodes.set(nodeId, node);
     try {
@@ -88,7 +107,12 @@ export class LocalFleet implements FleetProvider {
   private async spawn(node: LocalNode): Promise<void> {
     const inherited: NodeJS.ProcessEnv = { ...process.env };
     delete inherited.NODE_OPTIONS; // Jest's --experimental-vm-modules is not for the daemon
-    const env: NodeJS.ProcessEnv = { ...inherited, ...this.opts.env, STRATA_NODE_SECRET: this.opts.secret };
+    const env: NodeJS.ProcessEnv = {
+      ...inherited,
+      ...this.opts.env,
+      ...node.launchEnv,
+      STRATA_NODE_SECRET: this.opts.secret,
+    };
     const args = [
       ...CACHE_NODE_V8_FLAGS,
       '--import',

@@ -15,6 +15,7 @@ import {
 } from '../ring/document.js';
 import { JsonDocStore, RingPreconditionError, RingStore, type CasStore } from '../ring/store.js';
 import type { FleetProvider } from './fleet.js';
+import { finishHandOffEdit, planHandOff, settleRolledBackHandOff, type HandOffDeps, type HandOffRequest } from './hand-off.js';
 import {
   checkPlanLive,
   checkSessionLive,
@@ -45,7 +46,8 @@ import { storeKey } from './wire.js';
  *
  * Modes: `incremental` runs one session at a time and publishes each as soon as it is streamed (the new node
  * serves step by step); `parallel` (the Cassandra baseline) prepares and streams every session at once and
- * publishes them together at the end. Scale-in drains a node's ranges to their successors the same way.
+ * publishes them together at the end. Scale-in drains a node's ranges to their successors the same way, and a
+ * hand-off (a rolling upgrade's step: hand-off.ts) moves every range of one node to a freshly launched one.
  */
 export type MigrationMode = 'incremental' | 'parallel';
 export type SessionState = 'planned' | 'prepared' | 'streamed' | 'published' | 'cleaned' | 'rolled-back';
@@ -76,10 +78,12 @@ export interface MigrationSession {
 
 export interface MigrationPlan {
   id: string;
-  kind: 'scale-out' | 'scale-in';
+  kind: 'scale-out' | 'scale-in' | 'hand-off';
   mode: MigrationMode;
-  /** scale-out: the joining node; scale-in: the leaving node. */
+  /** scale-out: the joining node; scale-in and hand-off: the leaving node. */
   node: string;
+  /** hand-off: the node taking over every range of `node`. */
+  target?: string;
   sessions: string[];
   /** `rolling-back` from the start of a rollback: its steps refuse to act from then on. */
   state: 'running' | 'rolling-back' | 'done' | 'rolled-back';
@@ -223,6 +227,14 @@ export class Migrator {
     return this.createPlan(planId, 'scale-in', o.mode, o.node, sessions, o.execution);
   }
 
+  /**
+   * Plans handing every range of `from` over to a new node (a rolling upgrade replaces nodes this way): see
+   * {@link planHandOff}. {@link finish} then removes `from` from the ring; {@link rollbackPlan} settles both nodes.
+   */
+  async planHandOff(o: HandOffRequest): Promise<MigrationPlan> {
+    return planHandOff(this.handOffDeps(), o);
+  }
+
   private newSession(
     plan: string,
     i: number,
@@ -254,6 +266,7 @@ export class Migrator {
     node: string,
     sessions: MigrationSession[],
     execution?: string,
+    target?: string,
   ): Promise<MigrationPlan> {
     for (const s of sessions) {
       await this.sessions.create(s.id, s);
@@ -267,6 +280,7 @@ export class Migrator {
       node,
       sessions: sessions.map((s) => s.id),
       state: 'running',
+      ...(target ? { target } : {}),
       ...(execution ? { execution } : {}),
       createdAt: at,
       updatedAt: at,
@@ -549,8 +563,9 @@ export class Migrator {
     const plan = await this.plan(planId);
     if (plan.state !== 'running') return plan;
     const last = plan.sessions.length - 1;
-    const joinState = (i: number): NodeState | undefined =>
-      plan.kind === 'scale-out' ? (i === last ? 'NORMAL' : 'PARTIAL') : undefined;
+    // A node joining (scale-out, hand-off) is PARTIAL from its first range on and NORMAL with its last.
+    const joins = plan.kind !== 'scale-in';
+    const joinState = (i: number): NodeState | undefined => (joins ? (i === last ? 'NORMAL' : 'PARTIAL') : undefined);
     if (plan.mode === 'incremental') {
       for (const [i, id] of plan.sessions.entries()) {
         const s = await this.session(id);
@@ -564,7 +579,7 @@ export class Migrator {
       for (const id of plan.sessions) if ((await this.session(id)).state !== 'rolled-back') live.push(id);
       for (const id of live) await this.prepare(id);
       await Promise.all(live.map((id) => this.streamToEnd(id, o)));
-      await this.publish(live, { graceMs: o.graceMs, targetState: plan.kind === 'scale-out' ? 'NORMAL' : undefined });
+      await this.publish(live, { graceMs: o.graceMs, targetState: joins ? 'NORMAL' : undefined });
     }
     return this.finish(planId, { terminateAfterMs: o.graceMs ?? 60_000 });
   }
@@ -579,7 +594,8 @@ export class Migrator {
   /**
    * Ends a plan whose sessions are all published (or rolled back): scale-out makes the node NORMAL (if it owns
    * anything) and merges neighbouring ranges; scale-in removes the drained node from the ring and, with a fleet,
-   * terminates it after `terminateAfterMs` (run() passes its grace period).
+   * terminates it after `terminateAfterMs` (run() passes its grace period); a hand-off does the same to the node
+   * handed off, and makes the new one NORMAL.
    */
   async finish(planId: string, o: { terminateAfterMs?: number } & StepFence = {}): Promise<MigrationPlan> {
     const plan = await this.plan(planId);
@@ -598,6 +614,8 @@ export class Migrator {
           const owns = d.ranges.some((r) => r.owner === plan.node);
           const n = d.nodes.find((x) => x.id === plan.node);
           if (n && owns) n.state = 'NORMAL';
+        } else if (plan.kind === 'hand-off') {
+          finishHandOffEdit(d, plan);
         } else {
           if (d.ranges.some((r) => r.owner === plan.node || r.pending?.target === plan.node))
             throw new RingPreconditionError(`node '${plan.node}' still owns ranges`);
@@ -608,7 +626,7 @@ export class Migrator {
       },
     );
     await this.push(doc, []);
-    if (plan.kind === 'scale-in' && this.opts.fleet) {
+    if (plan.kind !== 'scale-out' && this.opts.fleet) {
       // Callers that have not yet seen the ring without the node may still send it a request or two: give them
       // the grace period to refresh before the node (and its volume) goes away.
       if (o.terminateAfterMs) await new Promise((r) => setTimeout(r, o.terminateAfterMs));
@@ -632,7 +650,10 @@ export class Migrator {
    */
   async rollbackPlan(planId: string, o: { execution?: string; reason?: string } = {}): Promise<MigrationPlan> {
     await this.plan(planId);
-    return rollbackPlan(this.rollbackDeps(), planId, o);
+    const plan = await rollbackPlan(this.rollbackDeps(), planId, o);
+    // The rollback settles the nodes of scale-outs and scale-ins; a hand-off's two nodes are settled here.
+    if (plan.kind === 'hand-off' && plan.rollback) await settleRolledBackHandOff(this.handOffDeps(), plan);
+    return plan;
   }
 
   // ------------------------------------------------------------------ helpers
@@ -664,6 +685,18 @@ export class Migrator {
     const s = typeof session === 'string' ? await this.session(session) : session;
     checkSessionLive(s, what);
     await this.assertLive(s.plan, fence, what);
+  }
+
+  private handOffDeps(): HandOffDeps {
+    return {
+      ring: this.ring,
+      client: this.client,
+      push: (doc, first, o) => this.push(doc, first, o),
+      newPlanId: () => newId('p-'),
+      newSession: (...a) => this.newSession(...a),
+      createPlan: (...a) => this.createPlan(...a),
+      warn: (m) => this.opts.onWarning?.(m),
+    };
   }
 
   private rollbackDeps(): RollbackDeps {

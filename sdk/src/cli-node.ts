@@ -1,7 +1,7 @@
-/** `strata node list|replace|remove|replacement`: the warm tier's cache nodes from the command line. */
+/** `strata node list|replace|remove|replacement|upgrade`: the warm tier's cache nodes from the command line. */
 import type { StrataClient } from './client.js';
 import { follow, UsageError, type CliIo } from './cli-workflow.js';
-import type { CacheNode, NodeList, NodeRemoval, ReplaceNodeOptions, ReplacementControls } from './nodes.js';
+import type { CacheNode, NodeList, NodeRemoval, ReplaceNodeOptions, ReplacementControls, UpgradeOptions } from './nodes.js';
 
 export const NODE_USAGE = `  node list [--json]   the warm tier's cache nodes as the ring has them: state, ranges owned, AZ, instance,
                        and for DOWN nodes when and why they were marked; whether replacement is paused
@@ -16,8 +16,15 @@ export const NODE_USAGE = `  node list [--json]   the warm tier's cache nodes as
   node replacement pause [--reason TEXT] | resume | status [--json]
                        pause or resume automatic replacement of DOWN nodes (for every health checker at
                        once: while paused no node is marked DOWN), or show who paused it, when and why
+  node upgrade [<node> ...] [--mode incremental|parallel] [--rate BYTES_PER_SEC] [--reason TEXT]
+                      [--name NAME] [--wait]
+                       roll a new node version out (on AWS: the launch template's latest version, created
+                       first): start the rolling-upgrade workflow, which replaces the nodes named (default:
+                       every NORMAL node, or the rest of a stopped upgrade) one at a time, each handing its
+                       ranges over to a freshly launched node before it is terminated; prints the execution
+                       as JSON. --rate: bytes per second asked of each node handing over (default: its cap)
 
-  --wait shows the replacement's progress bar (on stderr) until it stops, then prints it as JSON; the exit code
+  --wait shows the replacement's (or upgrade's) progress bar (on stderr) until it stops, then prints it as JSON; the exit code
   is 0 when it SUCCEEDED, 1 when it FAILED, was ABORTED or TIMED_OUT (as strata workflow start --wait).
   Exit code 2 for a usage error or a failed request: a node that is not in the ring, or not DOWN, included.
   The admin routes need an admin API key in AWS: --api-key or $STRATA_ADMIN_API_KEY (else $STRATA_API_KEY).`;
@@ -26,6 +33,7 @@ export const NODE_USAGE = `  node list [--json]   the warm tier's cache nodes as
 export interface NodeCliOptions {
   fill?: string | undefined;
   rate?: string | undefined;
+  mode?: string | undefined;
   'no-terminate'?: boolean | undefined;
   reason?: string | undefined;
   name?: string | undefined;
@@ -35,7 +43,7 @@ export interface NodeCliOptions {
   json?: boolean | undefined;
 }
 
-type Sub = 'list' | 'replace' | 'remove' | 'replacement';
+type Sub = 'list' | 'replace' | 'remove' | 'replacement' | 'upgrade';
 
 /** The options each subcommand takes: another's is a mistake, not silently ignored. */
 const SUB_OPTIONS: Readonly<Record<Sub, readonly (keyof NodeCliOptions)[]>> = {
@@ -43,6 +51,7 @@ const SUB_OPTIONS: Readonly<Record<Sub, readonly (keyof NodeCliOptions)[]>> = {
   replace: ['fill', 'rate', 'no-terminate', 'reason', 'name', 'wait', 'interval', 'json'],
   remove: ['json'],
   replacement: ['reason', 'json'],
+  upgrade: ['mode', 'rate', 'reason', 'name', 'wait', 'interval', 'json'],
 };
 
 const SUBCOMMANDS = Object.keys(SUB_OPTIONS) as Sub[];
@@ -50,6 +59,7 @@ const SUBCOMMANDS = Object.keys(SUB_OPTIONS) as Sub[];
 export const NODE_OPTIONS: readonly (keyof NodeCliOptions)[] = [
   'fill',
   'rate',
+  'mode',
   'no-terminate',
   'reason',
   'name',
@@ -130,11 +140,18 @@ function fillOption(raw: string | undefined): string[] | undefined {
 }
 
 /** --rate: a whole number of bytes per second. */
-function rateOption(raw: string | undefined): number | undefined {
+function rateOption(raw: string | undefined, what = "the fill's cap"): number | undefined {
   if (raw === undefined) return undefined;
   if (!/^\d+$/.test(raw) || Number(raw) < 1)
-    throw usage(`--rate is the fill's cap in bytes per second, a whole number (8388608 = 8 MiB/s), not '${raw}'`);
+    throw usage(`--rate is ${what} in bytes per second, a whole number (8388608 = 8 MiB/s), not '${raw}'`);
   return Number(raw);
+}
+
+/** --interval: the poll interval of --wait. */
+function checkInterval(o: NodeCliOptions): void {
+  if (o.interval !== undefined && (!/^\d+$/.test(o.interval) || Number(o.interval) < 1))
+    throw usage(`--interval must be a whole number of milliseconds of at least 1, not '${o.interval}'`);
+  if (o.interval !== undefined && !o.wait) throw usage('--interval is the poll interval of --wait: add --wait');
 }
 
 /**
@@ -144,14 +161,15 @@ function rateOption(raw: string | undefined): number | undefined {
 export async function nodeCommand(client: StrataClient, args: readonly string[], o: NodeCliOptions, io: CliIo): Promise<number> {
   const [sub, arg] = args;
   if (sub === undefined) {
-    const usageText = `usage: strata node list|replace|remove|replacement [options]\n\n${NODE_USAGE}`;
+    const usageText = `usage: strata node list|replace|remove|replacement|upgrade [options]\n\n${NODE_USAGE}`;
     throw new UsageError(`node needs a command: ${SUBCOMMANDS.join(', ')}`, usageText, 'node');
   }
   if (!(SUBCOMMANDS as string[]).includes(sub)) throw usage(`unknown node command '${sub}'; commands: ${SUBCOMMANDS.join(', ')}`);
   const allowed = SUB_OPTIONS[sub as Sub];
   const foreign = NODE_OPTIONS.find((k) => o[k] !== undefined && !allowed.includes(k));
   if (foreign) throw usage(`--${foreign} is not an option of strata node ${sub}`);
-  const max = sub === 'list' ? 1 : 2;
+  // upgrade takes any number of node ids.
+  const max = sub === 'list' ? 1 : sub === 'upgrade' ? Infinity : 2;
   if (args.length > max) throw usage(`node ${sub}: unexpected argument '${args[max]}'`);
 
   switch (sub as Sub) {
@@ -165,9 +183,7 @@ export async function nodeCommand(client: StrataClient, args: readonly string[],
       const node = nodeArg(sub, arg);
       const fill = fillOption(o.fill);
       const rate = rateOption(o.rate);
-      if (o.interval !== undefined && (!/^\d+$/.test(o.interval) || Number(o.interval) < 1))
-        throw usage(`--interval must be a whole number of milliseconds of at least 1, not '${o.interval}'`);
-      if (o.interval !== undefined && !o.wait) throw usage('--interval is the poll interval of --wait: add --wait');
+      checkInterval(o);
       const input: ReplaceNodeOptions = {
         ...(fill ? { fillNamespaces: fill } : {}),
         ...(rate !== undefined ? { rateBytesPerSec: rate } : {}),
@@ -180,6 +196,27 @@ export async function nodeCommand(client: StrataClient, args: readonly string[],
         return 0;
       }
       io.stderr.write(`started ${started.execution} (replacing node ${node})\n`);
+      return follow(client, started.execution, o, io);
+    }
+    case 'upgrade': {
+      const nodes = args.slice(1).map((a) => nodeArg(sub, a));
+      if (o.mode !== undefined && o.mode !== 'incremental' && o.mode !== 'parallel')
+        throw usage(`--mode is incremental (the new node serves range by range, the default) or parallel, not '${o.mode}'`);
+      const rate = rateOption(o.rate, 'what each node handing over is asked for');
+      checkInterval(o);
+      const input: UpgradeOptions = {
+        ...(nodes.length ? { nodes } : {}),
+        ...(o.mode !== undefined ? { mode: o.mode } : {}),
+        ...(rate !== undefined ? { rateBytesPerSec: rate } : {}),
+        ...(o.reason !== undefined ? { reason: o.reason } : {}),
+      };
+      const started = await client.nodes.upgrade(input, o.name === undefined ? {} : { name: o.name });
+      if (!o.wait) {
+        print(io, started);
+        return 0;
+      }
+      const which = nodes.length ? `nodes ${nodes.join(', ')}` : 'every node';
+      io.stderr.write(`started ${started.execution} (upgrading ${which}, one at a time)\n`);
       return follow(client, started.execution, o, io);
     }
     case 'remove': {

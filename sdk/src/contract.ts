@@ -46,7 +46,14 @@ export type ServerErrorCode = keyof typeof SERVER_ERROR_STATUS;
 export const SERVER_ERROR_CODES = Object.keys(SERVER_ERROR_STATUS) as readonly ServerErrorCode[];
 
 /** The workflows a deployment runs, in the API's order. */
-export const WORKFLOW_NAMES = ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate', 'replace-node'] as const;
+export const WORKFLOW_NAMES = [
+  'scale-out',
+  'scale-in',
+  'evict-to-s3',
+  'tier-migrate',
+  'replace-node',
+  'rolling-upgrade',
+] as const;
 
 /** The workflows a deployment runs. */
 export type WorkflowName = (typeof WORKFLOW_NAMES)[number];
@@ -84,7 +91,8 @@ export interface WorkflowProgressDocument {
 
 /**
  * What each workflow's progress counts (`total` and `done`): migration sessions (scale-out, scale-in), nodes evicted
- * from (evict-to-s3), batches (tier-migrate), and for replace-node its phases (3: launched, took over, filled).
+ * from (evict-to-s3), batches (tier-migrate), for replace-node its phases (3: launched, took over, filled), and for
+ * rolling-upgrade the nodes replaced.
  */
 export const WORKFLOW_PROGRESS_UNITS = {
   'scale-out': 'sessions',
@@ -92,6 +100,7 @@ export const WORKFLOW_PROGRESS_UNITS = {
   'evict-to-s3': 'nodes',
   'tier-migrate': 'batches',
   'replace-node': 'phases',
+  'rolling-upgrade': 'nodes',
 } as const satisfies Record<WorkflowName, string>;
 
 /** The progress document as the admin API returns it, with what a progress bar needs computed. */

@@ -54,6 +54,7 @@ export type {
 export { WorkflowsClient, WORKFLOW_NAMES, WORKFLOW_PROGRESS_UNITS } from './workflows.js';
 export type {
   ReplaceNodeInput,
+  RollingUpgradeInput,
   ScaleInInput,
   ScaleMode,
   ScaleOutInput,
@@ -109,6 +110,7 @@ export type {
   NodeRequestOptions,
   ReplaceNodeOptions,
   ReplacementControls,
+  UpgradeOptions,
 } from './nodes.js';
 export { formatBytes, graceWait, renderProgressBar } from './progress.js';
 export type { GraceWait, ProgressBarOptions, ProgressSubject } from './progress.js';

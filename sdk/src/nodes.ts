@@ -1,11 +1,12 @@
 /**
  * The admin API's cache nodes (`/v1/admin/nodes...`): list the warm tier's nodes as the ring has them, replace a DOWN
- * node (the `replace-node` workflow), remove a DOWN node without a replacement, and pause or resume automatic
- * replacement. Reached as {@link StrataClient.nodes}.
+ * node (the `replace-node` workflow), remove a DOWN node without a replacement, pause or resume automatic
+ * replacement, and roll a new node version out (`/v1/admin/fleet/upgrade`, the `rolling-upgrade` workflow).
+ * Reached as {@link StrataClient.nodes}.
  */
 import { invalid, isObject, optionError, readBody, type SubClientTransport } from './json.js';
 import { requestIdOf, type HttpRequest, type RetryMode } from './transport.js';
-import { parseExecution, type ReplaceNodeInput, type WorkflowExecution } from './workflows.js';
+import { parseExecution, type ReplaceNodeInput, type RollingUpgradeInput, type WorkflowExecution } from './workflows.js';
 import {
   CACHE_NODE_STATES,
   type CacheNodeState,
@@ -28,6 +29,9 @@ export type NodeRemoval = NodeRemovalWire;
 /** The options of a replacement: {@link ReplaceNodeInput} without the node, which is the first argument. */
 export type ReplaceNodeOptions = Omit<ReplaceNodeInput, 'nodeId'>;
 
+/** The options of a rolling upgrade (every field optional): {@link RollingUpgradeInput}. */
+export type UpgradeOptions = RollingUpgradeInput;
+
 /** Per-call options of the node methods. */
 export interface NodeRequestOptions {
   /** Cancels the call; it then rejects with `signal.reason`. */
@@ -36,7 +40,7 @@ export interface NodeRequestOptions {
   timeoutMs?: number | undefined;
 }
 
-/** Options of {@link NodesClient.replace}. */
+/** Options of {@link NodesClient.replace} and {@link NodesClient.upgrade}. */
 export interface NodeReplaceRequestOptions extends NodeRequestOptions {
   /** The execution's name (1-80 of `A-Z a-z 0-9 _ -`); a second start with the same name fails with `ExecutionExistsError`. Default: generated. */
   name?: string | undefined;
@@ -232,13 +236,38 @@ export class NodesClient {
     const id = checkNodeId(nodeId);
     if (!isObject(input)) throw optionError('input', "must be an object (the replacement's options)");
     if ('nodeId' in input) throw optionError('input.nodeId', 'the node to replace is the first argument; leave nodeId out');
-    let query = '';
-    if (opts.name !== undefined) {
-      if (typeof opts.name !== 'string' || !EXECUTION_NAME.test(opts.name))
-        throw optionError('name', 'execution names are 1-80 characters of A-Z, a-z, 0-9, "_" and "-"');
-      query = `?name=${encodeURIComponent(opts.name)}`;
+    const url = `${this.t.endpoint}/v1/admin/nodes/${encodeURIComponent(id)}/replace${nameQuery(opts.name)}`;
+    return this.t.transport.send(request('POST', url, this.t, opts, 'conditional', input), async (res) =>
+      parseExecution(await readBody(res), res.status),
+    );
+  }
+
+  /**
+   * Rolls a new cache-node version out (`POST /v1/admin/fleet/upgrade`): starts the `rolling-upgrade` workflow, which
+   * replaces running nodes one at a time with nodes launched now (on AWS from the launch template's `$Latest` version:
+   * create the new version first), each handing all its ranges over under load before it is terminated, and resolves
+   * the execution (status `RUNNING`); follow it with `client.workflows.wait(execution)`. The same as
+   * `workflows.start('rolling-upgrade', input)`. A failure rolls back the node being replaced and stops; starting it
+   * again without `nodes` continues with the nodes not yet replaced. Not retried after an ambiguous failure (it could
+   * start a second execution, which the workflow refuses while one runs): name the execution to make a retry safe.
+   *
+   * @throws {ValidationError} for options the server rejects (`err.field` names it).
+   * @throws {ExecutionExistsError} when `opts.name` is taken.
+   * @throws {WorkflowsUnavailableError} when the deployment has no workflows configured.
+   * @example
+   * ```ts
+   * const run = await strata.nodes.upgrade({ reason: 'cache node 1.4.2' }, { name: 'upgrade-1-4-2' });
+   * const done = await strata.workflows.wait(run.execution);
+   * ```
+   */
+  async upgrade(input: UpgradeOptions = {}, opts: NodeReplaceRequestOptions = {}): Promise<WorkflowExecution> {
+    if (!isObject(input)) throw optionError('input', "must be an object (the upgrade's options)");
+    if (input.nodes !== undefined && input.nodes !== null) {
+      if (!Array.isArray(input.nodes) || input.nodes.length === 0)
+        throw optionError('input.nodes', 'must be a non-empty array of node ids, or left out (every NORMAL node)');
+      input.nodes.forEach((n) => checkNodeId(n));
     }
-    const url = `${this.t.endpoint}/v1/admin/nodes/${encodeURIComponent(id)}/replace${query}`;
+    const url = `${this.t.endpoint}/v1/admin/fleet/upgrade${nameQuery(opts.name)}`;
     return this.t.transport.send(request('POST', url, this.t, opts, 'conditional', input), async (res) =>
       parseExecution(await readBody(res), res.status),
     );
@@ -266,6 +295,14 @@ export class NodesClient {
       parseRemoval(await readBody(res), res.status, requestIdOf(res)),
     );
   }
+}
+
+/** `?name=<execution name>`, or nothing when no name is given. */
+function nameQuery(name: string | undefined): string {
+  if (name === undefined) return '';
+  if (typeof name !== 'string' || !EXECUTION_NAME.test(name))
+    throw optionError('name', 'execution names are 1-80 characters of A-Z, a-z, 0-9, "_" and "-"');
+  return `?name=${encodeURIComponent(name)}`;
 }
 
 function request(

@@ -84,6 +84,33 @@ export interface ReplaceNodeInput {
   terminate?: boolean | undefined;
 }
 
+/**
+ * Input of the `rolling-upgrade` workflow: replace running cache nodes one at a time with freshly launched ones (the
+ * launch template's current version), each handing its ranges over before it is terminated.
+ * (`client.nodes.upgrade(input)` starts it.)
+ */
+export interface RollingUpgradeInput {
+  /**
+   * The nodes to replace, in this order. Default: every NORMAL node; or, when the last rolling upgrade stopped part
+   * way, the nodes it had not replaced yet.
+   */
+  nodes?: string[] | null | undefined;
+  /** Default `incremental`: the new node serves range by range. */
+  mode?: ScaleMode | undefined;
+  /** Length of each streaming step, ms (100..600000, default 60000). */
+  streamMaxMs?: number | undefined;
+  /** Bytes per second asked of each node handing over; 0 = the node's own cap. */
+  rateBytesPerSec?: number | undefined;
+  /** How long an old node stays up after handing over (routers refresh), ms (default 60000). */
+  graceMs?: number | undefined;
+  /** How long each new node may take to become healthy, ms (1000..3600000, default 900000). */
+  launchTimeoutMs?: number | undefined;
+  /** Start although the record says another upgrade runs (one whose execution was aborted). Default false. */
+  force?: boolean | undefined;
+  /** Why (recorded in the progress facts). */
+  reason?: string | null | undefined;
+}
+
 /** The input type of each workflow; `evict-to-s3` and `tier-migrate` are validated by the server's first step. */
 export interface WorkflowInputs {
   'scale-out': ScaleOutInput;
@@ -91,6 +118,7 @@ export interface WorkflowInputs {
   'evict-to-s3': Record<string, unknown>;
   'tier-migrate': Record<string, unknown>;
   'replace-node': ReplaceNodeInput;
+  'rolling-upgrade': RollingUpgradeInput;
 }
 
 /** One execution as listed or started. */

@@ -220,12 +220,13 @@ describe.each(ENVIRONMENT_NAMES)('%s: alarms on what the request metrics cannot 
     }
   });
 
-  it('alarms on ExecutionsFailed and ExecutionsTimedOut of every state machine but ReplaceNode (StateMachineArn)', () => {
+  it('alarms on ExecutionsFailed and ExecutionsTimedOut of every state machine but ReplaceNode and RollingUpgrade (StateMachineArn)', () => {
     const all = Object.entries(s.stacks.workflows.stateMachines);
-    expect(all).toHaveLength(5);
-    // ReplaceNode's two alarm metrics would take an idle dev over its budget (test/infra/idle-cost.test.ts): none.
-    expect(UNALARMED_WORKFLOWS).toEqual(['replace-node']);
-    for (const suffix of ['failed', 'timed-out']) expect(alarms[name(`wf-replace-node-${suffix}`)]).toBeUndefined();
+    expect(all).toHaveLength(6);
+    // Their two alarm metrics each would take an idle dev over its budget (test/infra/idle-cost.test.ts): none.
+    expect(UNALARMED_WORKFLOWS).toEqual(['replace-node', 'rolling-upgrade']);
+    for (const wf of UNALARMED_WORKFLOWS)
+      for (const suffix of ['failed', 'timed-out']) expect(alarms[name(`wf-${wf}-${suffix}`)]).toBeUndefined();
     const machines = all.filter(([wf]) => !UNALARMED_WORKFLOWS.includes(wf as WorkflowName));
     expect(machines.map(([wf]) => wf)).toEqual(['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate']);
     for (const [wf, machine] of machines) {
@@ -246,6 +247,47 @@ describe.each(ENVIRONMENT_NAMES)('%s: alarms on what the request metrics cannot 
         expect(a!.TreatMissingData).toBe('notBreaching');
       }
     }
+  });
+
+  it('sends failed, timed-out and aborted executions of the unalarmed workflows to the alarm topic (EventBridge)', () => {
+    const rules = s.templates.monitoring.findResources('AWS::Events::Rule') as Record<
+      string,
+      { Properties: Record<string, unknown> }
+    >;
+    const [rule, ...others] = Object.values(rules).filter((r) => JSON.stringify(r.Properties).includes('aws.states'));
+    expect(others).toHaveLength(0);
+    // https://docs.aws.amazon.com/eventbridge/latest/ref/events-ref-states.html: Step Functions sends "Step Functions
+    // Execution Status Change" (source aws.states) to the default bus by itself; detail carries executionArn,
+    // stateMachineArn, name and status (RUNNING, SUCCEEDED, FAILED, TIMED_OUT, ABORTED).
+    const pattern = rule!.Properties.EventPattern as { detail: { status: string[]; stateMachineArn: unknown[] } } & Record<
+      string,
+      unknown
+    >;
+    expect(pattern).toMatchObject({ source: ['aws.states'], 'detail-type': ['Step Functions Execution Status Change'] });
+    expect(pattern.detail.status).toEqual(['FAILED', 'TIMED_OUT', 'ABORTED']);
+    const machines = UNALARMED_WORKFLOWS.map((w) => s.stacks.workflows.stateMachines[w]);
+    expect(pattern.detail.stateMachineArn).toHaveLength(machines.length);
+    machines.forEach((m, i) => expect(refersTo(pattern.detail.stateMachineArn[i], m, monitoringStack)).toBe(true));
+    // The one target is the alarm topic, with a message naming the execution (input transformer over the event).
+    const [target, ...more] = rule!.Properties.Targets as {
+      Arn: unknown;
+      InputTransformer?: { InputPathsMap: Record<string, unknown> };
+    }[];
+    expect(more).toHaveLength(0);
+    expect(JSON.stringify(target!.Arn)).toContain('AlarmTopic');
+    expect(target!.InputTransformer?.InputPathsMap).toMatchObject({
+      'detail-name': '$.detail.name',
+      'detail-status': '$.detail.status',
+    });
+    // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-resource-based.html#eb-sns-permissions: the
+    // topic's policy lets events.amazonaws.com publish (the SNS target adds it to a topic created in the stack).
+    const policies = s.templates.monitoring.findResources('AWS::SNS::TopicPolicy') as Record<
+      string,
+      { Properties: Record<string, unknown> }
+    >;
+    expect(JSON.stringify(Object.values(policies))).toMatch(
+      /"Service":"events\.amazonaws\.com".*"sns:Publish"|"sns:Publish".*"Service":"events\.amazonaws\.com"/,
+    );
   });
 
   it('alarms when the policy ticker fails in 2 of 3 minutes, and when it starts nothing for 5 minutes', () => {

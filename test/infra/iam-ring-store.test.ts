@@ -335,11 +335,11 @@ describe.each(ENVIRONMENT_NAMES)('ring store grants (%s)', (name) => {
 
   it("lets the failure detector keep its state (health/checker) and read the operators' switch (health/controls)", () => {
     // Read with s3:ListBucket on the key as s3:prefix, so that a document not written yet is a 404 (HeadObject /
-    // GetObject "Permissions"): a fresh deployment has neither. Nobody writes health/controls in AWS: the admin API's
-    // switch (PUT /v1/admin/nodes/replacement) needs the ring store, which the admin function is not given yet.
+    // GetObject "Permissions"): a fresh deployment has neither. The operators' switch is written by the admin API
+    // alone (PUT /v1/admin/nodes/replacement, StrataFunction.bindNodeAdmin).
     const evaluatorRole = iam.roleOf(env.stacks.workflows.policyTicker!.evaluator.role);
     expect(writers('healthChecker')).toEqual([evaluatorRole]);
-    expect(writers('healthControls')).toEqual([]);
+    expect(writers('healthControls')).toEqual([iam.roleOf(env.stacks.api.functions.admin.role)]);
     for (const p of ['healthChecker', 'healthControls'] as const) {
       const reads = iam.allows(evaluatorRole, ['s3:GetObject'], iam.objectArn(PROBES[p]));
       expect({ p, reads, lists: iam.mayListAs(evaluatorRole, PROBES[p]) }).toEqual({ p, reads: true, lists: true });
@@ -351,8 +351,8 @@ describe.each(ENVIRONMENT_NAMES)('ring store grants (%s)', (name) => {
       const replaces = (p: Probe) => iam.allows(role, WRITE_ACTIONS, iam.objectArn(PROBES[p]), (st) => !createOnly(st));
       const written = (Object.keys(PROBES) as Probe[]).filter(replaces);
       // The admin function's policies/* grant also covers the evaluator's state and jobs documents (it reads the
-      // firings there).
-      const admins = [...POLICY_DOCUMENTS, 'evaluatorState', 'evaluatorJobs'];
+      // firings there); it writes the operators' replacement switch (health/controls) too.
+      const admins = [...POLICY_DOCUMENTS, 'evaluatorState', 'evaluatorJobs', 'healthControls'];
       expect({ fn, written }).toEqual({ fn, written: fn === 'admin' ? admins : [] });
     }
   });
@@ -373,7 +373,7 @@ describe.each(ENVIRONMENT_NAMES)('ring store grants (%s)', (name) => {
       const created = (Object.keys(PROBES) as Probe[]).filter((p) =>
         iam.allows(role, ['s3:PutObject'], iam.objectArn(PROBES[p])),
       );
-      const admins = [...POLICY_DOCUMENTS, 'evaluatorState', 'evaluatorJobs'];
+      const admins = [...POLICY_DOCUMENTS, 'evaluatorState', 'evaluatorJobs', 'healthControls'];
       const others = created.filter((p) => p !== 'fleetSecret' && !(fn === 'admin' && admins.includes(p)));
       expect({ fn, created: others }).toEqual({ fn, created: [] });
     }

@@ -197,7 +197,10 @@ describe('Monitoring stack', () => {
     });
 
     it('has EventBridge rules on the node-fill and critical-cost alarms going to ALARM, for workflows to target', () => {
-      const rules = resources(s, 'AWS::Events::Rule').filter((r) => r.Properties.EventPattern);
+      // (The rule on Step Functions' status changes, for the unalarmed workflows: test/infra/alarms.test.ts.)
+      const rules = resources(s, 'AWS::Events::Rule').filter(
+        (r) => (r.Properties.EventPattern as { source?: string[] } | undefined)?.source?.[0] === 'aws.cloudwatch',
+      );
       const alarmIds = Object.fromEntries(
         Object.entries(s.templates.monitoring.findResources('AWS::CloudWatch::Alarm')).map(([id, r]) => [
           (r as Resource).Properties.AlarmName as string,

@@ -256,6 +256,7 @@ describe('Stacks', () => {
         'RingWriteEvaluatorState',
         'RingWriteExecutions',
         'RingWriteHealthChecker',
+        'RingWriteHealthControls',
         'RingWriteMigrations',
         'RingWritePolicies',
         'RingWriteRing',
@@ -455,7 +456,7 @@ describe('Stacks', () => {
           expect(Object.keys(vars).sort()).toEqual(expected);
           expect(vars.STRATA_WARM_RING_PREFIX).toBe('strata-ring');
           // A JSON object (rendered by CloudFormation) naming each workflow's state machine of the Workflows stack.
-          for (const w of ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate', 'replace-node']) {
+          for (const w of ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate', 'replace-node', 'rolling-upgrade']) {
             expect(JSON.stringify(vars.STRATA_WORKFLOW_ARNS)).toMatch(new RegExp(`\\\\"${w}\\\\":\\\\"".*Strata-prod-Workflows`));
           }
           expect(vars.STRATA_WORKFLOW_DOCS_PREFIX).toBe('strata-ring');
@@ -546,7 +547,7 @@ describe('Stacks', () => {
             Resource: logGroup,
           });
           const machine = { 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Workflows' }) };
-          const WORKFLOWS = ['evict-to-s3', 'replace-node', 'scale-in', 'scale-out', 'tier-migrate'];
+          const WORKFLOWS = ['evict-to-s3', 'replace-node', 'rolling-upgrade', 'scale-in', 'scale-out', 'tier-migrate'];
           const account = { Ref: 'AWS::AccountId' };
           const executions = (w: string) => ({
             'Fn::Join': ['', ['arn:aws:states:us-east-1:', account, `:execution:strata-prod-${w}:*`]],
@@ -559,7 +560,7 @@ describe('Stacks', () => {
             },
             { Action: 'states:DescribeExecution', Effect: 'Allow', Resource: WORKFLOWS.map(executions) },
           ]);
-          expect((rest[0]!.Resource as unknown[]).length).toBe(5);
+          expect((rest[0]!.Resource as unknown[]).length).toBe(WORKFLOWS.length);
           continue;
         }
         expect(p.Properties.PolicyDocument.Statement).toHaveLength(5);
@@ -707,11 +708,14 @@ describe('Stacks', () => {
   });
 
   describe('Monitoring and Workflows', () => {
-    it('has the alarm topic, TLS only', () => {
+    it('has the alarm topic, TLS only; EventBridge may publish to it (failed unalarmed workflows)', () => {
       prod.templates.monitoring.resourceCountIs('AWS::SNS::Topic', 1);
       prod.templates.monitoring.hasResourceProperties('AWS::SNS::TopicPolicy', {
         PolicyDocument: {
-          Statement: [Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })],
+          Statement: [
+            Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+            Match.objectLike({ Effect: 'Allow', Action: 'sns:Publish', Principal: { Service: 'events.amazonaws.com' } }),
+          ],
         },
       });
     });

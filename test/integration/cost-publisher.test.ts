@@ -398,11 +398,12 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
       perRequest(apiCount, P.apiGateway!.restRequests) +
       perRequest(lambda.invocations, P.lambda!.requests) +
       (lambda.durationMs / 1000) * (1024 / 1024) * P.lambda!.perGBSecondArm64;
-    // Monitoring: series = 6 tiers + 2 tenants + other + 3 (total, projected, per 1,000 hits) in Strata/Cost and
-    // 4 + 2 nodes in Strata/Fleet; 2 PutMetricData calls a run; GetMetricData metrics a run: 8 per namespace
+    // Monitoring: series = 6 tiers + 2 tenants + other + 4 (total, projected, per 1,000 hits, spot savings) in
+    // Strata/Cost and 5 (with spot nodes) + 2 nodes in Strata/Fleet; 2 PutMetricData calls a run; GetMetricData metrics
+    // a run: 8 per namespace
     // (pages, sessions, reports, other), 4 cold-tier write operations, 2 ElastiCache, 1 API Gateway,
     // 2 per function, 2 S3 storage, 1 month-to-date: 32 + 4 + 2 + 1 + 2 + 2 + 1 = 44; 4 runs an hour.
-    const series = 6 + 3 + 3 + (4 + 2);
+    const series = 6 + 3 + 4 + (5 + 2);
     const monitoring =
       (series * cw$.customMetricPerMonth + 3 * cw$.dashboardPerMonth + 12 * cw$.alarmStandardPerMonth) / H +
       perRequest(2 * 4, cw$.putMetricData) +

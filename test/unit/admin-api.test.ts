@@ -210,7 +210,7 @@ describe('admin API: workflow executions (admin Lambda handler, LocalWorkflowSer
     expect(res.statusCode).toBe(400);
     const err = body<{ error: { code: string; message: string; details: { field: string; valid: string[] } } }>(res).error;
     expect(err.code).toBe('VALIDATION_FAILED');
-    const valid = ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate', 'replace-node'];
+    const valid = ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate', 'replace-node', 'rolling-upgrade'];
     expect(err.details).toEqual({ field: 'workflow', valid });
     expect(err.message).toContain(valid.join(', '));
   });
@@ -358,13 +358,15 @@ describe('admin API without workflows', () => {
 describe('route table', () => {
   it('serves the admin routes from the admin function, marked admin-only; no other route is', () => {
     const admin = API_ROUTES.filter((r) => r.fn === 'admin');
-    // The workflow routes, the policy routes (test/unit/api-policy.test.ts) and the node routes (api-nodes.test.ts).
+    // The workflow routes, the policy routes (test/unit/api-policy.test.ts) and the node routes (api-nodes.test.ts,
+    // fleet-upgrade.test.ts).
     const nodes = [
       'GET /v1/admin/nodes',
       'GET /v1/admin/nodes/replacement',
       'PUT /v1/admin/nodes/replacement',
       'POST /v1/admin/nodes/{node}/replace',
       'DELETE /v1/admin/nodes/{node}',
+      'POST /v1/admin/fleet/upgrade',
     ];
     const policy = [
       'GET /v1/admin/policy',

@@ -113,7 +113,7 @@ describe('strata policy help', () => {
     [['policy', 'put', '-', '--if-version', 'x'], "strata: --if-version must be a version number (0, 1, 2, ...), not 'x'"],
     [
       ['policy', 'get', '--mode', 'parallel'],
-      'strata: --mode is not an option of strata policy (it is an option of strata workflow)',
+      'strata: --mode is not an option of strata policy (it is an option of strata workflow, node)',
     ],
   ])('%j is a usage error', async (args, message) => {
     suite.server.script((_req, res) => sendError(res, 500, 'INTERNAL', 'no request was expected'));

@@ -425,7 +425,7 @@ describe('strata node (CLI, in-process)', () => {
   it('a bare `strata node` prints its usage; `strata help node` lists every subcommand and option', async () => {
     const bare = await strata(['node']);
     expect(bare.code).toBe(2);
-    expect(bare.err).toMatch(/^strata: node needs a command: list, replace, remove, replacement\n\nusage: strata node /);
+    expect(bare.err).toMatch(/^strata: node needs a command: list, replace, remove, replacement, upgrade\n\nusage: strata node /);
     const help = await strata(['help', 'node']);
     expect(help.code).toBe(0);
     for (const s of [

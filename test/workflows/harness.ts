@@ -49,6 +49,8 @@ export interface HarnessOptions {
   wrapSteps?: (h: StepHandlers) => StepHandlers;
   /** The ring store (default: in memory), e.g. a FileCasStore where a test writes the nodes' reports as they would. */
   cas?: CasStore;
+  /** The state machines to run (default: the on-demand fleet's, {@link definitions}). */
+  definitions?: Record<WorkflowName, AslDefinition>;
 }
 
 export async function harness(o: HarnessOptions = {}): Promise<Harness> {
@@ -59,7 +61,7 @@ export async function harness(o: HarnessOptions = {}): Promise<Harness> {
   const metrics: Harness['metrics'] = [];
   const workloads: Workload[] = [];
   const local = localWorkflows({
-    definitions: definitions(),
+    definitions: o.definitions ?? definitions(),
     cas,
     fleet,
     secret: SECRET,

@@ -7,6 +7,7 @@ import type { WorkflowName } from '../../../core/workflows/progress.js';
 import { EvictToS3Definition } from './evict-to-s3.js';
 import type { FleetLaunch } from './fleet-launch.js';
 import { ReplaceNodeDefinition } from './replace-node.js';
+import { RollingUpgradeDefinition } from './rolling-upgrade.js';
 import { ScaleInDefinition } from './scale-in.js';
 import { ScaleOutDefinition } from './scale-out.js';
 import { TierMigrateDefinition } from './tier-migrate.js';
@@ -30,9 +31,10 @@ export const WORKFLOW_IDS: Readonly<Record<WorkflowName, string>> = {
   'evict-to-s3': 'EvictToS3',
   'tier-migrate': 'TierMigrate',
   'replace-node': 'ReplaceNode',
+  'rolling-upgrade': 'RollingUpgrade',
 };
 
-/** The five workflows as Step Functions state machines (standard type: long, exactly-once steps). */
+/** The workflows as Step Functions state machines (standard type: long, exactly-once steps). */
 export class StrataWorkflows extends Construct {
   readonly stateMachines: Readonly<Record<WorkflowName, sfn.StateMachine>>;
 
@@ -45,6 +47,10 @@ export class StrataWorkflows extends Construct {
       'tier-migrate': new TierMigrateDefinition(this, 'TierMigrateStates', { fn: props.stepFunction }).definition,
       'replace-node': new ReplaceNodeDefinition(this, 'ReplaceNodeStates', { fn: props.stepFunction, fleet: props.fleet })
         .definition,
+      'rolling-upgrade': new RollingUpgradeDefinition(this, 'RollingUpgradeStates', {
+        fn: props.stepFunction,
+        fleet: props.fleet,
+      }).definition,
     };
     const machines = {} as Record<WorkflowName, sfn.StateMachine>;
     for (const [name, chain] of Object.entries(definitions) as [WorkflowName, sfn.IChainable][]) {
@@ -53,6 +59,7 @@ export class StrataWorkflows extends Construct {
         definitionBody: sfn.DefinitionBody.fromChainable(chain),
         stateMachineType: sfn.StateMachineType.STANDARD,
         // ReplaceNode's 24 hours are mostly its fill: at the default 8 MiB/s, 675 GiB, more than a node's data volume.
+        // RollingUpgrade's are one hand-off after another: a fleet too big for them is upgraded in batches (`nodes`).
         timeout: Duration.hours(name === 'evict-to-s3' ? 6 : 24),
         tracingEnabled: props.tracing ?? !!props.logGroup,
         removalPolicy: RemovalPolicy.DESTROY,

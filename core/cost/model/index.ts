@@ -10,3 +10,4 @@ export * from './recommender.js';
 export * from './format.js';
 export * from './units.js';
 export * from './placement-query.js';
+export * from './spot.js';

@@ -2,12 +2,30 @@ import { GetMetricDataCommand, type CloudWatchClient, type MetricDataQuery } fro
 import { paginateDescribeInstances, paginateDescribeVolumes, type EC2Client, type Filter } from '@aws-sdk/client-ec2';
 import { paginateListObjectsV2, type S3Client } from '@aws-sdk/client-s3';
 import type { FleetReader, MetricQuery, MetricSource, MetricValue, ObjectListing, ObjectStoreReader } from './usage-reader.js';
-import type { FleetInstance, FleetVolume, TimeWindow } from '../model/usage.js';
+import type { FleetVolume, TimeWindow } from '../model/usage.js';
+import type { NodeLifecycle } from '../model/spot.js';
+import type { FleetNodeInstance } from './usage-reader.js';
+import { CAPACITY_TAG } from '../../nodes/ec2-fleet.js';
 
 /** The usage readers of usage-reader.ts over the AWS SDK (EC2, S3, CloudWatch). */
 
 /** GetMetricData takes at most 500 queries per call. */
 const MAX_QUERIES_PER_CALL = 500;
+
+export { CAPACITY_TAG };
+
+/**
+ * How an instance was bought: EC2's own word first (DescribeInstances' `InstanceLifecycle` is `spot` for a Spot
+ * Instance, absent for On-Demand), else the launch's {@link CAPACITY_TAG} (for an EC2 API that does not report the
+ * lifecycle, such as LocalStack's).
+ */
+export function instanceLifecycle(i: {
+  readonly InstanceLifecycle?: string;
+  readonly Tags?: readonly { readonly Key?: string; readonly Value?: string }[];
+}): NodeLifecycle {
+  if (i.InstanceLifecycle !== undefined) return i.InstanceLifecycle === 'spot' ? 'spot' : 'on-demand';
+  return i.Tags?.find((t) => t.Key === CAPACITY_TAG)?.Value === 'spot' ? 'spot' : 'on-demand';
+}
 
 /** Instances and volumes carrying every one of `tags` (DescribeInstances / DescribeVolumes, all pages). */
 export class Ec2FleetReader implements FleetReader {
@@ -20,8 +38,8 @@ export class Ec2FleetReader implements FleetReader {
     this.filters = Object.entries(tags).map(([k, v]) => ({ Name: `tag:${k}`, Values: [v] }));
   }
 
-  async instances(): Promise<FleetInstance[]> {
-    const out: FleetInstance[] = [];
+  async instances(): Promise<FleetNodeInstance[]> {
+    const out: FleetNodeInstance[] = [];
     const filters = [
       ...this.filters,
       { Name: 'instance-state-name', Values: ['pending', 'running', 'stopping', 'stopped', 'shutting-down'] },
@@ -29,7 +47,12 @@ export class Ec2FleetReader implements FleetReader {
     for await (const page of paginateDescribeInstances({ client: this.client }, { Filters: filters })) {
       for (const r of page.Reservations ?? []) {
         for (const i of r.Instances ?? [])
-          out.push({ id: i.InstanceId ?? '?', type: String(i.InstanceType ?? '?'), state: String(i.State?.Name ?? 'unknown') });
+          out.push({
+            id: i.InstanceId ?? '?',
+            type: String(i.InstanceType ?? '?'),
+            state: String(i.State?.Name ?? 'unknown'),
+            lifecycle: instanceLifecycle(i),
+          });
       }
     }
     return out;

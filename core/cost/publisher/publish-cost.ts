@@ -12,14 +12,16 @@ import {
   type MetricSink,
   type PublishResult,
 } from './metric-writer.js';
+import { NO_SPOT, runningSpotCost, withSpotPrices, type RunningSpotCost } from '../model/spot.js';
 import { completedHoursOfMonth, costPer1000Hits, projectMonthlyCost, type MonthlyProjection } from '../model/projection.js';
-import { collectUsage, usageQueryCount, type UsageSources, type UsageTargets } from './usage-reader.js';
-import { type CostedFunction, type LiveUsage } from '../model/usage.js';
+import { collectUsage, usageQueryCount, type PublisherUsage, type UsageSources, type UsageTargets } from './usage-reader.js';
+import { type CostedFunction, type NamespaceUsage } from '../model/usage.js';
 
 /**
  * The scheduled cost publisher (lambdas/ops/cost-publisher.ts is its handler): reads the last window of usage and
- * the fleet's state, prices the usage, projects the month, and publishes everything in Strata/Cost and
- * Strata/Fleet (core/metrics/metric-catalog.ts), all stamped with the run's time.
+ * the fleet's state, prices the usage (each running cache node by how it was bought: spot nodes at the assumed spot
+ * price of core/cost/model/spot.ts), projects the month, and publishes everything in Strata/Cost and Strata/Fleet
+ * (core/metrics/metric-catalog.ts), all stamped with the run's time.
  */
 
 export interface CostPublisherDeps extends UsageSources {
@@ -53,6 +55,8 @@ export interface CostPublisherReport {
     };
   };
   readonly fleet: FleetState;
+  /** The running spot nodes (SpotNodes), their on-demand and assumed spot price (USD per hour), and the savings. */
+  readonly spot: RunningSpotCost;
   readonly unpriced: readonly UnpricedItem[];
   readonly published: PublishResult;
 }
@@ -69,13 +73,17 @@ export function usageTargets(settings: CostPublisherSettings, extraFunctions: re
   };
 }
 
-/** The Strata/Cost and Strata/Fleet points of one run. */
+/**
+ * The Strata/Cost and Strata/Fleet points of one run. SpotSavingsMonthly and SpotNodes are published on every run,
+ * 0 without spot nodes (`spot` defaults to none), as the tier costs are: the widgets draw a line at 0, not a gap.
+ */
 export function costAndFleetPoints(
   environment: string,
   cost: LiveCost,
   projection: MonthlyProjection,
   per1000Hits: number | undefined,
   fleet: FleetState,
+  spot: Pick<RunningSpotCost, 'spotNodes' | 'savingsMonthly'> = NO_SPOT,
 ): MetricPoint[] {
   const env = { Environment: environment };
   const points: MetricPoint[] = [
@@ -84,7 +92,9 @@ export function costAndFleetPoints(
     metricPoint(METRICS.totalCostPerHour, env, cost.total),
     metricPoint(METRICS.projectedMonthlyCost, env, projection.projected),
     ...(per1000Hits !== undefined ? [metricPoint(METRICS.costPer1000Hits, env, per1000Hits)] : []),
+    metricPoint(METRICS.spotSavingsMonthly, env, spot.savingsMonthly),
     metricPoint(METRICS.nodes, env, fleet.nodes),
+    metricPoint(METRICS.spotNodes, env, spot.spotNodes),
     ...fleet.fills.map((f) => metricPoint(METRICS.nodeFill, { ...env, Node: f.node }, f.percent)),
     ...(fleet.maxFillPercent !== undefined ? [metricPoint(METRICS.maxNodeFill, env, fleet.maxFillPercent)] : []),
     metricPoint(METRICS.migrationsInProgress, env, fleet.migrationsInProgress),
@@ -93,15 +103,43 @@ export function costAndFleetPoints(
   return points;
 }
 
+/** Series a run publishes only with traffic (see {@link costAndFleetPoints} and live-cost.ts `apportion`). */
+export interface TrafficSeries {
+  /** CostPer1000Hits: only when the window had hits. */
+  readonly costPer1000Hits: boolean;
+  /** CostPerHour for Tenant=other: when unmapped namespaces had traffic, or when no tenant is configured. */
+  readonly otherTenant: boolean;
+}
+
+/** Whether a window's usage makes the run publish the {@link TrafficSeries} (`other`: at most, as an upper bound). */
+export function trafficSeries(
+  usage: { readonly hits: number; readonly namespaces: readonly NamespaceUsage[] },
+  tenants: number,
+): TrafficSeries {
+  return {
+    costPer1000Hits: usage.hits > 0,
+    otherTenant: tenants === 0 || usage.namespaces.some((n) => n.requests > 0 || n.bytes > 0),
+  };
+}
+
 /**
- * CloudWatch usage of the publisher itself, priced under `monitoring`: the series it publishes (each tenant,
- * plus `other`, and each node counted), its PutMetricData calls and the GetMetricData metrics it reads, per run
- * times runs per hour, plus the configured dashboards and alarm metrics.
+ * CloudWatch usage of the publisher itself, priced under `monitoring`: the series it publishes (each tenant, plus
+ * `other` and CostPer1000Hits when `traffic` says they are published, and each node counted), its PutMetricData
+ * calls and the GetMetricData metrics it reads, per run times runs per hour, plus the configured dashboards and
+ * alarm metrics. Without `traffic`, every series that can be published is counted.
  */
-export function monitoringUsage(settings: CostPublisherSettings, targets: UsageTargets, nodes: number): MonitoringUsage {
-  const costSeries = COST_TIERS.length + settings.tenants.length + 1 + 3;
-  // Nodes, MaxNodeFillPercent, MigrationsInProgress, SilentNodes, and NodeFillPercent per node.
-  const fleetSeries = 4 + nodes;
+export function monitoringUsage(
+  settings: CostPublisherSettings,
+  targets: UsageTargets,
+  nodes: number,
+  traffic: TrafficSeries = { costPer1000Hits: true, otherTenant: true },
+): MonitoringUsage {
+  // CostPerHour per tier and per tenant, TotalCostPerHour, ProjectedMonthlyCost, SpotSavingsMonthly, and the two
+  // series published only with traffic.
+  const costSeries =
+    COST_TIERS.length + settings.tenants.length + 3 + Number(traffic.otherTenant) + Number(traffic.costPer1000Hits);
+  // Nodes, SpotNodes, MaxNodeFillPercent, MigrationsInProgress, SilentNodes, and NodeFillPercent per node.
+  const fleetSeries = 5 + nodes;
   const calls = Math.ceil(costSeries / MAX_DATA_PER_CALL) + Math.ceil(fleetSeries / MAX_DATA_PER_CALL);
   const reads = usageQueryCount(targets) + 1;
   return {
@@ -157,15 +195,21 @@ export async function runCostPublisher(
     readFleetState(deps.fleetState),
     hourlyRatesThisMonth(deps, settings.environment, at),
   ]);
-  const cost = priceLiveUsage(usage, book, {
-    tenants: settings.tenants,
-    monitoring: monitoringUsage(settings, targets, fleet.nodes),
-  });
+  const spot = runningSpotCost(book, usage.fleet.instances);
+  const cost = withSpotPrices(
+    priceLiveUsage(usage, book, {
+      tenants: settings.tenants,
+      monitoring: monitoringUsage(settings, targets, fleet.nodes, trafficSeries(usage, settings.tenants.length)),
+    }),
+    spot,
+    usage.namespaces,
+    settings.tenants,
+  );
   const projection = projectMonthlyCost(at, cost.total, hourly);
   const hitsPerHour = usage.hits / (settings.windowMinutes / 60);
   const per1000 = costPer1000Hits(cost.total, hitsPerHour);
 
-  const points = costAndFleetPoints(settings.environment, cost, projection, per1000, fleet);
+  const points = costAndFleetPoints(settings.environment, cost, projection, per1000, fleet, spot);
   const published = await publishPoints(deps.sink, points, at);
   return {
     at: at.toISOString(),
@@ -182,12 +226,13 @@ export async function runCostPublisher(
     hitsPerHour: hitsPerHour,
     usage: summary(usage),
     fleet,
+    spot,
     unpriced: cost.unpriced,
     published,
   };
 }
 
-function summary(usage: LiveUsage): CostPublisherReport['usage'] {
+function summary(usage: PublisherUsage): CostPublisherReport['usage'] {
   return {
     runningInstances: usage.fleet.instances.filter((i) => i.state === 'running').length,
     volumes: usage.fleet.volumes.length,

@@ -1,11 +1,13 @@
 import { METRIC_NAMESPACES, METRICS, OTHER, type Operation, type ServedTier } from '../../metrics/metric-catalog.js';
 import type { ColdUsage, CostedFunction, FleetInstance, FleetVolume, LiveUsage, TimeWindow } from '../model/usage.js';
+import type { NodeLifecycle } from '../model/spot.js';
 
 /**
  * What Strata actually used over a time window, read from AWS through small reader interfaces (implemented over
  * the AWS SDK in aws-usage-readers.ts, and in memory by the unit tests):
  *
- *   warm  EC2 DescribeInstances / DescribeVolumes, filtered by the fleet's tags: instance types and gp3 volumes;
+ *   warm  EC2 DescribeInstances / DescribeVolumes, filtered by the fleet's tags: instance types, how each instance
+ *         was bought (on demand or spot), and gp3 volumes;
  *   hot   AWS/ElastiCache BytesUsedForCache (average) and ElastiCacheProcessingUnits (sum) of the serverless cache;
  *   cold  bytes and objects: AWS/S3 BucketSizeBytes / NumberOfObjects (daily storage metrics) when CloudWatch has
  *         them, else a ListObjectsV2 walk of the tier's prefix; requests: AWS/S3 GetRequests / PutRequests when
@@ -17,10 +19,20 @@ import type { ColdUsage, CostedFunction, FleetInstance, FleetVolume, LiveUsage, 
  * total never depends on how a backend matches partial dimension sets.
  */
 
+/** A cache-node instance and how it was bought; absent lifecycle: on demand. */
+export interface FleetNodeInstance extends FleetInstance {
+  readonly lifecycle?: NodeLifecycle;
+}
+
 /** The warm tier's EC2 resources (instances and every volume of them, attached or not). */
 export interface FleetReader {
-  instances(): Promise<FleetInstance[]>;
+  instances(): Promise<FleetNodeInstance[]>;
   volumes(): Promise<FleetVolume[]>;
+}
+
+/** Usage as the publisher reads it: {@link LiveUsage} whose instances say how they were bought. */
+export interface PublisherUsage extends LiveUsage {
+  readonly fleet: { readonly instances: readonly FleetNodeInstance[]; readonly volumes: readonly FleetVolume[] };
 }
 
 export interface ObjectListing {
@@ -167,7 +179,7 @@ export function usageQueryCount(t: UsageTargets): number {
 }
 
 /** Reads the usage of `window` from `sources`. */
-export async function collectUsage(sources: UsageSources, t: UsageTargets, window: TimeWindow): Promise<LiveUsage> {
+export async function collectUsage(sources: UsageSources, t: UsageTargets, window: TimeWindow): Promise<PublisherUsage> {
   const queries = windowQueries(t);
   const [series, instances, volumes, cold] = await Promise.all([
     sources.metrics.query(queries, window),

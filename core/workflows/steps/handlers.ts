@@ -5,6 +5,7 @@ import { dataSteps, type DataStepDeps } from './data-steps.js';
 import { ProgressStore, ScaleLocks } from '../progress.js';
 import { replaceSteps } from './replace-steps.js';
 import { scaleSteps, type ScaleDeps } from './scale-steps.js';
+import { upgradeSteps } from './upgrade-steps.js';
 import type { StepHandlers } from './registry.js';
 
 /** What the step Lambda (or a local run) gives the steps. */
@@ -43,6 +44,7 @@ export function stepHandlers(d: WorkflowDeps): StepHandlers {
   const s = scaleSteps(d);
   const data = dataSteps(d);
   const r = replaceSteps(d);
+  const u = upgradeSteps(d);
   return {
     'scale-out.begin': s.scaleOutBegin,
     'scale-out.check-node': s.checkNode,
@@ -64,5 +66,11 @@ export function stepHandlers(d: WorkflowDeps): StepHandlers {
     'replace-node.fill': r.fill,
     'replace-node.finish': r.finish,
     'replace-node.rollback': r.rollback,
+    'rolling-upgrade.begin': u.begin,
+    'rolling-upgrade.next': u.next,
+    'rolling-upgrade.plan': u.plan,
+    'rolling-upgrade.finish': u.finish,
+    'rolling-upgrade.done': u.done,
+    'rolling-upgrade.rollback': u.rollback,
   };
 }

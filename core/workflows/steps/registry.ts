@@ -28,6 +28,12 @@ export const STEP_NAMES = [
   'replace-node.fill',
   'replace-node.finish',
   'replace-node.rollback',
+  'rolling-upgrade.begin',
+  'rolling-upgrade.next',
+  'rolling-upgrade.plan',
+  'rolling-upgrade.finish',
+  'rolling-upgrade.done',
+  'rolling-upgrade.rollback',
 ] as const;
 export type StepName = (typeof STEP_NAMES)[number];
 

@@ -1,12 +1,12 @@
 // ReplaceNode's steps: a DOWN cache node's ranges go to a freshly launched node, filled from the cold tier.
 import * as z from 'zod';
-import { ValidationError } from '../../errors.js';
+import { StrataError, ValidationError } from '../../errors.js';
 import { isLive, type Entry } from '../../model/entry.js';
-import { rangesOfNode, replaceDownNode, spanContains, type RangeSpan } from '../../ring/document.js';
+import { rangesOfNode, replaceDownNode, spanContains, type RangeSpan, type RingDocument } from '../../ring/document.js';
 import { ringHash } from '../../ring/hash.js';
 import { supportsScan, type Tier } from '../../tiers/tier.js';
 import { chooseLaunchSubnet, launchClientToken } from './fleet-placement.js';
-import { NoNodeToRemoveError, ScaleOutInFlightError, type ScaleDeps } from './scale-steps.js';
+import { NoNodeToRemoveError, type ScaleDeps } from './scale-steps.js';
 import { TokenBucket } from './token-bucket.js';
 import { mapLimit } from '../../util/concurrency.js';
 import type { DataStepDeps } from './data-steps.js';
@@ -106,8 +106,32 @@ const FILL_PARALLEL = 16;
 /** Progress of a replacement: launched, took over, filled. */
 const PHASES = 3;
 
+/**
+ * How long Begin waits for a migration that involves the DOWN node to end before it gives up (a retryable failure:
+ * the state machine calls it again). The node usually died in the middle of one, a ScaleIn draining it (a spot
+ * interruption whose notice was too short) or a ScaleOut taking ranges from it: the detector can mark it DOWN
+ * (5-8 s locally) while that migration's stream steps are still being retried, before its rollback releases the
+ * pending ranges and the node's lock. Well inside the step Lambda's 300 s timeout.
+ */
+export const BEGIN_MIGRATION_WAIT_MS = 120_000;
+const BEGIN_POLL_MS = 1000;
+
+/** A migration involving the DOWN node has not ended (or rolled back) within Begin's wait: retried, not permanent. */
+export class NodeMigrationInFlightError extends StrataError {
+  constructor(node: string, why: string, waitedMs: number) {
+    super('VERSION_CONFLICT', `node '${node}' cannot be replaced yet: ${why} (waited ${Math.round(waitedMs / 1000)} s)`, {
+      node,
+    });
+  }
+}
+
 type ReplaceDeps = Pick<ScaleDeps, 'ring' | 'nodes' | 'progress' | 'locks' | 'metric' | 'now' | 'fleetSubnets'> &
-  Pick<DataStepDeps, 'tiers'>;
+  Pick<DataStepDeps, 'tiers'> & {
+    /** @default {@link BEGIN_MIGRATION_WAIT_MS} */
+    beginWaitMs?: number;
+    /** @default a timer */
+    sleep?: (ms: number) => Promise<void>;
+  };
 
 /**
  * ReplaceNode's steps (the state machine: cdk/constructs/workflows/replace-node.ts). Begin checks the node is DOWN
@@ -117,6 +141,71 @@ type ReplaceDeps = Pick<ScaleDeps, 'ring' | 'nodes' | 'progress' | 'locks' | 'me
  * each copy a versioned write that never replaces a newer one; Finish records the time to recovery.
  */
 export function replaceSteps(d: ReplaceDeps) {
+  const sleep = d.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+
+  /** The node as Begin may replace it (in the ring, DOWN), or why not: permanent (not there, not DOWN) or for now. */
+  async function readDead(nodeId: string): Promise<{ doc: RingDocument; dead: RingDocument['nodes'][number]; busy?: string }> {
+    const doc = await d.ring.load();
+    const dead = doc?.nodes.find((n) => n.id === nodeId);
+    if (!doc || !dead) {
+      const ids = doc?.nodes.map((n) => n.id).join(', ') ?? 'none';
+      throw new NoNodeToRemoveError(`node '${nodeId}' is not in the ring (nodes: ${ids})`);
+    }
+    if (dead.state !== 'DOWN') {
+      throw new NoNodeToRemoveError(
+        `node '${nodeId}' is ${dead.state}, not DOWN: only a node marked DOWN is replaced (ScaleIn drains a live one)`,
+      );
+    }
+    try {
+      // The same check TakeOver makes, now, so a replacement that cannot take over launches nothing.
+      replaceDownNode(structuredClone(doc), nodeId, { id: `${nodeId}-check`, url: 'http://check.invalid' }, doc.version + 1);
+    } catch (e) {
+      // A range of it still migrating: the migration ends or rolls back (its stream steps fail on the dead node).
+      if (doc.ranges.some((r) => r.pending && (r.owner === nodeId || r.pending.target === nodeId)))
+        return { doc, dead, busy: e instanceof Error ? e.message : String(e) };
+      throw e;
+    }
+    return { doc, dead };
+  }
+
+  /**
+   * Waits (up to `beginWaitMs`) until no range of the DOWN node is pending and this execution holds its lock: a
+   * ScaleIn draining the node (or a ScaleOut launched for it) holds the lock until it ends or its rollback ended. Before, a replacement started
+   * while the dead node's migration was still rolling back failed here and had to be started again by hand.
+   */
+  async function waitForNoMigration(nodeId: string, execution: string) {
+    const waitMs = d.beginWaitMs ?? BEGIN_MIGRATION_WAIT_MS;
+    const started = d.now();
+    let noted = false;
+    for (;;) {
+      const r = await readDead(nodeId);
+      let busy = r.busy;
+      if (!busy) {
+        if (await d.locks.acquire(nodeId, execution)) {
+          // Taken: no scale execution can begin on it now; a migration that began just before the lock shows here.
+          const again = await readDead(nodeId).catch(async (e: unknown) => {
+            await d.locks.release(nodeId, execution);
+            throw e;
+          });
+          if (!again.busy) return again;
+          await d.locks.release(nodeId, execution);
+          busy = again.busy;
+        } else
+          busy = `another workflow execution holds node '${nodeId}' (a scale-in or scale-out of it, until it ends or rolls back)`;
+      }
+      const waited = d.now() - started;
+      // Retried by the state machine (not a permanent error): a long rollback gets more time, a stale lock fails.
+      if (waited >= waitMs) throw new NodeMigrationInFlightError(nodeId, busy, waited);
+      if (!noted) {
+        noted = true;
+        await d.progress.update(execution, 'replace-node', (p) => {
+          p.phase = `waiting for the migration involving ${nodeId} to end or roll back: ${busy}`.slice(0, 300);
+        });
+      }
+      await sleep(Math.min(BEGIN_POLL_MS, Math.max(1, waitMs - waited)));
+    }
+  }
+
   return {
     /** Validates the request, locks the node and places the launch in the dead node's AZ (else the emptiest). */
     async begin(raw: unknown) {
@@ -127,20 +216,7 @@ export function replaceSteps(d: ReplaceDeps) {
           'the fleet has no subnets configured: ReplaceNode cannot launch a node',
         );
       }
-      const doc = await d.ring.load();
-      const dead = doc?.nodes.find((n) => n.id === i.nodeId);
-      if (!doc || !dead) {
-        const ids = doc?.nodes.map((n) => n.id).join(', ') ?? 'none';
-        throw new NoNodeToRemoveError(`node '${i.nodeId}' is not in the ring (nodes: ${ids})`);
-      }
-      if (dead.state !== 'DOWN') {
-        throw new NoNodeToRemoveError(
-          `node '${i.nodeId}' is ${dead.state}, not DOWN: only a node marked DOWN is replaced (ScaleIn drains a live one)`,
-        );
-      }
-      // The same check TakeOver makes, now, so a replacement that cannot take over launches nothing.
-      replaceDownNode(structuredClone(doc), i.nodeId, { id: `${i.nodeId}-check`, url: 'http://check.invalid' }, doc.version + 1);
-      if (!(await d.locks.acquire(i.nodeId, i.execution))) throw new ScaleOutInFlightError(i.nodeId);
+      const { doc, dead } = await waitForNoMigration(i.nodeId, i.execution);
       const sameAz = d.fleetSubnets.find((s) => s.availabilityZone === dead.az);
       const subnet = sameAz ?? chooseLaunchSubnet(d.fleetSubnets, doc.nodes);
       const launch = { ordinal: 0, ...subnet, clientToken: launchClientToken(i.execution, 0) };
@@ -220,7 +296,9 @@ export function replaceSteps(d: ReplaceDeps) {
       while (cur.ns < namespaces.length && d.now() < deadline && spans.length > 0) {
         const ns = namespaces[cur.ns]!;
         const source = cur.pass === 'hot' && hotScan ? hotScan : cold;
-        const page = await source.scan(ns, { limit: FILL_PAGE, cursor: cur.scan });
+        // `match`: the cold tiers then read the headers of the new node's keys only (a quarter of a four-node fleet's
+        // namespace), not of every entry they list. The filter below stays: a tier may ignore it.
+        const page = await source.scan(ns, { limit: FILL_PAGE, cursor: cur.scan, match: (key) => ours(ns, key) });
         let handled = cur.skip ?? 0;
         // Copies run FILL_PARALLEL at a time (each a read of cold and a write to the node): one at a time, the fill
         // waited on every round trip. Large values at a low rate can take a page past the step's time: it stops

@@ -43,10 +43,11 @@ export class NoNodeToRemoveError extends StrataError {
 const execution = z.string().min(1).max(128);
 const mode = z.enum(['incremental', 'parallel']).default('incremental');
 const nodeIdSchema = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'node ids are 1-64 characters of A-Z a-z 0-9 _ . : -');
-const workflow = z.enum(['scale-out', 'scale-in']);
+/** The workflows whose state machines run the migration steps (migration-map.ts). */
+const workflow = z.enum(['scale-out', 'scale-in', 'rolling-upgrade']);
 
 /** Options shared by ScaleOut and ScaleIn, normalised by their begin step for the states that follow. */
-const migrationOptions = {
+export const migrationOptions = {
   mode,
   /** Each stream step returns after this long (a Lambda step must end well inside its timeout). */
   streamMaxMs: z.number().int().min(100).max(600_000).default(60_000),
@@ -72,8 +73,8 @@ export const scaleOutBeginInput = z.strictObject({
 
 export const checkNodeInput = z.strictObject({
   execution,
-  /** The workflow that launched it (ScaleOut, or ReplaceNode, which launches the same way). */
-  workflow: z.enum(['scale-out', 'replace-node']).default('scale-out'),
+  /** The workflow that launched it (ScaleOut, or ReplaceNode and RollingUpgrade, which launch the same way). */
+  workflow: z.enum(['scale-out', 'replace-node', 'rolling-upgrade']).default('scale-out'),
   /** On EC2 the node id is the instance id (the launch template's user data names the node after it). */
   nodeId: nodeIdSchema,
   instanceId: z.string().min(1),
@@ -144,7 +145,7 @@ export class NodeLaunchTimeoutError extends StrataError {
 }
 
 /** The options the migration states read, from a begin step's validated input. */
-function normalisedOptions(i: {
+export function normalisedOptions(i: {
   mode: 'incremental' | 'parallel';
   streamMaxMs: number;
   rateBytesPerSec: number;
@@ -206,7 +207,7 @@ export function scaleSteps(d: ScaleDeps) {
       const allocationMs = d.now() - i.launchedAt;
       d.metric('nodeAllocationMs', allocationMs);
       await progress(i.execution, i.workflow, (p) => {
-        p.phase = `node ${i.nodeId} healthy; ${i.workflow === 'scale-out' ? 'planning' : 'taking over'}`;
+        p.phase = `${upgradeStep(p)}node ${i.nodeId} healthy; ${i.workflow === 'scale-out' ? 'planning' : 'taking over'}`;
         p.facts.allocationMs = allocationMs;
         p.facts.url = url;
         p.facts.instanceId = i.instanceId;
@@ -288,7 +289,7 @@ export function scaleSteps(d: ScaleDeps) {
       const i = sessionStepInput.parse(raw);
       const s = await d.migrator.prepare(i.sessionId, { execution: i.execution });
       await progress(i.execution, i.workflow, (p) => {
-        p.phase = `streaming ${s.span.start}… from ${s.source} to ${s.target}`;
+        p.phase = `${upgradeStep(p)}streaming ${s.span.start}… from ${s.source} to ${s.target}`;
       });
       return { sessionId: s.id, state: s.state };
     },
@@ -317,6 +318,11 @@ export function scaleSteps(d: ScaleDeps) {
       const out = await d.migrator.publish(i.sessionIds, { graceMs: i.graceMs, execution: i.execution });
       d.metric('sessionsDone', out.length, { Workflow: i.workflow });
       await progress(i.execution, i.workflow, (p) => {
+        if (i.workflow === 'rolling-upgrade') {
+          // A rolling upgrade counts the nodes it replaced (its own steps move `done`), not sessions.
+          p.phase = `${upgradeStep(p)}published ${out.map((s) => s.id).join(', ')}`;
+          return;
+        }
         p.done = Math.min(p.total, p.done + out.length);
         p.phase = `published ${p.done} of ${p.total} sessions`;
       });
@@ -418,3 +424,13 @@ export function scaleSteps(d: ScaleDeps) {
 }
 
 export type ScaleSteps = ReturnType<typeof scaleSteps>;
+
+/**
+ * A rolling upgrade's progress names the node it is at (`node 2 of 4 (n3)`, the fact its own steps set): the
+ * migration steps it shares with ScaleOut and ScaleIn put it before their phase. Empty for the other workflows.
+ */
+export const UPGRADE_STEP_FACT = 'upgradeStep';
+function upgradeStep(p: { facts: Record<string, unknown> }): string {
+  const v = p.facts[UPGRADE_STEP_FACT];
+  return typeof v === 'string' && v ? `${v}: ` : '';
+}

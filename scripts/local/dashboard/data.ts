@@ -69,6 +69,8 @@ export interface WidgetView {
   policy?: PolicyInForce;
   /** Why nothing is drawn, when nothing is. */
   note?: string;
+  /** What to know about the values drawn, shown under them (e.g. that a local run has no spot capacity). */
+  footnote?: string;
 }
 
 export interface DashboardView {
@@ -112,6 +114,8 @@ export interface DashboardDataOptions {
   notes?: Partial<Record<MetricNamespace | typeof LOCAL_WORKFLOWS_NAMESPACE, string>>;
   /** Per dashboard id. */
   captions?: Partial<Record<string, DashboardCaption>>;
+  /** Footnotes per widget id, over {@link LOCAL_FOOTNOTES}. */
+  footnotes?: Partial<Record<string, string>>;
   /** Rows of `executions` widgets (newest first); absent: the run has no workflows. */
   executions?: ExecutionRow[];
   /** Rows of `firings` widgets (newest first); absent: no background evaluator runs in this runtime. */
@@ -130,6 +134,16 @@ export const LOCAL_NOTES: Readonly<Record<MetricNamespace | typeof LOCAL_WORKFLO
     'no data yet: published by the workflow steps as they run (STRATA_LOCAL_NODES=3 npm start runs them)',
   [LOCAL_WORKFLOWS_NAMESPACE]:
     'no workflow executions yet (STRATA_LOCAL_NODES=3 npm start, then npx strata workflow start scale-out)',
+};
+
+/**
+ * What the local values of some widgets are, shown under them. A local run buys no capacity: every node it prices
+ * (scripts/local/cost-model.ts) is on demand, so spot saves nothing here and the spot widgets draw their FILL of 0.
+ */
+export const LOCAL_FOOTNOTES: Readonly<Record<string, string>> = {
+  'cost.spot-savings':
+    'no spot capacity locally: 0. In AWS: what the running spot nodes would cost on demand minus their assumed spot price (docs/COST.md, "Spot")',
+  'cost.spot-nodes': 'no spot capacity locally: 0. In AWS: running cache nodes EC2 reports as spot instances',
 };
 
 /** What a `firings` widget says when it lists nothing. */
@@ -171,6 +185,7 @@ export function dashboardData(
   const line: Timeline = { steps, stepMs: res };
   const latest: Timeline = { steps: steps.length ? [steps.at(-1)!] : [], stepMs: res };
   const notes = { ...LOCAL_NOTES, ...opts.notes };
+  const footnotes: Partial<Record<string, string>> = { ...LOCAL_FOOTNOTES, ...opts.footnotes };
   return {
     environment: opts.environment,
     generatedAt: now,
@@ -192,7 +207,8 @@ export function dashboardData(
               : w.view === 'firings'
                 ? firingsView(w, opts.firings, opts.policy)
                 : widgetView(store, w, opts.environment, w.view === 'line' ? line : latest, notes);
-          return caption?.modelled ? { ...v, modelled: true } : v;
+          const footnote = footnotes[w.id];
+          return { ...v, ...(caption?.modelled ? { modelled: true } : {}), ...(footnote ? { footnote } : {}) };
         }),
       };
     }),
