@@ -162,12 +162,7 @@ describe.each([
     const [, fn] = spotFunction();
     expect(fn.Properties.VpcConfig).toBeUndefined();
     const vars = (fn.Properties.Environment as { Variables: Json }).Variables;
-    for (const v of [
-      'STRATA_WARM_RING_BUCKET',
-      'STRATA_WARM_RING_PREFIX',
-      'STRATA_SCALE_IN_ARN',
-      'STRATA_SCALE_OUT_ARN',
-    ])
+    for (const v of ['STRATA_WARM_RING_BUCKET', 'STRATA_WARM_RING_PREFIX', 'STRATA_SCALE_IN_ARN', 'STRATA_SCALE_OUT_ARN'])
       expect(vars[v]).toBeDefined();
     // A failed drain's replacement is the failure detector's to start.
     expect(vars.STRATA_REPLACE_NODE_ARN).toBeUndefined();

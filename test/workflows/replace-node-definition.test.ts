@@ -228,7 +228,7 @@ describe('ReplaceNode under the local runner (stand-in steps)', () => {
     expect(r.done.states.slice(-4)).toEqual(['RollBack', 'NewNodeOwnsNothing', 'TerminateNode', 'ReplaceNodeFailed']);
     const state = inputOf(r, 'replace-node.rollback')!.state as Json;
     expect(state.error).toMatchObject({ Error: 'RingPreconditionError' });
-    expect(state.instance).toEqual({ instanceId: 'i-new', privateIp: '10.0.0.5' });
+    expect(state.instance).toEqual({ instanceId: 'i-new', privateIp: '10.0.0.5', lifecycle: 'on-demand' });
     expect(r.ec2.map((c) => [c.action, c.input.InstanceIds ?? null])).toEqual([
       ['ec2:runInstances', null],
       ['ec2:terminateInstances', ['i-new']],

@@ -1,9 +1,9 @@
-import { Duration } from 'aws-cdk-lib';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { stepTask, type StepContext } from './step-task.js';
 import type { FleetLaunch } from './fleet-launch.js';
-import { launchNodeTask, terminateNodeTask } from './fleet-launch.js';
+import { terminateNodeTask } from './fleet-launch.js';
+import { launchAndCheck } from './launch-and-check.js';
 
 /**
  * ReplaceNode: a cache node marked DOWN (by the failure detector or by hand) gets a successor that takes over its
@@ -26,22 +26,6 @@ export class ReplaceNodeDefinition extends Construct {
     super(scope, id);
     const c: StepContext = { scope: this, fn: props.fn, workflow: 'replace-node' };
     const begin = stepTask(c, 'Begin', 'replace-node.begin', { 'request.$': '$' }, { resultPath: '$.begin' });
-    const launch = launchNodeTask(this, 'LaunchNode', props.fleet, '$.begin.launch', '$.instance');
-    // ScaleOut's health check: the step takes `workflow: 'replace-node'` for the execution's progress record.
-    const check = stepTask(
-      c,
-      'CheckNode',
-      'scale-out.check-node',
-      {
-        'nodeId.$': '$.instance.instanceId',
-        'instanceId.$': '$.instance.instanceId',
-        'privateIp.$': '$.instance.privateIp',
-        'launchedAt.$': '$.begin.launchedAt',
-        'launchTimeoutMs.$': '$.begin.launchTimeoutMs',
-      },
-      { resultPath: '$.health' },
-    );
-    const wait = new sfn.Wait(this, 'WaitForNode', { time: sfn.WaitTime.duration(Duration.seconds(5)) });
     const takeOver = stepTask(
       c,
       'TakeOver',
@@ -55,6 +39,7 @@ export class ReplaceNodeDefinition extends Construct {
       },
       { resultPath: '$.takeOver' },
     );
+    const { launch, check } = launchAndCheck(c, props.fleet, '$.begin', takeOver);
     const terminateDead = terminateNodeTask(this, 'TerminateDeadNode', props.fleet, '$.begin.deadInstanceId');
     const fillStart = new sfn.Pass(this, 'FillStart', {
       result: sfn.Result.fromObject({ done: false, cursor: null }),
@@ -84,9 +69,6 @@ export class ReplaceNodeDefinition extends Construct {
     terminateDead.addCatch(fillStart, { resultPath: '$.terminateError' });
     fill.addCatch(finish, { resultPath: '$.fillError' });
 
-    const healthy = new sfn.Choice(this, 'NodeHealthy')
-      .when(sfn.Condition.booleanEquals('$.health.healthy', true), takeOver)
-      .otherwise(wait.next(check));
     takeOver.next(
       new sfn.Choice(this, 'TerminateDead')
         .when(
@@ -101,6 +83,6 @@ export class ReplaceNodeDefinition extends Construct {
     fillStart.next(fill);
     fill.next(new sfn.Choice(this, 'FillDone').when(sfn.Condition.booleanEquals('$.fill.done', true), finish).otherwise(fill));
     finish.next(new sfn.Succeed(this, 'Replaced'));
-    this.definition = begin.next(launch).next(check).next(healthy);
+    this.definition = begin.next(launch);
   }
 }

@@ -1,7 +1,7 @@
-import { Duration } from 'aws-cdk-lib';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import { launchNodeTask, terminateNodeTask, type FleetLaunch } from './fleet-launch.js';
+import { terminateNodeTask, type FleetLaunch } from './fleet-launch.js';
+import { launchAndCheck } from './launch-and-check.js';
 import { migrationChain } from './migration-map.js';
 import { stepTask, type StepContext } from './step-task.js';
 
@@ -38,21 +38,6 @@ export class RollingUpgradeDefinition extends Construct {
     // Each turn starts from the begin step's result alone: what the previous node's turn left ($.instance, $.plan,
     // ...) must not be taken for this one's by the rollback.
     const turn = new sfn.Pass(this, 'NextTurn', { parameters: { 'begin.$': '$.begin' } });
-    const launch = launchNodeTask(this, 'LaunchNode', props.fleet, '$.next.launch', '$.instance');
-    const check = stepTask(
-      c,
-      'CheckNode',
-      'scale-out.check-node',
-      {
-        'nodeId.$': '$.instance.instanceId',
-        'instanceId.$': '$.instance.instanceId',
-        'privateIp.$': '$.instance.privateIp',
-        'launchedAt.$': '$.next.launchedAt',
-        'launchTimeoutMs.$': '$.next.launchTimeoutMs',
-      },
-      { resultPath: '$.health' },
-    );
-    const wait = new sfn.Wait(this, 'WaitForNode', { time: sfn.WaitTime.duration(Duration.seconds(5)) });
     const plan = stepTask(
       c,
       'PlanHandOff',
@@ -67,6 +52,7 @@ export class RollingUpgradeDefinition extends Construct {
       },
       { resultPath: '$.plan' },
     );
+    const { launch, check } = launchAndCheck(c, props.fleet, '$.next', plan);
     const migrate = migrationChain(c, { plan: '$.plan', options: '$.begin.options' });
     const finish = stepTask(
       c,
@@ -102,9 +88,6 @@ export class RollingUpgradeDefinition extends Construct {
     for (const t of [next, launch, check, plan, ...migrate.catchables, finish, terminateOld])
       t.addCatch(rollback, { resultPath: '$.error' });
 
-    const healthy = new sfn.Choice(this, 'NodeHealthy')
-      .when(sfn.Condition.booleanEquals('$.health.healthy', true), plan)
-      .otherwise(wait.next(check));
     plan.next(migrate.start);
     const afterGrace = new sfn.Choice(this, 'OldHasInstance')
       .when(sfn.Condition.isString('$.next.instanceId'), terminateOld.next(turn))
@@ -113,7 +96,7 @@ export class RollingUpgradeDefinition extends Construct {
     next.next(
       new sfn.Choice(this, 'AllReplaced')
         .when(sfn.Condition.booleanEquals('$.next.done', true), done.next(new sfn.Succeed(this, 'Upgraded')))
-        .otherwise(launch.next(check).next(healthy)),
+        .otherwise(launch),
     );
     turn.next(next);
     this.definition = begin.next(turn);

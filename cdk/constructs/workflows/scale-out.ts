@@ -1,10 +1,10 @@
-import { Duration } from 'aws-cdk-lib';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import { migrationChain } from './migration-map.js';
 import { stepTask, type StepContext } from './step-task.js';
 import type { FleetLaunch } from './fleet-launch.js';
-import { launchNodeTask, terminateNodeTask } from './fleet-launch.js';
+import { terminateNodeTask } from './fleet-launch.js';
+import { launchAndCheck } from './launch-and-check.js';
 
 /**
  * ScaleOut (papers 000 and 004): begin (options, the per-node lock, the subnet of the AZ with the fewest nodes) →
@@ -22,27 +22,13 @@ export class ScaleOutDefinition extends Construct {
     super(scope, id);
     const c: StepContext = { scope: this, fn: props.fn, workflow: 'scale-out' };
     const begin = stepTask(c, 'Begin', 'scale-out.begin', { 'request.$': '$' }, { resultPath: '$.begin' });
-    const launch = launchNodeTask(this, 'LaunchNode', props.fleet, '$.begin.launch', '$.instance');
-    const node = { 'nodeId.$': '$.instance.instanceId', 'instanceId.$': '$.instance.instanceId' };
-    const check = stepTask(
-      c,
-      'CheckNode',
-      'scale-out.check-node',
-      {
-        ...node,
-        'privateIp.$': '$.instance.privateIp',
-        'launchedAt.$': '$.begin.launchedAt',
-        'launchTimeoutMs.$': '$.begin.launchTimeoutMs',
-      },
-      { resultPath: '$.health' },
-    );
-    const wait = new sfn.Wait(this, 'WaitForNode', { time: sfn.WaitTime.duration(Duration.seconds(5)) });
     const plan = stepTask(
       c,
       'PlanSessions',
       'scale-out.plan',
       {
-        ...node,
+        'nodeId.$': '$.instance.instanceId',
+        'instanceId.$': '$.instance.instanceId',
         'url.$': '$.health.url',
         'az.$': '$.begin.launch.availabilityZone',
         'mode.$': '$.begin.options.mode',
@@ -50,6 +36,7 @@ export class ScaleOutDefinition extends Construct {
       },
       { resultPath: '$.plan' },
     );
+    const { launch, check } = launchAndCheck(c, props.fleet, '$.begin', plan);
     const migrate = migrationChain(c, { plan: '$.plan', options: '$.begin.options' });
     const finish = stepTask(
       c,
@@ -82,11 +69,8 @@ export class ScaleOutDefinition extends Construct {
     );
     for (const t of [launch, check, plan, ...migrate.catchables, finish]) t.addCatch(rollback, { resultPath: '$.error' });
 
-    const healthy = new sfn.Choice(this, 'NodeHealthy')
-      .when(sfn.Condition.booleanEquals('$.health.healthy', true), plan)
-      .otherwise(wait.next(check));
     plan.next(migrate.start);
     migrate.end.next(finish).next(grace).next(cleanup).next(new sfn.Succeed(this, 'ScaledOut'));
-    this.definition = begin.next(launch).next(check).next(healthy);
+    this.definition = begin.next(launch);
   }
 }
