@@ -188,6 +188,19 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
    * segments, so a key prefix is not a path prefix: each shard directory is listed and filtered (a shard is read
    * whole per page; fine for the embedded tier).
    */
+  /** The namespace folders under the tier's directory, sorted (staged uploads and temp files are not namespaces). */
+  async namespaces(): Promise<string[]> {
+    try {
+      return (await readdir(this.dir, { withFileTypes: true }))
+        .filter((d) => d.isDirectory() && NAMESPACE_PATTERN.test(d.name))
+        .map((d) => d.name)
+        .sort();
+    } catch (e) {
+      if (isMissing(e)) return [];
+      throw this.unavailable(e);
+    }
+  }
+
   async scan(ns: string, opts: ScanOptions): Promise<ScanPage> {
     validateNamespace(ns);
     const root = join(this.dir, ns);

@@ -16,7 +16,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { NotFoundError, StrataError, TierUnavailableError, ValidationError } from '../errors.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive, isNewer } from '../model/entry.js';
-import { validateNamespace } from '../model/keys.js';
+import { NAMESPACE_PATTERN, validateNamespace } from '../model/keys.js';
 import { isConflict, isNotFound, isNotImplemented } from './s3-errors.js';
 import { decodeStored, encodeMeta, isHeaderValue, META_UPLOAD } from './s3-metadata.js';
 import {
@@ -257,6 +257,39 @@ export class S3Tier implements Tier, Presigning, Scanning {
   }
 
   // ---- enumeration ----------------------------------------------------------------------------------------
+
+  /**
+   * The namespaces under the tier's prefix, sorted: ListObjectsV2 with `/` as the delimiter answers each
+   * `<prefix>/<ns>/` once as a common prefix (in UTF-8 order, a page of up to 1,000 at a time), whatever the number
+   * of objects below it. `_uploads/` (staged uploads) is no namespace and is left out.
+   * https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html (Delimiter, CommonPrefixes)
+   */
+  async namespaces(): Promise<string[]> {
+    const listPrefix = this.prefix === '' ? '' : `${this.prefix}/`;
+    const out: string[] = [];
+    let token: string | undefined;
+    do {
+      let res;
+      try {
+        res = await this.client.send(
+          new ListObjectsV2Command({
+            Bucket: this.bucket,
+            Prefix: listPrefix,
+            Delimiter: '/',
+            ...(token ? { ContinuationToken: token } : {}),
+          }),
+        );
+      } catch (e) {
+        throw this.unavailable(e);
+      }
+      for (const cp of res.CommonPrefixes ?? []) {
+        const ns = cp.Prefix?.slice(listPrefix.length, -1);
+        if (ns !== undefined && NAMESPACE_PATTERN.test(ns)) out.push(ns);
+      }
+      token = res.IsTruncated ? res.NextContinuationToken : undefined;
+    } while (token);
+    return out.sort();
+  }
 
   /**
    * One ListObjectsV2 page (`limit` objects) under `<prefix>/<ns>/`, then a HEAD of each listed entry whose key

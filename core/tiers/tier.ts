@@ -262,6 +262,11 @@ export interface ScanPage {
  */
 export interface Scanning {
   scan(ns: string, opts: ScanOptions): Promise<ScanPage>;
+  /**
+   * The namespaces the tier holds entries of, sorted (a replacement node's fill walks them). Optional: the cold
+   * tiers keep a folder or key prefix per namespace and list them cheaply; the others do not offer it.
+   */
+  namespaces?(): Promise<string[]>;
 }
 
 /**
@@ -281,6 +286,10 @@ export interface Pinning {
 
 export function supportsScan(t: Tier): t is Tier & Scanning {
   return typeof (t as Partial<Scanning>).scan === 'function';
+}
+
+export function supportsNamespaceListing(t: Tier): t is Tier & Scanning & Required<Pick<Scanning, 'namespaces'>> {
+  return supportsScan(t) && typeof t.namespaces === 'function';
 }
 
 export function supportsPinning(t: Tier): t is Tier & Pinning {

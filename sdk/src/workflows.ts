@@ -70,8 +70,8 @@ export interface ReplaceNodeInput {
   /** Why (recorded in the progress facts). */
   reason?: string | null | undefined;
   /**
-   * Namespaces whose entries the new node is filled with from the cold tier in the background (at most 100). Default
-   * none: the node fills by read-through only.
+   * Namespaces whose entries the new node is filled with from the cold tier in the background (at most 100). Default:
+   * every namespace the cold tier holds; `[]`: none, the node fills by read-through only.
    */
   fillNamespaces?: string[] | undefined;
   /** The fill's bandwidth cap, bytes per second (1024..10 GiB, default 8 MiB). */

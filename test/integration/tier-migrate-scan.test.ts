@@ -2,7 +2,7 @@
  * Enumeration (tiers' `scan`) on the tiers that need real backends: Redis (redis-server), S3 (LocalStack) and the
  * warm tier (real cache-node processes). MemoryTier and LocalFolderTier are covered in test/unit/tier-scan.test.ts.
  */
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { ValidationError } from '../../core/errors.js';
 import { makeTombstone } from '../../core/model/entry.js';
 import { initialRing, type RingDocument } from '../../core/ring/document.js';
@@ -103,6 +103,17 @@ describe('S3Tier.scan (LocalStack)', () => {
     s3.destroy();
   });
   contract(() => new S3Tier({ bucket, endpoint: testS3Endpoint(), region: 'us-east-1' }), { exact: true, pageLimits: [2, 1000] });
+
+  it('lists its namespaces from common prefixes, sorted, without the staged uploads', async () => {
+    const t = new S3Tier({ bucket, endpoint: testS3Endpoint(), region: 'us-east-1', prefix: 'listed' });
+    for (const ns of ['zeta', 'alpha', 'mid-1']) await t.put(ns, 'k', entry(1, ns));
+    await t.put('alpha', 'k2', entry(1, 'second key, same namespace'));
+    const s3 = new S3Client({ endpoint: testS3Endpoint(), forcePathStyle: true, region: 'us-east-1' });
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'listed/_uploads/abcdefgh', Body: 'staged' }));
+    s3.destroy();
+    expect(await t.namespaces()).toEqual(['alpha', 'mid-1', 'zeta']);
+    await t.close();
+  });
 
   it('HEADs only the keys a match wants (a replacement node fills a quarter of a namespace)', async () => {
     const t = new S3Tier({ bucket, endpoint: testS3Endpoint(), region: 'us-east-1' });

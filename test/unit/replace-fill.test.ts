@@ -1,7 +1,11 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { entry } from '../helpers/tiers.js';
 import type { Entry } from '../../core/model/entry.js';
 import { initialRing } from '../../core/ring/document.js';
 import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
+import { LocalFolderTier } from '../../core/tiers/local-folder-tier.js';
 import { MemoryTier } from '../../core/tiers/memory-tier.js';
 import { ProgressStore, ScaleLocks } from '../../core/workflows/progress.js';
 import { replaceSteps } from '../../core/workflows/steps/replace-steps.js';
@@ -69,5 +73,66 @@ describe("ReplaceNode's fill", () => {
     await warm.put('ns', 'k1', entry(1000, 'newer'));
     await fill('e3', null, 600_000);
     expect((await warm.get('ns', 'k1'))!.value.toString()).toBe('newer');
+  });
+});
+
+describe("ReplaceNode's fill without fillNamespaces", () => {
+  // In AWS the failure detector starts replace-node with no namespaces (it cannot know them): the fill then walks
+  // every namespace the cold tier holds, which the cold tiers list (a folder, or an S3 common prefix, each).
+  async function setupListed() {
+    const dir = mkdtempSync(join(tmpdir(), 'strata-fill-'));
+    const cas = new InMemoryCasStore();
+    const ring = new RingStore(cas);
+    await ring.create(initialRing([{ id: 'new', url: 'http://new.invalid:1' }], 1));
+    const cold = new LocalFolderTier({ dir, fsync: false });
+    const warm = new MemoryTier({ name: 'warm' });
+    let clock = 0;
+    const steps = replaceSteps({
+      ring,
+      nodes: undefined as never,
+      progress: new ProgressStore(cas),
+      locks: new ScaleLocks(cas),
+      metric: () => {},
+      now: () => (clock += 30),
+      fleetSubnets: [],
+      tiers: { warm, cold },
+    });
+    const fill = (cursor: string | null, extra: Record<string, unknown> = {}) =>
+      steps.fill({
+        execution: 'e-listed',
+        workflow: 'replace-node',
+        nodeId: 'new',
+        cursor,
+        options: { rateBytesPerSec: 1e9, fillMaxMs: 600_000, ...extra },
+      });
+    return { dir, cold, warm, fill };
+  }
+
+  it('fills every namespace cold lists, and none when given an empty list', async () => {
+    const { dir, cold, warm, fill } = await setupListed();
+    try {
+      for (const ns of ['alpha', 'beta']) for (let i = 0; i < 5; i++) await cold.put(ns, `k${i}`, entry(1 + i, `${ns} ${i}`));
+      expect(await fill(null, { fillNamespaces: [] })).toMatchObject({ done: true, keys: 0 });
+      expect(await fill(null)).toMatchObject({ done: true, keys: 10 });
+      for (const ns of ['alpha', 'beta']) expect((await warm.get(ns, 'k4'))?.value.toString()).toBe(`${ns} 4`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('goes on by name when a namespace appears before the cursor between two steps', async () => {
+    const { dir, cold, warm, fill } = await setupListed();
+    try {
+      await cold.put('bravo', 'k', entry(1, 'b'));
+      await cold.put('delta', 'k', entry(1, 'd'));
+      // A cursor left in 'delta' (index 1 of [bravo, delta]); then 'charlie' is created: 'delta' is index 2 now.
+      const cursor = JSON.stringify({ ns: 1, name: 'delta', pass: 'cold', scan: null });
+      await cold.put('charlie', 'k', entry(1, 'c'));
+      expect(await fill(cursor)).toMatchObject({ done: true, keys: 1 });
+      expect((await warm.get('delta', 'k'))?.value.toString()).toBe('d');
+      expect(await warm.get('charlie', 'k')).toBeUndefined(); // before the cursor: not revisited
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -111,6 +111,23 @@ scanContract('LocalFolderTier', () => {
   return { tier: new LocalFolderTier({ dir, fsync: false }), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 });
 
+describe('LocalFolderTier.namespaces', () => {
+  it('lists the namespace folders, sorted, and not the staged uploads or stray folders', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'strata-scan-'));
+    try {
+      const t = new LocalFolderTier({ dir, fsync: false });
+      expect(await t.namespaces()).toEqual([]);
+      for (const ns of ['web', 'api-2', 'sessions']) await t.put(ns, 'k', entry(1, 'v'));
+      mkdirSync(join(dir, '_uploads'), { recursive: true });
+      mkdirSync(join(dir, '.tmp'), { recursive: true });
+      writeFileSync(join(dir, 'notes'), 'a file, not a namespace');
+      expect(await t.namespaces()).toEqual(['api-2', 'sessions', 'web']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('LocalFolderTier.scan with match', () => {
   // A replacement node's fill keeps a quarter of a namespace: reading every other entry's header made it four times
   // slower than the copies it had to make.

@@ -4,7 +4,7 @@ import { StrataError, ValidationError } from '../../errors.js';
 import { isLive, type Entry } from '../../model/entry.js';
 import { rangesOfNode, replaceDownNode, spanContains, type RangeSpan, type RingDocument } from '../../ring/document.js';
 import { ringHash } from '../../ring/hash.js';
-import { supportsScan, type Tier } from '../../tiers/tier.js';
+import { supportsNamespaceListing, supportsScan, type Tier } from '../../tiers/tier.js';
 import { chooseLaunchSubnet, launchClientToken } from './fleet-placement.js';
 import { NoNodeToRemoveError, type ScaleDeps } from './scale-steps.js';
 import { TokenBucket } from './token-bucket.js';
@@ -22,10 +22,11 @@ export const replaceNodeRequest = z.strictObject({
   reason: z.string().max(200).nullish(),
   /**
    * Namespaces whose entries the new node is filled with from the cold tier in the background (the keys hot holds
-   * first), within its ranges. Default none: the node fills by read-through only (misses are read from cold and
-   * promoted where the namespace's policy promotes into warm).
+   * first), within its ranges. Default: every namespace the cold tier holds (listed when the fill starts). `[]`: none,
+   * the node fills by read-through only (misses are read from cold and promoted where the namespace's policy promotes
+   * into warm).
    */
-  fillNamespaces: z.array(namespaceName).max(100).default([]),
+  fillNamespaces: z.array(namespaceName).max(100).optional(),
   /** The fill's bandwidth cap, bytes per second. @default 8 MiB/s */
   rateBytesPerSec: z
     .number()
@@ -59,7 +60,8 @@ const takeOverInput = z.strictObject({
 });
 
 const fillOptions = z.looseObject({
-  fillNamespaces: z.array(namespaceName).default([]),
+  /** Absent: every namespace the cold tier lists. */
+  fillNamespaces: z.array(namespaceName).optional(),
   rateBytesPerSec: z.number().min(1024),
   fillMaxMs: z.number().int().min(100).max(600_000),
 });
@@ -88,9 +90,13 @@ const stateInput = z.strictObject({
   }),
 });
 
-/** Where a fill stands: the namespace (by index), the pass (keys hot holds first, then all of cold), the scan cursor. */
+/**
+ * Where a fill stands: the namespace (by index, and its name: a listing of cold's namespaces may have grown between
+ * two steps), the pass (keys hot holds first, then all of cold), the scan cursor.
+ */
 interface FillCursor {
   ns: number;
+  name?: string;
   pass: 'hot' | 'cold';
   scan: string | null;
   /** Items of the page at `scan` already handled: a step that ran out of time mid-page resumes after them. */
@@ -236,7 +242,7 @@ export function replaceSteps(d: ReplaceDeps) {
         launchedAt: d.now(),
         launchTimeoutMs: i.launchTimeoutMs,
         options: {
-          fillNamespaces: i.fillNamespaces,
+          ...(i.fillNamespaces ? { fillNamespaces: i.fillNamespaces } : {}),
           rateBytesPerSec: i.rateBytesPerSec,
           fillMaxMs: i.fillMaxMs,
           terminate: i.terminate,
@@ -271,15 +277,16 @@ export function replaceSteps(d: ReplaceDeps) {
     },
 
     /**
-     * Copies entries of the named namespaces in the new node's ranges from cold for at most `fillMaxMs`: first the
-     * keys hot holds (the ones being read), then everything cold holds. `done: false` means "call again".
+     * Copies entries of the named namespaces (else of every namespace cold holds) in the new node's ranges from cold
+     * for at most `fillMaxMs`: first the keys hot holds (the ones being read), then everything cold holds.
+     * `done: false` means "call again".
      */
     async fill(raw: unknown) {
       const i = fillInput.parse(raw);
       const { hot, warm, cold } = d.tiers;
-      const namespaces = i.options.fillNamespaces;
-      if (namespaces.length === 0 || !warm || !cold || !supportsScan(cold))
-        return { done: true, cursor: null, keys: 0, bytes: 0 };
+      if (!warm || !cold || !supportsScan(cold)) return { done: true, cursor: null, keys: 0, bytes: 0 };
+      const namespaces = i.options.fillNamespaces ?? (supportsNamespaceListing(cold) ? await cold.namespaces() : []);
+      if (namespaces.length === 0) return { done: true, cursor: null, keys: 0, bytes: 0 };
       const hotScan = hot && supportsScan(hot) ? hot : undefined;
       const firstPass = (): FillCursor['pass'] => (hotScan ? 'hot' : 'cold');
       const doc = await d.ring.load();
@@ -291,6 +298,17 @@ export function replaceSteps(d: ReplaceDeps) {
       const bucket = new TokenBucket({ ratePerSec: i.options.rateBytesPerSec });
       const deadline = d.now() + i.options.fillMaxMs;
       let cur: FillCursor = i.cursor ? (JSON.parse(i.cursor) as FillCursor) : { ns: 0, pass: firstPass(), scan: null };
+      if (cur.name !== undefined && namespaces[cur.ns] !== cur.name) {
+        // The listing moved under the cursor (a namespace created meanwhile): go on from that namespace by name, or
+        // from the next one in order if it is gone.
+        const at = namespaces.findIndex((n) => n >= cur.name!);
+        cur =
+          at < 0
+            ? { ns: namespaces.length, pass: 'cold', scan: null }
+            : namespaces[at] === cur.name
+              ? { ...cur, ns: at }
+              : { ns: at, pass: firstPass(), scan: null };
+      }
       let keys = 0;
       let bytes = 0;
       while (cur.ns < namespaces.length && d.now() < deadline && spans.length > 0) {
@@ -321,6 +339,7 @@ export function replaceSteps(d: ReplaceDeps) {
         else if (cur.pass === 'hot') cur = { ns: cur.ns, pass: 'cold', scan: null };
         else cur = { ns: cur.ns + 1, pass: firstPass(), scan: null };
       }
+      if (cur.ns < namespaces.length) cur.name = namespaces[cur.ns];
       const done = cur.ns >= namespaces.length || spans.length === 0;
       if (bytes > 0) d.metric('bytesMoved', bytes, { Workflow: 'replace-node' });
       await d.progress.update(i.execution, 'replace-node', (p) => {
