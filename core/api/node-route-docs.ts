@@ -1,6 +1,6 @@
 import type { RouteDoc } from './route-types.js';
 import { replaceNodeBodySchema, replacementControlsBodySchema, upgradeFleetBodySchema } from './node-operations.js';
-import { fromZod, json, query, ref } from './route-doc-parts.js';
+import { EXECUTION_START_ERRORS, executionNameParam, executionStarted, fromZod, json, ref } from './route-doc-parts.js';
 
 /**
  * The OpenAPI entries of the node admin routes (`/v1/admin/nodes...`), as route-docs.ts has them for the others;
@@ -30,29 +30,16 @@ export const NODE_ROUTE_DOCS = {
       "(optional) holds the other fields of the workflow's input, checked before the execution starts; `?name=` names " +
       "the execution. Whether the node is DOWN is checked by the workflow's first step (a node that is not fails the " +
       'execution).',
-    parameters: [
-      query('name', 'Execution name (1-80 of A-Z a-z 0-9 _ -); default generated', {
-        type: 'string',
-        pattern: '^[A-Za-z0-9_-]{1,80}$',
-      }),
-    ],
+    parameters: [executionNameParam],
     requestBody: {
       required: false,
       description: "The replacement's options (the node is the path's)",
       content: { 'application/json': { schema: fromZod(replaceNodeBodySchema) } },
     },
     responses: {
-      '202': {
-        ...json(ref('ExecutionSummary'), 'Started'),
-        headers: {
-          location: {
-            description: "The execution's URL (`../../workflows/executions/<name>`, relative to the request's)",
-            schema: { type: 'string' },
-          },
-        },
-      },
+      '202': executionStarted("The execution's URL (`../../workflows/executions/<name>`, relative to the request's)"),
     },
-    errors: ['VALIDATION_FAILED', 'MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'EXECUTION_EXISTS', 'WORKFLOWS_UNAVAILABLE'],
+    errors: [...EXECUTION_START_ERRORS],
   },
   upgradeFleet: {
     operationId: 'upgradeFleet',
@@ -65,29 +52,14 @@ export const NODE_ROUTE_DOCS = {
       '(`nodes` default: every NORMAL node, or the ones a stopped upgrade had not replaced yet), checked before the ' +
       'execution starts; `?name=` names the execution. A failure rolls back the current node and stops the execution; ' +
       "one upgrade runs at a time (the workflow's first step fails a second one).",
-    parameters: [
-      query('name', 'Execution name (1-80 of A-Z a-z 0-9 _ -); default generated', {
-        type: 'string',
-        pattern: '^[A-Za-z0-9_-]{1,80}$',
-      }),
-    ],
+    parameters: [executionNameParam],
     requestBody: {
       required: false,
       description: "The upgrade's options",
       content: { 'application/json': { schema: fromZod(upgradeFleetBodySchema) } },
     },
-    responses: {
-      '202': {
-        ...json(ref('ExecutionSummary'), 'Started'),
-        headers: {
-          location: {
-            description: "The execution's URL (`../workflows/executions/<name>`, relative to the request's)",
-            schema: { type: 'string' },
-          },
-        },
-      },
-    },
-    errors: ['VALIDATION_FAILED', 'MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'EXECUTION_EXISTS', 'WORKFLOWS_UNAVAILABLE'],
+    responses: { '202': executionStarted("The execution's URL (`../workflows/executions/<name>`, relative to the request's)") },
+    errors: [...EXECUTION_START_ERRORS],
   },
   removeNode: {
     operationId: 'removeNode',

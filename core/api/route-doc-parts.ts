@@ -34,3 +34,26 @@ export function ifMatchParam(verb: string): Json {
   const description = `${what}; 409 VERSION_CONFLICT otherwise. One version only: a list of ETags is 400 VALIDATION_FAILED`;
   return header('if-match', description, { type: 'string', pattern: IF_MATCH_PATTERN.source });
 }
+
+/** `?name=`: the name of a workflow execution a route starts (the three routes that start one share it). */
+export const executionNameParam: Json = query('name', 'Execution name (1-80 of A-Z a-z 0-9 _ -); default generated', {
+  type: 'string',
+  pattern: '^[A-Za-z0-9_-]{1,80}$',
+});
+
+/** `202` with the started execution's summary and its URL in `location` (described relative to the request's). */
+export function executionStarted(location: string): Json {
+  return {
+    ...json(ref('ExecutionSummary'), 'Started'),
+    headers: { location: { description: location, schema: { type: 'string' } } },
+  };
+}
+
+/** What a route that starts a workflow execution may refuse with. */
+export const EXECUTION_START_ERRORS = [
+  'VALIDATION_FAILED',
+  'MALFORMED_JSON',
+  'UNSUPPORTED_MEDIA_TYPE',
+  'EXECUTION_EXISTS',
+  'WORKFLOWS_UNAVAILABLE',
+] as const;

@@ -6,7 +6,17 @@ import { MAX_TAGS } from '../model/schemas.js';
 import type { Json, RouteDoc } from './route-types.js';
 import { POLICY_ROUTE_DOCS } from './policy-route-docs.js';
 import { NODE_ROUTE_DOCS } from './node-route-docs.js';
-import { fromZod, header, ifMatchParam, json, query, ref } from './route-doc-parts.js';
+import {
+  EXECUTION_START_ERRORS,
+  executionNameParam,
+  executionStarted,
+  fromZod,
+  header,
+  ifMatchParam,
+  json,
+  query,
+  ref,
+} from './route-doc-parts.js';
 
 /**
  * What the OpenAPI document says about each route beyond the route table: summaries, headers, bodies,
@@ -365,24 +375,16 @@ export const ROUTE_DOCS = {
   startExecution: {
     operationId: 'startExecution',
     summary: 'Start a workflow execution',
-    parameters: [
-      query('name', 'Execution name (1-80 of A-Z a-z 0-9 _ -); default generated', {
-        type: 'string',
-        pattern: '^[A-Za-z0-9_-]{1,80}$',
-      }),
-    ],
+    parameters: [executionNameParam],
     requestBody: {
       required: false,
       description: "The workflow's input",
       content: { 'application/json': { schema: { type: 'object' } } },
     },
     responses: {
-      '202': {
-        ...json(ref('ExecutionSummary'), 'Started'),
-        headers: { location: { description: 'The execution URL', schema: { type: 'string' } } },
-      },
+      '202': executionStarted('The execution URL'),
     },
-    errors: ['VALIDATION_FAILED', 'MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'EXECUTION_EXISTS', 'WORKFLOWS_UNAVAILABLE'],
+    errors: [...EXECUTION_START_ERRORS],
   },
   listExecutions: {
     operationId: 'listExecutions',
