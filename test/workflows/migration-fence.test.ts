@@ -25,6 +25,11 @@ class GatedStore extends InMemoryCasStore {
     return { entered: enteredP, release };
   }
 
+  /** Drops a hold no write took. */
+  cancelHold(): void {
+    this.gate = undefined;
+  }
+
   override async put(key: string, body: string, ifEtag: string | null): Promise<string> {
     const gate = key === 'ring.json' ? this.gate : undefined;
     if (gate) {
@@ -77,9 +82,25 @@ describe('fencing a migration plan by its rollback and by execution', () => {
 
       // The next session's prepare (a Map iteration going on after a sibling failed) checks the plan, then is held
       // just before its ring write while the rollback fences the plan and writes the ring.
-      const held = cas.holdNextRingWrite();
-      const preparing = h.migrator.prepare(s1, { execution: EXEC });
-      await held.entered;
+      // A prepare that ends before its ring write (a node call timing out on a loaded machine: the workflow would
+      // retry the step) is started again, so the gate never waits for a write that is not coming.
+      let held = cas.holdNextRingWrite();
+      let preparing = h.migrator.prepare(s1, { execution: EXEC });
+      for (let attempt = 1; ; attempt++) {
+        const first = await Promise.race([
+          held.entered.then(() => 'held' as const),
+          preparing.then(
+            () => 'ended' as const,
+            () => 'ended' as const,
+          ),
+        ]);
+        if (first === 'held') break;
+        if (attempt >= 3)
+          throw new Error(`prepare ended without writing the ring: ${String(await preparing.catch((e: unknown) => e))}`);
+        cas.cancelHold();
+        held = cas.holdNextRingWrite();
+        preparing = h.migrator.prepare(s1, { execution: EXEC });
+      }
       const rolled = await h.migrator.rollbackPlan(plan.id, { execution: EXEC, reason: 'test' });
       held.release();
       await expect(preparing).rejects.toThrow(RingPreconditionError);
