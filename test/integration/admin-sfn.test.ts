@@ -113,7 +113,7 @@ describe('SfnWorkflowService (LocalStack Step Functions API)', () => {
     expect(Date.parse(done.stoppedAt!)).toBeGreaterThanOrEqual(Date.parse(done.startedAt));
     // A succeeded execution shows a full bar even if its last progress write was not the final one.
     expect(done.progress!.fraction).toBe(1);
-  }, 60_000);
+  }, 300_000);
 
   it("reports a failed execution with Step Functions' error and cause", async () => {
     const svc = new SfnWorkflowService({ client: sfn, stateMachines: arns });
@@ -125,7 +125,7 @@ describe('SfnWorkflowService (LocalStack Step Functions API)', () => {
       error: { Error: 'NoNodeToRemoveError', Cause: 'node n9 is not in the ring' },
     });
     expect(d.progress).toBeUndefined();
-  }, 60_000);
+  }, 300_000);
 
   it('finds an execution with a caller-chosen name under any workflow, and refuses a second start with that name', async () => {
     const svc = new SfnWorkflowService({ client: sfn, stateMachines: arns });
@@ -141,7 +141,7 @@ describe('SfnWorkflowService (LocalStack Step Functions API)', () => {
     await expect(svc.describe(uniqueName('never-started'))).resolves.toBeUndefined();
     // Not a valid execution name: nobody can have one.
     await expect(svc.describe('a:b')).resolves.toBeUndefined();
-  }, 60_000);
+  }, 300_000);
 
   it('lists newest first, across workflows or for one, at most `limit`', async () => {
     const svc = new SfnWorkflowService({ client: sfn, stateMachines: arns });
@@ -160,7 +160,7 @@ describe('SfnWorkflowService (LocalStack Step Functions API)', () => {
     expect(scaleOuts.every((e) => e.workflow === 'scale-out')).toBe(true);
     expect(scaleOuts[0]!.execution).toBe(b.execution);
     expect(await svc.list({ limit: 2 })).toHaveLength(2);
-  }, 60_000);
+  }, 300_000);
 
   it('answers 503 WORKFLOWS_UNAVAILABLE for a workflow without a state machine, or one that does not exist', async () => {
     const svc = new SfnWorkflowService({ client: sfn, stateMachines: arns });
@@ -284,7 +284,7 @@ describe('admin Lambda (lambdas/api/admin.ts) with Step Functions and progress i
     );
     expect(missing.statusCode).toBe(404);
     expect(JSON.parse(missing.body)).toMatchObject({ error: { code: 'NOT_FOUND' } });
-  }, 60_000);
+  }, 300_000);
 
   it('rejects a scale-out request its begin step would reject, before starting anything', async () => {
     const before = (

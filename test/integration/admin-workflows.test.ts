@@ -43,7 +43,7 @@ beforeAll(async () => {
   });
   api = await startTestApi('embedded', {}, { workflows: workflows.service });
   url = api.url;
-}, 180_000); // three node processes, a data load and the synthesized state machines: slow on a loaded machine
+}, 300_000); // three node processes, a data load and the synthesized state machines: slow on a loaded machine
 
 afterAll(async () => {
   await api?.close();
@@ -79,7 +79,7 @@ describe('admin API on a local run: SDK and CLI against a LocalWorkflowService',
 
     const listed = await strata.workflows.list({ workflow: 'scale-out' });
     expect(listed[0]).toMatchObject({ execution: started.execution, status: 'SUCCEEDED' });
-  }, 180_000);
+  }, 300_000);
 
   it("HTTP: the 202's location, resolved against the request URL, is the execution's URL", async () => {
     const startUrl = `${url}/v1/admin/workflows/evict-to-s3/executions?name=evict-location`;
@@ -152,5 +152,5 @@ describe('admin API on a local run: SDK and CLI against a LocalWorkflowService',
     expect(lines[1]).toMatch(/^retire-n9\s+scale-in\s+FAILED\s/);
     expect(lines[2]).toContain(final.execution);
     expect(lines).toHaveLength(3);
-  }, 180_000);
+  }, 300_000);
 });

@@ -470,7 +470,7 @@ describe('the OpenAPI document and the server agree', () => {
       for (const label of [...labels, 'validatePolicy 200', 'putPolicy 200', 'listPolicyFirings 200']) {
         expect({ label, reached: reached(label) }).toEqual({ label, reached: true });
       }
-    }, 120_000);
+    }, 300_000);
 
     it(`refuses ${INVALID_RUNS} requests made invalid by the document with a listed 400 or 415`, async () => {
       const ops = kit.operations().flatMap((op) => {
@@ -481,7 +481,7 @@ describe('the OpenAPI document and the server agree', () => {
         fc.asyncProperty(fc.oneof(...ops), ([op, r]) => run(op, r, true)),
         { numRuns: INVALID_RUNS, interruptAfterTimeLimit: 60_000 },
       );
-    }, 120_000);
+    }, 300_000);
   });
 });
 

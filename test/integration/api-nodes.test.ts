@@ -62,7 +62,7 @@ beforeAll(async () => {
     { STRATA_WARM_RING_DIR: ringDir, STRATA_WARM_SECRET: SECRET, STRATA_TENANT_ACCESS: JSON.stringify(ACCESS) },
     { workflows },
   );
-}, 60_000);
+}, 300_000);
 
 afterAll(async () => {
   await api?.close();
@@ -156,7 +156,7 @@ describe('node admin routes on a local run with cache nodes (SDK and CLI)', () =
       2,
       expect.stringMatching(/^strata: NOT_FOUND \(HTTP 404\): node 'n3' is not in ring version/),
     ]);
-  }, 60_000);
+  }, 300_000);
 
   it('replace starts replace-node for the node with the options given, as the workflow route would', async () => {
     const run = await cli(

@@ -26,7 +26,7 @@ const line = (...parts: string[]): RegExp =>
 
 beforeAll(async () => {
   api = await startTestApi('embedded');
-}, 60_000);
+}, 300_000);
 
 afterAll(async () => {
   await api?.close();
@@ -45,7 +45,7 @@ describe('strata cost against a running Strata', () => {
     expect(r.stdout).toMatch(line('5 MB (2.5 GB total)', 'S3', '$1.88 = $0.375 + $0.002 + $1.50'));
     expect(r.stdout).toMatch(line('50 MB (25 GB total)', 'm1.xlarge-ebs', '$88.63'));
     expect(r.stdout).toMatch(/^D34\s/m);
-  }, 60_000);
+  }, 300_000);
 
   it('ranks placements for 1 MB x 500 keys at 2,000 requests a month: S3 first, EC2 cache nodes among them', async () => {
     const r = await strata('cost', '--value-size', '1MB', '--keys', '500', '--requests-per-month', '2000');
@@ -69,12 +69,12 @@ describe('strata cost against a running Strata', () => {
     expect(cs).toEqual([...cs].sort((a, b) => a - b));
     expect(answer.recommendations[0]!.placement.id).toBe('s3:STANDARD');
     expect(answer.recommendations.some((x) => x.placement.id.startsWith('ec2-ebs:'))).toBe(true);
-  }, 60_000);
+  }, 300_000);
 
   it('lists the catalogs as npm run cost does', async () => {
     const r = await strata('cost', '--catalogs');
     expect([r.code, r.stdout]).toEqual([0, offline('--catalogs')]);
-  }, 60_000);
+  }, 300_000);
 
   it("exits 2 with the server's message, the flag named, for a value it rejects; and with the usage for no workload", async () => {
     const bad = await strata('cost', '--value-size', 'huge', '--keys', '500', '--requests-per-month', '2000');
@@ -101,5 +101,5 @@ describe('strata cost against a running Strata', () => {
     const none = await strata('cost');
     expect(none.code).toBe(2);
     expect(none.stderr).toMatch(/^strata: cost: give a workload .*\n\nusage: strata cost \[options\]/);
-  }, 60_000);
+  }, 300_000);
 });

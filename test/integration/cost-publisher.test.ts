@@ -297,7 +297,7 @@ describe('cost publisher (LocalStack EC2, S3, CloudWatch; real cache nodes)', ()
         ),
       ),
     );
-  }, 120_000);
+  }, 300_000);
 
   afterAll(async () => {
     for (const [k, v] of Object.entries(saved)) {

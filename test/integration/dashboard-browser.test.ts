@@ -154,7 +154,7 @@ describeWithChromium('Local dashboard in headless Chromium', () => {
       executablePath: CHROMIUM,
       args: [...args, '--disable-component-update', '--disable-sync'],
     });
-  }, 120_000);
+  }, 300_000);
 
   afterAll(async () => {
     await browser?.close();
@@ -361,7 +361,7 @@ describeWithChromium('Local dashboard in headless Chromium', () => {
     } finally {
       await page.close();
     }
-  }, 240_000);
+  }, 300_000);
 });
 
 /** GET/POST with an explicit Host header (fetch cannot set one). */

@@ -130,7 +130,7 @@ describeWithChromium('Policy firings on the local dashboard', () => {
     });
     server = await startLocalServer({ context: { ...ctx, policyFirings: evaluator.evaluator }, port, metrics });
     browser = await launch();
-  }, 60_000);
+  }, 300_000);
 
   afterAll(async () => {
     await browser?.close();
@@ -260,7 +260,7 @@ describeWithChromium('Policy firings on the local dashboard', () => {
     } finally {
       await page.close();
     }
-  }, 120_000);
+  }, 300_000);
 
   it('says when no background evaluator runs in the runtime', async () => {
     // The same context without an evaluator's history (as an embedding of the local server without one).
@@ -278,5 +278,5 @@ describeWithChromium('Policy firings on the local dashboard', () => {
       await page.close();
       await other.close();
     }
-  }, 60_000);
+  }, 300_000);
 });

@@ -128,7 +128,7 @@ describe('examples/ against npm start', () => {
       };
       check();
     });
-  }, 40_000);
+  }, 300_000);
 
   afterAll(async () => {
     if (server?.pid !== undefined && server.exitCode === null) {

@@ -53,7 +53,7 @@ describe('the local data folder: namespaces and the local warm tier', () => {
     // The folder tier does not count or sweep the cache nodes' files as its own.
     const stats = await cold.stats();
     expect(stats.entries).toBe(COLLIDING.length);
-  }, 90_000);
+  }, 300_000);
 
   it('after an upgrade: removes the old warm tier from <dir>/warm, and keeps the entries of the namespace warm there', async () => {
     const cold = new LocalFolderTier({ dir, fsync: false });

@@ -73,7 +73,7 @@ describe('ring CLI (separate processes sharing a file CAS store)', () => {
     expect(counts.reduce((x, y) => x + y, 0)).toBe(2000);
     expect(counts[2]).toBeGreaterThan(300);
     await tier.close();
-  }, 60_000);
+  }, 300_000);
 
   it('fails with a message for a bad command', async () => {
     await expect(cli('nonsense')).rejects.toMatchObject({ stderr: expect.stringContaining("unknown command 'nonsense'") });

@@ -114,7 +114,7 @@ describe('scale-out 3 -> 4 under read/write load (real processes, 20,000 keys)',
       await w.close();
       await c.close();
     }
-  }, 120_000);
+  }, 300_000);
 
   it('parallel (baseline): zero errors, no acknowledged write lost, the new node serves only at the end', async () => {
     const c = await cluster();
@@ -146,7 +146,7 @@ describe('scale-out 3 -> 4 under read/write load (real processes, 20,000 keys)',
       await w.close();
       await c.close();
     }
-  }, 120_000);
+  }, 300_000);
 
   it('kill -9 of a source mid-stream: the run fails, the ring stays consistent, and resuming after a restart loses nothing', async () => {
     const c = await cluster();
@@ -200,7 +200,7 @@ describe('scale-out 3 -> 4 under read/write load (real processes, 20,000 keys)',
       await w.close();
       await c.close();
     }
-  }, 120_000);
+  }, 300_000);
 
   it('rollback before publish releases the pending span and clears the target copy', async () => {
     const c = await cluster();
@@ -230,5 +230,5 @@ describe('scale-out 3 -> 4 under read/write load (real processes, 20,000 keys)',
       await w.close();
       await c.close();
     }
-  }, 60_000);
+  }, 300_000);
 });

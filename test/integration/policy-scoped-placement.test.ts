@@ -142,7 +142,7 @@ describe('scoped placement and retrieve over redis, a cache node and a folder', 
     expect(reads).toBeGreaterThan(50);
     // Every key ends at its last acknowledged version, wherever it reads from.
     for (const key of keys) expect((await reader.get(NS, key))!.entry.header.version).toBe(acked.get(key));
-  }, 30_000);
+  }, 300_000);
 
   it('never serves an older version after a runtime policy change moves a namespace out of hot and warm', async () => {
     // The writer and the reader switch policies at different moments, as two API containers do (each re-reads the
@@ -189,5 +189,5 @@ describe('scoped placement and retrieve over redis, a cache node and a folder', 
     reader.replacePolicies(compilePolicyInput(POLICY).registry);
     expect(stale).toEqual([]);
     expect(flips).toBeGreaterThan(4);
-  }, 30_000);
+  }, 300_000);
 });

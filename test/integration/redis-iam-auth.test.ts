@@ -182,7 +182,7 @@ describe('RedisTier with per-connection tokens (3-node redis cluster, as ElastiC
   beforeAll(async () => {
     cluster = await startRedisCluster();
     admins = cluster.nodes.map((n) => new Redis({ ...n, maxRetriesPerRequest: 1 }));
-  }, 20_000);
+  }, 300_000);
   afterAll(() => {
     for (const a of admins ?? []) a.disconnect();
     cluster?.stop();

@@ -588,7 +588,7 @@ describe('RedisTier (3-node redis cluster)', () => {
     cluster = await startRedisCluster();
     tier = new RedisTier({ cluster: { nodes: cluster.nodes.slice(0, 1) }, keyPrefix: uniqueName('cl') });
     await reachable(tier);
-  }, 30_000);
+  }, 300_000);
   afterAll(async () => {
     await tier?.close();
     cluster?.stop();
@@ -673,7 +673,7 @@ describe('RedisTier (3-node redis cluster)', () => {
       admin.disconnect();
       await t.close();
     }
-  }, 20_000);
+  }, 300_000);
 
   it('reports cluster stats without throwing', async () => {
     await tier.ping();

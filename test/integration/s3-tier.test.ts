@@ -176,7 +176,7 @@ describe('S3Tier (LocalStack)', () => {
     const big2 = randomBytes(17 * MiB);
     await expect(tier.put('ns', 'big', entry(2, big2))).resolves.toEqual({ applied: true, current: 2 });
     expect((await tier.get('ns', 'big'))!.value.equals(big2)).toBe(true);
-  }, 120_000);
+  }, 300_000);
 
   it('deletes conditionally on the version', async () => {
     await tier.put('ns', 'del', entry(4, 'v'));

@@ -80,7 +80,7 @@ describe('npm start with STRATA_LOCAL_NODES (child process)', () => {
       expect([i, Buffer.from((await strata.get(`k${i}`))!.value).toString()]).toEqual([i, `value ${i}`]);
     const listed = await strata.workflows.list({ workflow: 'scale-out' });
     expect(listed.map((e) => e.execution)).toContain(run.execution);
-  }, 150_000);
+  }, 300_000);
 
   it("runs the policy's background rules: a grow rule adds a node, within the fleet bound, and the kill switch stops it", async () => {
     expect(endpoint).not.toBe(''); // the server of the test above
@@ -121,7 +121,7 @@ describe('npm start with STRATA_LOCAL_NODES (child process)', () => {
       await new Promise((r) => setTimeout(r, 300));
     expect((await strata.policies.firings())[0]).toMatchObject({ outcome: 'suppressed' });
     expect((await strata.workflows.list({ workflow: 'scale-out' })).length).toBe(before + 1);
-  }, 200_000);
+  }, 300_000);
 
   it('finds a killed node, marks it DOWN, replaces it, and keeps taking writes and serving every value', async () => {
     expect(endpoint).not.toBe(''); // the server of the tests above
@@ -162,5 +162,5 @@ describe('npm start with STRATA_LOCAL_NODES (child process)', () => {
       expect([i, Buffer.from((await strata.get(`k${i}`))!.value).toString()]).toEqual([i, `value ${i}`]);
     for (let i = 0; i < 50; i++)
       expect(Buffer.from((await strata.get(`after-${round}-${i}`))!.value).toString()).toBe(`v${round}`);
-  }, 150_000);
+  }, 300_000);
 });

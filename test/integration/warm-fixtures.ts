@@ -24,7 +24,11 @@ export function localFleet(
   opts: { capacityBytes?: number; env?: Record<string, string> } = {},
 ): LocalFleet & { closeAll(): Promise<void> } {
   const tmp = tempDir('strata-fleet-');
-  const fleet = new LocalFleet({ rootDir: tmp.dir, secret: SECRET, ...opts }) as LocalFleet & { closeAll(): Promise<void> };
+  // A start bound of 2 minutes, not the default 30 s: a hang bound. On a loaded CI machine, a harness starting four
+  // nodes together (each compiling its TypeScript through tsx) has taken over 60 s in all.
+  const fleet = new LocalFleet({ rootDir: tmp.dir, secret: SECRET, startTimeoutMs: 120_000, ...opts }) as LocalFleet & {
+    closeAll(): Promise<void>;
+  };
   fleet.closeAll = async () => {
     await fleet.close();
     tmp.remove();

@@ -82,7 +82,7 @@ describe('a cache node whose data volume is lost', () => {
       await fleet.close();
       root.remove();
     }
-  }, 30_000);
+  }, 300_000);
 });
 
 describe('a lost volume in a local fleet under load (npm start, four nodes)', () => {

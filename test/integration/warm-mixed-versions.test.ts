@@ -172,7 +172,7 @@ describeOld(`a fleet of mixed builds: ${OLD_BUILD} (protocol 1) and this tree (p
       await w.stop();
       await w.close();
     }
-  }, 240_000);
+  }, 300_000);
 
   it('a node that accepts only this version refuses a caller of the previous one, and a strict client an old node', async () => {
     const strictFleet = localFleet({ env: { STRATA_NODE_MIN_PROTOCOL: String(PROTOCOL_VERSION) } });
@@ -212,5 +212,5 @@ describeOld(`a fleet of mixed builds: ${OLD_BUILD} (protocol 1) and this tree (p
     } finally {
       await strictFleet.closeAll();
     }
-  }, 60_000);
+  }, 300_000);
 });

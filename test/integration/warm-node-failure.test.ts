@@ -157,7 +157,7 @@ describe('a warm node that fails (real processes, 4 nodes)', () => {
   let s: Setup;
   beforeEach(async () => {
     s = await setup();
-  }, 60_000);
+  }, 300_000);
   afterEach(async () => {
     await s?.close();
   });
@@ -206,7 +206,7 @@ describe('a warm node that fails (real processes, 4 nodes)', () => {
     // Every acknowledged write is readable, at its version or newer.
     for (const [k, v] of load.acked) expect((await s.live.get(NS, k))!.entry.header.version).toBeGreaterThanOrEqual(v);
     expect(checker.status().marked.map((m) => m.node)).toEqual(['n2']);
-  }, 120_000);
+  }, 300_000);
 
   it('a paused node that comes back serves nothing to a caller with an old ring (fenced by its lease)', async () => {
     const { on } = keysOf(s.ring, 'n3', 30);
@@ -238,7 +238,7 @@ describe('a warm node that fails (real processes, 4 nodes)', () => {
     } finally {
       if (!resumed) process.kill(s.fleet.pid('n3')!, 'SIGCONT');
     }
-  }, 60_000);
+  }, 300_000);
 });
 
 async function urlOf(s: Setup, id: string): Promise<string> {

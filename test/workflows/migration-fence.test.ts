@@ -119,7 +119,7 @@ describe('fencing a migration plan by its rollback and by execution', () => {
     } finally {
       await h.close();
     }
-  }, 120_000);
+  }, 300_000);
 
   it('the steps of a rolled-back plan refuse to act, and so do the steps of another execution', async () => {
     const h = await harness();
@@ -154,7 +154,7 @@ describe('fencing a migration plan by its rollback and by execution', () => {
     } finally {
       await h.close();
     }
-  }, 120_000);
+  }, 300_000);
 
   it('a rollback whose source and target are both dead completes: a ring edit, with what it could not do recorded', async () => {
     const h = await harness();
@@ -181,5 +181,5 @@ describe('fencing a migration plan by its rollback and by execution', () => {
     } finally {
       await h.close();
     }
-  }, 120_000);
+  }, 300_000);
 });

@@ -41,7 +41,7 @@ describe('ReplaceNode state machine (aws-local-stepfunctions, real cache nodes)'
       flushTimer: false,
       onBackgroundError: () => {},
     });
-  }, 60_000);
+  }, 300_000);
   afterEach(async () => {
     await coordinator?.close();
     await h?.close();
@@ -114,7 +114,7 @@ describe('ReplaceNode state machine (aws-local-stepfunctions, real cache nodes)'
     expect(p).toMatchObject({ workflow: 'replace-node', total: 3, done: 3, outcome: 'succeeded' });
     expect(p.facts.recoveryMs).toEqual(expect.any(Number));
     expect(h.metrics.find((m) => m.key === 'nodeRecoveryMs')?.value).toBeGreaterThan(0);
-  }, 120_000);
+  }, 300_000);
 
   it('refuses a node that is not DOWN before launching anything', async () => {
     const exec = h.runner.start('replace-node', { nodeId: 'n3' });
@@ -123,5 +123,5 @@ describe('ReplaceNode state machine (aws-local-stepfunctions, real cache nodes)'
     expect(done.states).not.toContain('LaunchNode');
     expect(JSON.stringify(done.error)).toMatch(/is NORMAL, not DOWN/);
     expect((await h.fleet.list()).length).toBe(4);
-  }, 60_000);
+  }, 300_000);
 });

@@ -66,7 +66,7 @@ describe('RollingUpgrade state machine (aws-local-stepfunctions, real cache node
     } finally {
       await h.close();
     }
-  }, 240_000);
+  }, 300_000);
 
   it('a successor killed mid-hand-off: that hand-off rolls back, the ring stays consistent, nothing is lost, and a second run finishes the upgrade', async () => {
     const ref: { h?: Harness; killed?: { node: string; at: number } } = {};

@@ -69,7 +69,7 @@ describe('ScaleOut rollback (injected step failures)', () => {
     } finally {
       await h.close();
     }
-  }, 180_000);
+  }, 300_000);
 
   it('a failure after one session was published (incremental): the node keeps what it owns and stays, the rest is released', async () => {
     const h = await harness({ wrapSteps: failStreamOf((id) => id.endsWith('-s1'), 1) });
@@ -86,7 +86,7 @@ describe('ScaleOut rollback (injected step failures)', () => {
     } finally {
       await h.close();
     }
-  }, 180_000);
+  }, 300_000);
 });
 
 describe('ScaleIn state machine', () => {
@@ -105,7 +105,7 @@ describe('ScaleIn state machine', () => {
     } finally {
       await h.close();
     }
-  }, 180_000);
+  }, 300_000);
 
   it('refuses to drain the last node with a typed error, before touching the ring', async () => {
     const h = await harness({ nodes: ['n1'] });
@@ -118,7 +118,7 @@ describe('ScaleIn state machine', () => {
     } finally {
       await h.close();
     }
-  }, 60_000);
+  }, 300_000);
 });
 
 /**

@@ -55,11 +55,11 @@ describe('ScaleOut state machine (aws-local-stepfunctions, real cache nodes)', (
     // One session at a time: each published on its own.
     expect(r.done.states.filter((s) => s === 'PublishSession')).toHaveLength(3);
     expect(r.done.states).not.toContain('PublishAllSessions');
-  }, 180_000);
+  }, 300_000);
 
   it('parallel 3 -> 4 under load: the same guarantees, all sessions published together', async () => {
     const r = await scaleOutUnderLoad('parallel');
     expect(r.done.states).toContain('PublishAllSessions');
     expect(r.done.states).not.toContain('PublishSession');
-  }, 180_000);
+  }, 300_000);
 });

@@ -179,7 +179,7 @@ describe('a simulated spot interruption (real cache nodes, under read/write load
     expect(describeErrors(r.load.errors)).toBe(describeErrors([]));
     expect(r.load.staleReads).toEqual([]);
     expect(await r.load.missing()).toEqual([]);
-  }, 120_000);
+  }, 300_000);
 
   it('falls back to the failure path when the notice is too short: killed mid-drain, rolled back, marked DOWN, replaced', async () => {
     r = await setUp({ slowRollbackMs: 4000 });
@@ -211,5 +211,5 @@ describe('a simulated spot interruption (real cache nodes, under read/write load
     expect(describeErrors(outside)).toBe(describeErrors([]));
     expect(r.load.staleReads).toEqual([]);
     expect(await r.load.missing()).toEqual([]);
-  }, 120_000);
+  }, 300_000);
 });
