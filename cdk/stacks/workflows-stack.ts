@@ -267,7 +267,8 @@ export class WorkflowsStack extends StrataStack {
       // starts the workflows its rules respond with (and lists TierMigrate's, so as not to resize during one), and
       // changes the hot tier's usage limits. For default-prelaunch (paper 000's trigger) it also reads the scale-out
       // locks and keeps the trigger's request-counter sample, as the trigger's own function did. It is also the cache
-      // nodes' failure detector (core/composition/fleet-health-tick.ts): it reads the nodes' EC2 status, marks a node
+      // nodes' failure detector (core/composition/fleet-health-tick.ts): it reads the nodes' EC2 status and their stats
+      // reports (the daemons' heartbeat, core/nodes/heartbeat-probe.ts: `nodeStats` below), marks a node
       // DOWN in the ring (a compare-and-set of the ring document: its only write there; no migration, lock or progress
       // document), keeps its own state (health/checker), reads the operators' switch (health/controls), and starts
       // ReplaceNode for each node it marks.

@@ -20,7 +20,8 @@ import { ExecutionExistsError, type WorkflowService } from '../workflows/admin-s
  * scheduled evaluator (core/composition/policy-evaluator-lambda.ts: a Lambda outside the VPC, so it probes the nodes'
  * EC2 status, not the nodes themselves). Locally the checker runs in the API process instead, every second, fed by
  * the coordinators' suspicion (scripts/local/local-warm.ts startLocalHealthCheck); in AWS the coordinators' suspicion
- * is not shared yet, so the checker probes every serving node at each tick (`probeAll`: one EC2 call covers them).
+ * is not shared, so the checker probes every serving node at each tick (`probeAll`: one EC2 call covers them,
+ * plus one report read per healthy instance for its daemon's heartbeat, core/nodes/heartbeat-probe.ts).
  *
  * The evaluator keeps nothing between invocations, so the checker's tracks are kept in the ring store, beside the
  * operators' switch (`health/controls`): {@link HEALTH_CHECKER_KEY}, read once per tick and written back, by

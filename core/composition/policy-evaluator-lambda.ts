@@ -92,7 +92,9 @@ async function build(): Promise<PolicyTickRuntime> {
       )
     : undefined;
   const live = policy.live({ timer: false, onChange: () => {} });
-  const fleetHealth = ring.cas ? await fleetHealthOf(ring.cas, env.AWS_REGION, env.STRATA_ENV, workflows) : undefined;
+  const fleetHealth = ring.cas
+    ? await fleetHealthOf(ring.cas, ring.reportIdPrefix, env.AWS_REGION, env.STRATA_ENV, workflows)
+    : undefined;
   return {
     ...(fleetHealth ? { fleetHealth } : {}),
     ...(live ? { live } : {}),
@@ -109,18 +111,25 @@ async function build(): Promise<PolicyTickRuntime> {
 
 /**
  * The failure detector over the ring store's fleet: the nodes' EC2 instance status (one DescribeInstanceStatus call a
- * tick; ec2:DescribeInstanceStatus in the evaluator's role), the operators' pause in `health/controls`, and replace-node
- * started through the evaluator's workflow service for each node it marks DOWN.
+ * tick; ec2:DescribeInstanceStatus in the evaluator's role) and, for the instances EC2 calls healthy, the age of the
+ * daemon's statistics report (core/nodes/heartbeat-probe.ts: a hung daemon on a healthy instance), the operators'
+ * pause in `health/controls`, and replace-node started through the evaluator's workflow service for each node it
+ * marks DOWN.
  */
 async function fleetHealthOf(
   cas: CasStore,
+  reportIdPrefix: string,
   region: string,
   environment: string,
   workflows: WorkflowService | undefined,
 ): Promise<() => Promise<FleetHealthTickResult>> {
   // Loaded only where a ring store is configured (the SDK's EC2 client is large).
-  const [{ EC2Client }, { ec2StatusProbe }] = await Promise.all([import('@aws-sdk/client-ec2'), import('../nodes/ec2-probe.js')]);
-  const probe = ec2StatusProbe({ client: new EC2Client({ region }) });
+  const [{ EC2Client }, { ec2StatusProbe }, { withReportHeartbeat }] = await Promise.all([
+    import('@aws-sdk/client-ec2'),
+    import('../nodes/ec2-probe.js'),
+    import('../nodes/heartbeat-probe.js'),
+  ]);
+  const probe = withReportHeartbeat(ec2StatusProbe({ client: new EC2Client({ region }) }), { cas, reportIdPrefix });
   return () => fleetHealthTick({ cas, probe, environment, ...(workflows ? { workflows } : {}) });
 }
 

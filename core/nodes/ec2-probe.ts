@@ -65,9 +65,9 @@ export interface Ec2StatusProbeOptions {
  * - `unknown` otherwise: the API failed (throttled, no permission, no network), the instance is pending, the node has
  *   no EC2 instance id, or EC2 did not describe it.
  *
- * What it cannot see: a daemon that hangs or crashed on a healthy instance (the instance's checks still pass). The
- * coordinators' suspicion would catch that (their calls fail), but it is not shared with the evaluator in AWS yet.
- * Nor does it read the attached EBS status check (AttachedEbsStatus): a lost data volume is the daemon's to report.
+ * What it cannot see: a daemon that hangs or crashed on a healthy instance (the instance's checks still pass); the
+ * evaluator wraps it in core/nodes/heartbeat-probe.ts for that, which reads the age of the daemon's reports. Nor does
+ * it read the attached EBS status check (AttachedEbsStatus): a lost data volume is the daemon's to report.
  */
 export function ec2StatusProbe(o: Ec2StatusProbeOptions): BatchNodeProbe {
   const size = o.batchSize ?? DESCRIBE_INSTANCE_STATUS_MAX_IDS;

@@ -34,7 +34,7 @@ export interface NodeHealthCheckerOptions {
   probe: NodeProbe | BatchNodeProbe;
   /**
    * Probe every serving node at every tick, not only the suspects and the failing ones: for a checker that hears no
-   * coordinator (the scheduled evaluator in AWS, where the coordinators' suspicion is not shared yet) and a probe
+   * coordinator (the scheduled evaluator in AWS, where the coordinators' suspicion is not shared) and a probe
    * that costs the same for one node or the fleet (one EC2 call). @default false
    */
   probeAll?: boolean;

@@ -37,7 +37,16 @@ export function staleAfterMs(report: Pick<NodeStatsReport, 'intervalMs'>): numbe
 /** What the reader knows of one node from its report. */
 export type NodeReportStatus =
   | { readonly node: string; readonly fresh: true; readonly report: NodeStatsReport; readonly ageMs: number }
-  | { readonly node: string; readonly fresh: false; readonly reason: string };
+  | {
+      readonly node: string;
+      readonly fresh: false;
+      readonly reason: string;
+      /**
+       * Set when the node did write a readable report, but longer ago than its bound: the one case that is evidence
+       * of the node having stopped (no report, a malformed one or a clock far ahead are not).
+       */
+      readonly staleMs?: number;
+    };
 
 /**
  * Classifies the stored document `doc` (parsed JSON; undefined when the node has written none) of node `node`
@@ -54,7 +63,9 @@ export function classifyNodeReport(node: string, doc: unknown, nowMs: number): N
   if (report.nodeId !== node) return { node, fresh: false, reason: `the stats report names node '${report.nodeId}'` };
   const bound = staleAfterMs(report);
   const age = nowMs - report.at;
-  if (age > bound) return { node, fresh: false, reason: `stats report ${seconds(age)} old (silent after ${seconds(bound)})` };
+  if (age > bound) {
+    return { node, fresh: false, reason: `stats report ${seconds(age)} old (silent after ${seconds(bound)})`, staleMs: age };
+  }
   if (-age > bound) {
     const ahead = `stats report dated ${seconds(-age)} ahead of this reader's clock (more than ${seconds(bound)})`;
     const reason = `${ahead}: the node's clock is wrong`;

@@ -3,6 +3,7 @@
  * with real daemon processes on both stores: a folder (`file:`) and S3 (LocalStack):
  *  - each node writes its /stats body to nodes/<id>/stats.json soon after start, again every interval, and once
  *    more when it stops; an unreachable store never stops the node;
+ *  - the report is the daemon's heartbeat: one paused with SIGSTOP fails the AWS detector's probe once it is stale;
  *  - with STRATA_NODE_SECRET_FROM_RING a node waits (saying so) until the fleet secret exists, then serves with
  *    it; concurrent creators of that secret end with one.
  * LocalStack checks no IAM: the per-instance key rule is tested on the synthesized policy
@@ -20,6 +21,8 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import { ensureFleetSecret } from '../../core/ring/fleet-secret.js';
+import { withReportHeartbeat } from '../../core/nodes/heartbeat-probe.js';
+import type { RingNode } from '../../core/ring/document.js';
 import { readNodeReport } from '../../core/ring/node-report-reader.js';
 import { FLEET_SECRET_KEY, nodeStatsKey, type NodeStatsReport } from '../../core/ring/node-reports.js';
 import { casStoreFromUri, type CasStore } from '../../core/ring/store.js';
@@ -151,6 +154,47 @@ describe('statistics reports when the store is unreachable (real process)', () =
     } finally {
       await client.close();
       await fleet.closeAll();
+    }
+  });
+});
+
+describe("the reports as the daemon's heartbeat (real process, core/nodes/heartbeat-probe.ts)", () => {
+  it('a daemon paused with SIGSTOP on an instance EC2 still calls healthy fails the probe once its report is stale', async () => {
+    const dir = tempDir('strata-heartbeat-');
+    const fleet = localFleet({
+      env: { STRATA_NODE_RING_STORE: `file:${dir.dir}`, STRATA_NODE_STATS_INTERVAL_MS: '200', STRATA_NODE_WARMUP_MS: '0' },
+    });
+    const cas = casStoreFromUri(`file:${dir.dir}`);
+    // What EC2 answers for the instance: running, both checks ok (EC2 cannot see the process).
+    const ec2 = { many: async (nodes: readonly RingNode[]) => new Map(nodes.map((n) => [n.id, 'ok' as const])) };
+    const probe = withReportHeartbeat(ec2, { cas });
+    const node = (id: string): RingNode => ({ id, url: 'http://127.0.0.1:1', state: 'NORMAL', addedAt: '2026-01-01' });
+    try {
+      await fleet.launch('hb');
+      await eventually(async () => (await readNodeReport(cas, 'hb', Date.now())).fresh, 5000, 'the first report');
+      expect((await probe.many([node('hb')])).get('hb')).toBe('ok');
+
+      process.kill(fleet.pid('hb')!, 'SIGSTOP');
+      try {
+        // Three intervals (600 ms) without a report: the probe says down, naming the silence.
+        let answer: unknown;
+        const down = async () => {
+          answer = (await probe.many([node('hb')])).get('hb');
+          return typeof answer === 'object' && (answer as { result: string }).result === 'down';
+        };
+        await eventually(down, 10_000, 'the paused daemon found');
+        expect((answer as { detail: string }).detail).toMatch(/healthy by EC2, but the daemon is silent: stats report .* old/);
+        // A node that never wrote a report (reports turned off) is no evidence: EC2's answer stands.
+        expect((await probe.many([node('never-reported')])).get('never-reported')).toBe('ok');
+      } finally {
+        process.kill(fleet.pid('hb')!, 'SIGCONT');
+      }
+      // Resumed, it reports again, and the probe passes.
+      await eventually(async () => (await probe.many([node('hb')])).get('hb') === 'ok', 10_000, 'the resumed daemon passing');
+    } finally {
+      cas.close?.();
+      await fleet.closeAll();
+      dir.remove();
     }
   });
 });

@@ -25,6 +25,8 @@ import {
 import { policyTick, type PolicyTickRuntime } from '../../core/composition/policy-evaluator-lambda.js';
 import { DESCRIBE_INSTANCE_STATUS_MAX_IDS, ec2StatusProbe } from '../../core/nodes/ec2-probe.js';
 import { HealthControls } from '../../core/nodes/health-controls.js';
+import { withReportHeartbeat } from '../../core/nodes/heartbeat-probe.js';
+import { nodeStatsKey, type NodeStatsReport } from '../../core/ring/node-reports.js';
 import { initialRing, type RingNode } from '../../core/ring/document.js';
 import { InMemoryCasStore, RING_KEY, RingStore, type CasStore } from '../../core/ring/store.js';
 import { createLogger } from '../../core/util/logger.js';
@@ -452,6 +454,74 @@ describe('the evaluator’s health tick (fleetHealthTick)', () => {
     for (const i of [1, 2]) two.ec2.instances.set(iid(i), { state: 'stopped' });
     await two.tick(0);
     expect(await two.tick(60_000)).toMatchObject({ marked: ['a'], held: 'cap' });
+  });
+});
+
+describe('the heartbeat beside EC2 (withReportHeartbeat): a hung daemon on a healthy instance', () => {
+  /** A fleet of four whose instances all run with both checks ok (by EC2), and a writer of their reports. */
+  async function heartbeatFleet() {
+    const cas = new InMemoryCasStore();
+    const ec2 = new FakeEc2();
+    const ids = ['a', 'b', 'c', 'd'];
+    ids.forEach((_, i) => ec2.instances.set(iid(i + 1), { state: 'running', system: 'ok', instance: 'ok' }));
+    const nodes = ids.map((id, i) => ({ id, url: `http://${id}.test:7070`, instance: iid(i + 1) }));
+    await new RingStore(cas).create(initialRing(nodes, 2, new Date(T0)));
+    const clock = { t: T0 };
+    // As on EC2: the report of node `id` is keyed by its role session's aws:userid, `<role id>:<instance id>`.
+    const prefix = 'AROAEXAMPLEROLEID0001:';
+    const report = async (id: string, at: number) => {
+      const doc: NodeStatsReport = { nodeId: id, at: T0 + at, intervalMs: 30_000, stats: {} };
+      await cas.put(
+        nodeStatsKey(`${prefix}${id}`),
+        JSON.stringify(doc),
+        (await cas.get(nodeStatsKey(`${prefix}${id}`)))?.etag ?? null,
+      );
+    };
+    const probe = withReportHeartbeat(ec2StatusProbe({ client: ec2.client }), {
+      cas,
+      reportIdPrefix: prefix,
+      now: () => clock.t,
+    });
+    const ring = new RingStore(cas);
+    const tick = (at: number) => {
+      clock.t = T0 + at;
+      return fleetHealthTick({ cas, probe, environment: 'dev', now: () => clock.t, log: createLogger({ write: () => {} }) });
+    };
+    return { ids, report, tick, ring };
+  }
+
+  it('marks the node whose report went stale (over three intervals) at the second failed tick, naming the silence', async () => {
+    const f = await heartbeatFleet();
+    for (const id of f.ids) await f.report(id, 0);
+    // 60 s: every report is 60 s old, within 90 s: all pass.
+    expect(await f.tick(60_000)).toMatchObject({ marked: [] });
+    // b's daemon hangs after its report at 0; the others go on reporting.
+    for (const at of [100_000, 159_000]) for (const id of ['a', 'c', 'd']) await f.report(id, at);
+    expect(await f.tick(100_000)).toMatchObject({ marked: [] });
+    expect(await f.tick(159_000)).toMatchObject({ marked: ['b'] });
+    const b = (await f.ring.load())!.nodes.find((n) => n.id === 'b')!;
+    expect(b.state).toBe('DOWN');
+    expect(b.down!.reason).toMatch(
+      /healthy by EC2, but the daemon is silent: stats report 159(\.0)? s old \(silent after 90 s\)/,
+    );
+  });
+
+  it('marks none when every daemon is silent at once (S3 failing, say): the storm rule holds', async () => {
+    const f = await heartbeatFleet();
+    for (const id of f.ids) await f.report(id, 0);
+    expect(await f.tick(100_000)).toMatchObject({ marked: [] });
+    expect(await f.tick(160_000)).toMatchObject({ marked: [], held: 'storm' });
+  });
+
+  it('takes neither no report nor one dated far ahead (a wrong node clock) as evidence: EC2’s ok stands', async () => {
+    const f = await heartbeatFleet();
+    for (const id of ['a', 'b']) await f.report(id, 0);
+    await f.report('c', 10 * 60_000);
+    for (const at of [60_000, 120_000, 180_000]) {
+      await f.report('a', at);
+      await f.report('b', at);
+      expect(await f.tick(at)).toMatchObject({ marked: [] });
+    }
   });
 });
 
