@@ -22,6 +22,7 @@ import type {
   PresignedUrl,
   Presigning,
   ScanOptions,
+  KeyPage,
   ScanPage,
   Scanning,
   Tier,
@@ -202,6 +203,31 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
   }
 
   async scan(ns: string, opts: ScanOptions): Promise<ScanPage> {
+    const items: ScanPage['items'] = [];
+    const cursor = await this.walk(ns, opts, async (key, path) => {
+      const h = await this.readHeader(path);
+      if (h && !isExpired(h, this.now())) items.push({ key, header: h });
+      return items.length;
+    });
+    return { items, cursor };
+  }
+
+  /** The scan's walk, without its header read per entry. */
+  async keys(ns: string, opts: ScanOptions): Promise<KeyPage> {
+    const keys: string[] = [];
+    const cursor = await this.walk(ns, opts, async (key) => keys.push(key));
+    return { keys, cursor };
+  }
+
+  /**
+   * Walks the entry files of `ns` in order after `opts.cursor`, handing each wanted one (prefix, match) to `take`,
+   * which answers how many the page holds; returns the page's cursor once that reaches `opts.limit` (null at the end).
+   */
+  private async walk(
+    ns: string,
+    opts: ScanOptions,
+    take: (key: string, path: string) => Promise<number>,
+  ): Promise<string | null> {
     validateNamespace(ns);
     const root = join(this.dir, ns);
     const prefix = opts.prefix ?? '';
@@ -213,10 +239,10 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
         .map((d) => d.name)
         .sort();
     } catch (e) {
-      if (isMissing(e)) return { items: [], cursor: null };
+      if (isMissing(e)) return null;
       throw this.unavailable(e);
     }
-    const items: ScanPage['items'] = [];
+    let held = 0;
     let last: string | undefined;
     for (const shard of shards) {
       if (shard < after.slice(0, 2)) continue;
@@ -233,15 +259,14 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
       for (const f of files) {
         const rel = `${shard}/${f}`;
         if (rel <= after) continue;
-        if (items.length >= opts.limit) return { items, cursor: last ?? null };
+        if (held >= opts.limit) return last ?? null;
         last = rel;
         const ref = parseLocalEntrySegments([ns, shard, ...f.split('/')]);
         if (!ref || !ref.key.startsWith(prefix) || (opts.match && !opts.match(ref.key))) continue;
-        const h = await this.readHeader(join(root, shard, ...f.split('/')));
-        if (h && !isExpired(h, this.now())) items.push({ key: ref.key, header: h });
+        held = await take(ref.key, join(root, shard, ...f.split('/')));
       }
     }
-    return { items, cursor: null };
+    return null;
   }
 
   // ---- presigning (served by the local HTTP server) -----------------------------------------------------

@@ -34,6 +34,7 @@ import type {
   PresignedUrl,
   Presigning,
   ScanOptions,
+  KeyPage,
   ScanPage,
   Scanning,
   Tier,
@@ -298,6 +299,14 @@ export class S3Tier implements Tier, Presigning, Scanning {
    * is S3's continuation token.
    */
   async scan(ns: string, opts: ScanOptions): Promise<ScanPage> {
+    const page = await this.keys(ns, opts);
+    const heads = await mapLimit(page.keys, this.concurrency, (k) => this.head(ns, k));
+    const items = page.keys.flatMap((key, i) => (heads[i] ? [{ key, header: heads[i]! }] : []));
+    return { items, cursor: page.cursor };
+  }
+
+  /** One ListObjectsV2 page (at most 1,000 keys, S3's page size), without the HEAD per key a scan adds. */
+  async keys(ns: string, opts: ScanOptions): Promise<KeyPage> {
     validateNamespace(ns);
     const listPrefix = `${this.prefix === '' ? '' : this.prefix + '/'}${ns}/`;
     let res;
@@ -319,9 +328,7 @@ export class S3Tier implements Tier, Presigning, Scanning {
       if (ref && ref.ns === ns && ref.key.startsWith(opts.prefix ?? '') && (!opts.match || opts.match(ref.key)))
         keys.push(ref.key);
     }
-    const heads = await mapLimit(keys, this.concurrency, (k) => this.head(ns, k));
-    const items = keys.flatMap((key, i) => (heads[i] ? [{ key, header: heads[i]! }] : []));
-    return { items, cursor: res.IsTruncated && res.NextContinuationToken ? res.NextContinuationToken : null };
+    return { keys, cursor: res.IsTruncated && res.NextContinuationToken ? res.NextContinuationToken : null };
   }
 
   // ---- presigning -----------------------------------------------------------------------------------------

@@ -267,6 +267,20 @@ export interface Scanning {
    * tiers keep a folder or key prefix per namespace and list them cheaply; the others do not offer it.
    */
   namespaces?(): Promise<string[]>;
+  /**
+   * The keys a {@link scan} with the same options would list, without reading a header each: no expiry check, no
+   * tombstone told apart, for a caller that reads every entry anyway (a replacement node's fill, whose scan read
+   * each header only to read the whole entry next). The cursor is the scan's. Optional: the cold tiers offer it,
+   * where a header is a file read or an S3 HEAD per key.
+   */
+  keys?(ns: string, opts: ScanOptions): Promise<KeyPage>;
+}
+
+/** A page of {@link Scanning.keys}. */
+export interface KeyPage {
+  keys: string[];
+  /** Opaque: pass it back for the next page. Null once the listing is complete. */
+  cursor: string | null;
 }
 
 /**
@@ -290,6 +304,10 @@ export function supportsScan(t: Tier): t is Tier & Scanning {
 
 export function supportsNamespaceListing(t: Tier): t is Tier & Scanning & Required<Pick<Scanning, 'namespaces'>> {
   return supportsScan(t) && typeof t.namespaces === 'function';
+}
+
+export function supportsKeyListing(t: Tier): t is Tier & Scanning & Required<Pick<Scanning, 'keys'>> {
+  return supportsScan(t) && typeof t.keys === 'function';
 }
 
 export function supportsPinning(t: Tier): t is Tier & Pinning {

@@ -10,7 +10,7 @@ import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
 import { RingView } from '../../core/ring/view.js';
 import { RedisTier } from '../../core/tiers/redis/redis-tier.js';
 import { S3Tier } from '../../core/tiers/s3-tier.js';
-import type { ScanItem, Scanning, Tier } from '../../core/tiers/tier.js';
+import { supportsKeyListing, type KeyPage, type ScanItem, type Scanning, type Tier } from '../../core/tiers/tier.js';
 import { WarmTier } from '../../core/tiers/warm-tier.js';
 import { NodeClient } from '../../core/nodes/node-client.js';
 import { testRedisUrl, testS3Endpoint, uniqueName } from '../helpers/env.js';
@@ -80,6 +80,22 @@ function contract(make: () => Tier & Scanning, opts: { exact: boolean; pageLimit
     await expect(scanAll(tier, ns, { prefix: '*', limit: 4 }).then((r) => uniq(r.items))).resolves.toEqual(['*star?']);
     await expect(scanAll(tier, ns, { prefix: 'none-such', limit: 4 }).then((r) => r.items)).resolves.toEqual([]);
   });
+
+  it('lists the same keys without their headers where it offers keys (a cold tier), with the same prefix rule', async () => {
+    if (!supportsKeyListing(tier)) return expect(tier.kind).toMatch(/redis|cachenode/);
+    for (const limit of opts.pageLimits) {
+      const keys: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: KeyPage = await tier.keys(ns, { limit, cursor });
+        expect(page.keys.length).toBeLessThanOrEqual(limit);
+        keys.push(...page.keys);
+        cursor = page.cursor;
+      } while (cursor !== null);
+      expect(keys.sort()).toEqual([...KEYS, 'gone'].sort());
+    }
+    expect((await tier.keys(ns, { prefix: 'user:1', limit: 100 })).keys.sort()).toEqual(['user:1', 'user:10']);
+  });
 }
 
 describe('RedisTier.scan (redis-server)', () => {
@@ -126,6 +142,10 @@ describe('S3Tier.scan (LocalStack)', () => {
     const { items } = await scanAll({ scan: (ns, o) => t.scan(ns, { ...o, match: wanted }) }, 'matched', { limit: 1000 });
     expect(uniq(items)).toEqual(keys.filter(wanted).sort());
     expect(heads.sort()).toEqual(keys.filter(wanted).sort());
+    // Its keys: the same wanted keys, and no HEAD at all (the fill reads each entry anyway).
+    heads.length = 0;
+    expect((await t.keys('matched', { limit: 1000, match: wanted })).keys.sort()).toEqual(keys.filter(wanted).sort());
+    expect(heads).toEqual([]);
     await t.close();
   });
 });

@@ -5,7 +5,14 @@ import { makeLocationMarker, makeTombstone } from '../../core/model/entry.js';
 import { keyShard } from '../../core/model/keys.js';
 import { LocalFolderTier } from '../../core/tiers/local-folder-tier.js';
 import { MemoryTier } from '../../core/tiers/memory-tier.js';
-import { supportsPinning, supportsScan, type ScanItem, type Scanning, type Tier } from '../../core/tiers/tier.js';
+import {
+  supportsKeyListing,
+  supportsPinning,
+  supportsScan,
+  type ScanItem,
+  type Scanning,
+  type Tier,
+} from '../../core/tiers/tier.js';
 import { entry } from '../helpers/tiers.js';
 
 /** Every page of a scan, in order (the cursor must end as null within `maxPages`). */
@@ -147,6 +154,17 @@ describe('LocalFolderTier.scan with match', () => {
       const { items } = await scanAll({ scan: (ns, o) => t.scan(ns, { ...o, match: wanted }) }, 'ns', { limit: 3 });
       expect(items.map((i) => i.key).sort()).toEqual(keys.filter(wanted).sort());
       expect(read).toHaveLength(keys.filter(wanted).length);
+      // Its keys: the same wanted keys, over the same pages, and no header read at all.
+      read.length = 0;
+      const listed: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page = await t.keys('ns', { limit: 3, cursor, match: wanted });
+        listed.push(...page.keys);
+        cursor = page.cursor;
+      } while (cursor !== null);
+      expect(listed.sort()).toEqual(keys.filter(wanted).sort());
+      expect(read).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -180,6 +198,7 @@ describe('capability guards', () => {
     const f = new LocalFolderTier({ dir: join(tmpdir(), 'never-created') });
     expect(supportsScan(f)).toBe(true);
     expect(supportsPinning(f)).toBe(false);
+    expect([supportsKeyListing(f), supportsKeyListing(m)]).toEqual([true, false]);
   });
 });
 
