@@ -8,7 +8,7 @@ import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
 import { LocalFolderTier } from '../../core/tiers/local-folder-tier.js';
 import { MemoryTier } from '../../core/tiers/memory-tier.js';
 import { ProgressStore, ScaleLocks } from '../../core/workflows/progress.js';
-import { replaceSteps } from '../../core/workflows/steps/replace-steps.js';
+import { fillBatches, readChunk, replaceSteps } from '../../core/workflows/steps/replace-steps.js';
 
 /** ReplaceNode's fill step over memory tiers standing in for hot, cold and the new node's warm ranges. */
 async function setup(o: { keys: number; hotKeys?: string[] }) {
@@ -18,9 +18,17 @@ async function setup(o: { keys: number; hotKeys?: string[] }) {
   const cold = new MemoryTier({ name: 'cold' });
   const warm = new MemoryTier({ name: 'warm' });
   const hot = new MemoryTier({ name: 'hot' });
+  // The keys offered to the node, in order, and the batch puts that carried them.
   const order: string[] = [];
+  const batches: number[] = [];
   const put = warm.put.bind(warm);
   warm.put = (ns: string, key: string, e: Entry) => (order.push(key), put(ns, key, e));
+  const putMany = warm.putMany.bind(warm);
+  warm.putMany = (ns: string, items: { key: string; entry: Entry }[]) => {
+    order.push(...items.map((it) => it.key));
+    batches.push(items.length);
+    return putMany(ns, items);
+  };
   for (let i = 0; i < o.keys; i++) await cold.put('ns', `k${i}`, entry(10 + i, `value ${i}`));
   for (const k of o.hotKeys ?? []) await hot.put('ns', k, (await cold.get('ns', k))!);
   let clock = 0;
@@ -38,7 +46,7 @@ async function setup(o: { keys: number; hotKeys?: string[] }) {
   const options = { fillNamespaces: ['ns'], rateBytesPerSec: 1e9, fillMaxMs: 100 };
   const fill = (execution: string, cursor: string | null, fillMaxMs = options.fillMaxMs) =>
     steps.fill({ execution, workflow: 'replace-node', nodeId: 'new', cursor, options: { ...options, fillMaxMs } });
-  return { fill, warm, order };
+  return { fill, warm, order, batches };
 }
 
 describe("ReplaceNode's fill", () => {
@@ -66,6 +74,39 @@ describe("ReplaceNode's fill", () => {
     expect(await fill('e2', null, 600_000)).toMatchObject({ done: true, keys: 300 });
     expect(order.slice(0, 2).sort()).toEqual(['k250', 'k299']);
     expect(order).toHaveLength(302); // the cold pass offers them again, refused as not newer
+  });
+
+  it('writes to the node in batch puts of at most 64 entries, not one request per entry', async () => {
+    const { fill, batches, order } = await setup({ keys: 300 });
+    expect(await fill('e4', null, 600_000)).toMatchObject({ done: true, keys: 300 });
+    expect(order).toHaveLength(300);
+    expect(batches.length).toBeLessThanOrEqual(10);
+    expect(Math.max(...batches)).toBeLessThanOrEqual(64);
+  });
+
+  it('cuts batches at 64 entries or 1 MiB of values, keeps the order, and sends a larger value alone', () => {
+    const item = (key: string, bytes: number) => ({ key, entry: entry(1, 'x'.repeat(bytes)) });
+    const small = Array.from({ length: 130 }, (_, i) => item(`s${i}`, 10));
+    expect(fillBatches(small).map((b) => b.length)).toEqual([64, 64, 2]);
+    const big = [item('a', 600_000), item('b', 600_000), item('huge', 3_000_000), item('c', 10)];
+    expect(fillBatches(big).map((b) => b.map((it) => it.key))).toEqual([['a'], ['b'], ['huge'], ['c']]);
+    expect(fillBatches([])).toEqual([]);
+  });
+
+  it('reads a chunk of at most 128 keys, or until 8 MiB of values are read (the step runs in a Lambda function)', async () => {
+    const cold = new MemoryTier({ name: 'cold' });
+    const keys = Array.from({ length: 300 }, (_, i) => `k${i}`);
+    for (const [i, k] of keys.entries()) await cold.put('ns', k, entry(1, 'x'.repeat(i < 200 ? 100 : 200_000)));
+    const all = () => true;
+    const small = await readChunk(cold, 'ns', keys, 0, all);
+    expect([small.end, small.live.length]).toEqual([128, 128]);
+    // From k200 on, values of 200 KB: 8 MiB is passed within the second window of 32 reads.
+    const large = await readChunk(cold, 'ns', keys, 200, all);
+    expect([large.end, large.live.length]).toEqual([264, 64]);
+    // Keys not wanted (outside the new node's ranges) are not read; those cold does not hold are skipped.
+    const some = await readChunk(cold, 'ns', [...keys.slice(0, 10), 'gone'], 0, (k) => k !== 'k3');
+    expect([some.end, some.live.map((it) => it.key)]).toEqual([11, keys.slice(0, 10).filter((k) => k !== 'k3')]);
+    expect(some.live[0]!.entry.header.flags).toEqual({});
   });
 
   it('never replaces a newer version the node took meanwhile', async () => {

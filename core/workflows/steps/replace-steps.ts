@@ -4,7 +4,7 @@ import { StrataError, ValidationError } from '../../errors.js';
 import { isLive, type Entry } from '../../model/entry.js';
 import { rangesOfNode, replaceDownNode, spanContains, type RangeSpan, type RingDocument } from '../../ring/document.js';
 import { ringHash } from '../../ring/hash.js';
-import { supportsNamespaceListing, supportsScan, type Tier } from '../../tiers/tier.js';
+import { supportsKeyListing, supportsNamespaceListing, supportsScan, type Tier } from '../../tiers/tier.js';
 import { chooseLaunchSubnet, launchClientToken } from './fleet-placement.js';
 import { NoNodeToRemoveError, type ScaleDeps } from './scale-steps.js';
 import { TokenBucket } from './token-bucket.js';
@@ -107,10 +107,26 @@ interface FillCursor {
 const FILL_PAGE = 200;
 
 /**
- * Copies of a fill step in flight at once: each is a cold read and a versioned write to the node, so a copy's round
- * trip, not the bandwidth cap, bounds the fill (bench/README.md, node-failure: 16 → 32 took it from 62 to 57 s).
+ * Entries a fill step copies at once (a chunk): their cold reads in flight (up to {@link FILL_READS}), then written to the
+ * node in batch puts. One copy at a time, the fill waited on every round trip; 32 single copies at once it still
+ * paid one node request per entry (bench/README.md, node-failure: 57 s for 40,000 entries).
  */
-const FILL_PARALLEL = 32;
+const FILL_CHUNK = 128;
+/**
+ * ...or as many as make at least this many value bytes: what a chunk holds in memory at once (plus one window of
+ * {@link FILL_READS} reads), in a step that runs in a Lambda function. One second's worth at the default cap.
+ */
+const FILL_CHUNK_BYTES = 8 * 1024 * 1024;
+/** Cold reads of a fill step in flight at once. */
+const FILL_READS = 32;
+/**
+ * A batch put to the node carries at most this many value bytes (and {@link FILL_BATCH_OPS} entries): well inside
+ * the node's body limit for one request (its largest value plus the headers), and an entry larger than it goes alone.
+ */
+const FILL_BATCH_BYTES = 1024 * 1024;
+const FILL_BATCH_OPS = 64;
+/** Batch puts of a fill step in flight at once. */
+const FILL_PUTS = 2;
 
 /** Progress of a replacement: launched, took over, filled. */
 const PHASES = 3;
@@ -317,27 +333,35 @@ export function replaceSteps(d: ReplaceDeps) {
       while (cur.ns < namespaces.length && d.now() < deadline && spans.length > 0) {
         const ns = namespaces[cur.ns]!;
         const source = cur.pass === 'hot' && hotScan ? hotScan : cold;
-        // `match`: the cold tiers then read the headers of the new node's keys only (a quarter of a four-node fleet's
-        // namespace), not of every entry they list. The filter below stays: a tier may ignore it.
-        const page = await source.scan(ns, { limit: FILL_PAGE, cursor: cur.scan, match: (key) => ours(ns, key) });
+        // `match`: the cold tiers then read nothing of keys outside the new node's ranges (three quarters of a
+        // four-node fleet's namespace). The filter below stays: a tier may ignore it. The cold pass lists keys only
+        // where cold can: the copy reads each entry anyway, and a scan's header read per key (a file read, an S3
+        // HEAD) was half the fill's time.
+        const options = { limit: FILL_PAGE, cursor: cur.scan, match: (key: string) => ours(ns, key) };
+        const page =
+          source === cold && supportsKeyListing(cold)
+            ? await cold.keys(ns, options)
+            : await source.scan(ns, options).then((p) => ({ keys: p.items.map((it) => it.key), cursor: p.cursor }));
         let handled = cur.skip ?? 0;
-        // Copies run FILL_PARALLEL at a time (each a read of cold and a write to the node): one at a time, the fill
-        // waited on every round trip. Large values at a low rate can take a page past the step's time: it stops
-        // between batches and the next step resumes after them.
-        while (handled < page.items.length && d.now() < deadline) {
-          const batch = page.items.slice(handled, handled + FILL_PARALLEL).filter((it) => ours(ns, it.key));
-          handled = Math.min(page.items.length, handled + FILL_PARALLEL);
-          await mapLimit(batch, FILL_PARALLEL, async (item) => {
-            const got = await cold.get(ns, item.key);
-            if (!got || !isLive(got.header)) return;
-            await bucket.take(got.value.length);
-            if (await copyInto(warm, ns, item.key, got)) {
+        // A chunk at a time: its cold reads in parallel, then its live entries written in batch puts, so the node
+        // takes many per request. Large values at a low rate can take a page past the step's time: it stops between
+        // chunks and the next step resumes after them.
+        while (handled < page.keys.length && d.now() < deadline) {
+          const chunk = await readChunk(cold, ns, page.keys, handled, (key) => ours(ns, key));
+          handled = chunk.end;
+          await mapLimit(fillBatches(chunk.live), FILL_PUTS, async (batch) => {
+            const size = batch.reduce((n, it) => n + it.entry.value.length, 0);
+            await bucket.take(size);
+            // Versioned writes: an entry the node holds in that version or a newer one is not applied (nor counted).
+            const outcomes = await warm.putMany(ns, batch);
+            outcomes.forEach((o, j) => {
+              if (!o.applied) return;
               keys++;
-              bytes += got.value.length;
-            }
+              bytes += batch[j]!.entry.value.length;
+            });
           });
         }
-        if (handled < page.items.length) cur = { ...cur, skip: handled };
+        if (handled < page.keys.length) cur = { ...cur, skip: handled };
         else if (page.cursor) cur = { ns: cur.ns, pass: cur.pass, scan: page.cursor };
         else if (cur.pass === 'hot') cur = { ns: cur.ns, pass: 'cold', scan: null };
         else cur = { ns: cur.ns + 1, pass: firstPass(), scan: null };
@@ -402,8 +426,51 @@ export function replaceSteps(d: ReplaceDeps) {
 
 export type ReplaceSteps = ReturnType<typeof replaceSteps>;
 
-/** A versioned copy into warm: true when it landed (false when warm holds that version or a newer one). */
-async function copyInto(warm: Tier, ns: string, key: string, e: Entry): Promise<boolean> {
-  const o = await warm.put(ns, key, { header: { ...e.header, flags: {} }, value: e.value });
-  return o.applied;
+/**
+ * Reads the fill's next chunk of `keys` from `from` on: the live entries of those `wanted`, {@link FILL_READS} reads
+ * at a time, until {@link FILL_CHUNK} keys are handled or {@link FILL_CHUNK_BYTES} of values read (what the step,
+ * in a Lambda function, holds at once). `end`: where the next chunk starts. Each entry is copied with its flags
+ * cleared (pinning and the like are the source's, not the new node's).
+ */
+export async function readChunk(
+  cold: Tier,
+  ns: string,
+  keys: readonly string[],
+  from: number,
+  wanted: (key: string) => boolean,
+): Promise<{ end: number; live: { key: string; entry: Entry }[] }> {
+  const live: { key: string; entry: Entry }[] = [];
+  let end = from;
+  let bytes = 0;
+  const last = Math.min(keys.length, from + FILL_CHUNK);
+  while (end < last && bytes < FILL_CHUNK_BYTES) {
+    const window = keys.slice(end, Math.min(last, end + FILL_READS)).filter(wanted);
+    end = Math.min(last, end + FILL_READS);
+    const got = await mapLimit(window, FILL_READS, (key) => cold.get(ns, key));
+    got.forEach((e, j) => {
+      if (!e || !isLive(e.header)) return;
+      live.push({ key: window[j]!, entry: { header: { ...e.header, flags: {} }, value: e.value } });
+      bytes += e.value.length;
+    });
+  }
+  return { end, live };
+}
+
+/** `items` in order, cut into batch puts of at most {@link FILL_BATCH_OPS} entries and {@link FILL_BATCH_BYTES}. */
+export function fillBatches<T extends { entry: Entry }>(items: readonly T[]): T[][] {
+  const out: T[][] = [];
+  let cur: T[] = [];
+  let bytes = 0;
+  for (const it of items) {
+    const size = it.entry.value.length;
+    if (cur.length > 0 && (cur.length >= FILL_BATCH_OPS || bytes + size > FILL_BATCH_BYTES)) {
+      out.push(cur);
+      cur = [];
+      bytes = 0;
+    }
+    cur.push(it);
+    bytes += size;
+  }
+  if (cur.length > 0) out.push(cur);
+  return out;
 }
