@@ -17,6 +17,7 @@ import { environmentConfigSchema, type EnvironmentConfigInput } from '../../cdk/
 import { CacheNodeBundle } from '../../cdk/constructs/cache-node-fleet.js';
 import { stateMachinesOf } from '../../cdk/lib/workflow-definitions.js';
 import { cdkJsonContext, PLACEHOLDER_CACHENODE } from './helpers/synth.js';
+import { DOCUMENTED_REBALANCE, DOCUMENTED_WARNING } from '../helpers/spot-events.js';
 
 type Json = Record<string, unknown>;
 
@@ -67,25 +68,9 @@ describe('fleet capacity configuration', () => {
   });
 });
 
-// AWS's documented sample events: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html
-// ("EC2 Spot Instance Interruption Warning") and
-// https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/rebalance-recommendations.html ("EC2 Instance Rebalance Recommendation").
-const INTERRUPTION_SAMPLE = {
-  version: '0',
-  id: '12345678-1234-1234-1234-123456789012',
-  'detail-type': 'EC2 Spot Instance Interruption Warning',
-  source: 'aws.ec2',
-  account: '123456789012',
-  time: '2026-11-26T12:00:00Z',
-  region: 'us-east-1',
-  resources: ['arn:aws:ec2:us-east-1:123456789012:instance/i-1234567890abcdef0'],
-  detail: { 'instance-id': 'i-1234567890abcdef0', 'instance-action': 'terminate' },
-};
-const REBALANCE_SAMPLE = {
-  ...INTERRUPTION_SAMPLE,
-  'detail-type': 'EC2 Instance Rebalance Recommendation',
-  detail: { 'instance-id': 'i-1234567890abcdef0' },
-};
+// AWS's documented sample events (test/helpers/spot-events.ts).
+const INTERRUPTION_SAMPLE = DOCUMENTED_WARNING;
+const REBALANCE_SAMPLE = DOCUMENTED_REBALANCE;
 const STATE_CHANGE = {
   ...INTERRUPTION_SAMPLE,
   'detail-type': 'EC2 Instance State-change Notification',

@@ -16,23 +16,13 @@ import {
   spotInterruptionFromEnv,
 } from '../../core/composition/spot-interruption-lambda.js';
 import { tempDir } from '../integration/warm-fixtures.js';
+import { DOCUMENTED_WARNING, SAMPLE_INSTANCE } from '../helpers/spot-events.js';
 
 const SCALE_IN = 'arn:aws:states:us-east-2:123456789012:stateMachine:strata-dev-scale-in';
 const SCALE_OUT = 'arn:aws:states:us-east-2:123456789012:stateMachine:strata-dev-scale-out';
-const INSTANCE = 'i-1234567890abcdef0';
+const INSTANCE = SAMPLE_INSTANCE;
 
-// https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html, the documented example.
-const WARNING = {
-  version: '0',
-  id: '12345678-1234-1234-1234-123456789012',
-  'detail-type': 'EC2 Spot Instance Interruption Warning',
-  source: 'aws.ec2',
-  account: '123456789012',
-  time: '2026-11-26T12:00:00Z',
-  region: 'us-east-2',
-  resources: [`arn:aws:ec2:us-east-2:123456789012:instance/${INSTANCE}`],
-  detail: { 'instance-id': INSTANCE, 'instance-action': 'terminate' },
-};
+const WARNING = DOCUMENTED_WARNING;
 
 /** Step Functions as its API documents it, for StartExecution and DescribeExecution; `finish` ends an execution. */
 class SfnStub {

@@ -13,38 +13,10 @@ import {
   type SpotDeps,
   type SpotWorkflows,
 } from '../../core/nodes/spot-interruption.js';
-
-// The example of https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/spot-instance-termination-notices.html
-// ("EC2 Spot Instance Interruption Warning event"), with its placeholders filled in: `instance-action` is one of
-// hibernate, stop or terminate, `time` an ISO-8601 instant.
-const DOCUMENTED_WARNING = {
-  version: '0',
-  id: '12345678-1234-1234-1234-123456789012',
-  'detail-type': 'EC2 Spot Instance Interruption Warning',
-  source: 'aws.ec2',
-  account: '123456789012',
-  time: '2026-11-26T12:00:00Z',
-  region: 'us-east-2',
-  resources: ['arn:aws:ec2:us-east-2:123456789012:instance/i-1234567890abcdef0'],
-  detail: { 'instance-id': 'i-1234567890abcdef0', 'instance-action': 'terminate' },
-};
-
-// The example of https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/rebalance-recommendations.html
-// ("Monitor rebalance recommendation signals", Amazon EventBridge): no instance-action.
-const DOCUMENTED_REBALANCE = {
-  version: '0',
-  id: '12345678-1234-1234-1234-123456789012',
-  'detail-type': 'EC2 Instance Rebalance Recommendation',
-  source: 'aws.ec2',
-  account: '123456789012',
-  time: '2026-11-26T12:00:00Z',
-  region: 'us-east-2',
-  resources: ['arn:aws:ec2:us-east-2:123456789012:instance/i-1234567890abcdef0'],
-  detail: { 'instance-id': 'i-1234567890abcdef0' },
-};
+import { DOCUMENTED_REBALANCE, DOCUMENTED_WARNING, SAMPLE_INSTANCE } from '../helpers/spot-events.js';
 
 const T0 = Date.parse('2026-11-26T12:00:00Z');
-const INSTANCE = 'i-1234567890abcdef0';
+const INSTANCE = SAMPLE_INSTANCE;
 
 /** Four nodes; on EC2 a node's id is its instance id. */
 function ring(): RingDocument {
