@@ -15,13 +15,7 @@ import { WarmTier } from '../core/tiers/warm-tier.js';
 import { LOCAL_KEYS_FOLDER, LOCAL_POLICY_FOLDER, LOCAL_WARM_FOLDER } from '../core/tiers/storage-key.js';
 import { LocalMetricsStore } from '../core/metrics/local-store.js';
 import { startFleetSampler } from './local/fleet-sampler.js';
-import {
-  localNamespaces,
-  removeLegacyWarmFolders,
-  startLocalHealthCheck,
-  startLocalWarm,
-  startLocalWorkflows,
-} from './local/local-warm.js';
+import { removeLegacyWarmFolders, startLocalHealthCheck, startLocalWarm, startLocalWorkflows } from './local/local-warm.js';
 import { startLocalPolicyEvaluator } from './local/policy-evaluator.js';
 import { startLocalServer } from './local/server.js';
 
@@ -73,7 +67,7 @@ async function main(): Promise<void> {
     ? await startLocalWorkflows(warm, ctx.tiers, { store: metrics, environment: env.STRATA_ENV })
     : undefined;
   const warmTier = ctx.tiers.find((t): t is WarmTier => t instanceof WarmTier);
-  const replace = workflows ? { workflows: workflows.service, namespaces: () => localNamespaces(dataDir) } : undefined;
+  const replace = workflows ? { workflows: workflows.service } : undefined;
   const healthCheck =
     warm && warmTier ? startLocalHealthCheck(warm, warmTier, (l) => console.log(`strata: ${l}`), replace) : undefined;
   // Leftovers of a crashed run (temp files, abandoned uploads) in the folder tier.

@@ -9,7 +9,7 @@ import { RING_KEY } from '../../core/ring/store.js';
 import { EVALUATOR_STATE_KEY } from '../../core/policy/evaluator-store.js';
 import { JOBS_KEY } from '../../core/policy/jobs.js';
 import { SCALE_TRIGGER_SAMPLE_KEY } from '../../core/workflows/trigger/scale-trigger.js';
-import { HEALTH_CHECKER_KEY } from '../../core/nodes/health-check.js';
+import { HEALTH_CHECKER_KEY } from '../../core/nodes/health-snapshot.js';
 import { check, intIn } from './validation.js';
 
 /**

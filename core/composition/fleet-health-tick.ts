@@ -1,14 +1,13 @@
 import type { MetricKey } from '../metrics/metric-catalog.js';
 import { emfDocument, serializeEmf } from '../metrics/emf.js';
+import { NodeHealthChecker } from '../nodes/health-check.js';
+import { type BatchNodeProbe, type NodeProbe } from '../nodes/health-probe.js';
 import {
   HEALTH_CHECKER_KEY,
-  NodeHealthChecker,
-  type BatchNodeProbe,
   type HoldReason,
   type MarkedDown,
   type NodeHealthCheckerSnapshot,
-  type NodeProbe,
-} from '../nodes/health-check.js';
+} from '../nodes/health-snapshot.js';
 import { HealthControls } from '../nodes/health-controls.js';
 import type { RingDocument } from '../ring/document.js';
 import { CasConflictError, RingStore, type CasStore } from '../ring/store.js';

@@ -1,7 +1,7 @@
 // The failure detector's probe in AWS: the EC2 status of the ring's instances, the whole fleet in one call.
 import { DescribeInstanceStatusCommand, type EC2Client, type InstanceStatus } from '@aws-sdk/client-ec2';
 import type { RingNode } from '../ring/document.js';
-import type { BatchNodeProbe, ProbeAnswer } from './health-check.js';
+import type { BatchNodeProbe, ProbeAnswer } from './health-probe.js';
 
 /**
  * At most this many instance ids in one DescribeInstanceStatus request ("Constraints: Maximum 100 explicitly

@@ -4,24 +4,15 @@ import { markDown, type NodeState, type RingDocument, type RingNode } from '../r
 import type { RingStore } from '../ring/store.js';
 import type { LogLevel } from '../util/logger.js';
 import type { HealthControls } from './health-controls.js';
-import { NodeUnavailableError } from './node-client-errors.js';
-import type { NodeClient } from './node-client.js';
-
-/** What one probe saw: the node answers (`ok`), it does not (`down`), or the probe cannot tell (`unknown`). */
-export type ProbeResult = 'ok' | 'down' | 'unknown';
-/** A probe's answer: a bare result, or one with what was seen (an error message: it goes into the DOWN reason). */
-export type ProbeAnswer = ProbeResult | { result: ProbeResult; detail?: string };
-/** Asks whether a node is up: an HTTP call to its health route locally ({@link httpProbe}), the EC2 status on AWS. */
-export type NodeProbe = (node: RingNode) => Promise<ProbeAnswer>;
-/**
- * Asks about many nodes in one call (core/nodes/ec2-probe.ts: one EC2 DescribeInstanceStatus for the whole fleet):
- * an answer per node id. A node it leaves out counts as `unknown`; a call that throws is `unknown` for all of them.
- */
-export interface BatchNodeProbe {
-  many(nodes: readonly RingNode[]): Promise<ReadonlyMap<string, ProbeAnswer>>;
-}
-/** Why a due marking was not made: the checker is paused, `maxDown` is reached, or too many nodes fail at once. */
-export type HoldReason = 'paused' | 'cap' | 'storm';
+import type { BatchNodeProbe, NodeProbe, ProbeAnswer, ProbeResult } from './health-probe.js';
+import {
+  MARKED_HISTORY,
+  parseSnapshot,
+  type HoldReason,
+  type MarkedDown,
+  type NodeHealthCheckerSnapshot,
+  type TrackSnapshot,
+} from './health-snapshot.js';
 
 export interface NodeHealthCheckerOptions {
   /** The authoritative ring: read at every tick, and where DOWN marks are written (CAS). */
@@ -98,14 +89,6 @@ export interface NodeHealthStatus {
   lastError: string | null;
 }
 
-export interface MarkedDown {
-  node: string;
-  at: number;
-  reason: string;
-  /** The ring version the mark was written in. */
-  ringVersion: number;
-}
-
 export interface NodeHealthCheckerStatus {
   paused: boolean;
   /** Why the last tick held a due marking back, or undefined when it held none. */
@@ -130,40 +113,6 @@ export interface TickResult {
   marked: string[];
   held?: HoldReason;
 }
-
-/** One node's track as {@link NodeHealthChecker.snapshot} keeps it (only nodes with a streak of failures). */
-export interface TrackSnapshot {
-  id: string;
-  incarnation: string | null;
-  coordinatorFailures: number;
-  lastReportAt: number | null;
-  probeFailures: number;
-  failingSince: number | null;
-  lastProbe: { at: number; result: ProbeResult } | null;
-  lastError: string | null;
-}
-
-/**
- * What a checker must remember between two runs of a process that does not stay up (the scheduled evaluator in AWS
- * ticks once per invocation): the nodes with a streak of failures, the markings it made, and the hold in progress.
- * JSON-able. A node without a streak is left out (the next ring read brings it back with nothing to remember), so
- * a healthy fleet's snapshot does not change from tick to tick and its owner need not write it.
- */
-export interface NodeHealthCheckerSnapshot {
-  format: 1;
-  tracks: TrackSnapshot[];
-  marked: MarkedDown[];
-  held?: HoldReason;
-  heldSince: number | null;
-}
-
-export const MARKED_HISTORY = 20;
-
-/**
- * Where a checker that runs one tick at a time (the policy evaluator in AWS, core/composition/fleet-health-tick.ts)
- * keeps its {@link NodeHealthCheckerSnapshot} in the ring store, beside the operators' switch (`health/controls`).
- */
-export const HEALTH_CHECKER_KEY = 'health/checker';
 
 /** What the checker knows of one node. */
 interface Track {
@@ -626,88 +575,10 @@ function record(t: Track, answer: ProbeAnswer, now: number): void {
   }
 }
 
-const HOLD_REASONS: readonly HoldReason[] = ['paused', 'cap', 'storm'];
-const PROBE_RESULTS: readonly ProbeResult[] = ['ok', 'down', 'unknown'];
-
-/** A {@link NodeHealthCheckerSnapshot}, checked field by field; undefined when `v` is not one. */
-function parseSnapshot(v: unknown): NodeHealthCheckerSnapshot | undefined {
-  const o = v as Partial<NodeHealthCheckerSnapshot> | null;
-  if (typeof o !== 'object' || o === null || o.format !== 1 || !Array.isArray(o.tracks) || !Array.isArray(o.marked))
-    return undefined;
-  if (o.held !== undefined && !HOLD_REASONS.includes(o.held)) return undefined;
-  if (!nullOr(o.heldSince, isNum)) return undefined;
-  const trackOk = (t: TrackSnapshot) =>
-    typeof t === 'object' &&
-    t !== null &&
-    typeof t.id === 'string' &&
-    nullOr(t.incarnation, (x) => typeof x === 'string') &&
-    isCount(t.coordinatorFailures) &&
-    isCount(t.probeFailures) &&
-    nullOr(t.lastReportAt, isNum) &&
-    nullOr(t.failingSince, isNum) &&
-    (t.probeFailures === 0 || t.failingSince !== null) &&
-    nullOr(t.lastError, (x) => typeof x === 'string') &&
-    nullOr(t.lastProbe, (p) => typeof p === 'object' && isNum(p.at) && PROBE_RESULTS.includes(p.result));
-  const markedOk = (m: MarkedDown) =>
-    typeof m === 'object' &&
-    m !== null &&
-    typeof m.node === 'string' &&
-    isNum(m.at) &&
-    typeof m.reason === 'string' &&
-    isNum(m.ringVersion);
-  if (!o.tracks.every(trackOk) || !o.marked.every(markedOk)) return undefined;
-  if (new Set(o.tracks.map((t) => t.id)).size !== o.tracks.length) return undefined;
-  return o as NodeHealthCheckerSnapshot;
-}
-
-function isNum(x: unknown): x is number {
-  return typeof x === 'number' && Number.isFinite(x);
-}
-
-function isCount(x: unknown): x is number {
-  return Number.isInteger(x) && (x as number) >= 0;
-}
-
-function nullOr<T>(x: T | null | undefined, ok: (x: T) => boolean): boolean {
-  return x === null || (x !== undefined && ok(x));
-}
-
 function incarnationOf(n: RingNode): string {
   return `${n.url}|${n.instance ?? ''}|${n.addedAt}`;
 }
 
 function messageOf(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
-}
-
-// ------------------------------------------------------------------ the local probe
-
-/** Errors of a node that is not there: nothing listens, the connection broke, or it timed out. */
-const DOWN_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT']);
-
-/**
- * A probe over the nodes' HTTP API: GET /healthz, bounded by `timeoutMs` (the client's own timeout still
- * applies). A healthy answer is `ok`; a refused or reset connection or no answer in time is `down`; anything
- * else (a 503 while the node drains, a 4xx such as a wrong secret, a bad URL) is `unknown`: the node or the
- * network answered something, so it is no evidence that the node is gone.
- */
-export function httpProbe(client: Pick<NodeClient, 'health'>, timeoutMs = 1000): NodeProbe {
-  return async (node) => {
-    const signal = AbortSignal.timeout(timeoutMs);
-    try {
-      const h = await client.health(node.url, signal);
-      return h.status === 'ok' ? 'ok' : { result: 'unknown', detail: `health answered status '${h.status}'` };
-    } catch (e) {
-      if (signal.aborted) return { result: 'down', detail: `no answer within ${timeoutMs} ms` };
-      const cause = e instanceof Error && e.cause !== undefined ? e.cause : e;
-      const code = (cause as { code?: unknown } | undefined)?.code;
-      const detail = (cause instanceof Error && cause.message) || (typeof code === 'string' ? code : messageOf(e));
-      if (
-        e instanceof NodeUnavailableError &&
-        ((typeof code === 'string' && DOWN_CODES.has(code)) || /^timed out after/.test(detail))
-      )
-        return { result: 'down', detail };
-      return { result: 'unknown', detail: messageOf(e) };
-    }
-  };
 }

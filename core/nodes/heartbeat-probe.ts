@@ -2,7 +2,7 @@
 import { readNodeReport } from '../ring/node-report-reader.js';
 import type { RingNode } from '../ring/document.js';
 import type { CasStore } from '../ring/store.js';
-import type { BatchNodeProbe, ProbeAnswer } from './health-check.js';
+import type { BatchNodeProbe, ProbeAnswer } from './health-probe.js';
 
 export interface ReportHeartbeatOptions {
   /** The ring store, where each node writes its statistics report (core/ring/node-reports.ts). */

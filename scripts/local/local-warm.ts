@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
+import { existsSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { initialRing } from '../../core/ring/document.js';
 import { RingView } from '../../core/ring/view.js';
-import { httpProbe, NodeHealthChecker, type MarkedDown } from '../../core/nodes/health-check.js';
+import { NodeHealthChecker } from '../../core/nodes/health-check.js';
+import { httpProbe } from '../../core/nodes/health-probe.js';
+import { type MarkedDown } from '../../core/nodes/health-snapshot.js';
 import { HealthControls } from '../../core/nodes/health-controls.js';
 import type { WorkflowService } from '../../core/workflows/admin-service.js';
 import type { WarmTier } from '../../core/tiers/warm-tier.js';
@@ -82,7 +84,7 @@ export function startLocalHealthCheck(
   warm: LocalWarm,
   tier: WarmTier,
   log: (line: string) => void,
-  replace?: { workflows: WorkflowService; namespaces: () => string[] },
+  replace?: { workflows: WorkflowService },
 ): { checker: NodeHealthChecker; stop(): Promise<void> } {
   const cas = new FileCasStore(warm.ringDir);
   const store = new RingStore(cas);
@@ -93,11 +95,12 @@ export function startLocalHealthCheck(
     paused: process.env.STRATA_NODE_REPLACEMENT === 'paused',
     controls: new HealthControls(cas),
     log: (level, message, fields) => level !== 'debug' && log(`${message} ${JSON.stringify(fields)}`),
-    // A node marked DOWN is replaced at once, and the replacement is filled with every namespace of the data folder.
+    // A node marked DOWN is replaced at once; with no fillNamespaces, the replacement is filled with every namespace
+    // the cold tier (the data folder) holds, as the detector in AWS starts it.
     ...(replace
       ? {
           onMarked: async (m: MarkedDown) => {
-            const input = { nodeId: m.node, reason: 'health check', fillNamespaces: replace.namespaces().slice(0, 100) };
+            const input = { nodeId: m.node, reason: 'health check' };
             const run = await replace.workflows.start('replace-node', input);
             log(`started ${run.execution} to replace cache node ${m.node}`);
           },
@@ -117,20 +120,6 @@ export function startLocalHealthCheck(
       await checker.stop();
     },
   };
-}
-
-/**
- * The namespaces the local data folder holds (the folder tier keeps one folder per namespace; folders starting with
- * `_` or `.` are Strata's own): what a local replacement node is filled with.
- */
-export function localNamespaces(dataDir: string): string[] {
-  try {
-    return readdirSync(dataDir, { withFileTypes: true })
-      .filter((e) => e.isDirectory() && !/^[_.]/.test(e.name))
-      .map((e) => e.name);
-  } catch {
-    return [];
-  }
 }
 
 /**

@@ -27,7 +27,7 @@ import type * as s3 from 'aws-cdk-lib/aws-s3';
 import { ENVIRONMENT_NAMES } from '../../cdk/config/schema.js';
 import { ColdTierBucket } from '../../cdk/constructs/cold-tier-bucket.js';
 import { POLICY_CURRENT_KEY, policyVersionKey } from '../../core/policy/admin.js';
-import { HEALTH_CHECKER_KEY } from '../../core/nodes/health-check.js';
+import { HEALTH_CHECKER_KEY } from '../../core/nodes/health-snapshot.js';
 import { EVALUATOR_STATE_KEY } from '../../core/policy/evaluator-store.js';
 import { JOBS_KEY } from '../../core/policy/jobs.js';
 import { STACK_KEYS, synthesized, type StackKey, type SynthesizedEnvironment } from './helpers/synth.js';

@@ -10,7 +10,7 @@ import { EXPRESS_MAX_SECONDS, JOBS_TIMEOUT_SECONDS, TICKER_TIMEOUT_SECONDS } fro
 import { idleCostOf } from '../../cdk/lib/idle-cost.js';
 import { stateMachinesOf, type AslDefinition } from '../../cdk/lib/workflow-definitions.js';
 import type { CompiledPolicy } from '../../core/policy/compile.js';
-import { HEALTH_CHECKER_KEY } from '../../core/nodes/health-check.js';
+import { HEALTH_CHECKER_KEY } from '../../core/nodes/health-snapshot.js';
 import { EVALUATOR_STATE_KEY } from '../../core/policy/evaluator-store.js';
 import { RING_KEY } from '../../core/ring/store.js';
 import { JOB_RUNNER_BUDGET_MS } from '../../core/policy/job-runner.js';

@@ -8,7 +8,8 @@
  */
 import { Coordinator } from '../../core/coordinator/coordinator.js';
 import { StrataError } from '../../core/errors.js';
-import { NodeHealthChecker, httpProbe } from '../../core/nodes/health-check.js';
+import { NodeHealthChecker } from '../../core/nodes/health-check.js';
+import { httpProbe } from '../../core/nodes/health-probe.js';
 import { NodeClient } from '../../core/nodes/node-client.js';
 import { downFenced, initialRing, markDown, type RingDocument } from '../../core/ring/document.js';
 import { ringHash } from '../../core/ring/hash.js';

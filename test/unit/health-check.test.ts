@@ -7,14 +7,9 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  httpProbe,
-  MARKED_HISTORY,
-  NodeHealthChecker,
-  type BatchNodeProbe,
-  type NodeHealthCheckerOptions,
-  type ProbeAnswer,
-} from '../../core/nodes/health-check.js';
+import { NodeHealthChecker, type NodeHealthCheckerOptions } from '../../core/nodes/health-check.js';
+import { httpProbe, type BatchNodeProbe, type ProbeAnswer } from '../../core/nodes/health-probe.js';
+import { MARKED_HISTORY } from '../../core/nodes/health-snapshot.js';
 import { NodeClient } from '../../core/nodes/node-client.js';
 import { addNode, initialRing, markDown, removeNode, type RingDocument, type RingNode } from '../../core/ring/document.js';
 import { CasConflictError, InMemoryCasStore, RingStore, type CasStore } from '../../core/ring/store.js';

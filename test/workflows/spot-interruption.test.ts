@@ -13,7 +13,8 @@
  * Either way: nothing acknowledged is lost, no read is stale, no human acts.
  */
 import { simulateSpotInterruption } from '../../core/composition/spot-interruption-lambda.js';
-import { httpProbe, NodeHealthChecker } from '../../core/nodes/health-check.js';
+import { NodeHealthChecker } from '../../core/nodes/health-check.js';
+import { httpProbe } from '../../core/nodes/health-probe.js';
 import { downFenced, ringProblem, type RingDocument } from '../../core/ring/document.js';
 import { LocalWorkflowService } from '../../core/workflows/local/local-workflow-service.js';
 import { eventually } from '../integration/warm-fixtures.js';
