@@ -28,9 +28,4 @@ module.exports = {
   // LocalStack) a hook that spawns processes and synthesizes state machines has taken over 60 s.
   testTimeout: 300000,
   maxWorkers: 2,
-  // A worker that holds more than this after a test file is replaced by a fresh one. Native ESM under jest keeps
-  // every test file's module graph alive: two workers grew to 5.5 GB each in a full run, beside LocalStack, the
-  // cache nodes and Chromium, on a 24 GB machine without swap. One CI run slowed a 4 s hook past 60 s; memory
-  // pressure is one cause this rules out. No cost in time (the unit suite: 30 s either way).
-  workerIdleMemoryLimit: '2GB',
 };
