@@ -25,7 +25,9 @@ export type NodeState = (typeof NODE_STATES)[number];
 export const DEFAULT_RING_LEASE_MS = 15_000;
 
 const position = z.string().refine(isRingPosition, 'a ring position is 16 lowercase hex digits');
-const nodeId = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'node ids are 1-64 characters of A-Z a-z 0-9 _ . : -');
+/** A cache node's id in the ring (on EC2 its instance id): the rule every step input that names a node checks too. */
+export const nodeIdSchema = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'node ids are 1-64 characters of A-Z a-z 0-9 _ . : -');
+const nodeId = nodeIdSchema;
 
 export const ringNodeSchema = z.strictObject({
   id: nodeId,

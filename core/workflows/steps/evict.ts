@@ -3,7 +3,7 @@ import { parseWith } from '../../model/schemas.js';
 import { NotFoundError, TierUnavailableError } from '../../errors.js';
 import type { Entry } from '../../model/entry.js';
 import { isLive } from '../../model/entry.js';
-import { parseRingDocument, type RingDocument } from '../../ring/document.js';
+import { nodeIdSchema, parseRingDocument, type RingDocument } from '../../ring/document.js';
 import { RingRouter, RingView } from '../../ring/view.js';
 import type { Tier } from '../../tiers/tier.js';
 import { mapLimit } from '../../util/concurrency.js';
@@ -57,8 +57,6 @@ export interface EvictProgress {
   bytes: number;
   freedBytes: number;
 }
-
-const nodeIdSchema = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'node ids are 1-64 characters of A-Z a-z 0-9 _ . : -');
 
 export const planEvictionInput = z
   .strictObject({

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as z from 'zod';
-import type { RingNode } from '../../ring/document.js';
+import { nodeIdSchema, type RingNode } from '../../ring/document.js';
 
 /**
  * Where the warm tier's nodes go: which subnet (and so which Availability Zone) a scale-out launches into, which
@@ -89,4 +89,20 @@ export function launchClientToken(execution: string, ordinal: number): string {
   return createHash('sha256')
     .update(JSON.stringify([execution, ordinal]))
     .digest('hex');
+}
+
+/**
+ * The node a launch made, as a step that puts it in the ring receives it (ReplaceNode's take-over, a rolling
+ * upgrade's hand-off): its id (on EC2 its instance id), instance, address and AZ.
+ */
+export const launchedNodeFields = {
+  newNodeId: nodeIdSchema,
+  instanceId: z.string().min(1),
+  url: z.string().url(),
+  az: z.string().min(1).max(64).nullish(),
+};
+
+/** The ring node of {@link launchedNodeFields}. */
+export function launchedNode(i: { newNodeId: string; instanceId: string; url: string; az?: string | null | undefined }) {
+  return { id: i.newNodeId, url: i.url, instance: i.instanceId, ...(i.az ? { az: i.az } : {}) };
 }

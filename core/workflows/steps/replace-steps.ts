@@ -2,16 +2,22 @@
 import * as z from 'zod';
 import { StrataError, ValidationError } from '../../errors.js';
 import { isLive, type Entry } from '../../model/entry.js';
-import { rangesOfNode, replaceDownNode, spanContains, type RangeSpan, type RingDocument } from '../../ring/document.js';
+import {
+  rangesOfNode,
+  replaceDownNode,
+  spanContains,
+  type RangeSpan,
+  type RingDocument,
+  nodeIdSchema,
+} from '../../ring/document.js';
 import { ringHash } from '../../ring/hash.js';
 import { supportsKeyListing, supportsNamespaceListing, supportsScan, type Tier } from '../../tiers/tier.js';
-import { chooseLaunchSubnet, launchClientToken } from './fleet-placement.js';
+import { chooseLaunchSubnet, launchClientToken, launchedNode, launchedNodeFields } from './fleet-placement.js';
 import { NoNodeToRemoveError, type ScaleDeps } from './scale-steps.js';
 import { TokenBucket } from './token-bucket.js';
 import { mapLimit } from '../../util/concurrency.js';
 import type { DataStepDeps } from './data-steps.js';
 
-const nodeIdSchema = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'node ids are 1-64 characters of A-Z a-z 0-9 _ . : -');
 const namespaceName = z.string().min(1).max(128);
 
 /** What `replace-node` takes (the execution's input), validated by the API before it starts and by the begin step. */
@@ -52,11 +58,8 @@ const takeOverInput = z.strictObject({
   workflow,
   /** The DOWN node. */
   nodeId: nodeIdSchema,
-  /** The replacement (on EC2 its instance id). */
-  newNodeId: nodeIdSchema,
-  instanceId: z.string().min(1),
-  url: z.string().url(),
-  az: z.string().min(1).max(64).nullish(),
+  /** The replacement. */
+  ...launchedNodeFields,
 });
 
 const fillOptions = z.looseObject({
@@ -279,7 +282,7 @@ export function replaceSteps(d: ReplaceDeps) {
         // A retry after the write landed: the new node is in, the dead one gone.
         if (!dead && draft.nodes.some((n) => n.id === i.newNodeId)) return false;
         downAt = dead?.down?.at ?? null;
-        const node = { id: i.newNodeId, url: i.url, instance: i.instanceId, ...(i.az ? { az: i.az } : {}) };
+        const node = launchedNode(i);
         moved = replaceDownNode(draft, i.nodeId, node, next);
       });
       // The new node learns its ranges now, not at its next poll of the ring store.

@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { StrataError, ValidationError } from '../../errors.js';
-import { rangesOfNode, removeNode } from '../../ring/document.js';
+import { nodeIdSchema, rangesOfNode, removeNode } from '../../ring/document.js';
 import type { RingStore } from '../../ring/store.js';
 import type { Migrator } from '../../nodes/migration.js';
 import type { NodeClient } from '../../nodes/node-client.js';
@@ -42,7 +42,6 @@ export class NoNodeToRemoveError extends StrataError {
 
 const execution = z.string().min(1).max(128);
 const mode = z.enum(['incremental', 'parallel']).default('incremental');
-const nodeIdSchema = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'node ids are 1-64 characters of A-Z a-z 0-9 _ . : -');
 /** The workflows whose state machines run the migration steps (migration-map.ts). */
 const workflow = z.enum(['scale-out', 'scale-in', 'rolling-upgrade']);
 

@@ -1,10 +1,10 @@
 // RollingUpgrade's steps: every cache node, one at a time, handed over to a freshly launched node and retired.
 import * as z from 'zod';
 import { ValidationError } from '../../errors.js';
-import { rangesOfNode, removeNode, type RingDocument } from '../../ring/document.js';
+import { nodeIdSchema, rangesOfNode, removeNode, type RingDocument } from '../../ring/document.js';
 import { CasConflictError, JsonDocStore, RingPreconditionError } from '../../ring/store.js';
 import { GRACE_FACTS } from '../../../sdk/src/contract.js';
-import { chooseLaunchSubnet, launchClientToken } from './fleet-placement.js';
+import { chooseLaunchSubnet, launchClientToken, launchedNode, launchedNodeFields } from './fleet-placement.js';
 import {
   migrationOptions,
   NoNodeToRemoveError,
@@ -14,7 +14,6 @@ import {
   type ScaleDeps,
 } from './scale-steps.js';
 
-const nodeIdSchema = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'node ids are 1-64 characters of A-Z a-z 0-9 _ . : -');
 const execution = z.string().min(1).max(128);
 const workflow = z.literal('rolling-upgrade').default('rolling-upgrade');
 
@@ -56,11 +55,8 @@ const planInput = z.strictObject({
   workflow,
   /** The node handed off (the old version). */
   nodeId: nodeIdSchema,
-  /** Its successor (on EC2 its instance id). */
-  newNodeId: nodeIdSchema,
-  instanceId: z.string().min(1),
-  url: z.string().url(),
-  az: z.string().min(1).max(64).nullish(),
+  /** Its successor. */
+  ...launchedNodeFields,
   mode: z.enum(['incremental', 'parallel']),
 });
 
@@ -256,7 +252,7 @@ export function upgradeSteps(d: UpgradeDeps) {
     /** The successor joins (JOINING) and the old node is LEAVING; one session per range of the old node. */
     async plan(raw: unknown) {
       const i = planInput.parse(raw);
-      const target = { id: i.newNodeId, url: i.url, instance: i.instanceId, ...(i.az ? { az: i.az } : {}) };
+      const target = launchedNode(i);
       const plan = await d.migrator.planHandOff({ from: i.nodeId, target, mode: i.mode, execution: i.execution });
       const sessions = await Promise.all(plan.sessions.map((id) => d.migrator.session(id)));
       await progress(i.execution, (p) => {
