@@ -20,8 +20,10 @@ import {
   completeUploadSchema,
   ifMatchHeader,
   ifNoneMatchHeader,
+  ifNoneMatchRead,
   jsonBody,
   keyParams,
+  notModified,
   nsParam,
   tagsHeader,
   ttlHeader,
@@ -101,9 +103,13 @@ function uploadPath(ns: string, key: string): string {
 
 export async function getKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
   const { ns, key } = keyParams(event);
+  const condition = ifNoneMatchRead(event);
   const r = await ctx.coordinator.get(ns, key);
   if (!r) throw new NotFoundError(`key '${key}' not found in namespace '${ns}'`, { ns, key });
   const h = r.entry.header;
+  // The version the client holds is the one a read finds now: 304, no body (RFC 9110 §15.4.5: the headers a 200
+  // would send, etag included). Any other version, newer or (never) older, is sent as usual.
+  if (notModified(condition, h.version)) return empty(304, entryHeaders(h, r.tier));
   // A compressed or encrypted value is served inline: its stored bytes are not the value (no presigned URL).
   if (h.size > ctx.inlineLimitBytes && ctx.presigner && !r.transformed) {
     const url = await presignCurrent(ctx, ctx.presigner, ns, key, h.version);
@@ -116,9 +122,11 @@ export async function getKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResul
 
 export async function headKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
   const { ns, key } = keyParams(event);
+  const condition = ifNoneMatchRead(event);
   const r = await ctx.coordinator.head(ns, key);
   // The same answer as GET (RFC 9110 §9.3.2), so the JSON content type the document states: HTTP drops the body.
   if (!r) throw new NotFoundError(`key '${key}' not found in namespace '${ns}'`, { ns, key });
+  if (notModified(condition, r.header.version)) return empty(304, entryHeaders(r.header, r.tier));
   return empty(200, {
     ...entryHeaders(r.header, r.tier),
     'content-type': r.header.contentType ?? 'application/octet-stream',

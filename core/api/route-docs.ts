@@ -1,6 +1,12 @@
 import { type ErrorCode } from '../errors.js';
 import { WORKFLOW_NAMES } from '../workflows/progress.js';
-import { batchKeysSchema, batchPutSchema, completeUploadSchema, uploadRequestSchema } from './validation.js';
+import {
+  batchKeysSchema,
+  batchPutSchema,
+  completeUploadSchema,
+  IF_NONE_MATCH_READ_PATTERN,
+  uploadRequestSchema,
+} from './validation.js';
 import { MAX_TTL_SECONDS, TAG_PATTERN } from '../model/schemas.js';
 import { MAX_TAGS } from '../model/schemas.js';
 import type { Json, RouteDoc } from './route-types.js';
@@ -65,6 +71,20 @@ const WRITE_HEADERS = [
   header('if-none-match', 'With `*`: create only (409 VERSION_CONFLICT when the key exists)', { type: 'string', enum: ['*'] }),
 ];
 
+/** If-None-Match of a read: a revalidation of the version the client holds (validation.ts ifNoneMatchRead). */
+const READ_IF_NONE_MATCH = header(
+  'if-none-match',
+  'The version(s) the client holds, as entity tags (`"12"`, `W/"12"` or `12`, comma-separated), or `*`: 304 Not Modified, ' +
+    'with no body, when the stored version is one of them (`*`: when the key exists); anything else as without it',
+  { type: 'string', pattern: IF_NONE_MATCH_READ_PATTERN.source },
+);
+
+/** The 304 of a read whose If-None-Match names the stored version. */
+const NOT_MODIFIED: Json = {
+  description: 'If-None-Match names the stored version: no body, the headers a 200 would send (`etag` included)',
+  headers: ENTRY_HEADERS,
+};
+
 /** `GET /v1/stats`: what Coordinator.stats() returns (test/unit/openapi.test.ts compares a live answer). */
 const STATS_SCHEMA: Json = {
   type: 'object',
@@ -114,6 +134,7 @@ export const ROUTE_DOCS = {
     summary: 'Read a value',
     description:
       'Walks the tiers (near cache, hot, warm, cold); a hit below the top is promoted. A namespace with an origin reads through on a miss.',
+    parameters: [READ_IF_NONE_MATCH],
     responses: {
       '200': {
         description: 'The value bytes, with the content type they were stored with',
@@ -132,12 +153,14 @@ export const ROUTE_DOCS = {
           },
         },
       },
+      '304': NOT_MODIFIED,
     },
     errors: ['NOT_FOUND', 'ORIGIN_FAILED', ...KEY_ERRORS],
   },
   headKey: {
     operationId: 'headKey',
     summary: 'Read the headers of a value',
+    parameters: [READ_IF_NONE_MATCH],
     responses: {
       // The headers GET would send, content type included; a HEAD response never has a body (nor its 404).
       '200': {
@@ -145,6 +168,7 @@ export const ROUTE_DOCS = {
         headers: { ...ENTRY_HEADERS, 'x-strata-size': { description: 'Value size in bytes', schema: { type: 'string' } } },
         content: { '*/*': {} },
       },
+      '304': NOT_MODIFIED,
     },
     errors: ['NOT_FOUND', ...KEY_ERRORS],
   },

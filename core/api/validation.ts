@@ -153,6 +153,41 @@ export function ifNoneMatchHeader(event: ApiEvent): boolean {
   return true;
 }
 
+/** One entity tag as a read's If-None-Match takes it: `"123"`, `W/"123"` (any opaque tag, too) or a bare version. */
+const OPAQUE_TAG = String.raw`[\x21\x23-\x7e]*`;
+const ENTITY_TAG = String.raw`(?:W/)?"${OPAQUE_TAG}"|\d{1,16}`;
+/** Each entity tag of a valid list, in order: the quoted tag's content, or the bare version. */
+const EACH_ENTITY_TAG = new RegExp(String.raw`(?:W/)?"(${OPAQUE_TAG})"|(\d{1,16})`, 'g');
+/**
+ * If-None-Match of a read (RFC 9110 §13.1.2): `*`, or a comma-separated list of entity tags. Written once: the
+ * server checks it, and the OpenAPI document states it (route-docs.ts).
+ */
+export const IF_NONE_MATCH_READ_PATTERN = new RegExp(String.raw`^\s*(?:\*|(?:${ENTITY_TAG})(?:\s*,\s*(?:${ENTITY_TAG}))*)\s*$`);
+
+/**
+ * A read's If-None-Match, compared weakly: the versions it names, or `'any'` for `*`. An entity tag that is not
+ * one of our versions (`"abc"`) names none, and never matches. Something that is not a list of entity tags is a 400.
+ */
+export function ifNoneMatchRead(event: ApiEvent): 'any' | number[] | undefined {
+  const raw = header(event, 'if-none-match');
+  if (raw === undefined) return undefined;
+  if (!IF_NONE_MATCH_READ_PATTERN.test(raw)) {
+    const message = 'If-None-Match must be * or a list of versions returned by earlier reads ("12", W/"12" or 12)';
+    throw new ValidationError('if-none-match', message, { value: raw.slice(0, 40) });
+  }
+  if (raw.trim() === '*') return 'any';
+  // Tag by tag, left to right (a quoted tag may hold a comma): the quoted ones that are versions, and the bare ones.
+  return [...raw.matchAll(EACH_ENTITY_TAG)]
+    .map((m) => m[1] ?? m[2]!)
+    .filter((v) => /^\d{1,16}$/.test(v))
+    .map(Number);
+}
+
+/** Whether a read's If-None-Match names the stored `version` (then the answer is 304 Not Modified). */
+export function notModified(condition: 'any' | number[] | undefined, version: number): boolean {
+  return condition === 'any' || (condition?.includes(version) ?? false);
+}
+
 export function valueContentType(event: ApiEvent): string {
   const type = (header(event, 'content-type') ?? '').trim();
   if (type === '') return 'application/octet-stream';

@@ -49,11 +49,13 @@ Run 'strata help <command>' for a command's options.`;
 
 /** `strata help <command>`. */
 export const COMMAND_HELP: Readonly<Record<string, string>> = {
-  get: `usage: strata get <key> [-v|--verbose] [--ns <namespace>]
+  get: `usage: strata get <key> [-v|--verbose] [--if-none-match <version>] [--ns <namespace>]
 
 Writes the value to stdout, byte for byte; exit 1 when the key does not exist (or expired, or was deleted).
   -v, --verbose        also print on stderr, so that stdout stays the value: the version, the tier that served
                        it (l1, hot, warm, cold), its expiry and remaining TTL, its content type and tags
+  --if-none-match <v>  the version you hold: while it is still the stored one, nothing is transferred or
+                       written to stdout, and the exit status is 3 (not modified)
 ${NS_HELP}
 
 ${CONNECTION_HELP}`,
@@ -114,7 +116,7 @@ ${CONNECTION_HELP}`,
 
 /** The options each command takes besides the connection options (a foreign one is a mistake, not ignored). */
 const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
-  get: ['ns', 'verbose'],
+  get: ['ns', 'verbose', 'if-none-match'],
   has: ['ns'],
   // These print JSON anyway: --json is accepted (as it always was), not needed.
   put: ['ns', 'ttl', 'tags', 'content-type', 'json'],
@@ -153,6 +155,7 @@ const PARSE_OPTIONS = {
   workflow: { type: 'string' },
   limit: { type: 'string' },
   'if-version': { type: 'string' },
+  'if-none-match': { type: 'string' },
   reason: { type: 'string' },
   before: { type: 'string' },
   fill: { type: 'string' },
@@ -313,10 +316,17 @@ async function run(argv: readonly string[], ctx: CliContext): Promise<number> {
   try {
     switch (command) {
       case 'get': {
-        const item = await client.get(key());
+        const held = values['if-none-match'];
+        if (held !== undefined && !/^\d{1,16}$/.test(held))
+          throw new UsageError(`--if-none-match must be a version (a whole number), not '${held}'`, undefined, command);
+        const item = await client.get(key(), held === undefined ? {} : { ifNoneMatch: Number(held) });
         if (!item) {
           ctx.stderr.write(`strata: ${args[0]} not found\n`);
           return 1;
+        }
+        if ('notModified' in item) {
+          ctx.stderr.write(`strata: ${args[0]} not modified (version ${item.version})\n`);
+          return 3;
         }
         if (values.verbose) ctx.stderr.write(describeItem(item, (ctx.now ?? Date.now)()));
         ctx.stdout.write(item.value);
@@ -371,8 +381,8 @@ async function run(argv: readonly string[], ctx: CliContext): Promise<number> {
 
 /**
  * Runs `strata <argv>` and resolves its exit code: 0, 1 (a miss, a failed execution, a degraded health, an invalid
- * policy document), or 2 (a mistake in the arguments, printed as one line with the help command to run, or a failed
- * request).
+ * policy document), 2 (a mistake in the arguments, printed as one line with the help command to run, or a failed
+ * request), or 3 (`get --if-none-match`: not modified).
  */
 export async function runCli(argv: readonly string[], ctx: CliContext): Promise<number> {
   try {

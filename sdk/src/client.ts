@@ -28,7 +28,9 @@ import type {
   DeleteManyResult,
   DeleteOptions,
   DeleteResult,
+  GetOptions,
   HealthResponse,
+  NotModified,
   PutManyItem,
   PutManyOptions,
   PutManyResult,
@@ -165,6 +167,21 @@ function itemFromHeaders(key: string, value: Uint8Array, meta: Headers, body: He
     contentType,
     tags: parseTags(meta.get('x-strata-tags') ?? body.get('x-strata-tags')),
   });
+}
+
+/** A 304's headers: the stored version, which is the one the caller holds. */
+function notModifiedFrom(key: string, res: Response): NotModified {
+  const h = res.headers;
+  const version = parseVersion(h.get('x-strata-version')) ?? parseVersion(h.get('etag'));
+  if (version === undefined) throw invalidResponse(304, 'not-modified answer without a version', requestIdOf(res));
+  return {
+    key,
+    notModified: true,
+    version,
+    expiresAt: parseDate(h.get('x-strata-expires-at')),
+    tier: (h.get('x-strata-tier') ?? 'unknown').split(',')[0]!.trim(),
+    tags: parseTags(h.get('x-strata-tags')),
+  };
 }
 
 function putResult(body: JsonObject, ns: string, key: string, status: number): PutResult {
@@ -319,14 +336,31 @@ export class StrataClient {
    * const item = await strata.get('user:42');
    * if (item) console.log(item.version, item.tier, item.expiresAt, item.json());
    * const other = await strata.get('feature-flags', { ns: 'config' });
+   * // Revalidate a copy held by the caller: the value is transferred only when it changed.
+   * const fresh = await strata.get('user:42', { ifNoneMatch: item.version });
+   * if (fresh && 'notModified' in fresh) console.log('still', fresh.version);
    * ```
    */
-  async get(key: string, opts: RequestOptions = {}): Promise<CacheItem | undefined> {
-    if (DOT_KEYS.has(key)) return (await this.getMany([key], opts)).get(key);
+  get(key: string, opts?: RequestOptions & { ifNoneMatch?: undefined }): Promise<CacheItem | undefined>;
+  get(key: string, opts: GetOptions): Promise<CacheItem | NotModified | undefined>;
+  async get(key: string, opts: GetOptions = {}): Promise<CacheItem | NotModified | undefined> {
+    const { ifNoneMatch } = opts;
+    if (ifNoneMatch !== undefined && !(Number.isSafeInteger(ifNoneMatch) && ifNoneMatch >= 0))
+      throw optionError('ifNoneMatch', `must be a version (a whole number >= 0), got ${String(ifNoneMatch)}`);
+    if (DOT_KEYS.has(key)) {
+      if (ifNoneMatch !== undefined)
+        throw optionError('if-none-match', `conditional reads are not supported for the key "${key}"`);
+      return (await this.getMany([key], opts)).get(key);
+    }
     const url = this.keyUrl(this.ns(opts), key);
+    const headers: Record<string, string> = ifNoneMatch === undefined ? {} : { 'if-none-match': `"${ifNoneMatch}"` };
     for (let attempt = 0; ; attempt++) {
-      const first = await this.transport.send(this.req('GET', url, opts, { accept: [303, 404] }), async (res) => {
+      const first = await this.transport.send(this.req('GET', url, opts, { headers, accept: [303, 304, 404] }), async (res) => {
         if (res.status === 404) return missingOrThrow(res, `GET ${url}`);
+        if (res.status === 304) {
+          await discard(res);
+          return notModifiedFrom(key, res);
+        }
         if (res.status === 303) {
           const location = res.headers.get('location');
           await discard(res);
@@ -335,7 +369,7 @@ export class StrataClient {
         }
         return itemFromHeaders(key, new Uint8Array(await res.arrayBuffer()), res.headers);
       });
-      if (first === undefined || !('location' in first)) return first;
+      if (first === undefined || 'notModified' in first || !('location' in first)) return first;
       const { location, meta } = first;
       const got = await this.transport.send(
         // The location serves the version the redirect describes, given the headers it names (S3: a signed If-Match).
@@ -591,8 +625,11 @@ export class StrataClient {
     const id = `${ns}\u0000${key}`;
     const pending = this.inflight.get(id);
     if (pending) return pending;
+    // The read takes the call's namespace, signal and timeout, not the write's preconditions (`ifNoneMatch: '*'`
+    // of a create-only write is no version the caller holds).
+    const read: RequestOptions = { ns: opts.ns, signal: opts.signal, timeoutMs: opts.timeoutMs };
     const work = (async (): Promise<CacheItem> => {
-      const hit = await this.get(key, opts);
+      const hit = await this.get(key, read);
       if (hit) return hit;
       const value = await loader();
       if (value === undefined) throw optionError('value', 'the loader resolved undefined; nothing to cache');
@@ -602,7 +639,7 @@ export class StrataClient {
         res = await this.putEncoded(ns, key, enc, opts);
       } catch (err) {
         if (err instanceof VersionConflictError && opts.ifNoneMatch === '*') {
-          const winner = await this.get(key, opts);
+          const winner = await this.get(key, read);
           if (winner) return winner;
         }
         throw err;

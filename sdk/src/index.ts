@@ -34,6 +34,8 @@ export {
 export type { ServerErrorCode, ClientErrorCode, StrataErrorCode, StrataErrorInit, ErrorResponseInfo } from './errors.js';
 export type {
   CacheItem,
+  GetOptions,
+  NotModified,
   CacheValue,
   DeleteManyResult,
   DeleteOptions,

@@ -87,6 +87,27 @@ export interface PutManyOptions extends RequestOptions {
  */
 export type CacheValue = Uint8Array | ArrayBuffer | ArrayBufferView | string | number | boolean | null | object;
 
+/** Options of {@link StrataClient.get}. */
+export interface GetOptions extends RequestOptions {
+  /**
+   * The version the caller holds (a read's `version`): while it is still the stored one, `get` resolves a
+   * {@link NotModified} and the value is not transferred (`if-none-match`, answered 304).
+   */
+  ifNoneMatch?: number | undefined;
+}
+
+/** What `get` with `ifNoneMatch` resolves while the stored version is still that one (304 Not Modified). */
+export interface NotModified {
+  key: string;
+  notModified: true;
+  /** The stored version: the one the caller holds. */
+  version: number;
+  expiresAt: Date | null;
+  /** The tier that served the read. */
+  tier: string;
+  tags: string[];
+}
+
 /** A cached entry as returned by reads. */
 export interface CacheItem {
   key: string;

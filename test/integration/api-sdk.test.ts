@@ -125,6 +125,48 @@ describe.each<Backend>(['embedded', 'redis+s3'])('API through the SDK (%s)', (ba
     expect((await client.get('cond'))!.version).toBe(w2.version);
   });
 
+  it('revalidates with if-none-match: 304 without the value while the version holds, the new value once it changed', async () => {
+    const w1 = await client.put('etagged', 'first', { tags: ['t'] });
+    expect(await client.get('etagged', { ifNoneMatch: w1.version })).toEqual({
+      key: 'etagged',
+      notModified: true,
+      version: w1.version,
+      expiresAt: null,
+      tier: expect.any(String),
+      tags: ['t'],
+    });
+    const url = `${api.url}/v1/ns/app/keys/etagged`;
+    for (const method of ['GET', 'HEAD']) {
+      const res = await fetch(url, { method, headers: { 'if-none-match': `W/"1", "${w1.version}"` } });
+      expect([method, res.status, res.headers.get('etag'), await res.text()]).toEqual([method, 304, `"${w1.version}"`, '']);
+    }
+    expect((await fetch(url, { headers: { 'if-none-match': '*' } })).status).toBe(304);
+    expect((await fetch(url, { headers: { 'if-none-match': '"abc"' } })).status).toBe(200);
+    const bad = await fetch(url, { headers: { 'if-none-match': 'not an etag' } });
+    expect([bad.status, await bad.json()]).toEqual([
+      400,
+      {
+        error: expect.objectContaining({
+          code: 'VALIDATION_FAILED',
+          details: expect.objectContaining({ field: 'if-none-match' }),
+        }),
+      },
+    ]);
+    // Changed: the newer value in full, never a 304 for the version the caller held.
+    const w2 = await client.put('etagged', 'second');
+    const fresh = await client.get('etagged', { ifNoneMatch: w1.version });
+    expect(fresh && !('notModified' in fresh) && [fresh.version, Buffer.from(fresh.value).toString()]).toEqual([
+      w2.version,
+      'second',
+    ]);
+    await expect(client.get('etagged-missing', { ifNoneMatch: 1 })).resolves.toBeUndefined();
+    expect((await fetch(`${url}-missing`, { headers: { 'if-none-match': '*' } })).status).toBe(404);
+    // A value above the inline limit: 304 before any redirect, nothing downloaded.
+    const large = await client.put('etagged-large', Buffer.alloc(INLINE_LIMIT * 2, 3));
+    const held = await fetch(`${url}-large`, { headers: { 'if-none-match': `"${large.version}"` }, redirect: 'manual' });
+    expect([held.status, held.headers.get('location')]).toEqual([304, null]);
+  });
+
   it('rejects bad input with typed errors naming the field', async () => {
     await expect(client.put('k', 'v', { ns: 'Bad NS' } as never)).rejects.toBeInstanceOf(ValidationError);
     const res = await fetch(`${api.url}/v1/ns/app/keys/k`, { method: 'PUT', body: 'x', headers: { 'x-strata-ttl': '-5' } });

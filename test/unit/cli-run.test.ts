@@ -172,6 +172,25 @@ describe('strata get', () => {
     expect(r.err).toMatch(/^expires {2}never \(no TTL\)$/m);
     expect(await strata(['get', 'gone', '-v'])).toEqual({ code: 1, out: '', err: 'strata: gone not found\n' });
   });
+
+  it('--if-none-match sends the version held: 304 writes nothing to stdout and exits 3; a changed value is written', async () => {
+    const sent: (string | undefined)[] = [];
+    suite.server.script((req, res) => {
+      const held = req.headers['if-none-match'] as string | undefined;
+      sent.push(held);
+      if (held === '"7"') sendRaw(res, 304, '', { 'x-strata-version': '7', 'x-strata-tier': 'hot', etag: '"7"' });
+      else sendRaw(res, 200, 'new', { 'x-strata-version': '8', 'x-strata-tier': 'hot' });
+    });
+    expect(await strata(['get', 'k', '--if-none-match', '7'])).toEqual({
+      code: 3,
+      out: '',
+      err: 'strata: k not modified (version 7)\n',
+    });
+    expect(await strata(['get', 'k', '--if-none-match', '6'])).toEqual({ code: 0, out: 'new', err: '' });
+    expect(sent).toEqual(['"7"', '"6"']);
+    const bad = await strata(['get', 'k', '--if-none-match', 'abc']);
+    expect([bad.code, bad.err]).toEqual([2, expect.stringMatching(/--if-none-match must be a version/)]);
+  });
 });
 
 describe('errors that say what to do next', () => {

@@ -4,7 +4,9 @@ import { ConfigError } from '../../core/errors.js';
 import {
   ifMatchHeader,
   ifNoneMatchHeader,
+  ifNoneMatchRead,
   jsonBody,
+  notModified,
   tagsHeader,
   ttlHeader,
   valueContentType,
@@ -88,6 +90,24 @@ describe('request validation', () => {
     expect(fieldOf(() => ifMatchHeader(ev({ 'if-match': 'abc' })))).toBe('if-match');
     expect(ifNoneMatchHeader(ev({ 'if-none-match': '*' }))).toBe(true);
     expect(fieldOf(() => ifNoneMatchHeader(ev({ 'if-none-match': '"1"' })))).toBe('if-none-match');
+  });
+
+  it("parses a read's If-None-Match as RFC 9110 lists entity tags: versions, * or 400", () => {
+    const read = (v: string) => ifNoneMatchRead(ev({ 'if-none-match': v }));
+    expect(read('"12"')).toEqual([12]);
+    expect(read(' W/"12" , 13,"abc", "4" ')).toEqual([12, 13, 4]);
+    // A quoted tag may hold a comma: "1,2" is one opaque tag, not versions 1 and 2.
+    expect(read('"1,2", "3"')).toEqual([3]);
+    expect(read('*')).toBe('any');
+    expect(ifNoneMatchRead(ev({}))).toBeUndefined();
+    for (const bad of ['abc', '"1', '*, "1"', '"a"b"', '1.5', '', ','])
+      expect({ bad, field: fieldOf(() => read(bad)) }).toEqual({ bad, field: 'if-none-match' });
+    expect([notModified([3, 4], 4), notModified([3], 4), notModified('any', 9), notModified(undefined, 1)]).toEqual([
+      true,
+      false,
+      true,
+      false,
+    ]);
   });
 
   it('answers 415 for non-JSON bodies on JSON endpoints, 400 for malformed JSON, and names batch item fields', () => {
