@@ -114,18 +114,9 @@ export interface TickResult {
   held?: HoldReason;
 }
 
-/** What the checker knows of one node. */
-interface Track {
-  id: string;
-  /** Which node of that id it is (url, instance, addedAt): a replacement under the same id starts afresh. */
-  incarnation: string | null;
+/** What the checker knows of one node: what a snapshot keeps, and its state in the last ring read. */
+interface Track extends TrackSnapshot {
   state: NodeState | null;
-  coordinatorFailures: number;
-  lastReportAt: number | null;
-  probeFailures: number;
-  failingSince: number | null;
-  lastProbe: { at: number; result: ProbeResult } | null;
-  lastError: string | null;
 }
 
 type MarkOutcome = 'marked' | 'already' | 'gone' | 'cap';

@@ -16,6 +16,7 @@ export interface MarkedDown {
 /** One node's track as {@link NodeHealthChecker.snapshot} keeps it (only nodes with a streak of failures). */
 export interface TrackSnapshot {
   id: string;
+  /** Which node of that id it is (url, instance, addedAt): a replacement under the same id starts afresh. */
   incarnation: string | null;
   coordinatorFailures: number;
   lastReportAt: number | null;
