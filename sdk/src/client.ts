@@ -1,11 +1,4 @@
-import {
-  errorFromResponse,
-  PayloadTooLargeError,
-  StrataError,
-  StrataServerError,
-  ValidationError,
-  VersionConflictError,
-} from './errors.js';
+import { errorFromResponse, PayloadTooLargeError, StrataError, VersionConflictError } from './errors.js';
 import {
   checkKey,
   checkNamespace,
@@ -17,7 +10,6 @@ import {
   makeItem,
   mapLimit,
   parseDate,
-  parseTags,
   toBase64,
   type EncodedValue,
 } from './encoding.js';
@@ -45,6 +37,18 @@ import { PoliciesClient } from './policies.js';
 import { NodesClient } from './nodes.js';
 import { SDK_VERSION } from './version.js';
 import { WorkflowsClient } from './workflows.js';
+import {
+  asNumber,
+  batchItems,
+  itemFromHeaders,
+  locationHeaders,
+  notModifiedFrom,
+  parseVersion,
+  putResult,
+  readJson,
+  stringArray,
+} from './answers.js';
+import { invalid, isObject, optionError, type Json } from './json.js';
 
 /**
  * Keys that cannot travel in a URL path: the WHATWG URL parser behind `fetch` removes `.`/`..` segments even when
@@ -57,19 +61,6 @@ const DOT_KEYS: ReadonlySet<string> = new Set(['.', '..']);
 const REPLACED = Symbol('replaced');
 /** How often `get` asks again when the value keeps being replaced under its download. */
 const MAX_REPLACED_RETRIES = 3;
-/** Prefix of the 303 headers that name headers the `location` needs (`x-strata-location-if-match` → `if-match`). */
-const LOCATION_HEADER_PREFIX = 'x-strata-location-';
-
-/** The headers a 303's location must be requested with (S3 URLs with a signed `If-Match`). */
-function locationHeaders(res: Headers): Record<string, string> {
-  const out: Record<string, string> = {};
-  res.forEach((value, name) => {
-    if (name.toLowerCase().startsWith(LOCATION_HEADER_PREFIX))
-      out[name.slice(LOCATION_HEADER_PREFIX.length).toLowerCase()] = value;
-  });
-  return out;
-}
-
 /** Items per batch request (the API's limit). */
 export const BATCH_SIZE = 100;
 /** Batch requests of one `getMany`/`putMany`/`deleteMany` in flight at once. */
@@ -86,21 +77,11 @@ const DEFAULTS = {
   inlineLimitBytes: 4 * 1024 * 1024,
 } as const;
 
-type JsonObject = Record<string, unknown>;
-
 interface UploadTicket {
   uploadId: string;
   url: string;
   method: string;
   headers: Record<string, string>;
-}
-
-function invalidResponse(status: number, message: string, requestId?: string): StrataServerError {
-  return new StrataServerError({ code: 'INVALID_RESPONSE', status, message, requestId });
-}
-
-function optionError(field: string, message: string): ValidationError {
-  return new ValidationError({ code: 'VALIDATION_FAILED', status: 0, message: `${field}: ${message}`, details: { field } });
 }
 
 function nonNegative(name: string, value: number | undefined, fallback: number): number {
@@ -113,99 +94,6 @@ function positive(name: string, value: number | undefined, fallback: number): nu
   const v = nonNegative(name, value, fallback);
   if (v === 0) throw optionError(name, 'must be > 0');
   return v;
-}
-
-/** A version from `x-strata-version` or an `etag` (`"123"`, `W/"123"`). */
-function parseVersion(value: string | null | undefined): number | undefined {
-  if (!value) return undefined;
-  const m = /^(?:W\/)?"?(\d+)"?$/.exec(value.trim());
-  return m ? Number(m[1]) : undefined;
-}
-
-function asNumber(v: unknown): number | undefined {
-  if (typeof v === 'number' && Number.isFinite(v)) return v;
-  if (typeof v === 'string' && /^\d+$/.test(v)) return Number(v);
-  return undefined;
-}
-
-function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function stringArray(v: unknown): string[] {
-  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
-}
-
-async function readJson(res: Response): Promise<JsonObject> {
-  const text = await res.text();
-  try {
-    const body: unknown = JSON.parse(text);
-    if (isObject(body)) return body;
-  } catch {
-    /* fall through */
-  }
-  throw invalidResponse(
-    res.status,
-    `expected a JSON object from the server (HTTP ${res.status}), got: ${text.slice(0, 200)}`,
-    requestIdOf(res),
-  );
-}
-
-function itemFromHeaders(key: string, value: Uint8Array, meta: Headers, body: Headers = meta): CacheItem {
-  const version =
-    parseVersion(meta.get('x-strata-version')) ??
-    parseVersion(body.get('x-strata-version')) ??
-    parseVersion(meta.get('etag')) ??
-    0;
-  const contentType = body.get('content-type') ?? meta.get('content-type') ?? undefined;
-  return makeItem({
-    key,
-    value,
-    version,
-    expiresAt: parseDate(meta.get('x-strata-expires-at') ?? body.get('x-strata-expires-at')),
-    tier: (meta.get('x-strata-tier') ?? body.get('x-strata-tier') ?? 'unknown').split(',')[0]!.trim(),
-    contentType,
-    tags: parseTags(meta.get('x-strata-tags') ?? body.get('x-strata-tags')),
-  });
-}
-
-/** A 304's headers: the stored version, which is the one the caller holds. */
-function notModifiedFrom(key: string, res: Response): NotModified {
-  const h = res.headers;
-  const version = parseVersion(h.get('x-strata-version')) ?? parseVersion(h.get('etag'));
-  if (version === undefined) throw invalidResponse(304, 'not-modified answer without a version', requestIdOf(res));
-  return {
-    key,
-    notModified: true,
-    version,
-    expiresAt: parseDate(h.get('x-strata-expires-at')),
-    tier: (h.get('x-strata-tier') ?? 'unknown').split(',')[0]!.trim(),
-    tags: parseTags(h.get('x-strata-tags')),
-  };
-}
-
-function putResult(body: JsonObject, ns: string, key: string, status: number): PutResult {
-  const version = asNumber(body.version);
-  if (version === undefined)
-    throw invalidResponse(status, `write response without a version: ${JSON.stringify(body).slice(0, 200)}`);
-  return {
-    ns: typeof body.ns === 'string' ? body.ns : ns,
-    key: typeof body.key === 'string' ? body.key : key,
-    version,
-    expiresAt: parseDate(body.expiresAt),
-    size: asNumber(body.size) ?? 0,
-    tiers: stringArray(body.tiers),
-    // Servers before `durable` existed acknowledged write-through writes only once durable.
-    durable: body.durable !== false,
-  };
-}
-
-function batchItems(body: JsonObject, expected: number, status: number): JsonObject[] {
-  const items = body.items;
-  if (!Array.isArray(items) || items.length !== expected || !items.every(isObject)) {
-    throw invalidResponse(status, `batch response must carry ${expected} items`);
-  }
-  return items;
 }
 
 /**
@@ -364,7 +252,7 @@ export class StrataClient {
         if (res.status === 303) {
           const location = res.headers.get('location');
           await discard(res);
-          if (!location) throw invalidResponse(303, 'redirect without a location header', requestIdOf(res));
+          if (!location) throw invalid(303, 'redirect without a location header', requestIdOf(res));
           return { location: new URL(location, url).toString(), meta: res.headers };
         }
         return itemFromHeaders(key, new Uint8Array(await res.arrayBuffer()), res.headers);
@@ -463,7 +351,7 @@ export class StrataClient {
       let version = parseVersion(res.headers.get('x-strata-version'));
       if (version === undefined && res.status !== 204) version = asNumber((await readJson(res)).version);
       else await discard(res);
-      if (version === undefined) throw invalidResponse(res.status, 'delete response without x-strata-version', requestIdOf(res));
+      if (version === undefined) throw invalid(res.status, 'delete response without x-strata-version', requestIdOf(res));
       return { version };
     });
   }
@@ -699,7 +587,7 @@ export class StrataClient {
       if (isObject(body) && typeof body.status === 'string') return body as HealthResponse;
       if (res.status === 503)
         throw errorFromResponse({ status: 503, body: text, requestId: requestIdOf(res), context: 'GET /v1/health' });
-      throw invalidResponse(res.status, `unexpected health response: ${text.slice(0, 200)}`, requestIdOf(res));
+      throw invalid(res.status, `unexpected health response: ${text.slice(0, 200)}`, requestIdOf(res));
     });
   }
 
@@ -731,7 +619,7 @@ export class StrataClient {
     };
   }
 
-  private sendJson<T>(req: HttpRequest, payload: unknown, parse: (body: JsonObject, status: number) => T): Promise<T> {
+  private sendJson<T>(req: HttpRequest, payload: unknown, parse: (body: Json, status: number) => T): Promise<T> {
     return this.transport.send(
       { ...req, headers: { ...req.headers, 'content-type': 'application/json' }, body: JSON.stringify(payload) },
       async (res) => parse(await readJson(res), res.status),
@@ -798,7 +686,7 @@ export class StrataClient {
       const request = { contentType: enc.contentType, ttl: opts.ttl, tags: opts.tags };
       const ticket = await this.sendJson(this.req('POST', base, opts), request, (body, status): UploadTicket => {
         if (typeof body.uploadId !== 'string' || typeof body.url !== 'string') {
-          throw invalidResponse(status, 'upload response without uploadId/url');
+          throw invalid(status, 'upload response without uploadId/url');
         }
         const headers: Record<string, string> = {};
         if (isObject(body.headers)) for (const [k, v] of Object.entries(body.headers)) if (typeof v === 'string') headers[k] = v;
