@@ -26,6 +26,7 @@ import {
   notModified,
   nsParam,
   tagsHeader,
+  touchSchema,
   ttlHeader,
   uploadRequestSchema,
   valueContentType,
@@ -155,6 +156,18 @@ export async function putKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResul
     w.tiers.join(','),
   );
   return json(200, { ns, key, ...writeBody(w) }, headers);
+}
+
+/**
+ * `PATCH`: a new TTL (`{ "ttl": seconds }`, or `null` for none) without sending the value again; a write of metadata
+ * with a new version, `if-match` applying as to a PUT (Coordinator.touch).
+ */
+export async function touchKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
+  const { ns, key } = keyParams(event);
+  const ifMatch = ifMatchHeader(event);
+  const { ttl } = jsonBody(event, touchSchema);
+  const w = await ctx.coordinator.touch(ns, key, { ttlSeconds: ttl, ifMatch, maxBytes: ctx.inlineLimitBytes });
+  return json(200, { ns, key, ...writeBody(w) }, { 'x-strata-version': String(w.version), etag: `"${w.version}"` });
 }
 
 export async function deleteKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {

@@ -5,6 +5,7 @@ import {
   batchPutSchema,
   completeUploadSchema,
   IF_NONE_MATCH_READ_PATTERN,
+  touchSchema,
   uploadRequestSchema,
 } from './validation.js';
 import { MAX_TTL_SECONDS, TAG_PATTERN } from '../model/schemas.js';
@@ -185,6 +186,21 @@ export const ROUTE_DOCS = {
     },
     responses: { '200': json(ref('WriteResult'), 'Written') },
     errors: ['VERSION_CONFLICT', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', ...KEY_ERRORS],
+  },
+  touchKey: {
+    operationId: 'touchKey',
+    summary: "Change a key's time to live (a touch)",
+    description:
+      'A write of metadata: the value, tags and content type stay, the expiry is set from `ttl` (`null`: none) and the entry gets a ' +
+      'new version. Applied on the version read, so a write landing meanwhile is never undone (the touch then applies to it). ' +
+      'Values above the inline limit are 413: write them again through an upload.',
+    parameters: [ifMatchParam('Touch')],
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: fromZod(touchSchema) } },
+    },
+    responses: { '200': json(ref('WriteResult'), 'Touched: the new version and expiry') },
+    errors: ['NOT_FOUND', 'VERSION_CONFLICT', 'PAYLOAD_TOO_LARGE', 'MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', ...KEY_ERRORS],
   },
   deleteKey: {
     operationId: 'deleteKey',

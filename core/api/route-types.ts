@@ -33,7 +33,7 @@ export interface RouteDoc {
 }
 
 export interface ApiRoute {
-  method: 'GET' | 'HEAD' | 'PUT' | 'DELETE' | 'POST';
+  method: 'GET' | 'HEAD' | 'PUT' | 'PATCH' | 'DELETE' | 'POST';
   /** API Gateway resource path; `{name}` is one URL-encoded path segment. */
   resource: string;
   fn: ApiFunction;

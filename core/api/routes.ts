@@ -13,6 +13,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { method: 'GET', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.getKey, doc: doc.getKey },
   { method: 'HEAD', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.headKey, doc: doc.headKey },
   { method: 'PUT', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.putKey, doc: doc.putKey },
+  { method: 'PATCH', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.touchKey, doc: doc.touchKey },
   { method: 'DELETE', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.deleteKey, doc: doc.deleteKey },
   { method: 'POST', resource: '/v1/ns/{ns}/batch/get', fn: 'batch', run: op.batchGet, doc: doc.batchGet },
   { method: 'POST', resource: '/v1/ns/{ns}/batch/put', fn: 'batch', run: op.batchPut, doc: doc.batchPut },

@@ -66,6 +66,8 @@ export const uploadRequestSchema = z.strictObject({
   ttl: ttlSchema.nullable().optional(),
   tags: tagsSchema.optional(),
 });
+/** `PATCH /v1/ns/{ns}/keys/{key}`: the key's new time to live in whole seconds, or null for none. */
+export const touchSchema = z.strictObject({ ttl: ttlSchema.nullable() });
 export const completeUploadSchema = uploadRequestSchema.extend({
   uploadId: z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, 'uploadId is the id returned when the upload URL was requested'),
 });

@@ -1,4 +1,4 @@
-import { permanentDetails, StrataError, VersionConflictError } from '../errors.js';
+import { NotFoundError, permanentDetails, StrataError, VersionConflictError } from '../errors.js';
 import type { Entry, EntryEncoding, EntryHeader } from '../model/entry.js';
 import { copyForTier, makeTombstone } from '../model/entry.js';
 import { HybridLogicalClock } from '../model/hlc.js';
@@ -48,6 +48,9 @@ import { log } from '../util/logger.js';
  * that version and retried, so an acknowledged write is never silently dropped and the last write to be
  * acknowledged is the one readers see.
  */
+/** Reads and writes a touch tries when writes of the same key keep landing between them. */
+export const TOUCH_ATTEMPTS = 3;
+
 export class Coordinator {
   /** The namespace settings in force; replaced at runtime by {@link replacePolicies}. */
   get policies(): PolicyRegistry {
@@ -306,6 +309,58 @@ export class Coordinator {
       const message = `key '${key}' is at version ${current ?? 'none'}, not ${opts.ifMatch}`;
       throw new VersionConflictError(message, { expected: opts.ifMatch, current });
     }
+  }
+
+  /**
+   * A new TTL for a key (`ttlSeconds`; null: no expiry) without the caller sending its value again: a write of
+   * metadata. The live entry is written back as the tiers store it (its bytes, encoding, tags and content type; not
+   * decoded and encoded again) with the new expiry, at its version + 1: a version that any write made after the one
+   * read is at or above, so the versioned write cannot undo it, in this process or another (a read-then-write at a
+   * fresh clock version would: an If-Match checked first is no compare-and-set across processes). When it does not
+   * apply, the touch reads again and applies to the newer value, up to {@link TOUCH_ATTEMPTS} times. Placement and
+   * the hot copy's TTL cap apply as to any write. `ifMatch`: only if the key is at that version (or, `*`, exists); a
+   * missing key is a NotFoundError (a VersionConflictError with `ifMatch`). Values above `maxBytes` are refused:
+   * their bytes would pass through this process (the caller writes them again through an upload).
+   */
+  async touch(
+    ns: string,
+    key: string,
+    opts: { ttlSeconds: number | null; ifMatch?: number | '*'; maxBytes: number },
+  ): Promise<WriteResult> {
+    for (let attempt = 1; attempt <= TOUCH_ATTEMPTS; attempt++) {
+      const r = await this.stored(ns, key);
+      const current = r?.entry.header.version ?? null;
+      if (opts.ifMatch !== undefined && (current === null || (opts.ifMatch !== '*' && current !== opts.ifMatch))) {
+        const message = `key '${key}' is at version ${current ?? 'none'}, not ${opts.ifMatch}`;
+        throw new VersionConflictError(message, { expected: opts.ifMatch, current });
+      }
+      if (!r) throw new NotFoundError(`key '${key}' not found in namespace '${ns}'`, { ns, key });
+      const { version, ...header } = r.entry.header;
+      if (header.size > opts.maxBytes) {
+        const message = `a touch writes the value back; '${key}' is ${header.size} bytes, above ${opts.maxBytes}: write it again with the new TTL through an upload`;
+        throw new StrataError('PAYLOAD_TOO_LARGE', message, { limit: opts.maxBytes, size: header.size });
+      }
+      const policy = this.registry.forKey(ns, key, header.tags);
+      const expiresAt = opts.ttlSeconds === null ? null : Date.now() + opts.ttlSeconds * 1000;
+      const base: Omit<EntryHeader, 'version'> = { ...header, expiresAt, flags: {} };
+      const placement = this.placement(policy, {
+        size: header.encoding?.size ?? header.size,
+        tags: header.tags,
+        expiresAt,
+        ageMs: 0,
+      });
+      const w = await this.attemptWrite(ns, key, base, r.entry.value, placement, policy, version + 1);
+      if (w.ok) return w.value;
+      // A newer write is there (this container's near copy was behind, or a write landed since the read).
+      this.near.drop(ns, key);
+      if (typeof opts.ifMatch === 'number') {
+        throw new VersionConflictError(`key '${key}' changed during the touch`, { expected: opts.ifMatch, current: w.current });
+      }
+    }
+    throw new VersionConflictError(`key '${key}' kept changing during the touch; touch it again`, {
+      expected: opts.ifMatch,
+      current: null,
+    });
   }
 
   async putMany(ns: string, items: { key: string; value: Buffer; opts?: WriteOptions }[]): Promise<WriteResult[]> {

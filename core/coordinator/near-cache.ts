@@ -41,6 +41,11 @@ export class NearCache {
     this.l1?.putSync(ns, key, marker, policy.nearCache.ttlMs);
   }
 
+  /** Forgets this container's copy, so the next read asks the tiers (a touch that lost to a newer write). */
+  drop(ns: string, key: string): void {
+    this.l1?.deleteSync(ns, key);
+  }
+
   /** The cache as a tier, for stats and close. */
   get tier(): MemoryTier | undefined {
     return this.l1;

@@ -19,6 +19,8 @@ export const OPERATION_BY_ROUTE: Readonly<Record<string, Operation>> = {
   'GET /v1/ns/{ns}/keys/{key}': 'get',
   'HEAD /v1/ns/{ns}/keys/{key}': 'head',
   'PUT /v1/ns/{ns}/keys/{key}': 'put',
+  // A touch is a write (of metadata): counted with the puts, so no dashboard or alarm gains a series for it.
+  'PATCH /v1/ns/{ns}/keys/{key}': 'put',
   'DELETE /v1/ns/{ns}/keys/{key}': 'delete',
   'POST /v1/ns/{ns}/batch/get': 'batch-get',
   'POST /v1/ns/{ns}/batch/put': 'batch-put',

@@ -8,7 +8,7 @@ import { POLICY_USAGE, policyCommand } from './cli-policy.js';
 import { NODE_OPTIONS, NODE_USAGE, nodeCommand } from './cli-node.js';
 import { formatDuration, UsageError, WORKFLOW_USAGE, workflowCommand, type CliIo } from './cli-workflow.js';
 import { StrataClient } from './client.js';
-import { NetworkError, StrataError, WorkflowsUnavailableError } from './errors.js';
+import { NetworkError, NotFoundError, StrataError, WorkflowsUnavailableError } from './errors.js';
 import type { CacheItem } from './types.js';
 import { SDK_VERSION } from './version.js';
 
@@ -29,6 +29,8 @@ commands:
   get <key> [-v]       write the value to stdout (exit 1 when the key does not exist); -v: version, tier, expiry
   has <key>            exit 0 when the key exists, 1 when it does not; prints nothing
   put <key> [value]    store value (read from stdin when omitted or "-"); prints the result as JSON
+  touch <key> --ttl <s> | --no-ttl
+                       a new time to live without sending the value again; prints the result as JSON
   delete <key>         delete; prints the tombstone version as JSON
   stats | health       print the service report as JSON
   workflow start <workflow> | status <execution> | list
@@ -72,6 +74,17 @@ Stores the value, or stdin when it is omitted or "-"; prints the write's result 
   --ttl <seconds>      time to live (default: the namespace's)
   --tags <a,b>         tags
   --content-type <t>   content type (default text/plain; application/octet-stream for stdin)
+${NS_HELP}
+
+${CONNECTION_HELP}`,
+  touch: `usage: strata touch <key> (--ttl <seconds> | --no-ttl) [--if-match <version>] [--ns <namespace>]
+
+Gives the key a new time to live, counted from now, without sending its value again (PATCH); prints the write's
+result (its new version and expiry) as JSON. The value, tags and content type stay. Exit 1 when the key does not
+exist.
+  --ttl <seconds>      the new time to live (1..31536000)
+  --no-ttl             no expiry: the key stays until it is deleted
+  --if-match <v>       only if the stored version is this one (or * : only if it exists)
 ${NS_HELP}
 
 ${CONNECTION_HELP}`,
@@ -120,6 +133,7 @@ const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
   has: ['ns'],
   // These print JSON anyway: --json is accepted (as it always was), not needed.
   put: ['ns', 'ttl', 'tags', 'content-type', 'json'],
+  touch: ['ns', 'ttl', 'no-ttl', 'if-match', 'json'],
   delete: ['ns', 'json'],
   stats: ['json'],
   health: ['json'],
@@ -131,7 +145,17 @@ const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
 };
 
 /** The positional arguments after the command that each command takes, at most. */
-const MAX_ARGS: Readonly<Record<string, number>> = { get: 1, has: 1, put: 2, delete: 1, stats: 0, health: 0, cost: 0, help: 1 };
+const MAX_ARGS: Readonly<Record<string, number>> = {
+  get: 1,
+  has: 1,
+  put: 2,
+  touch: 1,
+  delete: 1,
+  stats: 0,
+  health: 0,
+  cost: 0,
+  help: 1,
+};
 
 const CONNECTION_OPTIONS = ['endpoint', 'api-key', 'timeout', 'help'];
 
@@ -156,6 +180,8 @@ const PARSE_OPTIONS = {
   limit: { type: 'string' },
   'if-version': { type: 'string' },
   'if-none-match': { type: 'string' },
+  'if-match': { type: 'string' },
+  'no-ttl': { type: 'boolean' },
   reason: { type: 'string' },
   before: { type: 'string' },
   fill: { type: 'string' },
@@ -346,6 +372,24 @@ async function run(argv: readonly string[], ctx: CliContext): Promise<number> {
             contentType: values['content-type'],
           }),
         );
+        return 0;
+      }
+      case 'touch': {
+        const k = key();
+        if ((values.ttl === undefined) === !values['no-ttl'])
+          throw new UsageError('touch needs either --ttl <seconds> or --no-ttl', undefined, command);
+        const ifMatch = values['if-match'];
+        if (ifMatch !== undefined && !/^(\*|\d{1,16})$/.test(ifMatch))
+          throw new UsageError(`--if-match must be a version or *, not '${ifMatch}'`, undefined, command);
+        const ttl = values['no-ttl'] ? null : wholeNumber('ttl', values.ttl, command)!;
+        const at = ifMatch === undefined ? {} : { ifMatch: ifMatch === '*' ? ('*' as const) : Number(ifMatch) };
+        try {
+          print(await client.touch(k, { ttl, ...at }));
+        } catch (e) {
+          if (!(e instanceof NotFoundError)) throw e;
+          ctx.stderr.write(`strata: ${k} not found\n`);
+          return 1;
+        }
         return 0;
       }
       case 'delete':

@@ -31,6 +31,7 @@ import type {
   RequestOptions,
   StatsResponse,
   StrataClientOptions,
+  TouchOptions,
 } from './types.js';
 import { CostClient } from './cost.js';
 import { PoliciesClient } from './policies.js';
@@ -354,6 +355,33 @@ export class StrataClient {
       if (version === undefined) throw invalid(res.status, 'delete response without x-strata-version', requestIdOf(res));
       return { version };
     });
+  }
+
+  /**
+   * Gives a key a new time to live without sending its value again (`PATCH`): `ttl` in whole seconds, or `null` for
+   * none. A write of metadata: the value, tags and content type stay, and the entry gets a new version (a write that
+   * lands meanwhile is never undone: the touch applies to it). Values above the server's inline limit are refused
+   * (`PayloadTooLargeError`): `put` them again with the new `ttl`.
+   *
+   * @throws {NotFoundError} when the key does not exist; {@link VersionConflictError} when `ifMatch` does not match.
+   * @example
+   * ```ts
+   * await strata.touch('session:9', { ttl: 1800 }); // extend a session by half an hour from now
+   * await strata.touch('report:q3', { ttl: null }); // keep it until it is deleted
+   * ```
+   */
+  async touch(key: string, opts: TouchOptions): Promise<PutResult> {
+    checkKey(key);
+    const ttl = opts?.ttl;
+    if (ttl !== null && !(Number.isInteger(ttl) && ttl >= 1 && ttl <= 31_536_000))
+      throw optionError('ttl', `must be a whole number of seconds from 1 to 31536000, or null for none; got ${String(ttl)}`);
+    if (DOT_KEYS.has(key)) throw optionError('key', `touch is not supported for the key "${key}"`);
+    const ns = this.ns(opts);
+    const headers: Record<string, string> = {};
+    if (opts.ifMatch !== undefined) headers['if-match'] = String(opts.ifMatch);
+    const mode: RetryMode = opts.ifMatch !== undefined ? 'conditional' : 'idempotent';
+    const req = this.req('PATCH', this.keyUrl(ns, key), opts, { headers, retryMode: mode });
+    return this.sendJson(req, { ttl }, (body, status) => putResult(body, ns, key, status));
   }
 
   /**

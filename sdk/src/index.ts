@@ -51,6 +51,7 @@ export type {
   RetryInfo,
   StatsResponse,
   StrataClientOptions,
+  TouchOptions,
   TierStats,
 } from './types.js';
 export { WorkflowsClient, WORKFLOW_NAMES, WORKFLOW_PROGRESS_UNITS } from './workflows.js';

@@ -75,6 +75,14 @@ export interface DeleteOptions extends RequestOptions {
   ifMatch?: number | '*' | undefined;
 }
 
+/** Options of {@link StrataClient.touch}. */
+export interface TouchOptions extends RequestOptions {
+  /** The new time to live in whole seconds (1..31536000), or `null` for none. */
+  ttl: number | null;
+  /** Touch only if the stored version is this one, or with `'*'` only if the key exists (`if-match`). */
+  ifMatch?: number | '*' | undefined;
+}
+
 /** Options of {@link StrataClient.putMany}: defaults applied to items that do not set their own. */
 export interface PutManyOptions extends RequestOptions {
   ttl?: number | undefined;

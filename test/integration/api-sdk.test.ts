@@ -167,6 +167,28 @@ describe.each<Backend>(['embedded', 'redis+s3'])('API through the SDK (%s)', (ba
     expect([held.status, held.headers.get('location')]).toEqual([304, null]);
   });
 
+  it('touches a key: a new TTL and version, the value, tags and content type kept; 404, 409 and 413 typed', async () => {
+    const w = await client.put('touched', { n: 1 }, { ttl: 60, tags: ['t'] });
+    const before = Date.now();
+    const t = await client.touch('touched', { ttl: 7200 });
+    expect(t.version).toBeGreaterThan(w.version);
+    expect(t.expiresAt!.getTime()).toBeGreaterThanOrEqual(before + 7_100_000);
+    const got = (await client.get('touched'))!;
+    expect([got.version, got.json(), got.tags, got.contentType]).toEqual([t.version, { n: 1 }, ['t'], 'application/json']);
+    expect((await client.touch('touched', { ttl: null })).expiresAt).toBeNull();
+    expect((await client.get('touched'))!.expiresAt).toBeNull();
+    await expect(client.touch('touched-missing', { ttl: 5 })).rejects.toBeInstanceOf(NotFoundError);
+    await expect(client.touch('touched', { ttl: 5, ifMatch: w.version })).rejects.toBeInstanceOf(VersionConflictError);
+    const raw = await fetch(`${api.url}/v1/ns/app/keys/touched`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ttl: 0 }),
+    });
+    expect([raw.status, ((await raw.json()) as { error: { code: string } }).error.code]).toEqual([400, 'VALIDATION_FAILED']);
+    await client.put('touched-large', Buffer.alloc(INLINE_LIMIT + 1, 1));
+    await expect(client.touch('touched-large', { ttl: 5 })).rejects.toMatchObject({ code: 'PAYLOAD_TOO_LARGE', status: 413 });
+  });
+
   it('rejects bad input with typed errors naming the field', async () => {
     await expect(client.put('k', 'v', { ns: 'Bad NS' } as never)).rejects.toBeInstanceOf(ValidationError);
     const res = await fetch(`${api.url}/v1/ns/app/keys/k`, { method: 'PUT', body: 'x', headers: { 'x-strata-ttl': '-5' } });

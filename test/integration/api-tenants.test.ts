@@ -42,6 +42,10 @@ describe('API keys limited to their namespaces (local server, SDK)', () => {
       retryable: false,
     });
     await expect(intruder.putMany([{ key: 'x', value: 'y' }])).rejects.toBeInstanceOf(NamespaceForbiddenError);
+    // A touch is a write: refused in another tenant's namespace, and the key's TTL there is unchanged.
+    await client('reports-key', 'reports').put('kept', 'v', { ttl: 60 });
+    await expect(client('web-key', 'reports').touch('kept', { ttl: null })).rejects.toBeInstanceOf(NamespaceForbiddenError);
+    expect((await client('reports-key', 'reports').get('kept'))!.expiresAt).not.toBeNull();
 
     const reports = client('reports-key', 'reports');
     expect(await reports.get('x')).toBeUndefined(); // the refused batch wrote nothing

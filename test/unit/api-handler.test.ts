@@ -135,7 +135,7 @@ describe('API Lambda handlers (in-process, API Gateway proxy events)', () => {
       inlineLimitBytes: 1024,
       urlTtlSeconds: 60,
     });
-    const res = (await keys(event('PATCH', '/v1/ns/{ns}/keys/{key}', { ns: 'app', key: 'k' }), ctx)) as ApiResult;
+    const res = (await keys(event('POST', '/v1/ns/{ns}/keys/{key}', { ns: 'app', key: 'k' }), ctx)) as ApiResult;
     expect(res.statusCode).toBe(405);
     expect(JSON.parse(res.body).error.code).toBe('METHOD_NOT_ALLOWED');
   });

@@ -85,7 +85,7 @@ describe('mistakes are one line naming what was wrong and the help to run', () =
     [['get', 'a', 'b'], "strata: get: unexpected argument 'b'; run 'strata help get'\n"],
     [
       ['get', 'a', '--ttl', '5'],
-      "strata: --ttl is not an option of strata get (it is an option of strata put); run 'strata help get'\n",
+      "strata: --ttl is not an option of strata get (it is an option of strata put, touch); run 'strata help get'\n",
     ],
     [['get', 'a', '--bogus'], "strata: unknown option --bogus; run 'strata help get'\n"],
     [['put', 'k', '--ttl'], "strata: --ttl needs a value; run 'strata help put'\n"],
@@ -190,6 +190,27 @@ describe('strata get', () => {
     expect(sent).toEqual(['"7"', '"6"']);
     const bad = await strata(['get', 'k', '--if-none-match', 'abc']);
     expect([bad.code, bad.err]).toEqual([2, expect.stringMatching(/--if-none-match must be a version/)]);
+  });
+});
+
+describe('strata touch', () => {
+  it('sends PATCH with the new ttl (or null) and if-match, prints the result; a missing key exits 1', async () => {
+    const seen: { method: string; body: string; ifMatch: unknown }[] = [];
+    suite.server.script((req, res) => {
+      seen.push({ method: req.method, body: req.body.toString(), ifMatch: req.headers['if-match'] });
+      if (req.path.endsWith('/gone')) sendError(res, 404, 'NOT_FOUND', 'no');
+      else sendJson(res, 200, { ns: 'default', key: 'k', version: 9, expiresAt: null, size: 1, tiers: ['hot'], durable: true });
+    });
+    const r = await strata(['touch', 'k', '--ttl', '300', '--if-match', '8']);
+    expect([r.code, JSON.parse(r.out)]).toEqual([0, expect.objectContaining({ key: 'k', version: 9 })]);
+    expect((await strata(['touch', 'k', '--no-ttl'])).code).toBe(0);
+    expect(await strata(['touch', 'gone', '--ttl', '5'])).toEqual({ code: 1, out: '', err: 'strata: gone not found\n' });
+    expect(seen.slice(0, 2)).toEqual([
+      { method: 'PATCH', body: '{"ttl":300}', ifMatch: '8' },
+      { method: 'PATCH', body: '{"ttl":null}', ifMatch: undefined },
+    ]);
+    const neither = await strata(['touch', 'k']);
+    expect([neither.code, neither.err]).toEqual([2, expect.stringMatching(/either --ttl <seconds> or --no-ttl/)]);
   });
 });
 
