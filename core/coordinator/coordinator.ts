@@ -33,6 +33,9 @@ import type {
 import { WriteBackFlusher } from './write-back.js';
 import { log } from '../util/logger.js';
 
+/** Reads and writes a touch tries when writes of the same key keep landing between them. */
+export const TOUCH_ATTEMPTS = 3;
+
 /**
  * Routes reads and writes over the ordered tiers by namespace policy. The parts live beside it: placement.ts
  * decides where an entry goes, tier-walk.ts reads, tier-writer.ts makes one attempt at a change, restamp.ts retries
@@ -48,9 +51,6 @@ import { log } from '../util/logger.js';
  * that version and retried, so an acknowledged write is never silently dropped and the last write to be
  * acknowledged is the one readers see.
  */
-/** Reads and writes a touch tries when writes of the same key keep landing between them. */
-export const TOUCH_ATTEMPTS = 3;
-
 export class Coordinator {
   /** The namespace settings in force; replaced at runtime by {@link replacePolicies}. */
   get policies(): PolicyRegistry {
