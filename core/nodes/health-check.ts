@@ -4,7 +4,7 @@ import { markDown, type NodeState, type RingDocument, type RingNode } from '../r
 import type { RingStore } from '../ring/store.js';
 import type { LogLevel } from '../util/logger.js';
 import type { HealthControls } from './health-controls.js';
-import type { BatchNodeProbe, NodeProbe, ProbeAnswer, ProbeResult } from './health-probe.js';
+import { probeAnswer, type BatchNodeProbe, type NodeProbe, type ProbeAnswer, type ProbeResult } from './health-probe.js';
 import {
   MARKED_HISTORY,
   parseSnapshot,
@@ -553,7 +553,7 @@ function resetStreak(t: Track): void {
 }
 
 function record(t: Track, answer: ProbeAnswer, now: number): void {
-  const { result, detail } = typeof answer === 'string' ? { result: answer, detail: undefined } : answer;
+  const { result, detail } = probeAnswer(answer);
   t.lastProbe = { at: now, result };
   if (result === 'ok') return resetStreak(t);
   if (result === 'down') {

@@ -10,6 +10,10 @@ export type ProbeResult = 'ok' | 'down' | 'unknown';
 export type ProbeAnswer = ProbeResult | { result: ProbeResult; detail?: string };
 /** Asks whether a node is up: an HTTP call to its health route locally ({@link httpProbe}), the EC2 status on AWS. */
 export type NodeProbe = (node: RingNode) => Promise<ProbeAnswer>;
+/** A probe's answer as a result and what was seen (none for a bare result). */
+export function probeAnswer(a: ProbeAnswer): { result: ProbeResult; detail?: string | undefined } {
+  return typeof a === 'string' ? { result: a } : a;
+}
 /**
  * Asks about many nodes in one call (core/nodes/ec2-probe.ts: one EC2 DescribeInstanceStatus for the whole fleet):
  * an answer per node id. A node it leaves out counts as `unknown`; a call that throws is `unknown` for all of them.

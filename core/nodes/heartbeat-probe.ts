@@ -2,7 +2,7 @@
 import { readNodeReport } from '../ring/node-report-reader.js';
 import type { RingNode } from '../ring/document.js';
 import type { CasStore } from '../ring/store.js';
-import type { BatchNodeProbe, ProbeAnswer } from './health-probe.js';
+import { probeAnswer, type BatchNodeProbe } from './health-probe.js';
 
 export interface ReportHeartbeatOptions {
   /** The ring store, where each node writes its statistics report (core/ring/node-reports.ts). */
@@ -36,7 +36,10 @@ export function withReportHeartbeat(inner: BatchNodeProbe, o: ReportHeartbeatOpt
   return {
     many: async (nodes: readonly RingNode[]) => {
       const answers = new Map(await inner.many(nodes));
-      const fine = nodes.filter((n) => resultOf(answers.get(n.id)) === 'ok');
+      const fine = nodes.filter((n) => {
+        const a = answers.get(n.id);
+        return a !== undefined && probeAnswer(a).result === 'ok';
+      });
       const at = now();
       const reports = await Promise.all(fine.map((n) => readNodeReport(o.cas, n.id, at, o.reportIdPrefix)));
       for (const r of reports) {
@@ -47,8 +50,4 @@ export function withReportHeartbeat(inner: BatchNodeProbe, o: ReportHeartbeatOpt
       return answers;
     },
   };
-}
-
-function resultOf(a: ProbeAnswer | undefined): string | undefined {
-  return typeof a === 'string' ? a : a?.result;
 }

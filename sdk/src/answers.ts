@@ -50,37 +50,32 @@ export async function readJson(res: Response): Promise<Json> {
   );
 }
 
+/**
+ * What the headers of a read say about the entry (version, expiry, serving tier, tags): from `meta` (the API's answer),
+ * else `body` (a download's, whose headers may carry them too).
+ */
+function entryMeta(meta: Headers, body: Headers = meta) {
+  const get = (name: string) => meta.get(name) ?? body.get(name);
+  return {
+    version:
+      parseVersion(meta.get('x-strata-version')) ?? parseVersion(body.get('x-strata-version')) ?? parseVersion(meta.get('etag')),
+    expiresAt: parseDate(get('x-strata-expires-at')),
+    tier: (get('x-strata-tier') ?? 'unknown').split(',')[0]!.trim(),
+    tags: parseTags(get('x-strata-tags')),
+  };
+}
+
 export function itemFromHeaders(key: string, value: Uint8Array, meta: Headers, body: Headers = meta): CacheItem {
-  const version =
-    parseVersion(meta.get('x-strata-version')) ??
-    parseVersion(body.get('x-strata-version')) ??
-    parseVersion(meta.get('etag')) ??
-    0;
+  const { version, ...rest } = entryMeta(meta, body);
   const contentType = body.get('content-type') ?? meta.get('content-type') ?? undefined;
-  return makeItem({
-    key,
-    value,
-    version,
-    expiresAt: parseDate(meta.get('x-strata-expires-at') ?? body.get('x-strata-expires-at')),
-    tier: (meta.get('x-strata-tier') ?? body.get('x-strata-tier') ?? 'unknown').split(',')[0]!.trim(),
-    contentType,
-    tags: parseTags(meta.get('x-strata-tags') ?? body.get('x-strata-tags')),
-  });
+  return makeItem({ key, value, version: version ?? 0, contentType, ...rest });
 }
 
 /** A 304's headers: the stored version, which is the one the caller holds. */
 export function notModifiedFrom(key: string, res: Response): NotModified {
-  const h = res.headers;
-  const version = parseVersion(h.get('x-strata-version')) ?? parseVersion(h.get('etag'));
+  const { version, ...rest } = entryMeta(res.headers);
   if (version === undefined) throw invalid(304, 'not-modified answer without a version', requestIdOf(res));
-  return {
-    key,
-    notModified: true,
-    version,
-    expiresAt: parseDate(h.get('x-strata-expires-at')),
-    tier: (h.get('x-strata-tier') ?? 'unknown').split(',')[0]!.trim(),
-    tags: parseTags(h.get('x-strata-tags')),
-  };
+  return { key, notModified: true, version, ...rest };
 }
 
 export function putResult(body: Json, ns: string, key: string, status: number): PutResult {
