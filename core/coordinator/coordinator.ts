@@ -280,8 +280,11 @@ export class Coordinator {
       if (first) return this.settleWrite(ns, p, policy, first);
     }
     const r = await this.writeLocks.run(lockId(ns, key), async () => {
-      if (conditional) await this.checkPrecondition(ns, key, opts);
-      return (await this.write(ns, key, p.value, p.encoding, opts, policy, conditional ? 'conditional' : 'restamp'))!;
+      if (!conditional) return (await this.write(ns, key, p.value, p.encoding, opts, policy, 'restamp'))!;
+      const current = await this.checkPrecondition(ns, key, opts);
+      // If-Match: at the version read + 1, so the versioned write is a compare-and-set (see casVersion).
+      const at = opts.ifMatch !== undefined ? casVersion(current!) : undefined;
+      return (await this.write(ns, key, p.value, p.encoding, opts, policy, 'conditional', at))!;
     });
     return this.settleWrite(ns, p, policy, r);
   }
@@ -292,12 +295,21 @@ export class Coordinator {
   }
 
   /**
-   * If-Match / If-None-Match, checked under the key's lock so no local write interleaves; a writer in another
-   * process that slips in afterwards is caught by the versioned write and reported as a conflict too. Decided by
-   * head(): when a tier that might hold the key cannot answer, the write is refused with 503 rather than decided on
-   * a partial view.
+   * If-Match / If-None-Match, checked under the key's lock so no local write interleaves. Returns the version read
+   * (null: no live entry). Decided by head(): when a tier that might hold the key cannot answer, the write is
+   * refused with 503 rather than decided on a partial view. A writer in another process that slips in after the
+   * check is caught by the write that follows: an If-Match write goes in at {@link casVersion} of what was read,
+   * which every later write is at or above, so it is refused and reported as a conflict (a write at a fresh clock
+   * version would not be: a clock ahead of the other writer's would put it above, and undo, their acknowledged
+   * write).
    */
-  private async checkPrecondition(ns: string, key: string, opts: Pick<WriteOptions, 'ifMatch' | 'ifNoneMatch'>): Promise<void> {
+  private async checkPrecondition(
+    ns: string,
+    key: string,
+    opts: Pick<WriteOptions, 'ifMatch' | 'ifNoneMatch'>,
+  ): Promise<number | null> {
+    // Read past this container's near copy, which may be behind another process's write (a spurious conflict).
+    this.near.drop(ns, key);
     const current = (await this.head(ns, key))?.header.version ?? null;
     if (opts.ifNoneMatch && current !== null) {
       throw new VersionConflictError(`key '${key}' already exists`, { expected: '*', current });
@@ -309,6 +321,7 @@ export class Coordinator {
       const message = `key '${key}' is at version ${current ?? 'none'}, not ${opts.ifMatch}`;
       throw new VersionConflictError(message, { expected: opts.ifMatch, current });
     }
+    return current;
   }
 
   /**
@@ -349,7 +362,7 @@ export class Coordinator {
         expiresAt,
         ageMs: 0,
       });
-      const w = await this.attemptWrite(ns, key, base, r.entry.value, placement, policy, version + 1);
+      const w = await this.attemptWrite(ns, key, base, r.entry.value, placement, policy, casVersion(version));
       if (w.ok) return w.value;
       // A newer write is there (this container's near copy was behind, or a write landed since the read).
       this.near.drop(ns, key);
@@ -370,24 +383,26 @@ export class Coordinator {
   async delete(ns: string, key: string, opts: { ifMatch?: number | '*' } = {}): Promise<DeleteResult> {
     const policy = this.policies.forRead(ns, key);
     return this.writeLocks.run(lockId(ns, key), async () => {
-      const conditional = opts.ifMatch !== undefined;
-      if (conditional) await this.checkPrecondition(ns, key, opts);
-      return restamp(
-        this.clock,
-        async (version) => {
-          const r = await this.writer.tombstone(ns, key, version, policy);
-          if (!r.ok) return r;
-          this.near.shadow(ns, key, makeTombstone(version, policy.nearCache.ttlMs), policy);
-          return { ok: true, value: { version } };
-        },
-        {
-          conflict: conditional
-            ? (current) => new VersionConflictError(`key '${key}' changed during the delete`, { expected: opts.ifMatch, current })
-            : undefined,
-          // Superseded by concurrent writers in other processes, as a write can be (see restamp.ts).
-          exhausted: (version) => ({ version }),
-        },
-      );
+      const tombstone = async (version: number): Promise<Attempt<DeleteResult>> => {
+        const r = await this.writer.tombstone(ns, key, version, policy);
+        if (!r.ok) return r;
+        this.near.shadow(ns, key, makeTombstone(version, policy.nearCache.ttlMs), policy);
+        return { ok: true, value: { version } };
+      };
+      if (opts.ifMatch !== undefined) {
+        // A compare-and-set, as a conditional put is (checkPrecondition).
+        const version = casVersion((await this.checkPrecondition(ns, key, opts))!);
+        const r = await tombstone(version);
+        if (!r.ok)
+          throw new VersionConflictError(`key '${key}' changed during the delete`, {
+            expected: opts.ifMatch,
+            current: r.current,
+          });
+        this.clock.observe(version);
+        return r.value;
+      }
+      // Superseded by concurrent writers in other processes, as a write can be (see restamp.ts).
+      return restamp(this.clock, tombstone, { exhausted: (version) => ({ version }) });
     });
   }
 
@@ -536,7 +551,8 @@ export class Coordinator {
   /**
    * Stamps a value and writes it where placement says, re-stamped above any newer version it loses to (restamp.ts).
    * 'first-try': resolves undefined instead of re-stamping when the first attempt loses (the caller retries under
-   * the key's lock); 'conditional': a loss is a conflict.
+   * the key's lock); 'conditional': a loss is a conflict. `at`: exactly that version (a compare-and-set, see
+   * casVersion), never re-stamped.
    */
   private async write(
     ns: string,
@@ -546,6 +562,7 @@ export class Coordinator {
     opts: WriteOptions,
     policy: NamespacePolicy,
     mode: 'first-try' | 'conditional' | 'restamp',
+    at?: number,
   ): Promise<WriteResult | undefined> {
     const ttl = opts.ttlSeconds === undefined ? policy.defaultTtlSeconds : opts.ttlSeconds;
     const base: Omit<EntryHeader, 'version'> = {
@@ -567,6 +584,13 @@ export class Coordinator {
       if (r.ok) return r.value;
       this.clock.observe(r.current);
       return undefined;
+    }
+    if (at !== undefined) {
+      // A compare-and-set (If-Match): exactly this version, and a loss is a conflict.
+      const r = await this.attemptWrite(ns, key, base, value, placement, policy, at);
+      if (!r.ok) throw conflictDuringWrite(key, r.current);
+      this.clock.observe(at);
+      return r.value;
     }
     const { expiresAt } = base;
     return restamp<WriteResult, WriteResult | undefined>(
@@ -621,6 +645,15 @@ function placementHeader({ header, value }: Entry): PlacementHeader {
   // The size as written (header.size is the size as stored, which is value.length for every live entry).
   const size = header.encoding?.size ?? value.length;
   return { size, tags: header.tags, expiresAt: header.expiresAt, ageMs: Date.now() - HybridLogicalClock.timeOf(header.version) };
+}
+
+/**
+ * The version a compare-and-set over `read` is written at: one above it. Every write made after `read` was written
+ * has a higher version (the tiers keep the newest, and writers stamp above what they meet), so this one applies only
+ * while `read` is still the stored version; of two made over the same `read`, exactly one applies.
+ */
+function casVersion(read: number): number {
+  return read + 1;
 }
 
 function conflictDuringWrite(key: string, current: number): VersionConflictError {

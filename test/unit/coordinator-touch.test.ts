@@ -2,32 +2,14 @@
  * Coordinator.touch (issue 24, item 4): a new TTL without the value sent again, as a write of metadata with a new
  * version. What it must never do: undo a write that lands between its read and its write, in this process or another.
  */
-import { Coordinator, TOUCH_ATTEMPTS } from '../../core/coordinator/coordinator.js';
+import { TOUCH_ATTEMPTS } from '../../core/coordinator/coordinator.js';
 import { NotFoundError, StrataError, VersionConflictError } from '../../core/errors.js';
-import { HybridLogicalClock } from '../../core/model/hlc.js';
-import { MemoryTier } from '../../core/tiers/memory-tier.js';
-import { SwitchableTier } from '../helpers/tiers.js';
+import { skewedPair } from '../helpers/skewed-pair.js';
 
 const buf = (s: string) => Buffer.from(s);
+/** The inline limit a touch is given (values above it are refused). */
 const MAX = 1024 * 1024;
-
-/**
- * Two coordinators (two processes) over the same hot and cold tiers, each with its own near cache; a's clock runs a
- * second ahead of b's, as two machines' clocks may.
- */
-function pair() {
-  const hot = new SwitchableTier('hot');
-  const cold = new SwitchableTier('cold', 64 * 1024 * 1024);
-  const make = (skewMs: number) =>
-    new Coordinator({
-      tiers: [hot, cold],
-      nearCache: new MemoryTier({ name: 'l1', maxBytes: MAX }),
-      clock: new HybridLogicalClock(() => Date.now() + skewMs),
-      flushTimer: false,
-      onBackgroundError: () => {},
-    });
-  return { a: make(1000), b: make(0), hot, cold };
-}
+const pair = skewedPair;
 
 describe('Coordinator.touch', () => {
   it('sets the expiry from now and a new version, keeping the value, tags and content type', async () => {
