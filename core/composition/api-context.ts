@@ -311,6 +311,17 @@ export function coordinatorEventLog(o: CoordinatorLogOptions): (event: Coordinat
         return log(
           '[strata] hot fence: the hot tier is a new incarnation (restarted or failed over): every shard was fenced; write-back entries it had not flushed are lost',
         );
+      case 'invalidated': {
+        const r = e.record;
+        const what =
+          r.kind === 'flush' ? 'the whole namespace' : r.kind === 'tags' ? `tags ${r.tags!.join(', ')}` : `prefix '${r.prefix}'`;
+        log(
+          `[strata] invalidation #${r.id} by ${r.by}: ${what} of namespace '${r.ns}' (generation ${r.generation}) in force after ${e.waitedMs} ms`,
+        );
+        return publish({ invalidations: 1 });
+      }
+      case 'invalidation-refresh-failed':
+        return limiter.report(e.error, 'reading the invalidations document (reads and writes fail closed meanwhile)');
       case 'write-back-lost':
         log(
           `[strata] write-back: ${e.count} dirty entr${e.count === 1 ? 'y was' : 'ies were'} gone from the hot tier before their flush (evicted or expired)`,

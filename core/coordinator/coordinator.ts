@@ -8,6 +8,13 @@ import { supportsDirtyTracking, supportsPresigning } from '../tiers/tier.js';
 import { mapLimit } from '../util/concurrency.js';
 import { tierHealth, TierCounters, tierReports, type Health, type TierCounts, type TierReport } from './tier-report.js';
 import { hotFenceFor, type HotFence } from './hot-fence.js';
+import {
+  Invalidations,
+  tierInvalidationRegister,
+  type InvalidationRecord,
+  type InvalidationResult,
+  type InvalidationScope,
+} from './invalidations.js';
 import { KeyedMutex } from './keyed-mutex.js';
 import { lookupByPolicy, promotionTargets } from './key-scopes.js';
 import { OriginLoader } from './origin.js';
@@ -64,6 +71,8 @@ export class Coordinator {
   /** What placement knows of the tiers (capabilities; fill and availability are not tracked yet). */
   private readonly snapshot: readonly TierSnapshot[];
   private readonly fence?: HotFence;
+  /** Tag, prefix and namespace invalidations (invalidations.ts): checked on every read, observed by every write. */
+  private readonly invalidations: Invalidations;
   private readonly near: NearCache;
   private readonly clock: HybridLogicalClock;
   private readonly values: StoredValues;
@@ -98,7 +107,17 @@ export class Coordinator {
     this.clock = opts.clock ?? new HybridLogicalClock();
     this.onBackgroundError = opts.onBackgroundError ?? ((e, what) => log.error(`background ${what} failed`, { error: e }));
     this.onEvent = opts.onEvent ?? (() => {});
-    this.near = new NearCache(opts.nearCache, () => this.count('l1', 'hits'));
+    this.invalidations =
+      opts.invalidations instanceof Invalidations
+        ? opts.invalidations
+        : new Invalidations({
+            register: tierInvalidationRegister(this.tiers[this.tiers.length - 1]!),
+            clock: this.clock,
+            ...opts.invalidations,
+            onEvent: (e) => this.onEvent(e),
+          });
+    const covers = this.invalidations.covers.bind(this.invalidations);
+    this.near = new NearCache(opts.nearCache, () => this.count('l1', 'hits'), covers);
     this.fence = hotFenceFor(opts.hotFence, this.tiers, this.hot, (e) => this.onEvent(e));
     this.settled = this.fence ? this.fence.settle() : Promise.resolve();
     this.reads = new TierWalk({
@@ -109,6 +128,7 @@ export class Coordinator {
       count: (tier, what) => this.count(tier, what),
       observe: (version) => this.clock.observe(version),
       durableTargets: (policy) => this.durableTargets(policy),
+      covers,
     });
     this.writer = new TierWriter({
       tiers: this.tiers,
@@ -182,6 +202,8 @@ export class Coordinator {
    * the hot path: the batch's arrays and Promise.all cost a third of a get's throughput (bench hot-path).
    */
   async get(ns: string, key: string): Promise<ReadResult | undefined> {
+    const ready = this.invalidations.ready();
+    if (ready) await ready;
     const policy = this.policies.forRead(ns, key);
     const near = this.near.get(ns, key, policy);
     if (near !== undefined) return near ? this.values.restore(ns, key, near, policy) : undefined;
@@ -192,6 +214,7 @@ export class Coordinator {
 
   /** Header of the live entry, without the value and without promotion. Fails exactly when get() would. */
   async head(ns: string, key: string): Promise<HeadResult | undefined> {
+    await this.invalidations.ready();
     const policy = this.policies.forRead(ns, key);
     const near = this.near.get(ns, key, policy);
     if (near !== undefined) return near ? headResult(near.entry.header, near.tier) : undefined;
@@ -209,6 +232,7 @@ export class Coordinator {
    * that a failed tier makes unsure is a 503, except where the origin is asked instead.
    */
   private async readEntries(ns: string, keys: string[], read: TierRead<Entry>): Promise<(ReadResult | undefined)[]> {
+    await this.invalidations.ready();
     const registry = this.registry;
     const policy = registry.for(ns);
     // Keys of scoped rules' classes may read other tiers: one walk per class (key-scopes.ts).
@@ -265,6 +289,9 @@ export class Coordinator {
   // ------------------------------------------------------------------ writes
 
   async put(ns: string, key: string, written: Buffer, opts: WriteOptions = {}): Promise<WriteResult> {
+    // Stamped above every invalidation in force (invalidations.ts); fails closed when that is unknown.
+    const ready = this.invalidations.ready();
+    if (ready) await ready;
     const registry = this.registry;
     const policy = registry.forKey(ns, key, opts.tags);
     // Transformed once, before any tier sees it (stored-values.ts); every attempt writes these bytes.
@@ -381,6 +408,7 @@ export class Coordinator {
   }
 
   async delete(ns: string, key: string, opts: { ifMatch?: number | '*' } = {}): Promise<DeleteResult> {
+    await this.invalidations.ready();
     const policy = this.policies.forRead(ns, key);
     return this.writeLocks.run(lockId(ns, key), async () => {
       const tombstone = async (version: number): Promise<Attempt<DeleteResult>> => {
@@ -410,6 +438,22 @@ export class Coordinator {
     return mapLimit(keys, 32, (k) => this.delete(ns, k));
   }
 
+  // ------------------------------------------------------------------ invalidation (invalidations.ts)
+
+  /**
+   * Makes every entry of `ns` in `scope` (tags, a key prefix, or the whole namespace) written before this call
+   * missing for every reader, in every tier and near cache, without touching the entries; resolves once that holds
+   * for every coordinator. `by` is recorded in the audit log.
+   */
+  invalidate(ns: string, scope: InvalidationScope, by: string): Promise<InvalidationResult> {
+    return this.invalidations.invalidate(ns, scope, by);
+  }
+
+  /** Recent invalidations and flushes, newest first, optionally of one namespace. */
+  invalidationLog(ns?: string): Promise<InvalidationRecord[]> {
+    return this.invalidations.audit(ns);
+  }
+
   // ------------------------------------------------------------------ large values
 
   /**
@@ -422,6 +466,7 @@ export class Coordinator {
     uploadId: string,
     opts: Omit<WriteOptions, 'ifMatch' | 'ifNoneMatch'> = {},
   ): Promise<WriteResult> {
+    await this.invalidations.ready();
     const registry = this.registry;
     const policy = registry.forKey(ns, key, opts.tags);
     // Uploaded bytes never pass through Strata, so they cannot be compressed or encrypted on their way in.
@@ -466,6 +511,7 @@ export class Coordinator {
 
   /** The live entry as tiers store it (transforms not undone), for copies into another tier. */
   private async stored(ns: string, key: string): Promise<ReadResult | undefined> {
+    await this.invalidations.ready();
     const policy = this.policies.forRead(ns, key);
     const near = this.near.get(ns, key, policy);
     if (near !== undefined) return near ?? undefined;

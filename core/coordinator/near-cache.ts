@@ -14,6 +14,8 @@ export class NearCache {
     private readonly l1: MemoryTier | undefined,
     /** Counts an L1 hit (the coordinator's per-tier counters). */
     private readonly onHit: () => void,
+    /** Whether an invalidation covers a copy (coordinator/invalidations.ts): such a copy is dropped, never served. */
+    private readonly covers: (ns: string, key: string, header: Entry['header']) => boolean = () => false,
   ) {}
 
   /** A live copy, null for a fresh local tombstone (deleted here), undefined to go on to the tiers. */
@@ -23,6 +25,10 @@ export class NearCache {
     if (!e) return undefined;
     if (e.header.flags.tombstone) return null;
     if (!isLive(e.header)) return undefined;
+    if (this.covers(ns, key, e.header)) {
+      this.l1.deleteSync(ns, key);
+      return undefined;
+    }
     this.onHit();
     return { entry: e, tier: 'l1' };
   }

@@ -13,6 +13,8 @@ export interface Walked<H> {
   hit?: { item: H; level: number; tier: TierName };
   /** A tombstone ended the walk: the key is deleted. */
   deleted: boolean;
+  /** The walk found an entry an invalidation covers: a miss (an origin is asked as for any miss). */
+  invalidated?: boolean;
   /** The tier whose answer ended the walk (a hit or a tombstone); undefined: every tier missed or failed. */
   at?: TierName;
   /** Tiers that could not answer before the walk ended. */
@@ -49,6 +51,8 @@ export interface TierWalkDeps {
   observe(version: number): void;
   /** The durable tiers every acknowledged write of the namespace reaches. */
   durableTargets(policy: NamespacePolicy): Tier[];
+  /** Whether an invalidation covers what a walk found (coordinator/invalidations.ts). */
+  covers(ns: string, key: string, header: EntryHeader): boolean;
 }
 
 /**
@@ -172,6 +176,14 @@ export class TierWalk {
         this.d.count(w.candidate.tier, 'hits');
       }
     }
+    // Checked on the answer, wherever it came from: what a walk finds is the newest version, so a covered one
+    // means the key is missing (an older version in a lower tier is covered too).
+    out.forEach((w, i) => {
+      if (w.hit && this.d.covers(ns, keys[i]!, headerOf(w.hit.item))) {
+        w.hit = undefined;
+        w.invalidated = true;
+      }
+    });
     return out;
   }
 

@@ -5,6 +5,7 @@ import type { HybridLogicalClock } from '../model/hlc.js';
 import type { MemoryTier } from '../tiers/memory-tier.js';
 import type { Tier, TierName } from '../tiers/tier.js';
 import type { FenceEvent, HotFence } from './hot-fence.js';
+import type { InvalidationEvent, Invalidations, InvalidationsOptions } from './invalidations.js';
 import type { PolicyRegistry } from '../policy/namespace-settings.js';
 import type { ValueCodec } from '../transforms/codec.js';
 
@@ -29,12 +30,18 @@ export interface CoordinatorOptions {
    * (transforms/codec.ts); holds the keyring. @default a codec without a keyring (encrypt rules fail KEY_UNAVAILABLE)
    */
   codec?: ValueCodec;
+  /**
+   * Tag, prefix and namespace invalidations (coordinator/invalidations.ts): an instance, or its lease and clock-skew
+   * bound. @default a 1000 ms lease and a 2000 ms skew bound, the document kept in the lowest tier
+   */
+  invalidations?: Invalidations | Pick<InvalidationsOptions, 'leaseMs' | 'maxClockSkewMs' | 'now'>;
   /** What the coordinator did on its own (fence bumps, hot copies whose outcome was unknown): metrics and logs. */
   onEvent?: (event: CoordinatorEvent) => void;
 }
 
 export type CoordinatorEvent =
   | FenceEvent
+  | InvalidationEvent
   /** A write acknowledged from the durable tiers whose hot copy failed or whose outcome was unknown (fenced first). */
   | { type: 'hot-copy-unknown'; ns: string; error: unknown }
   /** Dirty write-back entries found gone (evicted or expired) before their flush: acknowledged writes lost. */

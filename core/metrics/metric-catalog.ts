@@ -126,6 +126,13 @@ export const METRICS = {
     [['Environment']],
     'hot-fence epoch raises written (each covers one or more writes, or a restarted or failed-over hot tier)',
   ),
+  invalidations: def(
+    R,
+    'Invalidations',
+    'Count',
+    [['Environment']],
+    'tag, prefix and namespace invalidations and flushes put in force (each a write of the invalidations document)',
+  ),
   writeBackLost: def(
     R,
     'WriteBackLost',

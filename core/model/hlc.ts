@@ -22,6 +22,11 @@ export class HybridLogicalClock {
     if (version > this.last) this.last = version;
   }
 
+  /** This clock's wall-clock milliseconds (what its next version is built on). */
+  wallNow(): number {
+    return this.wallClock();
+  }
+
   /** The wall-clock millisecond a version was issued at. */
   static timeOf(version: number): number {
     return Math.floor(version / LOGICAL_BITS);
