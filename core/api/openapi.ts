@@ -20,6 +20,10 @@ import { NODE_ID_PATTERN, RESERVED_NODE_ID } from './node-operations.js';
 
 const PATH_PARAMS: Record<string, Json> = {
   ns: { description: 'Namespace', schema: { type: 'string', pattern: NAMESPACE_PATTERN.source } },
+  namespace: {
+    description: "A tenant's namespace (admin routes: any of them)",
+    schema: { type: 'string', pattern: NAMESPACE_PATTERN.source },
+  },
   key: {
     description:
       `Key: 1-${MAX_KEY_BYTES} bytes of UTF-8 (no NUL), percent-encoded as one segment ` +

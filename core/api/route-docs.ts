@@ -13,6 +13,7 @@ import { MAX_TAGS } from '../model/schemas.js';
 import type { Json, RouteDoc } from './route-types.js';
 import { POLICY_ROUTE_DOCS } from './policy-route-docs.js';
 import { NODE_ROUTE_DOCS } from './node-route-docs.js';
+import { NAMESPACE_ROUTE_DOCS } from './namespace-route-docs.js';
 import {
   EXECUTION_START_ERRORS,
   executionNameParam,
@@ -463,4 +464,5 @@ export const ROUTE_DOCS = {
   },
   ...POLICY_ROUTE_DOCS,
   ...NODE_ROUTE_DOCS,
+  ...NAMESPACE_ROUTE_DOCS,
 } satisfies Record<string, RouteDoc>;

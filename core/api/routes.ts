@@ -3,6 +3,7 @@ import * as admin from './admin-operations.js';
 import * as policy from './policy-operations.js';
 import * as cost from './cost-operations.js';
 import * as nodes from './node-operations.js';
+import * as namespaces from './namespace-operations.js';
 import { StrataError } from '../errors.js';
 import { openApiResult } from './openapi.js';
 import { ROUTE_DOCS as doc } from './route-docs.js';
@@ -18,6 +19,8 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { method: 'POST', resource: '/v1/ns/{ns}/batch/get', fn: 'batch', run: op.batchGet, doc: doc.batchGet },
   { method: 'POST', resource: '/v1/ns/{ns}/batch/put', fn: 'batch', run: op.batchPut, doc: doc.batchPut },
   { method: 'POST', resource: '/v1/ns/{ns}/batch/delete', fn: 'batch', run: op.batchDelete, doc: doc.batchDelete },
+  { method: 'POST', resource: '/v1/ns/{ns}/invalidate', fn: 'batch', run: namespaces.invalidate, doc: doc.invalidate },
+  { method: 'DELETE', resource: '/v1/ns/{ns}', fn: 'batch', run: namespaces.flushNamespace, doc: doc.flushNamespace },
   { method: 'POST', resource: '/v1/ns/{ns}/uploads/{key}', fn: 'transfer', run: op.createUpload, doc: doc.createUpload },
   {
     method: 'POST',
@@ -161,6 +164,22 @@ export const API_ROUTES: readonly ApiRoute[] = [
     auth: 'admin',
     run: nodes.removeNode,
     doc: doc.removeNode,
+  },
+  {
+    method: 'DELETE',
+    resource: '/v1/admin/namespaces/{namespace}',
+    fn: 'admin',
+    auth: 'admin',
+    run: namespaces.adminFlushNamespace,
+    doc: doc.adminFlushNamespace,
+  },
+  {
+    method: 'GET',
+    resource: '/v1/admin/invalidations',
+    fn: 'admin',
+    auth: 'admin',
+    run: namespaces.invalidationLog,
+    doc: doc.invalidationLog,
   },
 ];
 

@@ -39,6 +39,7 @@ export const OPERATIONS = [
   'stats',
   'health',
   'upload-complete',
+  'invalidate',
   'admin',
 ] as const;
 export type Operation = (typeof OPERATIONS)[number];

@@ -28,6 +28,11 @@ export const OPERATION_BY_ROUTE: Readonly<Record<string, Operation>> = {
   'POST /v1/ns/{ns}/uploads/{key}': 'upload-url',
   'POST /v1/ns/{ns}/uploads/{key}/complete': 'upload-complete',
   'GET /v1/ns/{ns}/downloads/{key}': 'download-url',
+  // Invalidation by tag or prefix and the tenant's namespace flush (the admin flush is counted with the admin routes).
+  'POST /v1/ns/{ns}/invalidate': 'invalidate',
+  'DELETE /v1/ns/{ns}': 'invalidate',
+  'DELETE /v1/admin/namespaces/{namespace}': 'admin',
+  'GET /v1/admin/invalidations': 'admin',
   'GET /v1/stats': 'stats',
   'GET /v1/health': 'health',
   // The cost model's reports and the API's OpenAPI document (service function): counted with the other service reports.

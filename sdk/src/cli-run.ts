@@ -32,6 +32,9 @@ commands:
   touch <key> --ttl <s> | --no-ttl
                        a new time to live without sending the value again; prints the result as JSON
   delete <key>         delete; prints the tombstone version as JSON
+  invalidate --tags <a,b> | --prefix <p>
+                       make every key with any of the tags, or under the prefix, missing for every reader
+  flush --confirm <ns> make every key of the namespace missing for every reader
   stats | health       print the service report as JSON
   workflow start <workflow> | status <execution> | list
                        the deployment's workflows (scale-out, scale-in, ...), with a progress bar (--wait)
@@ -88,6 +91,23 @@ exist.
 ${NS_HELP}
 
 ${CONNECTION_HELP}`,
+  invalidate: `usage: strata invalidate (--tags <a,b> | --prefix <prefix>) [--ns <namespace>]
+
+Makes every key carrying any of the tags, or whose name starts with the prefix, missing for every reader; returns
+once that holds everywhere (about a second, however many keys it covers). Writes after it are visible as usual.
+Prints the invalidation (its audit log id and generation) as JSON.
+  --tags <a,b>         tags (at most 64)
+  --prefix <prefix>    a key prefix
+${NS_HELP}
+
+${CONNECTION_HELP}`,
+  flush: `usage: strata flush --confirm <namespace> [--ns <namespace>]
+
+Makes every key of the namespace written before the call missing for every reader, as an invalidation does.
+--confirm must repeat the namespace. Prints the invalidation as JSON.
+${NS_HELP}
+
+${CONNECTION_HELP}`,
   delete: `usage: strata delete <key> [--ns <namespace>]
 
 Deletes the key; prints the tombstone's version as JSON. A key that does not exist gets a tombstone too (no error).
@@ -135,6 +155,8 @@ const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
   put: ['ns', 'ttl', 'tags', 'content-type', 'json'],
   touch: ['ns', 'ttl', 'no-ttl', 'if-match', 'json'],
   delete: ['ns', 'json'],
+  invalidate: ['ns', 'tags', 'prefix', 'json'],
+  flush: ['ns', 'confirm', 'json'],
   stats: ['json'],
   health: ['json'],
   workflow: ['mode', 'input', 'name', 'wait', 'interval', 'workflow', 'limit', 'json'],
@@ -151,6 +173,8 @@ const MAX_ARGS: Readonly<Record<string, number>> = {
   put: 2,
   touch: 1,
   delete: 1,
+  invalidate: 0,
+  flush: 0,
   stats: 0,
   health: 0,
   cost: 0,
@@ -182,6 +206,8 @@ const PARSE_OPTIONS = {
   'if-none-match': { type: 'string' },
   'if-match': { type: 'string' },
   'no-ttl': { type: 'boolean' },
+  prefix: { type: 'string' },
+  confirm: { type: 'string' },
   reason: { type: 'string' },
   before: { type: 'string' },
   fill: { type: 'string' },
@@ -394,6 +420,18 @@ async function run(argv: readonly string[], ctx: CliContext): Promise<number> {
       }
       case 'delete':
         print(await client.delete(key()));
+        return 0;
+      case 'invalidate': {
+        const tags = values.tags?.split(',').filter(Boolean);
+        if ((tags === undefined) === (values.prefix === undefined))
+          throw new UsageError('invalidate needs either --tags <a,b> or --prefix <prefix>', undefined, command);
+        print(tags ? await client.invalidateTags(tags) : await client.invalidatePrefix(values.prefix!));
+        return 0;
+      }
+      case 'flush':
+        if (values.confirm === undefined)
+          throw new UsageError('flush needs --confirm <namespace>, the namespace again', undefined, command);
+        print(await client.flush({ confirm: values.confirm }));
         return 0;
       case 'stats':
         print(await client.stats());

@@ -36,6 +36,7 @@ import type {
 import { CostClient } from './cost.js';
 import { PoliciesClient } from './policies.js';
 import { NodesClient } from './nodes.js';
+import { checkPrefix, invalidationTags, NamespacesClient, parseInvalidation, type InvalidationResult } from './invalidation.js';
 import { SDK_VERSION } from './version.js';
 import { WorkflowsClient } from './workflows.js';
 import {
@@ -173,6 +174,11 @@ export class StrataClient {
    * ```
    */
   readonly nodes: NodesClient;
+  /**
+   * The admin API's namespace routes: flush any tenant's namespace, and the audit log of invalidations and flushes.
+   * Needs an admin API key in AWS.
+   */
+  readonly namespaces: NamespacesClient;
 
   /**
    * @throws {ValidationError} when an option is invalid (`status` 0).
@@ -214,6 +220,7 @@ export class StrataClient {
     this.cost = new CostClient(sub);
     this.policies = new PoliciesClient(sub);
     this.nodes = new NodesClient(sub);
+    this.namespaces = new NamespacesClient(sub);
   }
 
   /**
@@ -382,6 +389,43 @@ export class StrataClient {
     const mode: RetryMode = opts.ifMatch !== undefined ? 'conditional' : 'idempotent';
     const req = this.req('PATCH', this.keyUrl(ns, key), opts, { headers, retryMode: mode });
     return this.sendJson(req, { ttl }, (body, status) => putResult(body, ns, key, status));
+  }
+
+  /**
+   * Invalidates every entry carrying any of `tags` (`POST /v1/ns/{ns}/invalidate`): once it resolves, no reader
+   * anywhere gets one of them, however many there are (about a second, whatever the count); writes after it are
+   * visible as usual. At most 64 tags per call; `RateLimitedError` above 10 calls per second per namespace.
+   *
+   * @example
+   * ```ts
+   * await strata.put('product:42', json, { tags: ['product:42', 'catalog'] });
+   * await strata.invalidateTags(['catalog']); // every page built from the catalog is gone
+   * ```
+   */
+  async invalidateTags(tags: readonly string[], opts: RequestOptions = {}): Promise<InvalidationResult> {
+    return this.invalidateScope({ tags: invalidationTags(tags) }, opts);
+  }
+
+  /** Invalidates every key of the namespace that starts with `prefix`, as {@link invalidateTags} does. */
+  async invalidatePrefix(prefix: string, opts: RequestOptions = {}): Promise<InvalidationResult> {
+    return this.invalidateScope({ prefix: checkPrefix(prefix) }, opts);
+  }
+
+  /**
+   * Flushes the namespace (`DELETE /v1/ns/{ns}`): every key written before the call is gone for every reader once it
+   * resolves. `confirm` must repeat the namespace's name.
+   */
+  async flush(opts: RequestOptions & { confirm: string }): Promise<InvalidationResult> {
+    const ns = this.ns(opts);
+    const url = `${this.endpoint}/v1/ns/${ns}?${new URLSearchParams({ confirm: opts.confirm })}`;
+    return this.transport.send(this.req('DELETE', url, opts), async (res) => parseInvalidation(await readJson(res), res.status));
+  }
+
+  private invalidateScope(scope: { tags: string[] } | { prefix: string }, opts: RequestOptions): Promise<InvalidationResult> {
+    const ns = this.ns(opts);
+    return this.sendJson(this.req('POST', `${this.endpoint}/v1/ns/${ns}/invalidate`, opts), scope, (body, status) =>
+      parseInvalidation(body, status),
+    );
   }
 
   /**

@@ -3,7 +3,7 @@ import { ValidationError } from './errors.js';
 import type { CacheItem, CacheValue } from './types.js';
 
 const NS_RE = /^[a-z0-9][a-z0-9_-]{0,62}$/;
-const TAG_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
+export const TAG_RE = /^[A-Za-z0-9_.:-]{1,64}$/;
 const MAX_KEY_BYTES = 512;
 const MAX_TAGS = 16;
 

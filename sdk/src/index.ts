@@ -115,6 +115,8 @@ export type {
   ReplacementControls,
   UpgradeOptions,
 } from './nodes.js';
+export { NamespacesClient, MAX_TAGS_PER_INVALIDATION } from './invalidation.js';
+export type { InvalidationRecord, InvalidationResult, NamespaceRequestOptions } from './invalidation.js';
 export { formatBytes, graceWait, renderProgressBar } from './progress.js';
 export type { GraceWait, ProgressBarOptions, ProgressSubject } from './progress.js';
 export { SDK_VERSION } from './version.js';

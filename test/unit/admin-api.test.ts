@@ -358,8 +358,8 @@ describe('admin API without workflows', () => {
 describe('route table', () => {
   it('serves the admin routes from the admin function, marked admin-only; no other route is', () => {
     const admin = API_ROUTES.filter((r) => r.fn === 'admin');
-    // The workflow routes, the policy routes (test/unit/api-policy.test.ts) and the node routes (api-nodes.test.ts,
-    // fleet-upgrade.test.ts).
+    // The workflow routes, the policy routes (test/unit/api-policy.test.ts), the node routes (api-nodes.test.ts,
+    // fleet-upgrade.test.ts) and the namespace routes (api-invalidate.test.ts).
     const nodes = [
       'GET /v1/admin/nodes',
       'GET /v1/admin/nodes/replacement',
@@ -368,6 +368,7 @@ describe('route table', () => {
       'DELETE /v1/admin/nodes/{node}',
       'POST /v1/admin/fleet/upgrade',
     ];
+    const namespaces = ['DELETE /v1/admin/namespaces/{namespace}', 'GET /v1/admin/invalidations'];
     const policy = [
       'GET /v1/admin/policy',
       'PUT /v1/admin/policy',
@@ -378,7 +379,7 @@ describe('route table', () => {
       'GET /v1/admin/policy/firings',
     ];
     expect(admin.map((r) => `${r.method} ${r.resource}`).sort()).toEqual(
-      [`GET ${LIST}`, `GET ${GET}`, `POST ${START}`, ...policy, ...nodes].sort(),
+      [`GET ${LIST}`, `GET ${GET}`, `POST ${START}`, ...policy, ...nodes, ...namespaces].sort(),
     );
     expect(admin.every((r) => r.auth === 'admin')).toBe(true);
     expect(API_ROUTES.filter((r) => r.fn !== 'admin').every((r) => r.auth === undefined)).toBe(true);

@@ -1,0 +1,79 @@
+import * as z from 'zod';
+import { ValidationError } from '../errors.js';
+import { MAX_TAGS_PER_INVALIDATION, type InvalidationScope } from '../coordinator/invalidations.js';
+import { MAX_KEY_BYTES, validateUserNamespace } from '../model/keys.js';
+import { parseWith, TAG_PATTERN } from '../model/schemas.js';
+import type { ApiEvent, ApiResult } from './http.js';
+import { json } from './http.js';
+import type { ApiContext } from './operations.js';
+import { jsonBody, nsParam } from './validation.js';
+import { callerIdentity } from './tenant-access.js';
+
+/**
+ * Whole-namespace operations: invalidation by tag or prefix, a namespace flush (a tenant route and an admin one:
+ * authorization is per route), and the invalidation audit log. See coordinator/invalidations.ts for the design and
+ * docs/API.md, "Invalidation", for the contract.
+ */
+
+const tagSchema = z.string().regex(TAG_PATTERN, 'tags are 1-64 characters of A-Z, a-z, 0-9, "_", ".", ":" or "-"');
+
+/** `{ tags }` or `{ prefix }`, exactly one. */
+export const invalidateSchema = z
+  .strictObject({
+    tags: z.array(tagSchema).min(1).max(MAX_TAGS_PER_INVALIDATION).optional(),
+    prefix: z
+      .string()
+      .min(1, 'an empty prefix would cover the whole namespace: flush it with DELETE /v1/ns/{ns}?confirm={ns}')
+      .refine((p) => Buffer.byteLength(p) <= MAX_KEY_BYTES && !p.includes('\u0000'), {
+        message: `a prefix is at most ${MAX_KEY_BYTES} bytes of UTF-8, without NUL`,
+      })
+      .optional(),
+  })
+  .refine((b) => (b.tags === undefined) !== (b.prefix === undefined), {
+    message: 'give exactly one of "tags" (a list of tags) or "prefix" (a key prefix)',
+  })
+  .meta({ description: 'Exactly one of `tags` (entries carrying any of them) or `prefix` (keys starting with it).' });
+
+export const flushQuery = z.strictObject({ confirm: z.string() });
+
+export const invalidationLogQuery = z.strictObject({ ns: z.string().optional() });
+
+export async function invalidate(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
+  const ns = nsParam(event);
+  const body = jsonBody(event, invalidateSchema);
+  const scope: InvalidationScope = body.tags ? { tags: [...new Set(body.tags)] } : { prefix: body.prefix! };
+  const r = await ctx.coordinator.invalidate(ns, scope, callerIdentity(ctx.tenantAccess, event) ?? 'anonymous');
+  return json(200, { ns, ...r });
+}
+
+/** `DELETE /v1/ns/{ns}?confirm={ns}`: the tenant's own flush. */
+export function flushNamespace(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
+  return flush(ctx, event, nsParam(event), callerIdentity(ctx.tenantAccess, event) ?? 'anonymous');
+}
+
+/**
+ * `DELETE /v1/admin/namespaces/{namespace}?confirm={namespace}`: the operator's flush of any tenant namespace (its
+ * parameter is not `{ns}`, which tenant keys are checked against: an admin key may name any namespace).
+ */
+export function adminFlushNamespace(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
+  return flush(ctx, event, validateUserNamespace(event.pathParameters?.namespace, 'namespace'), 'admin');
+}
+
+async function flush(ctx: ApiContext, event: ApiEvent, ns: string, by: string): Promise<ApiResult> {
+  const { confirm } = parseWith(flushQuery, event.queryStringParameters ?? {}, 'query');
+  if (confirm !== ns) {
+    throw new ValidationError(
+      'confirm',
+      `a flush makes every key of '${ns}' missing: repeat the namespace as ?confirm=${encodeURIComponent(ns)} to confirm`,
+    );
+  }
+  const r = await ctx.coordinator.invalidate(ns, { flush: true }, by);
+  return json(200, { ns, ...r });
+}
+
+/** `GET /v1/admin/invalidations?ns=`: the audit log, newest first. */
+export async function invalidationLog(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
+  const q = parseWith(invalidationLogQuery, event.queryStringParameters ?? {}, 'query');
+  const ns = q.ns === undefined ? undefined : validateUserNamespace(q.ns);
+  return json(200, { items: await ctx.coordinator.invalidationLog(ns) });
+}

@@ -1,0 +1,133 @@
+/**
+ * Invalidation by tag and prefix and namespace flushes through the API (issue 24, items 1, 3 and 7): the real local
+ * server over real HTTP, driven by the SDK and the CLI, with tenant keys mapped to namespaces (x-api-key as the key
+ * id, as STRATA_TENANT_ACCESS documents for local runs).
+ */
+import {
+  NamespaceForbiddenError,
+  RateLimitedError,
+  StrataClient,
+  ValidationError,
+  type InvalidationResult,
+} from '../../sdk/src/index.js';
+import { startTestApi, type TestApi } from '../helpers/api-server.js';
+import { runStrataCli } from '../helpers/strata-cli.js';
+
+describe('invalidation and flush (local server, SDK, CLI)', () => {
+  let api: TestApi;
+  const client = (apiKey: string | undefined, namespace: string) =>
+    new StrataClient({ endpoint: api.url, apiKey, namespace, retries: 0 });
+
+  beforeAll(async () => {
+    api = await startTestApi('embedded', {
+      STRATA_TENANT_ACCESS: JSON.stringify([
+        { keyId: 'web-key', tenant: 'web', namespaces: ['web-*'] },
+        { keyId: 'reports-key', tenant: 'analytics', namespaces: ['reports'] },
+        { keyId: 'ops-key', tenant: 'ops', admin: true },
+      ]),
+    });
+  }, 300_000);
+
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it('invalidates by tag and by prefix: covered keys are gone, others stay, writes after are visible', async () => {
+    const web = client('web-key', 'web-pages');
+    await web.put('page/1', 'one', { tags: ['product:1', 'catalog'] });
+    await web.put('page/2', 'two', { tags: ['product:2'] });
+    await web.put('user/1', 'u1');
+    const r: InvalidationResult = await web.invalidateTags(['catalog']);
+    expect(r).toMatchObject({ ns: 'web-pages', kind: 'tags' });
+    expect(await web.get('page/1')).toBeUndefined();
+    expect(await (await web.get('page/2'))!.text()).toBe('two');
+    await web.put('page/1', 'one again', { tags: ['catalog'] });
+    expect(await (await web.get('page/1'))!.text()).toBe('one again');
+    await web.invalidatePrefix('page/');
+    expect(await web.getMany(['page/1', 'page/2', 'user/1'])).toEqual(new Map([['user/1', expect.anything()]]));
+  });
+
+  it('flushes a namespace with its name repeated, and refuses a flush that does not confirm it', async () => {
+    const web = client('web-key', 'web-flush');
+    await web.put('a', '1');
+    await expect(web.flush({ confirm: 'web-other' })).rejects.toMatchObject({
+      code: 'VALIDATION_FAILED',
+      status: 400,
+      details: { field: 'confirm' },
+    });
+    expect(await web.get('a')).toBeDefined();
+    expect(await web.flush({ confirm: 'web-flush' })).toMatchObject({ kind: 'flush', ns: 'web-flush' });
+    expect(await web.get('a')).toBeUndefined();
+  });
+
+  it('refuses bad input with typed 400s before anything is recorded', async () => {
+    const web = client('web-key', 'web-pages');
+    await expect(web.invalidateTags([])).rejects.toBeInstanceOf(ValidationError);
+    await expect(web.invalidateTags(['no spaces'])).rejects.toBeInstanceOf(ValidationError);
+    for (const body of [{}, { tags: ['a'], prefix: 'p' }, { prefix: '' }, { tags: 'a' }, { tags: ['a'], extra: 1 }]) {
+      const res = await fetch(`${api.url}/v1/ns/web-pages/invalidate`, {
+        method: 'POST',
+        headers: { 'x-api-key': 'web-key', 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect([JSON.stringify(body), res.status, ((await res.json()) as { error: { code: string } }).error.code]).toEqual([
+        JSON.stringify(body),
+        400,
+        'VALIDATION_FAILED',
+      ]);
+    }
+  });
+
+  it("never lets a tenant invalidate or flush another tenant's namespace, nor read the audit log", async () => {
+    const reports = client('reports-key', 'reports');
+    await reports.put('kept', 'v', { tags: ['t'] });
+    const intruder = client('web-key', 'reports');
+    await expect(intruder.invalidateTags(['t'])).rejects.toBeInstanceOf(NamespaceForbiddenError);
+    await expect(intruder.invalidatePrefix('k')).rejects.toBeInstanceOf(NamespaceForbiddenError);
+    await expect(intruder.flush({ confirm: 'reports' })).rejects.toBeInstanceOf(NamespaceForbiddenError);
+    await expect(intruder.namespaces.flush('reports', { confirm: 'reports' })).rejects.toMatchObject({
+      code: 'NAMESPACE_FORBIDDEN',
+      details: { scope: 'admin' },
+    });
+    await expect(intruder.namespaces.invalidations()).rejects.toBeInstanceOf(NamespaceForbiddenError);
+    expect(await (await reports.get('kept'))!.text()).toBe('v');
+  });
+
+  it('lets the admin key flush any namespace and read the audit log, newest first, with who asked', async () => {
+    const reports = client('reports-key', 'reports');
+    await reports.put('gone', 'v');
+    const ops = new StrataClient({ endpoint: api.url, apiKey: 'ops-key', retries: 0 });
+    expect(await ops.namespaces.flush('reports', { confirm: 'reports' })).toMatchObject({ kind: 'flush' });
+    expect(await reports.get('gone')).toBeUndefined();
+    const log = await ops.namespaces.invalidations({ ns: 'reports' });
+    expect(log[0]).toMatchObject({ ns: 'reports', kind: 'flush', by: 'admin' });
+    const all = await ops.namespaces.invalidations();
+    expect(all.some((r) => r.ns === 'web-pages' && r.kind === 'tags' && r.by === 'tenant:web')).toBe(true);
+  });
+
+  it('answers 429 RATE_LIMITED above the per-namespace rate', async () => {
+    const web = client('web-key', 'web-rate');
+    const outcomes = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        web.invalidateTags([`t${i}`]).then(
+          () => 'ok',
+          (e: unknown) => e,
+        ),
+      ),
+    );
+    expect(outcomes.some((o) => o instanceof RateLimitedError)).toBe(true);
+  });
+
+  it('the CLI invalidates and flushes', async () => {
+    const web = client('web-key', 'web-cli');
+    await web.put('k', 'v', { tags: ['x'] });
+    const as = ['--api-key', 'web-key', '--ns', 'web-cli'];
+    const inv = await runStrataCli(api.url, ['invalidate', '--tags', 'x', ...as]);
+    expect([inv.code, JSON.parse(inv.stdout)]).toEqual([0, expect.objectContaining({ kind: 'tags', ns: 'web-cli' })]);
+    expect(await web.get('k')).toBeUndefined();
+    const bad = await runStrataCli(api.url, ['invalidate', ...as]);
+    expect(bad.code).toBe(2);
+    const flush = await runStrataCli(api.url, ['flush', '--confirm', 'web-cli', ...as]);
+    expect([flush.code, JSON.parse(flush.stdout).kind]).toEqual([0, 'flush']);
+  });
+});
