@@ -3,7 +3,9 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import { S3Tier } from '../../core/tiers/s3-tier.js';
-import { UPLOADS_FOLDER } from '../../core/tiers/storage-key.js';
+import { s3ObjectKey, UPLOADS_FOLDER } from '../../core/tiers/storage-key.js';
+import { SYSTEM_NAMESPACE } from '../../core/model/keys.js';
+import { INVALIDATIONS_KEY } from '../../core/coordinator/invalidations.js';
 import { NODE_STATS_FOLDER, FLEET_SECRET_KEY } from '../../core/ring/node-reports.js';
 import { RING_KEY } from '../../core/ring/store.js';
 import { EVALUATOR_STATE_KEY } from '../../core/policy/evaluator-store.js';
@@ -257,6 +259,43 @@ export class ColdTierBucket extends Construct {
       });
     }
     return policy;
+  }
+
+  /**
+   * Grants read and conditional write of the invalidations document alone (core/coordinator/invalidations.ts), to a
+   * function that flushes namespaces and reads their log without the cold tier itself (the admin function): GET and
+   * PUT of that one object, and s3:ListBucket limited by s3:prefix to its key, so that before the first invalidation
+   * it reads as absent (404), not as denied (403).
+   * https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html ("If you don't have the s3:ListBucket
+   * permission, Amazon S3 returns an HTTP status code 403 Access Denied error")
+   */
+  grantInvalidations(grantee: iam.IRole): void {
+    const existing = this.node.tryFindChild('InvalidationsDocument') as iam.ManagedPolicy | undefined;
+    const key = this.invalidationsKey;
+    const policy =
+      existing ??
+      new iam.ManagedPolicy(this, 'InvalidationsDocument', {
+        description: `Strata invalidations: read and conditional write of ${key} in the cold tier's bucket`,
+        statements: [
+          new iam.PolicyStatement({
+            sid: 'InvalidationsDocument',
+            actions: ['s3:GetObject', 's3:PutObject'],
+            resources: [this.bucket.arnForObjects(key)],
+          }),
+          new iam.PolicyStatement({
+            sid: 'ListInvalidationsDocument',
+            actions: ['s3:ListBucket'],
+            resources: [this.bucket.bucketArn],
+            conditions: { StringLike: { 's3:prefix': [key] } },
+          }),
+        ],
+      });
+    grantee.addManagedPolicy(policy);
+  }
+
+  /** The invalidations document's object key (as S3Tier names the entry: system namespace, its shard, its key). */
+  get invalidationsKey(): string {
+    return s3ObjectKey(this.prefix, SYSTEM_NAMESPACE, INVALIDATIONS_KEY);
   }
 
   /** ARN pattern of the tier's objects (`<bucket>/<prefix>/*`): everything the tier reads and writes. */

@@ -195,6 +195,18 @@ export class StrataFunction extends Construct {
   }
 
   /**
+   * The invalidations document without the cold tier (the admin function's namespace flushes and invalidation log):
+   * STRATA_INVALIDATIONS_BUCKET/PREFIX, and read and conditional write of that one object
+   * ({@link ColdTierBucket.grantInvalidations}).
+   */
+  bindInvalidations(cold: ColdTierBucket): this {
+    this.function.addEnvironment('STRATA_INVALIDATIONS_BUCKET', cold.bucket.bucketName);
+    this.function.addEnvironment('STRATA_INVALIDATIONS_PREFIX', cold.prefix);
+    cold.grantInvalidations(this.role);
+    return this;
+  }
+
+  /**
    * The warm tier's ring store: STRATA_WARM_RING_BUCKET/PREFIX ({@link ColdTierBucket.RING_PREFIX} of the cold
    * tier's bucket), and access to the documents the function uses there, each named: `read` (GET, absent = 404),
    * `write` (read and S3 conditional writes), `writers` (the ring's writers: {@link ColdTierBucket.grantRingWriters}).

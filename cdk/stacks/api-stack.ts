@@ -59,8 +59,8 @@ export class ApiStack extends StrataStack {
       const settings = config.api.functions[fn];
       const routes = API_ROUTES.filter((r) => r.fn === fn).map((r) => `${r.method} ${r.resource}`);
       // The admin routes start, list and describe Step Functions executions and read their progress documents
-      // (api/admin-operations.ts), and read and write the policy documents (/v1/admin/policy..., api/policy-operations.ts)
-      // in S3: no tier and no node, so that function runs outside the VPC, where Step Functions needs no interface
+      // (api/admin-operations.ts), read and write the policy documents (/v1/admin/policy..., api/policy-operations.ts)
+      // and the invalidations document (admin flushes, api/namespace-operations.ts) in S3: no tier and no node, so that function runs outside the VPC, where Step Functions needs no interface
       // endpoint and S3 is reached over its public endpoint. Every other group serves data from the tiers, which only
       // the VPC reaches.
       const inVpc = fn !== 'admin';
@@ -96,7 +96,11 @@ export class ApiStack extends StrataStack {
           .bindPolicyStore(data.coldTier, { write: false })
           .bindFleet(fleet.fleet);
       } else {
-        f.bindWorkflowProgress(data.coldTier).bindPolicyStore(data.coldTier, { write: true }).bindNodeAdmin(data.coldTier);
+        f.bindWorkflowProgress(data.coldTier)
+          .bindPolicyStore(data.coldTier, { write: true })
+          .bindNodeAdmin(data.coldTier)
+          // Namespace flushes and the invalidation log: the one document the data functions check, not its own copy.
+          .bindInvalidations(data.coldTier);
       }
       // Every function checks the policies it loads against the keys; only those that serve values use them.
       if (keys) f.bindKeyring(keys, { use: inVpc });

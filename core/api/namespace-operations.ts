@@ -1,5 +1,4 @@
 import * as z from 'zod';
-import { ValidationError } from '../errors.js';
 import { MAX_TAGS_PER_INVALIDATION, type InvalidationScope } from '../coordinator/invalidations.js';
 import { MAX_KEY_BYTES, validateUserNamespace } from '../model/keys.js';
 import { parseWith, TAG_PATTERN } from '../model/schemas.js';
@@ -8,6 +7,9 @@ import { json } from './http.js';
 import type { ApiContext } from './operations.js';
 import { jsonBody, nsParam } from './validation.js';
 import { callerIdentity } from './tenant-access.js';
+import { startWorkflow } from './admin-operations.js';
+import { log } from '../util/logger.js';
+import { StrataError, ValidationError } from '../errors.js';
 
 /**
  * Whole-namespace operations: invalidation by tag or prefix, a namespace flush (a tenant route and an admin one:
@@ -43,7 +45,28 @@ export async function invalidate(ctx: ApiContext, event: ApiEvent): Promise<ApiR
   const body = jsonBody(event, invalidateSchema);
   const scope: InvalidationScope = body.tags ? { tags: [...new Set(body.tags)] } : { prefix: body.prefix! };
   const r = await ctx.coordinator.invalidate(ns, scope, callerIdentity(ctx.tenantAccess, event) ?? 'anonymous');
-  return json(200, { ns, ...r });
+  // A prefix is swept under that prefix (a cheap, bounded scan). Tags are not: no tier indexes keys by tag, so a sweep
+  // would read the whole namespace per call; their entries leave by expiry, eviction, or a sweep started by hand.
+  const sweep = 'prefix' in scope ? await startSweep(ctx, ns, r.id, scope.prefix) : null;
+  return json(200, { ns, ...r, sweep });
+}
+
+/**
+ * Starts the invalidation-sweep workflow that removes what an invalidation covers; its execution, or null where this
+ * runtime has no workflows (the invalidation is in force either way: the sweep only frees space). Named after the
+ * invalidation, so a retried request starts no second sweep.
+ */
+async function startSweep(ctx: ApiContext, ns: string, id: number, prefix?: string): Promise<{ execution: string } | null> {
+  const input = { ns, ...(prefix !== undefined ? { prefix } : {}) };
+  try {
+    const started = await startWorkflow(ctx, 'invalidation-sweep', input, `sweep-${ns}-${id}`.slice(0, 80));
+    return { execution: started.execution };
+  } catch (e) {
+    // The invalidation is in force: a sweep that cannot start must not turn its answer into an error.
+    if (!(e instanceof StrataError && e.code === 'EXECUTION_EXISTS'))
+      log.warn(`invalidation #${id} of '${ns}': no sweep started`, { error: e });
+    return null;
+  }
 }
 
 /** `DELETE /v1/ns/{ns}?confirm={ns}`: the tenant's own flush. */
@@ -68,7 +91,7 @@ async function flush(ctx: ApiContext, event: ApiEvent, ns: string, by: string): 
     );
   }
   const r = await ctx.coordinator.invalidate(ns, { flush: true }, by);
-  return json(200, { ns, ...r });
+  return json(200, { ns, ...r, sweep: await startSweep(ctx, ns, r.id) });
 }
 
 /** `GET /v1/admin/invalidations?ns=`: the audit log, newest first. */

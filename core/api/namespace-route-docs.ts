@@ -19,6 +19,12 @@ const INVALIDATION: Json = {
       description: 'Entries of the scope at or below this version are covered; every write after the call is above it',
     },
     kind: { type: 'string', enum: ['tags', 'prefix', 'flush'] },
+    sweep: {
+      description:
+        'The invalidation-sweep workflow removing what a flush or a prefix invalidation covers (follow it with GET ' +
+        '/v1/admin/workflows/executions/{execution}); null for tags, or where the runtime has no workflows',
+      oneOf: [{ type: 'null' }, { type: 'object', required: ['execution'], properties: { execution: { type: 'string' } } }],
+    },
   },
 };
 

@@ -1,5 +1,7 @@
 import { Coordinator } from '../coordinator/coordinator.js';
-import { type CoordinatorEvent } from '../coordinator/types.js';
+import { type CoordinatorEvent, type CoordinatorOptions } from '../coordinator/types.js';
+import { Invalidations, tierInvalidationRegister } from '../coordinator/invalidations.js';
+import { HybridLogicalClock } from '../model/hlc.js';
 import type { LivePolicy } from '../policy/live.js';
 import type { ApiContext } from '../api/operations.js';
 import { LocalFolderTier } from '../tiers/local-folder-tier.js';
@@ -136,6 +138,7 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
   const coordinator = new Coordinator({
     tiers,
     nearCache,
+    ...invalidationsOf(env),
     policies: deployment.registry,
     flushTimer: opts.flushTimer,
     onBackgroundError: opts.onBackgroundError ?? backgroundErrorLog({ environment: env.STRATA_ENV }),
@@ -363,4 +366,22 @@ export function getApiContext(): Promise<ApiContext> {
 /** Installs a context (local server, tests). */
 export function setApiContext(ctx: ApiContext | undefined): void {
   current = ctx ? Promise.resolve(ctx) : undefined;
+}
+
+/**
+ * The invalidations document's place (coordinator/invalidations.ts). The coordinator keeps it in its lowest tier; a
+ * runtime whose lowest tier is not the deployment's durable one (the admin function: no cold tier, an embedded hot
+ * tier) names the cold tier's bucket in STRATA_INVALIDATIONS_BUCKET, so its flushes and log read and write the same
+ * document as the data functions (and never one in its own memory, which no reader would see).
+ */
+function invalidationsOf(env: RuntimeEnv): Pick<CoordinatorOptions, 'clock' | 'invalidations'> | Record<string, never> {
+  if (env.STRATA_S3_BUCKET || !env.STRATA_INVALIDATIONS_BUCKET) return {};
+  const holder = new S3Tier({
+    bucket: env.STRATA_INVALIDATIONS_BUCKET,
+    prefix: env.STRATA_INVALIDATIONS_PREFIX ?? env.STRATA_S3_PREFIX,
+    endpoint: env.STRATA_S3_ENDPOINT,
+    region: env.AWS_REGION,
+  });
+  const clock = new HybridLogicalClock();
+  return { clock, invalidations: new Invalidations({ register: tierInvalidationRegister(holder), clock }) };
 }

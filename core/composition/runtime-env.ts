@@ -102,6 +102,16 @@ export const runtimeEnvSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9._-]+$/)
     .default('v1'),
+  /**
+   * Where the invalidations document lives for a runtime without the cold tier (the admin function, outside the VPC:
+   * its namespace flushes and the invalidation log): the cold tier's bucket, with STRATA_S3_PREFIX's default unless
+   * STRATA_INVALIDATIONS_PREFIX is set. Ignored when STRATA_S3_BUCKET is set (the cold tier holds it).
+   */
+  STRATA_INVALIDATIONS_BUCKET: z.string().min(3).optional(),
+  STRATA_INVALIDATIONS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+$/)
+    .optional(),
   /** S3 endpoint override (LocalStack). Also read from AWS_ENDPOINT_URL_S3. */
   STRATA_S3_ENDPOINT: z.string().url().optional(),
   /** Cold tier for the embedded local run: a folder. Ignored when a bucket is set. */

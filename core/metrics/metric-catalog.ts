@@ -239,6 +239,13 @@ export const METRICS = {
   // ---- Strata/Workflows: progress of the Step Functions workflows (emitted by their step Lambdas).
   sessionsDone: def(W, 'MigrationSessionsDone', 'Count', [['Environment', 'Workflow']], 'migration sessions published'),
   bytesMoved: def(W, 'BytesMoved', 'Bytes', [['Environment', 'Workflow']], 'bytes moved between nodes or tiers'),
+  entriesSwept: def(
+    W,
+    'EntriesSwept',
+    'Count',
+    [['Environment']],
+    'entries an invalidation covered, removed from a tier by the invalidation-sweep workflow',
+  ),
   keysEvicted: def(W, 'KeysEvicted', 'Count', [['Environment']], 'keys moved from the warm tier to S3 by eviction'),
   nodeAllocationMs: def(W, 'NodeAllocationTime', 'Milliseconds', [['Environment']], 'from launch to a healthy cache node'),
   nodeRecoveryMs: def(

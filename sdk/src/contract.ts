@@ -53,6 +53,7 @@ export const WORKFLOW_NAMES = [
   'tier-migrate',
   'replace-node',
   'rolling-upgrade',
+  'invalidation-sweep',
 ] as const;
 
 /** The workflows a deployment runs. */
@@ -92,7 +93,7 @@ export interface WorkflowProgressDocument {
 /**
  * What each workflow's progress counts (`total` and `done`): migration sessions (scale-out, scale-in), nodes evicted
  * from (evict-to-s3), batches (tier-migrate), for replace-node its phases (3: launched, took over, filled), and for
- * rolling-upgrade the nodes replaced.
+ * rolling-upgrade the nodes replaced; invalidation-sweep counts batches (one page of one tier each).
  */
 export const WORKFLOW_PROGRESS_UNITS = {
   'scale-out': 'sessions',
@@ -101,6 +102,7 @@ export const WORKFLOW_PROGRESS_UNITS = {
   'tier-migrate': 'batches',
   'replace-node': 'phases',
   'rolling-upgrade': 'nodes',
+  'invalidation-sweep': 'batches',
 } as const satisfies Record<WorkflowName, string>;
 
 /** The progress document as the admin API returns it, with what a progress bar needs computed. */

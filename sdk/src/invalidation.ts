@@ -15,10 +15,15 @@ export interface InvalidationResult {
   /** Entries of the scope at or below this version are gone; every write after the call is above it. */
   generation: number;
   kind: 'tags' | 'prefix' | 'flush';
+  /**
+   * The invalidation-sweep workflow that removes what a flush or a prefix invalidation covers from the tiers (reads
+   * never see it either way); null for tags, or where the deployment runs no workflows.
+   */
+  sweep?: { execution: string } | null;
 }
 
 /** One entry of the audit log (`client.namespaces.invalidations()`). */
-export interface InvalidationRecord extends Omit<InvalidationResult, 'ns'> {
+export interface InvalidationRecord extends Omit<InvalidationResult, 'ns' | 'sweep'> {
   ns: string;
   tags?: string[];
   prefix?: string;
@@ -64,7 +69,8 @@ export function parseInvalidation(body: unknown, status: number, requestId?: str
     (body.kind !== 'tags' && body.kind !== 'prefix' && body.kind !== 'flush')
   )
     throw invalid(status, `expected an invalidation from the server, got: ${JSON.stringify(body).slice(0, 200)}`, requestId);
-  return { ns: body.ns, id: body.id, generation: body.generation, kind: body.kind };
+  const sweep = isObject(body.sweep) && typeof body.sweep.execution === 'string' ? { execution: body.sweep.execution } : null;
+  return { ns: body.ns, id: body.id, generation: body.generation, kind: body.kind, sweep };
 }
 
 /**

@@ -119,6 +119,19 @@ export interface WorkflowInputs {
   'tier-migrate': Record<string, unknown>;
   'replace-node': ReplaceNodeInput;
   'rolling-upgrade': RollingUpgradeInput;
+  'invalidation-sweep': InvalidationSweepInput;
+}
+
+/**
+ * Input of the `invalidation-sweep` workflow: remove from every tier the entries of `ns` that invalidations cover
+ * (a flush or a prefix invalidation starts one itself).
+ */
+export interface InvalidationSweepInput {
+  ns: string;
+  /** Only keys under this prefix. */
+  prefix?: string | undefined;
+  /** Entries per batch (1-5000, default 500). */
+  limit?: number | undefined;
 }
 
 /** One execution as listed or started. */

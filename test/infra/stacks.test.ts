@@ -1,6 +1,7 @@
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import { API_ROUTES } from '../../core/api/routes.js';
+import { WORKFLOW_NAMES } from '../../core/workflows/progress.js';
 import { S3Tier } from '../../core/tiers/s3-tier.js';
 import { App } from 'aws-cdk-lib';
 import { buildStrataApp } from '../../cdk/app.js';
@@ -448,6 +449,9 @@ describe('Stacks', () => {
             'STRATA_POLICY_STORE',
             'STRATA_TENANT_ACCESS',
             'STRATA_URL_TTL_SECONDS',
+            // The invalidations document (namespace flushes, the invalidation log): the cold tier's, named on its own.
+            'STRATA_INVALIDATIONS_BUCKET',
+            'STRATA_INVALIDATIONS_PREFIX',
             'STRATA_WORKFLOW_ARNS',
             'STRATA_WORKFLOW_DOCS_BUCKET',
             'STRATA_WORKFLOW_DOCS_PREFIX',
@@ -456,7 +460,7 @@ describe('Stacks', () => {
           expect(Object.keys(vars).sort()).toEqual(expected);
           expect(vars.STRATA_WARM_RING_PREFIX).toBe('strata-ring');
           // A JSON object (rendered by CloudFormation) naming each workflow's state machine of the Workflows stack.
-          for (const w of ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate', 'replace-node', 'rolling-upgrade']) {
+          for (const w of WORKFLOW_NAMES) {
             expect(JSON.stringify(vars.STRATA_WORKFLOW_ARNS)).toMatch(new RegExp(`\\\\"${w}\\\\":\\\\"".*Strata-prod-Workflows`));
           }
           expect(vars.STRATA_WORKFLOW_DOCS_PREFIX).toBe('strata-ring');
@@ -465,6 +469,8 @@ describe('Stacks', () => {
         }
         // Functions with namespaced routes also get the tenant map (see the tenant test below).
         const tenants = /^(Keys|Batch|Transfer)Function/.test(id) ? ['STRATA_TENANT_ACCESS'] : [];
+        // The batch function's flush and prefix invalidation start the invalidation-sweep workflow.
+        const sweep = /^BatchFunction/.test(id) ? ['STRATA_WORKFLOW_ARNS'] : [];
         expect(Object.keys(vars).sort()).toEqual([
           'NODE_OPTIONS',
           'STRATA_NEAR_CACHE_MB',
@@ -484,6 +490,7 @@ describe('Stacks', () => {
           'STRATA_WARM_RING_BUCKET',
           'STRATA_WARM_RING_PREFIX',
           'STRATA_WARM_SECRET_FROM_RING',
+          ...sweep,
         ]);
         expect(vars.NODE_OPTIONS).toBe('--enable-source-maps');
         expect(vars.STRATA_REDIS_CLUSTER).toBe('1');
@@ -529,6 +536,7 @@ describe('Stacks', () => {
           dataOutput(/^PublishOutputRefColdTierRingWritePolicies[0-9A-F]/),
           dataOutput(/^PublishOutputRefColdTierRingReadRing[0-9A-F]/),
           dataOutput(/^PublishOutputRefColdTierRingWriteHealthControls[0-9A-F]/),
+          dataOutput(/^PublishOutputRefColdTierInvalidationsDocument[0-9A-F]/),
         ];
         expect(r.Properties.ManagedPolicyArns).toEqual(id === adminRole ? admin : data);
       }
@@ -547,7 +555,15 @@ describe('Stacks', () => {
             Resource: logGroup,
           });
           const machine = { 'Fn::GetStackOutput': expect.objectContaining({ StackName: 'Strata-prod-Workflows' }) };
-          const WORKFLOWS = ['evict-to-s3', 'replace-node', 'rolling-upgrade', 'scale-in', 'scale-out', 'tier-migrate'];
+          const WORKFLOWS = [
+            'evict-to-s3',
+            'invalidation-sweep',
+            'replace-node',
+            'rolling-upgrade',
+            'scale-in',
+            'scale-out',
+            'tier-migrate',
+          ];
           const account = { Ref: 'AWS::AccountId' };
           const executions = (w: string) => ({
             'Fn::Join': ['', ['arn:aws:states:us-east-1:', account, `:execution:strata-prod-${w}:*`]],
@@ -563,8 +579,18 @@ describe('Stacks', () => {
           expect((rest[0]!.Resource as unknown[]).length).toBe(WORKFLOWS.length);
           continue;
         }
-        expect(p.Properties.PolicyDocument.Statement).toHaveLength(5);
-        const [logsStatement, eni, connect, secret, createSecret] = p.Properties.PolicyDocument.Statement;
+        // The batch function may also start the invalidation-sweep workflow and follow its executions (no other).
+        const statements = p.Properties.PolicyDocument.Statement;
+        const states = statements.filter((s) => JSON.stringify(s.Action).includes('states:'));
+        const batch = p.Properties.Roles[0]!.Ref.startsWith('BatchFunction');
+        expect(states).toHaveLength(batch ? 2 : 0);
+        if (batch) {
+          expect(JSON.stringify(states)).toContain(':execution:strata-prod-invalidation-sweep:*');
+          expect(JSON.stringify(states)).not.toMatch(/strata-prod-(scale|evict|tier|replace|rolling)/);
+        }
+        const own = statements.filter((s) => !states.includes(s));
+        expect(own).toHaveLength(5);
+        const [logsStatement, eni, connect, secret, createSecret] = own;
         expect(logsStatement).toEqual({
           Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
           Effect: 'Allow',

@@ -40,11 +40,11 @@ function shape(def: AslDefinition): string[] {
 }
 
 describe('Workflows stack', () => {
-  it('deploys the six state machines, logging every event and traced', () => {
-    expect(WORKFLOW_NAMES).toHaveLength(6);
+  it('deploys the seven state machines, logging every event and traced', () => {
+    expect(WORKFLOW_NAMES).toHaveLength(7);
     expect(
       Object.keys(wf.findResources('AWS::StepFunctions::StateMachine', { Properties: { StateMachineType: 'STANDARD' } })),
-    ).toHaveLength(6);
+    ).toHaveLength(7);
     for (const w of WORKFLOW_NAMES) {
       wf.hasResourceProperties('AWS::StepFunctions::StateMachine', {
         StateMachineName: `strata-prod-${w}`,

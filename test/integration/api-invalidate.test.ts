@@ -10,6 +10,7 @@ import {
   ValidationError,
   type InvalidationResult,
 } from '../../sdk/src/index.js';
+import type { WorkflowService } from '../../core/workflows/admin-service.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';
 import { runStrataCli } from '../helpers/strata-cli.js';
 
@@ -129,5 +130,41 @@ describe('invalidation and flush (local server, SDK, CLI)', () => {
     expect(bad.code).toBe(2);
     const flush = await runStrataCli(api.url, ['flush', '--confirm', 'web-cli', ...as]);
     expect([flush.code, JSON.parse(flush.stdout).kind]).toEqual([0, 'flush']);
+  });
+});
+
+describe('the sweep a flush or a prefix invalidation starts (local server, SDK)', () => {
+  let api: TestApi;
+  const started: { workflow: string; input: Record<string, unknown>; name?: string }[] = [];
+  // A stand-in for the workflows: what matters here is what the routes ask them to start (the sweep itself runs in
+  // test/workflows/invalidation-sweep.test.ts).
+  const workflows: WorkflowService = {
+    start: async (workflow, input, name) => {
+      started.push({ workflow, input, ...(name ? { name } : {}) });
+      return { execution: name ?? 'x', workflow, status: 'RUNNING', startedAt: '2026-01-01T00:00Z' };
+    },
+    describe: async () => undefined,
+    list: async () => [],
+  };
+
+  beforeAll(async () => {
+    api = await startTestApi('embedded', {}, { workflows });
+  }, 300_000);
+
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it('starts a sweep of the namespace for a flush, of the prefix for a prefix, and none for tags', async () => {
+    const c = new StrataClient({ endpoint: api.url, namespace: 'swept', retries: 0 });
+    const flush = await c.flush({ confirm: 'swept' });
+    expect(flush.sweep).toEqual({ execution: `sweep-swept-${flush.id}` });
+    const prefix = await c.invalidatePrefix('user/');
+    expect(prefix.sweep).toEqual({ execution: `sweep-swept-${prefix.id}` });
+    expect((await c.invalidateTags(['t'])).sweep).toBeNull();
+    expect(started).toEqual([
+      { workflow: 'invalidation-sweep', input: { ns: 'swept' }, name: `sweep-swept-${flush.id}` },
+      { workflow: 'invalidation-sweep', input: { ns: 'swept', prefix: 'user/' }, name: `sweep-swept-${prefix.id}` },
+    ]);
   });
 });

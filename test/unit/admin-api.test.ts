@@ -210,7 +210,15 @@ describe('admin API: workflow executions (admin Lambda handler, LocalWorkflowSer
     expect(res.statusCode).toBe(400);
     const err = body<{ error: { code: string; message: string; details: { field: string; valid: string[] } } }>(res).error;
     expect(err.code).toBe('VALIDATION_FAILED');
-    const valid = ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate', 'replace-node', 'rolling-upgrade'];
+    const valid = [
+      'scale-out',
+      'scale-in',
+      'evict-to-s3',
+      'tier-migrate',
+      'replace-node',
+      'rolling-upgrade',
+      'invalidation-sweep',
+    ];
     expect(err.details).toEqual({ field: 'workflow', valid });
     expect(err.message).toContain(valid.join(', '));
   });

@@ -5,6 +5,7 @@ import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import type { WorkflowName } from '../../../core/workflows/progress.js';
 import { EvictToS3Definition } from './evict-to-s3.js';
+import { InvalidationSweepDefinition } from './invalidation-sweep.js';
 import type { FleetLaunch } from './fleet-launch.js';
 import { ReplaceNodeDefinition } from './replace-node.js';
 import { RollingUpgradeDefinition } from './rolling-upgrade.js';
@@ -32,6 +33,7 @@ export const WORKFLOW_IDS: Readonly<Record<WorkflowName, string>> = {
   'tier-migrate': 'TierMigrate',
   'replace-node': 'ReplaceNode',
   'rolling-upgrade': 'RollingUpgrade',
+  'invalidation-sweep': 'InvalidationSweep',
 };
 
 /** The workflows as Step Functions state machines (standard type: long, exactly-once steps). */
@@ -51,6 +53,8 @@ export class StrataWorkflows extends Construct {
         fn: props.stepFunction,
         fleet: props.fleet,
       }).definition,
+      'invalidation-sweep': new InvalidationSweepDefinition(this, 'InvalidationSweepStates', { fn: props.stepFunction })
+        .definition,
     };
     const machines = {} as Record<WorkflowName, sfn.StateMachine>;
     for (const [name, chain] of Object.entries(definitions) as [WorkflowName, sfn.IChainable][]) {

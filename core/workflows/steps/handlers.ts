@@ -6,6 +6,7 @@ import { ProgressStore, ScaleLocks } from '../progress.js';
 import { replaceSteps } from './replace-steps.js';
 import { scaleSteps, type ScaleDeps } from './scale-steps.js';
 import { upgradeSteps } from './upgrade-steps.js';
+import { sweepSteps } from './sweep-steps.js';
 import type { StepHandlers } from './registry.js';
 
 /** What the step Lambda (or a local run) gives the steps. */
@@ -45,6 +46,7 @@ export function stepHandlers(d: WorkflowDeps): StepHandlers {
   const data = dataSteps(d);
   const r = replaceSteps(d);
   const u = upgradeSteps(d);
+  const sweep = sweepSteps(d);
   return {
     'scale-out.begin': s.scaleOutBegin,
     'scale-out.check-node': s.checkNode,
@@ -72,5 +74,7 @@ export function stepHandlers(d: WorkflowDeps): StepHandlers {
     'rolling-upgrade.finish': u.finish,
     'rolling-upgrade.done': u.done,
     'rolling-upgrade.rollback': u.rollback,
+    'invalidation-sweep.begin': sweep.begin,
+    'invalidation-sweep.batch': sweep.batch,
   };
 }

@@ -34,6 +34,8 @@ export const STEP_NAMES = [
   'rolling-upgrade.finish',
   'rolling-upgrade.done',
   'rolling-upgrade.rollback',
+  'invalidation-sweep.begin',
+  'invalidation-sweep.batch',
 ] as const;
 export type StepName = (typeof STEP_NAMES)[number];
 

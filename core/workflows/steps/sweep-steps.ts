@@ -1,0 +1,123 @@
+import * as z from 'zod';
+import { Invalidations, tierInvalidationRegister } from '../../coordinator/invalidations.js';
+import { HybridLogicalClock } from '../../model/hlc.js';
+import { NAMESPACE_PATTERN } from '../../model/keys.js';
+import { supportsScan, type Tier } from '../../tiers/tier.js';
+import type { DataStepDeps } from './data-steps.js';
+
+/**
+ * InvalidationSweep: the physical removal of entries that invalidations cover (coordinator/invalidations.ts), after
+ * a namespace flush or a prefix invalidation. Reads already treat covered entries as missing; this frees the space
+ * they hold. Each batch scans one page of one tier's namespace (hot, then warm, then cold; under the prefix when
+ * given) and removes each covered entry at exactly the version it found, so a write landing meanwhile is never
+ * removed. Resumable from its cursor; running it twice removes nothing more.
+ */
+
+/** Entries a batch reads (one page of one tier). */
+export const SWEEP_PAGE = 500;
+
+export const sweepRequest = z.strictObject({
+  ns: z.string().regex(NAMESPACE_PATTERN, 'ns must be a namespace: 1-63 of a-z, 0-9, "_", "-", starting with a letter or digit'),
+  /** Only keys under this prefix (a prefix invalidation's own). */
+  prefix: z.string().min(1).optional(),
+  /** Entries per batch. */
+  limit: z.number().int().min(1).max(5000).default(SWEEP_PAGE),
+});
+export type SweepRequest = z.infer<typeof sweepRequest>;
+
+const TIER_ORDER = ['hot', 'warm', 'cold'] as const;
+
+export interface SweepTotals {
+  scanned: number;
+  removed: number;
+  /** Covered entries a newer write replaced between the scan and the removal (left alone). */
+  changed: number;
+  batches: number;
+  /** Per tier swept: entries scanned and removed. */
+  tiers: Record<string, { scanned: number; removed: number }>;
+}
+
+const execution = z.string().min(1).max(128);
+const batchInput = z.looseObject({
+  execution,
+  batch: z.looseObject({
+    request: z.looseObject({}),
+    tier: z.number().int().min(0),
+    cursor: z.string().nullish(),
+    totals: z.looseObject({}),
+  }),
+});
+
+export function sweepSteps(d: DataStepDeps) {
+  const tiers = (): Tier[] => TIER_ORDER.map((n) => d.tiers[n]).filter((t): t is Tier => t !== undefined);
+  /** The generations in force, read fresh (the lowest tier holds them). */
+  const generations = async (): Promise<Invalidations> => {
+    const all = tiers();
+    if (all.length === 0) throw new Error('the invalidation sweep needs the tiers (none are configured for the steps)');
+    const inv = new Invalidations({ register: tierInvalidationRegister(all.at(-1)!), clock: new HybridLogicalClock() });
+    await inv.refreshNow();
+    return inv;
+  };
+
+  return {
+    /** Validates the request (first state): a bad one fails the execution before anything is removed. */
+    async begin(raw: Record<string, unknown>) {
+      const {
+        execution: exec,
+        workflow: _w,
+        ...rest
+      } = z.looseObject({ execution, workflow: z.literal('invalidation-sweep').optional() }).parse(raw);
+      const request = sweepRequest.parse(rest);
+      await d.progress.update(exec, 'invalidation-sweep', (p) => {
+        p.phase = `sweeping ${request.prefix === undefined ? 'namespace' : `prefix '${request.prefix}' of`} '${request.ns}'`;
+      });
+      const totals: SweepTotals = { scanned: 0, removed: 0, changed: 0, batches: 0, tiers: {} };
+      return { request, tier: 0, cursor: null, done: tiers().length === 0, totals };
+    },
+
+    /** One page of one tier: covered entries removed at the version found. */
+    async batch(raw: Record<string, unknown>) {
+      const i = batchInput.parse(raw);
+      const request = sweepRequest.parse(i.batch.request);
+      const totals = i.batch.totals as unknown as SweepTotals;
+      const all = tiers();
+      const tier = all[i.batch.tier];
+      if (!tier) return { request, tier: i.batch.tier, cursor: null, done: true, totals };
+      if (!supportsScan(tier)) {
+        return { request, tier: i.batch.tier + 1, cursor: null, done: i.batch.tier + 1 >= all.length, totals };
+      }
+      const inv = await generations();
+      const page = await tier.scan(request.ns, {
+        limit: request.limit,
+        cursor: i.batch.cursor ?? null,
+        ...(request.prefix !== undefined ? { prefix: request.prefix } : {}),
+      });
+      const per = (totals.tiers[tier.name] ??= { scanned: 0, removed: 0 });
+      let removed = 0;
+      for (const item of page.items) {
+        if (!inv.covers(request.ns, item.key, item.header)) continue;
+        if (await tier.delete(request.ns, item.key, item.header.version)) removed++;
+        else totals.changed++;
+      }
+      per.scanned += page.items.length;
+      per.removed += removed;
+      totals.scanned += page.items.length;
+      totals.removed += removed;
+      totals.batches++;
+      const next = page.cursor === null ? { tier: i.batch.tier + 1, cursor: null } : { tier: i.batch.tier, cursor: page.cursor };
+      const done = next.tier >= all.length;
+      if (removed > 0) d.metric('entriesSwept', removed);
+      await d.progress.update(i.execution, 'invalidation-sweep', (p) => {
+        p.keys += removed;
+        p.done = totals.batches;
+        p.phase = `${tier.name}: removed ${per.removed} of ${per.scanned} entries scanned`;
+        if (done) {
+          p.total = totals.batches;
+          p.phase = `removed ${totals.removed} covered entries of ${totals.scanned} scanned`;
+          p.outcome = 'succeeded';
+        }
+      });
+      return { request, ...next, done, totals };
+    },
+  };
+}
