@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { Tags, Validations, type App } from 'aws-cdk-lib';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { EnvironmentConfig } from './config/schema.js';
@@ -44,7 +45,11 @@ export function buildStrataApp(app: App, options: StrataAppOptions): StrataStack
   // Interface endpoints only for what must call an AWS API from inside the VPC. The cost publisher (CloudWatch, EC2),
   // the policy evaluator or the scale-out trigger and the admin API (Step Functions) run outside it, where those APIs
   // need no endpoint.
-  const interfaceEndpoints = [...CacheNodeFleet.INTERFACE_ENDPOINTS];
+  // Lambda origins are invoked by the data functions, in the VPC without internet access: through Lambda's endpoint.
+  const interfaceEndpoints = [
+    ...CacheNodeFleet.INTERFACE_ENDPOINTS,
+    ...(config.api.lambdaOrigins.length ? [ec2.InterfaceVpcEndpointAwsService.LAMBDA] : []),
+  ];
   const network = new NetworkStack(app, stackId(config, 'Network'), { config, interfaceEndpoints });
   const data = new DataStack(app, stackId(config, 'Data'), { config, network });
   const fleet = new FleetStack(app, stackId(config, 'Fleet'), {

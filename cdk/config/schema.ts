@@ -7,6 +7,7 @@ import * as z from 'zod';
 import { checkPrelaunchSettings, prelaunchSettingsFields } from '../../core/policy/defaults.js';
 import { namespaceConfigSchema } from '../../core/policy/namespace-settings.js';
 import { NAMESPACE_PATTERN } from '../../core/model/keys.js';
+import { lambdaOriginIssues, lambdaOriginsSchema } from './lambda-origins.js';
 
 export const ENVIRONMENT_NAMES = ['dev', 'staging', 'prod'] as const;
 export type EnvironmentName = (typeof ENVIRONMENT_NAMES)[number];
@@ -269,6 +270,8 @@ export const environmentConfigSchema = z
         .min(60)
         .max(12 * 3600, 'urlTtlSeconds is at most 43200 (12 h): presigned URLs die with the role session that signs them')
         .default(900),
+      /** Lambda functions namespace policies may read through (origin.lambda): see lambda-origins.ts. @default [] */
+      lambdaOrigins: lambdaOriginsSchema,
       /** Namespace policies (STRATA_NAMESPACES); omitted = every namespace write-through. */
       namespaces: namespaceConfigSchema.optional(),
       /** API Gateway execution logs (needs the account-wide API Gateway CloudWatch role). @default 'ERROR' */
@@ -434,6 +437,7 @@ export const environmentConfigSchema = z
       });
     }
     for (const issue of fleetCapacityIssues(c.fleet)) ctx.addIssue({ code: 'custom', ...issue });
+    for (const issue of lambdaOriginIssues(c)) ctx.addIssue({ code: 'custom', ...issue });
     if (c.hotTier.dailySnapshotTime && c.hotTier.snapshotRetentionDays === 0) {
       ctx.addIssue({
         code: 'custom',

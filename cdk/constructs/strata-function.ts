@@ -272,6 +272,23 @@ export class StrataFunction extends Construct {
    * (`kms:EncryptionContext:strata:purpose`, core/transforms/kms-keyring.ts). The key policy must let the account's IAM
    * policies grant use of the key (the default key policy does; a key in another account must name this role).
    */
+  /**
+   * The Lambda origins the environment declares (cdk/config/lambda-origins.ts): STRATA_LAMBDA_ORIGINS, against which
+   * the function checks the policies it is given, and, with `invoke` (the functions that serve reads),
+   * lambda:InvokeFunction on exactly those ARNs. IAM matches the ARN as invoked: an unqualified ARN covers unqualified
+   * invocations only, a version's or alias's ARN that qualifier only
+   * (https://docs.aws.amazon.com/lambda/latest/dg/lambda-api-permissions-ref.html), so no wildcard is needed.
+   */
+  bindLambdaOrigins(arns: readonly string[], access: { invoke: boolean }): this {
+    if (arns.length === 0) return this;
+    this.addEnvironment('STRATA_LAMBDA_ORIGINS', arns.join(','));
+    if (access.invoke)
+      this.role.addToPolicy(
+        new iam.PolicyStatement({ sid: 'LambdaOrigins', actions: ['lambda:InvokeFunction'], resources: [...arns] }),
+      );
+    return this;
+  }
+
   bindKeyring(keys: PolicyEncryptionKeys, access: { use: boolean }): this {
     this.addEnvironment('STRATA_KEYRING', 'kms');
     this.addEnvironment('STRATA_KEYRING_KEYS', keys.names.join(','));

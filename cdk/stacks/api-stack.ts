@@ -33,6 +33,9 @@ export interface ApiStackProps extends StrataStackProps {
   readonly policyEncryptionKeys?: readonly kms.IKey[];
 }
 
+/** The groups whose routes read values, and so may read through an origin (GET a key, batch get, downloads). */
+export const READ_FUNCTIONS: readonly ApiFunction[] = ['keys', 'batch', 'transfer'];
+
 /** The API groups, in the order they first appear in API_ROUTES: one Lambda each. */
 export function apiFunctionGroups(): ApiFunction[] {
   return [...new Set(API_ROUTES.map((r) => r.fn))];
@@ -104,6 +107,8 @@ export class ApiStack extends StrataStack {
       }
       // Every function checks the policies it loads against the keys; only those that serve values use them.
       if (keys) f.bindKeyring(keys, { use: inVpc });
+      // Every function checks policies against the declared Lambda origins; those serving reads may invoke them.
+      f.bindLambdaOrigins(config.api.lambdaOrigins, { invoke: READ_FUNCTIONS.includes(fn) });
       functions[fn] = f;
     }
     this.functions = functions;

@@ -339,6 +339,8 @@ export class WorkflowsStack extends StrataStack {
       // bytes: no KMS use).
       const keys = policyEncryptionKeys(this, props.policyEncryptionKeys);
       if (keys) for (const f of tickerFunctions) f.bindKeyring(keys, { use: false });
+      // ...and naming only the declared Lambda origins (none of these reads through one).
+      for (const f of tickerFunctions) f.bindLambdaOrigins(config.api.lambdaOrigins, { invoke: false });
       // The default rules' deployment settings, the same in every function that compiles policies (the API's too).
       for (const [k, v] of Object.entries(policyDefaultsEnvironment(config)))
         for (const f of tickerFunctions) f.addEnvironment(k, v);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { NotFoundError, permanentDetails, StrataError, TransformedScopeError } from '../errors.js';
 import type { Coordinator } from '../coordinator/coordinator.js';
 import type { ServedBy, WriteResult } from '../coordinator/types.js';
-import type { EntryHeader } from '../model/entry.js';
+import { isStale, type EntryHeader } from '../model/entry.js';
 import { validateKey } from '../model/keys.js';
 import type { NewUpload, PresignedDownload, PresignedUrl, Presigning, Tier } from '../tiers/tier.js';
 import type { WorkflowService } from '../workflows/admin-service.js';
@@ -74,7 +74,10 @@ function entryHeaders(h: EntryHeader, served: ServedBy | string): Record<string,
     'x-strata-version': String(h.version),
     etag: `"${h.version}"`,
   };
-  if (h.expiresAt !== null) out['x-strata-expires-at'] = new Date(h.expiresAt).toISOString();
+  // An origin's value under stale-while-revalidate expires at its TTL (staleAt); past it, it is served marked stale.
+  const expiresAt = h.staleAt ?? h.expiresAt;
+  if (expiresAt !== null) out['x-strata-expires-at'] = new Date(expiresAt).toISOString();
+  if (isStale(h)) out['x-strata-stale'] = 'true';
   if (h.tags.length) out['x-strata-tags'] = h.tags.join(',');
   return out;
 }

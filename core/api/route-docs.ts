@@ -51,6 +51,12 @@ const ENTRY_HEADERS: Json = {
     schema: { type: 'string', format: 'date-time' },
   },
   'x-strata-tags': { description: 'The entry tags, comma-separated, when set', schema: { type: 'string' } },
+  'x-strata-stale': {
+    description:
+      "`true` on a read-through origin's value served past its TTL, within the namespace's `staleWhileRevalidateSeconds` " +
+      'while one refresh runs (docs/POLICIES.md, "Read-through origins"); absent otherwise',
+    schema: { type: 'string', enum: ['true'] },
+  },
 };
 
 const WRITE_HEADERS = [

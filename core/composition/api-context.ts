@@ -13,6 +13,7 @@ import { supportsPresigning } from '../tiers/tier.js';
 import type { RuntimeEnv } from './runtime-env.js';
 import { ConfigError } from '../errors.js';
 import { ElastiCacheIamAuth } from './elasticache-iam.js';
+import { lambdaOriginInvoker } from './lambda-origins.js';
 import { policyPartsFromEnv } from './policy-env.js';
 import { StoredFiringHistory, type EvaluatorStateStore } from '../policy/evaluator-store.js';
 import { JobBoard } from '../policy/jobs.js';
@@ -145,6 +146,8 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
     onEvent: opts.onEvent ?? coordinatorEventLog({ environment: env.STRATA_ENV }),
     hotFence: env.STRATA_HOT_FENCE_LEASE_MS === undefined ? undefined : { leaseMs: env.STRATA_HOT_FENCE_LEASE_MS },
     codec: new ValueCodec(keys.keyring ? { keyring: keys.keyring } : {}),
+    // Only where the deployment declares Lambda origins (STRATA_LAMBDA_ORIGINS): policies may name no others.
+    ...(env.STRATA_LAMBDA_ORIGINS?.length ? { invokeLambda: lambdaOriginInvoker() } : {}),
   });
   const nodeAdmin = nodeAdminOf(env, warm instanceof WarmTier ? warm : undefined);
   const presigner = tiers.find(supportsPresigning) as (Tier & Presigning) | undefined;

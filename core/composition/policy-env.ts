@@ -53,6 +53,7 @@ export function policyPartsFromEnv(env: RuntimeEnv, opts: PolicyEnvOptions = {})
     // second, so there is nothing to launch ahead of; bench/ measures paper 000's trigger with its own settings).
     defaults: local || scheduled ? (env.STRATA_POLICY_DEFAULTS ?? true) : false,
     ...(encryption ? { encryption } : {}),
+    ...(env.STRATA_LAMBDA_ORIGINS ? { lambdaOrigins: env.STRATA_LAMBDA_ORIGINS } : {}),
   };
   const deployment = compilePolicy(documentFromNamespaceConfig(namespaceConfigFrom(env)), compile);
   const store = policyStoreFrom(env);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import * as z from 'zod';
 import { defaultRulesOptionsSchema } from '../policy/defaults.js';
-import type { NamespaceConfigInput } from '../policy/namespace-settings.js';
+import { LAMBDA_FUNCTION_ARN, type NamespaceConfigInput } from '../policy/namespace-settings.js';
 import { fleetSubnetsSchema } from '../workflows/steps/fleet-placement.js';
 import { ConfigError } from '../errors.js';
 import { kmsKeyNameProblem } from '../transforms/kms-keyring.js';
@@ -183,6 +183,25 @@ export const runtimeEnvSchema = z.object({
       ),
     ])
     .refine((keys) => keys.length > 0, 'STRATA_KEYRING_KEYS must list key names, comma-separated (or be unset: any key)')
+    .optional(),
+  /**
+   * The Lambda functions policies may read through (origin.lambda), comma-separated ARNs: the environment config's
+   * api.lambdaOrigins, which the API functions are granted lambda:InvokeFunction on. Absent: none.
+   */
+  STRATA_LAMBDA_ORIGINS: z
+    .string()
+    .transform((s) => [
+      ...new Set(
+        s
+          .split(',')
+          .map((k) => k.trim())
+          .filter(Boolean),
+      ),
+    ])
+    .refine(
+      (arns) => arns.every((a) => LAMBDA_FUNCTION_ARN.test(a)),
+      'STRATA_LAMBDA_ORIGINS must list Lambda function ARNs (arn:aws:lambda:<region>:<account>:function:<name>[:<qualifier>]), comma-separated',
+    )
     .optional(),
   /** Namespace policies as JSON (see NamespaceConfigInput), or a path to a JSON file. */
   STRATA_NAMESPACES: z.string().optional(),

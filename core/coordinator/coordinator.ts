@@ -1,6 +1,6 @@
 import { NotFoundError, permanentDetails, StrataError, VersionConflictError } from '../errors.js';
 import type { Entry, EntryEncoding, EntryHeader } from '../model/entry.js';
-import { copyForTier, makeTombstone } from '../model/entry.js';
+import { copyForTier, isStale, makeTombstone } from '../model/entry.js';
 import { HybridLogicalClock } from '../model/hlc.js';
 import { contentHash, keyShardIndex } from '../model/keys.js';
 import type { Tier, TierName } from '../tiers/tier.js';
@@ -17,7 +17,7 @@ import {
 } from './invalidations.js';
 import { KeyedMutex } from './keyed-mutex.js';
 import { lookupByPolicy, promotionTargets } from './key-scopes.js';
-import { OriginLoader } from './origin.js';
+import { OriginLoader, type OriginWriteOptions } from './origin.js';
 import { HOT, namespaceDurable, place, type Placement, type PlacementHeader, type TierSnapshot } from './placement.js';
 import { NearCache } from './near-cache.js';
 import { PolicyRegistry, type NamespacePolicy } from '../policy/namespace-settings.js';
@@ -151,15 +151,26 @@ export class Coordinator {
       },
     });
     this.origin = new OriginLoader({
-      write: async (ns, key, value, opts, policy) => {
+      write: async (ns, key, value, opts, policy, at) => {
         const p = await this.values.prepare(this.registry, policy, ns, key, value, []);
+        const mode = at === undefined ? 'restamp' : 'conditional';
         const written = (await this.writeLocks.run(lockId(ns, key), () =>
-          this.write(ns, key, p.value, p.encoding, opts, policy, 'restamp'),
+          this.write(ns, key, p.value, p.encoding, opts, policy, mode, at),
         ))!;
         await this.values.written(ns, p, policy);
         return written;
       },
+      forget: (ns, key, policy, version, ttlMs) =>
+        this.writeLocks.run(lockId(ns, key), async () => {
+          const r = await this.writer.tombstone(ns, key, version, policy, { ttlMs });
+          const ms = Math.min(ttlMs, policy.nearCache.ttlMs);
+          if (r.ok) this.near.shadow(ns, key, makeTombstone(version, ms, Date.now(), true), policy);
+          return r.ok;
+        }),
+      version: () => this.clock.next(),
       hit: () => this.count('origin', 'hits'),
+      track: (p, what) => this.track(p, what),
+      ...(opts.invokeLambda ? { invokeLambda: opts.invokeLambda } : {}),
     });
     this.promoter = new Promoter({ tiers: this.tiers, hot: this.hot, track: (p, what) => this.track(p, what) });
     const hot = this.hot;
@@ -267,6 +278,14 @@ export class Coordinator {
     policy: NamespacePolicy,
     restore: boolean,
   ): Promise<ReadResult | undefined> {
+    if (w.hit && isStale(w.hit.item.header)) {
+      // Past its TTL, within its stale-while-revalidate grace: served (marked stale by its header) while one
+      // background refresh runs; neither cached in L1 nor promoted. Without a grace in force now, a miss.
+      const { item: entry, tier } = w.hit;
+      if (!policy.origin?.staleWhileRevalidateSeconds) return policy.origin ? this.origin.load(ns, key, policy) : undefined;
+      this.origin.refresh(ns, key, policy, entry.header.version);
+      return restore ? this.values.restore(ns, key, { entry, tier }, policy) : { entry, tier };
+    }
     if (w.hit) {
       const { item: entry, level, tier } = w.hit;
       this.nearFill(ns, key, entry, policy);
@@ -282,7 +301,8 @@ export class Coordinator {
       }
       return restore ? this.values.restore(ns, key, { entry, tier }, policy) : { entry, tier };
     }
-    if (policy.origin) return this.origin.load(ns, key, policy);
+    // An origin's 404 remembered (negativeTtlSeconds) is a miss; a delete's tombstone lets the origin be asked.
+    if (policy.origin && !w.negative) return this.origin.load(ns, key, policy, this.reads.certain(w, policy));
     return undefined;
   }
 
@@ -605,14 +625,18 @@ export class Coordinator {
     key: string,
     value: Buffer,
     encoding: EntryEncoding | undefined,
-    opts: WriteOptions,
+    opts: OriginWriteOptions,
     policy: NamespacePolicy,
     mode: 'first-try' | 'conditional' | 'restamp',
     at?: number,
   ): Promise<WriteResult | undefined> {
     const ttl = opts.ttlSeconds === undefined ? policy.defaultTtlSeconds : opts.ttlSeconds;
+    // An origin's value under stale-while-revalidate stays in the tiers `grace` past its TTL (origin.ts).
+    const grace = ttl === null ? 0 : (opts.staleGraceSeconds ?? 0);
+    const staleAt = ttl === null ? undefined : Date.now() + ttl * 1000;
     const base: Omit<EntryHeader, 'version'> = {
-      expiresAt: ttl === null ? null : Date.now() + ttl * 1000,
+      expiresAt: staleAt === undefined ? null : staleAt + grace * 1000,
+      ...(grace > 0 ? { staleAt } : {}),
       size: value.length,
       hash: contentHash(value),
       tags: opts.tags ?? [],

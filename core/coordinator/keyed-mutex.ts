@@ -28,6 +28,11 @@ export class Coalescer<T> {
     return p;
   }
 
+  /** Whether a call for `key` is in flight. */
+  has(key: string): boolean {
+    return this.inflight.has(key);
+  }
+
   get size(): number {
     return this.inflight.size;
   }

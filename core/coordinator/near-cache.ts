@@ -1,5 +1,5 @@
 import type { Entry } from '../model/entry.js';
-import { copyForTier, isLive } from '../model/entry.js';
+import { copyForTier, isLive, isStale } from '../model/entry.js';
 import type { MemoryTier } from '../tiers/memory-tier.js';
 import type { NamespacePolicy } from '../policy/namespace-settings.js';
 import type { ReadResult } from './types.js';
@@ -23,12 +23,14 @@ export class NearCache {
     if (!this.l1 || !policy.nearCache.enabled) return undefined;
     const e = this.l1.getSync(ns, key);
     if (!e) return undefined;
-    if (e.header.flags.tombstone) return null;
-    if (!isLive(e.header)) return undefined;
+    // A stale copy (past an origin value's TTL, coordinator/origin.ts) goes to the tiers, where its refresh starts.
+    if (!e.header.flags.tombstone && (!isLive(e.header) || isStale(e.header))) return undefined;
+    // A tombstone too is dropped once an invalidation covers it (an origin's negative entry then asks the origin).
     if (this.covers(ns, key, e.header)) {
       this.l1.deleteSync(ns, key);
       return undefined;
     }
+    if (e.header.flags.tombstone) return null;
     this.onHit();
     return { entry: e, tier: 'l1' };
   }

@@ -13,6 +13,8 @@ export interface Walked<H> {
   hit?: { item: H; level: number; tier: TierName };
   /** A tombstone ended the walk: the key is deleted. */
   deleted: boolean;
+  /** The tombstone that ended the walk is an origin's remembered 404 (flags.negative), not a delete. */
+  negative?: boolean;
   /** The walk found an entry an invalidation covers: a miss (an origin is asked as for any miss). */
   invalidated?: boolean;
   /** The tier whose answer ended the walk (a hit or a tombstone); undefined: every tier missed or failed. */
@@ -154,7 +156,13 @@ export class TierWalk {
         w.at = tier.name;
         if (h?.flags.tombstone) {
           if (cand !== undefined && cand > h.version) w.hit = w.candidate;
-          else w.deleted = true;
+          // A tombstone an invalidation covers (a delete's, or an origin's negative entry) is a miss like a covered
+          // value: the origin is asked again.
+          else if (this.d.covers(ns, keys[i]!, h)) w.invalidated = true;
+          else {
+            w.deleted = true;
+            if (h.flags.negative) w.negative = true;
+          }
         } else if (h && isLive(h)) {
           w.hit = cand !== undefined && cand > h.version ? w.candidate : { item: item!, level, tier: tier.name };
           this.d.observe(h.version);

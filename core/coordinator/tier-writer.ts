@@ -121,11 +121,18 @@ export class TierWriter {
    * One attempt at a delete: a tombstone to every tier below hot first (once they hold it no reader can find the
    * old value there), then to hot. A durable tier that failed may still hold the old value: not acknowledged.
    */
-  async tombstone(ns: string, key: string, version: number, policy: NamespacePolicy): Promise<Attempt<void>> {
+  async tombstone(
+    ns: string,
+    key: string,
+    version: number,
+    policy: NamespacePolicy,
+    /** An origin's 404 remembered for `ttlMs` (origin.ts, negativeTtlSeconds); absent: a delete's tombstone. */
+    negative?: { ttlMs: number },
+  ): Promise<Attempt<void>> {
     const { hot } = this.d;
     const below = this.belowHot;
     const epoch = this.epochOf(ns, key);
-    const tomb = makeTombstone(version, policy.tombstoneTtlMs);
+    const tomb = makeTombstone(version, negative?.ttlMs ?? policy.tombstoneTtlMs, Date.now(), !!negative);
     const results = await Promise.allSettled(below.map((t) => t.put(ns, key, tomb)));
     let stale = maxStale(results);
     const failed = failedTiers(results, below);

@@ -5,6 +5,7 @@ import type { HybridLogicalClock } from '../model/hlc.js';
 import type { MemoryTier } from '../tiers/memory-tier.js';
 import type { Tier, TierName } from '../tiers/tier.js';
 import type { FenceEvent, HotFence } from './hot-fence.js';
+import type { LambdaInvoke } from './lambda-origin.js';
 import type { InvalidationEvent, Invalidations, InvalidationsOptions } from './invalidations.js';
 import type { PolicyRegistry } from '../policy/namespace-settings.js';
 import type { ValueCodec } from '../transforms/codec.js';
@@ -35,6 +36,11 @@ export interface CoordinatorOptions {
    * bound. @default a 1000 ms lease and a 2000 ms skew bound, the document kept in the lowest tier
    */
   invalidations?: Invalidations | Pick<InvalidationsOptions, 'leaseMs' | 'maxClockSkewMs' | 'now'>;
+  /**
+   * Sends a Lambda origin's Invoke (coordinator/lambda-origin.ts), built with the AWS SDK in the composition root
+   * (composition/lambda-origins.ts). @default none: a policy's Lambda origin fails ORIGIN_FAILED
+   */
+  invokeLambda?: LambdaInvoke;
   /** What the coordinator did on its own (fence bumps, hot copies whose outcome was unknown): metrics and logs. */
   onEvent?: (event: CoordinatorEvent) => void;
 }

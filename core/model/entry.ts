@@ -10,6 +10,11 @@ export interface EntryFlags {
   /** A delete marker: the key is gone as of `version`. */
   tombstone?: boolean;
   /**
+   * On a tombstone only: an origin's 404 remembered (coordinator/origin.ts, negativeTtlSeconds), not a delete. Reads
+   * that meet it miss without asking the origin; a delete's tombstone lets them ask.
+   */
+  negative?: boolean;
+  /**
    * A location marker in an upper tier: the value of `version` lives in a lower tier (write-around).
    * Readers skip to the next tier; promotions of older versions are refused.
    */
@@ -90,6 +95,12 @@ export interface EntryHeader {
    * A clean copy whose epoch is below the shard's current one may be older than an acknowledged write.
    */
   hotEpoch?: number;
+  /**
+   * Set on a read-through origin's value in a namespace with stale-while-revalidate (coordinator/origin.ts): its TTL,
+   * epoch milliseconds. Past it, until `expiresAt` (later by the grace period), it is served marked stale while one
+   * refresh runs; tiers keep it until `expiresAt` as for any entry.
+   */
+  staleAt?: number;
 }
 
 export interface Entry {
@@ -112,6 +123,11 @@ export interface WriteOutcome {
 
 export function isExpired(h: Pick<EntryHeader, 'expiresAt'>, now = Date.now()): boolean {
   return h.expiresAt !== null && h.expiresAt <= now;
+}
+
+/** Past its TTL but within its stale-while-revalidate grace (see {@link EntryHeader.staleAt}). */
+export function isStale(h: Pick<EntryHeader, 'staleAt'>, now = Date.now()): boolean {
+  return h.staleAt !== undefined && h.staleAt <= now;
 }
 
 /** A live entry is one a reader may return: not expired, not a tombstone, not a location marker. */
@@ -155,9 +171,10 @@ export function copyForTier(e: Entry, flags: EntryFlags = {}): Entry {
   return { header: { ...header, flags }, value: e.value };
 }
 
-export function makeTombstone(version: number, ttlMs: number, now = Date.now()): Entry {
+export function makeTombstone(version: number, ttlMs: number, now = Date.now(), negative = false): Entry {
+  const flags: EntryFlags = negative ? { tombstone: true, negative: true } : { tombstone: true };
   return {
-    header: { version, expiresAt: now + ttlMs, size: 0, hash: '', tags: [], flags: { tombstone: true } },
+    header: { version, expiresAt: now + ttlMs, size: 0, hash: '', tags: [], flags },
     value: Buffer.alloc(0),
   };
 }

@@ -103,6 +103,12 @@ export interface CompileOptions {
    * copy from hot may select by idleSeconds / accessCount. A Redis hot tier does not (see accessProblem). @default false
    */
   readonly hotTracksAccess?: boolean;
+  /**
+   * The Lambda functions this deployment declares as origins (STRATA_LAMBDA_ORIGINS: the environment config's
+   * api.lambdaOrigins, which the API functions are granted lambda:InvokeFunction on): a retrieve rule naming any other
+   * function is refused, except in a stored document (its reads then fail ORIGIN_FAILED). @default none declared
+   */
+  readonly lambdaOrigins?: readonly string[];
 }
 
 /** Responses this version runs. The others are part of the language and refused until their executor exists. */
@@ -264,6 +270,22 @@ const isTransform = (r: PolicyRule): boolean => 'action' in r.on && r.do.some((d
  * hold, and promotions never re-encode); reads undo whatever the entry's header records, so uncompress and decrypt
  * on a get are what every read already does.
  */
+/** A retrieve rule's Lambda origin that the deployment does not declare (so its functions may not invoke it). */
+function lambdaOriginProblem(rule: PolicyRule, opts: CompileOptions): string | undefined {
+  if (opts.stored) return undefined;
+  for (const r of rule.do) {
+    const fn = 'retrieve' in r ? r.retrieve.origin?.lambda : undefined;
+    if (fn === undefined || opts.lambdaOrigins?.includes(fn)) continue;
+    const declared = opts.lambdaOrigins?.length ? opts.lambdaOrigins.join(', ') : 'none';
+    return (
+      `origin.lambda '${fn}' is not a Lambda origin this deployment declares (declared: ${declared}); name one of ` +
+      "them, or add it to api.lambdaOrigins in the environment's config and redeploy (the API functions may invoke " +
+      'only declared functions)'
+    );
+  }
+  return undefined;
+}
+
 function transformProblem(rule: PolicyRule, opts: CompileOptions): string | undefined {
   const on = 'action' in rule.on ? rule.on : undefined;
   for (const r of rule.do) {
@@ -349,6 +371,7 @@ export function compilePolicy(doc: PolicyDocument, opts: CompileOptions = {}): C
   for (const r of rules) {
     const why =
       unsupported(r, opts) ??
+      lambdaOriginProblem(r, opts) ??
       transformProblem(r, opts) ??
       transferProblem(r, opts) ??
       (r.scope.namespace === '*' && r.do.some((d) => 'storeOnce' in d)

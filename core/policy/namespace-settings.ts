@@ -4,6 +4,14 @@ import { formatIssues } from '../util/zod-issues.js';
 
 const MiB = 1024 * 1024;
 
+/**
+ * A Lambda function ARN, unqualified or with a version or alias (the Invoke API's FunctionName, full-ARN form:
+ * https://docs.aws.amazon.com/lambda/latest/dg/API_Invoke.html). Names and partial ARNs are not accepted: the IAM
+ * grant (cdk/stacks/api-stack.ts) is on exactly the ARNs the deployment declares.
+ */
+export const LAMBDA_FUNCTION_ARN =
+  /^arn:aws[a-z-]*:lambda:[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d:\d{12}:function:[A-Za-z0-9_-]{1,64}(:(\$LATEST|[A-Za-z0-9_-]{1,128}))?$/;
+
 const tierName = z.enum(['hot', 'warm', 'cold']);
 
 /** A day: the default of `hotResidencySeconds` (also used by tier migration, which copies into hot outside any policy). */
@@ -54,16 +62,38 @@ export const namespacePolicySchema = z.strictObject({
     .int()
     .min(1000)
     .default(10 * 60_000),
-  /** Optional read-through origin: a miss fetches `url` with `{key}` replaced by the URL-encoded key. */
+  /**
+   * Optional read-through origin (docs/POLICIES.md, "Read-through"): a miss fetches `url` with `{key}` replaced by
+   * the URL-encoded key, or invokes the Lambda function `lambda` (an ARN the deployment declares) with the key.
+   */
   origin: z
     .strictObject({
       url: z
         .string()
         .url()
-        .refine((u) => u.includes('{key}'), 'origin.url must contain the {key} placeholder'),
+        .refine((u) => u.includes('{key}'), 'origin.url must contain the {key} placeholder')
+        .optional(),
+      /** A function ARN (optionally with a version or alias), declared in the environment's config (api.lambdaOrigins). */
+      lambda: z
+        .string()
+        .regex(
+          LAMBDA_FUNCTION_ARN,
+          'origin.lambda must be a Lambda function ARN: arn:aws:lambda:<region>:<account>:function:<name>[:<version or alias>]',
+        )
+        .optional(),
       timeoutMs: z.number().int().min(10).max(60_000).default(5000),
       ttlSeconds: z.number().int().min(1).max(31_536_000).nullable().default(300),
       headers: z.record(z.string(), z.string()).default({}),
+      /** How long an origin 404 is remembered (a short-lived negative entry in the tiers); 0 = not at all. */
+      negativeTtlSeconds: z.number().int().min(0).max(86_400).default(0),
+      /** How long past its TTL an origin's value is still served (marked stale) while one refresh runs; 0 = never. */
+      staleWhileRevalidateSeconds: z.number().int().min(0).max(86_400).default(0),
+    })
+    .superRefine((o, ctx) => {
+      if ((o.url === undefined) === (o.lambda === undefined))
+        ctx.addIssue({ code: 'custom', message: 'origin names exactly one of url (an HTTP origin) or lambda (a function ARN)' });
+      if (o.lambda !== undefined && Object.keys(o.headers).length > 0)
+        ctx.addIssue({ code: 'custom', message: 'origin.headers are sent to an HTTP origin (url) only, not to a Lambda origin' });
     })
     .optional(),
 });

@@ -390,14 +390,14 @@ function viewOf(
     scopedViews.push({
       prefix: r.prefix,
       rules: [r.rule.id],
-      ...(r.origin ? { origin: r.origin.url } : {}),
+      ...(r.origin ? { origin: r.origin.url ?? r.origin.lambda } : {}),
       ...(r.tiers ? { readTiers: r.tiers } : {}),
     });
   }
   scopedViews.sort((a, b) => (b.prefix?.length ?? 0) - (a.prefix?.length ?? 0) || Number(!!b.tag) - Number(!!a.tag));
   return {
     ...base,
-    ...(baseRead?.origin ? { origin: baseRead.origin.url } : {}),
+    ...(baseRead?.origin ? { origin: baseRead.origin.url ?? baseRead.origin.lambda } : {}),
     ...(baseRead?.tiers ? { readTiers: baseRead.tiers } : {}),
     ...(scopedViews.length ? { scoped: scopedViews } : {}),
   };

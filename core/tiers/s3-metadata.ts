@@ -29,6 +29,8 @@ interface StoredHeader {
   f: EntryFlags;
   /** encoding (a compressed or encrypted value: model/entry.ts) */
   x?: EntryEncoding;
+  /** staleAt (a read-through value's TTL under stale-while-revalidate) */
+  s?: number;
   /** 1 when the body is a placeholder and the value is empty (tombstones and location markers) */
   p?: 1;
 }
@@ -42,6 +44,7 @@ export function encodeMeta(h: EntryHeader, placeholder: boolean): { meta: Record
     f: h.flags,
     ...(h.contentType !== undefined ? { c: h.contentType } : {}),
     ...(h.encoding !== undefined ? { x: h.encoding } : {}),
+    ...(h.staleAt !== undefined ? { s: h.staleAt } : {}),
     ...(placeholder ? { p: 1 as const } : {}),
   };
   const meta = { [META_VERSION]: String(h.version), [META_HEADER]: asciiJson(stored) };
@@ -72,6 +75,7 @@ export function decodeStored(meta: Record<string, string> | undefined, contentLe
     };
     if (typeof s.c === 'string') header.contentType = s.c;
     if (s.x && typeof s.x === 'object' && typeof s.x.size === 'number') header.encoding = s.x;
+    if (typeof s.s === 'number') header.staleAt = s.s;
     return header;
   } catch {
     return undefined;

@@ -70,6 +70,7 @@ export function storedHeaderJson(h: EntryHeader): string {
     (tags === undefined || tags.length === 0) &&
     contentType === undefined &&
     h.encoding === undefined &&
+    h.staleAt === undefined &&
     Number.isSafeInteger(version) &&
     Number.isFinite(size) &&
     (expiresAt === null || Number.isFinite(expiresAt)) &&
