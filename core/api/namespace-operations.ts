@@ -19,21 +19,27 @@ import { StrataError, ValidationError } from '../errors.js';
 
 const tagSchema = z.string().regex(TAG_PATTERN, 'tags are 1-64 characters of A-Z, a-z, 0-9, "_", ".", ":" or "-"');
 
-/** `{ tags }` or `{ prefix }`, exactly one. */
+/** `{ tags }` or `{ prefix }`, exactly one (each object strict, so the document says the same: anyOf of the two). */
 export const invalidateSchema = z
-  .strictObject({
-    tags: z.array(tagSchema).min(1).max(MAX_TAGS_PER_INVALIDATION).optional(),
-    prefix: z
-      .string()
-      .min(1, 'an empty prefix would cover the whole namespace: flush it with DELETE /v1/ns/{ns}?confirm={ns}')
-      .refine((p) => Buffer.byteLength(p) <= MAX_KEY_BYTES && !p.includes('\u0000'), {
-        message: `a prefix is at most ${MAX_KEY_BYTES} bytes of UTF-8, without NUL`,
-      })
-      .optional(),
-  })
-  .refine((b) => (b.tags === undefined) !== (b.prefix === undefined), {
-    message: 'give exactly one of "tags" (a list of tags) or "prefix" (a key prefix)',
-  })
+  .union(
+    [
+      z.strictObject({ tags: z.array(tagSchema).min(1).max(MAX_TAGS_PER_INVALIDATION) }),
+      z.strictObject({
+        prefix: z
+          .string()
+          .min(1)
+          .refine((p) => Buffer.byteLength(p) <= MAX_KEY_BYTES && !p.includes('\u0000'), {
+            message: `a prefix is at most ${MAX_KEY_BYTES} bytes of UTF-8, without NUL`,
+          })
+          .meta({ maxLength: MAX_KEY_BYTES, pattern: '^[^\\u0000]+$', 'x-strata-max-utf8-bytes': MAX_KEY_BYTES }),
+      }),
+    ],
+    {
+      error:
+        'give exactly one of "tags" (a list of 1-64 tags) or "prefix" (a non-empty key prefix; to drop the whole ' +
+        'namespace, flush it with DELETE /v1/ns/{ns}?confirm={ns})',
+    },
+  )
   .meta({ description: 'Exactly one of `tags` (entries carrying any of them) or `prefix` (keys starting with it).' });
 
 export const flushQuery = z.strictObject({ confirm: z.string() });
@@ -43,7 +49,7 @@ export const invalidationLogQuery = z.strictObject({ ns: z.string().optional() }
 export async function invalidate(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
   const ns = nsParam(event);
   const body = jsonBody(event, invalidateSchema);
-  const scope: InvalidationScope = body.tags ? { tags: [...new Set(body.tags)] } : { prefix: body.prefix! };
+  const scope: InvalidationScope = 'tags' in body ? { tags: [...new Set(body.tags)] } : { prefix: body.prefix };
   const r = await ctx.coordinator.invalidate(ns, scope, callerIdentity(ctx.tenantAccess, event) ?? 'anonymous');
   // A prefix is swept under that prefix (a cheap, bounded scan). Tags are not: no tier indexes keys by tag, so a sweep
   // would read the whole namespace per call; their entries leave by expiry, eviction, or a sweep started by hand.

@@ -49,7 +49,7 @@ export const NAMESPACE_ROUTE_DOCS = {
     description: IN_FORCE,
     requestBody: { required: true, content: { 'application/json': { schema: fromZod(invalidateSchema) } } },
     responses: { '200': json(INVALIDATION, 'In force everywhere') },
-    errors: ['RATE_LIMITED', 'MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'TIER_UNAVAILABLE'],
+    errors: ['VALIDATION_FAILED', 'RATE_LIMITED', 'MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'TIER_UNAVAILABLE'],
   },
   flushNamespace: {
     operationId: 'flushNamespace',
@@ -57,7 +57,7 @@ export const NAMESPACE_ROUTE_DOCS = {
     description: `${IN_FORCE} The admin equivalent is DELETE /v1/admin/namespaces/{namespace}.`,
     parameters: [CONFIRM],
     responses: { '200': json(INVALIDATION, 'In force everywhere') },
-    errors: ['RATE_LIMITED', 'TIER_UNAVAILABLE'],
+    errors: ['VALIDATION_FAILED', 'RATE_LIMITED', 'TIER_UNAVAILABLE'],
   },
   adminFlushNamespace: {
     operationId: 'adminFlushNamespace',
@@ -65,7 +65,7 @@ export const NAMESPACE_ROUTE_DOCS = {
     description: `As DELETE /v1/ns/{ns}, for the operator. ${IN_FORCE}`,
     parameters: [CONFIRM],
     responses: { '200': json(INVALIDATION, 'In force everywhere') },
-    errors: ['RATE_LIMITED', 'TIER_UNAVAILABLE'],
+    errors: ['VALIDATION_FAILED', 'RATE_LIMITED', 'TIER_UNAVAILABLE'],
   },
   invalidationLog: {
     operationId: 'invalidationLog',
@@ -99,6 +99,6 @@ export const NAMESPACE_ROUTE_DOCS = {
         'The audit log',
       ),
     },
-    errors: ['TIER_UNAVAILABLE'],
+    errors: ['VALIDATION_FAILED', 'TIER_UNAVAILABLE'],
   },
 } satisfies Record<string, RouteDoc>;

@@ -147,7 +147,11 @@ export type InvalidationEvent =
 
 /** One namespace's generations, compiled for the read path. */
 interface Compiled {
+  /** The highest generation of the namespace: an entry above it is covered by none (the common case, one compare). */
+  max: number;
   all: number;
+  maxTag: number;
+  maxPrefix: number;
   tags: Map<string, number>;
   prefixes: Map<string, number>;
   /** The distinct prefix lengths, ascending: a key is checked once per length, not once per prefix. */
@@ -202,11 +206,15 @@ export class Invalidations {
     // storeOnce blobs are shared by keys written after the invalidation; the keys that refer to them are checked.
     if (isBlobKey(key)) return false;
     const v = header.version;
+    if (v > c.max) return false;
     if (v <= c.all) return true;
-    for (const t of header.tags) {
-      const g = c.tags.get(t);
-      if (g !== undefined && v <= g) return true;
+    if (v <= c.maxTag) {
+      for (const t of header.tags) {
+        const g = c.tags.get(t);
+        if (g !== undefined && v <= g) return true;
+      }
     }
+    if (v > c.maxPrefix) return false;
     for (const length of c.lengths) {
       if (length > key.length) break;
       const g = c.prefixes.get(key.slice(0, length));
@@ -392,7 +400,11 @@ function compile(doc: InvalidationDocument): Map<string, Compiled> {
   for (const [ns, g] of Object.entries(doc.namespaces)) {
     const prefixes = new Map(Object.entries(g.prefixes));
     const lengths = [...new Set([...prefixes.keys()].map((p) => p.length))].sort((a, b) => a - b);
-    out.set(ns, { all: g.all ?? 0, tags: new Map(Object.entries(g.tags)), prefixes, lengths });
+    const all = g.all ?? 0;
+    const maxTag = Math.max(0, ...Object.values(g.tags));
+    const maxPrefix = Math.max(0, ...prefixes.values());
+    const max = Math.max(all, maxTag, maxPrefix);
+    out.set(ns, { max, all, maxTag, maxPrefix, tags: new Map(Object.entries(g.tags)), prefixes, lengths });
   }
   return out;
 }
