@@ -13,7 +13,7 @@
  *
  * Flags: `--entries N` (default 100,000), `--reps N` (calls per kind, lease and size, default 10), `--short-lease-ms`
  * (default 100), `--part latency|overhead` (one part only: a partial run, nothing written), and the overhead part's
- * `--pairs`, `--aa-pairs`, `--round-seconds`, `--warmup-seconds`. The default run takes ~8 minutes.
+ * `--pairs`, `--aa-pairs`, `--round-seconds`, `--warmup-seconds`. The default run takes ~9 minutes.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
