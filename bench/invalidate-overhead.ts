@@ -389,7 +389,8 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
       }
     >;
     console.log(
-      `\nready(): ${readyNs.median} ns/call (${readyNs.min}-${readyNs.max}); covers(): ${coversNs.median} ns/call (${coversNs.min}-${coversNs.max})`,
+      `\nready(): ${readyNs.median} ns/call (${readyNs.min}-${readyNs.max}); ` +
+        `covers(): ${coversNs.median} ns/call (${coversNs.min}-${coversNs.max})`,
     );
     console.log(
       `\ntargets (check against none, overhead ≤ ${MAX_OVERHEAD * 100}%; met when the 95% interval's far end is within it):`,
@@ -430,10 +431,13 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
         warmupSeconds,
         microCallsPerPair: MICRO_CALLS,
         seed: SEED,
-        document: `per benchmark namespace ${docTags} tag and ${docPrefixes} prefix generations (prefix lengths ${PREFIX_LENGTHS.join(', ')}), all older than every entry`,
+        document:
+          `per benchmark namespace ${docTags} tag and ${docPrefixes} prefix generations ` +
+          `(prefix lengths ${PREFIX_LENGTHS.join(', ')}), all older than every entry`,
         entries: '2-3 tags each, keys like tenant-3/user-00042/profile',
         sides:
-          'check: the real Invalidations (default 1000 ms lease, document in the Redis tier); none: ready() and covers() no-ops; A/A: a second check coordinator',
+          'check: the real Invalidations (default 1000 ms lease, document in the Redis tier); ' +
+          'none: ready() and covers() no-ops; A/A: a second check coordinator',
         statistic:
           'per pair ratio check / none; geometric mean over pairs, 95% Student t interval on ln(ratio), bootstrap ' +
           'percentile interval as a check; a/b order alternating; A/A control pairs spread among them',
