@@ -9,6 +9,7 @@ import { coldStart } from './cold-start.js';
 import { elasticity } from './elasticity.js';
 import { hotFault } from './hot-fault.js';
 import { hotPath } from './hot-path.js';
+import { invalidate } from './invalidate.js';
 import { nodeFailure } from './node-failure.js';
 import { policyOverhead } from './policy-overhead.js';
 import { scaleOut } from './scale-out.js';
@@ -31,6 +32,7 @@ const SCENARIOS: Record<string, (opts: { seconds: number; runs?: number }) => Pr
   'store-once': storeOnce,
   'write-back-interval': writeBackInterval,
   transforms,
+  invalidate,
 };
 
 async function main(): Promise<void> {
