@@ -10,6 +10,15 @@ import { formatIssues } from '../util/zod-issues.js';
 
 const MiB = 1024 * 1024;
 
+/** A comma-separated list: its items trimmed, empty ones and repeats dropped. */
+const commaList = (s: string): string[] => [
+  ...new Set(
+    s
+      .split(',')
+      .map((k) => k.trim())
+      .filter(Boolean),
+  ),
+];
 const bool = z.enum(['1', '0', 'true', 'false', 'yes', 'no', '']).transform((v) => v === '1' || v === 'true' || v === 'yes');
 
 /**
@@ -174,14 +183,7 @@ export const runtimeEnvSchema = z.object({
    */
   STRATA_KEYRING_KEYS: z
     .string()
-    .transform((s) => [
-      ...new Set(
-        s
-          .split(',')
-          .map((k) => k.trim())
-          .filter(Boolean),
-      ),
-    ])
+    .transform(commaList)
     .refine((keys) => keys.length > 0, 'STRATA_KEYRING_KEYS must list key names, comma-separated (or be unset: any key)')
     .optional(),
   /**
@@ -190,14 +192,7 @@ export const runtimeEnvSchema = z.object({
    */
   STRATA_LAMBDA_ORIGINS: z
     .string()
-    .transform((s) => [
-      ...new Set(
-        s
-          .split(',')
-          .map((k) => k.trim())
-          .filter(Boolean),
-      ),
-    ])
+    .transform(commaList)
     .refine(
       (arns) => arns.every((a) => LAMBDA_FUNCTION_ARN.test(a)),
       'STRATA_LAMBDA_ORIGINS must list Lambda function ARNs (arn:aws:lambda:<region>:<account>:function:<name>[:<qualifier>]), comma-separated',

@@ -3,8 +3,8 @@
  * `DELETE /v1/ns/{ns}`, reached as {@link StrataClient.invalidateTags} and its siblings) and the admin ones
  * (`DELETE /v1/admin/namespaces/{namespace}`, `GET /v1/admin/invalidations`, reached as `client.namespaces`).
  */
-import { invalid, isObject, optionError, readBody, type SubClientTransport } from './json.js';
-import { requestIdOf, type HttpRequest } from './transport.js';
+import { invalid, isObject, optionError, readBody, subClientRequest, type SubClientTransport } from './json.js';
+import { requestIdOf } from './transport.js';
 import { TAG_RE } from './encoding.js';
 
 /** What an invalidation or flush answers once it is in force for every reader. */
@@ -88,7 +88,7 @@ export class NamespacesClient {
   async flush(ns: string, opts: NamespaceRequestOptions & { confirm: string }): Promise<InvalidationResult> {
     const q = new URLSearchParams({ confirm: opts.confirm });
     const url = `${this.t.endpoint}/v1/admin/namespaces/${encodeURIComponent(ns)}?${q}`;
-    return this.t.transport.send(this.request('DELETE', url, opts), async (res) =>
+    return this.t.transport.send(subClientRequest(this.t, 'DELETE', url, opts), async (res) =>
       parseInvalidation(await readBody(res), res.status, requestIdOf(res)),
     );
   }
@@ -97,23 +97,11 @@ export class NamespacesClient {
   async invalidations(opts: NamespaceRequestOptions & { ns?: string } = {}): Promise<InvalidationRecord[]> {
     const q = opts.ns === undefined ? '' : `?${new URLSearchParams({ ns: opts.ns })}`;
     const url = `${this.t.endpoint}/v1/admin/invalidations${q}`;
-    return this.t.transport.send(this.request('GET', url, opts), async (res) => {
+    return this.t.transport.send(subClientRequest(this.t, 'GET', url, opts), async (res) => {
       const body = await readBody(res);
       if (!isObject(body) || !Array.isArray(body.items))
         throw invalid(res.status, 'expected { items: [...] } from the server', requestIdOf(res));
       return body.items as InvalidationRecord[];
     });
-  }
-
-  private request(method: string, url: string, opts: NamespaceRequestOptions): HttpRequest {
-    return {
-      method,
-      url,
-      auth: true,
-      retryMode: 'idempotent',
-      signal: opts.signal,
-      timeoutMs: opts.timeoutMs ?? this.t.timeoutMs,
-      headers: {},
-    };
   }
 }

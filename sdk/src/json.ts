@@ -1,6 +1,6 @@
 /** Internal: JSON responses and option checks shared by the sub-clients (`workflows`, `cost`). Not exported from the package. */
 import { StrataServerError, ValidationError } from './errors.js';
-import { requestIdOf, type Transport } from './transport.js';
+import { requestIdOf, type HttpRequest, type RetryMode, type Transport } from './transport.js';
 
 /** What a sub-client ({@link StrataClient.workflows}, {@link StrataClient.cost}) needs from the client. @internal */
 export interface SubClientTransport {
@@ -33,4 +33,28 @@ export async function readBody(res: Response): Promise<unknown> {
   } catch {
     throw invalid(res.status, `expected JSON from the server (HTTP ${res.status}), got: ${text.slice(0, 200)}`, requestIdOf(res));
   }
+}
+
+/**
+ * A sub-client's request: authenticated, with the call's signal and timeout (the client's timeout by default), and a
+ * JSON body when one is given.
+ */
+export function subClientRequest(
+  t: SubClientTransport,
+  method: string,
+  url: string,
+  opts: { signal?: AbortSignal | undefined; timeoutMs?: number | undefined },
+  retryMode: RetryMode = 'idempotent',
+  body?: unknown,
+): HttpRequest {
+  return {
+    method,
+    url,
+    auth: true,
+    retryMode,
+    signal: opts.signal,
+    timeoutMs: opts.timeoutMs ?? t.timeoutMs,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  };
 }

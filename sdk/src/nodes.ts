@@ -4,8 +4,8 @@
  * replacement, and roll a new node version out (`/v1/admin/fleet/upgrade`, the `rolling-upgrade` workflow).
  * Reached as {@link StrataClient.nodes}.
  */
-import { invalid, isObject, optionError, readBody, type SubClientTransport } from './json.js';
-import { requestIdOf, type HttpRequest, type RetryMode } from './transport.js';
+import { invalid, isObject, optionError, readBody, subClientRequest, type SubClientTransport } from './json.js';
+import { requestIdOf } from './transport.js';
 import { parseExecution, type ReplaceNodeInput, type RollingUpgradeInput, type WorkflowExecution } from './workflows.js';
 import {
   CACHE_NODE_STATES,
@@ -133,7 +133,7 @@ export class ReplacementControlsClient {
    */
   async get(opts: NodeRequestOptions = {}): Promise<ReplacementControls> {
     const url = `${this.t.endpoint}/v1/admin/nodes/replacement`;
-    return this.t.transport.send(request('GET', url, this.t, opts, 'idempotent'), async (res) =>
+    return this.t.transport.send(subClientRequest(this.t, 'GET', url, opts, 'idempotent'), async (res) =>
       parseControls(await readBody(res), res.status, requestIdOf(res)),
     );
   }
@@ -166,7 +166,7 @@ export class ReplacementControlsClient {
   private async set(body: { paused: boolean; reason?: string }, opts: NodeRequestOptions): Promise<ReplacementControls> {
     const url = `${this.t.endpoint}/v1/admin/nodes/replacement`;
     // Setting the same switch twice leaves it as once: retried like a read.
-    return this.t.transport.send(request('PUT', url, this.t, opts, 'idempotent', body), async (res) =>
+    return this.t.transport.send(subClientRequest(this.t, 'PUT', url, opts, 'idempotent', body), async (res) =>
       parseControls(await readBody(res), res.status, requestIdOf(res)),
     );
   }
@@ -208,7 +208,7 @@ export class NodesClient {
    */
   async list(opts: NodeRequestOptions = {}): Promise<NodeList> {
     const url = `${this.t.endpoint}/v1/admin/nodes`;
-    return this.t.transport.send(request('GET', url, this.t, opts, 'idempotent'), async (res) =>
+    return this.t.transport.send(subClientRequest(this.t, 'GET', url, opts, 'idempotent'), async (res) =>
       parseList(await readBody(res), res.status, requestIdOf(res)),
     );
   }
@@ -237,7 +237,7 @@ export class NodesClient {
     if (!isObject(input)) throw optionError('input', "must be an object (the replacement's options)");
     if ('nodeId' in input) throw optionError('input.nodeId', 'the node to replace is the first argument; leave nodeId out');
     const url = `${this.t.endpoint}/v1/admin/nodes/${encodeURIComponent(id)}/replace${nameQuery(opts.name)}`;
-    return this.t.transport.send(request('POST', url, this.t, opts, 'conditional', input), async (res) =>
+    return this.t.transport.send(subClientRequest(this.t, 'POST', url, opts, 'conditional', input), async (res) =>
       parseExecution(await readBody(res), res.status),
     );
   }
@@ -268,7 +268,7 @@ export class NodesClient {
       input.nodes.forEach((n) => checkNodeId(n));
     }
     const url = `${this.t.endpoint}/v1/admin/fleet/upgrade${nameQuery(opts.name)}`;
-    return this.t.transport.send(request('POST', url, this.t, opts, 'conditional', input), async (res) =>
+    return this.t.transport.send(subClientRequest(this.t, 'POST', url, opts, 'conditional', input), async (res) =>
       parseExecution(await readBody(res), res.status),
     );
   }
@@ -291,7 +291,7 @@ export class NodesClient {
    */
   async remove(nodeId: string, opts: NodeRequestOptions = {}): Promise<NodeRemoval> {
     const url = `${this.t.endpoint}/v1/admin/nodes/${encodeURIComponent(checkNodeId(nodeId))}`;
-    return this.t.transport.send(request('DELETE', url, this.t, opts, 'conditional'), async (res) =>
+    return this.t.transport.send(subClientRequest(this.t, 'DELETE', url, opts, 'conditional'), async (res) =>
       parseRemoval(await readBody(res), res.status, requestIdOf(res)),
     );
   }
@@ -303,24 +303,4 @@ function nameQuery(name: string | undefined): string {
   if (typeof name !== 'string' || !EXECUTION_NAME.test(name))
     throw optionError('name', 'execution names are 1-80 characters of A-Z, a-z, 0-9, "_" and "-"');
   return `?name=${encodeURIComponent(name)}`;
-}
-
-function request(
-  method: string,
-  url: string,
-  t: NodesTransport,
-  opts: NodeRequestOptions,
-  retryMode: RetryMode,
-  body?: unknown,
-): HttpRequest {
-  return {
-    method,
-    url,
-    auth: true,
-    retryMode,
-    signal: opts.signal,
-    timeoutMs: opts.timeoutMs ?? t.timeoutMs,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  };
 }

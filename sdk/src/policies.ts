@@ -3,7 +3,7 @@
  * by compare-and-set, read the audit trail of its versions and roll back, and read what the background rules did.
  * Reached as {@link StrataClient.policies}.
  */
-import { invalid, isObject, optionError, readBody, type SubClientTransport } from './json.js';
+import { invalid, isObject, optionError, readBody, type SubClientTransport, subClientRequest } from './json.js';
 import { missingOrThrow, requestIdOf, type HttpRequest } from './transport.js';
 import type {
   FiringOutcomeWire,
@@ -338,15 +338,7 @@ export class PoliciesClient {
   }
 
   private req(method: string, url: string, opts: PolicyRequestOptions): HttpRequest {
-    return {
-      method,
-      url,
-      auth: true,
-      retryMode: 'idempotent',
-      signal: opts.signal,
-      timeoutMs: opts.timeoutMs ?? this.t.timeoutMs,
-      headers: {},
-    };
+    return subClientRequest(this.t, method, url, opts);
   }
 
   /** A write of the policy: a JSON body, and retried only where the server certainly did not process it. */
