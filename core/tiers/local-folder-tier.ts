@@ -41,8 +41,11 @@ import {
   openUpload,
   released,
   uploadUrlSeconds,
+  recordOf,
   type StoredUpload,
 } from './upload-record.js';
+import { LocalUploadParts } from './local-uploads.js';
+import type { CompletedPart, MultipartPresigning, PartUrl } from './multipart.js';
 
 export interface LocalFolderTierOptions {
   /** @default 'cold' */
@@ -62,13 +65,16 @@ export interface LocalFolderTierOptions {
 /** What a valid `/local-blobs/<token>` token allows. */
 export type BlobTokenClaims =
   | { op: 'get'; ns: string; key: string; version: number; exp: number }
-  | { op: 'put'; uploadId: string; contentType?: string; exp: number };
+  | { op: 'put'; uploadId: string; contentType?: string; exp: number }
+  | { op: 'part'; uploadId: string; partNumber: number; exp: number };
 
 /** A live value to stream to a client. Consume or destroy `body` (it holds an open file). */
 export interface BlobRead {
   header: EntryHeader;
   size: number;
   body: Readable;
+  /** The bytes `body` holds when a range was asked for and applies (else the whole value). */
+  range?: { start: number; end: number };
 }
 
 /** Entry file = value bytes, then header JSON, then a trailer: u32 BE header length + magic. */
@@ -93,7 +99,7 @@ const BATCH_CONCURRENCY = 16;
  * Versioned writes to a key are serialised by a per-key mutex inside this process only: two processes must
  * not share a directory.
  */
-export class LocalFolderTier implements Tier, Presigning, Scanning {
+export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, Scanning {
   readonly name: TierName;
   readonly kind = 'local-folder';
   readonly dir: string;
@@ -102,6 +108,7 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
   private readonly fsync: boolean;
   private readonly now: () => number;
   private readonly locks = new Map<string, Promise<void>>();
+  private readonly parts: LocalUploadParts;
 
   constructor(opts: LocalFolderTierOptions) {
     if (!opts.dir) throw new ValidationError('dir', 'LocalFolderTier needs a directory');
@@ -111,6 +118,7 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
     this.secret = opts.signingSecret ? Buffer.from(opts.signingSecret, 'utf8') : randomBytes(32);
     this.fsync = opts.fsync ?? true;
     this.now = opts.now ?? Date.now;
+    this.parts = new LocalUploadParts(join(this.dir, UPLOADS_FOLDER), this.fsync);
   }
 
   // ---- reads ----------------------------------------------------------------------------------------------
@@ -330,7 +338,7 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
     const given = Buffer.from(token.slice(dot + 1), 'base64url');
     const expected = this.mac(payload);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
-    let claims: { op?: unknown; path?: unknown; exp?: unknown; ct?: unknown; v?: unknown };
+    let claims: { op?: unknown; path?: unknown; exp?: unknown; ct?: unknown; v?: unknown; n?: unknown };
     try {
       claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as typeof claims;
     } catch {
@@ -347,6 +355,15 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
       if (encodeKey(key) !== rest) return null;
       return { op: 'get', ns: head, key, version: claims.v as number, exp: claims.exp };
     }
+    if (claims.op === 'part') {
+      if (head !== UPLOADS_FOLDER || !Number.isInteger(claims.n)) return null;
+      try {
+        validateUploadId(rest);
+      } catch {
+        return null;
+      }
+      return { op: 'part', uploadId: rest, partNumber: claims.n as number, exp: claims.exp };
+    }
     if (claims.op === 'put') {
       if (head !== UPLOADS_FOLDER) return null;
       try {
@@ -359,20 +376,32 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
     return null;
   }
 
-  /** For the local server: the live value of (ns, key) as a stream over an open file (a later overwrite does not affect it). */
-  async readBlob(ns: string, key: string): Promise<BlobRead | undefined> {
+  /**
+   * For the local server: the live value of (ns, key) as a stream over an open file (a later overwrite does not affect
+   * it); `range` picks the bytes to stream once the size is known (api/ranges.ts; it may throw, e.g. a 416).
+   */
+  async readBlob(
+    ns: string,
+    key: string,
+    range?: (size: number) => { start: number; end: number } | undefined,
+  ): Promise<BlobRead | undefined> {
     const file = await this.openEntry(this.entryPath(ns, key));
     if (!file) return undefined;
-    if (!isLive(file.header, this.now())) {
+    let slice: { start: number; end: number } | undefined;
+    try {
+      if (!isLive(file.header, this.now())) return void (await file.fh.close().catch(() => {}));
+      slice = range?.(file.valueLength);
+    } catch (e) {
       await file.fh.close().catch(() => {});
-      return undefined;
+      throw e;
     }
     if (file.valueLength === 0) {
       await file.fh.close().catch(() => {});
       return { header: file.header, size: 0, body: Readable.from([]) };
     }
-    const body = file.fh.createReadStream({ start: 0, end: file.valueLength - 1, autoClose: true });
-    return { header: file.header, size: file.valueLength, body };
+    const { start, end } = slice ?? { start: 0, end: file.valueLength - 1 };
+    const body = file.fh.createReadStream({ start, end, autoClose: true });
+    return { header: file.header, size: file.valueLength, body, ...(slice ? { range: slice } : {}) };
   }
 
   /**
@@ -461,6 +490,82 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
         throw this.unavailable(e);
       }
     });
+  }
+
+  // ---- multipart uploads (tiers/multipart.ts; the part files: local-uploads.ts) ----------------------------
+
+  /** Writes the record of a multipart upload: no staging URL, part URLs come from {@link presignParts}. */
+  async createMultipartUpload(upload: NewUpload, expiresInSec: number): Promise<{ expiresAt: number }> {
+    validateUploadId(upload.uploadId);
+    const stored: StoredUpload = {
+      ...openUpload(upload, this.now(), uploadUrlSeconds(expiresInSec)),
+      multipart: { id: 'local' },
+    };
+    try {
+      await this.writeAtomic(this.uploadRecordPath(upload.uploadId), [Buffer.from(encodeUpload(stored))], undefined, true);
+    } catch (e) {
+      throw e instanceof StagedUploadExistsError ? new ValidationError('uploadId', 'this upload id is taken') : e;
+    }
+    return { expiresAt: stored.urlExpiresAt };
+  }
+
+  async presignParts(
+    uploadId: string,
+    partNumbers: readonly number[],
+    accept: (r: UploadRecord) => boolean,
+    expiresInSec: number,
+  ): Promise<PartUrl[] | undefined> {
+    const u = await this.readUpload(uploadId);
+    const now = this.now();
+    if (!u?.multipart || u.state !== 'open' || now >= u.urlExpiresAt || !accept(recordOf(u))) return undefined;
+    const exp = Math.min(u.urlExpiresAt, now + uploadUrlSeconds(expiresInSec) * 1000);
+    const path = `${UPLOADS_FOLDER}/${uploadId}`;
+    return partNumbers.map((n) => ({
+      partNumber: n,
+      url: `${this.publicBaseUrl}/local-blobs/${this.sign({ op: 'part', path, exp, n })}`,
+      method: 'PUT',
+      headers: {},
+      expiresAt: exp,
+    }));
+  }
+
+  /**
+   * For the local server: stores a part of a multipart upload that is not completed (a part PUT again replaces the
+   * earlier one, as S3's UploadPart). Undefined when the upload is unknown, completed or aborted.
+   */
+  async writeUploadPart(
+    uploadId: string,
+    partNumber: number,
+    body: AsyncIterable<Uint8Array>,
+    opts: { maxBytes: number },
+  ): Promise<{ etag: string; size: number } | undefined> {
+    const u = await this.readUpload(uploadId);
+    if (!u?.multipart || u.state === 'completed') return undefined;
+    try {
+      return await this.parts.write(uploadId, partNumber, body, opts.maxBytes);
+    } catch (e) {
+      throw this.unavailable(e);
+    }
+  }
+
+  async completeParts(claim: UploadClaim, parts: readonly CompletedPart[]): Promise<void> {
+    const { uploadId } = claim.record;
+    const bytes = await this.parts.assembled(uploadId, parts);
+    try {
+      await this.writeStagedUpload(uploadId, bytes);
+    } catch (e) {
+      // Assembled by an earlier completion whose commit failed: the same parts, staged already.
+      if (!(e instanceof StagedUploadExistsError)) throw e;
+    }
+    await this.parts.remove(uploadId);
+  }
+
+  async abortUpload(claim: UploadClaim): Promise<void> {
+    const { uploadId } = claim.record;
+    // Closed first (never committable again), then the bytes go; the marker keeps the staging URL from a PUT.
+    await this.changeUpload(uploadId, (cur) => (cur.claimId === claim.claimId ? completed(cur) : undefined));
+    await this.writeAtomic(join(this.dir, UPLOADS_FOLDER, uploadId), [Buffer.from(COMPLETED_MARKER)]);
+    await this.parts.remove(uploadId);
   }
 
   private uploadRecordPath(uploadId: string): string {
@@ -713,7 +818,7 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
     }
   }
 
-  private sign(claims: { op: 'get' | 'put'; path: string; exp: number; ct?: string; v?: number }): string {
+  private sign(claims: { op: 'get' | 'put' | 'part'; path: string; exp: number; ct?: string; v?: number; n?: number }): string {
     const payload = Buffer.from(JSON.stringify(claims), 'utf8').toString('base64url');
     return `${payload}.${this.mac(payload).toString('base64url')}`;
   }

@@ -18,6 +18,7 @@ export {
   VersionConflictError,
   PayloadTooLargeError,
   UnsupportedMediaTypeError,
+  RangeNotSatisfiableError,
   RateLimitedError,
   OriginError,
   UnavailableError,
