@@ -119,3 +119,5 @@ export type {
 export { formatBytes, graceWait, renderProgressBar } from './progress.js';
 export type { GraceWait, ProgressBarOptions, ProgressSubject } from './progress.js';
 export { SDK_VERSION } from './version.js';
+export { MIN_PART_BYTES, MAX_PART_BYTES, MAX_PARTS } from './streams.js';
+export type { GetStreamOptions, PutStreamOptions, StreamSource, ValueStream } from './streams.js';

@@ -25,6 +25,18 @@ export interface HttpRequest {
   timeoutMs: number;
   /** Non-2xx statuses handed to `read` instead of being raised (e.g. 404 on GET, 303, 503 on health). */
   accept?: readonly number[] | undefined;
+  /**
+   * The body is streamed to the caller after `read` returns: `timeoutMs` then covers the wait for the response's
+   * headers only, not the transfer (a 1 GB body takes longer than any per-request timeout).
+   */
+  stream?: boolean | undefined;
+}
+
+/** A signal that aborts after `ms` unless `settle()` is called first (then it never aborts on its own). */
+function headersTimeout(ms: number): { signal: AbortSignal; settle: () => void } {
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(new DOMException('headers timeout', 'TimeoutError')), ms);
+  return { signal: ctl.signal, settle: () => clearTimeout(timer) };
 }
 
 export interface TransportConfig {
@@ -131,7 +143,8 @@ export class Transport {
     }
     for (let attempt = 1; ; attempt++) {
       if (req.signal?.aborted) throw req.signal.reason;
-      const timeout = AbortSignal.timeout(req.timeoutMs);
+      const streamed = req.stream ? headersTimeout(req.timeoutMs) : undefined;
+      const timeout = streamed?.signal ?? AbortSignal.timeout(req.timeoutMs);
       const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
       let error: StrataError;
       try {
@@ -142,6 +155,7 @@ export class Transport {
           signal,
           redirect: 'manual',
         });
+        streamed?.settle();
         if ((res.status >= 200 && res.status < 300) || req.accept?.includes(res.status)) return await read(res);
         const body = await res.text();
         error = errorFromResponse({
