@@ -36,10 +36,9 @@ export function parseRange(raw: string | undefined, size: number): ByteRange | u
     return { start: Math.max(0, size - n), end: size - 1, size };
   }
   const start = Number(first);
-  const end = last === '' ? size - 1 : Number(last);
-  if (end < start) return undefined; // an invalid range-spec: ignored, as a syntax error (§14.1.1)
+  if (last !== '' && Number(last) < start) return undefined; // an invalid range-spec: ignored, as a syntax error (§14.1.1)
   if (start >= size) throw rangeNotSatisfiable(raw, size);
-  return { start, end: Math.min(end, size - 1), size };
+  return { start, end: last === '' ? size - 1 : Math.min(Number(last), size - 1), size };
 }
 
 /** `content-range` of a 206. */
