@@ -148,9 +148,12 @@ export async function getStream(d: StreamDeps, key: string, opts: GetStreamOptio
   }
 }
 
-/** The source's bytes cut into parts of exactly `size` bytes, the last one shorter (or empty for an empty source). */
-async function* partsOf(source: StreamSource, size: number): AsyncGenerator<Uint8Array> {
-  let part = new Uint8Array(size);
+/**
+ * The source's bytes cut into parts of exactly `size` bytes, the last one shorter (or empty for an empty source),
+ * each filled into a buffer from `take` (putStream reuses the buffers of parts already sent).
+ */
+async function* partsOf(source: StreamSource, size: number, take: () => Uint8Array): AsyncGenerator<Uint8Array> {
+  let part = take();
   let filled = 0;
   const text = new TextEncoder();
   const chunks: AsyncIterable<Uint8Array | string> =
@@ -164,7 +167,7 @@ async function* partsOf(source: StreamSource, size: number): AsyncGenerator<Uint
       chunk = chunk.subarray(n);
       if (filled === size) {
         yield part;
-        part = new Uint8Array(size);
+        part = take();
         filled = 0;
       }
     }
@@ -207,7 +210,10 @@ export async function putStream(
   const concurrency = whole('concurrency', opts.concurrency, DEFAULT_CONCURRENCY, 1, 16);
   const contentType = opts.contentType ?? 'application/octet-stream';
   const ns = d.ns(opts);
-  const parts = partsOf(source, partSize);
+  // Part buffers are reused once their part is sent: a steady (concurrency + 1) of them, rather than a new 8 MiB
+  // buffer per part that the garbage collector frees late (external memory), which had doubled the client's RSS.
+  const spare: Uint8Array[] = [];
+  const parts = partsOf(source, partSize, () => spare.pop() ?? new Uint8Array(partSize));
   const first = (await parts.next()).value!;
   if (first.byteLength < partSize && first.byteLength <= d.inlineLimitBytes()) {
     await parts.return(undefined);
@@ -246,6 +252,7 @@ export async function putStream(
         url: new URL(url.url, `${d.endpoint}/`).toString(),
         headers,
         body: bytes,
+        bodyAsStream: true,
         auth: false,
         retryMode: 'idempotent',
         signal: opts.signal,
@@ -265,7 +272,11 @@ export async function putStream(
     for (let part: Uint8Array | undefined = first; part !== undefined;) {
       if (++partNumber > MAX_PARTS)
         throw optionError('partSize', `the value needs more than ${MAX_PARTS} parts of ${partSize} bytes; use larger parts`);
-      const sent: Promise<void> = sendPart(partNumber, part).finally(() => inflight.delete(sent));
+      const bytes = part;
+      const sent: Promise<void> = sendPart(partNumber, bytes).finally(() => {
+        inflight.delete(sent);
+        if (bytes.byteLength === partSize) spare.push(bytes);
+      });
       sent.catch(() => {}); // raised by the race or Promise.all below
       inflight.add(sent);
       if (inflight.size >= concurrency) await Promise.race(inflight);
