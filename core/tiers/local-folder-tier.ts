@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { constants as fsConstants, createReadStream } from 'node:fs';
 import { access, link, mkdir, open, opendir, readdir, readFile, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { NotFoundError, StrataError, TierUnavailableError, ValidationError } from '../errors.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { decodeHeader, encodeHeader, isExpired, isLive, isNewer } from '../model/entry.js';
-import { decodeKey, encodeKey, NAMESPACE_PATTERN, validateNamespace } from '../model/keys.js';
+import { encodeKey, NAMESPACE_PATTERN, validateNamespace } from '../model/keys.js';
 import {
   LOCAL_ENTRY_SUFFIX,
   localEntrySegments,
@@ -45,6 +45,8 @@ import {
   type StoredUpload,
 } from './upload-record.js';
 import { LocalUploadParts } from './local-uploads.js';
+import { BlobTokens, type BlobTokenClaims } from './local-blob-tokens.js';
+export type { BlobTokenClaims } from './local-blob-tokens.js';
 import type { CompletedPart, MultipartPresigning, PartUrl } from './multipart.js';
 
 export interface LocalFolderTierOptions {
@@ -62,12 +64,6 @@ export interface LocalFolderTierOptions {
   now?: () => number;
 }
 
-/** What a valid `/local-blobs/<token>` token allows. */
-export type BlobTokenClaims =
-  | { op: 'get'; ns: string; key: string; version: number; exp: number }
-  | { op: 'put'; uploadId: string; contentType?: string; exp: number }
-  | { op: 'part'; uploadId: string; partNumber: number; exp: number };
-
 /** A live value to stream to a client. Consume or destroy `body` (it holds an open file). */
 export interface BlobRead {
   header: EntryHeader;
@@ -82,7 +78,6 @@ const MAGIC = Buffer.from('STR1');
 const TRAILER_BYTES = 8;
 const MAX_HEADER_BYTES = 1024 * 1024;
 const TEMP_PREFIX = '.tmp-';
-const TOKEN_CONTEXT = 'strata-local-blob:v1:';
 const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
 const BATCH_CONCURRENCY = 16;
 
@@ -104,7 +99,7 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
   readonly kind = 'local-folder';
   readonly dir: string;
   private readonly publicBaseUrl: string;
-  private readonly secret: Buffer;
+  private readonly tokens: BlobTokens;
   private readonly fsync: boolean;
   private readonly now: () => number;
   private readonly locks = new Map<string, Promise<void>>();
@@ -115,9 +110,9 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
     this.name = opts.name ?? 'cold';
     this.dir = resolve(opts.dir);
     this.publicBaseUrl = (opts.publicBaseUrl ?? 'http://localhost:8080').replace(/\/+$/, '');
-    this.secret = opts.signingSecret ? Buffer.from(opts.signingSecret, 'utf8') : randomBytes(32);
     this.fsync = opts.fsync ?? true;
     this.now = opts.now ?? Date.now;
+    this.tokens = new BlobTokens(opts.signingSecret ? Buffer.from(opts.signingSecret, 'utf8') : randomBytes(32), this.now);
     this.parts = new LocalUploadParts(join(this.dir, UPLOADS_FOLDER), this.fsync);
   }
 
@@ -290,7 +285,7 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
     if (!h || !isLive(h, now)) throw new NotFoundError(`key not found in tier '${this.name}'`, { ns, key });
     const seconds = presignSeconds(expiresInSec, h.expiresAt, now);
     const exp = now + seconds * 1000;
-    const token = this.sign({ op: 'get', path: `${ns}/${encodeKey(key)}`, exp, v: h.version });
+    const token = this.tokens.sign({ op: 'get', path: `${ns}/${encodeKey(key)}`, exp, v: h.version });
     return { url: `${this.publicBaseUrl}/local-blobs/${token}`, method: 'GET', headers: {}, expiresAt: exp, header: h };
   }
 
@@ -307,7 +302,7 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
     }
     const exp = stored.urlExpiresAt;
     const ct = upload.contentType;
-    const token = this.sign({ op: 'put', path: `${UPLOADS_FOLDER}/${upload.uploadId}`, exp, ...(ct ? { ct } : {}) });
+    const token = this.tokens.sign({ op: 'put', path: `${UPLOADS_FOLDER}/${upload.uploadId}`, exp, ...(ct ? { ct } : {}) });
     return {
       url: `${this.publicBaseUrl}/local-blobs/${token}`,
       method: 'PUT',
@@ -326,54 +321,9 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
     await this.changeUpload(claim.record.uploadId, (cur) => released(cur, claim));
   }
 
-  /**
-   * For the local server: the claims of a `/local-blobs/<token>` token, or null when it is malformed, forged
-   * (HMAC compared in constant time) or expired.
-   */
+  /** For the local server: the claims of a `/local-blobs/<token>` token, or null (see local-blob-tokens.ts). */
   verifyBlobToken(token: string): BlobTokenClaims | null {
-    if (typeof token !== 'string' || token.length > 8192) return null;
-    const dot = token.indexOf('.');
-    if (dot <= 0 || dot !== token.lastIndexOf('.')) return null;
-    const payload = token.slice(0, dot);
-    const given = Buffer.from(token.slice(dot + 1), 'base64url');
-    const expected = this.mac(payload);
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
-    let claims: { op?: unknown; path?: unknown; exp?: unknown; ct?: unknown; v?: unknown; n?: unknown };
-    try {
-      claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as typeof claims;
-    } catch {
-      return null;
-    }
-    if (typeof claims.exp !== 'number' || claims.exp <= this.now() || typeof claims.path !== 'string') return null;
-    const slash = claims.path.indexOf('/');
-    if (slash <= 0) return null;
-    const head = claims.path.slice(0, slash);
-    const rest = claims.path.slice(slash + 1);
-    if (claims.op === 'get') {
-      if (!NAMESPACE_PATTERN.test(head) || !/^[A-Za-z0-9_-]+$/.test(rest) || !Number.isSafeInteger(claims.v)) return null;
-      const key = decodeKey(rest);
-      if (encodeKey(key) !== rest) return null;
-      return { op: 'get', ns: head, key, version: claims.v as number, exp: claims.exp };
-    }
-    if (claims.op === 'part') {
-      if (head !== UPLOADS_FOLDER || !Number.isInteger(claims.n)) return null;
-      try {
-        validateUploadId(rest);
-      } catch {
-        return null;
-      }
-      return { op: 'part', uploadId: rest, partNumber: claims.n as number, exp: claims.exp };
-    }
-    if (claims.op === 'put') {
-      if (head !== UPLOADS_FOLDER) return null;
-      try {
-        validateUploadId(rest);
-      } catch {
-        return null;
-      }
-      return { op: 'put', uploadId: rest, exp: claims.exp, ...(typeof claims.ct === 'string' ? { contentType: claims.ct } : {}) };
-    }
-    return null;
+    return this.tokens.verify(token);
   }
 
   /**
@@ -522,7 +472,7 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
     const path = `${UPLOADS_FOLDER}/${uploadId}`;
     return partNumbers.map((n) => ({
       partNumber: n,
-      url: `${this.publicBaseUrl}/local-blobs/${this.sign({ op: 'part', path, exp, n })}`,
+      url: `${this.publicBaseUrl}/local-blobs/${this.tokens.sign({ op: 'part', path, exp, n })}`,
       method: 'PUT',
       headers: {},
       expiresAt: exp,
@@ -816,15 +766,6 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
     } catch (e) {
       if (!isMissing(e)) throw this.unavailable(e);
     }
-  }
-
-  private sign(claims: { op: 'get' | 'put' | 'part'; path: string; exp: number; ct?: string; v?: number; n?: number }): string {
-    const payload = Buffer.from(JSON.stringify(claims), 'utf8').toString('base64url');
-    return `${payload}.${this.mac(payload).toString('base64url')}`;
-  }
-
-  private mac(payload: string): Buffer {
-    return createHmac('sha256', this.secret).update(TOKEN_CONTEXT).update(payload).digest();
   }
 
   private unavailable(e: unknown): Error {
