@@ -287,7 +287,10 @@ export async function putStream(
     await Promise.all(inflight);
     const body = { uploadId, parts: etags.map((etag, i) => ({ partNumber: i + 1, etag })) };
     // Completing is not repeated after an ambiguous failure: the first may have committed (see StrataClient.put).
-    return await d.transport.send({ ...api('/complete', 'conditional'), body: JSON.stringify(body) }, async (res) =>
+    // It joins the parts (S3's CompleteMultipartUpload "could take several minutes"; the folder tier copies them) and
+    // copies the value into place: the transfer timeout, not the per-request one.
+    const complete = { ...api('/complete', 'conditional'), timeoutMs: Math.max(d.transferTimeoutMs, opts.timeoutMs ?? 0) };
+    return await d.transport.send({ ...complete, body: JSON.stringify(body) }, async (res) =>
       putResult(await readJson(res), ns, key, res.status),
     );
   } catch (err) {
