@@ -4,6 +4,8 @@
  * multipart uploads under S3's rules, `getStream` / `putStream` round trips, and uploads bound to their tenant.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { RangeNotSatisfiableError, StrataClient } from '../../sdk/src/index.js';
 import { startTestApi, type Backend, type TestApi } from '../helpers/api-server.js';
@@ -259,5 +261,37 @@ describe('multipart uploads belong to their tenant (local server, STRATA_TENANT_
     await expect(b.getStream('doc2', { range: { start: 6 * MiB - 1 } }).then((s) => drain(s!.body))).resolves.toEqual(
       Buffer.from([9]),
     );
+  });
+});
+
+describe('putStream aborts a failed upload (local server)', () => {
+  let api: TestApi;
+  beforeAll(async () => {
+    api = await startTestApi('embedded', { STRATA_INLINE_LIMIT_BYTES: String(INLINE_LIMIT) });
+  });
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it('a part that cannot be sent fails the call, and the upload is aborted: no value, no parts left', async () => {
+    let partPuts = 0;
+    // The network fails under the second part's PUT (the server is real; only that request never reaches it).
+    const flaky: typeof fetch = async (input, init) => {
+      const url = String(input instanceof Request ? input.url : input);
+      if (init?.method === 'PUT' && url.includes('/local-blobs/') && ++partPuts === 2) throw new TypeError('fetch failed');
+      return fetch(input, init);
+    };
+    const strata = new StrataClient({ endpoint: api.url, namespace: 'streams', retries: 0, fetch: flaky });
+    const source = Readable.from(generated(12 * MiB));
+    await expect(strata.putStream('failed', source, { partSize: 5 * MiB, concurrency: 1 })).rejects.toMatchObject({
+      code: 'NETWORK_ERROR',
+    });
+    expect(await strata.get('failed')).toBeUndefined();
+    const folder = join((api.ctx.presigner as unknown as { dir: string }).dir, '_uploads');
+    const files = readdirSync(folder);
+    expect(files.filter((f) => f.includes('.part-'))).toEqual([]);
+    // An aborted upload's record is closed as a completed one is: never claimable again.
+    const records = files.filter((f) => f.endsWith('.json')).map((f) => JSON.parse(readFileSync(join(folder, f), 'utf8')));
+    expect(records.map((r: { key: string; state: string }) => [r.key, r.state])).toEqual([['failed', 'completed']]);
   });
 });
