@@ -4,7 +4,6 @@
  * Coordinator.commitUpload as any upload), `.../abort` drops it. Like every upload it belongs to its creator: an
  * upload that is not the caller's (another tenant, another ns or key) is 404 NOT_FOUND, as an unknown one.
  */
-import { randomBytes } from 'node:crypto';
 import { NotFoundError, permanentDetails, StrataError } from '../errors.js';
 import { MAX_PARTS, MIN_PART_BYTES, MAX_PART_BYTES, supportsMultipart, type MultipartPresigning } from '../tiers/multipart.js';
 import type { NewUpload, Presigning, Tier, UploadRecord } from '../tiers/tier.js';
@@ -63,11 +62,6 @@ export async function createMultipartUpload(
     maxPartBytes: MAX_PART_BYTES,
     maxParts: MAX_PARTS,
   });
-}
-
-/** A fresh upload id (144 random bits; no capability: every route checks the record's owner). */
-export function newUploadId(): string {
-  return randomBytes(18).toString('base64url');
 }
 
 /** `POST .../uploads/{key}/parts`: presigned PUT URLs for the listed parts of the caller's open multipart upload. */
