@@ -14,6 +14,7 @@ import { nodeFailure } from './node-failure.js';
 import { policyOverhead } from './policy-overhead.js';
 import { scaleOut } from './scale-out.js';
 import { storeOnce } from './store-once.js';
+import { stream } from './stream.js';
 import { throttledCopy } from './throttled-copy.js';
 import { transforms } from './transforms.js';
 import { warmNode } from './warm-node.js';
@@ -30,6 +31,7 @@ const SCENARIOS: Record<string, (opts: { seconds: number; runs?: number }) => Pr
   elasticity,
   'throttled-copy': throttledCopy,
   'store-once': storeOnce,
+  stream,
   'write-back-interval': writeBackInterval,
   transforms,
   invalidate,

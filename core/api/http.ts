@@ -44,5 +44,8 @@ export function errorResult(err: StrataError, requestId?: string): ApiResult {
   if (requestId) body.error.details = { ...body.error.details, requestId };
   const headers: Record<string, string> = {};
   if ((err.code === 'TIER_UNAVAILABLE' || err.code === 'RATE_LIMITED') && !err.permanent) headers['retry-after'] = '1';
+  // A 416 names the size of the value (RFC 9110 §15.5.17), so the client can ask again within it.
+  if (err.code === 'RANGE_NOT_SATISFIABLE' && typeof err.details?.size === 'number')
+    headers['content-range'] = `bytes */${err.details.size}`;
   return json(err.status, body, headers);
 }

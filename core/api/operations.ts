@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { NotFoundError, permanentDetails, StrataError, TransformedScopeError } from '../errors.js';
+import { NotFoundError, permanentDetails, StrataError, TransformedScopeError, ValidationError } from '../errors.js';
 import type { Coordinator } from '../coordinator/coordinator.js';
 import type { ServedBy, WriteResult } from '../coordinator/types.js';
 import { isStale, type EntryHeader } from '../model/entry.js';
@@ -11,7 +11,8 @@ import type { FiringHistory } from '../policy/evaluator.js';
 import type { StoredFiringHistory } from '../policy/evaluator-store.js';
 import type { ApiEvent, ApiResult } from './http.js';
 import type { NodeAdmin } from './node-operations.js';
-import { binary, bodyBytes, empty, json } from './http.js';
+import { binary, bodyBytes, empty, header, json } from './http.js';
+import { contentRange, parseRange } from './ranges.js';
 import { callerIdentity } from './tenant-access.js';
 import { type TenantAccess } from '../model/tenancy.js';
 import {
@@ -28,9 +29,10 @@ import {
   tagsHeader,
   touchSchema,
   ttlHeader,
-  uploadRequestSchema,
+  createUploadSchema,
   valueContentType,
 } from './validation.js';
+import { createMultipartUpload, multipartPresigner } from './multipart-operations.js';
 
 /** What the API operations need; built once per container by the runtime. */
 export interface ApiContext {
@@ -121,7 +123,13 @@ export async function getKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResul
     const served = url.header.version === h.version ? r.tier : ctx.presigner.name;
     return empty(303, { ...entryHeaders(url.header, served), location: url.url, ...locationHeaders(url) });
   }
-  return binary(200, r.entry.value, h.contentType ?? 'application/octet-stream', entryHeaders(h, r.tier));
+  // A Range header applies to the value served here; for a 303 the client sends it on to the location.
+  const range = parseRange(header(event, 'range'), r.entry.value.length);
+  const type = h.contentType ?? 'application/octet-stream';
+  const served = { ...entryHeaders(h, r.tier), 'accept-ranges': 'bytes' };
+  if (!range) return binary(200, r.entry.value, type, served);
+  const part = r.entry.value.subarray(range.start, range.end + 1);
+  return binary(206, part, type, { ...served, 'content-range': contentRange(range) });
 }
 
 export async function headKey(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
@@ -295,7 +303,7 @@ async function presignCurrent(
  */
 export async function createUpload(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
   const { ns, key } = keyParams(event);
-  const opts = jsonBody(event, uploadRequestSchema, { optional: true });
+  const { multipart, ...opts } = jsonBody(event, createUploadSchema, { optional: true });
   const presigner = requirePresigner(ctx);
   const transform = ctx.coordinator.policies.transformFor(ns, key, opts.tags);
   if (transform) throw new TransformedScopeError(ns, key, transform.rules, 'upload');
@@ -309,6 +317,7 @@ export async function createUpload(ctx: ApiContext, event: ApiEvent): Promise<Ap
     ...(opts.tags !== undefined ? { tags: opts.tags } : {}),
     ...(opts.contentType !== undefined ? { contentType: opts.contentType } : {}),
   };
+  if (multipart) return createMultipartUpload(ctx, presigner, upload);
   const url = await presigner.presignUpload(upload, ctx.urlTtlSeconds);
   return json(200, { uploadId, ns, key, ...url, expiresAt: iso(url.expiresAt), completeUrl: `${uploadPath(ns, key)}/complete` });
 }
@@ -341,6 +350,12 @@ export async function completeUpload(ctx: ApiContext, event: ApiEvent): Promise<
   };
   let w;
   try {
+    // A multipart upload's parts become its staged bytes first; a single-PUT upload has them already.
+    if (body.parts && !rec.multipart)
+      throw new ValidationError('body.parts', 'this upload took one PUT of the whole value: complete it without parts');
+    if (body.parts) await multipartPresigner(presigner).completeParts(claim, body.parts);
+    else if (rec.multipart)
+      throw new ValidationError('body.parts', 'a multipart upload completes with its parts: [{ partNumber, etag }, ...]');
     w = await ctx.coordinator.commitUpload(ns, key, body.uploadId, opts);
   } catch (e) {
     // Not completed (or completed and the tier already marked it so, which this leaves alone): the owner may retry.

@@ -4,10 +4,11 @@ import {
   batchKeysSchema,
   batchPutSchema,
   completeUploadSchema,
+  createUploadSchema,
   IF_NONE_MATCH_READ_PATTERN,
   touchSchema,
-  uploadRequestSchema,
 } from './validation.js';
+import { MULTIPART_CREATED, RANGE_PARAM, RANGE_RESPONSES, TRANSFER_ROUTE_DOCS } from './transfer-route-docs.js';
 import { MAX_TTL_SECONDS, TAG_PATTERN } from '../model/schemas.js';
 import { MAX_TAGS } from '../model/schemas.js';
 import type { Json, RouteDoc } from './route-types.js';
@@ -142,13 +143,14 @@ export const ROUTE_DOCS = {
     summary: 'Read a value',
     description:
       'Walks the tiers (near cache, hot, warm, cold); a hit below the top is promoted. A namespace with an origin reads through on a miss.',
-    parameters: [READ_IF_NONE_MATCH],
+    parameters: [READ_IF_NONE_MATCH, RANGE_PARAM],
     responses: {
       '200': {
         description: 'The value bytes, with the content type they were stored with',
         headers: ENTRY_HEADERS,
         content: { '*/*': { schema: { type: 'string', format: 'binary' } } },
       },
+      ...RANGE_RESPONSES,
       '303': {
         description:
           'The value is above the inline limit: `location` is a presigned download URL for the version the headers describe (412 once ' +
@@ -163,7 +165,7 @@ export const ROUTE_DOCS = {
       },
       '304': NOT_MODIFIED,
     },
-    errors: ['NOT_FOUND', 'ORIGIN_FAILED', ...KEY_ERRORS],
+    errors: ['NOT_FOUND', 'ORIGIN_FAILED', 'RANGE_NOT_SATISFIABLE', ...KEY_ERRORS],
   },
   headKey: {
     operationId: 'headKey',
@@ -265,22 +267,28 @@ export const ROUTE_DOCS = {
     summary: 'Get a presigned URL to upload a large value',
     description:
       'The upload belongs to the caller (its tenant), this namespace and key; `ttl`, `tags` and `contentType` are applied at ' +
-      'completion. The URL takes one PUT, with `headers`.',
-    requestBody: { required: false, content: { 'application/json': { schema: fromZod(uploadRequestSchema) } } },
+      'completion. The URL takes one PUT, with `headers`. With `multipart: true`: no URL, but a multipart upload whose part ' +
+      'URLs come from `partsUrl` (values too big for one PUT, or of unknown length).',
+    requestBody: { required: false, content: { 'application/json': { schema: fromZod(createUploadSchema) } } },
     responses: {
       '200': json(
         {
-          type: 'object',
-          required: ['uploadId', 'url', 'method', 'headers', 'expiresAt'],
-          properties: {
-            uploadId: { type: 'string' },
-            url: { type: 'string', format: 'uri' },
-            method: { const: 'PUT' },
-            headers: { type: 'object', additionalProperties: { type: 'string' } },
-            expiresAt: { type: 'string', format: 'date-time' },
-          },
+          oneOf: [
+            {
+              type: 'object',
+              required: ['uploadId', 'url', 'method', 'headers', 'expiresAt'],
+              properties: {
+                uploadId: { type: 'string' },
+                url: { type: 'string', format: 'uri' },
+                method: { const: 'PUT' },
+                headers: { type: 'object', additionalProperties: { type: 'string' } },
+                expiresAt: { type: 'string', format: 'date-time' },
+              },
+            },
+            MULTIPART_CREATED,
+          ],
         },
-        'PUT the bytes to `url` with `headers`, then complete the upload',
+        'PUT the bytes to `url` with `headers` (multipart: each part to its URL), then complete the upload',
       ),
     },
     errors: ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', ...KEY_ERRORS],
@@ -291,7 +299,8 @@ export const ROUTE_DOCS = {
     description:
       'Once, by the tenant that created the upload, for its namespace and key (otherwise 404 NOT_FOUND, as for an unknown id); ' +
       '409 VERSION_CONFLICT while another completion of it runs. `ttl`, `tags` and `contentType` given here replace those given ' +
-      'at creation.',
+      'at creation. A multipart upload names its `parts` (ascending, each with the ETag its PUT answered); a part missing, ' +
+      'with another ETag, or below 5 MiB while not the last is 400 VALIDATION_FAILED naming it.',
     requestBody: { required: true, content: { 'application/json': { schema: fromZod(completeUploadSchema) } } },
     responses: { '200': json(ref('WriteResult'), 'Written') },
     errors: ['NOT_FOUND', 'VERSION_CONFLICT', 'MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', ...KEY_ERRORS],
@@ -471,4 +480,5 @@ export const ROUTE_DOCS = {
   ...POLICY_ROUTE_DOCS,
   ...NODE_ROUTE_DOCS,
   ...NAMESPACE_ROUTE_DOCS,
+  ...TRANSFER_ROUTE_DOCS,
 } satisfies Record<string, RouteDoc>;

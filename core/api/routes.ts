@@ -1,4 +1,5 @@
 import * as op from './operations.js';
+import * as multipart from './multipart-operations.js';
 import * as admin from './admin-operations.js';
 import * as policy from './policy-operations.js';
 import * as cost from './cost-operations.js';
@@ -28,6 +29,14 @@ export const API_ROUTES: readonly ApiRoute[] = [
     fn: 'transfer',
     run: op.completeUpload,
     doc: doc.completeUpload,
+  },
+  { method: 'POST', resource: '/v1/ns/{ns}/uploads/{key}/parts', fn: 'transfer', run: multipart.partUrls, doc: doc.partUrls },
+  {
+    method: 'POST',
+    resource: '/v1/ns/{ns}/uploads/{key}/abort',
+    fn: 'transfer',
+    run: multipart.abortUpload,
+    doc: doc.abortUpload,
   },
   { method: 'GET', resource: '/v1/ns/{ns}/downloads/{key}', fn: 'transfer', run: op.downloadUrl, doc: doc.downloadUrl },
   { method: 'GET', resource: '/v1/stats', fn: 'service', run: (ctx) => op.stats(ctx), doc: doc.stats },

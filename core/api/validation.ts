@@ -68,9 +68,27 @@ export const uploadRequestSchema = z.strictObject({
 });
 /** `PATCH /v1/ns/{ns}/keys/{key}`: the key's new time to live in whole seconds, or null for none. */
 export const touchSchema = z.strictObject({ ttl: ttlSchema.nullable() });
+const uploadIdSchema = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, 'uploadId is the id returned when the upload URL was requested');
+/** A part number of a multipart upload (core/tiers/multipart.ts: S3's 1..10,000). */
+const partNumberSchema = z.int().min(1).max(10_000);
+/** `POST /v1/ns/{ns}/uploads/{key}`: `multipart: true` asks for a multipart upload (part URLs from `.../parts`). */
+export const createUploadSchema = uploadRequestSchema.extend({ multipart: z.boolean().optional() });
 export const completeUploadSchema = uploadRequestSchema.extend({
-  uploadId: z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, 'uploadId is the id returned when the upload URL was requested'),
+  uploadId: uploadIdSchema,
+  /** A multipart upload's parts, ascending by partNumber, each with the ETag its PUT answered. */
+  parts: z
+    .array(z.strictObject({ partNumber: partNumberSchema, etag: z.string().min(1).max(200) }))
+    .min(1)
+    .max(10_000)
+    .optional(),
 });
+/** `POST /v1/ns/{ns}/uploads/{key}/parts`: URLs for up to 100 parts at once. */
+export const partUrlsSchema = z.strictObject({
+  uploadId: uploadIdSchema,
+  partNumbers: z.array(partNumberSchema).min(1).max(100),
+});
+/** `POST /v1/ns/{ns}/uploads/{key}/abort`. */
+export const abortUploadSchema = z.strictObject({ uploadId: uploadIdSchema });
 
 /** Path parameters ns and key, validated (the key arrives URL-decoded). */
 export function keyParams(event: ApiEvent): { ns: string; key: string } {

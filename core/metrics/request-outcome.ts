@@ -27,6 +27,10 @@ export const OPERATION_BY_ROUTE: Readonly<Record<string, Operation>> = {
   'POST /v1/ns/{ns}/batch/delete': 'batch-delete',
   'POST /v1/ns/{ns}/uploads/{key}': 'upload-url',
   'POST /v1/ns/{ns}/uploads/{key}/complete': 'upload-complete',
+  // Multipart uploads: minting part URLs is handing out upload URLs, an abort ends an upload as a completion does;
+  // counted with those, so no dashboard or alarm gains a series for them.
+  'POST /v1/ns/{ns}/uploads/{key}/parts': 'upload-url',
+  'POST /v1/ns/{ns}/uploads/{key}/abort': 'upload-complete',
   'GET /v1/ns/{ns}/downloads/{key}': 'download-url',
   // Invalidation by tag or prefix and the tenant's namespace flush (the admin flush is counted with the admin routes).
   'POST /v1/ns/{ns}/invalidate': 'invalidate',

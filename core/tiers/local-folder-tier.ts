@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { constants as fsConstants, createReadStream } from 'node:fs';
 import { access, link, mkdir, open, opendir, readdir, readFile, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { NotFoundError, StrataError, TierUnavailableError, ValidationError } from '../errors.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { decodeHeader, encodeHeader, isExpired, isLive, isNewer } from '../model/entry.js';
-import { decodeKey, encodeKey, NAMESPACE_PATTERN, validateNamespace } from '../model/keys.js';
+import { encodeKey, NAMESPACE_PATTERN, validateNamespace } from '../model/keys.js';
 import {
   LOCAL_ENTRY_SUFFIX,
   localEntrySegments,
@@ -41,8 +41,13 @@ import {
   openUpload,
   released,
   uploadUrlSeconds,
+  recordOf,
   type StoredUpload,
 } from './upload-record.js';
+import { LocalUploadParts } from './local-uploads.js';
+import { BlobTokens, type BlobTokenClaims } from './local-blob-tokens.js';
+export type { BlobTokenClaims } from './local-blob-tokens.js';
+import type { CompletedPart, MultipartPresigning, PartUrl } from './multipart.js';
 
 export interface LocalFolderTierOptions {
   /** @default 'cold' */
@@ -59,16 +64,13 @@ export interface LocalFolderTierOptions {
   now?: () => number;
 }
 
-/** What a valid `/local-blobs/<token>` token allows. */
-export type BlobTokenClaims =
-  | { op: 'get'; ns: string; key: string; version: number; exp: number }
-  | { op: 'put'; uploadId: string; contentType?: string; exp: number };
-
 /** A live value to stream to a client. Consume or destroy `body` (it holds an open file). */
 export interface BlobRead {
   header: EntryHeader;
   size: number;
   body: Readable;
+  /** The bytes `body` holds when a range was asked for and applies (else the whole value). */
+  range?: { start: number; end: number };
 }
 
 /** Entry file = value bytes, then header JSON, then a trailer: u32 BE header length + magic. */
@@ -76,7 +78,6 @@ const MAGIC = Buffer.from('STR1');
 const TRAILER_BYTES = 8;
 const MAX_HEADER_BYTES = 1024 * 1024;
 const TEMP_PREFIX = '.tmp-';
-const TOKEN_CONTEXT = 'strata-local-blob:v1:';
 const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
 const BATCH_CONCURRENCY = 16;
 
@@ -93,24 +94,26 @@ const BATCH_CONCURRENCY = 16;
  * Versioned writes to a key are serialised by a per-key mutex inside this process only: two processes must
  * not share a directory.
  */
-export class LocalFolderTier implements Tier, Presigning, Scanning {
+export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, Scanning {
   readonly name: TierName;
   readonly kind = 'local-folder';
   readonly dir: string;
   private readonly publicBaseUrl: string;
-  private readonly secret: Buffer;
+  private readonly tokens: BlobTokens;
   private readonly fsync: boolean;
   private readonly now: () => number;
   private readonly locks = new Map<string, Promise<void>>();
+  private readonly parts: LocalUploadParts;
 
   constructor(opts: LocalFolderTierOptions) {
     if (!opts.dir) throw new ValidationError('dir', 'LocalFolderTier needs a directory');
     this.name = opts.name ?? 'cold';
     this.dir = resolve(opts.dir);
     this.publicBaseUrl = (opts.publicBaseUrl ?? 'http://localhost:8080').replace(/\/+$/, '');
-    this.secret = opts.signingSecret ? Buffer.from(opts.signingSecret, 'utf8') : randomBytes(32);
     this.fsync = opts.fsync ?? true;
     this.now = opts.now ?? Date.now;
+    this.tokens = new BlobTokens(opts.signingSecret ? Buffer.from(opts.signingSecret, 'utf8') : randomBytes(32), this.now);
+    this.parts = new LocalUploadParts(join(this.dir, UPLOADS_FOLDER), this.fsync);
   }
 
   // ---- reads ----------------------------------------------------------------------------------------------
@@ -282,7 +285,7 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
     if (!h || !isLive(h, now)) throw new NotFoundError(`key not found in tier '${this.name}'`, { ns, key });
     const seconds = presignSeconds(expiresInSec, h.expiresAt, now);
     const exp = now + seconds * 1000;
-    const token = this.sign({ op: 'get', path: `${ns}/${encodeKey(key)}`, exp, v: h.version });
+    const token = this.tokens.sign({ op: 'get', path: `${ns}/${encodeKey(key)}`, exp, v: h.version });
     return { url: `${this.publicBaseUrl}/local-blobs/${token}`, method: 'GET', headers: {}, expiresAt: exp, header: h };
   }
 
@@ -299,7 +302,7 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
     }
     const exp = stored.urlExpiresAt;
     const ct = upload.contentType;
-    const token = this.sign({ op: 'put', path: `${UPLOADS_FOLDER}/${upload.uploadId}`, exp, ...(ct ? { ct } : {}) });
+    const token = this.tokens.sign({ op: 'put', path: `${UPLOADS_FOLDER}/${upload.uploadId}`, exp, ...(ct ? { ct } : {}) });
     return {
       url: `${this.publicBaseUrl}/local-blobs/${token}`,
       method: 'PUT',
@@ -318,61 +321,37 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
     await this.changeUpload(claim.record.uploadId, (cur) => released(cur, claim));
   }
 
-  /**
-   * For the local server: the claims of a `/local-blobs/<token>` token, or null when it is malformed, forged
-   * (HMAC compared in constant time) or expired.
-   */
+  /** For the local server: the claims of a `/local-blobs/<token>` token, or null (see local-blob-tokens.ts). */
   verifyBlobToken(token: string): BlobTokenClaims | null {
-    if (typeof token !== 'string' || token.length > 8192) return null;
-    const dot = token.indexOf('.');
-    if (dot <= 0 || dot !== token.lastIndexOf('.')) return null;
-    const payload = token.slice(0, dot);
-    const given = Buffer.from(token.slice(dot + 1), 'base64url');
-    const expected = this.mac(payload);
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
-    let claims: { op?: unknown; path?: unknown; exp?: unknown; ct?: unknown; v?: unknown };
-    try {
-      claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as typeof claims;
-    } catch {
-      return null;
-    }
-    if (typeof claims.exp !== 'number' || claims.exp <= this.now() || typeof claims.path !== 'string') return null;
-    const slash = claims.path.indexOf('/');
-    if (slash <= 0) return null;
-    const head = claims.path.slice(0, slash);
-    const rest = claims.path.slice(slash + 1);
-    if (claims.op === 'get') {
-      if (!NAMESPACE_PATTERN.test(head) || !/^[A-Za-z0-9_-]+$/.test(rest) || !Number.isSafeInteger(claims.v)) return null;
-      const key = decodeKey(rest);
-      if (encodeKey(key) !== rest) return null;
-      return { op: 'get', ns: head, key, version: claims.v as number, exp: claims.exp };
-    }
-    if (claims.op === 'put') {
-      if (head !== UPLOADS_FOLDER) return null;
-      try {
-        validateUploadId(rest);
-      } catch {
-        return null;
-      }
-      return { op: 'put', uploadId: rest, exp: claims.exp, ...(typeof claims.ct === 'string' ? { contentType: claims.ct } : {}) };
-    }
-    return null;
+    return this.tokens.verify(token);
   }
 
-  /** For the local server: the live value of (ns, key) as a stream over an open file (a later overwrite does not affect it). */
-  async readBlob(ns: string, key: string): Promise<BlobRead | undefined> {
+  /**
+   * For the local server: the live value of (ns, key) as a stream over an open file (a later overwrite does not affect
+   * it); `range` picks the bytes to stream once the size is known (api/ranges.ts; it may throw, e.g. a 416).
+   */
+  async readBlob(
+    ns: string,
+    key: string,
+    range?: (size: number) => { start: number; end: number } | undefined,
+  ): Promise<BlobRead | undefined> {
     const file = await this.openEntry(this.entryPath(ns, key));
     if (!file) return undefined;
-    if (!isLive(file.header, this.now())) {
+    let slice: { start: number; end: number } | undefined;
+    try {
+      if (!isLive(file.header, this.now())) return void (await file.fh.close().catch(() => {}));
+      slice = range?.(file.valueLength);
+    } catch (e) {
       await file.fh.close().catch(() => {});
-      return undefined;
+      throw e;
     }
     if (file.valueLength === 0) {
       await file.fh.close().catch(() => {});
       return { header: file.header, size: 0, body: Readable.from([]) };
     }
-    const body = file.fh.createReadStream({ start: 0, end: file.valueLength - 1, autoClose: true });
-    return { header: file.header, size: file.valueLength, body };
+    const { start, end } = slice ?? { start: 0, end: file.valueLength - 1 };
+    const body = file.fh.createReadStream({ start, end, autoClose: true });
+    return { header: file.header, size: file.valueLength, body, ...(slice ? { range: slice } : {}) };
   }
 
   /**
@@ -461,6 +440,82 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
         throw this.unavailable(e);
       }
     });
+  }
+
+  // ---- multipart uploads (tiers/multipart.ts; the part files: local-uploads.ts) ----------------------------
+
+  /** Writes the record of a multipart upload: no staging URL, part URLs come from {@link presignParts}. */
+  async createMultipartUpload(upload: NewUpload, expiresInSec: number): Promise<{ expiresAt: number }> {
+    validateUploadId(upload.uploadId);
+    const stored: StoredUpload = {
+      ...openUpload(upload, this.now(), uploadUrlSeconds(expiresInSec)),
+      multipart: { id: 'local' },
+    };
+    try {
+      await this.writeAtomic(this.uploadRecordPath(upload.uploadId), [Buffer.from(encodeUpload(stored))], undefined, true);
+    } catch (e) {
+      throw e instanceof StagedUploadExistsError ? new ValidationError('uploadId', 'this upload id is taken') : e;
+    }
+    return { expiresAt: stored.urlExpiresAt };
+  }
+
+  async presignParts(
+    uploadId: string,
+    partNumbers: readonly number[],
+    accept: (r: UploadRecord) => boolean,
+    expiresInSec: number,
+  ): Promise<PartUrl[] | undefined> {
+    const u = await this.readUpload(uploadId);
+    const now = this.now();
+    if (!u?.multipart || u.state !== 'open' || now >= u.urlExpiresAt || !accept(recordOf(u))) return undefined;
+    const exp = Math.min(u.urlExpiresAt, now + uploadUrlSeconds(expiresInSec) * 1000);
+    const path = `${UPLOADS_FOLDER}/${uploadId}`;
+    return partNumbers.map((n) => ({
+      partNumber: n,
+      url: `${this.publicBaseUrl}/local-blobs/${this.tokens.sign({ op: 'part', path, exp, n })}`,
+      method: 'PUT',
+      headers: {},
+      expiresAt: exp,
+    }));
+  }
+
+  /**
+   * For the local server: stores a part of a multipart upload that is not completed (a part PUT again replaces the
+   * earlier one, as S3's UploadPart). Undefined when the upload is unknown, completed or aborted.
+   */
+  async writeUploadPart(
+    uploadId: string,
+    partNumber: number,
+    body: AsyncIterable<Uint8Array>,
+    opts: { maxBytes: number },
+  ): Promise<{ etag: string; size: number } | undefined> {
+    const u = await this.readUpload(uploadId);
+    if (!u?.multipart || u.state === 'completed') return undefined;
+    try {
+      return await this.parts.write(uploadId, partNumber, body, opts.maxBytes);
+    } catch (e) {
+      throw this.unavailable(e);
+    }
+  }
+
+  async completeParts(claim: UploadClaim, parts: readonly CompletedPart[]): Promise<void> {
+    const { uploadId } = claim.record;
+    const bytes = await this.parts.assembled(uploadId, parts);
+    try {
+      await this.writeStagedUpload(uploadId, bytes);
+    } catch (e) {
+      // Assembled by an earlier completion whose commit failed: the same parts, staged already.
+      if (!(e instanceof StagedUploadExistsError)) throw e;
+    }
+    await this.parts.remove(uploadId);
+  }
+
+  async abortUpload(claim: UploadClaim): Promise<void> {
+    const { uploadId } = claim.record;
+    // Closed first (never committable again), then the bytes go; the marker keeps the staging URL from a PUT.
+    await this.changeUpload(uploadId, (cur) => (cur.claimId === claim.claimId ? completed(cur) : undefined));
+    await this.writeAtomic(join(this.dir, UPLOADS_FOLDER, uploadId), [Buffer.from(COMPLETED_MARKER)]);
+    await this.parts.remove(uploadId);
   }
 
   private uploadRecordPath(uploadId: string): string {
@@ -711,15 +766,6 @@ export class LocalFolderTier implements Tier, Presigning, Scanning {
     } catch (e) {
       if (!isMissing(e)) throw this.unavailable(e);
     }
-  }
-
-  private sign(claims: { op: 'get' | 'put'; path: string; exp: number; ct?: string; v?: number }): string {
-    const payload = Buffer.from(JSON.stringify(claims), 'utf8').toString('base64url');
-    return `${payload}.${this.mac(payload).toString('base64url')}`;
-  }
-
-  private mac(payload: string): Buffer {
-    return createHmac('sha256', this.secret).update(TOKEN_CONTEXT).update(payload).digest();
   }
 
   private unavailable(e: unknown): Error {

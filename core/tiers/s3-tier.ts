@@ -1,5 +1,8 @@
 import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
   CopyObjectCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
@@ -7,6 +10,7 @@ import {
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
+  UploadPartCommand,
   type LifecycleRule,
   type PutObjectCommandInput,
   type S3ClientConfig,
@@ -17,7 +21,8 @@ import { NotFoundError, StrataError, TierUnavailableError, ValidationError } fro
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive, isNewer } from '../model/entry.js';
 import { NAMESPACE_PATTERN, validateNamespace } from '../model/keys.js';
-import { isConflict, isNotFound, isNotImplemented } from './s3-errors.js';
+import { errName, isConflict, isNotFound, isNotImplemented } from './s3-errors.js';
+import { checkPartList, type CompletedPart, type MultipartPresigning, type PartUrl } from './multipart.js';
 import { decodeStored, encodeMeta, isHeaderValue, META_UPLOAD } from './s3-metadata.js';
 import {
   DEFAULT_S3_PREFIX,
@@ -51,6 +56,7 @@ import {
   decodeUpload,
   encodeUpload,
   openUpload,
+  recordOf,
   released,
   uploadUrlSeconds,
   type StoredUpload,
@@ -123,7 +129,7 @@ interface HeadResult {
  * common "everything is zero bytes" ABA cannot happen; for live values it needs a concurrent rewrite of
  * identical bytes inside a HEAD→PUT window of milliseconds.
  */
-export class S3Tier implements Tier, Presigning, Scanning {
+export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning {
   readonly name: TierName;
   readonly kind = 's3';
   readonly bucket: string;
@@ -359,22 +365,7 @@ export class S3Tier implements Tier, Presigning, Scanning {
     const now = Date.now();
     // Capped before the record is written, so its completion deadline follows the URL's real lifetime.
     const expiresIn = await this.withinCredentials(uploadUrlSeconds(expiresInSec), now);
-    const stored = openUpload(upload, now, expiresIn);
-    try {
-      // Ids are random: a record already there means a reused id, which must not take over another upload.
-      const recordKey = s3UploadRecordKey(this.prefix, upload.uploadId);
-      await this.client.send(
-        new PutObjectCommand({
-          Bucket: this.bucket,
-          Key: recordKey,
-          Body: encodeUpload(stored),
-          ContentType: JSON_TYPE,
-          IfNoneMatch: '*',
-        }),
-      );
-    } catch (e) {
-      throw isConflict(e) ? new ValidationError('uploadId', 'this upload id is taken') : this.unavailable(e);
-    }
+    await this.createRecord(openUpload(upload, now, expiresIn));
     const ct = upload.contentType && isHeaderValue(upload.contentType) ? upload.contentType : undefined;
     const put = new PutObjectCommand({
       Bucket: this.bucket,
@@ -455,6 +446,101 @@ export class S3Tier implements Tier, Presigning, Scanning {
       return { applied: true, current: full.version, size: staged.size };
     }
     throw this.contention(objectKey);
+  }
+
+  // ---- multipart uploads (tiers/multipart.ts): S3's own, on the staging key ------------------------------
+
+  /** CreateMultipartUpload on the staging key, then the record naming S3's UploadId. */
+  async createMultipartUpload(upload: NewUpload, expiresInSec: number): Promise<{ expiresAt: number }> {
+    const stagingKey = s3StagingKey(this.prefix, upload.uploadId);
+    const now = Date.now();
+    const expiresIn = await this.withinCredentials(uploadUrlSeconds(expiresInSec), now);
+    const ct = upload.contentType && isHeaderValue(upload.contentType) ? upload.contentType : undefined;
+    let id: string | undefined;
+    try {
+      const created = await this.client.send(
+        new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: stagingKey, ...(ct ? { ContentType: ct } : {}) }),
+      );
+      id = created.UploadId;
+    } catch (e) {
+      throw this.unavailable(e);
+    }
+    if (!id) throw this.unavailable(new Error('CreateMultipartUpload answered without an UploadId'));
+    const stored: StoredUpload = { ...openUpload(upload, now, expiresIn), multipart: { id } };
+    try {
+      await this.createRecord(stored);
+    } catch (e) {
+      await this.client
+        .send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: stagingKey, UploadId: id }))
+        .catch(() => {});
+      throw e;
+    }
+    return { expiresAt: stored.urlExpiresAt };
+  }
+
+  /** Presigned UploadPart URLs, lasting no longer than the upload's own URL lifetime. */
+  async presignParts(
+    uploadId: string,
+    partNumbers: readonly number[],
+    accept: (r: UploadRecord) => boolean,
+    expiresInSec: number,
+  ): Promise<PartUrl[] | undefined> {
+    const u = (await this.readUpload(uploadId))?.upload;
+    const now = Date.now();
+    if (!u?.multipart || u.state !== 'open' || now >= u.urlExpiresAt || !accept(recordOf(u))) return undefined;
+    const left = Math.max(1, Math.floor((u.urlExpiresAt - now) / 1000));
+    const expiresIn = await this.withinCredentials(Math.min(uploadUrlSeconds(expiresInSec), left), now);
+    const Key = s3StagingKey(this.prefix, uploadId);
+    const UploadId = u.multipart.id;
+    return Promise.all(
+      partNumbers.map(async (PartNumber) => ({
+        partNumber: PartNumber,
+        url: await this.presign(new UploadPartCommand({ Bucket: this.bucket, Key, UploadId, PartNumber }), expiresIn),
+        method: 'PUT' as const,
+        headers: {},
+        expiresAt: now + expiresIn * 1000,
+      })),
+    );
+  }
+
+  /** CompleteMultipartUpload into the staging object, unless an earlier completion of the claim assembled it. */
+  async completeParts(claim: UploadClaim, parts: readonly CompletedPart[]): Promise<void> {
+    checkPartList(parts);
+    const { uploadId } = claim.record;
+    const u = (await this.readUpload(uploadId))?.upload;
+    if (!u?.multipart)
+      throw new ValidationError('body.parts', 'this upload is not a multipart upload: complete it without parts');
+    const Key = s3StagingKey(this.prefix, uploadId);
+    const staged = await this.headObject(Key);
+    if (staged && !staged.completedMarker) return;
+    const Parts = parts.map((p) => ({ PartNumber: p.partNumber, ETag: p.etag }));
+    try {
+      await this.client.send(
+        new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key, UploadId: u.multipart.id, MultipartUpload: { Parts } }),
+      );
+    } catch (e) {
+      const name = errName(e);
+      // S3's refusals of the part list itself are the caller's to fix; the list was checked for order already.
+      if (name === 'InvalidPart' || name === 'InvalidPartOrder' || name === 'EntityTooSmall')
+        throw new ValidationError('body.parts', `S3 refused the parts (${name}): ${(e as Error).message}`);
+      if (name === 'NoSuchUpload') throw uploadNotFound(uploadId);
+      throw this.unavailable(e);
+    }
+  }
+
+  /** AbortMultipartUpload (S3 frees the parts), then the record is closed and a marker replaces staged bytes. */
+  async abortUpload(claim: UploadClaim): Promise<void> {
+    const { uploadId } = claim.record;
+    const u = (await this.readUpload(uploadId))?.upload;
+    const Key = s3StagingKey(this.prefix, uploadId);
+    if (u?.multipart) {
+      try {
+        await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key, UploadId: u.multipart.id }));
+      } catch (e) {
+        if (errName(e) !== 'NoSuchUpload' && !isNotFound(e)) throw this.unavailable(e);
+      }
+    }
+    await this.settleCommitted(uploadId, Key);
   }
 
   // ---- service --------------------------------------------------------------------------------------------
@@ -577,6 +663,23 @@ export class S3Tier implements Tier, Presigning, Scanning {
     );
   }
 
+  /** Writes a new upload record. Ids are random: a record already there means a reused id, which must not take over another upload. */
+  private async createRecord(stored: StoredUpload): Promise<void> {
+    try {
+      await this.client.send(
+        new PutObjectCommand({
+          Bucket: this.bucket,
+          Key: s3UploadRecordKey(this.prefix, stored.uploadId),
+          Body: encodeUpload(stored),
+          ContentType: JSON_TYPE,
+          IfNoneMatch: '*',
+        }),
+      );
+    } catch (e) {
+      throw isConflict(e) ? new ValidationError('uploadId', 'this upload id is taken') : this.unavailable(e);
+    }
+  }
+
   /** The upload's record and the ETag it was read at; undefined when there is none (or it is not a record). */
   private async readUpload(uploadId: string): Promise<{ upload: StoredUpload; etag: string } | undefined> {
     const recordKey = s3UploadRecordKey(this.prefix, uploadId);
@@ -666,7 +769,7 @@ export class S3Tier implements Tier, Presigning, Scanning {
     return Math.max(1, Math.min(seconds, left));
   }
 
-  private async presign(command: GetObjectCommand | PutObjectCommand, expiresIn: number): Promise<string> {
+  private async presign(command: GetObjectCommand | PutObjectCommand | UploadPartCommand, expiresIn: number): Promise<string> {
     // SDK >= 3.729 adds flexible-checksum parameters at presign time (for PUT: the CRC32 of an *empty* body),
     // which real S3 then enforces against the uploaded bytes. Drop them from the request before it is signed.
     const stack = command.middlewareStack as unknown as { addRelativeTo(mw: unknown, opts: Record<string, unknown>): void };
@@ -684,7 +787,8 @@ export class S3Tier implements Tier, Presigning, Scanning {
       { relation: 'before', toMiddleware: 'presignInterceptMiddleware', name: 'strataStripPresignChecksums', override: true },
     );
     try {
-      return await getSignedUrl(this.client, command, { expiresIn });
+      // getSignedUrl is generic over one command type; the union of three does not infer, each alone does.
+      return await getSignedUrl(this.client, command as GetObjectCommand, { expiresIn });
     } catch (e) {
       throw this.unavailable(e);
     }

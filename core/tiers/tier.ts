@@ -109,6 +109,11 @@ export interface UploadRecord {
   ttlSeconds?: number | null;
   tags?: string[];
   contentType?: string;
+  /**
+   * A multipart upload (tiers/multipart.ts): the bytes arrive as numbered parts through part URLs, and the tier
+   * assembles them at completion. `id` is the backend's own upload id (S3's UploadId; the folder tier: 'local').
+   */
+  multipart?: { id: string };
   /** When the upload URL stops accepting the bytes (epoch ms). */
   urlExpiresAt: number;
   /** Completion is refused after this (epoch ms). */
@@ -122,7 +127,7 @@ export interface UploadClaim {
 }
 
 /** What {@link Presigning.presignUpload} records: the record without its deadlines (the tier sets them). */
-export type NewUpload = Omit<UploadRecord, 'urlExpiresAt' | 'completeBy'>;
+export type NewUpload = Omit<UploadRecord, 'urlExpiresAt' | 'completeBy' | 'multipart'>;
 
 /**
  * A tier that can hand out presigned URLs for large values (S3, or the local folder through the local server).

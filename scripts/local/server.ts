@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
-import { pipeline } from 'node:stream/promises';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { StrataError, ValidationError } from '../../core/errors.js';
 import { errorResult } from '../../core/api/http.js';
@@ -12,7 +11,8 @@ import { openApiDocument } from '../../core/api/openapi.js';
 import { matchRoute, methodNotAllowed, routeNotFound } from '../../core/api/routes.js';
 import { setApiContext, type BuiltContext } from '../../core/composition/api-context.js';
 import type { ApiContext } from '../../core/api/operations.js';
-import { LocalFolderTier, StagedUploadExistsError } from '../../core/tiers/local-folder-tier.js';
+import { LocalFolderTier } from '../../core/tiers/local-folder-tier.js';
+import { send, serveBlob } from './blob-routes.js';
 import { handler as keys } from '../../lambdas/api/keys.js';
 import { handler as batch } from '../../lambdas/api/batch.js';
 import { handler as transfer } from '../../lambdas/api/transfer.js';
@@ -38,8 +38,7 @@ const HANDLERS: Record<ApiFunction, LambdaHandler> = { keys, batch, transfer, se
 
 /** API Gateway rejects request bodies above 10 MB before any Lambda runs; so does the local server. */
 export const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
-/** Largest value accepted through a local upload URL (S3's single PUT limit). */
-export const MAX_UPLOAD_BYTES = 5 * 1024 * 1024 * 1024;
+export { MAX_UPLOAD_BYTES } from './blob-routes.js';
 
 export interface LocalServerOptions {
   context: ApiContext;
@@ -272,96 +271,6 @@ function rebaseUrls(result: APIGatewayProxyResult, from: string, to: string): AP
   if (typeof headers.location === 'string') headers.location = swap(headers.location);
   const body = !result.isBase64Encoded && result.body.includes(prefix) ? swap(result.body) : result.body;
   return { ...result, headers, body };
-}
-
-async function serveBlob(req: IncomingMessage, res: ServerResponse, blobs: LocalFolderTier, token: string): Promise<void> {
-  const isHead = req.method === 'HEAD';
-  let decoded: string;
-  try {
-    decoded = decodeURIComponent(token);
-  } catch {
-    // A malformed escape (`%zz`, a lone `%E2`) is the client's error, not a 500: refuse it as the API does a path parameter.
-    req.resume();
-    return send(res, errorResult(new ValidationError('token', 'is not valid percent-encoding')), isHead);
-  }
-  const claims = blobs.verifyBlobToken(decoded);
-  const allowed = claims && (claims.op === 'put' ? req.method === 'PUT' : req.method === 'GET' || isHead);
-  if (!claims || !allowed) {
-    req.resume();
-    return send(
-      res,
-      {
-        statusCode: 403,
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          error: { code: 'FORBIDDEN', message: 'the blob URL is invalid, expired, or used with the wrong method' },
-        }),
-      },
-      isHead,
-    );
-  }
-  if (claims.op === 'put') {
-    let size: number;
-    try {
-      ({ size } = await blobs.writeStagedUpload(claims.uploadId, req, { maxBytes: MAX_UPLOAD_BYTES }));
-    } catch (e) {
-      if (!(e instanceof StagedUploadExistsError)) throw e;
-      // The URL takes one PUT, as the S3 tier's (If-None-Match: * signed in): bytes are staged, or the upload is completed.
-      req.resume();
-      return send(
-        res,
-        preconditionFailed('this upload URL was used already (bytes are staged, or the upload is completed)'),
-        false,
-      );
-    }
-    return send(
-      res,
-      {
-        statusCode: 200,
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ uploadId: claims.uploadId, size }),
-      },
-      false,
-    );
-  }
-  const blob = await blobs.readBlob(claims.ns, claims.key);
-  if (!blob) return send(res, errorResult(new StrataError('NOT_FOUND', 'the value is gone (deleted or expired)')), isHead);
-  if (blob.header.version !== claims.version) {
-    // The URL serves the version it was made for or nothing, as S3 does with the If-Match the S3 tier signs in.
-    blob.body.destroy();
-    const message = `the key holds version ${blob.header.version} now; this URL was made for version ${claims.version}`;
-    return send(res, preconditionFailed(message), isHead);
-  }
-  res.writeHead(200, {
-    'content-type': blob.header.contentType ?? 'application/octet-stream',
-    'content-length': blob.size,
-    'x-strata-version': String(blob.header.version),
-  });
-  if (isHead) {
-    blob.body.destroy();
-    res.end();
-    return;
-  }
-  await pipeline(blob.body, res);
-}
-
-/**
- * 412 of a blob URL. These URLs stand in for S3 presigned URLs and answer with S3's statuses (403 invalid, 404 gone,
- * 412 precondition failed), not with the API's error codes (docs/API.md, Large values).
- */
-function preconditionFailed(message: string): APIGatewayProxyResult {
-  const body = JSON.stringify({ error: { code: 'PRECONDITION_FAILED', message } });
-  return { statusCode: 412, headers: { 'content-type': 'application/json' }, body };
-}
-
-function send(res: ServerResponse, result: APIGatewayProxyResult, isHead: boolean): void {
-  const headers: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(result.headers ?? {})) headers[k] = String(v);
-  for (const [k, v] of Object.entries(result.multiValueHeaders ?? {})) headers[k] = v.map(String);
-  const body = result.body ? Buffer.from(result.body, result.isBase64Encoded ? 'base64' : 'utf8') : Buffer.alloc(0);
-  if (!isHead || !('content-length' in headers)) headers['content-length'] = String(body.length);
-  res.writeHead(result.statusCode, headers);
-  res.end(isHead ? undefined : body);
 }
 
 /** Reads the body, or returns null (and stops reading) once it passes `limit`. */

@@ -54,7 +54,7 @@ export async function readJson(res: Response): Promise<Json> {
  * What the headers of a read say about the entry (version, expiry, serving tier, tags): from `meta` (the API's answer),
  * else `body` (a download's, whose headers may carry them too).
  */
-function entryMeta(meta: Headers, body: Headers = meta) {
+export function entryMeta(meta: Headers, body: Headers = meta) {
   const get = (name: string) => meta.get(name) ?? body.get(name);
   return {
     version:

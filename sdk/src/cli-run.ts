@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util';
 import { COST_OPTIONS, COST_USAGE, costCommand } from './cli-cost.js';
+import { getToOutput, putFromFile } from './cli-stream.js';
 import { POLICY_USAGE, policyCommand } from './cli-policy.js';
 import { NODE_OPTIONS, NODE_USAGE, nodeCommand } from './cli-node.js';
 import { formatDuration, UsageError, WORKFLOW_USAGE, workflowCommand, type CliIo } from './cli-workflow.js';
@@ -26,9 +27,11 @@ const NS_HELP = '  --ns <namespace>     default $STRATA_NAMESPACE or "default"';
 export const USAGE = `usage: strata <command> [args] [options]
 
 commands:
-  get <key> [-v]       write the value to stdout (exit 1 when the key does not exist); -v: version, tier, expiry
+  get <key> [-v]       write the value to stdout (exit 1 when the key does not exist); -v: version, tier, expiry;
+                       -o <file>: streamed to a file; --range a-b: those bytes
   has <key>            exit 0 when the key exists, 1 when it does not; prints nothing
-  put <key> [value]    store value (read from stdin when omitted or "-"); prints the result as JSON
+  put <key> [value]    store value (read from stdin when omitted or "-"); prints the result as JSON; --file <f>:
+                       streamed from a file (or "-": stdin) in parts, for values of any size
   touch <key> --ttl <s> | --no-ttl
                        a new time to live without sending the value again; prints the result as JSON
   delete <key>         delete; prints the tombstone version as JSON
@@ -61,6 +64,9 @@ Writes the value to stdout, byte for byte; exit 1 when the key does not exist (o
                        it (l1, hot, warm, cold), its expiry and remaining TTL, its content type and tags
   --if-none-match <v>  the version you hold: while it is still the stored one, nothing is transferred or
                        written to stdout, and the exit status is 3 (not modified)
+  -o, --out <file>     stream the value into <file> ("-": stdout) as it arrives, never held in memory whole
+  --range <a-b>        only bytes a..b (inclusive; "a-": to the end), streamed; exit 2 with
+                       RANGE_NOT_SATISFIABLE when a is past the end
 ${NS_HELP}
 
 ${CONNECTION_HELP}`,
@@ -77,6 +83,8 @@ Stores the value, or stdin when it is omitted or "-"; prints the write's result 
   --ttl <seconds>      time to live (default: the namespace's)
   --tags <a,b>         tags
   --content-type <t>   content type (default text/plain; application/octet-stream for stdin)
+  -f, --file <file>    stream the value from <file> ("-": stdin) in parts of 8 MiB (a multipart upload), for
+                       values of any size; instead of [value]
 ${NS_HELP}
 
 ${CONNECTION_HELP}`,
@@ -149,10 +157,10 @@ ${CONNECTION_HELP}`,
 
 /** The options each command takes besides the connection options (a foreign one is a mistake, not ignored). */
 const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
-  get: ['ns', 'verbose', 'if-none-match'],
+  get: ['ns', 'verbose', 'if-none-match', 'out', 'range'],
   has: ['ns'],
   // These print JSON anyway: --json is accepted (as it always was), not needed.
-  put: ['ns', 'ttl', 'tags', 'content-type', 'json'],
+  put: ['ns', 'ttl', 'tags', 'content-type', 'json', 'file'],
   touch: ['ns', 'ttl', 'no-ttl', 'if-match', 'json'],
   delete: ['ns', 'json'],
   invalidate: ['ns', 'tags', 'prefix', 'json'],
@@ -214,6 +222,9 @@ const PARSE_OPTIONS = {
   rate: { type: 'string' },
   'no-terminate': { type: 'boolean' },
   json: { type: 'boolean' },
+  out: { type: 'string', short: 'o' },
+  range: { type: 'string' },
+  file: { type: 'string', short: 'f' },
   verbose: { type: 'boolean', short: 'v' },
   version: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -369,6 +380,10 @@ async function run(argv: readonly string[], ctx: CliContext): Promise<number> {
     switch (command) {
       case 'get': {
         const held = values['if-none-match'];
+        if (values.out !== undefined || values.range !== undefined) {
+          if (held !== undefined) throw new UsageError('--if-none-match does not go with --out or --range', undefined, command);
+          return await getToOutput(client, key(), { out: values.out ?? '-', range: values.range, verbose: values.verbose }, ctx);
+        }
         if (held !== undefined && !/^\d{1,16}$/.test(held))
           throw new UsageError(`--if-none-match must be a version (a whole number), not '${held}'`, undefined, command);
         const item = await client.get(key(), held === undefined ? {} : { ifNoneMatch: Number(held) });
@@ -390,6 +405,11 @@ async function run(argv: readonly string[], ctx: CliContext): Promise<number> {
         const k = key();
         const value = args[1];
         const ttl = wholeNumber('ttl', values.ttl, command);
+        if (values.file !== undefined) {
+          if (value !== undefined) throw new UsageError('put takes a value or --file, not both', undefined, command);
+          const tags = values.tags?.split(',').filter(Boolean);
+          return await putFromFile(client, k, { file: values.file, ttl, tags, contentType: values['content-type'] }, ctx);
+        }
         const body = value === undefined || value === '-' ? await readAll(ctx.stdin ?? []) : value;
         print(
           await client.put(k, body, {

@@ -51,6 +51,15 @@ import {
   stringArray,
 } from './answers.js';
 import { invalid, isObject, optionError, type Json } from './json.js';
+import {
+  getStream,
+  putStream,
+  type GetStreamOptions,
+  type PutStreamOptions,
+  type StreamDeps,
+  type StreamSource,
+  type ValueStream,
+} from './streams.js';
 
 /**
  * Keys that cannot travel in a URL path: the WHATWG URL parser behind `fetch` removes `.`/`..` segments even when
@@ -294,6 +303,38 @@ export class StrataClient {
         throw new VersionConflictError({ code: 'VERSION_CONFLICT', status: 412, message });
       }
     }
+  }
+
+  /**
+   * Reads a key as a stream: the bytes arrive as `body` (a web `ReadableStream`; `Readable.fromWeb(body)` for a Node
+   * stream) without being held in memory, also through the 303 to a presigned download. `range` asks for bytes
+   * `start..end` (206; `item.range` says what came). Resolves `undefined` when the key does not exist.
+   *
+   * @throws {RangeNotSatisfiableError} when `range.start` is at or past the end of the value (`err.size`).
+   * @example
+   * ```ts
+   * const item = await strata.getStream('backup.tar');
+   * if (item) await pipeline(Readable.fromWeb(item.body), createWriteStream('backup.tar'));
+   * const head = await strata.getStream('backup.tar', { range: { start: 0, end: 511 } });
+   * ```
+   */
+  getStream(key: string, opts?: GetStreamOptions): Promise<ValueStream | undefined> {
+    return getStream(this.streams(), key, opts);
+  }
+
+  /**
+   * Writes a key from a stream (web `ReadableStream`, Node `Readable`, or any async iterable of bytes) of any length,
+   * in parts of `partSize` bytes (default 8 MiB) through a multipart upload, `concurrency` parts at once (default 4):
+   * memory stays near `(concurrency + 1) * partSize`. A stream that fits in one part and the inline limit is sent
+   * with one PUT. Resolves what `put` resolves; a failed upload is aborted.
+   *
+   * @example
+   * ```ts
+   * await strata.putStream('backup.tar', createReadStream('backup.tar'), { contentType: 'application/x-tar', ttl: 86400 });
+   * ```
+   */
+  putStream(key: string, body: StreamSource, opts?: PutStreamOptions): Promise<PutResult> {
+    return putStream(this.streams(), key, body, opts);
   }
 
   /**
@@ -664,6 +705,18 @@ export class StrataClient {
   }
 
   // --- internals ---------------------------------------------------------------------------------------------
+
+  private streams(): StreamDeps {
+    return {
+      endpoint: this.endpoint,
+      transport: this.transport,
+      timeoutMs: this.timeoutMs,
+      transferTimeoutMs: this.transferTimeoutMs,
+      inlineLimitBytes: () => this.inlineLimitBytes,
+      ns: (opts) => this.ns(opts),
+      put: (key, value, opts) => this.put(key, value, opts),
+    };
+  }
 
   private ns(opts: RequestOptions): string {
     return opts.ns === undefined ? this.namespace : checkNamespace(opts.ns);

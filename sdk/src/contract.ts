@@ -25,6 +25,8 @@ export const SERVER_ERROR_STATUS = {
   TRANSFORMED_SCOPE: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  /** A byte range (`Range: bytes=...`) that starts at or past the end of the value; `content-range: bytes *\/size`. */
+  RANGE_NOT_SATISFIABLE: 416,
   RATE_LIMITED: 429,
   ORIGIN_FAILED: 502,
   TIER_UNAVAILABLE: 503,

@@ -192,6 +192,15 @@ export class PayloadTooLargeError extends StrataError {
 /** 415 `UNSUPPORTED_MEDIA_TYPE`. */
 export class UnsupportedMediaTypeError extends StrataError {}
 
+/** 416 `RANGE_NOT_SATISFIABLE`: the requested byte range starts at or past the end of the value (`getStream`'s `range`). */
+export class RangeNotSatisfiableError extends StrataError {
+  /** The value's size in bytes (`details.size`), when reported. */
+  get size(): number | undefined {
+    const s = this.details?.size;
+    return typeof s === 'number' ? s : undefined;
+  }
+}
+
 /** 429 `RATE_LIMITED`: throttled by the usage plan. Retried automatically, honouring `retry-after`. */
 export class RateLimitedError extends StrataError {
   override get retryable(): boolean {
@@ -300,6 +309,7 @@ const BY_CODE: Record<ServerErrorCode, ErrorClass> = {
   TRANSFORMED_SCOPE: TransformedScopeError,
   PAYLOAD_TOO_LARGE: PayloadTooLargeError,
   UNSUPPORTED_MEDIA_TYPE: UnsupportedMediaTypeError,
+  RANGE_NOT_SATISFIABLE: RangeNotSatisfiableError,
   RATE_LIMITED: RateLimitedError,
   ORIGIN_FAILED: OriginError,
   TIER_UNAVAILABLE: UnavailableError,
@@ -325,6 +335,8 @@ function classForStatus(status: number): ErrorClass {
       return PayloadTooLargeError;
     case 415:
       return UnsupportedMediaTypeError;
+    case 416:
+      return RangeNotSatisfiableError;
     case 429:
       return RateLimitedError;
     case 500:

@@ -18,6 +18,7 @@ export {
   VersionConflictError,
   PayloadTooLargeError,
   UnsupportedMediaTypeError,
+  RangeNotSatisfiableError,
   RateLimitedError,
   OriginError,
   UnavailableError,
@@ -120,3 +121,5 @@ export type { InvalidationRecord, InvalidationResult, NamespaceRequestOptions } 
 export { formatBytes, graceWait, renderProgressBar } from './progress.js';
 export type { GraceWait, ProgressBarOptions, ProgressSubject } from './progress.js';
 export { SDK_VERSION } from './version.js';
+export { MIN_PART_BYTES, MAX_PART_BYTES, MAX_PARTS } from './streams.js';
+export type { GetStreamOptions, PutStreamOptions, StreamSource, ValueStream } from './streams.js';

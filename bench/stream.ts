@@ -1,0 +1,148 @@
+/**
+ * stream: a large value through the SDK's streams (`putStream` in 8 MiB parts, 4 in flight; `getStream` through the
+ * 303 download) against the same bytes over bare HTTP (one streamed PUT to an upload URL, one streamed GET of the
+ * download URL), both against an `npm start`-style server (memory hot tier, local folder cold tier, its own blob
+ * URLs) in this process. Each transfer's client runs in a process of its own (bench/stream-side.ts), so the client's
+ * peak RSS is measured apart from the server's. Target: the streamed client's peak RSS < 128 MB for 1 GiB.
+ *
+ * `--size-mib N` (or STRATA_BENCH_STREAM_MIB; default 1024) sets the value's size; `--part-mib N` (8) and
+ * `--concurrency N` (4) putStream's parts; `--runs N` (default 1) the rounds,
+ * each one raw and one stream transfer, alternating which goes first. Reported: MB/s each way (MB = 10^6 bytes),
+ * stream against raw as a ratio, the client's RSS at start and at its peak (sampled every 20 ms, and the kernel's
+ * maxRSS), and the spread of the ratios over rounds. `--seconds` is unused.
+ */
+import { fork } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { startTestApi } from '../test/helpers/api-server.js';
+import { round, table } from './lib/measure.js';
+import { flag, median, spread, summary } from './lib/rounds.js';
+
+const MiB = 1024 * 1024;
+const MB = 1e6;
+const TARGET_RSS_BYTES = 128 * MiB;
+
+interface SideResult {
+  mode: 'raw' | 'stream';
+  bytes: number;
+  putSeconds: number;
+  getSeconds: number;
+  intact: boolean;
+  startRssBytes: number;
+  peakRssBytes: number;
+  /** The peak while uploading (the rest of `peakRssBytes` came while downloading). */
+  putPeakRssBytes: number;
+  maxRssBytes: number;
+}
+
+/**
+ * The client as an application ships it: stream-side.ts and the SDK bundled into one plain JS file (esbuild), run
+ * by bare node. Under tsx the client would start 20+ MiB heavier, the TypeScript loader's, not the client's.
+ */
+async function bundleSide(dir: string): Promise<string> {
+  const outfile = join(dir, 'stream-side.mjs');
+  await build({
+    entryPoints: [fileURLToPath(new URL('./stream-side.ts', import.meta.url))],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node22',
+    outfile,
+    logLevel: 'warning',
+  });
+  return outfile;
+}
+
+interface Tuning {
+  partSize: number;
+  concurrency: number;
+}
+
+function side(script: string, mode: 'raw' | 'stream', url: string, bytes: number, t: Tuning): Promise<SideResult> {
+  return new Promise((resolve, reject) => {
+    const child = fork(script, [mode, url, String(bytes), String(t.partSize), String(t.concurrency)], {
+      execArgv: [],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    let result: SideResult | undefined;
+    child.once('message', (m) => (result = m as SideResult));
+    child.once('exit', (code) => (result && code === 0 ? resolve(result) : reject(new Error(`stream side exited (${code})`))));
+  });
+}
+
+export async function stream(opts: { seconds: number; runs?: number }): Promise<Record<string, unknown>> {
+  const sizeMiB = flag('size-mib', Number(process.env.STRATA_BENCH_STREAM_MIB ?? 1024));
+  const bytes = Math.round(sizeMiB * MiB);
+  const runs = opts.runs ?? 1;
+  // putStream's defaults unless given: 8 MiB parts, 4 in flight.
+  const tuning: Tuning = { partSize: Math.round(flag('part-mib', 8) * MiB), concurrency: flag('concurrency', 4) };
+  const dir = mkdtempSync(join(tmpdir(), 'strata-bench-stream-'));
+  const script = await bundleSide(dir);
+  const api = await startTestApi('embedded');
+  const rounds: { raw: SideResult; stream: SideResult }[] = [];
+  try {
+    for (let r = 0; r < runs; r++) {
+      const order: ('raw' | 'stream')[] = r % 2 === 0 ? ['raw', 'stream'] : ['stream', 'raw'];
+      const got: Partial<Record<'raw' | 'stream', SideResult>> = {};
+      for (const mode of order) got[mode] = await side(script, mode, api.url, bytes, tuning);
+      rounds.push({ raw: got.raw!, stream: got.stream! });
+      for (const x of [got.raw!, got.stream!]) if (!x.intact) throw new Error(`${x.mode}: the bytes read back differ`);
+    }
+  } finally {
+    await api.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const rate = (s: SideResult, way: 'put' | 'get') => bytes / MB / (way === 'put' ? s.putSeconds : s.getSeconds);
+  const over = (f: (r: { raw: SideResult; stream: SideResult }) => number) => summary(rounds.map(f), 1);
+  const fig = (mode: 'raw' | 'stream') => ({
+    putMBps: over((r) => rate(r[mode], 'put')),
+    getMBps: over((r) => rate(r[mode], 'get')),
+    startRssMB: over((r) => r[mode].startRssBytes / MiB),
+    peakRssMB: over((r) => r[mode].peakRssBytes / MiB),
+    putPeakRssMB: over((r) => r[mode].putPeakRssBytes / MiB),
+    maxRssMB: over((r) => r[mode].maxRssBytes / MiB),
+  });
+  const putRatios = rounds.map((r) => rate(r.stream, 'put') / rate(r.raw, 'put'));
+  const getRatios = rounds.map((r) => rate(r.stream, 'get') / rate(r.raw, 'get'));
+  const raw = fig('raw');
+  const streamed = fig('stream');
+  console.log(
+    table(
+      (['raw', 'stream'] as const).map((m) => {
+        const f = m === 'raw' ? raw : streamed;
+        return {
+          client: m,
+          'put MB/s': f.putMBps.median,
+          'get MB/s': f.getMBps.median,
+          'start RSS MiB': f.startRssMB.median,
+          'peak RSS MiB': f.peakRssMB.median,
+          'put peak MiB': f.putPeakRssMB.median,
+          'maxRSS MiB': f.maxRssMB.median,
+        };
+      }),
+    ),
+  );
+  const peakMax = Math.max(...rounds.map((r) => Math.max(r.stream.peakRssBytes, r.stream.maxRssBytes)));
+  console.log(
+    `stream / raw: put ${round(median(putRatios), 2)}x, get ${round(median(getRatios), 2)}x; ` +
+      `streamed client's peak RSS ${round(peakMax / MiB, 1)} MiB (target < 128 MiB)`,
+  );
+  return {
+    scenario: 'stream',
+    sizeMiB,
+    rounds: runs,
+    processes: 'the client of each transfer in a process of its own; the server in the bench process',
+    baseline: { name: 'bare HTTP: one streamed PUT to an upload URL, one streamed GET of the download URL', ...raw },
+    candidate: {
+      name: `SDK putStream (${tuning.partSize / MiB} MiB parts, ${tuning.concurrency} in flight) and getStream (303 download)`,
+      ...streamed,
+    },
+    ratios: { put: summary(putRatios), get: summary(getRatios) },
+    noise: runs > 1 ? { put: spread(putRatios), get: spread(getRatios) } : 'one round: not measured',
+    targets: { streamedClientPeakRssMiB: '< 128' },
+    met: { streamedClientPeakRss: peakMax < TARGET_RSS_BYTES },
+  };
+}
