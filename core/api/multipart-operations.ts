@@ -95,7 +95,8 @@ export async function abortUpload(ctx: ApiContext, event: ApiEvent): Promise<Api
   return { statusCode: 204, headers: {}, body: '' };
 }
 
-function requirePresigner(ctx: ApiContext): Tier & Presigning {
+/** The tier that hands out presigned URLs (uploads, downloads); 503 (permanent) where none is configured. */
+export function requirePresigner(ctx: ApiContext): Tier & Presigning {
   if (!ctx.presigner)
     throw new StrataError(
       'TIER_UNAVAILABLE',

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { NotFoundError, permanentDetails, StrataError, TransformedScopeError, ValidationError } from '../errors.js';
+import { NotFoundError, StrataError, TransformedScopeError, ValidationError } from '../errors.js';
 import type { Coordinator } from '../coordinator/coordinator.js';
 import type { ServedBy, WriteResult } from '../coordinator/types.js';
 import { isStale, type EntryHeader } from '../model/entry.js';
@@ -32,7 +32,7 @@ import {
   createUploadSchema,
   valueContentType,
 } from './validation.js';
-import { createMultipartUpload, multipartPresigner } from './multipart-operations.js';
+import { createMultipartUpload, multipartPresigner, requirePresigner } from './multipart-operations.js';
 
 /** What the API operations need; built once per container by the runtime. */
 export interface ApiContext {
@@ -255,16 +255,6 @@ export async function batchDelete(ctx: ApiContext, event: ApiEvent): Promise<Api
   const keys = batchKeys(jsonBody(event, batchKeysSchema).keys);
   const deleted = await ctx.coordinator.deleteMany(ns, keys);
   return json(200, { items: deleted.map((d, i) => ({ key: keys[i]!, version: d.version })) });
-}
-
-function requirePresigner(ctx: ApiContext): Tier & Presigning {
-  if (!ctx.presigner)
-    throw new StrataError(
-      'TIER_UNAVAILABLE',
-      'large values need a cold tier that supports presigned URLs (S3 or the local folder); none is configured',
-      permanentDetails(),
-    );
-  return ctx.presigner;
 }
 
 /**
