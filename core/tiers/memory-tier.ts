@@ -2,9 +2,11 @@ import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive, isNewer } from '../model/entry.js';
 import { S3Fifo } from '../eviction/s3fifo.js';
 import { decodeKey, encodeKey } from '../model/keys.js';
+import { pageOfUnordered, type OrderedKeysPage, type OrderedKeysQuery } from '../model/key-order.js';
 import type {
   Confirming,
   DirtyTracking,
+  KeyOrdering,
   KeyRef,
   Pinning,
   ReadOptions,
@@ -47,7 +49,7 @@ const SEP = '\u0000';
  * callers cannot mutate cached bytes. Neither dirty (write-back) nor pinned entries are ever evicted: when only
  * they are left, a write that does not fit is refused with `full`.
  */
-export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confirming {
+export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confirming, KeyOrdering {
   readonly name: TierName;
   readonly kind = 'memory';
   private readonly entries = new Map<string, Stored>();
@@ -218,6 +220,14 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
     }
     const last = ids[i - 1];
     return { items, cursor: i < ids.length && last !== undefined ? encodeKey(last.slice(ns.length + 1)) : null };
+  }
+
+  /** Sorted at each call (the in-process tier has no index: O(n log n) over the namespace's keys in range). */
+  async listOrdered(ns: string, q: OrderedKeysQuery): Promise<OrderedKeysPage> {
+    const start = ns + SEP;
+    const keys: string[] = [];
+    for (const id of this.entries.keys()) if (id.startsWith(start) && this.live(id)) keys.push(id.slice(start.length));
+    return pageOfUnordered(keys, q);
   }
 
   async setPinned(ns: string, key: string, version: number, pinned: boolean): Promise<boolean> {

@@ -1,4 +1,5 @@
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
+import type { OrderedKeysPage, OrderedKeysQuery } from '../model/key-order.js';
 
 export type TierName = 'l1' | 'hot' | 'warm' | 'cold';
 
@@ -313,6 +314,24 @@ export function supportsNamespaceListing(t: Tier): t is Tier & Scanning & Requir
 
 export function supportsKeyListing(t: Tier): t is Tier & Scanning & Required<Pick<Scanning, 'keys'>> {
   return supportsScan(t) && typeof t.keys === 'function';
+}
+
+/**
+ * A tier that lists the keys it holds in a namespace in key order (model/key-order.ts: UTF-8 bytes), within a
+ * range: what `GET /v1/ns/{ns}/keys` merges across the tiers (coordinator/key-listing.ts). Each tier orders only its
+ * own keys; where the order lives and what keeps it right is the tier's own (docs/API.md, "Listing keys").
+ *
+ * A listing may name keys that are no longer live (deleted, expired, evicted, a tombstone, a copy left on a cache
+ * node that gave its range away): the coordinator reads each key before it answers, so extra keys cost time, not
+ * correctness. A key live in the tier for the whole call is never left out. Internal keys (storeOnce blobs, which
+ * start with NUL) may be listed; the coordinator's ranges start past them.
+ */
+export interface KeyOrdering {
+  listOrdered(ns: string, q: OrderedKeysQuery): Promise<OrderedKeysPage>;
+}
+
+export function supportsKeyOrdering(t: Tier): t is Tier & KeyOrdering {
+  return typeof (t as Partial<KeyOrdering>).listOrdered === 'function';
 }
 
 export function supportsPinning(t: Tier): t is Tier & Pinning {
