@@ -2,6 +2,9 @@ import type { Json, RouteDoc } from './route-types.js';
 import { AUDIT_LOG_LIMIT, MAX_INVALIDATIONS_PER_SECOND, MAX_RECORDS_PER_NAMESPACE } from '../coordinator/invalidations.js';
 import { invalidateSchema } from './namespace-operations.js';
 import { fromZod, json, query } from './route-doc-parts.js';
+import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT } from '../coordinator/key-listing.js';
+import { INCLUSIVE_VALUES } from './list-operations.js';
+import { KEY_JSON_SCHEMA } from './validation.js';
 
 /**
  * The OpenAPI entries of the whole-namespace routes (invalidation, flush, the invalidation log), as route-docs.ts has
@@ -42,7 +45,75 @@ const CONFIRM = query(
   true,
 );
 
+const KEY_PARAM = { type: 'string', ...KEY_JSON_SCHEMA };
+
+const LISTED_KEY: Json = {
+  type: 'object',
+  required: ['key'],
+  properties: {
+    key: { type: 'string' },
+    version: { type: 'integer', description: 'With metadata=true: the live version (the ETag)' },
+    size: { type: 'integer', description: 'With metadata=true: bytes, as written' },
+    expiresAt: { type: ['string', 'null'], format: 'date-time', description: 'With metadata=true; null = no expiry' },
+    tags: { type: 'array', items: { type: 'string' }, description: 'With metadata=true' },
+    contentType: { type: 'string', description: 'With metadata=true, when one was given' },
+    tiers: {
+      type: 'array',
+      items: { type: 'string', enum: ['hot', 'warm', 'cold'] },
+      description: 'With metadata=true: the tiers holding this version, top-down',
+    },
+  },
+};
+
 export const NAMESPACE_ROUTE_DOCS = {
+  listKeys: {
+    operationId: 'listKeys',
+    summary: 'List keys in key order, within bounds, a page at a time',
+    description:
+      'Keys in the order of their UTF-8 bytes, across every tier, each once, never a deleted, expired or invalidated ' +
+      'one: each key on a page is read as a HEAD would read it. A key that stays written for the whole listing is on ' +
+      'exactly one page; a key written or deleted during it may or may not be. Pass `cursor` back, with the same ' +
+      'prefix and bounds, for the next page; a page may hold fewer than `limit` keys (keys that were listed by a ' +
+      'tier but are no longer live are skipped) and only a null cursor means the end.',
+    parameters: [
+      query('prefix', 'Only keys starting with this', KEY_PARAM),
+      query('start', 'Lower bound (see inclusive)', KEY_PARAM),
+      query('end', 'Upper bound (see inclusive)', KEY_PARAM),
+      query('inclusive', 'Which bounds are part of the range; default start (start <= key < end)', {
+        type: 'string',
+        enum: [...INCLUSIVE_VALUES],
+      }),
+      query('limit', `Most keys on the page; default ${DEFAULT_LIST_LIMIT}`, {
+        type: 'integer',
+        minimum: 1,
+        maximum: MAX_LIST_LIMIT,
+      }),
+      query('cursor', "The previous page's cursor: bound to the caller, the namespace, the prefix and the bounds", {
+        type: 'string',
+        maxLength: 4096,
+      }),
+      query('metadata', 'Each key with its version, size, expiry, tags and the tiers holding it (costs reads)', {
+        type: 'string',
+        enum: ['true', 'false'],
+      }),
+    ],
+    responses: {
+      '200': json(
+        {
+          type: 'object',
+          required: ['ns', 'keys', 'cursor'],
+          properties: {
+            ns: { type: 'string' },
+            keys: { type: 'array', items: LISTED_KEY },
+            cursor: { type: ['string', 'null'], description: 'The next page; null at the end' },
+          },
+        },
+        'A page of keys',
+      ),
+    },
+    errors: ['VALIDATION_FAILED', 'TIER_UNAVAILABLE'],
+  },
+
   invalidate: {
     operationId: 'invalidate',
     summary: 'Invalidate every entry carrying any of some tags, or every key under a prefix',

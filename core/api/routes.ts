@@ -5,6 +5,7 @@ import * as policy from './policy-operations.js';
 import * as cost from './cost-operations.js';
 import * as nodes from './node-operations.js';
 import * as namespaces from './namespace-operations.js';
+import * as listing from './list-operations.js';
 import { StrataError } from '../errors.js';
 import { openApiResult } from './openapi.js';
 import { ROUTE_DOCS as doc } from './route-docs.js';
@@ -17,6 +18,7 @@ export const API_ROUTES: readonly ApiRoute[] = [
   { method: 'PUT', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.putKey, doc: doc.putKey },
   { method: 'PATCH', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.touchKey, doc: doc.touchKey },
   { method: 'DELETE', resource: '/v1/ns/{ns}/keys/{key}', fn: 'keys', run: op.deleteKey, doc: doc.deleteKey },
+  { method: 'GET', resource: '/v1/ns/{ns}/keys', fn: 'batch', run: listing.listKeys, doc: doc.listKeys },
   { method: 'POST', resource: '/v1/ns/{ns}/batch/get', fn: 'batch', run: op.batchGet, doc: doc.batchGet },
   { method: 'POST', resource: '/v1/ns/{ns}/batch/put', fn: 'batch', run: op.batchPut, doc: doc.batchPut },
   { method: 'POST', resource: '/v1/ns/{ns}/batch/delete', fn: 'batch', run: op.batchDelete, doc: doc.batchDelete },

@@ -25,7 +25,9 @@ import { ValueCodec } from '../transforms/codec.js';
 import { headResult, StoredValues, type Prepared } from './stored-values.js';
 import { Promoter } from './promotion.js';
 import { restamp, type Attempt } from './restamp.js';
-import { entryHeader, headOne, readMany, readOne, TierWalk, type TierRead, type Walked } from './tier-walk.js';
+import { entryHeader, headMany, headOne, readMany, readOne, TierWalk, type TierRead, type Walked } from './tier-walk.js';
+import { listKeys, type KeyListing, type ListKeysOptions } from './key-listing.js';
+import { SystemSecrets } from './system-secret.js';
 import { TierWriter } from './tier-writer.js';
 import type {
   CoordinatorEvent,
@@ -91,6 +93,7 @@ export class Coordinator {
   private readonly writer: TierWriter;
   private readonly promoter: Promoter;
   private readonly settled: Promise<void>;
+  private readonly secrets: SystemSecrets;
   private hotUnknown = 0;
 
   constructor(opts: CoordinatorOptions) {
@@ -116,6 +119,7 @@ export class Coordinator {
             ...opts.invalidations,
             onEvent: (e) => this.onEvent(e),
           });
+    this.secrets = new SystemSecrets(this.tiers[this.tiers.length - 1]!);
     const covers = this.invalidations.covers.bind(this.invalidations);
     this.near = new NearCache(opts.nearCache, () => this.count('l1', 'hits'), covers);
     this.fence = hotFenceFor(opts.hotFence, this.tiers, this.hot, (e) => this.onEvent(e));
@@ -472,6 +476,51 @@ export class Coordinator {
   /** Recent invalidations and flushes, newest first, optionally of one namespace. */
   invalidationLog(ns?: string): Promise<InvalidationRecord[]> {
     return this.invalidations.audit(ns);
+  }
+
+  // ------------------------------------------------------------------ listing (key-listing.ts)
+
+  /**
+   * Keys of `ns` in key order within a range, each read as a HEAD would (never deleted, expired or invalidated);
+   * `last` is where the next page starts.
+   */
+  async listKeys(ns: string, opts: ListKeysOptions): Promise<KeyListing> {
+    const registry = this.registry;
+    const policy = registry.for(ns);
+    const only = registry.hasKeyScopes(ns) ? undefined : policy.readTiers;
+    return listKeys(
+      {
+        tiers: only ? this.tiers.filter((t) => (only as readonly TierName[]).includes(t.name)) : this.tiers,
+        resolve: (n, keys) => this.headMany(n, keys),
+        certainWithout: (_n, failed, answered) => this.reads.certain({ deleted: false, failed, answered }, policy),
+      },
+      ns,
+      opts,
+    );
+  }
+
+  /** A secret shared by every coordinator of the deployment (system-secret.ts), e.g. the listing cursors' key. */
+  sharedSecret(name: string): Promise<Buffer> {
+    return this.secrets.get(name);
+  }
+
+  /**
+   * Headers of some keys as the tiers hold them now (as written; undefined where HEAD would be 404), read past the
+   * near cache: a listing names what another container deleted a moment ago no more than it misses what it wrote.
+   * Fails exactly where a HEAD that reached the tiers would.
+   */
+  private async headMany(ns: string, keys: string[]): Promise<(EntryHeader | undefined)[]> {
+    if (keys.length === 0) return [];
+    await this.invalidations.ready();
+    const registry = this.registry;
+    const policy = registry.for(ns);
+    const each = registry.hasKeyScopes(ns) ? keys.map((k) => registry.forRead(ns, k)) : undefined;
+    const walk = (some: string[], p: NamespacePolicy) => this.reads.walk(ns, some, headMany, (h) => h, p.readTiers);
+    const walked = each ? await lookupByPolicy(keys, each, walk) : await walk(keys, policy);
+    return walked.map((w, i) => {
+      this.reads.assertCertain(w, each?.[i] ?? policy);
+      return w.hit ? headResult(w.hit.item, w.hit.tier).header : undefined;
+    });
   }
 
   // ------------------------------------------------------------------ large values

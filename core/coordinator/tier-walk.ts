@@ -1,4 +1,5 @@
 import { TierUnavailableError } from '../errors.js';
+import { mapLimit } from '../util/concurrency.js';
 import type { Entry, EntryHeader } from '../model/entry.js';
 import { isLive } from '../model/entry.js';
 import { keyShardIndex } from '../model/keys.js';
@@ -231,6 +232,11 @@ export function readMany(t: Tier, ns: string, keys: string[]): Promise<(Entry | 
 
 export function headOne(t: Tier, ns: string, keys: string[]): Promise<(EntryHeader | undefined)[]> {
   return t.head(ns, keys[0]!).then((h) => [h]);
+}
+
+/** Headers of a batch of keys, a few at a time (tiers have no batched HEAD). */
+export function headMany(t: Tier, ns: string, keys: string[]): Promise<(EntryHeader | undefined)[]> {
+  return mapLimit(keys, 16, (k) => t.head(ns, k));
 }
 
 export function entryHeader(e: Entry): EntryHeader {

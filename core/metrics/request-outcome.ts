@@ -22,6 +22,9 @@ export const OPERATION_BY_ROUTE: Readonly<Record<string, Operation>> = {
   // A touch is a write (of metadata): counted with the puts, so no dashboard or alarm gains a series for it.
   'PATCH /v1/ns/{ns}/keys/{key}': 'put',
   'DELETE /v1/ns/{ns}/keys/{key}': 'delete',
+  // A listing reads a page of keys' headers, as a batch get reads their values: counted with those, so no dashboard
+  // or alarm gains a series for it.
+  'GET /v1/ns/{ns}/keys': 'batch-get',
   'POST /v1/ns/{ns}/batch/get': 'batch-get',
   'POST /v1/ns/{ns}/batch/put': 'batch-put',
   'POST /v1/ns/{ns}/batch/delete': 'batch-delete',

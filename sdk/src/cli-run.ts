@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { COST_OPTIONS, COST_USAGE, costCommand } from './cli-cost.js';
 import { getToOutput, putFromFile } from './cli-stream.js';
+import { KEYS_OPTIONS, KEYS_USAGE, keysCommand } from './cli-keys.js';
 import { POLICY_USAGE, policyCommand } from './cli-policy.js';
 import { NODE_OPTIONS, NODE_USAGE, nodeCommand } from './cli-node.js';
 import { formatDuration, UsageError, WORKFLOW_USAGE, workflowCommand, type CliIo } from './cli-workflow.js';
@@ -35,6 +36,7 @@ commands:
   touch <key> --ttl <s> | --no-ttl
                        a new time to live without sending the value again; prints the result as JSON
   delete <key>         delete; prints the tombstone version as JSON
+  keys [--prefix <p>]  list keys in key order, one per line (bounds: --start, --end; -l: size, version, tiers)
   invalidate --tags <a,b> | --prefix <p>
                        make every key with any of the tags, or under the prefix, missing for every reader
   flush --confirm <ns> make every key of the namespace missing for every reader
@@ -96,6 +98,10 @@ exist.
   --ttl <seconds>      the new time to live (1..31536000)
   --no-ttl             no expiry: the key stays until it is deleted
   --if-match <v>       only if the stored version is this one (or * : only if it exists)
+${NS_HELP}
+
+${CONNECTION_HELP}`,
+  keys: `${KEYS_USAGE}
 ${NS_HELP}
 
 ${CONNECTION_HELP}`,
@@ -163,6 +169,7 @@ const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
   put: ['ns', 'ttl', 'tags', 'content-type', 'json', 'file'],
   touch: ['ns', 'ttl', 'no-ttl', 'if-match', 'json'],
   delete: ['ns', 'json'],
+  keys: KEYS_OPTIONS,
   invalidate: ['ns', 'tags', 'prefix', 'json'],
   flush: ['ns', 'confirm', 'json'],
   stats: ['json'],
@@ -181,6 +188,7 @@ const MAX_ARGS: Readonly<Record<string, number>> = {
   put: 2,
   touch: 1,
   delete: 1,
+  keys: 0,
   invalidate: 0,
   flush: 0,
   stats: 0,
@@ -215,6 +223,10 @@ const PARSE_OPTIONS = {
   'if-match': { type: 'string' },
   'no-ttl': { type: 'boolean' },
   prefix: { type: 'string' },
+  start: { type: 'string' },
+  end: { type: 'string' },
+  inclusive: { type: 'string' },
+  long: { type: 'boolean', short: 'l' },
   confirm: { type: 'string' },
   reason: { type: 'string' },
   before: { type: 'string' },
@@ -441,6 +453,8 @@ async function run(argv: readonly string[], ctx: CliContext): Promise<number> {
       case 'delete':
         print(await client.delete(key()));
         return 0;
+      case 'keys':
+        return await keysCommand(client, { ...values, limit: wholeNumber('limit', values.limit, command) }, ctx);
       case 'invalidate': {
         const tags = values.tags?.split(',').filter(Boolean);
         if ((tags === undefined) === (values.prefix === undefined))

@@ -37,6 +37,7 @@ import { CostClient } from './cost.js';
 import { PoliciesClient } from './policies.js';
 import { NodesClient } from './nodes.js';
 import { checkPrefix, invalidationTags, NamespacesClient, parseInvalidation, type InvalidationResult } from './invalidation.js';
+import { iterateKeys, listQuery, parseKeyPage, type KeyPage, type ListedKey, type ListKeysOptions } from './listing.js';
 import { SDK_VERSION } from './version.js';
 import { WorkflowsClient } from './workflows.js';
 import {
@@ -466,6 +467,38 @@ export class StrataClient {
     const ns = this.ns(opts);
     return this.sendJson(this.req('POST', `${this.endpoint}/v1/ns/${ns}/invalidate`, opts), scope, (body, status) =>
       parseInvalidation(body, status),
+    );
+  }
+
+  /**
+   * Every key of the namespace in key order (UTF-8 bytes), within bounds, fetched a page at a time as the loop goes
+   * (`GET /v1/ns/{ns}/keys`). Never a deleted, expired or invalidated key; a key that stays written for the whole
+   * loop comes exactly once, keys written or deleted meanwhile may or may not. With `metadata: true` each item is a
+   * {@link ListedKey} with its version, size, expiry, tags and tiers; otherwise the key itself.
+   *
+   * @example
+   * ```ts
+   * for await (const key of strata.keys({ prefix: 'user:' })) console.log(key);
+   * for await (const k of strata.keys({ start: 'a', end: 'b', metadata: true })) console.log(k.key, k.size);
+   * ```
+   */
+  keys(opts?: ListKeysOptions & { metadata?: false | undefined }): AsyncIterable<string>;
+  keys(opts: ListKeysOptions & { metadata: true }): AsyncIterable<ListedKey>;
+  keys(opts: ListKeysOptions = {}): AsyncIterable<string | ListedKey> {
+    listQuery(opts, null); // options are checked before the first iteration, not at the first page
+    const all = iterateKeys((cursor) => this.listKeys({ ...opts, cursor }));
+    if (opts.metadata) return all;
+    return (async function* () {
+      for await (const k of all) yield k.key;
+    })();
+  }
+
+  /** One page of {@link keys}: pass its `cursor` back (with the same prefix and bounds) for the next one. */
+  async listKeys(opts: ListKeysOptions & { cursor?: string | null | undefined } = {}): Promise<KeyPage> {
+    const ns = this.ns(opts);
+    const url = `${this.endpoint}/v1/ns/${ns}/keys?${listQuery(opts, opts.cursor)}`;
+    return this.transport.send(this.req('GET', url, opts), async (res) =>
+      parseKeyPage(await readJson(res), res.status, requestIdOf(res)),
     );
   }
 

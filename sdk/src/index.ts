@@ -120,6 +120,8 @@ export { NamespacesClient, MAX_TAGS_PER_INVALIDATION } from './invalidation.js';
 export type { InvalidationRecord, InvalidationResult, NamespaceRequestOptions } from './invalidation.js';
 export { formatBytes, graceWait, renderProgressBar } from './progress.js';
 export type { GraceWait, ProgressBarOptions, ProgressSubject } from './progress.js';
+export { MAX_LIST_LIMIT } from './listing.js';
+export type { BoundInclusion, KeyPage, ListedKey, ListKeysOptions } from './listing.js';
 export { SDK_VERSION } from './version.js';
 export { MIN_PART_BYTES, MAX_PART_BYTES, MAX_PARTS } from './streams.js';
 export type { GetStreamOptions, PutStreamOptions, StreamSource, ValueStream } from './streams.js';

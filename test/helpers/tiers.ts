@@ -18,7 +18,7 @@ export class SwitchableTier extends MemoryTier {
   calls = 0;
   constructor(name: TierName, maxBytes = 8 * 1024 * 1024) {
     super({ name, maxBytes });
-    for (const m of ['get', 'head', 'has', 'put', 'delete', 'getMany', 'putMany', 'deleteMany', 'ping'] as const) {
+    for (const m of ['get', 'head', 'has', 'put', 'delete', 'getMany', 'putMany', 'deleteMany', 'ping', 'listOrdered'] as const) {
       const original = (this as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[m]!.bind(this);
       (this as unknown as Record<string, unknown>)[m] = async (...args: unknown[]) => {
         this.calls++;
