@@ -3,6 +3,7 @@ import type { Entry, EntryHeader } from '../model/entry.js';
 import { isBlobKey } from '../model/entry.js';
 import { LOGICAL_BITS } from '../model/hlc.js';
 import { contentHash, SYSTEM_NAMESPACE } from '../model/keys.js';
+import { PrefixTrie } from './prefix-trie.js';
 import type { Tier } from '../tiers/tier.js';
 
 /**
@@ -153,9 +154,8 @@ interface Compiled {
   maxTag: number;
   maxPrefix: number;
   tags: Map<string, number>;
-  prefixes: Map<string, number>;
-  /** The distinct prefix lengths, ascending: a key is checked once per length, not once per prefix. */
-  lengths: number[];
+  /** The prefix generations, walked along the key once (prefix-trie.ts). */
+  prefixes: PrefixTrie;
 }
 
 export class Invalidations {
@@ -214,13 +214,7 @@ export class Invalidations {
         if (g !== undefined && v <= g) return true;
       }
     }
-    if (v > c.maxPrefix) return false;
-    for (const length of c.lengths) {
-      if (length > key.length) break;
-      const g = c.prefixes.get(key.slice(0, length));
-      if (g !== undefined && v <= g) return true;
-    }
-    return false;
+    return v <= c.maxPrefix && c.prefixes.covers(key, v);
   }
 
   /** The document as this coordinator holds it (stats, the audit route). */
@@ -398,13 +392,12 @@ function count(g: NamespaceGenerations): number {
 function compile(doc: InvalidationDocument): Map<string, Compiled> {
   const out = new Map<string, Compiled>();
   for (const [ns, g] of Object.entries(doc.namespaces)) {
-    const prefixes = new Map(Object.entries(g.prefixes));
-    const lengths = [...new Set([...prefixes.keys()].map((p) => p.length))].sort((a, b) => a - b);
+    const prefixes = new PrefixTrie(Object.entries(g.prefixes));
     const all = g.all ?? 0;
     const maxTag = Math.max(0, ...Object.values(g.tags));
-    const maxPrefix = Math.max(0, ...prefixes.values());
+    const maxPrefix = Math.max(0, ...Object.values(g.prefixes));
     const max = Math.max(all, maxTag, maxPrefix);
-    out.set(ns, { max, all, maxTag, maxPrefix, tags: new Map(Object.entries(g.tags)), prefixes, lengths });
+    out.set(ns, { max, all, maxTag, maxPrefix, tags: new Map(Object.entries(g.tags)), prefixes });
   }
   return out;
 }
