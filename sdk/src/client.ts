@@ -1,4 +1,4 @@
-import { errorFromResponse, PayloadTooLargeError, StrataError, VersionConflictError } from './errors.js';
+import { errorFromResponse, PayloadTooLargeError, VersionConflictError } from './errors.js';
 import {
   checkKey,
   checkNamespace,
@@ -38,6 +38,7 @@ import { PoliciesClient } from './policies.js';
 import { NodesClient } from './nodes.js';
 import { checkPrefix, invalidationTags, NamespacesClient, parseInvalidation, type InvalidationResult } from './invalidation.js';
 import { iterateKeys, listQuery, parseKeyPage, type KeyPage, type ListedKey, type ListKeysOptions } from './listing.js';
+import { uploadValue } from './uploads.js';
 import { SDK_VERSION } from './version.js';
 import { WorkflowsClient } from './workflows.js';
 import {
@@ -88,13 +89,6 @@ const DEFAULTS = {
   maxRetryAfterMs: 5_000,
   inlineLimitBytes: 4 * 1024 * 1024,
 } as const;
-
-interface UploadTicket {
-  uploadId: string;
-  url: string;
-  method: string;
-  headers: Record<string, string>;
-}
 
 function nonNegative(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
@@ -786,7 +780,7 @@ export class StrataClient {
 
   private async putEncoded(ns: string, key: string, enc: EncodedValue, opts: PutOptions): Promise<PutResult> {
     if (DOT_KEYS.has(key)) return this.putDotKey(ns, key, enc, opts);
-    if (enc.bytes.byteLength > this.inlineLimitBytes) return this.upload(ns, key, enc, opts);
+    if (enc.bytes.byteLength > this.inlineLimitBytes) return uploadValue(this.streams(), this.uploadRetries, ns, key, enc, opts);
     const headers: Record<string, string> = { 'content-type': enc.contentType };
     if (opts.ttl !== undefined) headers['x-strata-ttl'] = String(opts.ttl);
     if (opts.tags !== undefined && opts.tags.length > 0) headers['x-strata-tags'] = opts.tags.join(',');
@@ -803,7 +797,7 @@ export class StrataClient {
       if (!(err instanceof PayloadTooLargeError) || conditional) throw err;
       const limit = err.limit;
       if (limit !== undefined && limit > 0 && limit < this.inlineLimitBytes) this.inlineLimitBytes = limit;
-      return this.upload(ns, key, enc, opts);
+      return uploadValue(this.streams(), this.uploadRetries, ns, key, enc, opts);
     }
   }
 
@@ -824,63 +818,5 @@ export class StrataClient {
       batchItems(body, 1, status),
     );
     return { ...putResult(r!, ns, key, 200), size: asNumber(r!.size) ?? enc.bytes.byteLength };
-  }
-
-  /**
-   * Large values: request an upload URL, PUT the bytes there (no API key), then complete. The URL takes one PUT and
-   * an upload completes once, so neither step is repeated after a failure that may have reached the server (the
-   * repeat would be refused); the whole flow is, with a new upload (at worst the value is written twice, alike).
-   */
-  private async upload(ns: string, key: string, enc: EncodedValue, opts: PutOptions): Promise<PutResult> {
-    if (opts.ifMatch !== undefined || opts.ifNoneMatch !== undefined) {
-      throw optionError(
-        opts.ifMatch !== undefined ? 'if-match' : 'if-none-match',
-        `conditional writes are not supported for values above the inline limit (${enc.bytes.byteLength} bytes)`,
-      );
-    }
-    const base = `${this.endpoint}/v1/ns/${ns}/uploads/${encodeKey(key)}`;
-    for (let attempt = 0; ; attempt++) {
-      // Requesting a ticket is retried by the transport (an unused ticket is only garbage).
-      const request = { contentType: enc.contentType, ttl: opts.ttl, tags: opts.tags };
-      const ticket = await this.sendJson(this.req('POST', base, opts), request, (body, status): UploadTicket => {
-        if (typeof body.uploadId !== 'string' || typeof body.url !== 'string') {
-          throw invalid(status, 'upload response without uploadId/url');
-        }
-        const headers: Record<string, string> = {};
-        if (isObject(body.headers)) for (const [k, v] of Object.entries(body.headers)) if (typeof v === 'string') headers[k] = v;
-        return { uploadId: body.uploadId, url: body.url, method: typeof body.method === 'string' ? body.method : 'PUT', headers };
-      });
-      try {
-        return await this.uploadWith(ticket, base, ns, key, enc, opts);
-      } catch (err) {
-        if (!(err instanceof StrataError) || !err.retryable || attempt >= this.uploadRetries) throw err;
-      }
-    }
-  }
-
-  /** PUT the bytes to the ticket's URL (no API key), then complete: each once (see `upload`). */
-  private async uploadWith(
-    ticket: UploadTicket,
-    base: string,
-    ns: string,
-    key: string,
-    enc: EncodedValue,
-    opts: PutOptions,
-  ): Promise<PutResult> {
-    await this.transport.send(
-      {
-        method: ticket.method,
-        url: new URL(ticket.url, `${this.endpoint}/`).toString(),
-        headers: ticket.headers,
-        body: enc.bytes,
-        auth: false,
-        retryMode: 'conditional',
-        signal: opts.signal,
-        timeoutMs: this.transferTimeoutMs,
-      },
-      discard,
-    );
-    const complete = this.req('POST', `${base}/complete`, opts, { retryMode: 'conditional' });
-    return this.sendJson(complete, { uploadId: ticket.uploadId }, (body, status) => putResult(body, ns, key, status));
   }
 }

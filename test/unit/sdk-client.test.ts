@@ -643,6 +643,21 @@ describe('large values', () => {
     expect(complete!.headers['x-api-key']).toBe('test-key');
   });
 
+  it("waits for an upload's completion as long as for a transfer, not the per-request timeout", async () => {
+    // Completing copies the whole value into place server-side: a large one takes longer than a small request may.
+    suite.server.script((req, res) => {
+      if (req.path === '/v1/ns/app/uploads/slow')
+        return sendJson(res, 200, { uploadId: 'u', url: '/fake-s3/slow', method: 'PUT', headers: {} });
+      if (req.method === 'PUT') return sendRaw(res, 200, '');
+      setTimeout(
+        () => sendJson(res, 200, { ns: 'app', key: 'slow', version: 5, expiresAt: null, size: 64, tiers: ['cold'] }),
+        300,
+      );
+    });
+    const c = client({ inlineLimitBytes: 16, timeoutMs: 100, transferTimeoutMs: 5000, retries: 0 });
+    await expect(c.put('slow', Buffer.alloc(64))).resolves.toMatchObject({ version: 5 });
+  });
+
   it('switches to the upload flow when the server answers 413 and remembers the lower limit', async () => {
     suite.server.script((req, res) => {
       if (req.method === 'PUT' && req.path.startsWith('/v1/'))
