@@ -18,7 +18,7 @@ import {
 import type { ApiEvent, ApiResult } from './http.js';
 import { json } from './http.js';
 import type { ApiContext } from './operations.js';
-import { dropEmpty, jsonBody } from './validation.js';
+import { dropEmpty, jsonBody, limitParam } from './validation.js';
 import { parseWith } from '../model/schemas.js';
 
 /**
@@ -124,18 +124,7 @@ export async function startExecution(ctx: ApiContext, event: ApiEvent): Promise<
 
 const listQuery = z.strictObject({
   workflow: z.string().optional(),
-  limit: z
-    .string()
-    .regex(/^\d{1,4}$/, `limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`)
-    .transform(Number)
-    .pipe(
-      z
-        .number()
-        .int()
-        .min(1, `limit must be from 1 to ${MAX_LIST_LIMIT}`)
-        .max(MAX_LIST_LIMIT, `limit must be from 1 to ${MAX_LIST_LIMIT}`),
-    )
-    .optional(),
+  limit: limitParam(MAX_LIST_LIMIT).optional(),
 });
 
 /** `GET /v1/admin/workflows/executions?workflow=&limit=`: recent executions, newest first. */

@@ -13,7 +13,7 @@ import { json } from './http.js';
 import { decodeListCursor, encodeListCursor } from './list-cursor.js';
 import type { ApiContext } from './operations.js';
 import { callerIdentity } from './tenant-access.js';
-import { dropEmpty, nsParam } from './validation.js';
+import { dropEmpty, limitParam, nsParam } from './validation.js';
 
 /** Which of the bounds `start` and `end` are part of the range (paper 002's range queries: either may be open). */
 export const INCLUSIVE_VALUES = ['start', 'end', 'both', 'none'] as const;
@@ -25,18 +25,7 @@ export const listKeysQuery = z.strictObject({
   start: z.string().optional(),
   end: z.string().optional(),
   inclusive: z.enum(INCLUSIVE_VALUES, { error: `inclusive is one of ${INCLUSIVE_VALUES.join(', ')}` }).optional(),
-  limit: z
-    .string()
-    .regex(/^\d{1,4}$/, `limit must be a whole number from 1 to ${MAX_LIST_LIMIT}`)
-    .transform(Number)
-    .pipe(
-      z
-        .number()
-        .int()
-        .min(1, `limit must be from 1 to ${MAX_LIST_LIMIT}`)
-        .max(MAX_LIST_LIMIT, `limit must be from 1 to ${MAX_LIST_LIMIT}`),
-    )
-    .optional(),
+  limit: limitParam(MAX_LIST_LIMIT).optional(),
   cursor: z.string().max(4096, 'cursor is at most 4096 characters: pass back the one a page returned').optional(),
   metadata: z.enum(['true', 'false'], { error: 'metadata is true or false' }).optional(),
 });

@@ -219,6 +219,15 @@ export function valueContentType(event: ApiEvent): string {
   return parseWith(contentTypeSchema, type, 'content-type');
 }
 
+/** `?limit=`: a whole number from 1 to `max`, as a query parameter (a string) parsed to a number. */
+export function limitParam(max: number) {
+  return z
+    .string()
+    .regex(/^\d{1,4}$/, `limit must be a whole number from 1 to ${max}`)
+    .transform(Number)
+    .pipe(z.number().int().min(1, `limit must be from 1 to ${max}`).max(max, `limit must be from 1 to ${max}`));
+}
+
 /** Query parameters without the empty ones (`?limit=` is as if `limit` were not sent). */
 export function dropEmpty(q: Record<string, string | undefined> | null | undefined): Record<string, string> {
   const out: Record<string, string> = {};
