@@ -8,6 +8,7 @@ import type { Database, RootDatabase } from 'lmdb';
 import { Journal, readJournal } from './journal.js';
 import { decodeOp, OP_DATA, OP_DATA_DEL, OP_DATA_PUT, OP_META_DEL, OP_META_PUT } from './record-codec.js';
 import type { PendingState } from './write-decision.js';
+import type { KeyOrderIndex } from './key-order-index.js';
 import { yieldToEventLoop } from './event-loop.js';
 import { nodeLog } from './node-log.js';
 
@@ -45,6 +46,8 @@ export interface JournalApplierOptions {
   meta: Database<Buffer, Buffer>;
   data: Database<Buffer, Buffer>;
   sys: Database<unknown, string>;
+  /** The key-order index: every `meta` insert or removal changes it in the same transaction. */
+  keyOrder: KeyOrderIndex;
   sync: 'flush' | 'commit';
   /** How often journaled writes are applied to LMDB when nobody waits for them (ms). */
   applyIntervalMs: number;
@@ -58,6 +61,7 @@ export class JournalApplier {
   private readonly meta: Database<Buffer, Buffer>;
   private readonly data: Database<Buffer, Buffer>;
   private readonly sys: Database<unknown, string>;
+  private readonly keyOrder: KeyOrderIndex;
   private readonly pending: Map<string, PendingState>;
   private readonly journal: Journal;
   private readonly applyIntervalMs: number;
@@ -86,6 +90,7 @@ export class JournalApplier {
     this.meta = opts.meta;
     this.data = opts.data;
     this.sys = opts.sys;
+    this.keyOrder = opts.keyOrder;
     this.pending = opts.pending;
     this.applyIntervalMs = opts.applyIntervalMs;
     this.committedSeq = this.lastSeq = this.replayJournal(opts.dir);
@@ -152,8 +157,14 @@ export class JournalApplier {
   }
 
   private applyOpSync(op: { ops: number; sk: Buffer; rec: Buffer; value: Buffer }): void {
-    if (op.ops & OP_META_PUT) this.meta.putSync(op.sk, op.rec);
-    if (op.ops & OP_META_DEL) this.meta.removeSync(op.sk);
+    if (op.ops & OP_META_PUT) {
+      this.meta.putSync(op.sk, op.rec);
+      this.keyOrder.addSync(op.sk);
+    }
+    if (op.ops & OP_META_DEL) {
+      this.meta.removeSync(op.sk);
+      this.keyOrder.dropSync(op.sk);
+    }
     if (op.ops & OP_DATA_PUT) this.data.putSync(op.sk, op.value);
     if (op.ops & OP_DATA_DEL) this.data.removeSync(op.sk);
   }
@@ -260,10 +271,19 @@ export class JournalApplier {
     }
   }
 
-  /** Queues one journaled write to LMDB (lmdb-js commits in call order). */
+  /**
+   * Queues one journaled write to LMDB (lmdb-js commits in call order). The key-order index is changed in the
+   * same event turn as `meta`, so in the same transaction: a crash never leaves one without the other.
+   */
   private applyOp(op: WriteOp): void {
-    if (op.ops & OP_META_PUT) void this.meta.put(op.sk, op.state.rec!);
-    if (op.ops & OP_META_DEL) void this.meta.remove(op.sk);
+    if (op.ops & OP_META_PUT) {
+      void this.meta.put(op.sk, op.state.rec!);
+      void this.keyOrder.add(op.sk);
+    }
+    if (op.ops & OP_META_DEL) {
+      void this.meta.remove(op.sk);
+      void this.keyOrder.drop(op.sk);
+    }
     if (op.ops & OP_DATA_PUT) void this.data.put(op.sk, op.state.value!);
     if (op.ops & OP_DATA_DEL) void this.data.remove(op.sk);
   }

@@ -2,6 +2,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EntryRoutes } from './entry-routes.js';
 import { HttpError } from './http-error.js';
+import type { KeyOrderRoutes } from './key-order-routes.js';
 import type { NodeStateRoutes } from './node-state-routes.js';
 import type { RangeRoutes } from './range-routes.js';
 import type { Op } from './stats.js';
@@ -17,6 +18,7 @@ export class RouteTable {
     private readonly entries: EntryRoutes,
     private readonly ranges: RangeRoutes,
     private readonly state: NodeStateRoutes,
+    private readonly keyOrder: KeyOrderRoutes,
   ) {}
 
   /** Starts the handler of `method path`; throws the 404 or 405 HttpError when there is none. */
@@ -53,6 +55,8 @@ export class RouteTable {
         return { op: 'rangeDelete', done: this.ranges.deleteRange(req, res) };
       case 'GET /v1/range/stats':
         return { op: undefined, done: this.ranges.rangeStats(query, res) };
+      case 'GET /v1/keys-ordered':
+        return { op: undefined, done: this.keyOrder.listOrdered(query, req, res) };
       case 'GET /v1/ownership':
         return { op: undefined, done: this.state.ownershipView(res) };
       case 'GET /v1/ring':

@@ -9,6 +9,7 @@ import { MIN_PEER_PROTOCOL, PROTOCOL_HEADER, PROTOCOL_VERSION, protocolOf, proto
 import type { NodeConfig } from './config.js';
 import { EntryRoutes } from './entry-routes.js';
 import { HttpError } from './http-error.js';
+import { KeyOrderRoutes } from './key-order-routes.js';
 import { sendJson } from './http-reply.js';
 import { NodeStateRoutes } from './node-state-routes.js';
 import { Ownership } from './ownership.js';
@@ -95,7 +96,7 @@ export class CacheNode {
       () => this.statsBody(),
       { protocol: PROTOCOL_VERSION, minProtocol: this.minPeerProtocol, build: this.build },
     );
-    this.routes = new RouteTable(this.entries, ranges, state);
+    this.routes = new RouteTable(this.entries, ranges, state, new KeyOrderRoutes(ctx));
     this.server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 30_000 }, (req, res) =>
       this.onRequest(req, res),
     );

@@ -4,6 +4,7 @@ import { readJournal } from './journal.js';
 import { RING_HASH } from '../../core/ring/hash.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../../core/model/entry.js';
 import { decodeHeader } from '../../core/model/entry.js';
+import type { OrderedKeysPage, OrderedKeysQuery } from '../../core/model/key-order.js';
 import { parseStoreKey, storeKey } from '../../core/nodes/wire.js';
 import { Sieve } from './sieve.js';
 import { PositionHistogram } from './position-histogram.js';
@@ -24,6 +25,7 @@ import {
   VIEW_VALUES,
 } from './record-codec.js';
 import { WriteDecider, type Direct, type PendingState } from './write-decision.js';
+import { KeyOrderIndex } from './key-order-index.js';
 
 export { INLINE_VALUE_MAX_BYTES } from './record-codec.js';
 export { ENTRY_OVERHEAD_BYTES } from './write-decision.js';
@@ -55,6 +57,10 @@ export type { Victim } from './expiry-victims.js';
  *   transaction commits (and is flushed, per `sync`). A large value written once, or thousands of writes in one
  *   call, cost about the same either way, and the journal would only write them twice. A key with a journaled
  *   write still waiting for LMDB takes the journal for its next writes too, so its writes reach LMDB in order.
+ *
+ * Key order: `meta` orders keys by ring position, so the `order` database lists every key again under
+ * `ns ‖ NUL ‖ key`, changed in the same transactions as `meta` (see key-order-index.ts): {@link NodeStore.listOrdered}
+ * pages through a namespace in key order. A store written before it existed builds it once at open.
  *
  * Capacity: the accounted bytes (key + header + value + a fixed overhead per entry) never exceed
  * `capacityBytes`; a write that would is refused with `full` (the caller places it elsewhere). Nothing is ever
@@ -114,6 +120,8 @@ export class NodeStore {
   /** `meta` again, with values read as views (range sweeps: {@link visitRange}). */
   private readonly metaViews: Database<Buffer, Buffer>;
   private readonly sys: Database<unknown, string>;
+  /** The `order` database: every key of `meta`, in (ns, key) order. */
+  private readonly keyOrder: KeyOrderIndex;
   private readonly sync: 'flush' | 'commit';
   private readonly now: () => number;
   /** Writes decided but not yet committed to LMDB: the newest state of their keys. */
@@ -144,13 +152,16 @@ export class NodeStore {
     this.now = opts.now ?? Date.now;
     this.startedAt = this.now();
     // noSubdir false: lmdb-js otherwise takes a path with a dot in its last part (`/data/strata.v1`) for a file.
-    this.env = open({ path: opts.dir, maxDbs: 4, noSubdir: false });
+    // maxDbs: meta, data, sys and order, with room for more (a limit of this open, not of the directory).
+    this.env = open({ path: opts.dir, maxDbs: 8, noSubdir: false });
     this.meta = this.env.openDB<Buffer, Buffer>({ name: 'meta', encoding: 'binary', keyEncoding: 'binary' });
     this.data = this.env.openDB<Buffer, Buffer>({ name: 'data', encoding: 'binary', keyEncoding: 'binary' });
     // (lmdb-js's typings do not list `encoder` and `keyEncoder`, which its `openDB` takes.)
     const viewCodecs = { name: 'meta', keyEncoding: 'binary' as const, encoder: VIEW_VALUES };
     this.metaViews = this.env.openDB<Buffer, Buffer>(viewCodecs);
     this.sys = this.env.openDB<unknown, string>({ name: 'sys', encoding: 'json' });
+    const order = this.env.openDB<Buffer, Buffer>({ name: 'order', encoding: 'binary', keyEncoding: 'binary' });
+    this.keyOrder = new KeyOrderIndex(this.env, order, this.pending);
     this.checkKeyHash(opts.dir);
     this.applier = new JournalApplier({
       dir: opts.dir,
@@ -158,15 +169,20 @@ export class NodeStore {
       meta: this.meta,
       data: this.data,
       sys: this.sys,
+      keyOrder: this.keyOrder,
       sync: this.sync,
       applyIntervalMs: opts.applyIntervalMs ?? 1000,
       journalSegmentBytes: opts.journalSegmentBytes,
       pending: this.pending,
     });
+    // After the journal replay, which keeps the index too: a store without one (or with one that lost keys) gets
+    // it built from `meta` as it now stands.
+    this.keyOrder.ensureBuilt(this.meta, this.sys);
     this.writes = new WriteDecider({
       env: this.env,
       meta: this.meta,
       data: this.data,
+      keyOrder: this.keyOrder,
       sync: this.sync,
       now: this.now,
       capacityBytes: this.capacityBytes,
@@ -390,6 +406,18 @@ export class NodeStore {
 
   private async durable(): Promise<void> {
     if (this.sync === 'flush') await this.env.flushed;
+  }
+
+  // ------------------------------------------------------------------ key order
+
+  /**
+   * One page of the keys of `ns` in `q`, in key order (UTF-8 bytes), whatever ring range they are in: committed
+   * ones from the key-order index and journaled ones still waiting for LMDB from the overlay (see
+   * {@link KeyOrderIndex.page}). Keys removed or expired but not yet swept may be listed; internal keys (storeOnce
+   * blobs, which start with NUL) are not.
+   */
+  listOrdered(ns: string, q: OrderedKeysQuery): OrderedKeysPage {
+    return this.keyOrder.page(ns, q);
   }
 
   // ------------------------------------------------------------------ ranges

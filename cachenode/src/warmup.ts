@@ -26,7 +26,7 @@ const PEER = 'warmup-peer';
 /**
  * Boot warm-up: before a node takes traffic, it serves a short workload of every kind of request it will serve
  * (batch and single gets and puts, heads and deletes, ring installs with pending targets, range stats, paced and
- * unpaced exports, imports, victims, stats) to a scratch node of its own: a second {@link CacheNode} in this
+ * unpaced exports, imports, ordered key listings, victims, stats) to a scratch node of its own: a second {@link CacheNode} in this
  * process, on a temporary data directory and a loopback port, driven through the same HTTP client coordinators
  * use. The scratch node is closed and its directory removed before the real node listens.
  *
@@ -126,6 +126,7 @@ export async function warmUp(config: NodeConfig, budgetMs: number): Promise<Warm
           ]),
         );
         await call(client.rangeStats(url, RING_MIN, null));
+        await call(client.listOrdered(url, 'w', { prefix: 'k', from: { key: batch[0]!, inclusive: false }, limit: 64 }, v));
         await call(client.victims(url, 16));
         await call(client.stats(url));
       }

@@ -9,6 +9,7 @@ import type { Database, RootDatabase } from 'lmdb';
 import type { Entry, WriteOutcome } from '../../core/model/entry.js';
 import { decodeHeader } from '../../core/model/entry.js';
 import type { JournalApplier, WriteOp } from './journal-apply.js';
+import type { KeyOrderIndex } from './key-order-index.js';
 import {
   decodeMetaFixed,
   encodeRecord,
@@ -53,6 +54,8 @@ export interface WriteDeciderOptions {
   env: RootDatabase;
   meta: Database<Buffer, Buffer>;
   data: Database<Buffer, Buffer>;
+  /** The key-order index: a direct write lists its key in the transaction of its `meta` record. */
+  keyOrder: KeyOrderIndex;
   sync: 'flush' | 'commit';
   now: () => number;
   capacityBytes: number;
@@ -72,6 +75,7 @@ export class WriteDecider {
   private readonly env: RootDatabase;
   private readonly meta: Database<Buffer, Buffer>;
   private readonly data: Database<Buffer, Buffer>;
+  private readonly keyOrder: KeyOrderIndex;
   private readonly sync: 'flush' | 'commit';
   private readonly now: () => number;
   private readonly capacityBytes: number;
@@ -87,6 +91,7 @@ export class WriteDecider {
     this.env = opts.env;
     this.meta = opts.meta;
     this.data = opts.data;
+    this.keyOrder = opts.keyOrder;
     this.sync = opts.sync;
     this.now = opts.now;
     this.capacityBytes = opts.capacityBytes;
@@ -164,10 +169,11 @@ export class WriteDecider {
       const state: PendingState = { m, journaled: false };
       this.pending.set(id, state);
       direct.queued.push({ id, state });
-      // The header and the value are queued in the same event turn, so lmdb-js commits them in one transaction
-      // (its default `eventTurnBatching`; nothing here uses the synchronous transactions that could split a
-      // batch): a crash or a reader never sees one without the other.
+      // The header, the value and the key's place in the key-order index are queued in the same event turn, so
+      // lmdb-js commits them in one transaction (its default `eventTurnBatching`; nothing here uses the
+      // synchronous transactions that could split a batch): a crash or a reader never sees one without the other.
       direct.commits.add(this.meta.put(sk, encodeRecord({ m, headerJson: json, value: inline ? entry.value : undefined })));
+      direct.commits.add(this.keyOrder.add(sk));
       if (!inline) direct.commits.add(this.data.put(sk, entry.value));
       else if (cur?.external) direct.commits.add(this.data.remove(sk));
     }

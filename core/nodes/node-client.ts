@@ -1,5 +1,6 @@
 // The RPC client of cache nodes (NodeClient): key, batch, range and ring operations over the HTTP exchange.
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
+import type { OrderedKeysPage, OrderedKeysQuery } from '../model/key-order.js';
 import type { RingDocument } from '../ring/document.js';
 import { NodeRequestError, NodeUnavailableError, ProtocolUnsupportedError, StaleRouteError } from './node-client-errors.js';
 import { NodeConnections, type Exchange, type RequestSpec } from './node-exchange.js';
@@ -19,6 +20,8 @@ import {
   encodeEntryHeader,
   encodeEntryRecordParts,
   ENTRY_HEADER,
+  ORDERED_KEYS_PATH,
+  orderedKeysParams,
   readRawRecords,
   readRecords,
   RecordReader,
@@ -347,6 +350,37 @@ export class NodeClient {
     });
     if (res.statusCode !== 200) return this.fail(url, res);
     return (await this.json<{ updated: boolean[] }>(url, res)).updated;
+  }
+
+  // ------------------------------------------------------------------ key order
+
+  /**
+   * A page of the keys the node holds in `ns`, in key order (model/key-order.ts), whatever range it owns; the node
+   * answers at most `ORDERED_KEYS_MAX_LIMIT` (wire.ts) keys whatever `q.limit` asks. A node whose ring is newer than
+   * `ringVersion` refuses with StaleRouteError (STALE_RING, with its ring); a node built before the route fails with
+   * ProtocolUnsupportedError (a listing cannot do without any node).
+   */
+  async listOrdered(url: string, ns: string, q: OrderedKeysQuery, ringVersion: number): Promise<OrderedKeysPage> {
+    const res = await this.request(url, {
+      path: `${ORDERED_KEYS_PATH}?${orderedKeysParams(ns, q)}`,
+      method: 'GET',
+      headers: { [RING_HEADER]: String(ringVersion) },
+    });
+    if (res.statusCode !== 200) {
+      try {
+        return await this.fail(url, res);
+      } catch (e) {
+        // No such route: a node built before it. Not an outage, and no retry helps; the message says what to do.
+        if (!(e instanceof NodeRequestError) || e.code !== 'ROUTE_NOT_FOUND') throw e;
+        const why = `the cache node has no ${ORDERED_KEYS_PATH} (a build from before ordered key listings): upgrade it`;
+        throw new ProtocolUnsupportedError(url, why, this.protocolOf(url));
+      }
+    }
+    const page = await this.json<OrderedKeysPage>(url, res);
+    if (!Array.isArray(page.keys) || typeof page.more !== 'boolean' || (page.more && page.keys.length === 0)) {
+      throw new NodeUnavailableError(url, 'answered a key listing that is not an ordered page');
+    }
+    return page;
   }
 
   // ------------------------------------------------------------------ ranges (migration)

@@ -14,6 +14,8 @@
  * asked for: older and newer nodes and clients keep talking to each other during a rolling upgrade.
  */
 import { decodeHeader, type Entry, type EntryHeader } from '../model/entry.js';
+import type { KeyBound, OrderedKeysQuery } from '../model/key-order.js';
+import { validateNamespace } from '../model/keys.js';
 import { HASH_BYTES, ringHashBytes } from '../ring/hash.js';
 
 export const SECRET_HEADER = 'x-strata-secret';
@@ -97,6 +99,61 @@ export function keyAfter(k: Uint8Array): Buffer {
 /** The first storage key at ring position `position` (16 hex digits). */
 export function positionKey(position: string): Buffer {
   return Buffer.from(position, 'hex');
+}
+
+// ------------------------------------------------------------------ ordered key listing
+
+/**
+ * The route that lists the keys a node holds in a namespace, in key order (model/key-order.ts), whatever ring range
+ * they are in: `GET` with the query of {@link orderedKeysParams}, answered `{ keys, more }` (an OrderedKeysPage).
+ */
+export const ORDERED_KEYS_PATH = '/v1/keys-ordered';
+/** Most keys a node lists per request: a larger `limit` is answered with this many (and `more`, when there are). */
+export const ORDERED_KEYS_MAX_LIMIT = 1000;
+
+/**
+ * The query string of a listing request: `ns`, `limit`, and when set `prefix`, `from` with `fromInclusive`
+ * (`1` or `0`) and `to` with `toInclusive`. Keys travel as text (URL-encoded UTF-8), so characters above U+FFFF
+ * arrive whole.
+ */
+export function orderedKeysParams(ns: string, q: OrderedKeysQuery): URLSearchParams {
+  const p = new URLSearchParams({ ns, limit: String(q.limit) });
+  if (q.prefix !== undefined) p.set('prefix', q.prefix);
+  for (const [name, b] of [
+    ['from', q.from],
+    ['to', q.to],
+  ] as const) {
+    if (!b) continue;
+    p.set(name, b.key);
+    p.set(`${name}Inclusive`, b.inclusive ? '1' : '0');
+  }
+  return p;
+}
+
+/** Reads a listing request's query (see {@link orderedKeysParams}); the limit is capped at {@link ORDERED_KEYS_MAX_LIMIT}. */
+export function parseOrderedKeysParams(p: URLSearchParams): { ns: string; query: OrderedKeysQuery } {
+  const ns = validateNamespace(p.get('ns'));
+  const limit = Number(p.get('limit'));
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new Error('limit must be a positive integer');
+  const bound = (name: 'from' | 'to'): KeyBound | undefined => {
+    const key = p.get(name);
+    if (key === null) return undefined;
+    const inclusive = p.get(`${name}Inclusive`) ?? '1';
+    if (inclusive !== '1' && inclusive !== '0') throw new Error(`${name}Inclusive must be 1 or 0`);
+    return { key, inclusive: inclusive === '1' };
+  };
+  const prefix = p.get('prefix');
+  const from = bound('from');
+  const to = bound('to');
+  return {
+    ns,
+    query: {
+      limit: Math.min(limit, ORDERED_KEYS_MAX_LIMIT),
+      ...(prefix !== null ? { prefix } : {}),
+      ...(from ? { from } : {}),
+      ...(to ? { to } : {}),
+    },
+  };
 }
 
 // ------------------------------------------------------------------ records

@@ -1,6 +1,7 @@
 import { TierFencedError, TierUnavailableError, ValidationError } from '../errors.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive } from '../model/entry.js';
+import type { OrderedKeysPage, OrderedKeysQuery } from '../model/key-order.js';
 import { validateNamespace } from '../model/keys.js';
 import { isRingPosition, ringHash, RING_MIN } from '../ring/hash.js';
 import type { RingRouter, RingView, Route } from '../ring/view.js';
@@ -13,7 +14,8 @@ import {
 } from '../nodes/node-client.js';
 import { WarmCoalescer } from './warm-coalescer.js';
 import { DownFence } from './warm-down.js';
-import type { Pinning, ReadOptions, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
+import { listOrderedKeys } from './warm-ordered-keys.js';
+import type { KeyOrdering, Pinning, ReadOptions, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
 
 export interface WarmTierOptions {
   /** The cached ring (refreshed from its store, and from the ring documents nodes send back with a 409). */
@@ -82,7 +84,7 @@ interface Routed {
  *   TierFencedError, which the coordinator's writer accepts when another durable tier took the value (see
  *   warm-down.ts).
  */
-export class WarmTier implements Tier, Scanning, Pinning {
+export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering {
   readonly name: TierName;
   readonly kind = 'cachenode';
   readonly client: NodeClient;
@@ -293,6 +295,18 @@ export class WarmTier implements Tier, Scanning, Pinning {
       else cur = { position: route.span.end };
     }
     return { items, cursor: cur.after ? `k:${cur.after}` : `p:${cur.position}` };
+  }
+
+  /** A page of `ns` in key order, merged from every node of the ring (see warm-ordered-keys.ts). */
+  listOrdered(ns: string, q: OrderedKeysQuery): Promise<OrderedKeysPage> {
+    const deps = {
+      client: this.client,
+      ready: () => this.ring.ready(),
+      recover: (e: StaleRouteError, r: RingRouter) => this.recover(e, r),
+      rerouted: (e: unknown, r: RingRouter, changed: (x: RingRouter) => boolean) => this.rerouted(e, r, changed),
+      unavailable: (e: unknown) => this.unavailable(e),
+    };
+    return listOrderedKeys(deps, ns, q);
   }
 
   /** Pins or unpins the entry at exactly `version` on its owner (and, while the range migrates, its target). */
