@@ -91,7 +91,9 @@ export class TierWriter {
         );
       let o: WriteOutcome;
       try {
-        o = await hot.put(ns, key, entry);
+        // Stamped like every hot copy: unstamped, a fence that has raised the shard's epoch (a Redis it had not
+        // seen before, a lost connection) could not vouch for it, and every read would miss this acknowledged write.
+        o = await hot.put(ns, key, stampEpoch(entry, epoch));
       } catch (e) {
         this.d.count(hot.name, 'errors');
         throw e instanceof TierUnavailableError ? e : new TierUnavailableError(hot.name, e);
