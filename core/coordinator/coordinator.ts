@@ -488,9 +488,15 @@ export class Coordinator {
     const registry = this.registry;
     const policy = registry.for(ns);
     const only = registry.hasKeyScopes(ns) ? undefined : policy.readTiers;
+    // Write-through: every acknowledged write is in the durable tiers, which list it. Write-back: the hot tier holds
+    // the writes not yet flushed. No durable tier: the hot tier is all there is. (As the tier walk's certainty.)
+    const durable = this.durableTargets(policy).length > 0;
+    const hotMayLead = policy.writeMode === 'write-back' || !!policy.readHotMayLead || !durable;
+    const lists = registry.hasKeyScopes(ns) || !durable ? 'all' : hotMayLead ? 'ahead' : 'none';
     return listKeys(
       {
         tiers: only ? this.tiers.filter((t) => (only as readonly TierName[]).includes(t.name)) : this.tiers,
+        ...(this.hot ? { hot: { tier: this.hot, lists } } : {}),
         resolve: (n, keys) => this.headMany(n, keys),
         certainWithout: (_n, failed, answered) => this.reads.certain({ deleted: false, failed, answered }, policy),
       },

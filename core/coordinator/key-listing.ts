@@ -1,15 +1,16 @@
 /**
  * Listing keys in key order (`GET /v1/ns/{ns}/keys`; docs/API.md, "Listing keys").
  *
- * No single place holds every key in order: each tier orders its own (tiers/tier.ts `KeyOrdering`: a sorted set per
- * shard in Redis, a second LMDB database on each cache node, marker objects under `_k/` in S3). A page asks every
+ * No single place holds every key in order: each tier orders its own (tiers/tier.ts `KeyOrdering`: a second LMDB
+ * database on each cache node, marker objects under `_k/` in S3; the hot tier's dirty write-back entries, the only
+ * keys it holds ahead of the durable tiers). A page asks every
  * tier the namespace reads for its next keys in the range, merges them (model/key-order.ts: only up to where every
  * tier's answer is complete), and then reads each candidate through the coordinator's own read path, so what a page
  * answers is what a GET would: the newest version, never a deleted, expired or invalidated key, whatever copies the
  * tiers' orders still name. The cursor is the last key examined; the next page starts after it.
  *
- * Cost of a page of n keys: one ordered read per tier (per Redis shard and per cache node, each a bounded range
- * read), then one batched header read per tier the walk reaches, as a batch GET of n keys would; metadata adds one
+ * Cost of a page of n keys: one ordered read per tier (per cache node, one S3 listing per 1,000 keys; the hot
+ * tier only where it may hold writes the durable tiers do not have yet), then one batched header read per tier the walk reaches, as a batch GET of n keys would; metadata adds one
  * header read per tier that listed the key. Keys an order names but no read finds (deleted, expired, evicted) cost
  * a read each and are skipped; a page gives up filling itself after a few rounds and answers short, with a cursor.
  */
@@ -56,9 +57,18 @@ export interface KeyListing {
   last: string | null;
 }
 
+/**
+ * What a listing needs from the hot tier: nothing when every acknowledged write reaches a durable tier below it
+ * (write-through: the durable tiers list every key), the keys it holds ahead of them (write-back: its dirty
+ * entries), or all of it (a namespace with no durable tier).
+ */
+export type HotListing = 'none' | 'ahead' | 'all';
+
 export interface KeyListingDeps {
   /** The tiers the namespace reads, top-down. */
   tiers: readonly Tier[];
+  /** The hot tier, if one is configured, and what a listing needs of it. */
+  hot?: { tier: Tier; lists: HotListing };
   /**
    * Each key's live header as a HEAD would answer it (undefined: deleted, expired, invalidated or absent); throws
    * TierUnavailableError exactly where a HEAD would.
@@ -89,7 +99,7 @@ export async function listKeys(deps: KeyListingDeps, ns: string, opts: ListKeysO
       // names only keys within their TTL.
       if (h && isLive(h) && !isStale(h)) live.push(opts.metadata ? { key, header: h } : { key });
     });
-    if (opts.metadata) await addHolders(ns, live, pages);
+    if (opts.metadata) await addHolders(ns, live, pages, deps.hot?.tier);
     out.push(...live);
     if (!merged.more) return { keys: out, last: null };
     const last = merged.keys[merged.keys.length - 1]!;
@@ -103,23 +113,27 @@ interface TierPage {
   page: OrderedKeysPage;
 }
 
-/** Every tier's next keys in the range; a tier that fails is left out only where the others make the answer sure. */
+/**
+ * Every tier's next keys in the range, top-down, one tier after the other: an entry that moves down while the page
+ * is made (a write-back flush, an eviction to S3: the lower copy is written before the upper one goes) is in the
+ * upper tier when it is asked, or already in the lower one when that is asked after it. A tier that fails is left
+ * out only where the others make the answer sure.
+ */
 async function listTiers(deps: KeyListingDeps, ns: string, q: OrderedKeysQuery): Promise<TierPage[]> {
   const failed: TierName[] = [];
+  const answered: TierPage[] = [];
   let cause: unknown;
-  const pages = await Promise.all(
-    deps.tiers.map(async (tier): Promise<TierPage | undefined> => {
-      try {
-        return { tier, page: await listTier(tier, ns, q) };
-      } catch (e) {
-        if (!(e instanceof TierUnavailableError)) throw e;
-        failed.push(tier.name);
-        cause ??= e;
-        return undefined;
-      }
-    }),
-  );
-  const answered = pages.filter((p) => p !== undefined);
+  for (const tier of deps.tiers) {
+    const hot = deps.hot?.tier === tier ? deps.hot.lists : undefined;
+    if (hot === 'none') continue;
+    try {
+      answered.push({ tier, page: await listTier(tier, ns, hot === 'ahead' ? { ...q, aheadOnly: true } : q) });
+    } catch (e) {
+      if (!(e instanceof TierUnavailableError)) throw e;
+      failed.push(tier.name);
+      cause ??= e;
+    }
+  }
   if (
     failed.length > 0 &&
     !deps.certainWithout(
@@ -150,13 +164,17 @@ async function listTier(tier: Tier, ns: string, q: OrderedKeysQuery): Promise<Or
   return pageOfUnordered(keys, q);
 }
 
-/** The tiers that hold each listed key's live version: those whose order named it and whose copy is that version. */
-async function addHolders(ns: string, listed: ListedKey[], pages: readonly TierPage[]): Promise<void> {
+/**
+ * The tiers that hold each listed key's live version: those whose order named it, and the hot tier (whose order
+ * names only what it holds ahead of the others, if it is asked at all), each whose copy is that version.
+ */
+async function addHolders(ns: string, listed: ListedKey[], pages: readonly TierPage[], hot?: Tier): Promise<void> {
   const named = pages.map((p) => ({ tier: p.tier, keys: new Set(p.page.keys) }));
+  if (hot && !pages.some((p) => p.tier === hot)) named.unshift({ tier: hot, keys: new Set<string>() });
   await mapLimit(listed, 16, async (item) => {
     const holders = await Promise.all(
       named.map(async ({ tier, keys }) => {
-        if (!keys.has(item.key)) return undefined;
+        if (tier !== hot && !keys.has(item.key)) return undefined;
         const h = await tier.head(ns, item.key).catch(() => undefined);
         return h && h.version === item.header!.version && !h.flags.tombstone && !h.flags.elsewhere ? tier.name : undefined;
       }),

@@ -23,6 +23,11 @@ export interface KeyRange {
 export interface OrderedKeysQuery extends KeyRange {
   /** At most this many keys (at least 1). */
   readonly limit: number;
+  /**
+   * Only the keys the tier may hold ahead of the durable tiers below it (a cache tier's dirty write-back entries):
+   * the others are listed by those tiers. A tier that cannot tell lists them all (a superset is always allowed).
+   */
+  readonly aheadOnly?: boolean;
 }
 
 export interface OrderedKeysPage {

@@ -24,7 +24,7 @@ describe('listing keys across redis, a cache node and S3', () => {
     // `lstwb` writes back: its keys live in the hot tier alone (dirty) until a flush, which no timer runs here.
     const policies = new PolicyRegistry({
       defaults: { writeTiers: ['hot', 'cold'], nearCache: { enabled: false } },
-      namespaces: { lstwb: { writeMode: 'write-back' } },
+      namespaces: { lstwb: { writeMode: 'write-back' }, lsthot: { writeTiers: ['hot'] } },
     });
     const make = () =>
       new Coordinator({ tiers: [stack.hot, stack.warm, stack.cold], policies, flushTimer: false, onBackgroundError: () => {} });
@@ -88,6 +88,15 @@ describe('listing keys across redis, a cache node and S3', () => {
     const page = await b.listKeys('lstwb', { limit: 100, metadata: true });
     expect(page.keys.map((k) => k.key)).toEqual([...keys].sort(compareKeys));
     expect(new Set(page.keys.flatMap((k) => k.tiers))).toEqual(new Set(['hot']));
+  });
+
+  it('names every key of a namespace whose only tier is redis (no order there: a SCAN of the namespace)', async () => {
+    const keys = ['b', 'a', '\u{1F600}', '\uFFFD', 'a/1'];
+    for (const k of keys) await a.put('lsthot', k, Buffer.from(k));
+    const page = await b.listKeys('lsthot', { limit: 2 });
+    expect(page.keys.map((k) => k.key)).toEqual([...keys].sort(compareKeys).slice(0, 2));
+    const rest = await b.listKeys('lsthot', { limit: 10, from: { key: page.last!, inclusive: false } });
+    expect([...page.keys, ...rest.keys].map((k) => k.key)).toEqual([...keys].sort(compareKeys));
   });
 
   it('with metadata, names the tiers that hold each key at its live version', async () => {

@@ -7,6 +7,7 @@ import { Command, type Cluster, type Redis } from 'ioredis';
 import { TierUnavailableError, ValidationError } from '../../errors.js';
 import { isExpired, isLive, type Entry, type EntryHeader, type WriteOutcome } from '../../model/entry.js';
 import { decodeKey, encodeKey, keyShard, validateNamespace } from '../../model/keys.js';
+import { pageOfUnordered, type OrderedKeysPage, type OrderedKeysQuery } from '../../model/key-order.js';
 import { blobHeader, encodeEntryBlob, HEAD_READ_BYTES, headerEnd, isWrongType, readEntry, versionDigits } from './blob.js';
 import { createRedisClient, type RedisCredentialSource, type RedisTierOptions } from './client.js';
 import { BUFFER_REPLY, FramedCommand, STRING_REPLY, TickCorker } from './ioredis-internals.js';
@@ -32,6 +33,7 @@ import type {
   Confirming,
   DirtyTracking,
   Incarnations,
+  KeyOrdering,
   KeyRef,
   PutOptions,
   ScanItem,
@@ -75,7 +77,7 @@ export { putCommand } from './resp-frames.js';
  *
  * Calls are bounded by a stall watchdog instead of per-command timers: see {@link RedisTierOptions.commandTimeoutMs}.
  */
-export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, Confirming {
+export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, Confirming, KeyOrdering {
   readonly name: TierName;
   readonly kind = 'redis';
   private readonly client: Client;
@@ -357,6 +359,35 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
     });
     const items = await this.headers(ns, refs);
     return { items, cursor: done ? null : this.client.isCluster ? `${node}:${cursor}` : cursor };
+  }
+
+  /**
+   * Keys in key order (KeyOrdering). With `aheadOnly` (a write-back namespace that has durable tiers: see
+   * coordinator/key-listing.ts), the namespace's dirty entries, the only ones this tier may hold ahead of the tiers
+   * below: read from the 256 shards' dirty sets and sorted here, so a page costs one pass over the write-back
+   * backlog, which the policy's flush interval and dirty limit keep small. Redis keeps no key order, and an index
+   * of every key (a sorted set beside each shard) would outlive the entries Redis expires or evicts on its own,
+   * growing without bound in a tier that must stay within its memory. Without `aheadOnly` (a namespace whose only
+   * tier is this one) every key of the namespace, by {@link scan}: a page costs a SCAN of the namespace.
+   */
+  async listOrdered(ns: string, q: OrderedKeysQuery): Promise<OrderedKeysPage> {
+    validateNamespace(ns);
+    const keys: string[] = [];
+    if (q.aheadOnly) {
+      const head = `${ns}:`;
+      const zrange = (p: Pipeline, shard: string) => p.zrange(dirtySetKey(this.prefix, shard), '0', '-1');
+      const sets = await this.pipelined(ALL_SHARDS, (shard) => shard, zrange);
+      for (const members of sets as string[][])
+        for (const m of members) if (m.startsWith(head)) keys.push(decodeKey(m.slice(head.length)));
+    } else {
+      let cursor: string | null = null;
+      do {
+        const page: ScanPage = await this.scan(ns, { prefix: q.prefix, cursor, limit: 1000 });
+        for (const item of page.items) keys.push(item.key);
+        cursor = page.cursor;
+      } while (cursor !== null);
+    }
+    return pageOfUnordered(keys, q);
   }
 
   /** The headers of entries found by a scan (one pipelined GETRANGE; a long header costs a second, full read). */
