@@ -103,7 +103,11 @@ export class ColdTierBucket extends Construct {
   readonly prefix: string;
   /**
    * Everything the tier (core/tiers/s3-tier.ts) does, on its prefix only. A managed policy beside the
-   * bucket, so the grant is reviewed where the bucket is and roles in other stacks attach it by ARN.
+   * bucket, so the grant is reviewed where the bucket is and roles in other stacks attach it by ARN. The prefix holds
+   * the order markers too (`<prefix>/_k/`, core/tiers/s3-order-markers.ts), which the tier PUTs, lists, HEADs and
+   * deletes with `If-Match: <ETag>`: a conditional delete needs s3:GetObject as well as s3:DeleteObject
+   * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-delete-enforce.html). No lifecycle rule may
+   * expire markers: only the tier knows when one is safe to remove.
    */
   readonly accessPolicy: iam.ManagedPolicy;
 
@@ -305,8 +309,9 @@ export class ColdTierBucket extends Construct {
 
   /**
    * Attaches {@link accessPolicy} to `grantee`'s role: read/HEAD, conditional put, copy (commit of presigned
-   * uploads), tagged put (tombstones), delete and abort of failed multipart uploads on the tier prefix only, and
-   * HeadBucket (s3:ListBucket) for health checks. Presigned URLs carry the same permissions.
+   * uploads), tagged put (tombstones), delete (conditional too: order markers) and abort of failed multipart uploads
+   * on the tier prefix only, and HeadBucket (s3:ListBucket, which also lists the order markers) for health checks.
+   * Presigned URLs carry the same permissions.
    */
   grantTierAccess(grantee: iam.IRole): void {
     grantee.addManagedPolicy(this.accessPolicy);

@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import { NotFoundError, StrataError, TierUnavailableError, ValidationError } from '../errors.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { decodeHeader, encodeHeader, isExpired, isLive, isNewer } from '../model/entry.js';
+import type { OrderedKeysPage, OrderedKeysQuery } from '../model/key-order.js';
 import { encodeKey, NAMESPACE_PATTERN, validateNamespace } from '../model/keys.js';
 import {
   LOCAL_ENTRY_SUFFIX,
@@ -16,7 +17,9 @@ import {
   validateUploadId,
 } from './storage-key.js';
 import { mapLimit } from '../util/concurrency.js';
+import { pageOfKeyListing } from './ordered-from-listing.js';
 import type {
+  KeyOrdering,
   NewUpload,
   PresignedDownload,
   PresignedUrl,
@@ -94,7 +97,7 @@ const BATCH_CONCURRENCY = 16;
  * Versioned writes to a key are serialised by a per-key mutex inside this process only: two processes must
  * not share a directory.
  */
-export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, Scanning {
+export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, Scanning, KeyOrdering {
   readonly name: TierName;
   readonly kind = 'local-folder';
   readonly dir: string;
@@ -220,6 +223,11 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
     const keys: string[] = [];
     const cursor = await this.walk(ns, opts, async (key) => keys.push(key));
     return { keys, cursor };
+  }
+
+  /** Sorted at each page from the walk of {@link keys} (ordered-from-listing.ts: O(n log n) over the namespace). */
+  async listOrdered(ns: string, q: OrderedKeysQuery): Promise<OrderedKeysPage> {
+    return pageOfKeyListing((opts) => this.keys(ns, opts), q);
   }
 
   /**

@@ -20,10 +20,12 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { NotFoundError, StrataError, TierUnavailableError, ValidationError } from '../errors.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive, isNewer } from '../model/entry.js';
+import type { OrderedKeysPage, OrderedKeysQuery } from '../model/key-order.js';
 import { NAMESPACE_PATTERN, validateNamespace } from '../model/keys.js';
 import { errName, isConflict, isNotFound, isNotImplemented } from './s3-errors.js';
 import { checkPartList, type CompletedPart, type MultipartPresigning, type PartUrl } from './multipart.js';
 import { decodeStored, encodeMeta, isHeaderValue, META_UPLOAD } from './s3-metadata.js';
+import { S3OrderMarkers, type PruneResult } from './s3-order-markers.js';
 import {
   DEFAULT_S3_PREFIX,
   normalizePrefix,
@@ -34,6 +36,7 @@ import {
 } from './storage-key.js';
 import { mapLimit } from '../util/concurrency.js';
 import type {
+  KeyOrdering,
   NewUpload,
   PresignedDownload,
   PresignedUrl,
@@ -92,6 +95,8 @@ export interface S3TierOptions {
   tombstoneTtlMs?: number;
   /** In-flight requests of getMany/putMany/deleteMany. @default 16 */
   batchConcurrency?: number;
+  /** The clock order markers' ages are measured with (s3-order-markers.ts; tests move it). @default Date.now */
+  now?: () => number;
 }
 
 const COMPLETED_MARKER_BODY = 'strata:upload-completed';
@@ -115,7 +120,9 @@ interface HeadResult {
 
 /**
  * The cold tier on S3. One object per entry at `<prefix>/<ns>/<shard>/<base64url(key)>`; the object body is the
- * raw value (so a presigned GET downloads exactly the value) and the entry header lives in user metadata.
+ * raw value (so a presigned GET downloads exactly the value) and the entry header lives in user metadata. Key order
+ * lives in a marker object per entry under `<prefix>/_k/<ns>/`, written before the entry's object is created
+ * (s3-order-markers.ts).
  *
  * Writes are a versioned compare-and-set: HEAD (version + ETag), refuse when not newer, then a conditional write
  * (`If-Match: <etag>`, or `If-None-Match: *` when absent); a 412 means a concurrent writer won, so we re-HEAD and
@@ -129,7 +136,7 @@ interface HeadResult {
  * common "everything is zero bytes" ABA cannot happen; for live values it needs a concurrent rewrite of
  * identical bytes inside a HEAD→PUT window of milliseconds.
  */
-export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning {
+export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, KeyOrdering {
   readonly name: TierName;
   readonly kind = 's3';
   readonly bucket: string;
@@ -142,6 +149,8 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning {
   private readonly concurrency: number;
   /** Whether DeleteObject honours If-Match (AWS does; LocalStack answers 501). Learned on first use. */
   private conditionalDelete: boolean | undefined;
+  /** The key-order index: a marker object per entry (s3-order-markers.ts). */
+  private readonly markers: S3OrderMarkers;
 
   constructor(opts: S3TierOptions) {
     if (!opts.bucket) throw new ValidationError('bucket', 'S3Tier needs a bucket name');
@@ -179,6 +188,14 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning {
       this.client = new S3Client(config);
       this.ownsClient = true;
     }
+    this.markers = new S3OrderMarkers({
+      client: this.client,
+      bucket: this.bucket,
+      prefix: this.prefix,
+      concurrency: this.concurrency,
+      now: opts.now ?? Date.now,
+      unavailable: (e) => this.unavailable(e),
+    });
   }
 
   // ---- reads ----------------------------------------------------------------------------------------------
@@ -224,8 +241,11 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning {
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const cur = await this.headObject(objectKey);
       if (cur?.header && !isNewer(header.version, cur.header)) return { applied: false, current: cur.header.version };
+      // Creating the entry's object (or taking over one we did not write): its order marker goes first.
+      const markedAt = cur?.header ? undefined : await this.markers.mark(ns, key);
       try {
         await this.writeObject(objectKey, header, entry.value, cur ? { IfMatch: cur.etag } : { IfNoneMatch: '*' });
+        if (markedAt !== undefined) await this.markers.settle(ns, key, markedAt);
         return { applied: true, current: header.version };
       } catch (e) {
         if (!isConflict(e)) throw this.unavailable(e);
@@ -268,7 +288,7 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning {
   /**
    * The namespaces under the tier's prefix, sorted: ListObjectsV2 with `/` as the delimiter answers each
    * `<prefix>/<ns>/` once as a common prefix (in UTF-8 order, a page of up to 1,000 at a time), whatever the number
-   * of objects below it. `_uploads/` (staged uploads) is no namespace and is left out.
+   * of objects below it. `_uploads/` (staged uploads) and `_k/` (order markers) are no namespaces and are left out.
    * https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html (Delimiter, CommonPrefixes)
    */
   async namespaces(): Promise<string[]> {
@@ -335,6 +355,31 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning {
         keys.push(ref.key);
     }
     return { keys, cursor: res.IsTruncated && res.NextContinuationToken ? res.NextContinuationToken : null };
+  }
+
+  /** Keys in order, from the order markers (s3-order-markers.ts: what keeps them right). */
+  async listOrdered(ns: string, q: OrderedKeysQuery): Promise<OrderedKeysPage> {
+    return this.markers.list(ns, q);
+  }
+
+  /** Deletes the order markers of `keys` whose objects are gone for good (S3OrderMarkers.prune). */
+  async pruneOrderMarkers(ns: string, keys: readonly string[]): Promise<PruneResult> {
+    return this.markers.prune(ns, keys);
+  }
+
+  /**
+   * One page of the order markers' backfill: a page of {@link keys} (objects written before markers existed have
+   * none), each given a marker where it lacks one. Run it over every namespace ({@link namespaces}), page after
+   * page until the cursor is null, once every writer runs a version that marks its creations (a writer that does
+   * not could create an unmarked object behind the backfill). Idempotent, and safe beside writes and prunes.
+   */
+  async backfillOrderMarkers(
+    ns: string,
+    cursor: string | null,
+  ): Promise<{ listed: number; created: number; cursor: string | null }> {
+    const page = await this.keys(ns, { cursor, limit: 1000 });
+    const created = await this.markers.backfill(ns, page.keys);
+    return { listed: page.keys.length, created, cursor: page.cursor };
   }
 
   // ---- presigning -----------------------------------------------------------------------------------------
@@ -421,6 +466,7 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning {
         return { applied: false, current: cur.header.version, size: staged.size };
       }
       const { meta, contentType } = encodeMeta(full, false);
+      const markedAt = cur?.header ? undefined : await this.markers.mark(ns, key); // as in put
       try {
         await this.client.send(
           new CopyObjectCommand({
@@ -442,6 +488,7 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning {
         await backoff(attempt);
         continue;
       }
+      if (markedAt !== undefined) await this.markers.settle(ns, key, markedAt);
       await this.settleCommitted(uploadId, stagingKey);
       return { applied: true, current: full.version, size: staged.size };
     }

@@ -79,6 +79,113 @@ export function s3UploadRecordKey(prefix: string, uploadId: string): string {
   return join(prefix, `${UPLOADS_FOLDER}/${validateUploadId(uploadId)}${UPLOAD_RECORD_SUFFIX}`);
 }
 
+// ---- S3 order markers --------------------------------------------------------------------------------------
+
+/**
+ * Folder (under the prefix) of the S3 tier's key-order index (tiers/s3-order-markers.ts); never a namespace (those
+ * start with [a-z0-9]). Two characters, as a shard is, so `_k/<ns>/` is exactly as long as `<ns>/<shard>/`.
+ */
+export const ORDER_MARKERS_FOLDER = '_k';
+
+/**
+ * The 64 base64url characters in ASCII order. Encoding a key's bits with them (see {@link encodeOrderedKey}) keeps key
+ * order: the name of a marker compares in S3's listing order (UTF-8 bytes, here ASCII) as the key compares in
+ * model/key-order.ts `compareKeys` order (UTF-8 bytes). Standard base64url does not: its alphabet runs A-Z, a-z, 0-9, '-', '_'.
+ */
+const ORDERED_ALPHABET = '-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz';
+const ORDERED_INDEX = new Int8Array(128).fill(-1);
+for (let i = 0; i < ORDERED_ALPHABET.length; i++) ORDERED_INDEX[ORDERED_ALPHABET.charCodeAt(i)] = i;
+
+/**
+ * A key's UTF-8 bytes as a bit string cut into 6-bit characters of {@link ORDERED_ALPHABET}, the last one padded
+ * with zero bits (no '=' padding): as long as base64url, and order-preserving. Why: where two keys first differ in
+ * a byte, their bit strings first differ in a bit both encodings hold in full, in the same character, with the same
+ * bits before it; where one key is a prefix of the other, the shorter's encoding is at most equal character by
+ * character (its padding is zeros) and shorter (n bytes take ceil(8n/6) characters, which grows with n).
+ */
+export function encodeOrderedKey(key: string): string {
+  let out = '';
+  let acc = 0;
+  let bits = 0;
+  for (const byte of Buffer.from(key, 'utf8')) {
+    acc = (acc << 8) | byte;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out += ORDERED_ALPHABET[(acc >>> bits) & 63];
+    }
+    acc &= (1 << bits) - 1;
+  }
+  if (bits > 0) out += ORDERED_ALPHABET[(acc << (6 - bits)) & 63];
+  return out;
+}
+
+/** Inverse of {@link encodeOrderedKey}; undefined for anything it never answers (other characters, lengths, padding). */
+export function decodeOrderedKey(enc: string): string | undefined {
+  if (enc.length % 4 === 1) return undefined;
+  const out = Buffer.alloc(Math.floor((enc.length * 6) / 8));
+  let acc = 0;
+  let bits = 0;
+  let n = 0;
+  for (let i = 0; i < enc.length; i++) {
+    const c = enc.charCodeAt(i);
+    const v = c < 128 ? ORDERED_INDEX[c]! : -1;
+    if (v < 0) return undefined;
+    acc = (acc << 6) | v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[n++] = (acc >>> bits) & 255;
+    }
+    acc &= (1 << bits) - 1;
+  }
+  if (acc !== 0) return undefined; // padding bits must be zero: one name per key
+  const key = out.toString('utf8');
+  // Not UTF-8 (decoding replaced something): not a name we wrote.
+  return Buffer.from(key, 'utf8').equals(out) ? key : undefined;
+}
+
+/**
+ * The longest string that starts the encoding of every key starting with `keyPrefix`: the characters of its whole
+ * 6-bit groups. The last, partial character of `encodeOrderedKey(keyPrefix)` holds padding where a longer key holds
+ * its next bits, so it is no prefix of theirs.
+ */
+export function orderedKeyPrefix(keyPrefix: string): string {
+  return encodeOrderedKey(keyPrefix).slice(0, Math.floor((Buffer.byteLength(keyPrefix) * 8) / 6));
+}
+
+/** `<prefix>/_k/<ns>/`: where the order markers of a namespace live. */
+export function s3OrderMarkerFolder(prefix: string, ns: string): string {
+  validateNamespace(ns);
+  return join(prefix, `${ORDER_MARKERS_FOLDER}/${ns}/`);
+}
+
+/**
+ * `<prefix>/_k/<ns>/<encodeOrderedKey(key)>`: the order marker of an entry (tiers/s3-order-markers.ts). Exactly as
+ * long as the entry's own object key (`_k/<ns>/` against `<ns>/<shard>/`, and an encoding as long as base64url), so
+ * every key S3 can hold an entry of has a marker too; checked all the same.
+ */
+export function s3OrderMarkerKey(prefix: string, ns: string, key: string): string {
+  validateStoredKey(key);
+  const k = s3OrderMarkerFolder(prefix, ns) + encodeOrderedKey(key);
+  if (Buffer.byteLength(k) > S3_MAX_OBJECT_KEY_BYTES)
+    throw new ValidationError('key', `object key would be ${Buffer.byteLength(k)} bytes; S3 allows ${S3_MAX_OBJECT_KEY_BYTES}`);
+  return k;
+}
+
+/** The key a marker of `ns` is named for; undefined for other objects (not under the folder, or not a name we write). */
+export function parseS3OrderMarkerKey(prefix: string, ns: string, objectKey: string): string | undefined {
+  const folder = s3OrderMarkerFolder(prefix, ns);
+  if (!objectKey.startsWith(folder)) return undefined;
+  const key = decodeOrderedKey(objectKey.slice(folder.length));
+  if (key === undefined) return undefined;
+  try {
+    return validateStoredKey(key);
+  } catch {
+    return undefined;
+  }
+}
+
 // ---- Local folder layout ----------------------------------------------------------------------------------
 
 /**

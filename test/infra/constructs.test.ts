@@ -6,6 +6,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { ColdTierBucket, type ColdTierBucketProps } from '../../cdk/constructs/cold-tier-bucket.js';
+import { s3OrderMarkerKey } from '../../core/tiers/storage-key.js';
 import {
   CacheNodeBundle,
   CacheNodeFleet,
@@ -124,6 +125,30 @@ describe('Construct: ColdTierBucket', () => {
         ],
       },
     });
+  });
+  it('leaves the order markers (<prefix>/_k/) to the tier: in its grant, with the actions pruning needs, expired by no rule', () => {
+    const cold = make({ prefix: 'p1' });
+    const t = Template.fromStack(Stack.of(cold));
+    const marker = s3OrderMarkerKey(cold.prefix, 'ns', 'key');
+    type Rule = { Id: string; Prefix?: string; TagFilters?: unknown[]; ExpirationInDays?: number };
+    const buckets = Object.values(t.findResources('AWS::S3::Bucket')) as {
+      Properties: { LifecycleConfiguration?: { Rules: Rule[] }; LoggingConfiguration?: unknown };
+    }[];
+    const tierBucket = buckets.find((b) => b.Properties.LoggingConfiguration)!;
+    const expiring = tierBucket.Properties.LifecycleConfiguration!.Rules.filter((r) => r.ExpirationInDays !== undefined);
+    expect(expiring.map((r) => r.Id)).toEqual(['strata-tombstones-p1', 'expire-abandoned-staged-uploads']);
+    // A marker is only ever deleted by S3OrderMarkers.prune: a rule may expire it only by a tag markers never carry.
+    for (const r of expiring)
+      expect(!!r.TagFilters?.length || (r.Prefix !== undefined && !marker.startsWith(r.Prefix))).toBe(true);
+    // Pruning deletes with If-Match: <ETag>, which needs s3:GetObject besides s3:DeleteObject
+    // (https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-delete-enforce.html); writes need s3:PutObject.
+    const policies = Object.values(t.findResources('AWS::IAM::ManagedPolicy')) as {
+      Properties: { PolicyDocument: { Statement: { Sid?: string; Action: string[]; Resource: unknown }[] } };
+    }[];
+    const objects = policies.flatMap((p) => p.Properties.PolicyDocument.Statement).find((st) => st.Sid === 'TierObjects')!;
+    expect(objects.Action).toEqual(expect.arrayContaining(['s3:DeleteObject', 's3:GetObject', 's3:PutObject']));
+    expect(objects.Resource).toEqual({ 'Fn::Join': ['', [expect.anything(), '/p1/*']] });
+    expect(marker.startsWith('p1/')).toBe(true);
   });
   it('fails on a prefix S3Tier would reject', () =>
     expectInvalid(() => make({ prefix: 'a/b' }), /prefix 'a\/b' must be one path segment/));

@@ -5,8 +5,11 @@ import { join, relative, resolve } from 'node:path';
 import { NotFoundError, ValidationError } from '../../core/errors.js';
 import type { Entry, EntryHeader } from '../../core/model/entry.js';
 import { makeLocationMarker, makeTombstone } from '../../core/model/entry.js';
+import fc from 'fast-check';
+import { after, compareKeys, inKeyRange, type KeyRange } from '../../core/model/key-order.js';
 import { contentHash } from '../../core/model/keys.js';
 import { LocalFolderTier, StagedUploadExistsError } from '../../core/tiers/local-folder-tier.js';
+import { pageOfKeyListing } from '../../core/tiers/ordered-from-listing.js';
 import {
   MAX_UPLOAD_URL_SECONDS,
   UPLOAD_CLAIM_LEASE_MS,
@@ -180,6 +183,80 @@ describe('LocalFolderTier', () => {
     await tier.put('ns', 'any', entry(9, 'v'));
     expect(await tier.delete('ns', 'any')).toBe(true);
     expect(await tier.delete('ns', 'never')).toBe(false);
+  });
+
+  it('lists keys in UTF-8 order within prefixes and bounds, page after page, never a deleted one', async () => {
+    const keys = [
+      'a',
+      'ab',
+      'a/b',
+      'b',
+      'user/',
+      'user/a',
+      'users',
+      'é',
+      '\uFFFD',
+      '\u{1F600}',
+      '\u{1F600}x',
+      'x'.repeat(512),
+      '🙂'.repeat(128),
+      ...Array.from({ length: 20 }, (_, i) => `n/${i}`),
+    ];
+    await tier.putMany(
+      'ns',
+      [...keys, 'deleted'].map((key) => ({ key, entry: entry(1, key) })),
+    );
+    await tier.put('other', 'a', entry(1, 'a'));
+    await tier.delete('ns', 'deleted');
+    const listAll = async (r: KeyRange, limit: number): Promise<string[]> => {
+      const out: string[] = [];
+      let range = r;
+      for (;;) {
+        const page = await tier.listOrdered('ns', { ...range, limit });
+        expect(page.keys.length).toBeLessThanOrEqual(limit);
+        out.push(...page.keys);
+        if (!page.more) return out;
+        expect(page.keys.length).toBeGreaterThan(0);
+        range = after(range, page.keys[page.keys.length - 1]!);
+      }
+    };
+    const all = [...keys].sort(compareKeys);
+    expect(all.indexOf('\uFFFD')).toBeLessThan(all.indexOf('\u{1F600}'));
+    expect(await tier.listOrdered('ns', { limit: 100 })).toEqual({ keys: all, more: false });
+    const near = fc.oneof(
+      fc.constantFrom(...keys),
+      fc.constantFrom(...keys).chain((k) => fc.nat(k.length).map((n) => k.slice(0, n))),
+    );
+    const bound = fc.option(fc.record({ key: near, inclusive: fc.boolean() }), { nil: undefined });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.option(near, { nil: undefined }),
+        bound,
+        bound,
+        fc.integer({ min: 1, max: 6 }),
+        async (prefix, from, to, limit) => {
+          const r: KeyRange = { ...(prefix !== undefined ? { prefix } : {}), ...(from ? { from } : {}), ...(to ? { to } : {}) };
+          expect(await listAll(r, limit)).toEqual(all.filter((k) => inKeyRange(k, r)));
+        },
+      ),
+      { numRuns: 30 },
+    );
+  });
+
+  it('sorts a key listing walked to its end, however the tier pages it', async () => {
+    const pages = [['c', 'a'], [], ['b', 'é'], ['\u{1F600}']];
+    const asked: (string | null | undefined)[] = [];
+    const list = async (opts: { cursor?: string | null }) => {
+      asked.push(opts.cursor);
+      const i = opts.cursor ? Number(opts.cursor) : 0;
+      return { keys: pages[i]!, cursor: i + 1 < pages.length ? String(i + 1) : null };
+    };
+    expect(await pageOfKeyListing(list, { limit: 3 })).toEqual({ keys: ['a', 'b', 'c'], more: true });
+    expect(await pageOfKeyListing(list, { limit: 3, from: { key: 'c', inclusive: false } })).toEqual({
+      keys: ['é', '\u{1F600}'],
+      more: false,
+    });
+    expect(asked).toEqual([null, '1', '2', '3', null, '1', '2', '3']);
   });
 
   it('keeps batch results in request order', async () => {

@@ -4,6 +4,11 @@ import { encodeKey, keyShard, MAX_KEY_BYTES } from '../../core/model/keys.js';
 import {
   base32Decode,
   base32Encode,
+  decodeOrderedKey,
+  encodeOrderedKey,
+  orderedKeyPrefix,
+  parseS3OrderMarkerKey,
+  s3OrderMarkerKey,
   LOCAL_SEGMENT_CHARS,
   localEntrySegments,
   normalizePrefix,
@@ -82,6 +87,90 @@ describe('S3 object keys', () => {
       expect(() => validateUploadId(bad)).toThrow(ValidationError);
     }
     expect(validateUploadId('a'.repeat(64))).toBe('a'.repeat(64));
+  });
+});
+
+describe('S3 order markers: an order-preserving encoding of keys', () => {
+  const utf8 = (k: string): Buffer => Buffer.from(k, 'utf8');
+  const sign = (n: number): number => Math.sign(n);
+  // Any code point (U+10000 and up too, where UTF-16 order and UTF-8 order differ), no lone surrogates.
+  const codePoint = fc.oneof(
+    fc.constantFrom('a', 'b', '\u0000', '\u00ff', '\uffff', '\u{10000}'),
+    fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
+  );
+  const key = fc.string({ unit: codePoint, maxLength: 12 });
+  // Pairs where one is often a prefix of the other, or both share a long start: where a bit packing could go wrong.
+  const pair = fc.oneof(
+    fc.tuple(key, key),
+    fc.tuple(key, key).map(([a, s]) => [a, a + s] as [string, string]),
+    fc.tuple(key, key, key).map(([p, a, b]) => [p + a, p + b] as [string, string]),
+  );
+
+  it('orders encodings (as S3 lists names: bytes) as the keys order (UTF-8 bytes)', () => {
+    fc.assert(
+      fc.property(pair, ([a, b]) => {
+        const ea = encodeOrderedKey(a);
+        const eb = encodeOrderedKey(b);
+        expect(sign(Buffer.compare(Buffer.from(ea, 'latin1'), Buffer.from(eb, 'latin1')))).toBe(
+          sign(Buffer.compare(utf8(a), utf8(b))),
+        );
+      }),
+      { numRuns: 2000 },
+    );
+    // Prefixes of each other, and the last character of the shorter one holding padding.
+    const chain = ['a', 'a\u0000', 'a\u0000\u0000', 'a\u0001', 'a\u007f', 'a\u0080', 'b', '\uffff', '\u{10000}', '\u{10ffff}'];
+    const encoded = chain.map(encodeOrderedKey);
+    expect([...encoded].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)))).toEqual(encoded);
+  });
+
+  it('round trips, as long as base64url, in the 64 base64url characters', () => {
+    fc.assert(
+      fc.property(key, (k) => {
+        const enc = encodeOrderedKey(k);
+        expect(enc).toMatch(/^[A-Za-z0-9_-]*$/);
+        expect(enc.length).toBe(utf8(k).toString('base64url').length);
+        expect(decodeOrderedKey(enc)).toBe(k);
+      }),
+    );
+    expect(encodeOrderedKey('\u0000')).toBe('--');
+    // c3 bf = 110000 111011 1111|00: 48, 59, 60 in '-0-9A-Z_a-z'. 'abc' is base64 'YWJj': 24, 22, 9, 35.
+    expect(encodeOrderedKey('\u00ff')).toBe('kvw');
+    expect(encodeOrderedKey('abc')).toBe('NL8Y');
+  });
+
+  it('decodes only names it writes: one name per key', () => {
+    expect(decodeOrderedKey('-')).toBeUndefined(); // no length encodes a whole number of bytes in one character
+    expect(decodeOrderedKey('-0')).toBeUndefined(); // padding bits set
+    expect(decodeOrderedKey('a+')).toBeUndefined();
+    expect(decodeOrderedKey('a=')).toBeUndefined();
+    expect(decodeOrderedKey(encodeOrderedKey('\u{1F600}').slice(0, 3) + '-')).toBeUndefined(); // cut UTF-8: not a key
+  });
+
+  it('starts the encoding of every key under a prefix with orderedKeyPrefix(prefix)', () => {
+    fc.assert(
+      fc.property(key, key, (p, rest) => {
+        expect(encodeOrderedKey(p + rest).startsWith(orderedKeyPrefix(p))).toBe(true);
+        // Nothing but the last, partial character is cut.
+        expect(encodeOrderedKey(p).length - orderedKeyPrefix(p).length).toBeLessThanOrEqual(1);
+      }),
+    );
+  });
+
+  it('names a marker exactly as long as the entry object, so every storable key has one', () => {
+    for (const k of ['x'.repeat(MAX_KEY_BYTES), 'é'.repeat(256), '🙂'.repeat(128), 'k', ...NASTY_KEYS]) {
+      const marker = s3OrderMarkerKey('v1', LONGEST_NS, k);
+      expect(marker.startsWith(`v1/_k/${LONGEST_NS}/`)).toBe(true);
+      expect(marker.length).toBe(s3ObjectKey('v1', LONGEST_NS, k).length);
+      expect(Buffer.byteLength(marker)).toBeLessThanOrEqual(S3_MAX_OBJECT_KEY_BYTES);
+      expect(parseS3OrderMarkerKey('v1', LONGEST_NS, marker)).toBe(k);
+      expect(parseS3OrderMarkerKey('v1', 'other', marker)).toBeUndefined();
+      expect(parseS3ObjectKey('v1', marker)).toBeUndefined(); // no entry scan takes a marker for an entry
+    }
+    expect(s3OrderMarkerKey('', 'ns', 'k')).toBe(`_k/ns/${encodeOrderedKey('k')}`);
+    expect(parseS3OrderMarkerKey('v1', 'ns', 'v1/_k/ns/')).toBeUndefined();
+    expect(parseS3OrderMarkerKey('v1', 'ns', 'v1/_k/ns/a/b')).toBeUndefined();
+    expect(() => s3OrderMarkerKey('v1', '_k', 'k')).toThrow(ValidationError);
+    expect(() => s3OrderMarkerKey('v1', 'ns', 'x'.repeat(513))).toThrow(ValidationError);
   });
 });
 
