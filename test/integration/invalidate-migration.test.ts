@@ -9,12 +9,11 @@ import { Coordinator } from '../../core/coordinator/coordinator.js';
 import { Migrator, type MigrationEvent } from '../../core/nodes/migration.js';
 import { NodeClient } from '../../core/nodes/node-client.js';
 import { PolicyRegistry } from '../../core/policy/namespace-settings.js';
-import { initialRing, parseRingDocument } from '../../core/ring/document.js';
-import { InMemoryCasStore, RingStore } from '../../core/ring/store.js';
+import { parseRingDocument } from '../../core/ring/document.js';
 import { RingView } from '../../core/ring/view.js';
 import { MemoryTier } from '../../core/tiers/memory-tier.js';
 import { WarmTier } from '../../core/tiers/warm-tier.js';
-import { localFleet, SECRET } from './warm-fixtures.js';
+import { launchedRing, localFleet, SECRET } from './warm-fixtures.js';
 
 const NS = 'inv';
 const KEYS = 3000;
@@ -24,16 +23,7 @@ describe('invalidation during a scale-out migration (real processes)', () => {
   it('covered entries stay hidden wherever the migration has them, and writes after the call are never lost', async () => {
     const fleet = localFleet();
     const client = new NodeClient({ secret: SECRET, timeoutMs: 5000 });
-    const launched = await Promise.all(['n1', 'n2', 'n3'].map((id) => fleet.launch(id)));
-    const cas = new InMemoryCasStore();
-    const store = new RingStore(cas);
-    const ring = await store.create(
-      initialRing(
-        launched.map((n) => ({ id: n.nodeId, url: n.url })),
-        2,
-      ),
-    );
-    await Promise.all(launched.map((n) => client.pushRing(n.url, ring)));
+    const { cas, store } = await launchedRing(fleet, client, ['n1', 'n2', 'n3']);
     // The invalidations document lives in the lowest tier, shared by both coordinators as S3 is in AWS; the entries
     // live in the warm tier alone, so every read of them goes to the nodes the migration is moving them between.
     const durable = new MemoryTier({ name: 'cold', maxBytes: 16 * 1024 * 1024 });

@@ -36,6 +36,24 @@ export function localFleet(
   return fleet;
 }
 
+/**
+ * Nodes `ids` of `fleet` launched, a ring over them (`perNode` ranges per node) created in a fresh in-memory
+ * store and pushed to each: the start of every multi-node suite.
+ */
+export async function launchedRing(fleet: LocalFleet, client: NodeClient, ids: readonly string[], perNode = 2) {
+  const launched = await Promise.all(ids.map((id) => fleet.launch(id)));
+  const cas = new InMemoryCasStore();
+  const store = new RingStore(cas);
+  const ring = await store.create(
+    initialRing(
+      launched.map((n) => ({ id: n.nodeId, url: n.url })),
+      perNode,
+    ),
+  );
+  await Promise.all(launched.map((n) => client.pushRing(n.url, ring)));
+  return { launched, cas, store, ring };
+}
+
 export function singleNodeRing(id: string, url: string): RingDocument {
   return initialRing([{ id, url }], 1);
 }

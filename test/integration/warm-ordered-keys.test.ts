@@ -14,7 +14,7 @@ import { Migrator } from '../../core/nodes/migration.js';
 import { NodeClient, NodeRequestError, StaleRouteError } from '../../core/nodes/node-client.js';
 import { ORDERED_KEYS_MAX_LIMIT } from '../../core/nodes/wire.js';
 import { WarmTier } from '../../core/tiers/warm-tier.js';
-import { entry, eventually, localFleet, SECRET } from './warm-fixtures.js';
+import { entry, eventually, launchedRing, localFleet, SECRET } from './warm-fixtures.js';
 
 /** The keys of `all` in `r`, sorted: what a complete listing of `r` answers. */
 function expected(all: Iterable<string>, r: KeyRange): string[] {
@@ -191,16 +191,7 @@ describe('an ordered listing during a scale-out 2 -> 3 (real processes)', () => 
     let tier: WarmTier | undefined;
     let writer: WarmTier | undefined;
     try {
-      const launched = await Promise.all(['n1', 'n2'].map((id) => fleet.launch(id)));
-      const cas = new InMemoryCasStore();
-      const store = new RingStore(cas);
-      const ring = await store.create(
-        initialRing(
-          launched.map((n) => ({ id: n.nodeId, url: n.url })),
-          2,
-        ),
-      );
-      await Promise.all(launched.map((n) => client.pushRing(n.url, ring)));
+      const { cas, store } = await launchedRing(fleet, client, ['n1', 'n2']);
       const migrator = new Migrator({ ring: store, docs: cas, client, fleet });
       // The listing's tier learns every ring change from the nodes (refresh off); the writer's reads the store.
       tier = new WarmTier({ ring: new RingView({ store, refreshIntervalMs: 0 }), client });
