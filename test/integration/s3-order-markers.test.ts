@@ -6,7 +6,6 @@
  */
 import {
   CreateBucketCommand,
-  DeleteBucketCommand,
   DeleteObjectsCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
@@ -23,7 +22,7 @@ import { S3Tier } from '../../core/tiers/s3-tier.js';
 import { s3ObjectKey, s3OrderMarkerKey } from '../../core/tiers/storage-key.js';
 import type { UploadRecord } from '../../core/tiers/tier.js';
 import { mapLimit } from '../../core/util/concurrency.js';
-import { testS3Endpoint, uniqueName } from '../helpers/env.js';
+import { removeBucket, testS3Endpoint, uniqueName } from '../helpers/env.js';
 
 const MiB = 1024 * 1024;
 const HOUR = 3600_000;
@@ -119,13 +118,7 @@ describe('S3Tier key order (LocalStack)', () => {
     await Promise.allSettled(tiers.map((t) => t.close()));
     for (const c of clients) c.destroy();
     if (!admin) return;
-    for (;;) {
-      const list = await admin.send(new ListObjectsV2Command({ Bucket: bucket }));
-      const keys = (list.Contents ?? []).map((o) => ({ Key: o.Key! }));
-      if (keys.length === 0) break;
-      await admin.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys } }));
-    }
-    await admin.send(new DeleteBucketCommand({ Bucket: bucket }));
+    await removeBucket(admin, bucket);
     admin.destroy();
   });
 
@@ -161,12 +154,17 @@ describe('S3Tier key order (LocalStack)', () => {
   });
 
   it('agrees with a sorted list for any range and page size', async () => {
-    // Bounds and prefixes drawn from the keys, their starts, and other strings.
-    const near = fc.oneof(
-      fc.constantFrom(...KEYS),
-      fc.constantFrom(...KEYS).chain((k) => fc.nat(k.length).map((n) => k.slice(0, n))),
-      fc.string({ unit: 'binary', maxLength: 4 }),
-    );
+    // Bounds and prefixes drawn from the keys, their starts, and other strings. Well-formed ones only, as the API
+    // accepts (validateKey): a start cut inside a surrogate pair, or a lone surrogate from 'binary', has no UTF-8 form
+    // (Buffer encodes it as U+FFFD), so no marker name can stand for it. Drawn unfiltered, the test failed now and
+    // then (once in three runs here).
+    const near = fc
+      .oneof(
+        fc.constantFrom(...KEYS),
+        fc.constantFrom(...KEYS).chain((k) => fc.nat(k.length).map((n) => k.slice(0, n))),
+        fc.string({ unit: 'binary', maxLength: 4 }),
+      )
+      .filter((s) => s.isWellFormed());
     const bound = fc.option(fc.record({ key: near, inclusive: fc.boolean() }), { nil: undefined });
     const range = fc.record(
       { prefix: fc.option(near, { nil: undefined }), from: bound, to: bound },
