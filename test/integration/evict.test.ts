@@ -2,13 +2,7 @@
  * Eviction from the warm tier to S3 (core/workflows/steps/evict.ts) over real parts: two cache-node processes
  * with a ring, LocalStack S3 as the cold tier, and the real Coordinator for the read path.
  */
-import {
-  CreateBucketCommand,
-  DeleteBucketCommand,
-  DeleteObjectsCommand,
-  ListObjectsV2Command,
-  S3Client,
-} from '@aws-sdk/client-s3';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { Coordinator } from '../../core/coordinator/coordinator.js';
 import { PolicyRegistry } from '../../core/policy/namespace-settings.js';
 import { NotFoundError, ValidationError } from '../../core/errors.js';
@@ -23,7 +17,7 @@ import type { ScanItem } from '../../core/tiers/tier.js';
 import { WarmTier } from '../../core/tiers/warm-tier.js';
 import { NodeClient } from '../../core/nodes/node-client.js';
 import { evictBatch, planEviction, type EvictBatchResult, type EvictDeps } from '../../core/workflows/steps/evict.js';
-import { testS3Endpoint, uniqueName } from '../helpers/env.js';
+import { removeBucket, testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { entry, localFleet, SECRET } from './warm-fixtures.js';
 
 const MiB = 1024 * 1024;
@@ -70,13 +64,7 @@ describe('evict to S3 (cache-node processes, LocalStack S3)', () => {
     await nodes.close();
     await fleet.closeAll();
     await cold?.close();
-    for (;;) {
-      const list = await s3.send(new ListObjectsV2Command({ Bucket: bucket }));
-      const keys = (list.Contents ?? []).map((o) => ({ Key: o.Key! }));
-      if (keys.length === 0) break;
-      await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys } }));
-    }
-    await s3.send(new DeleteBucketCommand({ Bucket: bucket }));
+    await removeBucket(s3, bucket);
     s3.destroy();
   });
 

@@ -4,18 +4,11 @@
  * AbortMultipartUpload, which S3 then no longer lists. The rules are S3's
  * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/qfacts.html: parts 5 MiB to 5 GiB but the last, 1..10,000).
  */
-import {
-  CreateBucketCommand,
-  DeleteBucketCommand,
-  DeleteObjectsCommand,
-  ListMultipartUploadsCommand,
-  ListObjectsV2Command,
-  S3Client,
-} from '@aws-sdk/client-s3';
+import { CreateBucketCommand, ListMultipartUploadsCommand, S3Client } from '@aws-sdk/client-s3';
 import { randomBytes } from 'node:crypto';
 import { S3Tier } from '../../core/tiers/s3-tier.js';
 import type { NewUpload, UploadRecord } from '../../core/tiers/tier.js';
-import { testS3Endpoint, uniqueName } from '../helpers/env.js';
+import { removeBucket, testS3Endpoint, uniqueName } from '../helpers/env.js';
 
 const MiB = 1024 * 1024;
 
@@ -38,10 +31,7 @@ describe('S3Tier multipart uploads (LocalStack)', () => {
     if (!admin) return;
     const uploads = await admin.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
     expect(uploads.Uploads ?? []).toEqual([]); // every test completes or aborts what it starts
-    const list = await admin.send(new ListObjectsV2Command({ Bucket: bucket }));
-    const keys = (list.Contents ?? []).map((o) => ({ Key: o.Key! }));
-    if (keys.length) await admin.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys } }));
-    await admin.send(new DeleteBucketCommand({ Bucket: bucket }));
+    await removeBucket(admin, bucket);
     admin.destroy();
   });
 

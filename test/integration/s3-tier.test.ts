@@ -1,8 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
   CreateBucketCommand,
-  DeleteBucketCommand,
-  DeleteObjectsCommand,
   GetObjectCommand,
   GetObjectTaggingCommand,
   HeadObjectCommand,
@@ -17,7 +15,7 @@ import { contentHash } from '../../core/model/keys.js';
 import { S3Tier } from '../../core/tiers/s3-tier.js';
 import { MAX_UPLOAD_URL_SECONDS, type NewUpload, type UploadClaim, type UploadRecord } from '../../core/tiers/tier.js';
 import { parseS3ObjectKey, s3ObjectKey } from '../../core/tiers/storage-key.js';
-import { testS3Endpoint, uniqueName } from '../helpers/env.js';
+import { removeBucket, testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { freePort } from '../helpers/services.js';
 
 const MiB = 1024 * 1024;
@@ -45,13 +43,7 @@ describe('S3Tier (LocalStack)', () => {
   afterAll(async () => {
     await tier?.close();
     if (!admin) return;
-    for (;;) {
-      const list = await admin.send(new ListObjectsV2Command({ Bucket: bucket }));
-      const keys = (list.Contents ?? []).map((o) => ({ Key: o.Key! }));
-      if (keys.length === 0) break;
-      await admin.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: keys } }));
-    }
-    await admin.send(new DeleteBucketCommand({ Bucket: bucket }));
+    await removeBucket(admin, bucket);
     admin.destroy();
   });
 

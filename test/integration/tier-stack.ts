@@ -5,14 +5,7 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import {
-  CreateBucketCommand,
-  DeleteBucketCommand,
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  ListObjectsV2Command,
-  S3Client,
-} from '@aws-sdk/client-s3';
+import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { Redis } from 'ioredis';
 import { LocalFleet } from '../../core/nodes/local-fleet.js';
 import { NodeClient } from '../../core/nodes/node-client.js';
@@ -24,7 +17,7 @@ import { RedisTier } from '../../core/tiers/redis/redis-tier.js';
 import { S3Tier } from '../../core/tiers/s3-tier.js';
 import type { Tier } from '../../core/tiers/tier.js';
 import { WarmTier } from '../../core/tiers/warm-tier.js';
-import { testRedisUrl, testS3Endpoint, uniqueName } from '../helpers/env.js';
+import { removeBucket, testRedisUrl, testS3Endpoint, uniqueName } from '../helpers/env.js';
 import { SECRET, tempDir } from './warm-fixtures.js';
 
 export type ColdKind = 's3' | 'folder';
@@ -103,10 +96,7 @@ export async function startTierStack(coldKind: ColdKind): Promise<TierStack> {
       await nodes.close();
       await fleet.close();
       if (s3) {
-        const list = await s3.send(new ListObjectsV2Command({ Bucket: bucket }));
-        const objects = (list.Contents ?? []).map((o) => ({ Key: o.Key! }));
-        if (objects.length) await s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: objects } }));
-        await s3.send(new DeleteBucketCommand({ Bucket: bucket }));
+        await removeBucket(s3, bucket);
         s3.destroy();
       }
       const leftovers = await redis.keys(`${prefix}*`);
