@@ -17,15 +17,8 @@
 import { TierUnavailableError } from '../errors.js';
 import type { EntryHeader } from '../model/entry.js';
 import { isLive, isStale } from '../model/entry.js';
-import {
-  after,
-  mergeOrderedPages,
-  pageOfUnordered,
-  type KeyRange,
-  type OrderedKeysPage,
-  type OrderedKeysQuery,
-} from '../model/key-order.js';
-import { supportsKeyOrdering, supportsScan, type Tier, type TierName } from '../tiers/tier.js';
+import { after, mergeOrderedPages, type KeyRange, type OrderedKeysPage, type OrderedKeysQuery } from '../model/key-order.js';
+import { supportsKeyOrdering, type Tier, type TierName } from '../tiers/tier.js';
 import { mapLimit } from '../util/concurrency.js';
 
 /** Most keys one page may ask for. */
@@ -147,21 +140,10 @@ async function listTiers(deps: KeyListingDeps, ns: string, q: OrderedKeysQuery):
   return answered;
 }
 
-/**
- * One tier's ordered page. A tier with no order of its own is scanned whole and sorted (every page reads the whole
- * namespace in that tier: correct, and as slow as that sounds; every tier Strata ships orders its keys).
- */
-async function listTier(tier: Tier, ns: string, q: OrderedKeysQuery): Promise<OrderedKeysPage> {
-  if (supportsKeyOrdering(tier)) return tier.listOrdered(ns, q);
-  if (!supportsScan(tier)) throw new Error(`tier '${tier.name}' can neither order nor scan its keys`);
-  const keys: string[] = [];
-  let cursor: string | null = null;
-  do {
-    const page = await tier.scan(ns, { prefix: q.prefix, cursor, limit: 1000 });
-    for (const item of page.items) keys.push(item.key);
-    cursor = page.cursor;
-  } while (cursor !== null);
-  return pageOfUnordered(keys, q);
+/** One tier's ordered page: every tier Strata ships orders its keys (tiers/tier.ts `KeyOrdering`). */
+function listTier(tier: Tier, ns: string, q: OrderedKeysQuery): Promise<OrderedKeysPage> {
+  if (!supportsKeyOrdering(tier)) throw new Error(`tier '${tier.name}' (${tier.kind}) cannot list its keys in order`);
+  return tier.listOrdered(ns, q);
 }
 
 /**
