@@ -1,6 +1,6 @@
 /**
  * Key order for a tier that keeps none but can list its keys (Scanning.keys): the local folder tier, whose files
- * are named by shard and base32 of the key. Each page walks the whole namespace (under the range's prefix) and sorts
+ * are named by shard and base32 of the key, and Redis for a namespace it alone holds (its SCAN). Each page walks the whole namespace (under the range's prefix) and sorts
  * what is in range: O(n log n) for the n keys in range, every page. Fine for `npm start` and tests, which is all
  * the folder tier serves; a store too large for that keeps an index instead (s3-order-markers.ts).
  */

@@ -8,6 +8,7 @@ import { TierUnavailableError, ValidationError } from '../../errors.js';
 import { isExpired, isLive, type Entry, type EntryHeader, type WriteOutcome } from '../../model/entry.js';
 import { decodeKey, encodeKey, keyShard, validateNamespace } from '../../model/keys.js';
 import { pageOfUnordered, type OrderedKeysPage, type OrderedKeysQuery } from '../../model/key-order.js';
+import { pageOfKeyListing } from '../ordered-from-listing.js';
 import { blobHeader, encodeEntryBlob, HEAD_READ_BYTES, headerEnd, isWrongType, readEntry, versionDigits } from './blob.js';
 import { createRedisClient, type RedisCredentialSource, type RedisTierOptions } from './client.js';
 import { BUFFER_REPLY, FramedCommand, STRING_REPLY, TickCorker } from './ioredis-internals.js';
@@ -372,21 +373,17 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
    */
   async listOrdered(ns: string, q: OrderedKeysQuery): Promise<OrderedKeysPage> {
     validateNamespace(ns);
-    const keys: string[] = [];
-    if (q.aheadOnly) {
-      const head = `${ns}:`;
-      const zrange = (p: Pipeline, shard: string) => p.zrange(dirtySetKey(this.prefix, shard), '0', '-1');
-      const sets = await this.pipelined(ALL_SHARDS, (shard) => shard, zrange);
-      for (const members of sets as string[][])
-        for (const m of members) if (m.startsWith(head)) keys.push(decodeKey(m.slice(head.length)));
-    } else {
-      let cursor: string | null = null;
-      do {
-        const page: ScanPage = await this.scan(ns, { prefix: q.prefix, cursor, limit: 1000 });
-        for (const item of page.items) keys.push(item.key);
-        cursor = page.cursor;
-      } while (cursor !== null);
+    if (!q.aheadOnly) {
+      const list = (opts: ScanOptions) =>
+        this.scan(ns, opts).then((p) => ({ keys: p.items.map((i) => i.key), cursor: p.cursor }));
+      return pageOfKeyListing(list, q);
     }
+    const head = `${ns}:`;
+    const zrange = (p: Pipeline, shard: string) => p.zrange(dirtySetKey(this.prefix, shard), '0', '-1');
+    const sets = await this.pipelined(ALL_SHARDS, (shard) => shard, zrange);
+    const keys: string[] = [];
+    for (const members of sets as string[][])
+      for (const m of members) if (m.startsWith(head)) keys.push(decodeKey(m.slice(head.length)));
     return pageOfUnordered(keys, q);
   }
 
