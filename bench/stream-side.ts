@@ -8,6 +8,7 @@
  *    then one streamed `fetch` GET of the download URL (what any client would do by hand; no parts, no SDK).
  */
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { StrataClient } from '../sdk/src/index.js';
 
 const CHUNK = 64 * 1024;
@@ -34,6 +35,19 @@ async function* generated(bytes: number, hash: ReturnType<typeof createHash>, re
   }
 }
 
+/**
+ * The process's private resident memory (RssAnon in /proc/self/status), on Linux: its RSS without the file pages
+ * it maps (the Node binary's code, some 40 MiB), which the kernel shares and can drop under pressure.
+ */
+function privateBytes(): number | undefined {
+  try {
+    const kb = /^RssAnon:\s+(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    return kb ? Number(kb[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 async function hashed(body: ReadableStream<Uint8Array>): Promise<{ sha: string; bytes: number }> {
   const h = createHash('sha256');
   let bytes = 0;
@@ -47,10 +61,24 @@ async function hashed(body: ReadableStream<Uint8Array>): Promise<{ sha: string; 
   return { sha: h.digest('hex'), bytes };
 }
 
+/** What the RSS held at its peak: the JS heap, and the ArrayBuffers' bytes (part buffers, live or dead chunks). */
+interface Breakdown {
+  heapTotalBytes: number;
+  arrayBuffersBytes: number;
+}
+
 async function main(mode: string, endpoint: string, bytes: number, partSize: number, concurrency: number): Promise<void> {
   let peak = process.memoryUsage().rss;
   const startRss = peak;
-  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+  let at: Breakdown = { heapTotalBytes: 0, arrayBuffersBytes: 0 };
+  let peakAnon: number | undefined;
+  const sample = (): void => {
+    const anon = privateBytes();
+    if (anon !== undefined) peakAnon = Math.max(peakAnon ?? 0, anon);
+    const m = process.memoryUsage();
+    if (m.rss >= peak) [peak, at] = [m.rss, { heapTotalBytes: m.heapTotal, arrayBuffersBytes: m.arrayBuffers }];
+  };
+  const sampler = setInterval(sample, 20);
   const key = `v-${mode}-${process.pid}`;
   const sent = createHash('sha256');
   const strata = new StrataClient({ endpoint, namespace: 'bench', transferTimeoutMs: 600_000 });
@@ -69,7 +97,9 @@ async function main(mode: string, endpoint: string, bytes: number, partSize: num
     if (!done.ok) throw new Error(`complete answered ${done.status}: ${await done.text()}`);
   }
   const t1 = performance.now();
-  const putPeak = Math.max(peak, process.memoryUsage().rss);
+  sample();
+  const putPeak = peak;
+  const putAt = at;
   let got: { sha: string; bytes: number };
   if (mode === 'stream') {
     const item = await strata.getStream(key);
@@ -81,7 +111,7 @@ async function main(mode: string, endpoint: string, bytes: number, partSize: num
   }
   const t2 = performance.now();
   clearInterval(sampler);
-  peak = Math.max(peak, process.memoryUsage().rss);
+  sample();
   await strata.delete(key);
   const expected = sent.digest('hex');
   process.send!({
@@ -93,7 +123,10 @@ async function main(mode: string, endpoint: string, bytes: number, partSize: num
     startRssBytes: startRss,
     peakRssBytes: peak,
     putPeakRssBytes: putPeak,
+    putPeakAt: putAt,
+    peakAt: at,
     maxRssBytes: process.resourceUsage().maxRSS * 1024,
+    peakAnonBytes: peakAnon,
   });
 }
 
