@@ -377,6 +377,23 @@ export const environmentConfigSchema = z
          */
         evictionEveryHours: z.number().int().min(0).max(168).default(6),
         /**
+         * Tag invalidations of a namespace within one window of this many minutes share one InvalidationSweep of the
+         * whole namespace, started a minute after the window ends (0: tag invalidations start no sweep; their entries
+         * leave by expiry and eviction). Each sweep reads every entry's header once in each tier: one S3 HEAD per
+         * object in the cold tier ($0.0004 per 1,000 in us-east-1, https://aws.amazon.com/s3/pricing/: $0.40 per
+         * million entries swept). At most 720: the sweep's state machine stops after 24 hours. @default 60
+         */
+        tagSweepWindowMinutes: z
+          .number()
+          .int()
+          .min(0)
+          .max(720, {
+            error: (i) =>
+              `tagSweepWindowMinutes (${String(i.input)}) is at most 720 (12 hours): a tag sweep waits for its window ` +
+              'to end, and its state machine stops executions after 24 hours; use 0 to start no tag sweeps',
+          })
+          .default(60),
+        /**
          * What happens when the fullest node passes `monitoring.alarms.nodeFillWatermarkPercent`: an eviction to S3, a
          * scale-out, or nothing. With `policies.evaluator` it is the policy rule default-evict-on-node-fill (`none`:
          * no such rule), and the node-fill alarm only notifies; without, the alarm starts the workflow.

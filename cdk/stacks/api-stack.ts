@@ -82,6 +82,8 @@ export class ApiStack extends StrataStack {
         environment: {
           STRATA_NEAR_CACHE_MB: String(settings.nearCacheMb),
           STRATA_URL_TTL_SECONDS: String(config.api.urlTtlSeconds),
+          // Tag invalidations' shared sweeps (core/api/namespace-operations.ts).
+          STRATA_TAG_SWEEP_WINDOW_MINUTES: String(config.workflows.tagSweepWindowMinutes),
           ...(config.api.namespaces ? { STRATA_NAMESPACES: JSON.stringify(config.api.namespaces) } : {}),
           // The policy ticker (Workflows stack) runs the background rules: policies may hold them, and the admin
           // function reads their firing history from the policy store (core/composition/api-context.ts).

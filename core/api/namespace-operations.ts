@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import * as z from 'zod';
 import { MAX_TAGS_PER_INVALIDATION, type InvalidationScope } from '../coordinator/invalidations.js';
 import { MAX_KEY_BYTES, validateUserNamespace } from '../model/keys.js';
@@ -51,23 +52,68 @@ export async function invalidate(ctx: ApiContext, event: ApiEvent): Promise<ApiR
   const body = jsonBody(event, invalidateSchema);
   const scope: InvalidationScope = 'tags' in body ? { tags: [...new Set(body.tags)] } : { prefix: body.prefix };
   const r = await ctx.coordinator.invalidate(ns, scope, callerIdentity(ctx.tenantAccess, event) ?? 'anonymous');
-  // A prefix is swept under that prefix (a cheap, bounded scan). Tags are not: no tier indexes keys by tag, so a sweep
-  // would read the whole namespace per call; their entries leave by expiry, eviction, or a sweep started by hand.
-  const sweep = 'prefix' in scope ? await startSweep(ctx, ns, r.id, scope.prefix) : null;
+  // A prefix is swept under that prefix (a cheap, bounded scan). Tags: no tier indexes keys by tag, so their sweep
+  // reads the whole namespace; the tag invalidations of one window share one, started once the window is over.
+  const sweep = 'prefix' in scope ? await startSweep(ctx, ns, r.id, scope.prefix) : await startTagSweep(ctx, ns, r.id);
   return json(200, { ns, ...r, sweep });
 }
+
+/** A sweep's answer: its execution, and for a tag invalidations' sweep the time it starts. */
+type SweepStarted = { execution: string; notBefore?: string } | null;
 
 /**
  * Starts the invalidation-sweep workflow that removes what an invalidation covers; its execution, or null where this
  * runtime has no workflows (the invalidation is in force either way: the sweep only frees space). Named after the
  * invalidation, so a retried request starts no second sweep.
  */
-async function startSweep(ctx: ApiContext, ns: string, id: number, prefix?: string): Promise<{ execution: string } | null> {
+async function startSweep(ctx: ApiContext, ns: string, id: number, prefix?: string): Promise<SweepStarted> {
   const input = { ns, ...(prefix !== undefined ? { prefix } : {}) };
+  return start(ctx, ns, id, input, `sweep-${ns}-${id}`.slice(0, 80));
+}
+
+/** Tag sweeps wait this long past their window's end: longer than any two coordinators' clocks differ by. */
+export const TAG_SWEEP_MARGIN_MS = 60_000;
+
+/**
+ * The sweep of a tag invalidation: one per namespace and window of `ctx.tagSweepWindowMinutes` (0: none), named
+ * after both and started with the same input by every invalidation of the window, so Step Functions starts it once
+ * (a second start with the same name and input while it runs is a success that returns it) and the local runner
+ * answers EXECUTION_EXISTS; either way the answer names it. It waits until the window is over, plus
+ * {@link TAG_SWEEP_MARGIN_MS} for a coordinator whose clock put its call in this window late, then reads the whole
+ * namespace once with every generation in force: each tag invalidated in the window is covered by then.
+ */
+async function startTagSweep(ctx: ApiContext, ns: string, id: number): Promise<SweepStarted> {
+  const minutes = ctx.tagSweepWindowMinutes ?? DEFAULT_TAG_SWEEP_WINDOW_MINUTES;
+  if (minutes <= 0) return null;
+  const windowMs = minutes * 60_000;
+  const window = Math.floor(Date.now() / windowMs);
+  // Whole seconds, as Step Functions' Wait state reads a timestamp (sweep-steps.ts).
+  const notBefore = new Date((window + 1) * windowMs + TAG_SWEEP_MARGIN_MS).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  // Execution names are at most 80 characters: a long namespace is named by a digest.
+  const tail = `-tags-${minutes}m-${((window * windowMs) / 60_000).toString(36)}`;
+  const named = `sweep-${ns}${tail}`;
+  const name = named.length <= 80 ? named : `sweep-${createHash('sha256').update(ns).digest('hex').slice(0, 24)}${tail}`;
+  return start(ctx, ns, id, { ns, notBefore }, name, true);
+}
+
+/** The default window of tag sweeps (runtime-env.ts: STRATA_TAG_SWEEP_WINDOW_MINUTES). */
+export const DEFAULT_TAG_SWEEP_WINDOW_MINUTES = 60;
+
+async function start(
+  ctx: ApiContext,
+  ns: string,
+  id: number,
+  input: { ns: string; prefix?: string; notBefore?: string },
+  name: string,
+  shared = false,
+): Promise<SweepStarted> {
+  const answer = { ...(input.notBefore !== undefined ? { notBefore: input.notBefore } : {}) };
   try {
-    const started = await startWorkflow(ctx, 'invalidation-sweep', input, `sweep-${ns}-${id}`.slice(0, 80));
-    return { execution: started.execution };
+    const started = await startWorkflow(ctx, 'invalidation-sweep', input, name);
+    return { execution: started.execution, ...answer };
   } catch (e) {
+    // A window's shared sweep already started by an earlier call: this call's tags are in it too.
+    if (shared && e instanceof StrataError && e.code === 'EXECUTION_EXISTS') return { execution: name, ...answer };
     // The invalidation is in force: a sweep that cannot start must not turn its answer into an error.
     if (!(e instanceof StrataError && e.code === 'EXECUTION_EXISTS'))
       log.warn(`invalidation #${id} of '${ns}': no sweep started`, { error: e });

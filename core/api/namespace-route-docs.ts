@@ -24,9 +24,18 @@ const INVALIDATION: Json = {
     kind: { type: 'string', enum: ['tags', 'prefix', 'flush'] },
     sweep: {
       description:
-        'The invalidation-sweep workflow removing what a flush or a prefix invalidation covers (follow it with GET ' +
-        '/v1/admin/workflows/executions/{execution}); null for tags, or where the runtime has no workflows',
-      oneOf: [{ type: 'null' }, { type: 'object', required: ['execution'], properties: { execution: { type: 'string' } } }],
+        'The invalidation-sweep workflow removing what the invalidation covers (follow it with GET ' +
+        '/v1/admin/workflows/executions/{execution}); null where the runtime has no workflows, or for tags where ' +
+        'tag sweeps are off. The tag invalidations of a namespace within one window share one sweep, which starts ' +
+        'at notBefore',
+      oneOf: [
+        { type: 'null' },
+        {
+          type: 'object',
+          required: ['execution'],
+          properties: { execution: { type: 'string' }, notBefore: { type: 'string', format: 'date-time' } },
+        },
+      ],
     },
   },
 };

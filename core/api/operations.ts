@@ -44,6 +44,11 @@ export interface ApiContext {
   /** Lifetime of presigned URLs. */
   urlTtlSeconds: number;
   /**
+   * Tag invalidations of a namespace within a window of this many minutes share one sweep, started when it is over
+   * (namespace-operations.ts); 0: none. @default 60
+   */
+  tagSweepWindowMinutes?: number;
+  /**
    * The workflows the admin API starts and reports on (a local run's in-process runner). Absent: the admin routes
    * use the runtime's service (Step Functions, see composition/workflow-service-env.ts) or answer 503 WORKFLOWS_UNAVAILABLE.
    */

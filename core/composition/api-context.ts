@@ -170,6 +170,7 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
     ...(nodeAdmin ? { nodeAdmin } : {}),
     inlineLimitBytes: env.STRATA_INLINE_LIMIT_BYTES,
     urlTtlSeconds: env.STRATA_URL_TTL_SECONDS,
+    tagSweepWindowMinutes: env.STRATA_TAG_SWEEP_WINDOW_MINUTES,
     tenantAccess,
     describe: () => [
       ...(nearCache ? [`l1    memory, ${env.STRATA_NEAR_CACHE_MB} MiB per process`] : []),

@@ -7,6 +7,7 @@ import { ConfigError } from '../errors.js';
 import { kmsKeyNameProblem } from '../transforms/kms-keyring.js';
 import { LOG_LEVELS } from '../util/logger.js';
 import { formatIssues } from '../util/zod-issues.js';
+import { DEFAULT_TAG_SWEEP_WINDOW_MINUTES } from '../api/namespace-operations.js';
 
 const MiB = 1024 * 1024;
 
@@ -216,6 +217,12 @@ export const runtimeEnvSchema = z.object({
     .min(60)
     .max(12 * 3600)
     .default(900),
+  /**
+   * Tag invalidations of a namespace within one window of this many minutes share one sweep of the whole namespace,
+   * started once the window is over (api/namespace-operations.ts); 0: no tag sweeps. At most 12 h: the sweep's state
+   * machine stops after 24 (cdk/config/schema.ts workflows.tagSweepWindowMinutes).
+   */
+  STRATA_TAG_SWEEP_WINDOW_MINUTES: z.coerce.number().int().min(0).max(720).default(DEFAULT_TAG_SWEEP_WINDOW_MINUTES),
   AWS_REGION: z.string().default('us-east-1'),
   /** Deployment environment (`dev`, `staging`, `prod`): the `Environment` dimension of every metric. */
   STRATA_ENV: z

@@ -16,10 +16,11 @@ export interface InvalidationResult {
   generation: number;
   kind: 'tags' | 'prefix' | 'flush';
   /**
-   * The invalidation-sweep workflow that removes what a flush or a prefix invalidation covers from the tiers (reads
-   * never see it either way); null for tags, or where the deployment runs no workflows.
+   * The invalidation-sweep workflow that removes what the invalidation covers from the tiers (reads never see it
+   * either way); null where the deployment runs no workflows, or for tags where it runs no tag sweeps. The tag
+   * invalidations of a namespace within one window share one sweep, which starts at `notBefore` (ISO 8601).
    */
-  sweep?: { execution: string } | null;
+  sweep?: { execution: string; notBefore?: string } | null;
 }
 
 /** One entry of the audit log (`client.namespaces.invalidations()`). */
@@ -69,7 +70,10 @@ export function parseInvalidation(body: unknown, status: number, requestId?: str
     (body.kind !== 'tags' && body.kind !== 'prefix' && body.kind !== 'flush')
   )
     throw invalid(status, `expected an invalidation from the server, got: ${JSON.stringify(body).slice(0, 200)}`, requestId);
-  const sweep = isObject(body.sweep) && typeof body.sweep.execution === 'string' ? { execution: body.sweep.execution } : null;
+  const s = isObject(body.sweep) && typeof body.sweep.execution === 'string' ? body.sweep : undefined;
+  const sweep = s
+    ? { execution: s.execution as string, ...(typeof s.notBefore === 'string' ? { notBefore: s.notBefore } : {}) }
+    : null;
   return { ns: body.ns, id: body.id, generation: body.generation, kind: body.kind, sweep };
 }
 

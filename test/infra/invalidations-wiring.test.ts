@@ -13,6 +13,9 @@
 import { INVALIDATIONS_KEY } from '../../core/coordinator/invalidations.js';
 import { SYSTEM_NAMESPACE } from '../../core/model/keys.js';
 import { s3ObjectKey } from '../../core/tiers/storage-key.js';
+import { dev as devConfig } from '../../cdk/config/dev.js';
+import { loadEnvironmentConfig } from '../../cdk/config/load.js';
+import { configErrorOf } from './helpers/config-errors.js';
 import { synthesized } from './helpers/synth.js';
 
 type Json = Record<string, unknown>;
@@ -51,10 +54,38 @@ describe('Invalidations wiring', () => {
     expect(text).not.toContain('*');
   });
 
+  it("tells every API function the tag sweeps' window", () => {
+    for (const group of ['batch', 'admin']) expect(env(group).STRATA_TAG_SWEEP_WINDOW_MINUTES).toBe('60');
+  });
+
+  it('makes a tag sweep wait for its window on an absolute time, before its first step', () => {
+    // Wait: "exactly one of Seconds, Timestamp, SecondsPath, or TimestampPath"; the path's value an RFC 3339 UTC
+    // time (sweep-steps.ts checks the input's `notBefore`: https://docs.aws.amazon.com/step-functions/latest/dg/state-wait.html).
+    const wf = (dev.templates.workflows.toJSON() as { Resources: Record<string, Resource> }).Resources;
+    const machine = Object.values(wf).find(
+      (r) => r.Type === 'AWS::StepFunctions::StateMachine' && JSON.stringify(r.Properties).includes('invalidation-sweep.begin'),
+    )!;
+    const raw = JSON.stringify(machine.Properties.DefinitionString);
+    expect(raw).toContain('\\"StartAt\\":\\"Scheduled\\"');
+    expect(raw).toMatch(
+      /\\"WaitForWindow\\":\{\\"Type\\":\\"Wait\\",\\"TimestampPath\\":\\"\$\.notBefore\\",\\"Next\\":\\"Begin\\"\}/,
+    );
+  });
+
   it('lets the batch function start the invalidation-sweep workflow and no other', () => {
     const arns = JSON.stringify(env('batch').STRATA_WORKFLOW_ARNS ?? '');
     expect(arns).toContain('invalidation-sweep');
     for (const other of ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate', 'replace-node', 'rolling-upgrade'])
       expect(arns).not.toContain(`\\"${other}\\"`);
+  });
+});
+
+describe('tag sweeps config', () => {
+  it("refuses a window the sweep's state machine could not wait for, and says what to do", () => {
+    const files = { dev: { ...devConfig, workflows: { tagSweepWindowMinutes: 1440 } } };
+    const message = configErrorOf(() => loadEnvironmentConfig('dev', { context: {}, env: {} }, files));
+    expect(message).toMatch(/tagSweepWindowMinutes \(1440\) is at most 720 .*use 0 to start no tag sweeps/);
+    const off = { dev: { ...devConfig, workflows: { tagSweepWindowMinutes: 0 } } };
+    expect(loadEnvironmentConfig('dev', { context: {}, env: {} }, off).workflows.tagSweepWindowMinutes).toBe(0);
   });
 });

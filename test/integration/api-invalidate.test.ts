@@ -10,7 +10,7 @@ import {
   ValidationError,
   type InvalidationResult,
 } from '../../sdk/src/index.js';
-import type { WorkflowService } from '../../core/workflows/admin-service.js';
+import { ExecutionExistsError, type WorkflowService } from '../../core/workflows/admin-service.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';
 import { runStrataCli } from '../helpers/strata-cli.js';
 
@@ -133,13 +133,14 @@ describe('invalidation and flush (local server, SDK, CLI)', () => {
   });
 });
 
-describe('the sweep a flush or a prefix invalidation starts (local server, SDK)', () => {
+describe('the sweep an invalidation starts (local server, SDK)', () => {
   let api: TestApi;
   const started: { workflow: string; input: Record<string, unknown>; name?: string }[] = [];
   // A stand-in for the workflows: what matters here is what the routes ask them to start (the sweep itself runs in
-  // test/workflows/invalidation-sweep.test.ts).
+  // test/workflows/invalidation-sweep.test.ts). Like the local runner, it refuses a name it has seen.
   const workflows: WorkflowService = {
     start: async (workflow, input, name) => {
+      if (name && started.some((s) => s.name === name)) throw new ExecutionExistsError(name);
       started.push({ workflow, input, ...(name ? { name } : {}) });
       return { execution: name ?? 'x', workflow, status: 'RUNNING', startedAt: '2026-01-01T00:00Z' };
     },
@@ -148,23 +149,62 @@ describe('the sweep a flush or a prefix invalidation starts (local server, SDK)'
   };
 
   beforeAll(async () => {
-    api = await startTestApi('embedded', {}, { workflows });
+    api = await startTestApi('embedded', { STRATA_TAG_SWEEP_WINDOW_MINUTES: '30' }, { workflows });
   }, 300_000);
 
   afterAll(async () => {
     await api?.close();
   });
 
-  it('starts a sweep of the namespace for a flush, of the prefix for a prefix, and none for tags', async () => {
+  beforeEach(() => {
+    started.length = 0;
+  });
+
+  it('starts a sweep of the namespace for a flush, and of the prefix for a prefix', async () => {
     const c = new StrataClient({ endpoint: api.url, namespace: 'swept', retries: 0 });
     const flush = await c.flush({ confirm: 'swept' });
     expect(flush.sweep).toEqual({ execution: `sweep-swept-${flush.id}` });
     const prefix = await c.invalidatePrefix('user/');
     expect(prefix.sweep).toEqual({ execution: `sweep-swept-${prefix.id}` });
-    expect((await c.invalidateTags(['t'])).sweep).toBeNull();
     expect(started).toEqual([
       { workflow: 'invalidation-sweep', input: { ns: 'swept' }, name: `sweep-swept-${flush.id}` },
       { workflow: 'invalidation-sweep', input: { ns: 'swept', prefix: 'user/' }, name: `sweep-swept-${prefix.id}` },
     ]);
+  });
+
+  it("shares one sweep of the whole namespace among a window's tag invalidations, starting after the window", async () => {
+    const c = new StrataClient({ endpoint: api.url, namespace: 'tagged', retries: 0 });
+    const before = Date.now();
+    const first = await c.invalidateTags(['a']);
+    const second = await c.invalidateTags(['b', 'c']);
+    const windowMs = 30 * 60_000;
+    const windowEnd = (Math.floor(before / windowMs) + 1) * windowMs;
+    if (Date.now() >= windowEnd) return; // the two calls straddled a window's end: nothing to compare
+    const name = `sweep-tagged-tags-30m-${((windowEnd - windowMs) / 60_000).toString(36)}`;
+    const notBefore = new Date(windowEnd + 60_000).toISOString().replace('.000Z', 'Z');
+    expect(first.sweep).toEqual({ execution: name, notBefore });
+    // The second call's start was refused (the name exists), and its answer still names the sweep that covers it.
+    expect(second.sweep).toEqual({ execution: name, notBefore });
+    expect(started).toEqual([{ workflow: 'invalidation-sweep', input: { ns: 'tagged', notBefore }, name }]);
+  });
+
+  it("names a long namespace's tag sweep within the 80 characters Step Functions allows", async () => {
+    const ns = `n${'x'.repeat(62)}`;
+    const r = await new StrataClient({ endpoint: api.url, namespace: ns, retries: 0 }).invalidateTags(['a']);
+    expect(r.sweep!.execution).toMatch(/^sweep-[0-9a-f]{24}-tags-30m-[0-9a-z]+$/);
+    expect(r.sweep!.execution.length).toBeLessThanOrEqual(80);
+    expect(started[0]!.input).toEqual({ ns, notBefore: r.sweep!.notBefore });
+  });
+
+  it('starts none for tags when tag sweeps are off', async () => {
+    // The server's context is the process's one (setApiContext): switched here as STRATA_TAG_SWEEP_WINDOW_MINUTES=0 would.
+    api.ctx.tagSweepWindowMinutes = 0;
+    try {
+      const c = new StrataClient({ endpoint: api.url, namespace: 'swept', retries: 0 });
+      expect((await c.invalidateTags(['t'])).sweep).toBeNull();
+      expect(started).toEqual([]);
+    } finally {
+      api.ctx.tagSweepWindowMinutes = 30;
+    }
   });
 });

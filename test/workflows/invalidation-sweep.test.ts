@@ -94,9 +94,27 @@ describe('InvalidationSweep state machine (local runner, real step handlers)', (
     expect((await c.get(NS, 'k1'))!.entry.value.toString()).toBe('new');
   });
 
+  it('sweeps what tag invalidations cover from the whole namespace, once their window is over', async () => {
+    for (let i = 0; i < 10; i++) await c.put(NS, `k${i}`, buf('v'), { tags: [i % 2 ? 'odd' : 'even', `n${i}`] });
+    await c.invalidate(NS, { tags: ['odd'] }, 'test');
+    await c.invalidate(NS, { tags: ['n4'] }, 'test');
+    await c.put(NS, 'k1', buf('after'), { tags: ['odd'] }); // written after: kept
+    const notBefore = new Date(Date.now() + 1500).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const started = local.runner.start('invalidation-sweep', { ns: NS, notBefore });
+    await new Promise((r) => setTimeout(r, 300));
+    // Waiting for the window: nothing removed yet.
+    expect(local.runner.describe(started.name)).toMatchObject({ status: 'RUNNING', states: ['Scheduled', 'WaitForWindow'] });
+    expect(await keysOf(cold)).toHaveLength(10);
+    const done = await local.runner.wait(started.name);
+    expect([done.status, done.error]).toEqual(['SUCCEEDED', undefined]);
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(notBefore));
+    for (const tier of [hot, cold]) expect(await keysOf(tier)).toEqual(['k0', 'k1', 'k2', 'k6', 'k8']);
+    expect((await c.get(NS, 'k1'))!.entry.value.toString()).toBe('after');
+  });
+
   it('rejects a bad request in its first state, before anything is removed', async () => {
     const done = await local.runner.wait(local.runner.start('invalidation-sweep', { ns: 'Not A Namespace' }).name);
     expect(done.status).toBe('FAILED');
-    expect(done.states).toEqual(['Begin']);
+    expect(done.states).toEqual(['Scheduled', 'Begin']);
   });
 });

@@ -5,7 +5,7 @@ import { stepTask, type StepContext } from './step-task.js';
 /**
  * InvalidationSweep: remove from every tier the entries a flush or a prefix invalidation covers (reads already treat
  * them as missing), one page of one tier per batch, resumable from its cursor, each entry removed only at the
- * version the scan found (core/workflows/steps/sweep-steps.ts).
+ * version the scan found (core/workflows/steps/sweep-steps.ts); with `notBefore` in its input, not before that time.
  */
 export class InvalidationSweepDefinition extends Construct {
   readonly definition: sfn.IChainable;
@@ -18,10 +18,17 @@ export class InvalidationSweepDefinition extends Construct {
     const more = new sfn.Choice(this, 'AllSwept')
       .when(sfn.Condition.booleanEquals('$.batch.done', false), batch)
       .otherwise(new sfn.Succeed(this, 'Swept', { outputPath: '$.batch.totals' }));
-    this.definition = begin.next(
+    begin.next(
       new sfn.Choice(this, 'AnythingToSweep')
         .when(sfn.Condition.booleanEquals('$.batch.done', false), batch.next(more))
         .otherwise(new sfn.Succeed(this, 'NothingToSweep', { outputPath: '$.batch.totals' })),
     );
+    // A tag invalidations' sweep starts once their window is over (`notBefore`): a Wait on an absolute time costs
+    // nothing while it waits, and a Standard execution may wait up to a year
+    // (https://docs.aws.amazon.com/step-functions/latest/dg/state-wait.html).
+    const waitForWindow = new sfn.Wait(this, 'WaitForWindow', { time: sfn.WaitTime.timestampPath('$.notBefore') });
+    this.definition = new sfn.Choice(this, 'Scheduled')
+      .when(sfn.Condition.isPresent('$.notBefore'), waitForWindow.next(begin))
+      .otherwise(begin);
   }
 }

@@ -10,7 +10,8 @@ import type { DataStepDeps } from './data-steps.js';
  * a namespace flush or a prefix invalidation. Reads already treat covered entries as missing; this frees the space
  * they hold. Each batch scans one page of one tier's namespace (hot, then warm, then cold; under the prefix when
  * given) and removes each covered entry at exactly the version it found, so a write landing meanwhile is never
- * removed. Resumable from its cursor; running it twice removes nothing more.
+ * removed. Resumable from its cursor; running it twice removes nothing more. Without a prefix it reads the whole
+ * namespace: a flush's sweep, and the one sweep per window that a namespace's tag invalidations share.
  */
 
 /** Entries a batch reads (one page of one tier). */
@@ -22,6 +23,17 @@ export const sweepRequest = z.strictObject({
   prefix: z.string().min(1).optional(),
   /** Entries per batch. */
   limit: z.number().int().min(1).max(5000).default(SWEEP_PAGE),
+  /**
+   * Not before this time (the state machine's Wait state waits for it; the steps ignore it): tag invalidations of a
+   * window share one sweep that starts once the window is over (api/namespace-operations.ts). Step Functions' format:
+   * RFC 3339 with an uppercase T and Z; it reads whole seconds and drops a fraction
+   * (https://docs.aws.amazon.com/step-functions/latest/dg/state-wait.html). Checked when the execution is started
+   * (the admin API validates every input), not after the wait.
+   */
+  notBefore: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/, 'notBefore must be a UTC time like 2026-11-27T05:00:00Z')
+    .optional(),
 });
 export type SweepRequest = z.infer<typeof sweepRequest>;
 
