@@ -24,6 +24,14 @@ import type { OrderedKeysPage, OrderedKeysQuery } from '../model/key-order.js';
 import { NAMESPACE_PATTERN, validateNamespace } from '../model/keys.js';
 import { errName, isConflict, isNotFound, isNotImplemented } from './s3-errors.js';
 import { checkPartList, type CompletedPart, type MultipartPresigning, type PartUrl } from './multipart.js';
+import {
+  checkCopyPartBytes,
+  copyInParts,
+  copySource,
+  DEFAULT_COPY_PART_BYTES,
+  MAX_COPY_OBJECT_BYTES,
+  type TargetCondition,
+} from './s3-multipart-copy.js';
 import { decodeStored, encodeMeta, isHeaderValue, META_UPLOAD } from './s3-metadata.js';
 import { S3OrderMarkers, type PruneResult } from './s3-order-markers.js';
 import {
@@ -93,6 +101,17 @@ export interface S3TierOptions {
    * (a bucket lifecycle rule expiring objects tagged strata-tombstone=1). @default 10 minutes
    */
   tombstoneTtlMs?: number;
+  /**
+   * A committed upload ({@link S3Tier.commitUpload}) above this many bytes is copied into place in parts
+   * (UploadPartCopy, s3-multipart-copy.ts) instead of with one CopyObject, which copies at most 5 GiB. From 5 MiB
+   * (S3 copies a byte range only from a source above 5 MB) to 5 GiB. @default 5 GiB: CopyObject whenever it can
+   */
+  copyThresholdBytes?: number;
+  /**
+   * Part size of those copies, raised when an object would need more than S3's 10,000 parts (a 5 TiB object takes
+   * parts of 525 MiB). From 5 MiB to 5 GiB (S3's part size limits). @default 512 MiB
+   */
+  copyPartSizeBytes?: number;
   /** In-flight requests of getMany/putMany/deleteMany. @default 16 */
   batchConcurrency?: number;
   /** The clock order markers' ages are measured with (s3-order-markers.ts; tests move it). @default Date.now */
@@ -106,7 +125,6 @@ const MAX_CAS_ATTEMPTS = 8;
 const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
 /** Kept between a URL's expiry and its credentials' expiry: clocks differ, and a client needs time to start. */
 const CREDENTIAL_MARGIN_SECONDS = 30;
-const MAX_COPY_BYTES = 5 * 1024 * MiB;
 
 interface HeadResult {
   /** Undefined for objects without (valid) Strata metadata: such objects are treated as absent, but overwritten conditionally. */
@@ -127,7 +145,8 @@ interface HeadResult {
  * Writes are a versioned compare-and-set: HEAD (version + ETag), refuse when not newer, then a conditional write
  * (`If-Match: <etag>`, or `If-None-Match: *` when absent); a 412 means a concurrent writer won, so we re-HEAD and
  * retry, and concurrent writers converge on the highest version. Multipart uploads carry the same condition on
- * CompleteMultipartUpload, and presigned-upload commits use a conditional CopyObject.
+ * CompleteMultipartUpload, and presigned-upload commits use a conditional CopyObject (a multipart copy above 5 GiB,
+ * s3-multipart-copy.ts, conditional at its completion).
  *
  * Known limit of ETag-based CAS: S3 ETags are content hashes, not write ids. If, between our HEAD and our write,
  * another writer stores a newer version with byte-identical content to what we saw (ABA), our If-Match still
@@ -147,6 +166,8 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, 
   private readonly partSize: number;
   private readonly tombstoneTtlMs: number;
   private readonly concurrency: number;
+  private readonly copyThreshold: number;
+  private readonly copyPartSize: number;
   /** Whether DeleteObject honours If-Match (AWS does; LocalStack answers 501). Learned on first use. */
   private conditionalDelete: boolean | undefined;
   /** The key-order index: a marker object per entry (s3-order-markers.ts). */
@@ -163,6 +184,14 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, 
     if (!(this.multipartThreshold > 0))
       throw new ValidationError('multipartThresholdBytes', 'must be a positive number of bytes');
     this.tombstoneTtlMs = opts.tombstoneTtlMs ?? 10 * 60_000;
+    this.copyThreshold = opts.copyThresholdBytes ?? MAX_COPY_OBJECT_BYTES;
+    if (!(Number.isInteger(this.copyThreshold) && this.copyThreshold >= 5 * MiB && this.copyThreshold <= MAX_COPY_OBJECT_BYTES))
+      throw new ValidationError(
+        'copyThresholdBytes',
+        'must be a whole number of bytes from 5 MiB (S3 copies byte ranges of larger sources only) to 5 GiB (the most CopyObject copies)',
+      );
+    this.copyPartSize = opts.copyPartSizeBytes ?? DEFAULT_COPY_PART_BYTES;
+    checkCopyPartBytes('copyPartSizeBytes', this.copyPartSize);
     this.concurrency = Math.max(1, opts.batchConcurrency ?? 16);
     if (opts.client) {
       this.client = opts.client;
@@ -446,10 +475,6 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, 
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const staged = await this.headObject(stagingKey);
       if (!staged || staged.completedMarker) throw uploadNotFound(uploadId);
-      if (staged.size > MAX_COPY_BYTES)
-        throw new StrataError('PAYLOAD_TOO_LARGE', `uploads above ${MAX_COPY_BYTES} bytes are not supported`, {
-          limit: MAX_COPY_BYTES,
-        });
       const full: EntryHeader = {
         version: header.version,
         expiresAt: header.expiresAt,
@@ -468,22 +493,34 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, 
       const { meta, contentType } = encodeMeta(full, false);
       const markedAt = cur?.header ? undefined : await this.markers.mark(ns, key); // as in put
       try {
-        await this.client.send(
-          new CopyObjectCommand({
-            Bucket: this.bucket,
-            Key: objectKey,
-            CopySource: `${this.bucket}/${stagingKey.split('/').map(encodeURIComponent).join('/')}`,
-            CopySourceIfMatch: staged.etag,
-            MetadataDirective: 'REPLACE',
-            Metadata: meta,
-            ContentType: contentType,
-            TaggingDirective: 'REPLACE',
-            ...(cur ? { IfMatch: cur.etag } : { IfNoneMatch: '*' }),
-          }),
-        );
+        const condition: TargetCondition = cur ? { IfMatch: cur.etag } : { IfNoneMatch: '*' };
+        if (staged.size > this.copyThreshold) {
+          await copyInParts({
+            client: this.client,
+            bucket: this.bucket,
+            source: { key: stagingKey, etag: staged.etag, size: staged.size },
+            target: { key: objectKey, metadata: meta, contentType, condition },
+            partBytes: this.copyPartSize,
+          });
+        } else {
+          await this.client.send(
+            new CopyObjectCommand({
+              Bucket: this.bucket,
+              Key: objectKey,
+              CopySource: copySource(this.bucket, stagingKey),
+              CopySourceIfMatch: staged.etag,
+              MetadataDirective: 'REPLACE',
+              Metadata: meta,
+              ContentType: contentType,
+              TaggingDirective: 'REPLACE',
+              ...condition,
+            }),
+          );
+        }
       } catch (e) {
-        // 412: the target changed (a concurrent writer); 404: the target was deleted meanwhile (or the staging
-        // object vanished). Re-HEAD both and decide again.
+        // 412: the target changed (a concurrent writer) or the staging object did; 409: a concurrent conditional
+        // write (S3 then wants the multipart upload started again, which the next attempt does); 404: the target was
+        // deleted meanwhile (or the staging object vanished). Re-HEAD both and decide again.
         if (!isConflict(e) && !isNotFound(e)) throw this.unavailable(e);
         await backoff(attempt);
         continue;
