@@ -1,10 +1,12 @@
 import { ValidationError } from '../errors.js';
+import type { HeadObjectCommandOutput } from '@aws-sdk/client-s3';
 import type { EntryEncoding, EntryFlags, EntryHeader } from '../model/entry.js';
 
 /**
  * How the S3 tier keeps an entry's header on its object: the version in `x-amz-meta-strata-version` (read on its own
  * by the compare-and-set), the rest as compact ASCII JSON in `x-amz-meta-strata`, within S3's 2 KB of user metadata.
- * The object's body is the value itself, so that a presigned GET downloads exactly the value.
+ * The object's body is the value itself, so that a presigned GET downloads exactly the value. And how a HEAD of such
+ * an object reads back ({@link headResultOf}).
  */
 
 /** User-metadata names (S3 lower-cases them; sent as x-amz-meta-*). */
@@ -89,4 +91,28 @@ function asciiJson(v: unknown): string {
 
 export function isHeaderValue(s: string): boolean {
   return /^[\x20-\x7e]*$/.test(s) && s.length <= 256;
+}
+
+/** What the tier's compare-and-set learns from a HEAD. */
+export interface HeadResult {
+  /** Undefined for objects without (valid) Strata metadata: such objects are treated as absent, but overwritten conditionally. */
+  header?: EntryHeader;
+  etag: string;
+  size: number;
+  contentType?: string;
+  /** A completed upload's marker at its staging key (see S3Uploads.commitUpload). */
+  completedMarker?: boolean;
+}
+
+/** A HEAD's answer as the tier reads it. */
+export function headResultOf(res: HeadObjectCommandOutput): HeadResult {
+  const size = res.ContentLength ?? 0;
+  const header = decodeStored(res.Metadata, size);
+  return {
+    ...(header ? { header } : {}),
+    etag: res.ETag ?? '',
+    size,
+    ...(res.ContentType ? { contentType: res.ContentType } : {}),
+    ...(res.Metadata?.[META_UPLOAD] === 'completed' ? { completedMarker: true } : {}),
+  };
 }

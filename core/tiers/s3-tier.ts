@@ -1,8 +1,4 @@
 import {
-  AbortMultipartUploadCommand,
-  CompleteMultipartUploadCommand,
-  CopyObjectCommand,
-  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   HeadBucketCommand,
@@ -10,39 +6,33 @@ import {
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
-  UploadPartCommand,
   type LifecycleRule,
   type PutObjectCommandInput,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
-import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { NotFoundError, StrataError, TierUnavailableError, ValidationError } from '../errors.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive, isNewer } from '../model/entry.js';
 import type { OrderedKeysPage, OrderedKeysQuery } from '../model/key-order.js';
 import { NAMESPACE_PATTERN, validateNamespace } from '../model/keys.js';
-import { errName, isConflict, isNotFound, isNotImplemented } from './s3-errors.js';
-import { checkPartList, type CompletedPart, type MultipartPresigning, type PartUrl } from './multipart.js';
-import { decodeStored, encodeMeta, isHeaderValue, META_UPLOAD } from './s3-metadata.js';
-import { S3OrderMarkers, type PruneResult } from './s3-order-markers.js';
-import {
-  DEFAULT_S3_PREFIX,
-  normalizePrefix,
-  parseS3ObjectKey,
-  s3ObjectKey,
-  s3StagingKey,
-  s3UploadRecordKey,
-} from './storage-key.js';
 import { mapLimit } from '../util/concurrency.js';
+import type { CompletedPart, MultipartPresigning, PartUrl } from './multipart.js';
+import { backoff, MAX_CAS_ATTEMPTS } from './s3-cas.js';
+import { isConflict, isNotFound, isNotImplemented } from './s3-errors.js';
+import { decodeStored, encodeMeta, headResultOf, type HeadResult } from './s3-metadata.js';
+import { S3OrderMarkers, type PruneResult } from './s3-order-markers.js';
+import { presignSeconds, S3Presigner } from './s3-presign.js';
+import { S3Uploads } from './s3-uploads.js';
+import { DEFAULT_S3_PREFIX, normalizePrefix, parseS3ObjectKey, s3ObjectKey } from './storage-key.js';
 import type {
   KeyOrdering,
+  KeyPage,
   NewUpload,
   PresignedDownload,
   PresignedUrl,
   Presigning,
   ScanOptions,
-  KeyPage,
   ScanPage,
   Scanning,
   Tier,
@@ -51,19 +41,6 @@ import type {
   UploadClaim,
   UploadRecord,
 } from './tier.js';
-import {
-  claimed,
-  claimOf,
-  committable,
-  completed,
-  decodeUpload,
-  encodeUpload,
-  openUpload,
-  recordOf,
-  released,
-  uploadUrlSeconds,
-  type StoredUpload,
-} from './upload-record.js';
 
 const MiB = 1024 * 1024;
 
@@ -93,30 +70,24 @@ export interface S3TierOptions {
    * (a bucket lifecycle rule expiring objects tagged strata-tombstone=1). @default 10 minutes
    */
   tombstoneTtlMs?: number;
+  /**
+   * A committed upload ({@link S3Tier.commitUpload}) above this many bytes is copied into place in parts
+   * (UploadPartCopy, s3-multipart-copy.ts) instead of with one CopyObject, which copies at most 5 GiB. From 5 MiB
+   * (S3 copies a byte range only from a source above 5 MB) to 5 GiB. @default 5 GiB: CopyObject whenever it can
+   */
+  copyThresholdBytes?: number;
+  /**
+   * Part size of those copies, raised when an object would need more than S3's 10,000 parts (a 5 TiB object takes
+   * parts of 525 MiB). From 5 MiB to 5 GiB (S3's part size limits). @default 512 MiB
+   */
+  copyPartSizeBytes?: number;
   /** In-flight requests of getMany/putMany/deleteMany. @default 16 */
   batchConcurrency?: number;
   /** The clock order markers' ages are measured with (s3-order-markers.ts; tests move it). @default Date.now */
   now?: () => number;
 }
 
-const COMPLETED_MARKER_BODY = 'strata:upload-completed';
-const JSON_TYPE = 'application/json';
 const TOMBSTONE_TAG = 'strata-tombstone';
-const MAX_CAS_ATTEMPTS = 8;
-const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
-/** Kept between a URL's expiry and its credentials' expiry: clocks differ, and a client needs time to start. */
-const CREDENTIAL_MARGIN_SECONDS = 30;
-const MAX_COPY_BYTES = 5 * 1024 * MiB;
-
-interface HeadResult {
-  /** Undefined for objects without (valid) Strata metadata: such objects are treated as absent, but overwritten conditionally. */
-  header?: EntryHeader;
-  etag: string;
-  size: number;
-  contentType?: string;
-  /** A completed upload's marker at its staging key (see {@link S3Tier.commitUpload}). */
-  completedMarker?: boolean;
-}
 
 /**
  * The cold tier on S3. One object per entry at `<prefix>/<ns>/<shard>/<base64url(key)>`; the object body is the
@@ -127,7 +98,8 @@ interface HeadResult {
  * Writes are a versioned compare-and-set: HEAD (version + ETag), refuse when not newer, then a conditional write
  * (`If-Match: <etag>`, or `If-None-Match: *` when absent); a 412 means a concurrent writer won, so we re-HEAD and
  * retry, and concurrent writers converge on the highest version. Multipart uploads carry the same condition on
- * CompleteMultipartUpload, and presigned-upload commits use a conditional CopyObject.
+ * CompleteMultipartUpload, and presigned-upload commits use a conditional CopyObject (a multipart copy above 5 GiB,
+ * s3-multipart-copy.ts, conditional at its completion).
  *
  * Known limit of ETag-based CAS: S3 ETags are content hashes, not write ids. If, between our HEAD and our write,
  * another writer stores a newer version with byte-identical content to what we saw (ABA), our If-Match still
@@ -151,6 +123,9 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, 
   private conditionalDelete: boolean | undefined;
   /** The key-order index: a marker object per entry (s3-order-markers.ts). */
   private readonly markers: S3OrderMarkers;
+  private readonly presigner: S3Presigner;
+  /** Presigned uploads and their commits (s3-uploads.ts). */
+  private readonly uploads: S3Uploads;
 
   constructor(opts: S3TierOptions) {
     if (!opts.bucket) throw new ValidationError('bucket', 'S3Tier needs a bucket name');
@@ -195,6 +170,19 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, 
       concurrency: this.concurrency,
       now: opts.now ?? Date.now,
       unavailable: (e) => this.unavailable(e),
+    });
+    this.presigner = new S3Presigner(this.client, (e) => this.unavailable(e));
+    this.uploads = new S3Uploads({
+      client: this.client,
+      bucket: this.bucket,
+      prefix: this.prefix,
+      markers: this.markers,
+      presigner: this.presigner,
+      head: (objectKey) => this.headObject(objectKey),
+      unavailable: (e) => this.unavailable(e),
+      contention: (objectKey) => this.contention(objectKey),
+      ...(opts.copyThresholdBytes !== undefined ? { copyThresholdBytes: opts.copyThresholdBytes } : {}),
+      ...(opts.copyPartSizeBytes !== undefined ? { copyPartSizeBytes: opts.copyPartSizeBytes } : {}),
     });
   }
 
@@ -395,199 +383,61 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, 
     const cur = await this.headObject(objectKey);
     const now = Date.now();
     if (!cur?.header || !isLive(cur.header, now)) throw new NotFoundError(`key not found in tier '${this.name}'`, { ns, key });
-    const expiresIn = await this.withinCredentials(presignSeconds(expiresInSec, cur.header.expiresAt, now), now);
-    const url = await this.presign(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey, IfMatch: cur.etag }), expiresIn);
+    const expiresIn = await this.presigner.withinCredentials(presignSeconds(expiresInSec, cur.header.expiresAt, now), now);
+    const url = await this.presigner.url(
+      new GetObjectCommand({ Bucket: this.bucket, Key: objectKey, IfMatch: cur.etag }),
+      expiresIn,
+    );
     return { url, method: 'GET', headers: { 'if-match': cur.etag }, expiresAt: now + expiresIn * 1000, header: cur.header };
   }
 
   /**
-   * Writes the upload's record (`_uploads/<id>.json`) and presigns a PUT of the staging object with
-   * `If-None-Match: *` signed in: the URL creates the staging object once, and refuses any later PUT while
-   * something is there (the bytes, then the completed-marker that replaces them).
+   * Writes the upload's record and presigns a PUT of its staging object that creates it once (`If-None-Match: *`
+   * signed in); s3-uploads.ts holds the uploads' lifecycle.
    */
   async presignUpload(upload: NewUpload, expiresInSec: number): Promise<PresignedUrl> {
-    const stagingKey = s3StagingKey(this.prefix, upload.uploadId);
-    const now = Date.now();
-    // Capped before the record is written, so its completion deadline follows the URL's real lifetime.
-    const expiresIn = await this.withinCredentials(uploadUrlSeconds(expiresInSec), now);
-    await this.createRecord(openUpload(upload, now, expiresIn));
-    const ct = upload.contentType && isHeaderValue(upload.contentType) ? upload.contentType : undefined;
-    const put = new PutObjectCommand({
-      Bucket: this.bucket,
-      Key: stagingKey,
-      IfNoneMatch: '*',
-      ...(ct ? { ContentType: ct } : {}),
-    });
-    const url = await this.presign(put, expiresIn);
-    // S3 presigning never signs content-type; sending it makes the staged object carry it. If-None-Match is signed.
-    const headers = { 'if-none-match': '*', ...(ct ? { 'content-type': ct } : {}) };
-    return { url, method: 'PUT', headers, expiresAt: now + expiresIn * 1000 };
+    return this.uploads.presignUpload(upload, expiresInSec);
   }
 
   async claimUpload(uploadId: string, accept: (r: UploadRecord) => boolean): Promise<UploadClaim | undefined> {
-    const now = Date.now();
-    const u = await this.changeUpload(uploadId, (cur) => claimed(cur, accept, now));
-    return u ? claimOf(u) : undefined;
+    return this.uploads.claimUpload(uploadId, accept);
   }
 
   async releaseUpload(claim: UploadClaim): Promise<void> {
-    await this.changeUpload(claim.record.uploadId, (cur) => released(cur, claim));
+    return this.uploads.releaseUpload(claim);
   }
 
+  /** Copies the claimed upload's staged object into place as a versioned write (a multipart copy above the copy threshold). */
   async commitUpload(
     uploadId: string,
     ns: string,
     key: string,
     header: Omit<EntryHeader, 'size' | 'hash'>,
   ): Promise<WriteOutcome & { size: number }> {
-    const stagingKey = s3StagingKey(this.prefix, uploadId);
-    const objectKey = s3ObjectKey(this.prefix, ns, key);
-    if (!committable((await this.readUpload(uploadId))?.upload, ns, key)) throw uploadNotFound(uploadId);
-    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      const staged = await this.headObject(stagingKey);
-      if (!staged || staged.completedMarker) throw uploadNotFound(uploadId);
-      if (staged.size > MAX_COPY_BYTES)
-        throw new StrataError('PAYLOAD_TOO_LARGE', `uploads above ${MAX_COPY_BYTES} bytes are not supported`, {
-          limit: MAX_COPY_BYTES,
-        });
-      const full: EntryHeader = {
-        version: header.version,
-        expiresAt: header.expiresAt,
-        size: staged.size,
-        // The bytes never pass through us: identify them by S3's ETag (MD5 for single-part uploads).
-        hash: `etag:${staged.etag.replace(/"/g, '')}`,
-        tags: [...header.tags],
-        flags: { ...header.flags },
-        ...((header.contentType ?? staged.contentType) ? { contentType: header.contentType ?? staged.contentType } : {}),
-      };
-      const cur = await this.headObject(objectKey);
-      if (cur?.header && !isNewer(full.version, cur.header)) {
-        // Keep the staged object: the coordinator re-stamps a newer version and commits the same upload again.
-        return { applied: false, current: cur.header.version, size: staged.size };
-      }
-      const { meta, contentType } = encodeMeta(full, false);
-      const markedAt = cur?.header ? undefined : await this.markers.mark(ns, key); // as in put
-      try {
-        await this.client.send(
-          new CopyObjectCommand({
-            Bucket: this.bucket,
-            Key: objectKey,
-            CopySource: `${this.bucket}/${stagingKey.split('/').map(encodeURIComponent).join('/')}`,
-            CopySourceIfMatch: staged.etag,
-            MetadataDirective: 'REPLACE',
-            Metadata: meta,
-            ContentType: contentType,
-            TaggingDirective: 'REPLACE',
-            ...(cur ? { IfMatch: cur.etag } : { IfNoneMatch: '*' }),
-          }),
-        );
-      } catch (e) {
-        // 412: the target changed (a concurrent writer); 404: the target was deleted meanwhile (or the staging
-        // object vanished). Re-HEAD both and decide again.
-        if (!isConflict(e) && !isNotFound(e)) throw this.unavailable(e);
-        await backoff(attempt);
-        continue;
-      }
-      if (markedAt !== undefined) await this.markers.settle(ns, key, markedAt);
-      await this.settleCommitted(uploadId, stagingKey);
-      return { applied: true, current: full.version, size: staged.size };
-    }
-    throw this.contention(objectKey);
+    return this.uploads.commitUpload(uploadId, ns, key, header);
   }
 
   // ---- multipart uploads (tiers/multipart.ts): S3's own, on the staging key ------------------------------
 
-  /** CreateMultipartUpload on the staging key, then the record naming S3's UploadId. */
   async createMultipartUpload(upload: NewUpload, expiresInSec: number): Promise<{ expiresAt: number }> {
-    const stagingKey = s3StagingKey(this.prefix, upload.uploadId);
-    const now = Date.now();
-    const expiresIn = await this.withinCredentials(uploadUrlSeconds(expiresInSec), now);
-    const ct = upload.contentType && isHeaderValue(upload.contentType) ? upload.contentType : undefined;
-    let id: string | undefined;
-    try {
-      const created = await this.client.send(
-        new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: stagingKey, ...(ct ? { ContentType: ct } : {}) }),
-      );
-      id = created.UploadId;
-    } catch (e) {
-      throw this.unavailable(e);
-    }
-    if (!id) throw this.unavailable(new Error('CreateMultipartUpload answered without an UploadId'));
-    const stored: StoredUpload = { ...openUpload(upload, now, expiresIn), multipart: { id } };
-    try {
-      await this.createRecord(stored);
-    } catch (e) {
-      await this.client
-        .send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: stagingKey, UploadId: id }))
-        .catch(() => {});
-      throw e;
-    }
-    return { expiresAt: stored.urlExpiresAt };
+    return this.uploads.createMultipartUpload(upload, expiresInSec);
   }
 
-  /** Presigned UploadPart URLs, lasting no longer than the upload's own URL lifetime. */
   async presignParts(
     uploadId: string,
     partNumbers: readonly number[],
     accept: (r: UploadRecord) => boolean,
     expiresInSec: number,
   ): Promise<PartUrl[] | undefined> {
-    const u = (await this.readUpload(uploadId))?.upload;
-    const now = Date.now();
-    if (!u?.multipart || u.state !== 'open' || now >= u.urlExpiresAt || !accept(recordOf(u))) return undefined;
-    const left = Math.max(1, Math.floor((u.urlExpiresAt - now) / 1000));
-    const expiresIn = await this.withinCredentials(Math.min(uploadUrlSeconds(expiresInSec), left), now);
-    const Key = s3StagingKey(this.prefix, uploadId);
-    const UploadId = u.multipart.id;
-    return Promise.all(
-      partNumbers.map(async (PartNumber) => ({
-        partNumber: PartNumber,
-        url: await this.presign(new UploadPartCommand({ Bucket: this.bucket, Key, UploadId, PartNumber }), expiresIn),
-        method: 'PUT' as const,
-        headers: {},
-        expiresAt: now + expiresIn * 1000,
-      })),
-    );
+    return this.uploads.presignParts(uploadId, partNumbers, accept, expiresInSec);
   }
 
-  /** CompleteMultipartUpload into the staging object, unless an earlier completion of the claim assembled it. */
   async completeParts(claim: UploadClaim, parts: readonly CompletedPart[]): Promise<void> {
-    checkPartList(parts);
-    const { uploadId } = claim.record;
-    const u = (await this.readUpload(uploadId))?.upload;
-    if (!u?.multipart)
-      throw new ValidationError('body.parts', 'this upload is not a multipart upload: complete it without parts');
-    const Key = s3StagingKey(this.prefix, uploadId);
-    const staged = await this.headObject(Key);
-    if (staged && !staged.completedMarker) return;
-    const Parts = parts.map((p) => ({ PartNumber: p.partNumber, ETag: p.etag }));
-    try {
-      await this.client.send(
-        new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key, UploadId: u.multipart.id, MultipartUpload: { Parts } }),
-      );
-    } catch (e) {
-      const name = errName(e);
-      // S3's refusals of the part list itself are the caller's to fix; the list was checked for order already.
-      if (name === 'InvalidPart' || name === 'InvalidPartOrder' || name === 'EntityTooSmall')
-        throw new ValidationError('body.parts', `S3 refused the parts (${name}): ${(e as Error).message}`);
-      if (name === 'NoSuchUpload') throw uploadNotFound(uploadId);
-      throw this.unavailable(e);
-    }
+    return this.uploads.completeParts(claim, parts);
   }
 
-  /** AbortMultipartUpload (S3 frees the parts), then the record is closed and a marker replaces staged bytes. */
   async abortUpload(claim: UploadClaim): Promise<void> {
-    const { uploadId } = claim.record;
-    const u = (await this.readUpload(uploadId))?.upload;
-    const Key = s3StagingKey(this.prefix, uploadId);
-    if (u?.multipart) {
-      try {
-        await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key, UploadId: u.multipart.id }));
-      } catch (e) {
-        if (errName(e) !== 'NoSuchUpload' && !isNotFound(e)) throw this.unavailable(e);
-      }
-    }
-    await this.settleCommitted(uploadId, Key);
+    return this.uploads.abortUpload(claim);
   }
 
   // ---- service --------------------------------------------------------------------------------------------
@@ -643,16 +493,7 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, 
   /** HEAD → header + ETag; undefined on 404. */
   private async headObject(objectKey: string): Promise<HeadResult | undefined> {
     const res = await this.unlessNotFound(this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: objectKey })));
-    if (!res) return undefined;
-    const size = res.ContentLength ?? 0;
-    const header = decodeStored(res.Metadata, size);
-    return {
-      ...(header ? { header } : {}),
-      etag: res.ETag ?? '',
-      size,
-      ...(res.ContentType ? { contentType: res.ContentType } : {}),
-      ...(res.Metadata?.[META_UPLOAD] === 'completed' ? { completedMarker: true } : {}),
-    };
+    return res && headResultOf(res);
   }
 
   private async writeObject(
@@ -710,137 +551,6 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, 
     );
   }
 
-  /** Writes a new upload record. Ids are random: a record already there means a reused id, which must not take over another upload. */
-  private async createRecord(stored: StoredUpload): Promise<void> {
-    try {
-      await this.client.send(
-        new PutObjectCommand({
-          Bucket: this.bucket,
-          Key: s3UploadRecordKey(this.prefix, stored.uploadId),
-          Body: encodeUpload(stored),
-          ContentType: JSON_TYPE,
-          IfNoneMatch: '*',
-        }),
-      );
-    } catch (e) {
-      throw isConflict(e) ? new ValidationError('uploadId', 'this upload id is taken') : this.unavailable(e);
-    }
-  }
-
-  /** The upload's record and the ETag it was read at; undefined when there is none (or it is not a record). */
-  private async readUpload(uploadId: string): Promise<{ upload: StoredUpload; etag: string } | undefined> {
-    const recordKey = s3UploadRecordKey(this.prefix, uploadId);
-    const res = await this.unlessNotFound(this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: recordKey })));
-    if (!res) return undefined;
-    let text: string;
-    try {
-      text = await res.Body!.transformToString();
-    } catch (e) {
-      throw this.unavailable(e);
-    }
-    const upload = decodeUpload(text, uploadId);
-    return upload ? { upload, etag: res.ETag ?? '' } : undefined;
-  }
-
-  /**
-   * Read-modify-write of an upload's record, made atomic by `If-Match` on the ETag it was read at (a 412 means
-   * another request changed it: read again and decide again). Returns the record written, or undefined when there
-   * is none or `change` declines.
-   */
-  private async changeUpload(
-    uploadId: string,
-    change: (u: StoredUpload) => StoredUpload | undefined,
-  ): Promise<StoredUpload | undefined> {
-    const recordKey = s3UploadRecordKey(this.prefix, uploadId);
-    for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      const cur = await this.readUpload(uploadId);
-      if (!cur) return undefined;
-      const next = change(cur.upload);
-      if (!next) return undefined;
-      try {
-        await this.client.send(
-          new PutObjectCommand({
-            Bucket: this.bucket,
-            Key: recordKey,
-            Body: encodeUpload(next),
-            ContentType: JSON_TYPE,
-            IfMatch: cur.etag,
-          }),
-        );
-        return next;
-      } catch (e) {
-        if (!isConflict(e) && !isNotFound(e)) throw this.unavailable(e);
-        await backoff(attempt);
-      }
-    }
-    throw this.contention(recordKey);
-  }
-
-  /**
-   * After a commit: the record says completed (no claim can take it again) and a small marker replaces the staged
-   * bytes (the upload URL's `If-None-Match: *` then refuses a second PUT; the `_uploads/` lifecycle rule removes
-   * both after the URL expired). The value is already in place, so a failure here is not the caller's: the staged
-   * bytes then stay (the URL still cannot PUT over them) and the record stays claimed by this completion.
-   */
-  private async settleCommitted(uploadId: string, stagingKey: string): Promise<void> {
-    try {
-      await this.changeUpload(uploadId, (u) => (u.state === 'claimed' ? completed(u) : undefined));
-      const marker = {
-        Bucket: this.bucket,
-        Key: stagingKey,
-        Body: COMPLETED_MARKER_BODY,
-        Metadata: { [META_UPLOAD]: 'completed' },
-      };
-      await this.client.send(new PutObjectCommand(marker));
-    } catch {
-      // Best effort, see above.
-    }
-  }
-
-  /**
-   * `seconds`, shortened to what the signing credentials have left. A URL signed with temporary credentials (a
-   * Lambda's role, an instance profile) stops working when they expire, whatever its X-Amz-Expires says
-   * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/using-presigned-url.html, "Expiration time for
-   * presigned URLs"), so the expiry we report and the upload's completion deadline would otherwise be lies.
-   * Credentials without a known expiry (long-term keys, Lambda's environment credentials) leave it unchanged.
-   */
-  private async withinCredentials(seconds: number, now: number): Promise<number> {
-    let expiration: Date | undefined;
-    try {
-      expiration = (await this.client.config.credentials()).expiration;
-    } catch (e) {
-      throw this.unavailable(e);
-    }
-    if (!expiration) return seconds;
-    const left = Math.floor((expiration.getTime() - now) / 1000) - CREDENTIAL_MARGIN_SECONDS;
-    return Math.max(1, Math.min(seconds, left));
-  }
-
-  private async presign(command: GetObjectCommand | PutObjectCommand | UploadPartCommand, expiresIn: number): Promise<string> {
-    // SDK >= 3.729 adds flexible-checksum parameters at presign time (for PUT: the CRC32 of an *empty* body),
-    // which real S3 then enforces against the uploaded bytes. Drop them from the request before it is signed.
-    const stack = command.middlewareStack as unknown as { addRelativeTo(mw: unknown, opts: Record<string, unknown>): void };
-    stack.addRelativeTo(
-      (next: (args: { request?: unknown }) => Promise<unknown>) => async (args: { request?: unknown }) => {
-        const headers = (args.request as { headers?: Record<string, string> } | undefined)?.headers;
-        if (headers) {
-          for (const h of Object.keys(headers)) {
-            const l = h.toLowerCase();
-            if (l.startsWith('x-amz-checksum-') || l === 'x-amz-sdk-checksum-algorithm') delete headers[h];
-          }
-        }
-        return next(args);
-      },
-      { relation: 'before', toMiddleware: 'presignInterceptMiddleware', name: 'strataStripPresignChecksums', override: true },
-    );
-    try {
-      // getSignedUrl is generic over one command type; the union of three does not infer, each alone does.
-      return await getSignedUrl(this.client, command as GetObjectCommand, { expiresIn });
-    } catch (e) {
-      throw this.unavailable(e);
-    }
-  }
-
   private unavailable(e: unknown): Error {
     if (e instanceof StrataError) return e;
     return new TierUnavailableError(this.name, e);
@@ -856,19 +566,6 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, 
 
 // ---- helpers ----------------------------------------------------------------------------------------------
 
-/** Whole seconds in 1..7 days, never past the entry's expiry. */
-function presignSeconds(requested: number, expiresAt: number | null, now: number): number {
-  let s = Number.isFinite(requested) ? Math.floor(requested) : 900;
-  if (expiresAt !== null) s = Math.min(s, Math.floor((expiresAt - now) / 1000));
-  return Math.max(1, Math.min(MAX_PRESIGN_SECONDS, s));
-}
-
-function uploadNotFound(uploadId: string): NotFoundError {
-  return new NotFoundError(`upload '${uploadId}' not found (nothing was uploaded, it expired, or it was already completed)`, {
-    uploadId,
-  });
-}
-
 function discard(body: unknown): void {
   const b = body as { destroy?: () => void } | undefined;
   try {
@@ -876,9 +573,4 @@ function discard(body: unknown): void {
   } catch {
     /* ignore */
   }
-}
-
-function backoff(attempt: number): Promise<void> {
-  const ms = Math.random() * Math.min(200, 10 * 2 ** attempt);
-  return new Promise((r) => setTimeout(r, ms));
 }
