@@ -28,7 +28,7 @@ import { restamp, type Attempt } from './restamp.js';
 import { entryHeader, headMany, headOne, readMany, readOne, TierWalk, type TierRead, type Walked } from './tier-walk.js';
 import { listKeys, type KeyListing, type ListKeysOptions } from './key-listing.js';
 import { SystemSecrets } from './system-secret.js';
-import { TierWriter } from './tier-writer.js';
+import { TierWriter, type Exclusive } from './tier-writer.js';
 import type {
   CoordinatorEvent,
   CoordinatorOptions,
@@ -332,9 +332,13 @@ export class Coordinator {
     }
     const r = await this.writeLocks.run(lockId(ns, key), async () => {
       if (!conditional) return (await this.write(ns, key, p.value, p.encoding, opts, policy, 'restamp'))!;
-      const current = await this.checkPrecondition(ns, key, opts);
+      if (opts.ifNoneMatch) {
+        const create = await this.createVersion(ns, key);
+        const mode = create.ifAbsent ? 'create' : 'conditional';
+        return (await this.write(ns, key, p.value, p.encoding, opts, policy, mode, create.at))!;
+      }
       // If-Match: at the version read + 1, so the versioned write is a compare-and-set (see casVersion).
-      const at = opts.ifMatch !== undefined ? casVersion(current!) : undefined;
+      const at = casVersion((await this.checkPrecondition(ns, key, opts))!);
       return (await this.write(ns, key, p.value, p.encoding, opts, policy, 'conditional', at))!;
     });
     return this.settleWrite(ns, p, policy, r);
@@ -346,7 +350,7 @@ export class Coordinator {
   }
 
   /**
-   * If-Match / If-None-Match, checked under the key's lock so no local write interleaves. Returns the version read
+   * If-Match, checked under the key's lock so no local write interleaves (If-None-Match: {@link createVersion}). Returns the version read
    * (null: no live entry). Decided by head(): when a tier that might hold the key cannot answer, the write is
    * refused with 503 rather than decided on a partial view. A writer in another process that slips in after the
    * check is caught by the write that follows: an If-Match write goes in at {@link casVersion} of what was read,
@@ -354,17 +358,10 @@ export class Coordinator {
    * version would not be: a clock ahead of the other writer's would put it above, and undo, their acknowledged
    * write).
    */
-  private async checkPrecondition(
-    ns: string,
-    key: string,
-    opts: Pick<WriteOptions, 'ifMatch' | 'ifNoneMatch'>,
-  ): Promise<number | null> {
+  private async checkPrecondition(ns: string, key: string, opts: Pick<WriteOptions, 'ifMatch'>): Promise<number | null> {
     // Read past this container's near copy, which may be behind another process's write (a spurious conflict).
     this.near.drop(ns, key);
     const current = (await this.head(ns, key))?.header.version ?? null;
-    if (opts.ifNoneMatch && current !== null) {
-      throw new VersionConflictError(`key '${key}' already exists`, { expected: '*', current });
-    }
     if (opts.ifMatch === '*' && current === null) {
       throw new VersionConflictError(`key '${key}' does not exist`, { expected: '*', current });
     }
@@ -373,6 +370,40 @@ export class Coordinator {
       throw new VersionConflictError(message, { expected: opts.ifMatch, current });
     }
     return current;
+  }
+
+  /**
+   * The version an If-None-Match: * create goes in at, decided under the key's lock; a VersionConflictError when a
+   * live entry is there. Like If-Match, it is a compare-and-set on what the tiers hold, so that of creators racing
+   * in different processes exactly one write applies (a write at a fresh clock version would not be: the creator
+   * whose clock runs ahead would land above, and undo, the other's acknowledged create):
+   * - a record of the key (a tombstone, a marker, an entry an invalidation covers): {@link casVersion} of it, which
+   *   every write made since is at or above; both racers build on the same record, and a tier never applies one
+   *   version twice. It is above every copy any tier may still hold or later receive (promotions, migrations and
+   *   write-back flushes of older versions are at or below the record, which was written above them), and, for a
+   *   covered entry, above the namespace's invalidations, or the create would be covered too.
+   * - no record at all (never written, or its tombstone or value expired): a fresh clock version, as any write
+   *   takes, with `ifAbsent`: the arbitrating tier applies it only while it holds no record of the key. No version
+   *   two racers would both pick is safe here: a fixed one (say 1) could sit below an old copy still arriving (a
+   *   promotion or write-back flush of the expired value, a Redis snapshot brought back) and would name two
+   *   different values over the key's lifetime, breaking every ETag a client holds.
+   * Read past this container's near copy (which may be behind another process's write) and, like head(), refused
+   * with 503 rather than decided on a partial view.
+   */
+  private async createVersion(ns: string, key: string): Promise<{ at: number; ifAbsent: boolean }> {
+    this.near.drop(ns, key);
+    await this.invalidations.ready();
+    const policy = this.policies.forRead(ns, key);
+    const [w] = await this.reads.walk(ns, [key], headOne, (h) => h, policy.readTiers);
+    this.reads.assertCertain(w!, policy);
+    if (w!.hit) {
+      const current = headResult(w!.hit.item, w!.hit.tier).header.version;
+      throw new VersionConflictError(`key '${key}' already exists`, { expected: '*', current });
+    }
+    const record = w!.record;
+    if (!record) return { at: this.clock.next(), ifAbsent: true };
+    const floor = w!.invalidated ? Math.max(record.version, this.invalidations.ceiling(ns)) : record.version;
+    return { at: casVersion(floor), ifAbsent: false };
   }
 
   /**
@@ -673,7 +704,8 @@ export class Coordinator {
    * Stamps a value and writes it where placement says, re-stamped above any newer version it loses to (restamp.ts).
    * 'first-try': resolves undefined instead of re-stamping when the first attempt loses (the caller retries under
    * the key's lock); 'conditional': a loss is a conflict. `at`: exactly that version (a compare-and-set, see
-   * casVersion), never re-stamped.
+   * casVersion), never re-stamped, arbitrated by one tier (tier-writer.ts, Exclusive); 'create': `at` is a fresh
+   * version, applied only where the arbitrating tier holds no record of the key (createVersion).
    */
   private async write(
     ns: string,
@@ -682,7 +714,7 @@ export class Coordinator {
     encoding: EntryEncoding | undefined,
     opts: OriginWriteOptions,
     policy: NamespacePolicy,
-    mode: 'first-try' | 'conditional' | 'restamp',
+    mode: 'first-try' | 'conditional' | 'create' | 'restamp',
     at?: number,
   ): Promise<WriteResult | undefined> {
     const ttl = opts.ttlSeconds === undefined ? policy.defaultTtlSeconds : opts.ttlSeconds;
@@ -711,8 +743,9 @@ export class Coordinator {
       return undefined;
     }
     if (at !== undefined) {
-      // A compare-and-set (If-Match): exactly this version, and a loss is a conflict.
-      const r = await this.attemptWrite(ns, key, base, value, placement, policy, at);
+      // A compare-and-set (If-Match, If-None-Match): exactly this version, and a loss is a conflict.
+      const exclusive = { ifAbsent: mode === 'create' };
+      const r = await this.attemptWrite(ns, key, base, value, placement, policy, at, exclusive);
       if (!r.ok) throw conflictDuringWrite(key, r.current);
       this.clock.observe(at);
       return r.value;
@@ -739,9 +772,10 @@ export class Coordinator {
     placement: Placement,
     policy: NamespacePolicy,
     version: number,
+    exclusive?: Exclusive,
   ): Promise<Attempt<WriteResult>> {
     const entry: Entry = { header: { ...base, version }, value };
-    const r = await this.writer.write(ns, key, entry, placement, policy);
+    const r = await this.writer.write(ns, key, entry, placement, policy, exclusive);
     if (!r.ok) return r;
     this.nearFill(ns, key, entry, policy);
     const size = base.encoding?.size ?? base.size;

@@ -217,6 +217,14 @@ export class Invalidations {
     return v <= c.maxPrefix && c.prefixes.covers(key, v);
   }
 
+  /**
+   * The highest generation in force in `ns` (0: none): a version above it is covered by no invalidation of the
+   * namespace. An exclusive create over an entry that is covered goes above it (coordinator.ts, createVersion).
+   */
+  ceiling(ns: string): number {
+    return this.compiled.get(ns)?.max ?? 0;
+  }
+
   /** The document as this coordinator holds it (stats, the audit route). */
   current(): InvalidationDocument {
     return this.doc;

@@ -18,6 +18,11 @@ export interface Walked<H> {
   negative?: boolean;
   /** The walk found an entry an invalidation covers: a miss (an origin is asked as for any miss). */
   invalidated?: boolean;
+  /**
+   * The header of what ended the walk, live or not: the hit, the tombstone, or an entry an invalidation covers
+   * (what an exclusive create builds its version on; undefined: no tier holds a record of the key).
+   */
+  record?: EntryHeader;
   /** The tier whose answer ended the walk (a hit or a tombstone); undefined: every tier missed or failed. */
   at?: TierName;
   /** Tiers that could not answer before the walk ended. */
@@ -155,6 +160,8 @@ export class TierWalk {
         }
         const cand = w.candidate && headerOf(w.candidate.item).version;
         w.at = tier.name;
+        // A marker or a miss goes on down: what a lower tier holds is the record (the marker is, if none does).
+        if (h) w.record = cand !== undefined && cand > h.version ? headerOf(w.candidate!.item) : h;
         if (h?.flags.tombstone) {
           if (cand !== undefined && cand > h.version) w.hit = w.candidate;
           // A tombstone an invalidation covers (a delete's, or an origin's negative entry) is a miss like a covered
@@ -182,6 +189,7 @@ export class TierWalk {
       const w = out[i]!;
       if (w.candidate) {
         w.hit = w.candidate;
+        w.record = headerOf(w.candidate.item);
         this.d.count(w.candidate.tier, 'hits');
       }
     }

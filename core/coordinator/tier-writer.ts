@@ -2,7 +2,8 @@ import { permanentDetails, StrataError, TierFencedError, TierUnavailableError } 
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { makeLocationMarker, makeTombstone } from '../model/entry.js';
 import { keyShardIndex } from '../model/keys.js';
-import type { Presigning, Tier, TierName } from '../tiers/tier.js';
+import type { Presigning, PutOptions, Tier, TierName } from '../tiers/tier.js';
+import { supportsCreateIfAbsent } from '../tiers/tier.js';
 import type { HotFence } from './hot-fence.js';
 import type { Placement } from './placement.js';
 import type { NamespacePolicy } from '../policy/namespace-settings.js';
@@ -14,6 +15,17 @@ export interface Written {
   tiers: TierName[];
   /** False when only hot holds it: a dirty write-back copy, or a namespace with no durable tier. */
   durable: boolean;
+}
+
+/**
+ * A conditional write (If-Match, If-None-Match) at a version chosen from what the precondition read: it must apply
+ * in at most one of several racing writers. One tier arbitrates, written first and alone (the namespace's lowest
+ * durable tier, or hot where hot is written first: write-back, or no durable tier), so the loser changes nothing;
+ * written to several tiers at once, each could pick a different winner, and every writer would lose somewhere.
+ */
+export interface Exclusive {
+  /** Also conditional on the arbiter holding no record of the key (a create of a key with none anywhere). */
+  ifAbsent: boolean;
 }
 
 /** What the writer needs from the coordinator. */
@@ -58,12 +70,22 @@ export class TierWriter {
     return this.d.fence && this.d.hot ? this.d.fence.current()[keyShardIndex(ns, key)]! : 0;
   }
 
-  /** One attempt at a write of `entry` (already stamped) where `placement` says. */
-  async write(ns: string, key: string, entry: Entry, placement: Placement, policy: NamespacePolicy): Promise<Attempt<Written>> {
+  /**
+   * One attempt at a write of `entry` (already stamped) where `placement` says; `exclusive`: a conditional write,
+   * arbitrated by one tier first (see {@link Exclusive}).
+   */
+  async write(
+    ns: string,
+    key: string,
+    entry: Entry,
+    placement: Placement,
+    policy: NamespacePolicy,
+    exclusive?: Exclusive,
+  ): Promise<Attempt<Written>> {
     const hot = placement.hot ? this.d.hot : undefined;
     const durable = this.tiersNamed(placement.durable);
     const epoch = this.epochOf(ns, key);
-    if (placement.shadow) {
+    if (placement.shadow && !exclusive) {
       // Before the value goes anywhere: once acknowledged, no tier another placement of the key wrote may serve older.
       const shadowed = await this.shadow(ns, key, entry.header, this.tiersNamed(placement.shadow));
       if (!shadowed.ok) return shadowed;
@@ -72,12 +94,14 @@ export class TierWriter {
     if (hot && placement.writeBack) {
       const dirty = stampEpoch({ header: { ...entry.header, flags: { dirty: true } }, value: entry.value }, epoch);
       try {
-        const o = await hot.put(ns, key, dirty);
+        const o = await hot.put(ns, key, dirty, ifAbsent(hot, exclusive));
         if (o.applied) return { ok: true, value: { tiers: [hot.name], durable: false } };
         if (!o.full) return { ok: false, current: o.current! };
         // No room for more dirty data: write this one through instead.
-      } catch {
+      } catch (e) {
         this.d.count(hot.name, 'errors'); // hot is down: write through to the durable tiers
+        // Unless the write is conditional: a racing writer's dirty copy may be in hot, where this one cannot see it.
+        if (exclusive) throw e instanceof TierUnavailableError ? e : new TierUnavailableError(hot.name, e);
       }
     }
 
@@ -93,7 +117,7 @@ export class TierWriter {
       try {
         // Stamped like every hot copy: unstamped, a fence that has raised the shard's epoch (a Redis it had not
         // seen before, a lost connection) could not vouch for it, and every read would miss this acknowledged write.
-        o = await hot.put(ns, key, stampEpoch(entry, epoch));
+        o = await hot.put(ns, key, stampEpoch(entry, epoch), ifAbsent(hot, exclusive));
       } catch (e) {
         this.d.count(hot.name, 'errors');
         throw e instanceof TierUnavailableError ? e : new TierUnavailableError(hot.name, e);
@@ -107,9 +131,24 @@ export class TierWriter {
       return { ok: false, current: o.current! };
     }
 
-    const below = await this.putDurable(ns, key, entry, durable);
-    if (!below.ok) return below;
-    const tiers = below.value;
+    let tiers: TierName[];
+    if (exclusive) {
+      // The arbiter first and alone: a loser is refused there and writes nothing anywhere.
+      const arbiter = durable[durable.length - 1]!;
+      const won = await this.putDurable(ns, key, entry, [arbiter], ifAbsent(arbiter, exclusive));
+      if (!won.ok) return won;
+      if (placement.shadow) {
+        const shadowed = await this.shadow(ns, key, entry.header, this.tiersNamed(placement.shadow));
+        if (!shadowed.ok) return shadowed;
+      }
+      const rest = await this.putDurable(ns, key, entry, durable.slice(0, -1));
+      if (!rest.ok) return rest;
+      tiers = [...rest.value, ...won.value];
+    } else {
+      const below = await this.putDurable(ns, key, entry, durable);
+      if (!below.ok) return below;
+      tiers = below.value;
+    }
     if (hot) {
       const around = placement.hot === 'marker';
       const copy = around ? makeLocationMarker(entry.header.version, entry.header.expiresAt) : entry;
@@ -182,8 +221,9 @@ export class TierWriter {
    * another durable tier took the value, and is refused with 503 otherwise, before anything is changed. Resolves the
    * tiers that took the value.
    */
-  async putDurable(ns: string, key: string, entry: Entry, durable: Tier[]): Promise<Attempt<TierName[]>> {
-    const results = await Promise.allSettled(durable.map((t) => t.put(ns, key, entry)));
+  async putDurable(ns: string, key: string, entry: Entry, durable: Tier[], opts?: PutOptions): Promise<Attempt<TierName[]>> {
+    if (durable.length === 0) return { ok: true, value: [] };
+    const results = await Promise.allSettled(durable.map((t) => t.put(ns, key, entry, opts)));
     const stale = maxStale(results);
     if (stale !== null) return { ok: false, current: stale };
     const failed = failedTiers(results, durable);
@@ -304,6 +344,15 @@ export class TierWriter {
       return 'fenced';
     }
   }
+}
+
+/**
+ * The arbiter's condition for an exclusive write of a key with no record: only a tier that can check it atomically
+ * is asked (tiers/tier.ts, CreatesIfAbsent). Elsewhere the create stays a plain versioned write at a fresh version,
+ * which two creators in different processes can both make (docs/API.md says where).
+ */
+function ifAbsent(arbiter: Tier, exclusive: Exclusive | undefined): PutOptions | undefined {
+  return exclusive?.ifAbsent && supportsCreateIfAbsent(arbiter) ? { ifAbsent: true } : undefined;
 }
 
 /** A copy for the hot tier, stamped with its shard's epoch. */

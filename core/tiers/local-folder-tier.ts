@@ -19,11 +19,13 @@ import {
 import { mapLimit } from '../util/concurrency.js';
 import { pageOfKeyListing } from './ordered-from-listing.js';
 import type {
+  CreatesIfAbsent,
   KeyOrdering,
   NewUpload,
   PresignedDownload,
   PresignedUrl,
   Presigning,
+  PutOptions,
   ScanOptions,
   KeyPage,
   ScanPage,
@@ -97,9 +99,10 @@ const BATCH_CONCURRENCY = 16;
  * Versioned writes to a key are serialised by a per-key mutex inside this process only: two processes must
  * not share a directory.
  */
-export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, Scanning, KeyOrdering {
+export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, Scanning, KeyOrdering, CreatesIfAbsent {
   readonly name: TierName;
   readonly kind = 'local-folder';
+  readonly createsIfAbsent = true;
   readonly dir: string;
   private readonly publicBaseUrl: string;
   private readonly tokens: BlobTokens;
@@ -148,7 +151,7 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
 
   // ---- writes ---------------------------------------------------------------------------------------------
 
-  async put(ns: string, key: string, entry: Entry): Promise<WriteOutcome> {
+  async put(ns: string, key: string, entry: Entry, opts?: PutOptions): Promise<WriteOutcome> {
     const path = this.entryPath(ns, key);
     const header: EntryHeader = {
       ...entry.header,
@@ -159,6 +162,7 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
     return this.withLock(path, async () => {
       const cur = await this.readHeader(path);
       if (cur && !isNewer(header.version, cur, this.now())) return { applied: false, current: cur.version };
+      if (cur && opts?.ifAbsent && !isExpired(cur, this.now())) return { applied: false, current: cur.version };
       await this.writeAtomic(path, [entry.value, trailer(header)]);
       return { applied: true, current: header.version };
     });

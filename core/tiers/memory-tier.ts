@@ -5,10 +5,12 @@ import { decodeKey, encodeKey } from '../model/keys.js';
 import { pageOfUnordered, type OrderedKeysPage, type OrderedKeysQuery } from '../model/key-order.js';
 import type {
   Confirming,
+  CreatesIfAbsent,
   DirtyTracking,
   KeyOrdering,
   KeyRef,
   Pinning,
+  PutOptions,
   ReadOptions,
   ScanOptions,
   ScanPage,
@@ -49,9 +51,10 @@ const SEP = '\u0000';
  * callers cannot mutate cached bytes. Neither dirty (write-back) nor pinned entries are ever evicted: when only
  * they are left, a write that does not fit is refused with `full`.
  */
-export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confirming, KeyOrdering {
+export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confirming, KeyOrdering, CreatesIfAbsent {
   readonly name: TierName;
   readonly kind = 'memory';
+  readonly createsIfAbsent = true;
   private readonly entries = new Map<string, Stored>();
   private readonly order: S3Fifo<string>;
   private readonly dirty = new Set<string>();
@@ -98,7 +101,11 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
     return !!e && isLive(e.header, this.now());
   }
 
-  async put(ns: string, key: string, entry: Entry): Promise<WriteOutcome> {
+  async put(ns: string, key: string, entry: Entry, opts?: PutOptions): Promise<WriteOutcome> {
+    if (opts?.ifAbsent) {
+      const existing = this.live(ns + SEP + key);
+      if (existing) return { applied: false, current: existing.header.version };
+    }
     return this.putSync(ns, key, entry);
   }
 

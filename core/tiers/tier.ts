@@ -34,6 +34,12 @@ export interface PutOptions {
    * Tiers that never evict on their own ignore it.
    */
   residencyMs?: number;
+  /**
+   * Create only: the write applies only if the tier holds no record of the key at all (a value, a tombstone or a
+   * location marker; an expired one counts as absent, as for every versioned write), checked atomically with the
+   * write. Only tiers that declare {@link CreatesIfAbsent} honour it; the coordinator asks no other tier.
+   */
+  ifAbsent?: boolean;
 }
 
 /**
@@ -192,6 +198,19 @@ export interface Incarnations {
   checkIncarnation(): Promise<{ same: true } | { same: false; token: string; previous: string | null }>;
   /** Records `token` as the incarnation whose contents the caller has made safe to read. */
   confirmIncarnation(token: string): Promise<void>;
+}
+
+/**
+ * A tier whose versioned write can also be conditional on the key having no record ({@link PutOptions.ifAbsent}):
+ * what an exclusive create (If-None-Match: *) of a key with no record anywhere needs, since no version both racing
+ * creators would pick is then known to be fresh (coordinator/coordinator.ts, createVersion).
+ */
+export interface CreatesIfAbsent {
+  readonly createsIfAbsent: true;
+}
+
+export function supportsCreateIfAbsent(t: Tier): t is Tier & CreatesIfAbsent {
+  return (t as Partial<CreatesIfAbsent>).createsIfAbsent === true;
 }
 
 export function supportsIncarnations(t: Tier): t is Tier & Incarnations {

@@ -32,6 +32,7 @@ import {
 import { StallWatchdog } from './stall-watchdog.js';
 import type {
   Confirming,
+  CreatesIfAbsent,
   DirtyTracking,
   Incarnations,
   KeyOrdering,
@@ -78,9 +79,10 @@ export { putCommand } from './resp-frames.js';
  *
  * Calls are bounded by a stall watchdog instead of per-command timers: see {@link RedisTierOptions.commandTimeoutMs}.
  */
-export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, Confirming, KeyOrdering {
+export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, Confirming, KeyOrdering, CreatesIfAbsent {
   readonly name: TierName;
   readonly kind = 'redis';
+  readonly createsIfAbsent = true;
   private readonly client: Client;
   private readonly prefix: string;
   private readonly ownsClient: boolean;
@@ -187,10 +189,12 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
     const dirty = dirtySetKey(this.prefix, shard);
     let sent: Promise<unknown>;
     try {
-      sent =
-        this.lean && this.client.status === 'ready'
+      const expiry = expiryArg(entry.header, opts?.residencyMs);
+      sent = opts?.ifAbsent
+        ? this.evalsha(PUT, id, dirty, encodeEntryBlob(entry), expiry, '1')
+        : this.lean && this.client.status === 'ready'
           ? this.sendNow(putCommand(id, dirty, entry, opts?.residencyMs))
-          : this.evalsha(PUT, id, dirty, encodeEntryBlob(entry), expiryArg(entry.header, opts?.residencyMs));
+          : this.evalsha(PUT, id, dirty, encodeEntryBlob(entry), expiry);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -541,17 +545,14 @@ export class RedisTier implements Tier, DirtyTracking, Scanning, Incarnations, C
   }
 
   /** Runs a script (two keys) with EVALSHA; errors, including NOSCRIPT, are the caller's (see {@link rerun}). */
-  private evalsha(s: Lua, key1: string, key2: string, arg1: string | Buffer, arg2?: string): Promise<unknown> {
+  private evalsha(s: Lua, key1: string, key2: string, arg1: string | Buffer, arg2?: string, arg3?: string): Promise<unknown> {
     const c = this.client;
+    const argv = arg2 === undefined ? [arg1] : arg3 === undefined ? [arg1, arg2] : [arg1, arg2, arg3];
     if (c.status === 'ready') {
-      if (!this.lean)
-        return arg2 === undefined ? c.evalsha(s.sha, '2', key1, key2, arg1) : c.evalsha(s.sha, '2', key1, key2, arg1, arg2);
-      const args = arg2 === undefined ? [s.sha, '2', key1, key2, arg1] : [s.sha, '2', key1, key2, arg1, arg2];
-      return this.sendNow(new Command('evalsha', args, STRING_REPLY));
+      if (!this.lean) return c.evalsha(s.sha, '2', key1, key2, ...argv);
+      return this.sendNow(new Command('evalsha', [s.sha, '2', key1, key2, ...argv], STRING_REPLY));
     }
-    return this.ready().then(() =>
-      arg2 === undefined ? c.evalsha(s.sha, '2', key1, key2, arg1) : c.evalsha(s.sha, '2', key1, key2, arg1, arg2),
-    );
+    return this.ready().then(() => c.evalsha(s.sha, '2', key1, key2, ...argv));
   }
 
   /**

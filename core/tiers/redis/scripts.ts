@@ -12,7 +12,8 @@ import type { EntryHeader, WriteOutcome } from '../../model/entry.js';
 const MEMBER_FN = `local function member(k) return string.sub(k, string.find(k, '}:', 1, true) + 2) end\n`;
 
 /**
- * KEYS: entry, dirty set. ARGV: blob, expiresAt ms ('' = none). Returns the new version when applied, else
+ * KEYS: entry, dirty set. ARGV: blob, expiresAt ms ('' = none), optionally '1': only if the key holds no entry at
+ * all (PutOptions.ifAbsent; an expired one is gone already). Returns the new version when applied, else
  * -1 - the stored version (integers: exact, versions are < 2^53). SET replaces the previous TTL; PXAT in the past
  * deletes the key at once.
  */
@@ -24,7 +25,7 @@ if type(cur) ~= 'string' then
   cur = ''
 end
 local ver = tonumber(string.sub(blob, 1, 16))
-if cur ~= '' and tonumber(string.sub(cur, 1, 16)) >= ver then return -1 - tonumber(string.sub(cur, 1, 16)) end
+if cur ~= '' and (ARGV[3] == '1' or tonumber(string.sub(cur, 1, 16)) >= ver) then return -1 - tonumber(string.sub(cur, 1, 16)) end
 if ARGV[2] == '' then redis.call('SET', KEYS[1], blob) else redis.call('SET', KEYS[1], blob, 'PXAT', ARGV[2]) end
 if string.byte(blob, 17) == 49 and redis.call('EXISTS', KEYS[1]) == 1 then
   -- NX keeps the time the entry first became dirty, so a hot key rewritten over and over still gets flushed.
