@@ -26,12 +26,14 @@ import { presignSeconds, S3Presigner } from './s3-presign.js';
 import { S3Uploads } from './s3-uploads.js';
 import { DEFAULT_S3_PREFIX, normalizePrefix, parseS3ObjectKey, s3ObjectKey } from './storage-key.js';
 import type {
+  CreatesIfAbsent,
   KeyOrdering,
   KeyPage,
   NewUpload,
   PresignedDownload,
   PresignedUrl,
   Presigning,
+  PutOptions,
   ScanOptions,
   ScanPage,
   Scanning,
@@ -108,9 +110,10 @@ const TOMBSTONE_TAG = 'strata-tombstone';
  * common "everything is zero bytes" ABA cannot happen; for live values it needs a concurrent rewrite of
  * identical bytes inside a HEAD→PUT window of milliseconds.
  */
-export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, KeyOrdering {
+export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, KeyOrdering, CreatesIfAbsent {
   readonly name: TierName;
   readonly kind = 's3';
+  readonly createsIfAbsent = true;
   readonly bucket: string;
   readonly prefix: string;
   private readonly client: S3Client;
@@ -223,12 +226,18 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, 
 
   // ---- writes ---------------------------------------------------------------------------------------------
 
-  async put(ns: string, key: string, entry: Entry): Promise<WriteOutcome> {
+  /**
+   * A versioned write: a compare-and-set on the object's ETag (or on its absence), re-read and decided again when
+   * another writer got there first. `ifAbsent` (an exclusive create): refused while any live record of the key is
+   * there; the same conditional PUT makes the check atomic, since a record created after the HEAD fails it.
+   */
+  async put(ns: string, key: string, entry: Entry, opts?: PutOptions): Promise<WriteOutcome> {
     const objectKey = s3ObjectKey(this.prefix, ns, key);
     const header = this.prepareHeader(entry);
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const cur = await this.headObject(objectKey);
       if (cur?.header && !isNewer(header.version, cur.header)) return { applied: false, current: cur.header.version };
+      if (opts?.ifAbsent && cur?.header && !isExpired(cur.header)) return { applied: false, current: cur.header.version };
       // Creating the entry's object (or taking over one we did not write): its order marker goes first.
       const markedAt = cur?.header ? undefined : await this.markers.mark(ns, key);
       try {

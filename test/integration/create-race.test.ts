@@ -1,5 +1,6 @@
 /**
- * If-None-Match: * over redis-server (hot, hot fence on), a cache node (warm) and the local folder tier (cold): two
+ * If-None-Match: * over redis-server (hot, hot fence on), a cache node (warm) and a cold tier (the local folder tier,
+ * and S3 in LocalStack, which decides write-through creates as a deployment's cold tier does): two
  * coordinators, one clock a second ahead of the other, race to create the same keys. For each key exactly one
  * create is acknowledged and kept, and a write after it still lands above it, in every layout the write path uses.
  */
@@ -24,13 +25,13 @@ const LAYOUTS = {
 
 type Outcome = { value: string; w?: WriteResult };
 
-describe('If-None-Match: * from two coordinators (redis, cache node, folder)', () => {
+describe.each(['folder', 's3'] as const)('If-None-Match: * from two coordinators (redis, cache node, %s)', (coldKind) => {
   let stack: TierStack;
   let a: Coordinator;
   let b: Coordinator;
 
   beforeAll(async () => {
-    stack = await startTierStack('folder');
+    stack = await startTierStack(coldKind);
     const policies = new PolicyRegistry({
       defaults: { nearCache: { enabled: false } },
       namespaces: Object.fromEntries(
