@@ -223,6 +223,7 @@ export class WorkflowsStack extends StrataStack {
       'replace-node': launches(`the dead node's and the rollback's ${terminate}`),
       'rolling-upgrade': launches(`the replaced nodes' and the rollback's ${terminate}`),
       'invalidation-sweep': common,
+      'order-markers': common,
     };
     for (const [name, machine] of Object.entries(workflows.stateMachines) as [WorkflowName, sfn.StateMachine][]) {
       for (const [f, reason] of Object.entries(findings[name])) {

@@ -25,7 +25,7 @@ import { NAMESPACE_PATTERN, validateNamespace } from '../model/keys.js';
 import { errName, isConflict, isNotFound, isNotImplemented } from './s3-errors.js';
 import { checkPartList, type CompletedPart, type MultipartPresigning, type PartUrl } from './multipart.js';
 import { decodeStored, encodeMeta, isHeaderValue, META_UPLOAD } from './s3-metadata.js';
-import { S3OrderMarkers, type PruneResult } from './s3-order-markers.js';
+import { S3OrderMarkers, type OrderMarkerPage, type PruneResult } from './s3-order-markers.js';
 import {
   DEFAULT_S3_PREFIX,
   normalizePrefix,
@@ -362,6 +362,11 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, 
     return this.markers.list(ns, q);
   }
 
+  /** One page of the order markers of `ns` with their ages (S3OrderMarkers.page), for a prune. */
+  async orderMarkerPage(ns: string, cursor: string | null, limit: number): Promise<OrderMarkerPage> {
+    return this.markers.page(ns, cursor, limit);
+  }
+
   /** Deletes the order markers of `keys` whose objects are gone for good (S3OrderMarkers.prune). */
   async pruneOrderMarkers(ns: string, keys: readonly string[]): Promise<PruneResult> {
     return this.markers.prune(ns, keys);
@@ -376,8 +381,9 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, 
   async backfillOrderMarkers(
     ns: string,
     cursor: string | null,
+    limit = 1000,
   ): Promise<{ listed: number; created: number; cursor: string | null }> {
-    const page = await this.keys(ns, { cursor, limit: 1000 });
+    const page = await this.keys(ns, { cursor, limit });
     const created = await this.markers.backfill(ns, page.keys);
     return { listed: page.keys.length, created, cursor: page.cursor };
   }

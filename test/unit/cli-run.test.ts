@@ -75,7 +75,8 @@ describe('strata --version and help', () => {
 });
 
 describe('mistakes are one line naming what was wrong and the help to run', () => {
-  const WORKFLOWS = 'scale-out, scale-in, evict-to-s3, tier-migrate, replace-node, rolling-upgrade, invalidation-sweep';
+  const WORKFLOWS =
+    'scale-out, scale-in, evict-to-s3, tier-migrate, replace-node, rolling-upgrade, invalidation-sweep, order-markers';
   const WORKLOAD = '(--value-size, --keys, --requests-per-month)';
   it.each([
     [['frobnicate'], "strata: unknown command 'frobnicate'; run 'strata help'\n"],
