@@ -400,6 +400,19 @@ export const environmentConfigSchema = z
          * @default 'evict-to-s3'
          */
         fillAlarmResponse: z.enum(['evict-to-s3', 'scale-out', 'none']).default('evict-to-s3'),
+        /**
+         * The order-markers workflow's prune (the S3 tier's key-order markers of objects gone for good) runs every
+         * this many hours; 0 = never (start it by hand). With `policies.evaluator` it is the policy rule
+         * default-prune-order-markers (at most 168: a policy timer's longest period); without, an EventBridge
+         * schedule. Its cost is one S3 LIST per 1,000 markers and one HEAD per marker older than an hour, two more
+         * and a DELETE for each stale one (docs/WORKFLOWS.md). @default 168 (weekly)
+         */
+        orderMarkerPruneEveryHours: z
+          .number()
+          .int('orderMarkerPruneEveryHours must be a whole number of hours (168 = weekly, 0 = off)')
+          .min(0, 'orderMarkerPruneEveryHours must be 0 (off) or a number of hours, e.g. 168 for weekly')
+          .max(8760, 'orderMarkerPruneEveryHours is at most 8760 (a year); 0 switches the prune off')
+          .default(168),
       })
       .prefault({}),
     policies: z
@@ -435,6 +448,16 @@ export const environmentConfigSchema = z
         message:
           `evictionEveryHours (${c.workflows.evictionEveryHours}) is at most 24 with the policy evaluator: the eviction ` +
           'schedule is the policy rule default-evict-schedule, whose timer fires at least daily (or set policies.evaluator: false)',
+      });
+    }
+    if (c.policies.evaluator && c.workflows.orderMarkerPruneEveryHours > 168) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['workflows', 'orderMarkerPruneEveryHours'],
+        message:
+          `orderMarkerPruneEveryHours (${c.workflows.orderMarkerPruneEveryHours}) is at most 168 with the policy evaluator: ` +
+          'the prune is the policy rule default-prune-order-markers, whose timer fires at least weekly ' +
+          '(use 168 or less, 0 for none, or set policies.evaluator: false)',
       });
     }
     if (new Set(c.availabilityZones).size !== c.availabilityZones.length)

@@ -9,6 +9,7 @@ import type { EnvironmentConfig } from '../config/schema.js';
  *   workflows.fillAlarmResponse    → default-evict-on-node-fill (evict-to-s3: EvictToS3; scale-out: one ScaleOut;
  *                                    none: no such rule), at monitoring.alarms.nodeFillWatermarkPercent
  *   workflows.evictionEveryHours   → default-evict-schedule (0: no such rule)
+ *   workflows.orderMarkerPruneEveryHours → default-prune-order-markers (0: no such rule)
  *   workflows.scaleTrigger         → default-prelaunch (paper 000's speculative scale-out)
  */
 export function policyDefaultsOf(config: EnvironmentConfig): DefaultRulesOptions {
@@ -18,6 +19,7 @@ export function policyDefaultsOf(config: EnvironmentConfig): DefaultRulesOptions
     nodeFill: w.fillAlarmResponse === 'evict-to-s3' ? 'evict' : w.fillAlarmResponse === 'scale-out' ? 'grow' : 'off',
     nodeFillPercent: config.monitoring.alarms.nodeFillWatermarkPercent,
     evictEveryHours: w.evictionEveryHours,
+    pruneOrderMarkersEveryHours: w.orderMarkerPruneEveryHours,
     prelaunch: {
       unit: t.unit,
       ...(t.capacity !== undefined ? { capacity: t.capacity } : {}),

@@ -39,12 +39,17 @@ export interface MonitoringStackProps extends StrataStackProps {
 
 /**
  * Workflows whose failed and timed-out executions have no CloudWatch alarm of their own: ReplaceNode,
- * RollingUpgrade and InvalidationSweep, whose two alarm metrics each ($0.20 a month) would take an idle dev environment over its $15 budget
+ * RollingUpgrade, InvalidationSweep and OrderMarkers, whose two alarm metrics each ($0.20 a month) would take an idle dev environment over its $15 budget
  * (README's idle-cost table, test/infra/idle-cost.test.ts). Their failed, timed-out and aborted executions reach the
  * alarm topic through an EventBridge rule on Step Functions' status-change events instead, which costs nothing (AWS
  * service events are free to match and deliver) but is best-effort delivery, as AWS documents it.
  */
-export const UNALARMED_WORKFLOWS: readonly WorkflowName[] = ['replace-node', 'rolling-upgrade', 'invalidation-sweep'];
+export const UNALARMED_WORKFLOWS: readonly WorkflowName[] = [
+  'replace-node',
+  'rolling-upgrade',
+  'invalidation-sweep',
+  'order-markers',
+];
 
 /** The ring document's prefix in the cold-tier bucket: the runtime's default (STRATA_WARM_RING_PREFIX). */
 export const RING_PREFIX: string = runtimeEnvSchema.shape.STRATA_WARM_RING_PREFIX.parse(undefined);

@@ -223,6 +223,7 @@ export class WorkflowsStack extends StrataStack {
       'replace-node': launches(`the dead node's and the rollback's ${terminate}`),
       'rolling-upgrade': launches(`the replaced nodes' and the rollback's ${terminate}`),
       'invalidation-sweep': common,
+      'order-markers': common,
     };
     for (const [name, machine] of Object.entries(workflows.stateMachines) as [WorkflowName, sfn.StateMachine][]) {
       for (const [f, reason] of Object.entries(findings[name])) {
@@ -252,6 +253,22 @@ export class WorkflowsStack extends StrataStack {
       });
     }
 
+    // The order markers' prune (the order-markers workflow, mode prune): with the evaluator, the policy rule
+    // default-prune-order-markers; without, an EventBridge schedule. A rate expression is `rate(value unit)` with a
+    // positive whole value and a unit of minutes, hours or days (singular for 1); CDK writes the largest whole unit:
+    // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-scheduled-rule-pattern.html#eb-rate-expressions
+    if (hardWired && config.workflows.orderMarkerPruneEveryHours > 0) {
+      new events.Rule(this, 'OrderMarkerPruneSchedule', {
+        description: `Strata ${config.name}: prune the S3 tier's order markers of objects gone for good`,
+        schedule: events.Schedule.rate(Duration.hours(config.workflows.orderMarkerPruneEveryHours)),
+        targets: [
+          new targets.SfnStateMachine(workflows.stateMachines['order-markers'], {
+            input: events.RuleTargetInput.fromObject({ mode: 'prune' }),
+          }),
+        ],
+      });
+    }
+
     if (config.policies.evaluator) {
       const ticker = new PolicyTicker(this, 'PolicyTicker', {
         namePrefix: `strata-${config.name}`,
@@ -272,13 +289,14 @@ export class WorkflowsStack extends StrataStack {
       // reports (the daemons' heartbeat, core/nodes/heartbeat-probe.ts: `nodeStats` below), marks a node
       // DOWN in the ring (a compare-and-set of the ring document: its only write there; no migration, lock or progress
       // document), keeps its own state (health/checker), reads the operators' switch (health/controls), and starts
-      // ReplaceNode for each node it marks.
+      // ReplaceNode for each node it marks. It starts OrderMarkers' prune for default-prune-order-markers.
       const listed = [
         'scale-out',
         'scale-in',
         'evict-to-s3',
         'tier-migrate',
         'replace-node',
+        'order-markers',
       ] as const satisfies readonly WorkflowName[];
       ticker.evaluator
         .bindRingStore(data.coldTier, {

@@ -4,6 +4,7 @@ import { WORKFLOW_NAMES, type WorkflowName } from '../workflows/progress.js';
 import { scaleInBeginInput, scaleOutBeginInput } from '../workflows/steps/scale-steps.js';
 import { replaceNodeRequest } from '../workflows/steps/replace-steps.js';
 import { rollingUpgradeRequest } from '../workflows/steps/upgrade-steps.js';
+import { orderMarkersRequest } from '../workflows/steps/order-marker-steps.js';
 import { sweepRequest } from '../workflows/steps/sweep-steps.js';
 import {
   DEFAULT_LIST_LIMIT,
@@ -89,6 +90,7 @@ const INPUT_SCHEMAS: Readonly<Record<WorkflowName, z.ZodType<Record<string, unkn
   'replace-node': replaceNodeRequest,
   'rolling-upgrade': rollingUpgradeRequest,
   'invalidation-sweep': sweepRequest,
+  'order-markers': orderMarkersRequest,
 };
 
 /**

@@ -269,6 +269,11 @@ function actionsOf(r: PolicyTickRuntime): EvaluatorActions {
       if (busy) return `skipped: an eviction is already running (${busy.execution})`;
       return (await required(wf).start('evict-to-s3', {})).execution;
     },
+    pruneOrderMarkers: async () => {
+      const busy = await running(['order-markers']);
+      if (busy) return `skipped: an order-markers run is already running (${busy.execution})`;
+      return (await required(wf).start('order-markers', { mode: 'prune' })).execution;
+    },
   };
 }
 

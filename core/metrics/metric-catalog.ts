@@ -246,6 +246,20 @@ export const METRICS = {
     [['Environment']],
     'entries an invalidation covered, removed from a tier by the invalidation-sweep workflow',
   ),
+  orderMarkersRemoved: def(
+    W,
+    'OrderMarkersRemoved',
+    'Count',
+    [['Environment']],
+    "stale S3 order markers (their object gone) deleted by the order-markers workflow's prune",
+  ),
+  orderMarkersCreated: def(
+    W,
+    'OrderMarkersCreated',
+    'Count',
+    [['Environment']],
+    "S3 order markers written for objects that had none by the order-markers workflow's backfill",
+  ),
   keysEvicted: def(W, 'KeysEvicted', 'Count', [['Environment']], 'keys moved from the warm tier to S3 by eviction'),
   nodeAllocationMs: def(W, 'NodeAllocationTime', 'Milliseconds', [['Environment']], 'from launch to a healthy cache node'),
   nodeRecoveryMs: def(

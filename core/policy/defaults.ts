@@ -82,6 +82,16 @@ export const defaultRulesOptionsSchema = z.strictObject({
     .max(24, 'evictEveryHours is at most 24 (a policy timer fires at least daily)')
     .default(0),
   /**
+   * `default-prune-order-markers`: the order-markers workflow's prune (the S3 tier's markers of objects gone for good)
+   * every this many hours. 0 = no such rule; at most 168 (a policy timer's longest period, a week). @default 0
+   */
+  pruneOrderMarkersEveryHours: z
+    .number()
+    .int()
+    .min(0)
+    .max(168, 'pruneOrderMarkersEveryHours is at most 168 (a policy timer fires at least weekly)')
+    .default(0),
+  /**
    * `default-prelaunch`: paper 000's speculative scale-out (core/workflows/trigger), with its settings (unit, capacity,
    * δ_L, δ_H, mode). The evaluator's state then holds `warm.prelaunchFillPercent`. Absent: no such rule.
    */
@@ -113,6 +123,15 @@ export function defaultRules(doc: PolicyDocument, options: DefaultRulesOptions =
         'so a node the fill rule did not catch still sheds its coldest entries',
       on: { timer: { everySeconds: o.evictEveryHours * 3600 } },
       do: [{ move: { from: 'warm', to: ['cold'] } }],
+    });
+  if (o.pruneOrderMarkersEveryHours > 0)
+    rules.push({
+      id: 'default-prune-order-markers',
+      description:
+        `Every ${o.pruneOrderMarkersEveryHours} hours, delete the S3 tier's key-order markers of objects gone for good ` +
+        '(the order-markers workflow, mode prune), so ordered key listings stop paying a read for each',
+      on: { timer: { everySeconds: o.pruneOrderMarkersEveryHours * 3600 } },
+      do: [{ maintain: { task: 'prune-order-markers' } }],
     });
   if (o.prelaunch) rules.push(prelaunchRule(o.prelaunch));
   rules.push({

@@ -94,9 +94,10 @@ const timerEvent = z.strictObject({
   /**
    * Every this many seconds. Below 1 s only the write-back flush honours it (it runs inside each API process);
    * background rules round up to 1 s. Background timers under a minute run in a Step Functions wait loop in AWS
-   * (EventBridge schedules fire at most once a minute), and in-process under `npm start`.
+   * (EventBridge schedules fire at most once a minute), and in-process under `npm start`. At most a week: the
+   * evaluator keeps each timer's last firing in its state, so a weekly upkeep (default-prune-order-markers) is a timer.
    */
-  timer: z.strictObject({ everySeconds: z.number().min(0.05).max(86_400) }),
+  timer: z.strictObject({ everySeconds: z.number().min(0.05).max(604_800) }),
 });
 /** Fires when every condition of the rule (`when`) holds; the event itself names the first one. */
 const thresholdEvent = z.strictObject({ threshold: conditionSchema });
@@ -180,6 +181,13 @@ export const responseSchema = z.union([
     }),
   }),
   z.strictObject({
+    /**
+     * Upkeep of the deployment's own data structures, started as a workflow: `prune-order-markers` deletes the S3
+     * tier's key-order markers of objects gone for good (the order-markers workflow, docs/WORKFLOWS.md).
+     */
+    maintain: z.strictObject({ task: z.enum(['prune-order-markers']) }),
+  }),
+  z.strictObject({
     /** Record the firing (metric, log line, history) and do nothing else. */
     alert: z.strictObject({ message: z.string().min(1).max(500) }),
   }),
@@ -193,7 +201,7 @@ export function responseKind(r: PolicyResponse): ResponseKind {
 }
 
 /** Responses that change the fleet or move data in bulk: background only, bounded by `controls`. */
-const BACKGROUND_ONLY = new Set<ResponseKind>(['copy', 'move', 'delete', 'grow', 'shrink']);
+const BACKGROUND_ONLY = new Set<ResponseKind>(['copy', 'move', 'delete', 'grow', 'shrink', 'maintain']);
 /** Responses that act on the object of one request: foreground action rules only. */
 const FOREGROUND_ONLY = new Set<ResponseKind>(['store', 'storeOnce', 'retrieve', 'compress', 'uncompress', 'encrypt', 'decrypt']);
 

@@ -45,6 +45,11 @@ export interface EvaluatorActions {
    * resolves with what it did or `skipped: <why>`. Absent: a hot-tier grow or shrink is skipped.
    */
   resizeHot?(percent: number, reason: string): Promise<string>;
+  /**
+   * Starts the prune of the S3 tier's stale order markers (the order-markers workflow, mode prune) unless one is
+   * running; resolves with the execution's name, or `skipped: <why>`. Absent: the upkeep is skipped.
+   */
+  pruneOrderMarkers?(reason: string): Promise<string>;
   /** Starts one ScaleOut (one node); resolves with the execution's name. */
   scaleOut(reason: string): Promise<string>;
   /** Starts one ScaleIn (one node). */
@@ -124,7 +129,7 @@ export interface EvaluatorOptions {
 type Controls = CompiledPolicy['document']['controls'];
 
 /** Responses the background executor carries out today (the rest are refused when the document is compiled). */
-export const BACKGROUND_RESPONSES = new Set(['alert', 'grow', 'shrink', 'copy', 'move', 'delete']);
+export const BACKGROUND_RESPONSES = new Set(['alert', 'grow', 'shrink', 'copy', 'move', 'delete', 'maintain']);
 
 const TRANSFERS = new Set(['copy', 'move', 'delete']);
 
@@ -270,6 +275,7 @@ export class BackgroundEvaluator implements FiringHistory {
     const blocked = this.blocked(controls, state, now);
     if (blocked) return record('suppressed', blocked);
     if (kind === 'move' && isEviction(rule)) return this.evict(rule, record);
+    if (kind === 'maintain') return this.maintain(rule, record);
     if (TRANSFERS.has(kind)) return this.runs.transfer(rule, response, now, record);
     try {
       const detail = await this.scale(kind as 'grow' | 'shrink', response, controls, rule.id, now);
@@ -360,6 +366,20 @@ export class BackgroundEvaluator implements FiringHistory {
       if (started.startsWith('skipped: ')) return record('skipped', started.slice(9));
       this.started.push(this.now());
       return record('done', `EvictToS3 started (execution ${started})`);
+    } catch (error) {
+      return record('failed', errorText(error));
+    }
+  }
+
+  /** Upkeep started as a workflow (`maintain`: the prune of stale order markers). */
+  private async maintain(rule: PolicyRule, record: (o: FiringOutcome, d: string) => Firing): Promise<Firing> {
+    const prune = this.opts.actions.pruneOrderMarkers;
+    if (!prune) return record('skipped', 'this runtime cannot start the order-markers workflow');
+    try {
+      const started = await prune(`policy rule ${rule.id}`);
+      if (started.startsWith('skipped: ')) return record('skipped', started.slice(9));
+      this.started.push(this.now());
+      return record('done', `OrderMarkers prune started (execution ${started})`);
     } catch (error) {
       return record('failed', errorText(error));
     }

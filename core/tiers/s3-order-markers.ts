@@ -61,6 +61,19 @@ export interface OrderMarkerDeps {
   unavailable(e: unknown): Error;
 }
 
+/** One marker of a {@link S3OrderMarkers.page}: the key it stands for and how old it is (by S3's LastModified). */
+export interface OrderMarker {
+  key: string;
+  /** Now (the tier's clock) less the marker's LastModified; a prune considers only those of at least ORDER_MARKER_MIN_AGE_MS. */
+  ageMs: number;
+}
+
+/** A page of a namespace's markers in listing order; `cursor` (null at the end) resumes after the last one. */
+export interface OrderMarkerPage {
+  markers: OrderMarker[];
+  cursor: string | null;
+}
+
 /** What {@link S3OrderMarkers.prune} did with each key it was given. */
 export interface PruneResult {
   /** Markers deleted: old, their object gone, unchanged since read. */
@@ -162,6 +175,39 @@ export class S3OrderMarkers {
   }
 
   /**
+   * One page of up to `limit` (at most 1,000, S3's page) markers of `ns`, with their ages, for a maintenance pass that
+   * prunes them: ListObjectsV2 answers each object's LastModified, so markers too young to prune cost no HEAD. The
+   * cursor is the encoded key of the page's last marker (the listing's StartAfter), not S3's continuation token: it
+   * stays valid for good, so a pass stopped mid-namespace resumes there in a later execution.
+   * https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html (StartAfter, Contents.LastModified)
+   */
+  async page(ns: string, cursor: string | null, limit: number): Promise<OrderMarkerPage> {
+    const folder = s3OrderMarkerFolder(this.d.prefix, ns);
+    let res;
+    try {
+      res = await this.d.client.send(
+        new ListObjectsV2Command({
+          Bucket: this.d.bucket,
+          Prefix: folder,
+          MaxKeys: Math.max(1, Math.min(1000, Math.floor(limit))),
+          ...(cursor ? { StartAfter: folder + cursor } : {}),
+        }),
+      );
+    } catch (e) {
+      throw this.d.unavailable(e);
+    }
+    const now = this.d.now();
+    const markers: OrderMarker[] = [];
+    for (const o of res.Contents ?? []) {
+      const key = o.Key === undefined ? undefined : parseS3OrderMarkerKey(this.d.prefix, ns, o.Key);
+      // No LastModified: counted as young (age 0), so never pruned on this page's word.
+      if (key !== undefined) markers.push({ key, ageMs: o.LastModified ? now - o.LastModified.getTime() : 0 });
+    }
+    const last = res.Contents?.at(-1)?.Key;
+    return { markers, cursor: res.IsTruncated && last !== undefined ? last.slice(folder.length) : null };
+  }
+
+  /**
    * Deletes the markers of `keys` whose object is gone, for good: each marker is read (ETag, LastModified), kept when
    * younger than {@link ORDER_MARKER_MIN_AGE_MS}, kept when its object exists (HEAD), and otherwise deleted with
    * `If-Match: <the ETag read>`. Why that never deletes the marker of an object that exists, or is being created:
@@ -236,4 +282,31 @@ export class S3OrderMarkers {
       throw this.d.unavailable(e);
     }
   }
+}
+
+/**
+ * A tier that keeps order markers and can maintain them (S3Tier): the order-markers workflow
+ * (core/workflows/steps/order-marker-steps.ts) prunes and backfills only tiers that pass {@link maintainsOrderMarkers};
+ * the others have no markers.
+ */
+export interface OrderMarkerMaintenance {
+  /** The tier's namespaces, sorted. */
+  namespaces(): Promise<string[]>;
+  orderMarkerPage(ns: string, cursor: string | null, limit: number): Promise<OrderMarkerPage>;
+  pruneOrderMarkers(ns: string, keys: readonly string[]): Promise<PruneResult>;
+  backfillOrderMarkers(
+    ns: string,
+    cursor: string | null,
+    limit?: number,
+  ): Promise<{ listed: number; created: number; cursor: string | null }>;
+}
+
+export function maintainsOrderMarkers<T extends object>(t: T): t is T & OrderMarkerMaintenance {
+  const m = t as Partial<OrderMarkerMaintenance>;
+  return (
+    typeof m.namespaces === 'function' &&
+    typeof m.orderMarkerPage === 'function' &&
+    typeof m.pruneOrderMarkers === 'function' &&
+    typeof m.backfillOrderMarkers === 'function'
+  );
 }

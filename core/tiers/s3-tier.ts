@@ -21,7 +21,7 @@ import type { CompletedPart, MultipartPresigning, PartUrl } from './multipart.js
 import { backoff, MAX_CAS_ATTEMPTS } from './s3-cas.js';
 import { isConflict, isNotFound, isNotImplemented } from './s3-errors.js';
 import { decodeStored, encodeMeta, headResultOf, type HeadResult } from './s3-metadata.js';
-import { S3OrderMarkers, type PruneResult } from './s3-order-markers.js';
+import { S3OrderMarkers, type OrderMarkerPage, type PruneResult } from './s3-order-markers.js';
 import { presignSeconds, S3Presigner } from './s3-presign.js';
 import { S3Uploads } from './s3-uploads.js';
 import { DEFAULT_S3_PREFIX, normalizePrefix, parseS3ObjectKey, s3ObjectKey } from './storage-key.js';
@@ -359,6 +359,11 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, 
     return this.markers.list(ns, q);
   }
 
+  /** One page of the order markers of `ns` with their ages (S3OrderMarkers.page), for a prune. */
+  async orderMarkerPage(ns: string, cursor: string | null, limit: number): Promise<OrderMarkerPage> {
+    return this.markers.page(ns, cursor, limit);
+  }
+
   /** Deletes the order markers of `keys` whose objects are gone for good (S3OrderMarkers.prune). */
   async pruneOrderMarkers(ns: string, keys: readonly string[]): Promise<PruneResult> {
     return this.markers.prune(ns, keys);
@@ -373,8 +378,9 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, 
   async backfillOrderMarkers(
     ns: string,
     cursor: string | null,
+    limit = 1000,
   ): Promise<{ listed: number; created: number; cursor: string | null }> {
-    const page = await this.keys(ns, { cursor, limit: 1000 });
+    const page = await this.keys(ns, { cursor, limit });
     const created = await this.markers.backfill(ns, page.keys);
     return { listed: page.keys.length, created, cursor: page.cursor };
   }

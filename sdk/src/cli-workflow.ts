@@ -3,8 +3,9 @@ import type { StrataClient } from './client.js';
 import { ProgressReporter, type ProgressOutput } from './progress.js';
 import { WORKFLOW_NAMES, type WorkflowExecution, type WorkflowExecutionDetail, type WorkflowName } from './workflows.js';
 
-export const WORKFLOW_USAGE = `  workflow start <workflow> [--mode incremental|parallel] [--input JSON] [--name NAME] [--wait]
-                       start an execution (${WORKFLOW_NAMES.join(', ')}); prints it as JSON
+export const WORKFLOW_USAGE = `  workflow start <workflow> [--mode incremental|parallel|prune|backfill] [--input JSON] [--name NAME] [--wait]
+                       start an execution (${WORKFLOW_NAMES.join(', ')}); prints it as JSON.
+                       --mode: incremental|parallel for the scale workflows, prune|backfill for order-markers
   workflow status <execution> [--wait]
                        print an execution with its progress as JSON
   workflow list [--workflow W] [--limit N] [--json]
@@ -158,7 +159,9 @@ export async function workflowCommand(
       if (!(WORKFLOW_NAMES as readonly string[]).includes(arg)) throw unknownWorkflow(arg);
       const input = parseInput(o.input);
       if (o.mode !== undefined) {
-        if (o.mode !== 'incremental' && o.mode !== 'parallel') throw usage('--mode is incremental or parallel');
+        // order-markers' modes are its upkeep (prune, backfill); the others' are migration modes.
+        const modes = arg === 'order-markers' ? ['prune', 'backfill'] : ['incremental', 'parallel'];
+        if (!modes.includes(o.mode)) throw usage(`--mode of ${arg} is ${modes.join(' or ')}`);
         input.mode = o.mode;
       }
       const started = await client.workflows.start(arg as WorkflowName, input, o.name === undefined ? {} : { name: o.name });

@@ -56,6 +56,7 @@ export const WORKFLOW_NAMES = [
   'replace-node',
   'rolling-upgrade',
   'invalidation-sweep',
+  'order-markers',
 ] as const;
 
 /** The workflows a deployment runs. */
@@ -95,7 +96,7 @@ export interface WorkflowProgressDocument {
 /**
  * What each workflow's progress counts (`total` and `done`): migration sessions (scale-out, scale-in), nodes evicted
  * from (evict-to-s3), batches (tier-migrate), for replace-node its phases (3: launched, took over, filled), and for
- * rolling-upgrade the nodes replaced; invalidation-sweep counts batches (one page of one tier each).
+ * rolling-upgrade the nodes replaced; invalidation-sweep and order-markers count batches (one page of one tier each).
  */
 export const WORKFLOW_PROGRESS_UNITS = {
   'scale-out': 'sessions',
@@ -105,6 +106,7 @@ export const WORKFLOW_PROGRESS_UNITS = {
   'replace-node': 'phases',
   'rolling-upgrade': 'nodes',
   'invalidation-sweep': 'batches',
+  'order-markers': 'batches',
 } as const satisfies Record<WorkflowName, string>;
 
 /** The progress document as the admin API returns it, with what a progress bar needs computed. */

@@ -120,6 +120,7 @@ export interface WorkflowInputs {
   'replace-node': ReplaceNodeInput;
   'rolling-upgrade': RollingUpgradeInput;
   'invalidation-sweep': InvalidationSweepInput;
+  'order-markers': OrderMarkersInput;
 }
 
 /**
@@ -131,6 +132,24 @@ export interface InvalidationSweepInput {
   /** Only keys under this prefix. */
   prefix?: string | undefined;
   /** Entries per batch (1-5000, default 500). */
+  limit?: number | undefined;
+}
+
+/**
+ * Input of the `order-markers` workflow: upkeep of the S3 tier's key-order markers (GET /v1/ns/{ns}/keys reads them).
+ * `prune` deletes the markers of objects gone for good (the deployment runs it weekly on its own); `backfill` gives
+ * objects written before markers existed one, so ordered listings find them (started by hand, once).
+ *
+ * @example
+ * ```ts
+ * const run = await strata.workflows.start('order-markers', { mode: 'backfill' });
+ * ```
+ */
+export interface OrderMarkersInput {
+  mode: 'prune' | 'backfill';
+  /** One namespace; absent: every namespace of the cold tier. */
+  ns?: string | undefined;
+  /** Markers (prune) or objects (backfill) per batch (1-1000, default 1000). */
   limit?: number | undefined;
 }
 

@@ -220,11 +220,11 @@ describe.each(ENVIRONMENT_NAMES)('%s: alarms on what the request metrics cannot 
     }
   });
 
-  it('alarms on ExecutionsFailed and ExecutionsTimedOut of every state machine but ReplaceNode, RollingUpgrade and InvalidationSweep (StateMachineArn)', () => {
+  it('alarms on ExecutionsFailed and ExecutionsTimedOut of every state machine but ReplaceNode, RollingUpgrade, InvalidationSweep and OrderMarkers (StateMachineArn)', () => {
     const all = Object.entries(s.stacks.workflows.stateMachines);
-    expect(all).toHaveLength(7);
+    expect(all).toHaveLength(8);
     // Their two alarm metrics each would take an idle dev over its budget (test/infra/idle-cost.test.ts): none.
-    expect(UNALARMED_WORKFLOWS).toEqual(['replace-node', 'rolling-upgrade', 'invalidation-sweep']);
+    expect(UNALARMED_WORKFLOWS).toEqual(['replace-node', 'rolling-upgrade', 'invalidation-sweep', 'order-markers']);
     for (const wf of UNALARMED_WORKFLOWS)
       for (const suffix of ['failed', 'timed-out']) expect(alarms[name(`wf-${wf}-${suffix}`)]).toBeUndefined();
     const machines = all.filter(([wf]) => !UNALARMED_WORKFLOWS.includes(wf as WorkflowName));

@@ -34,10 +34,37 @@ describe('with the policy evaluator (prod)', () => {
       expect({ fn: f.Properties.Description, v: defaultsOf(f) }).toEqual({ fn: f.Properties.Description, v: expected });
     // What the rules are: the node-fill eviction at the alarm's watermark, EvictToS3 every 6 hours, paper 000's trigger.
     const options = defaultRulesOptionsSchema.parse(JSON.parse(expected));
-    expect(options).toMatchObject({ nodeFill: 'evict', nodeFillPercent: 85, evictEveryHours: 6 });
+    expect(options).toMatchObject({
+      nodeFill: 'evict',
+      nodeFillPercent: 85,
+      evictEveryHours: 6,
+      pruneOrderMarkersEveryHours: 168,
+    });
     expect(options.prelaunch).toMatchObject({ unit: 'bytes', lowRate: 50, highRate: 250, mode: 'incremental' });
     const ids = compilePolicyInput({}, { background: true, defaults: options }).rules.map((r) => r.id);
-    expect(ids).toEqual(expect.arrayContaining(['default-evict-on-node-fill', 'default-evict-schedule', 'default-prelaunch']));
+    expect(ids).toEqual(
+      expect.arrayContaining([
+        'default-evict-on-node-fill',
+        'default-evict-schedule',
+        'default-prelaunch',
+        'default-prune-order-markers',
+      ]),
+    );
+  });
+
+  it('lets the evaluator start, list and follow OrderMarkers, for the rule default-prune-order-markers', () => {
+    const evaluator = functions(prod.templates.workflows).find((f) => /policy evaluator/i.test(f.Properties.Description ?? ''));
+    const arns = JSON.parse(
+      JSON.stringify(evaluator?.Properties.Environment?.Variables?.STRATA_WORKFLOW_ARNS ?? '{}'),
+    ) as unknown;
+    expect(JSON.stringify(arns)).toMatch(/order-markers/);
+    const statements = Object.values(prod.templates.workflows.findResources('AWS::IAM::Policy')).flatMap(
+      (p) =>
+        (p as { Properties: { PolicyDocument: { Statement: { Action: string | string[]; Resource: unknown }[] } } }).Properties
+          .PolicyDocument.Statement,
+    );
+    const start = statements.filter((s) => [s.Action].flat().includes('states:StartExecution'));
+    expect(JSON.stringify(start.map((s) => s.Resource))).toMatch(/WorkflowsOrderMarkers/);
   });
 
   it('deploys neither the trigger nor its schedule and alarms, and watches the ticker instead', () => {
@@ -65,6 +92,17 @@ describe('without the policy evaluator (policies.evaluator: false)', () => {
     wf.hasResourceProperties('AWS::Events::Rule', {
       ScheduleExpression: 'rate(6 hours)',
       Targets: [Match.objectLike({ Arn: { Ref: Match.stringLikeRegexp('^WorkflowsEvictToS3') } })],
+    });
+    // The order markers' prune, weekly. A rate expression's unit is plural for a value above 1 and singular for 1
+    // (`rate(1 hours)` is refused): https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rate-expressions.html
+    wf.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(7 days)',
+      Targets: [
+        Match.objectLike({
+          Arn: { Ref: Match.stringLikeRegexp('^WorkflowsOrderMarkers') },
+          Input: JSON.stringify({ mode: 'prune' }),
+        }),
+      ],
     });
     expect(stacks.workflows.policyTicker).toBeUndefined();
   });
@@ -115,5 +153,32 @@ describe('config', () => {
     expect(message).toMatch(/evictionEveryHours \(48\) is at most 24 with the policy evaluator.*policies\.evaluator: false/);
     const off = { dev: { ...dev, workflows: { evictionEveryHours: 48 }, policies: { evaluator: false } } };
     expect(loadEnvironmentConfig('dev', { context: {}, env: {} }, off).workflows.evictionEveryHours).toBe(48);
+  });
+
+  it('refuses an order-marker prune period the rule cannot have, and a bad one, and says what to do', () => {
+    const load = (workflows: Record<string, unknown>, policies?: Record<string, unknown>) =>
+      loadEnvironmentConfig('dev', { context: {}, env: {} }, { dev: { ...dev, workflows, ...(policies ? { policies } : {}) } });
+    expect(configErrorOf(() => load({ orderMarkerPruneEveryHours: 336 }))).toMatch(
+      /orderMarkerPruneEveryHours \(336\) is at most 168 with the policy evaluator.*policies\.evaluator: false/,
+    );
+    expect(load({ orderMarkerPruneEveryHours: 336 }, { evaluator: false }).workflows.orderMarkerPruneEveryHours).toBe(336);
+    expect(configErrorOf(() => load({ orderMarkerPruneEveryHours: 1.5 }))).toMatch(/whole number of hours/);
+    expect(configErrorOf(() => load({ orderMarkerPruneEveryHours: -1 }))).toMatch(/0 \(off\)/);
+    expect(load({}).workflows.orderMarkerPruneEveryHours).toBe(168);
+  });
+
+  it('deploys no prune schedule with 0, with or without the evaluator', () => {
+    const config = loadEnvironmentConfig(
+      'dev',
+      { context: {}, env: {} },
+      {
+        dev: { ...dev, workflows: { orderMarkerPruneEveryHours: 0 }, policies: { evaluator: false } },
+      },
+    );
+    const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] }, analyticsReporting: false });
+    const stacks = buildStrataApp(app, { config, cacheNodeBundle: CacheNodeBundle.fromEntry(PLACEHOLDER_CACHENODE), nag: false });
+    const targets = JSON.stringify(Template.fromStack(stacks.workflows).findResources('AWS::Events::Rule'));
+    expect(targets).not.toMatch(/WorkflowsOrderMarkers/);
+    expect(policyDefaultsOf(config).pruneOrderMarkersEveryHours).toBe(0);
   });
 });

@@ -40,11 +40,11 @@ function shape(def: AslDefinition): string[] {
 }
 
 describe('Workflows stack', () => {
-  it('deploys the seven state machines, logging every event and traced', () => {
-    expect(WORKFLOW_NAMES).toHaveLength(7);
+  it('deploys the eight state machines, logging every event and traced', () => {
+    expect(WORKFLOW_NAMES).toHaveLength(8);
     expect(
       Object.keys(wf.findResources('AWS::StepFunctions::StateMachine', { Properties: { StateMachineType: 'STANDARD' } })),
-    ).toHaveLength(7);
+    ).toHaveLength(8);
     for (const w of WORKFLOW_NAMES) {
       wf.hasResourceProperties('AWS::StepFunctions::StateMachine', {
         StateMachineName: `strata-prod-${w}`,
@@ -116,7 +116,7 @@ describe('Workflows stack', () => {
     const schedules = Object.values(wf.findResources('AWS::Events::Rule')).map(
       (r) => (r as { Properties: { ScheduleExpression?: string } }).Properties.ScheduleExpression,
     );
-    // Only the policy ticker's minute.
+    // Only the policy ticker's minute (the order markers' prune is the rule default-prune-order-markers).
     expect(schedules).toEqual(['rate(1 minute)']);
   });
 
@@ -129,6 +129,31 @@ describe('Workflows stack', () => {
     ) as { Properties: { Targets?: unknown[] } }[];
     expect(rules.length).toBeGreaterThan(0);
     expect(rules.filter((r) => (r.Properties.Targets ?? []).length > 0)).toEqual([]);
+  });
+
+  it("lets the step Lambda list, HEAD, put and conditionally delete the order markers (<prefix>/_k/), no more than the tier's", () => {
+    // The steps reach the markers through the cold tier's own grant (ColdTierBucket.accessPolicy): object actions on
+    // <prefix>/* (which holds _k/) and s3:ListBucket on the bucket, unscoped by s3:prefix as the tier lists namespaces
+    // too. A conditional delete (If-Match) needs s3:GetObject besides s3:DeleteObject, and HeadObject is authorized by
+    // s3:GetObject: https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-delete-enforce.html
+    // https://docs.aws.amazon.com/AmazonS3/latest/API/API_HeadObject.html (Permissions)
+    const data = prod.templates.data;
+    const policies = Object.values(data.findResources('AWS::IAM::ManagedPolicy')) as {
+      Properties: { Description?: string; PolicyDocument: { Statement: (Statement & { Sid?: string })[] } };
+    }[];
+    const tier = policies.find((p) => /^Strata cold tier: objects under v1\//.test(p.Properties.Description ?? ''));
+    expect(tier).toBeDefined();
+    const bySid = Object.fromEntries(tier!.Properties.PolicyDocument.Statement.map((s) => [s.Sid, s]));
+    expect([bySid.TierObjects!.Action].flat()).toEqual(
+      expect.arrayContaining(['s3:GetObject', 's3:PutObject', 's3:DeleteObject']),
+    );
+    expect(JSON.stringify(bySid.TierObjects!.Resource)).toMatch(/"\/v1\/\*"/);
+    expect([bySid.HeadBucket!.Action].flat()).toEqual(['s3:ListBucket']);
+    // The step function has that policy and no other S3 grant of its own for the markers.
+    const stepRole = prod.stacks.workflows.stepFunction.role;
+    const stepRoleId = Stack.of(stepRole).getLogicalId(stepRole.node.defaultChild as CfnElement);
+    const role = wf.findResources('AWS::IAM::Role')[stepRoleId] as { Properties: { ManagedPolicyArns: unknown[] } };
+    expect(JSON.stringify(role.Properties.ManagedPolicyArns)).toMatch(/ColdTierAccessPolicy/);
   });
 
   it('gives ReplaceNode exactly the IAM statements of ScaleOut: it launches and terminates nodes the same way', () => {

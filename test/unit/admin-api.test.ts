@@ -218,6 +218,7 @@ describe('admin API: workflow executions (admin Lambda handler, LocalWorkflowSer
       'replace-node',
       'rolling-upgrade',
       'invalidation-sweep',
+      'order-markers',
     ];
     expect(err.details).toEqual({ field: 'workflow', valid });
     expect(err.message).toContain(valid.join(', '));

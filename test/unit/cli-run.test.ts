@@ -75,7 +75,8 @@ describe('strata --version and help', () => {
 });
 
 describe('mistakes are one line naming what was wrong and the help to run', () => {
-  const WORKFLOWS = 'scale-out, scale-in, evict-to-s3, tier-migrate, replace-node, rolling-upgrade, invalidation-sweep';
+  const WORKFLOWS =
+    'scale-out, scale-in, evict-to-s3, tier-migrate, replace-node, rolling-upgrade, invalidation-sweep, order-markers';
   const WORKLOAD = '(--value-size, --keys, --requests-per-month)';
   it.each([
     [['frobnicate'], "strata: unknown command 'frobnicate'; run 'strata help'\n"],
@@ -99,6 +100,14 @@ describe('mistakes are one line naming what was wrong and the help to run', () =
     [
       ['workflow', 'start', 'scale-up'],
       `strata: unknown workflow 'scale-up'; workflows: ${WORKFLOWS}; run 'strata help workflow'\n`,
+    ],
+    [
+      ['workflow', 'start', 'order-markers', '--mode', 'parallel'],
+      "strata: --mode of order-markers is prune or backfill; run 'strata help workflow'\n",
+    ],
+    [
+      ['workflow', 'start', 'scale-out', '--mode', 'backfill'],
+      "strata: --mode of scale-out is incremental or parallel; run 'strata help workflow'\n",
     ],
     [['cost', '--keys', '5'], `strata: cost: --value-size is required with a workload ${WORKLOAD}; run 'strata help cost'\n`],
     [['cost', '--region', 'x'], `strata: cost: give a workload ${WORKLOAD} or --paper-2010 --tables; run 'strata help cost'\n`],
@@ -190,6 +199,20 @@ describe('strata get', () => {
     expect(sent).toEqual(['"7"', '"6"']);
     const bad = await strata(['get', 'k', '--if-none-match', 'abc']);
     expect([bad.code, bad.err]).toEqual([2, expect.stringMatching(/--if-none-match must be a version/)]);
+  });
+});
+
+describe('strata workflow start order-markers', () => {
+  it('starts the backfill by hand: --mode backfill is the input', async () => {
+    const seen: { method: string; path: string; body: string }[] = [];
+    suite.server.script((req, res) => {
+      seen.push({ method: req.method, path: req.path, body: req.body.toString() });
+      const at = '2026-11-21T12:00:00.000Z';
+      sendJson(res, 202, { execution: 'om-1', workflow: 'order-markers', status: 'RUNNING', startedAt: at, stoppedAt: null });
+    });
+    const r = await strata(['workflow', 'start', 'order-markers', '--mode', 'backfill']);
+    expect([r.code, JSON.parse(r.out)]).toEqual([0, expect.objectContaining({ execution: 'om-1', workflow: 'order-markers' })]);
+    expect(seen).toEqual([{ method: 'POST', path: '/v1/admin/workflows/order-markers/executions', body: '{"mode":"backfill"}' }]);
   });
 });
 

@@ -99,6 +99,7 @@ describe('the evaluator runs the former loops', () => {
       scaleOut: async (reason) => (calls.push(`scale-out: ${reason}`), 'so-1'),
       scaleIn: async (reason) => (calls.push(`scale-in: ${reason}`), 'si-1'),
       evict: async (reason) => (calls.push(`evict: ${reason}`), 'ev-1'),
+      pruneOrderMarkers: async (reason) => (calls.push(`prune-order-markers: ${reason}`), 'om-1'),
     };
     const ev = new BackgroundEvaluator({ actions, state: async () => state, now: () => now.t });
     return { ev, calls };
@@ -133,6 +134,37 @@ describe('the evaluator runs the former loops', () => {
     now.t += 1_000;
     await ev.tick(policy);
     expect(calls).toEqual(['evict: policy rule default-evict-schedule']);
+  });
+
+  it('prunes the order markers weekly (a week-long timer), the first period counted from the first tick, none at 0', async () => {
+    const [rule] = defaultRules(emptyDoc, { pruneOrderMarkersEveryHours: 168 }).filter(
+      (r) => r.id === 'default-prune-order-markers',
+    );
+    expect(rule).toMatchObject({ on: { timer: { everySeconds: 604_800 } }, do: [{ maintain: { task: 'prune-order-markers' } }] });
+    expect(defaultRules(emptyDoc, {}).map((r) => r.id)).not.toContain('default-prune-order-markers');
+    expect(() => defaultRules(emptyDoc, { pruneOrderMarkersEveryHours: 169 })).toThrow(/at most 168/);
+    const policy = compilePolicyInput({}, { background: true, defaults: { nodeFill: 'off', pruneOrderMarkersEveryHours: 168 } });
+    const now = { t: T0 };
+    const { ev, calls } = evaluator({ tiers: {} }, now);
+    await ev.tick(policy);
+    now.t += 604_799_000;
+    await ev.tick(policy);
+    expect(calls).toEqual([]);
+    now.t += 1_000;
+    const firings = await ev.tick(policy);
+    expect(calls).toEqual(['prune-order-markers: policy rule default-prune-order-markers']);
+    expect(firings).toEqual([
+      expect.objectContaining({ rule: 'default-prune-order-markers', response: 'maintain', outcome: 'done' }),
+    ]);
+  });
+
+  it('refuses maintain in the foreground: it starts a workflow', () => {
+    expect(() =>
+      compilePolicyInput(
+        { rules: [{ id: 'r', on: { action: 'put' }, mode: 'foreground', do: [{ maintain: { task: 'prune-order-markers' } }] }] },
+        { background: true },
+      ),
+    ).toThrow(/maintain runs in the background/);
   });
 });
 

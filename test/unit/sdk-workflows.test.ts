@@ -498,7 +498,7 @@ describe('strata workflow (CLI command, in-process)', () => {
     const cases: [string[], object, RegExp][] = [
       [['start'], {}, /needs a workflow name/],
       [['start', 'scale-up'], {}, /unknown workflow 'scale-up'; workflows: scale-out, scale-in, evict-to-s3, tier-migrate/],
-      [['start', 'scale-out'], { mode: 'sideways' }, /--mode is incremental or parallel/],
+      [['start', 'scale-out'], { mode: 'sideways' }, /--mode of scale-out is incremental or parallel/],
       [['start', 'scale-out'], { input: '{bad' }, /--input is not valid JSON/],
       [['start', 'scale-out'], { input: '[1]' }, /--input must be a JSON object/],
       [['status'], {}, /needs an execution name/],

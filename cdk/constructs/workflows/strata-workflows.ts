@@ -6,6 +6,7 @@ import { Construct } from 'constructs';
 import type { WorkflowName } from '../../../core/workflows/progress.js';
 import { EvictToS3Definition } from './evict-to-s3.js';
 import { InvalidationSweepDefinition } from './invalidation-sweep.js';
+import { OrderMarkersDefinition } from './order-markers.js';
 import type { FleetLaunch } from './fleet-launch.js';
 import { ReplaceNodeDefinition } from './replace-node.js';
 import { RollingUpgradeDefinition } from './rolling-upgrade.js';
@@ -34,6 +35,7 @@ export const WORKFLOW_IDS: Readonly<Record<WorkflowName, string>> = {
   'replace-node': 'ReplaceNode',
   'rolling-upgrade': 'RollingUpgrade',
   'invalidation-sweep': 'InvalidationSweep',
+  'order-markers': 'OrderMarkers',
 };
 
 /** The workflows as Step Functions state machines (standard type: long, exactly-once steps). */
@@ -55,6 +57,7 @@ export class StrataWorkflows extends Construct {
       }).definition,
       'invalidation-sweep': new InvalidationSweepDefinition(this, 'InvalidationSweepStates', { fn: props.stepFunction })
         .definition,
+      'order-markers': new OrderMarkersDefinition(this, 'OrderMarkersStates', { fn: props.stepFunction }).definition,
     };
     const machines = {} as Record<WorkflowName, sfn.StateMachine>;
     for (const [name, chain] of Object.entries(definitions) as [WorkflowName, sfn.IChainable][]) {

@@ -6,6 +6,7 @@ import { ProgressStore, ScaleLocks } from '../progress.js';
 import { replaceSteps } from './replace-steps.js';
 import { scaleSteps, type ScaleDeps } from './scale-steps.js';
 import { upgradeSteps } from './upgrade-steps.js';
+import { orderMarkerSteps } from './order-marker-steps.js';
 import { sweepSteps } from './sweep-steps.js';
 import type { StepHandlers } from './registry.js';
 
@@ -47,6 +48,7 @@ export function stepHandlers(d: WorkflowDeps): StepHandlers {
   const r = replaceSteps(d);
   const u = upgradeSteps(d);
   const sweep = sweepSteps(d);
+  const markers = orderMarkerSteps(d);
   return {
     'scale-out.begin': s.scaleOutBegin,
     'scale-out.check-node': s.checkNode,
@@ -76,5 +78,7 @@ export function stepHandlers(d: WorkflowDeps): StepHandlers {
     'rolling-upgrade.rollback': u.rollback,
     'invalidation-sweep.begin': sweep.begin,
     'invalidation-sweep.batch': sweep.batch,
+    'order-markers.begin': markers.begin,
+    'order-markers.batch': markers.batch,
   };
 }

@@ -36,6 +36,8 @@ export const STEP_NAMES = [
   'rolling-upgrade.rollback',
   'invalidation-sweep.begin',
   'invalidation-sweep.batch',
+  'order-markers.begin',
+  'order-markers.batch',
 ] as const;
 export type StepName = (typeof STEP_NAMES)[number];
 
