@@ -231,13 +231,14 @@ describe('Policy ticker', () => {
       expect([k, flushEnv[k]]).toEqual([k, expect.anything()]);
   });
 
-  it('lets the evaluator start, list and describe exactly ScaleOut, ScaleIn, EvictToS3, TierMigrate and ReplaceNode', () => {
+  it('lets the evaluator start, list and describe exactly ScaleOut, ScaleIn, EvictToS3, TierMigrate, ReplaceNode and OrderMarkers', () => {
     // StartExecution and ListExecutions act on a stateMachine resource, DescribeExecution on an execution:
     // https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsstepfunctions.html
     const machines = prod.stacks.workflows.stateMachines;
     // TierMigrate for its listing: a grow or shrink never starts while a migration runs. ReplaceNode: the failure
     // detector starts it for each node it marks DOWN (and the workflow service lists every machine it is given).
-    const workflows = ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate', 'replace-node'] as const;
+    // OrderMarkers: the weekly prune, default-prune-order-markers.
+    const workflows = ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate', 'replace-node', 'order-markers'] as const;
     const refs = workflows.map((w) => ({ Ref: idOf(machines[w]) }));
     const statements = statementsOf(wf, evaluatorRoleId);
     const states = statements.filter((st) => actions(st).some((a) => a.startsWith('states:')));
@@ -245,12 +246,13 @@ describe('Policy ticker', () => {
     expect(starts).toHaveLength(1);
     expect(actions(starts[0]!).sort()).toEqual(['states:ListExecutions', 'states:StartExecution']);
     expect([starts[0]!.Resource].flat()).toEqual(expect.arrayContaining(refs));
-    expect([starts[0]!.Resource].flat()).toHaveLength(5);
+    expect([starts[0]!.Resource].flat()).toHaveLength(6);
     const describe = states.find((st) => actions(st).includes('states:DescribeExecution'))!;
     const executions = (w: string) => ({
       'Fn::Join': ['', ['arn:aws:states:us-east-1:', { Ref: 'AWS::AccountId' }, `:execution:strata-prod-${w}:*`]],
     });
-    expect(describe.Resource).toEqual(['evict-to-s3', 'replace-node', 'scale-in', 'scale-out', 'tier-migrate'].map(executions));
+    const described = ['evict-to-s3', 'order-markers', 'replace-node', 'scale-in', 'scale-out', 'tier-migrate'];
+    expect(describe.Resource).toEqual(described.map(executions));
     expect(states).toHaveLength(2);
     // The workflow names it may start, by the ARNs of exactly those (core/composition/workflow-service-env.ts).
     const arns = JSON.stringify(env.STRATA_WORKFLOW_ARNS);

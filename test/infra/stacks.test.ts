@@ -447,6 +447,7 @@ describe('Stacks', () => {
             // The policy ticker runs the background rules (policies.evaluator): the firing history is in the store.
             'STRATA_POLICY_EVALUATOR',
             'STRATA_POLICY_STORE',
+            'STRATA_TAG_SWEEP_WINDOW_MINUTES',
             'STRATA_TENANT_ACCESS',
             'STRATA_URL_TTL_SECONDS',
             // The invalidations document (namespace flushes, the invalidation log): the cold tier's, named on its own.
@@ -485,6 +486,8 @@ describe('Stacks', () => {
           'STRATA_REDIS_USERNAME',
           'STRATA_S3_BUCKET',
           'STRATA_S3_PREFIX',
+          // Tag invalidations' shared sweeps (core/api/namespace-operations.ts).
+          'STRATA_TAG_SWEEP_WINDOW_MINUTES',
           ...tenants,
           'STRATA_URL_TTL_SECONDS',
           'STRATA_WARM_RING_BUCKET',
@@ -558,6 +561,7 @@ describe('Stacks', () => {
           const WORKFLOWS = [
             'evict-to-s3',
             'invalidation-sweep',
+            'order-markers',
             'replace-node',
             'rolling-upgrade',
             'scale-in',
