@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import type { Tier } from '../../tiers/tier.js';
 import { ConfigError } from '../../errors.js';
+import type { WorkflowName } from '../progress.js';
 import {
   evictBatch,
   planEviction,
@@ -31,7 +32,29 @@ const REPORT_LINES = 200;
  */
 const REPORT_BYTES = 96 * 1024;
 
-const execution = z.string().min(1).max(128);
+/** The execution's name, which every step receives (the progress document's id). */
+export const execution = z.string().min(1).max(128);
+
+/**
+ * A first state's input: the execution's name, the workflow's own name (optional, checked), and the request's
+ * fields, which the workflow's schema then validates.
+ */
+export function firstStateInput(
+  raw: Record<string, unknown>,
+  workflow: WorkflowName,
+): { exec: string; request: Record<string, unknown> } {
+  const {
+    execution: exec,
+    workflow: _w,
+    ...request
+  } = z.looseObject({ execution, workflow: z.literal(workflow).optional() }).parse(raw);
+  return { exec, request };
+}
+
+/** The configured tiers top-down (hot, warm, cold): the order the invalidation sweep and the order-marker upkeep visit. */
+export function tiersTopDown(d: Pick<DataStepDeps, 'tiers'>): Tier[] {
+  return [d.tiers.hot, d.tiers.warm, d.tiers.cold].filter((t): t is Tier => t !== undefined);
+}
 
 /** The options of an EvictToS3 execution that apply to every node's batches. */
 const evictOptions = z.strictObject({
@@ -183,11 +206,7 @@ export function dataSteps(d: DataStepDeps) {
 
     /** Validates a TierMigrate request (first state): bad input fails the execution before anything moves. */
     async tierMigrateBegin(raw: Record<string, unknown>) {
-      const {
-        execution: exec,
-        workflow: _w,
-        ...request
-      } = z.looseObject({ execution, workflow: z.literal('tier-migrate').optional() }).parse(raw);
+      const { exec, request } = firstStateInput(raw, 'tier-migrate');
       tierMigrateInput.parse(request); // the batches' own validation, before anything moves
       await d.progress.update(exec, 'tier-migrate', (p) => {
         p.phase = `${String(request.action)} ${JSON.stringify(request.selector)} from ${String(request.from)}`;

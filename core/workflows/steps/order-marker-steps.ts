@@ -3,7 +3,7 @@ import { NAMESPACE_PATTERN } from '../../model/keys.js';
 import { maintainsOrderMarkers, ORDER_MARKER_MIN_AGE_MS } from '../../tiers/s3-order-markers.js';
 import type { Tier } from '../../tiers/tier.js';
 import { log } from '../../util/logger.js';
-import type { DataStepDeps } from './data-steps.js';
+import { execution, firstStateInput, tiersTopDown, type DataStepDeps } from './data-steps.js';
 
 /**
  * OrderMarkers: upkeep of the S3 tier's key-order index (core/tiers/s3-order-markers.ts). Markers are never deleted on
@@ -33,8 +33,6 @@ export const orderMarkersRequest = z.strictObject({
 });
 export type OrderMarkersRequest = z.infer<typeof orderMarkersRequest>;
 
-const TIER_ORDER = ['hot', 'warm', 'cold'] as const;
-
 export interface OrderMarkersTotals {
   mode: 'prune' | 'backfill';
   /** Markers (prune) or entry objects (backfill) listed. */
@@ -56,7 +54,6 @@ export interface OrderMarkersTotals {
   unsupported: boolean;
 }
 
-const execution = z.string().min(1).max(128);
 const batchInput = z.looseObject({
   execution,
   batch: z.looseObject({
@@ -70,16 +67,12 @@ const batchInput = z.looseObject({
 });
 
 export function orderMarkerSteps(d: DataStepDeps) {
-  const tiers = (): Tier[] => TIER_ORDER.map((n) => d.tiers[n]).filter((t): t is Tier => t !== undefined);
+  const tiers = (): Tier[] => tiersTopDown(d);
 
   return {
     /** Validates the request (first state): a bad one fails the execution before anything is listed. */
     async begin(raw: Record<string, unknown>) {
-      const {
-        execution: exec,
-        workflow: _w,
-        ...rest
-      } = z.looseObject({ execution, workflow: z.literal('order-markers').optional() }).parse(raw);
+      const { exec, request: rest } = firstStateInput(raw, 'order-markers');
       const request = orderMarkersRequest.parse(rest);
       await d.progress.update(exec, 'order-markers', (p) => {
         p.phase = `${request.mode === 'prune' ? 'pruning' : 'backfilling'} order markers of ${

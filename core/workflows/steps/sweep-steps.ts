@@ -3,7 +3,7 @@ import { Invalidations, tierInvalidationRegister } from '../../coordinator/inval
 import { HybridLogicalClock } from '../../model/hlc.js';
 import { NAMESPACE_PATTERN } from '../../model/keys.js';
 import { supportsScan, type Tier } from '../../tiers/tier.js';
-import type { DataStepDeps } from './data-steps.js';
+import { execution, firstStateInput, tiersTopDown, type DataStepDeps } from './data-steps.js';
 
 /**
  * InvalidationSweep: the physical removal of entries that invalidations cover (coordinator/invalidations.ts), after
@@ -37,8 +37,6 @@ export const sweepRequest = z.strictObject({
 });
 export type SweepRequest = z.infer<typeof sweepRequest>;
 
-const TIER_ORDER = ['hot', 'warm', 'cold'] as const;
-
 export interface SweepTotals {
   scanned: number;
   removed: number;
@@ -49,7 +47,6 @@ export interface SweepTotals {
   tiers: Record<string, { scanned: number; removed: number }>;
 }
 
-const execution = z.string().min(1).max(128);
 const batchInput = z.looseObject({
   execution,
   batch: z.looseObject({
@@ -61,7 +58,7 @@ const batchInput = z.looseObject({
 });
 
 export function sweepSteps(d: DataStepDeps) {
-  const tiers = (): Tier[] => TIER_ORDER.map((n) => d.tiers[n]).filter((t): t is Tier => t !== undefined);
+  const tiers = (): Tier[] => tiersTopDown(d);
   /** The generations in force, read fresh (the lowest tier holds them). */
   const generations = async (): Promise<Invalidations> => {
     const all = tiers();
@@ -74,11 +71,7 @@ export function sweepSteps(d: DataStepDeps) {
   return {
     /** Validates the request (first state): a bad one fails the execution before anything is removed. */
     async begin(raw: Record<string, unknown>) {
-      const {
-        execution: exec,
-        workflow: _w,
-        ...rest
-      } = z.looseObject({ execution, workflow: z.literal('invalidation-sweep').optional() }).parse(raw);
+      const { exec, request: rest } = firstStateInput(raw, 'invalidation-sweep');
       const request = sweepRequest.parse(rest);
       await d.progress.update(exec, 'invalidation-sweep', (p) => {
         p.phase = `sweeping ${request.prefix === undefined ? 'namespace' : `prefix '${request.prefix}' of`} '${request.ns}'`;
