@@ -143,6 +143,7 @@ export class Coordinator {
         this.hotUnknown++;
         this.onEvent({ type: 'hot-copy-unknown', ns, error });
       },
+      dirtied: () => this.flusher?.dirtied(this.flushTimer),
     });
     this.values = new StoredValues(opts.codec ?? new ValueCodec(), {
       tiers: this.tiers,

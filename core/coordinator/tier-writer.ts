@@ -38,6 +38,8 @@ export interface TierWriterDeps {
   count(tier: TierName, what: 'errors'): void;
   /** A durable write's hot copy failed or its outcome is unknown (before it is fenced off). */
   hotUnknown(ns: string, error: unknown): void;
+  /** A dirty (write-back) copy landed in hot: someone must flush it, whatever the settings in force by now. */
+  dirtied(): void;
 }
 
 /**
@@ -95,7 +97,10 @@ export class TierWriter {
       const dirty = stampEpoch({ header: { ...entry.header, flags: { dirty: true } }, value: entry.value }, epoch);
       try {
         const o = await hot.put(ns, key, dirty, ifAbsent(hot, exclusive));
-        if (o.applied) return { ok: true, value: { tiers: [hot.name], durable: false } };
+        if (o.applied) {
+          this.d.dirtied();
+          return { ok: true, value: { tiers: [hot.name], durable: false } };
+        }
         if (!o.full) return { ok: false, current: o.current! };
         // No room for more dirty data: write this one through instead.
       } catch (e) {

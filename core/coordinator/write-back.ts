@@ -57,6 +57,8 @@ export class WriteBackFlusher {
   private draining = false;
   /** The shortest write-back interval of the settings before the last change (null: they had none). */
   private policyInterval: number | null;
+  /** Dirty copies that landed while the settings in force had no write-back (see {@link dirtied}). */
+  private lateDirty = 0;
 
   constructor(opts: WriteBackFlusherOptions) {
     this.opts = opts;
@@ -77,6 +79,20 @@ export class WriteBackFlusher {
     this.policyInterval = next;
     const wanted = next ?? (this.draining ? this.drainInterval : this.intervalMs);
     if (timer && wanted !== null && wanted !== this.intervalMs) this.schedule(wanted);
+  }
+
+  /**
+   * A dirty copy landed in hot. A write that chose write-back just before settings without it came into force can
+   * land after this flusher's drain found hot clean and stopped (its pass listed before the write landed); without
+   * this, that acknowledged write stayed in hot alone, skipped by the final flush at shutdown too, until write-back
+   * came back. So a copy landing while no write-back is in force starts (or prolongs) the drain.
+   */
+  dirtied(timer: boolean): void {
+    if (this.policyInterval !== null) return; // the policy's own timer flushes it
+    this.lateDirty++;
+    if (this.draining) return;
+    this.draining = true;
+    if (timer && this.intervalMs !== this.drainInterval) this.schedule(this.drainInterval);
   }
 
   private schedule(intervalMs: number | null): void {
@@ -147,9 +163,11 @@ export class WriteBackFlusher {
     this.last = Date.now();
     const { hot } = this.opts;
     const policies = this.opts.policies();
+    const late = this.lateDirty;
     const dirty = await hot.listDirty(limit);
     this.full = dirty.length >= limit;
-    if (dirty.length === 0 && this.draining) {
+    // Hot is clean, unless a late dirty copy landed after the listing (it is listed by the next pass).
+    if (dirty.length === 0 && this.draining && this.lateDirty === late) {
       this.draining = false;
       if (this.opts.policies().minFlushIntervalMs() === null) this.schedule(null);
     }

@@ -10,7 +10,7 @@ import { VersionConflictError } from '../../core/errors.js';
 import { HybridLogicalClock } from '../../core/model/hlc.js';
 import { PolicyRegistry } from '../../core/policy/namespace-settings.js';
 import type { Tier } from '../../core/tiers/tier.js';
-import { startTierStack, type TierStack } from './tier-stack.js';
+import { closeSharingTiers, startTierStack, type TierStack } from './tier-stack.js';
 
 const buf = (s: string) => Buffer.from(s);
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
@@ -56,7 +56,7 @@ describe.each(['folder', 's3'] as const)('If-None-Match: * from two coordinators
   }, 180_000);
 
   afterAll(async () => {
-    await Promise.allSettled([a?.close(), b?.close()]);
+    await closeSharingTiers(a, b);
     await stack?.close();
   });
 

@@ -7,7 +7,7 @@
  */
 import { Coordinator } from '../../core/coordinator/coordinator.js';
 import { PolicyRegistry } from '../../core/policy/namespace-settings.js';
-import { startTierStack, type TierStack } from './tier-stack.js';
+import { closeSharingTiers, startTierStack, type TierStack } from './tier-stack.js';
 
 describe('a namespace that writes to the hot tier alone (redis, hot fence on)', () => {
   let stack: TierStack;
@@ -18,7 +18,7 @@ describe('a namespace that writes to the hot tier alone (redis, hot fence on)', 
   }, 180_000);
 
   afterAll(async () => {
-    await Promise.allSettled(coordinators.map((c) => c.close()));
+    await closeSharingTiers(...coordinators);
     await stack?.close();
   });
 

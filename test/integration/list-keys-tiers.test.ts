@@ -9,7 +9,7 @@ import { compareKeys } from '../../core/model/key-order.js';
 import { HybridLogicalClock } from '../../core/model/hlc.js';
 import { PolicyRegistry } from '../../core/policy/namespace-settings.js';
 import { entry } from './warm-fixtures.js';
-import { startTierStack, type TierStack } from './tier-stack.js';
+import { closeSharingTiers, startTierStack, type TierStack } from './tier-stack.js';
 
 const NS = 'lst';
 
@@ -33,7 +33,7 @@ describe('listing keys across redis, a cache node and S3', () => {
   }, 180_000);
 
   afterAll(async () => {
-    await Promise.allSettled([a?.close(), b?.close()]);
+    await closeSharingTiers(a, b);
     await stack?.close();
   });
 

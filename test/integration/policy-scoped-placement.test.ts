@@ -6,7 +6,7 @@
  */
 import { Coordinator } from '../../core/coordinator/coordinator.js';
 import { compilePolicyInput } from '../../core/policy/compile.js';
-import { startTierStack, type TierStack } from './tier-stack.js';
+import { closeSharingTiers, startTierStack, type TierStack } from './tier-stack.js';
 
 const NS = 'scoped';
 const put = { action: 'put' } as const;
@@ -43,8 +43,7 @@ describe('scoped placement and retrieve over redis, a cache node and a folder', 
   });
 
   afterAll(async () => {
-    await writer?.close().catch(() => {});
-    await reader?.close().catch(() => {});
+    await closeSharingTiers(writer, reader);
     await stack?.close();
   });
 

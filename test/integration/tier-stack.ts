@@ -15,6 +15,7 @@ import { RingView } from '../../core/ring/view.js';
 import { LocalFolderTier } from '../../core/tiers/local-folder-tier.js';
 import { RedisTier } from '../../core/tiers/redis/redis-tier.js';
 import { S3Tier } from '../../core/tiers/s3-tier.js';
+import type { Coordinator } from '../../core/coordinator/coordinator.js';
 import type { Tier } from '../../core/tiers/tier.js';
 import { WarmTier } from '../../core/tiers/warm-tier.js';
 import { removeBucket, testRedisUrl, testS3Endpoint, uniqueName } from '../helpers/env.js';
@@ -32,6 +33,20 @@ export interface TierStack {
 }
 
 /** Every file under `dir`, concatenated. */
+/**
+ * Closes coordinators that share one stack's tiers. Each one's close() closes the tiers it was given, so closed
+ * together the first to finish destroyed the S3 client under the other's writes still in flight. Those requests
+ * (already sent) landed in the bucket after it was emptied, and deleting it failed with BucketNotEmpty. So all of
+ * them finish their background work and flush what they hold dirty before any closes.
+ */
+export async function closeSharingTiers(...coordinators: (Coordinator | undefined)[]): Promise<void> {
+  const open = coordinators.filter((c): c is Coordinator => c !== undefined);
+  await Promise.allSettled(open.map((c) => c.drain()));
+  for (const c of open) while ((await c.flushDirty().catch(() => 0)) > 0);
+  await Promise.allSettled(open.map((c) => c.drain()));
+  for (const c of open) await c.close().catch(() => {});
+}
+
 export function filesUnder(dir: string): Buffer {
   const parts: Buffer[] = [];
   const walk = (d: string): void => {
