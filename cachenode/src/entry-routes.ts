@@ -107,12 +107,15 @@ export class EntryRoutes {
       } catch {
         throw new HttpError('VALIDATION_FAILED', `${ENTRY_HEADER} is not a valid entry header`);
       }
+      const ifAbsent = query.get('ifAbsent') === '1';
       const outcome = await withPooledBody(this.bodySlabs, this.store, req, this.config.maxValueBytes, (value) => {
         // Ownership check and write decision in one synchronous step (see CacheNode's class comment).
         this.ctx.countRole(this.ctx.authorize(position, clientVersion, true));
-        return this.store.putAt(sk, { header, value });
+        return this.store.putAt(sk, { header, value }, undefined, ifAbsent);
       });
-      return sendJson(res, 200, outcome);
+      // Echoed so a client can tell this node honoured the condition (a node from before it ignores the query and
+      // would apply the create over a record the client must not overwrite).
+      return sendJson(res, 200, ifAbsent ? { ...outcome, ifAbsent: true } : outcome);
     }
     // delete
     const v = query.get('version');

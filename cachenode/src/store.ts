@@ -323,9 +323,12 @@ export class NodeStore {
     return this.putAt(storeKey(ns, key), entry);
   }
 
-  /** As {@link put}, by storage key; `headerJson` is the header as received, when the caller has it. */
-  putAt(sk: Buffer, entry: Entry, headerJson?: string): Promise<WriteOutcome> {
-    return this.putMany([{ ns: '', key: '', entry, sk, headerJson }]).then((o) => o[0]!);
+  /**
+   * As {@link put}, by storage key; `headerJson` is the header as received, when the caller has it. `ifAbsent`: an
+   * exclusive create, refused while the key has any live record (PutOptions.ifAbsent in core/tiers/tier.ts).
+   */
+  putAt(sk: Buffer, entry: Entry, headerJson?: string, ifAbsent?: boolean): Promise<WriteOutcome> {
+    return this.putMany([{ ns: '', key: '', entry, sk, headerJson, ifAbsent }]).then((o) => o[0]!);
   }
 
   /**
@@ -335,7 +338,7 @@ export class NodeStore {
    * behind a journaled write of the same key.
    */
   putMany(
-    items: { ns: string; key: string; entry: Entry; sk?: Buffer; headerJson?: string }[],
+    items: { ns: string; key: string; entry: Entry; sk?: Buffer; headerJson?: string; ifAbsent?: boolean | undefined }[],
     opts: { bulk?: boolean } = {},
   ): Promise<WriteOutcome[]> {
     this.assertWritable();
@@ -344,7 +347,8 @@ export class NodeStore {
     const direct: Direct = { commits: new Set(), queued: [] };
     for (const it of items) {
       const sk = it.sk ?? storeKey(it.ns, it.key);
-      outcomes.push(this.writes.decidePut(sk, idOf(sk), it.entry, it.headerJson, opts.bulk === true, journaled, direct));
+      const bulk = opts.bulk === true;
+      outcomes.push(this.writes.decidePut(sk, idOf(sk), it.entry, it.headerJson, bulk, journaled, direct, it.ifAbsent));
     }
     return this.writes.afterDecided(journaled, direct).then(() => outcomes);
   }

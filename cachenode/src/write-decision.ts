@@ -139,11 +139,14 @@ export class WriteDecider {
     bulk: boolean,
     journaled: WriteOp[],
     direct: Direct,
+    ifAbsent = false,
   ): WriteOutcome {
     const prev = this.pending.get(id);
     const cur = prev !== undefined ? prev.m : this.committedMeta(sk);
     const live = cur !== null && !this.expired(cur);
-    if (live && cur.version >= entry.header.version) return { applied: false, current: cur.version };
+    // An exclusive create (ifAbsent) is refused by any live record of the key, older or not: a value, a tombstone or
+    // a location marker (the coordinator's createVersion found none, so one that is here now was written since).
+    if (live && (ifAbsent || cur.version >= entry.header.version)) return { applied: false, current: cur.version };
     const json = headerJson ?? JSON.stringify(entry.header);
     const bytes = sk.length + Buffer.byteLength(json) + entry.value.length + ENTRY_OVERHEAD_BYTES;
     const before = cur?.bytes ?? 0;

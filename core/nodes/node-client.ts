@@ -261,9 +261,13 @@ export class NodeClient {
     return entryHeaderOf(url, res);
   }
 
-  async put(url: string, ns: string, key: string, entry: Entry, ringVersion: number): Promise<WriteOutcome> {
+  /**
+   * A versioned write. `ifAbsent`: an exclusive create, applied only while the node holds no live record of the key;
+   * a node that does not echo the condition back (one from before it) would have ignored it, and is an error.
+   */
+  async put(url: string, ns: string, key: string, entry: Entry, ringVersion: number, ifAbsent = false): Promise<WriteOutcome> {
     const res = await this.request(url, {
-      path: keyPath(ns, key),
+      path: keyPath(ns, key) + (ifAbsent ? '?ifAbsent=1' : ''),
       method: 'PUT',
       headers: {
         [RING_HEADER]: String(ringVersion),
@@ -273,7 +277,12 @@ export class NodeClient {
       body: entry.value,
     });
     if (res.statusCode !== 200) return this.fail(url, res);
-    return this.json<WriteOutcome>(url, res);
+    if (!ifAbsent) return this.json<WriteOutcome>(url, res);
+    const { ifAbsent: honoured, ...outcome } = await this.json<WriteOutcome & { ifAbsent?: true }>(url, res);
+    if (honoured !== true) {
+      throw new NodeRequestError(url, 501, 'IF_ABSENT_UNSUPPORTED', 'the cache node ignored an exclusive create: upgrade it');
+    }
+    return outcome;
   }
 
   async delete(url: string, ns: string, key: string, version: number | undefined, ringVersion: number): Promise<boolean> {

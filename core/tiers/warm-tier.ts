@@ -15,7 +15,19 @@ import {
 import { WarmCoalescer } from './warm-coalescer.js';
 import { DownFence } from './warm-down.js';
 import { listOrderedKeys } from './warm-ordered-keys.js';
-import type { KeyOrdering, Pinning, ReadOptions, ScanOptions, ScanPage, Scanning, Tier, TierName, TierStats } from './tier.js';
+import type {
+  CreatesIfAbsent,
+  KeyOrdering,
+  Pinning,
+  PutOptions,
+  ReadOptions,
+  ScanOptions,
+  ScanPage,
+  Scanning,
+  Tier,
+  TierName,
+  TierStats,
+} from './tier.js';
 
 export interface WarmTierOptions {
   /** The cached ring (refreshed from its store, and from the ring documents nodes send back with a 409). */
@@ -84,9 +96,10 @@ interface Routed {
  *   TierFencedError, which the coordinator's writer accepts when another durable tier took the value (see
  *   warm-down.ts).
  */
-export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering {
+export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIfAbsent {
   readonly name: TierName;
   readonly kind = 'cachenode';
+  readonly createsIfAbsent = true;
   readonly client: NodeClient;
   private readonly ring: RingView;
   private readonly ownsClient: boolean;
@@ -159,13 +172,31 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering {
     return h !== undefined && isLive(h);
   }
 
-  async put(ns: string, key: string, entry: Entry): Promise<WriteOutcome> {
+  async put(ns: string, key: string, entry: Entry, opts?: PutOptions): Promise<WriteOutcome> {
     const position = ringHash(ns, key);
+    if (opts?.ifAbsent) return this.create(position, ns, key, entry);
     if (this.coalesce && entry.value.length < this.coalesceMaxBytes) {
       const router = this.ring.current();
       if (router) return this.coalescer.enqueue<WriteOutcome>('put', router, position, ns, key, entry);
     }
     return this.write(position, (url, v) => this.client.put(url, ns, key, entry, v));
+  }
+
+  /**
+   * An exclusive create (PutOptions.ifAbsent), decided by the key's owner alone. A migration's pending target gets
+   * the plain versioned copy: it must follow the owner's decision, and a record it imported could otherwise refuse
+   * the value the owner took, leaving it behind the owner once it takes over. Never coalesced (a batch put carries no
+   * condition).
+   */
+  private create(position: string, ns: string, key: string, entry: Entry): Promise<WriteOutcome> {
+    const version = entry.header.version;
+    let tries = 0;
+    return this.write(position, async (url, ringVersion, owner) => {
+      const o = await this.client.put(url, ns, key, entry, ringVersion, owner);
+      // A retry of a create whose first try landed (its answer lost on the way) finds its own version there.
+      if (owner && tries++ > 0 && !o.applied && o.current === version) return { applied: true, current: version };
+      return o;
+    });
   }
 
   async delete(ns: string, key: string, version?: number): Promise<boolean> {
@@ -419,17 +450,18 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering {
 
   /**
    * A write to the owner and, while the range migrates, its pending target. The owner's answer is the outcome;
-   * a failed shadow write fails the call (the write is then not acknowledged: the target might miss it).
+   * a failed shadow write fails the call (the write is then not acknowledged: the target might miss it). `call`'s
+   * `owner` is true for the owner's write.
    */
-  private async write<T>(position: string, call: (url: string, ringVersion: number) => Promise<T>): Promise<T> {
+  private async write<T>(position: string, call: (url: string, ringVersion: number, owner: boolean) => Promise<T>): Promise<T> {
     let { router } = await this.routed(position);
     for (let attempt = 0; ; attempt++) {
       const route = router.route(position);
       this.checkDown(router, route);
       const pending = DownFence.shadowTarget(route);
       const [p, s] = await Promise.allSettled([
-        call(route.owner.url, router.version),
-        pending ? call(pending.url, router.version) : Promise.resolve(undefined),
+        call(route.owner.url, router.version, true),
+        pending ? call(pending.url, router.version, false) : Promise.resolve(undefined),
       ]);
       if (p.status === 'rejected') {
         if (attempt >= MAX_STALE_RETRIES) throw this.unavailable(p.reason);
@@ -464,7 +496,7 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering {
   private async writeOthers<T>(
     position: string,
     done: string,
-    call: (url: string, ringVersion: number) => Promise<T>,
+    call: (url: string, ringVersion: number, owner: boolean) => Promise<T>,
     router: RingRouter,
     attempt: number,
   ): Promise<void> {
@@ -472,7 +504,7 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering {
       const r = router.route(position);
       this.checkDown(router, r);
       const others = [r.owner.url, DownFence.shadowTarget(r)?.url].filter((u): u is string => u !== undefined && u !== done);
-      const results = await Promise.allSettled(others.map((u) => call(u, router.version)));
+      const results = await Promise.allSettled(others.map((u) => call(u, router.version, false)));
       const failed = results.find((x): x is PromiseRejectedResult => x.status === 'rejected');
       if (!failed) return;
       if (attempt >= MAX_STALE_RETRIES) throw this.unavailable(failed.reason);

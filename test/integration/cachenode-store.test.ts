@@ -80,6 +80,26 @@ describe('NodeStore (LMDB on a temp dir)', () => {
     expect(store.get('n', 'k')!.value.toString()).toBe('nine');
   });
 
+  it('takes an exclusive create only while the key has no live record: value, tombstone or pending write', async () => {
+    const create = (key: string, v: number) => store.putAt(storeKey('n', key), entry(v, `c${v}`), undefined, true);
+    await store.put('n', 'value', entry(3, 'old'));
+    await store.put('n', 'tomb', makeTombstone(3, 60_000));
+    await store.put('n', 'expired', entry(3, 'gone', { expiresAt: now + 1000 }));
+    now += 2000;
+    // A create above the record's version is still refused: the record was written after the caller looked.
+    await expect(create('value', 9)).resolves.toEqual({ applied: false, current: 3 });
+    await expect(create('tomb', 9)).resolves.toEqual({ applied: false, current: 3 });
+    await expect(create('expired', 9)).resolves.toEqual({ applied: true, current: 9 });
+    await expect(create('new', 9)).resolves.toEqual({ applied: true, current: 9 });
+    // Two creates decided in one turn (the first still journaled): the second sees the first.
+    await expect(Promise.all([create('both', 9), create('both', 10)])).resolves.toEqual([
+      { applied: true, current: 9 },
+      { applied: false, current: 9 },
+    ]);
+    expect(store.get('n', 'value')!.value.toString()).toBe('old');
+    expect(store.get('n', 'both')!.value.toString()).toBe('c9');
+  });
+
   it('keeps byte accounting and key count exact across replace, remove and reopen', async () => {
     await store.put('n', 'a', entry(1, 'x'.repeat(100)));
     await store.put('n', 'b', entry(1, 'y'.repeat(200)));

@@ -1,6 +1,7 @@
 /**
  * If-None-Match: * over redis-server (hot, hot fence on), a cache node (warm) and a cold tier (the local folder tier,
- * and S3 in LocalStack, which decides write-through creates as a deployment's cold tier does): two
+ * and S3 in LocalStack, which decides write-through creates as a deployment's cold tier does; the cache node decides
+ * where warm is the lowest durable tier): two
  * coordinators, one clock a second ahead of the other, race to create the same keys. For each key exactly one
  * create is acknowledged and kept, and a write after it still lands above it, in every layout the write path uses.
  */
@@ -21,6 +22,8 @@ const LAYOUTS = {
   back: { writeTiers: ['hot', 'cold'] as const, writeMode: 'write-back' as const, authority: 'hot' },
   'hot-only': { writeTiers: ['hot'] as const, authority: 'hot' },
   'cold-only': { writeTiers: ['cold'] as const, authority: 'cold' },
+  // Warm as the lowest durable tier: the key's cache node decides (its owner, over HTTP).
+  'warm-durable': { writeTiers: ['hot', 'warm'] as const, authority: 'warm' },
 };
 
 type Outcome = { value: string; w?: WriteResult };
@@ -76,7 +79,7 @@ describe.each(['folder', 's3'] as const)('If-None-Match: * from two coordinators
     const won = (await Promise.all(tries)).filter((o) => o.w);
     expect(won.map((o) => o.value)).toHaveLength(1);
     const winner = won[0]!;
-    const authority = stack[LAYOUTS[ns as keyof typeof LAYOUTS].authority as 'hot' | 'cold'] as Tier;
+    const authority = stack[LAYOUTS[ns as keyof typeof LAYOUTS].authority as 'hot' | 'warm' | 'cold'] as Tier;
     const stored = (await authority.get(ns, key))!;
     expect([stored.value.toString(), stored.header.version]).toEqual([winner.value, winner.w!.version]);
     for (const c of [a, b]) {

@@ -264,6 +264,23 @@ describe('NodeClient (node:http)', () => {
     await client.close();
   });
 
+  it('asks for an exclusive create, and refuses the answer of a node that ignored the condition', async () => {
+    handler = (req, res) => {
+      req.resume();
+      const echo = req.url!.endsWith('?ifAbsent=1') && !req.url!.includes('/old-node');
+      req.on('end', () => json(res, 200, { applied: true, current: 7, ...(echo ? { ifAbsent: true } : {}) }));
+    };
+    const client = track(new NodeClient({ secret: SECRET }));
+    await expect(client.put(url, 't', 'k', entry(7, 'v'), 1, true)).resolves.toEqual({ applied: true, current: 7 });
+    // A node from before exclusive creates applies the write over whatever it holds: not an answer to trust.
+    await expect(client.put(url, 't', 'old-node', entry(7, 'v'), 1, true)).rejects.toMatchObject({
+      name: 'NodeRequestError',
+      code: 'IF_ABSENT_UNSUPPORTED',
+    });
+    await expect(client.put(url, 't', 'old-node', entry(7, 'v'), 1)).resolves.toEqual({ applied: true, current: 7 });
+    await client.close();
+  });
+
   describe('streamed ranges', () => {
     const records = (n: number) =>
       Array.from({ length: n }, (_, i) => encodeEntryRecord('t', `k${i}`, entry(i + 1, Buffer.alloc(1000, i))));
