@@ -1,11 +1,11 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { constants as fsConstants, createReadStream } from 'node:fs';
-import { access, link, mkdir, open, opendir, readdir, readFile, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { constants as fsConstants } from 'node:fs';
+import { access, link, mkdir, open, opendir, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { NotFoundError, StrataError, TierUnavailableError, ValidationError } from '../errors.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
-import { decodeHeader, encodeHeader, isExpired, isLive, isNewer } from '../model/entry.js';
+import { isExpired, isLive, isNewer } from '../model/entry.js';
 import type { OrderedKeysPage, OrderedKeysQuery } from '../model/key-order.js';
 import { encodeKey, NAMESPACE_PATTERN, validateNamespace } from '../model/keys.js';
 import {
@@ -50,6 +50,16 @@ import {
   type StoredUpload,
 } from './upload-record.js';
 import { LocalUploadParts } from './local-uploads.js';
+import {
+  EntryFiles,
+  hashFile,
+  isMissing,
+  readFully,
+  StagedUploadExistsError,
+  TEMP_PREFIX,
+  trailer,
+} from './local-entry-files.js';
+export { StagedUploadExistsError } from './local-entry-files.js';
 import { BlobTokens, type BlobTokenClaims } from './local-blob-tokens.js';
 export type { BlobTokenClaims } from './local-blob-tokens.js';
 import type { CompletedPart, MultipartPresigning, PartUrl } from './multipart.js';
@@ -79,10 +89,6 @@ export interface BlobRead {
 }
 
 /** Entry file = value bytes, then header JSON, then a trailer: u32 BE header length + magic. */
-const MAGIC = Buffer.from('STR1');
-const TRAILER_BYTES = 8;
-const MAX_HEADER_BYTES = 1024 * 1024;
-const TEMP_PREFIX = '.tmp-';
 const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
 const BATCH_CONCURRENCY = 16;
 
@@ -110,6 +116,8 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
   private readonly now: () => number;
   private readonly locks = new Map<string, Promise<void>>();
   private readonly parts: LocalUploadParts;
+  /** Entry files and atomic writes (local-entry-files.ts). */
+  private readonly files: EntryFiles;
 
   constructor(opts: LocalFolderTierOptions) {
     if (!opts.dir) throw new ValidationError('dir', 'LocalFolderTier needs a directory');
@@ -120,12 +128,13 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
     this.now = opts.now ?? Date.now;
     this.tokens = new BlobTokens(opts.signingSecret ? Buffer.from(opts.signingSecret, 'utf8') : randomBytes(32), this.now);
     this.parts = new LocalUploadParts(join(this.dir, UPLOADS_FOLDER), this.fsync);
+    this.files = new EntryFiles({ fsync: this.fsync, unavailable: (e) => this.unavailable(e) });
   }
 
   // ---- reads ----------------------------------------------------------------------------------------------
 
   async get(ns: string, key: string): Promise<Entry | undefined> {
-    const file = await this.openEntry(this.entryPath(ns, key));
+    const file = await this.files.open(this.entryPath(ns, key));
     if (!file) return undefined;
     try {
       if (isExpired(file.header, this.now())) return undefined;
@@ -140,7 +149,7 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
   }
 
   async head(ns: string, key: string): Promise<EntryHeader | undefined> {
-    const h = await this.readHeader(this.entryPath(ns, key));
+    const h = await this.files.readHeader(this.entryPath(ns, key));
     return h && !isExpired(h, this.now()) ? h : undefined;
   }
 
@@ -160,10 +169,10 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
       flags: { ...entry.header.flags },
     };
     return this.withLock(path, async () => {
-      const cur = await this.readHeader(path);
+      const cur = await this.files.readHeader(path);
       if (cur && !isNewer(header.version, cur, this.now())) return { applied: false, current: cur.version };
       if (cur && opts?.ifAbsent && !isExpired(cur, this.now())) return { applied: false, current: cur.version };
-      await this.writeAtomic(path, [entry.value, trailer(header)]);
+      await this.files.writeAtomic(path, [entry.value, trailer(header)]);
       return { applied: true, current: header.version };
     });
   }
@@ -171,10 +180,10 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
   async delete(ns: string, key: string, version?: number): Promise<boolean> {
     const path = this.entryPath(ns, key);
     return this.withLock(path, async () => {
-      const cur = await this.readHeader(path);
+      const cur = await this.files.readHeader(path);
       if (!cur) return false;
       if (version !== undefined && cur.version !== version) return false;
-      await this.unlinkQuiet(path);
+      await this.files.unlinkQuiet(path);
       return !isExpired(cur, this.now()); // an expired entry counted as absent already (removed all the same)
     });
   }
@@ -215,7 +224,7 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
   async scan(ns: string, opts: ScanOptions): Promise<ScanPage> {
     const items: ScanPage['items'] = [];
     const cursor = await this.walk(ns, opts, async (key, path) => {
-      const h = await this.readHeader(path);
+      const h = await this.files.readHeader(path);
       if (h && !isExpired(h, this.now())) items.push({ key, header: h });
       return items.length;
     });
@@ -293,7 +302,7 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
   async presignDownload(ns: string, key: string, expiresInSec: number): Promise<PresignedDownload> {
     const path = this.entryPath(ns, key);
     const now = this.now();
-    const h = await this.readHeader(path);
+    const h = await this.files.readHeader(path);
     if (!h || !isLive(h, now)) throw new NotFoundError(`key not found in tier '${this.name}'`, { ns, key });
     const seconds = presignSeconds(expiresInSec, h.expiresAt, now);
     const exp = now + seconds * 1000;
@@ -308,7 +317,7 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
     const seconds = uploadUrlSeconds(expiresInSec);
     const stored = openUpload(upload, now, seconds);
     try {
-      await this.writeAtomic(this.uploadRecordPath(upload.uploadId), [Buffer.from(encodeUpload(stored))], undefined, true);
+      await this.files.writeAtomic(this.uploadRecordPath(upload.uploadId), [Buffer.from(encodeUpload(stored))], undefined, true);
     } catch (e) {
       throw e instanceof StagedUploadExistsError ? new ValidationError('uploadId', 'this upload id is taken') : e;
     }
@@ -347,7 +356,7 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
     key: string,
     range?: (size: number) => { start: number; end: number } | undefined,
   ): Promise<BlobRead | undefined> {
-    const file = await this.openEntry(this.entryPath(ns, key));
+    const file = await this.files.open(this.entryPath(ns, key));
     if (!file) return undefined;
     let slice: { start: number; end: number } | undefined;
     try {
@@ -386,7 +395,7 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
       )
     )
       throw new StagedUploadExistsError(path);
-    const size = await this.writeAtomic(path, Buffer.isBuffer(body) ? [body] : body, opts.maxBytes, true);
+    const size = await this.files.writeAtomic(path, Buffer.isBuffer(body) ? [body] : body, opts.maxBytes, true);
     return { size };
   }
 
@@ -403,7 +412,7 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
     return this.withLock(path, async () => {
       // Under the key lock the stored version cannot change: decide first, so a refused commit leaves the staged
       // upload in place (the coordinator re-stamps a newer version and commits the same upload again).
-      const cur = await this.readHeader(path);
+      const cur = await this.files.readHeader(path);
       if (cur && !isNewer(header.version, cur, this.now())) {
         try {
           return { applied: false, current: cur.version, size: (await stat(staged)).size };
@@ -426,15 +435,15 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
           throw isMissing(e) ? this.uploadNotFound(uploadId) : this.unavailable(e);
         }
         try {
-          await this.writeAtomic(recordPath, [Buffer.from(encodeUpload(completed(u!)))]);
+          await this.files.writeAtomic(recordPath, [Buffer.from(encodeUpload(completed(u!)))]);
         } catch (e) {
-          await this.unlinkQuiet(claimedFile).catch(() => {});
+          await this.files.unlinkQuiet(claimedFile).catch(() => {});
           throw e;
         }
       });
       try {
         // The marker replaces the staged bytes (an atomic rename over them): the upload URL now refuses a PUT.
-        await this.writeAtomic(staged, [Buffer.from(COMPLETED_MARKER)]);
+        await this.files.writeAtomic(staged, [Buffer.from(COMPLETED_MARKER)]);
         const { size, hash } = await hashFile(claimedFile);
         const full: EntryHeader = { ...header, size, hash, tags: [...header.tags], flags: { ...header.flags } };
         const fh = await open(claimedFile, 'a');
@@ -445,10 +454,10 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
           await fh.close();
         }
         await rename(claimedFile, path);
-        await this.syncDir(dirname(path));
+        await this.files.syncDir(dirname(path));
         return { applied: true, current: full.version, size };
       } catch (e) {
-        await this.unlinkQuiet(claimedFile).catch(() => {});
+        await this.files.unlinkQuiet(claimedFile).catch(() => {});
         throw this.unavailable(e);
       }
     });
@@ -464,7 +473,7 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
       multipart: { id: 'local' },
     };
     try {
-      await this.writeAtomic(this.uploadRecordPath(upload.uploadId), [Buffer.from(encodeUpload(stored))], undefined, true);
+      await this.files.writeAtomic(this.uploadRecordPath(upload.uploadId), [Buffer.from(encodeUpload(stored))], undefined, true);
     } catch (e) {
       throw e instanceof StagedUploadExistsError ? new ValidationError('uploadId', 'this upload id is taken') : e;
     }
@@ -526,7 +535,7 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
     const { uploadId } = claim.record;
     // Closed first (never committable again), then the bytes go; the marker keeps the staging URL from a PUT.
     await this.changeUpload(uploadId, (cur) => (cur.claimId === claim.claimId ? completed(cur) : undefined));
-    await this.writeAtomic(join(this.dir, UPLOADS_FOLDER, uploadId), [Buffer.from(COMPLETED_MARKER)]);
+    await this.files.writeAtomic(join(this.dir, UPLOADS_FOLDER, uploadId), [Buffer.from(COMPLETED_MARKER)]);
     await this.parts.remove(uploadId);
   }
 
@@ -553,7 +562,7 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
       const cur = await this.readUpload(uploadId);
       const next = cur && change(cur);
       if (!next) return undefined;
-      await this.writeAtomic(recordPath, [Buffer.from(encodeUpload(next))]);
+      await this.files.writeAtomic(recordPath, [Buffer.from(encodeUpload(next))]);
       return next;
     });
   }
@@ -668,168 +677,14 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
     }
   }
 
-  private async openEntry(path: string): Promise<{ fh: FileHandle; header: EntryHeader; valueLength: number } | undefined> {
-    let fh: FileHandle;
-    try {
-      fh = await open(path, 'r');
-    } catch (e) {
-      if (isMissing(e)) return undefined;
-      throw this.unavailable(e);
-    }
-    try {
-      const { size } = await fh.stat();
-      if (size < TRAILER_BYTES) throw new CorruptEntry();
-      const t = Buffer.alloc(TRAILER_BYTES);
-      await readFully(fh, t, size - TRAILER_BYTES);
-      if (!t.subarray(4).equals(MAGIC)) throw new CorruptEntry();
-      const hlen = t.readUInt32BE(0);
-      if (hlen > MAX_HEADER_BYTES || hlen > size - TRAILER_BYTES) throw new CorruptEntry();
-      const hb = Buffer.alloc(hlen);
-      const valueLength = size - TRAILER_BYTES - hlen;
-      await readFully(fh, hb, valueLength);
-      let header: EntryHeader;
-      try {
-        header = decodeHeader(hb.toString('utf8'));
-      } catch {
-        throw new CorruptEntry();
-      }
-      header.size = valueLength;
-      return { fh, header, valueLength };
-    } catch (e) {
-      await fh.close().catch(() => {});
-      // Writes are atomic, so a malformed file was not written by us: treat it as absent (a put replaces it).
-      if (e instanceof CorruptEntry) return undefined;
-      throw this.unavailable(e);
-    }
-  }
-
-  private async readHeader(path: string): Promise<EntryHeader | undefined> {
-    const file = await this.openEntry(path);
-    if (!file) return undefined;
-    await file.fh.close().catch(() => {});
-    return file.header;
-  }
-
-  /**
-   * temp file in the target's directory → write → fsync → rename → fsync dir. Returns the bytes written.
-   * `exclusive`: create only, with link() instead of rename() (atomic, fails when the target exists:
-   * StagedUploadExistsError).
-   */
-  private async writeAtomic(
-    path: string,
-    parts: Iterable<Uint8Array> | AsyncIterable<Uint8Array>,
-    maxBytes?: number,
-    exclusive = false,
-  ): Promise<number> {
-    const dir = dirname(path);
-    const tmp = join(dir, `${TEMP_PREFIX}${randomBytes(6).toString('hex')}`);
-    let written = 0;
-    try {
-      await mkdir(dir, { recursive: true });
-      const fh = await open(tmp, 'wx');
-      try {
-        for await (const part of parts) {
-          written += part.length;
-          if (maxBytes !== undefined && written > maxBytes)
-            throw new StrataError('PAYLOAD_TOO_LARGE', `upload is larger than ${maxBytes} bytes`, { limit: maxBytes });
-          await fh.writeFile(part);
-        }
-        if (this.fsync) await fh.sync();
-      } finally {
-        await fh.close();
-      }
-      if (exclusive) {
-        try {
-          await link(tmp, path);
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw new StagedUploadExistsError(path);
-          throw e;
-        }
-        await unlink(tmp);
-      } else {
-        await rename(tmp, path);
-      }
-      await this.syncDir(dir);
-      return written;
-    } catch (e) {
-      await this.unlinkQuiet(tmp).catch(() => {});
-      if (e instanceof StagedUploadExistsError) throw e;
-      throw this.unavailable(e);
-    }
-  }
-
-  private async syncDir(dir: string): Promise<void> {
-    if (!this.fsync) return;
-    try {
-      const d = await open(dir, 'r');
-      try {
-        await d.sync();
-      } finally {
-        await d.close();
-      }
-    } catch {
-      // Not supported everywhere (e.g. Windows); the rename itself is still atomic.
-    }
-  }
-
-  private async unlinkQuiet(path: string): Promise<void> {
-    try {
-      await unlink(path);
-    } catch (e) {
-      if (!isMissing(e)) throw this.unavailable(e);
-    }
-  }
-
   private unavailable(e: unknown): Error {
     if (e instanceof StrataError) return e;
     return new TierUnavailableError(this.name, e);
   }
 }
 
-class CorruptEntry extends Error {}
-
-/** A staged upload (or the marker of a completed one) is already there: the upload URL takes one PUT (the server answers 412). */
-export class StagedUploadExistsError extends Error {
-  constructor(path: string) {
-    super(`already staged: ${path}`);
-    this.name = 'StagedUploadExistsError';
-  }
-}
-
 /** What a completed upload leaves at its staging path until the sweep removes it. */
 const COMPLETED_MARKER = 'strata:upload-completed\n';
-
-function trailer(h: EntryHeader): Buffer {
-  const json = Buffer.from(encodeHeader(h), 'utf8');
-  const t = Buffer.alloc(TRAILER_BYTES);
-  t.writeUInt32BE(json.length, 0);
-  MAGIC.copy(t, 4);
-  return Buffer.concat([json, t]);
-}
-
-async function readFully(fh: FileHandle, buf: Buffer, position: number): Promise<void> {
-  let off = 0;
-  while (off < buf.length) {
-    const { bytesRead } = await fh.read(buf, off, buf.length - off, position + off);
-    if (bytesRead === 0) throw new CorruptEntry();
-    off += bytesRead;
-  }
-}
-
-async function hashFile(path: string): Promise<{ size: number; hash: string }> {
-  const h = createHash('sha256');
-  let size = 0;
-  for await (const chunk of createReadStream(path)) {
-    h.update(chunk as Buffer);
-    size += (chunk as Buffer).length;
-  }
-  return { size, hash: h.digest('base64url') };
-}
-
-function isMissing(e: unknown): boolean {
-  const code = (e as NodeJS.ErrnoException | undefined)?.code;
-  return code === 'ENOENT' || code === 'ENOTDIR';
-}
 
 /** Whole seconds in 1..7 days, never past the entry's expiry. */
 function presignSeconds(requested: number, expiresAt: number | null, now: number): number {
