@@ -146,8 +146,10 @@ describe('LocalFolderTier.scan with match', () => {
       for (const [i, k] of keys.entries()) await t.put('ns', k, entry(i + 1, `v-${k}`));
       const wanted = (k: string) => Number(k.slice(1)) % 4 === 0;
       const read: string[] = [];
-      const readHeader = (t as unknown as { readHeader: (path: string) => Promise<unknown> }).readHeader.bind(t);
-      (t as unknown as { readHeader: (path: string) => Promise<unknown> }).readHeader = (path) => {
+      // The tier reads entry files through its EntryFiles (local-entry-files.ts).
+      const files = (t as unknown as { files: { readHeader: (path: string) => Promise<unknown> } }).files;
+      const readHeader = files.readHeader.bind(files);
+      files.readHeader = (path) => {
         read.push(path);
         return readHeader(path);
       };
