@@ -1,18 +1,13 @@
-import { TierFencedError, TierUnavailableError, ValidationError } from '../errors.js';
+import { ValidationError } from '../errors.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive } from '../model/entry.js';
 import type { OrderedKeysPage, OrderedKeysQuery } from '../model/key-order.js';
 import { validateNamespace } from '../model/keys.js';
 import { isRingPosition, ringHash, RING_MIN } from '../ring/hash.js';
-import type { RingRouter, RingView, Route } from '../ring/view.js';
-import {
-  NodeClient,
-  NodeUnavailableError,
-  StaleRouteError,
-  type ExportTrailer,
-  type NodeClientOptions,
-} from '../nodes/node-client.js';
+import type { RingRouter, RingView } from '../ring/view.js';
+import { NodeClient, StaleRouteError, type ExportTrailer, type NodeClientOptions } from '../nodes/node-client.js';
 import { WarmCoalescer } from './warm-coalescer.js';
+import { groupBy, MAX_STALE_RETRIES, WarmRoutes } from './warm-routes.js';
 import { DownFence } from './warm-down.js';
 import { listOrderedKeys } from './warm-ordered-keys.js';
 import type {
@@ -68,14 +63,6 @@ export interface WarmTierOptions {
   coalesceMaxInFlight?: number;
 }
 
-/** Stale-route recoveries per call (see read()). */
-const MAX_STALE_RETRIES = 2;
-
-interface Routed {
-  router: RingRouter;
-  route: Route;
-}
-
 /**
  * The warm tier: a fleet of cache nodes (cachenode daemons on EC2 with EBS, or local processes), addressed
  * through the ring.
@@ -104,12 +91,12 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
   private readonly ring: RingView;
   private readonly ownsClient: boolean;
   private readonly ownsRing: boolean;
-  /** Stale routes met and recovered (tests, stats). */
-  staleRetries = 0;
   private readonly coalesce: boolean;
   private readonly coalesceMaxBytes: number;
   private readonly coalescer: WarmCoalescer;
   private readonly down = new DownFence();
+  /** How each call reaches its nodes (warm-routes.ts). */
+  private readonly routes: WarmRoutes;
 
   constructor(opts: WarmTierOptions) {
     this.name = opts.name ?? 'warm';
@@ -125,17 +112,18 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
     this.client = opts.client ?? new NodeClient(clientOpts);
     this.coalesce = opts.coalesce ?? true;
     this.coalesceMaxBytes = opts.coalesceMaxBytes ?? 1024 * 1024;
+    this.routes = new WarmRoutes({ name: this.name, ring: this.ring, client: this.client, down: this.down });
     // The coalescer reaches the tier's routed paths through closures: they stay private to the tier.
     this.coalescer = new WarmCoalescer(
       {
         client: this.client,
         down: this.down,
-        read: (position, call) => this.read(position, call),
-        write: (position, call) => this.write(position, call),
-        writeOthers: (position, done, call, router, attempt) => this.writeOthers(position, done, call, router, attempt),
-        recover: (e, router) => this.recover(e, router),
-        rerouted: (e, router, changed) => this.rerouted(e, router, changed),
-        unavailable: (e) => this.unavailable(e),
+        read: (position, call) => this.routes.read(position, call),
+        write: (position, call) => this.routes.write(position, call),
+        writeOthers: (position, done, call, router, attempt) => this.routes.writeOthers(position, done, call, router, attempt),
+        recover: (e, router) => this.routes.recover(e, router),
+        rerouted: (e, router, changed) => this.routes.rerouted(e, router, changed),
+        unavailable: (e) => this.routes.unavailable(e),
       },
       {
         maxBytes: this.coalesceMaxBytes,
@@ -144,6 +132,11 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
         maxStaleRetries: MAX_STALE_RETRIES,
       },
     );
+  }
+
+  /** Stale routes met and recovered (tests, stats). */
+  get staleRetries(): number {
+    return this.routes.staleRetries;
   }
 
   /** Coalesced requests sent and the single operations they carried (stats). */
@@ -155,16 +148,16 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
 
   async get(ns: string, key: string, opts?: ReadOptions): Promise<Entry | undefined> {
     const position = ringHash(ns, key);
-    if (opts?.peek) return this.read(position, (url, v) => this.client.get(url, ns, key, v, true));
+    if (opts?.peek) return this.routes.read(position, (url, v) => this.client.get(url, ns, key, v, true));
     if (this.coalesce) {
       const router = this.ring.current();
       if (router) return this.coalescer.enqueue<Entry | undefined>('get', router, position, ns, key, undefined);
     }
-    return this.read(position, (url, v) => this.client.get(url, ns, key, v));
+    return this.routes.read(position, (url, v) => this.client.get(url, ns, key, v));
   }
 
   async head(ns: string, key: string): Promise<EntryHeader | undefined> {
-    return this.read(ringHash(ns, key), (url, v) => this.client.head(url, ns, key, v));
+    return this.routes.read(ringHash(ns, key), (url, v) => this.client.head(url, ns, key, v));
   }
 
   async has(ns: string, key: string): Promise<boolean> {
@@ -179,7 +172,7 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
       const router = this.ring.current();
       if (router) return this.coalescer.enqueue<WriteOutcome>('put', router, position, ns, key, entry);
     }
-    return this.write(position, (url, v) => this.client.put(url, ns, key, entry, v));
+    return this.routes.write(position, (url, v) => this.client.put(url, ns, key, entry, v));
   }
 
   /**
@@ -191,7 +184,7 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
   private create(position: string, ns: string, key: string, entry: Entry): Promise<WriteOutcome> {
     const version = entry.header.version;
     let tries = 0;
-    return this.write(position, async (url, ringVersion, owner) => {
+    return this.routes.write(position, async (url, ringVersion, owner) => {
       const o = await this.client.put(url, ns, key, entry, ringVersion, owner);
       // A retry of a create whose first try landed (its answer lost on the way) finds its own version there.
       if (owner && tries++ > 0 && !o.applied && o.current === version) return { applied: true, current: version };
@@ -200,7 +193,7 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
   }
 
   async delete(ns: string, key: string, version?: number): Promise<boolean> {
-    return this.write(ringHash(ns, key), (url, v) => this.client.delete(url, ns, key, version, v));
+    return this.routes.write(ringHash(ns, key), (url, v) => this.client.delete(url, ns, key, version, v));
   }
 
   // ------------------------------------------------------------------ batches
@@ -209,7 +202,7 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
     if (keys.length === 0) return [];
     const positions = keys.map((k) => ringHash(ns, k));
     const out = new Array<Entry | undefined>(keys.length);
-    const { router } = await this.routed(positions[0]!);
+    const { router } = await this.routes.routed(positions[0]!);
     const groups = groupBy(
       positions.map((_, i) => i).filter((i) => this.down.read(router.route(positions[i]!)) === 'serve'),
       (i) => router.route(positions[i]!).reader.url,
@@ -225,9 +218,9 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
           );
           idx.forEach((i, j) => (out[i] = got[j]));
         } catch (e) {
-          if (!(e instanceof StaleRouteError)) throw this.unavailable(e);
+          if (!(e instanceof StaleRouteError)) throw this.routes.unavailable(e);
           // Re-route this group's keys one by one with the refreshed ring (each retried once more on its own).
-          await this.recover(e, router);
+          await this.routes.recover(e, router);
           await Promise.all(idx.map(async (i) => (out[i] = await this.get(ns, keys[i]!))));
         }
       }),
@@ -236,7 +229,7 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
   }
 
   async putMany(ns: string, items: { key: string; entry: Entry }[]): Promise<WriteOutcome[]> {
-    return this.writeMany(
+    return this.routes.writeMany(
       ns,
       items.map((it) => it.key),
       (url, idx, v) =>
@@ -251,7 +244,7 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
   }
 
   async deleteMany(ns: string, keys: string[]): Promise<boolean[]> {
-    return this.writeMany(
+    return this.routes.writeMany(
       ns,
       keys,
       (url, idx, v) =>
@@ -284,7 +277,7 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
     try {
       router = await this.ring.ready();
     } catch (e) {
-      throw this.unavailable(e);
+      throw this.routes.unavailable(e);
     }
     const items: ScanPage['items'] = [];
     let budget = Math.max(1, Math.floor(opts.limit));
@@ -319,7 +312,7 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
           items.push({ key: r.value.key, header, ...(access ? { access } : {}) });
         }
       } catch (e) {
-        throw this.unavailable(e);
+        throw this.routes.unavailable(e);
       }
       if (!trailer.done && trailer.next) cur = { position: trailer.next.slice(0, 16), after: trailer.next };
       else if (route.span.end === null) return { items, cursor: null };
@@ -333,16 +326,16 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
     const deps = {
       client: this.client,
       ready: () => this.ring.ready(),
-      recover: (e: StaleRouteError, r: RingRouter) => this.recover(e, r),
-      rerouted: (e: unknown, r: RingRouter, changed: (x: RingRouter) => boolean) => this.rerouted(e, r, changed),
-      unavailable: (e: unknown) => this.unavailable(e),
+      recover: (e: StaleRouteError, r: RingRouter) => this.routes.recover(e, r),
+      rerouted: (e: unknown, r: RingRouter, changed: (x: RingRouter) => boolean) => this.routes.rerouted(e, r, changed),
+      unavailable: (e: unknown) => this.routes.unavailable(e),
     };
     return listOrderedKeys(deps, ns, q);
   }
 
   /** Pins or unpins the entry at exactly `version` on its owner (and, while the range migrates, its target). */
   async setPinned(ns: string, key: string, version: number, pinned: boolean): Promise<boolean> {
-    return this.write(ringHash(ns, key), (url, v) =>
+    return this.routes.write(ringHash(ns, key), (url, v) =>
       this.client.setPinned(url, ns, [key], [version], pinned, v).then((r) => r[0] === true),
     );
   }
@@ -351,7 +344,7 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
 
   async stats(): Promise<TierStats> {
     const router = await this.ring.ready().catch((e: unknown) => {
-      throw this.unavailable(e);
+      throw this.routes.unavailable(e);
     });
     const nodes = await Promise.all(
       router.doc.nodes.map(async (n) => {
@@ -393,7 +386,7 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
     try {
       router = await this.ring.ready();
     } catch (e) {
-      throw this.unavailable(e);
+      throw this.routes.unavailable(e);
     }
     const owners = new Set(router.doc.ranges.map((r) => r.owner));
     await Promise.all(
@@ -401,7 +394,7 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
         .filter((n) => owners.has(n.id) && n.state !== 'DOWN')
         .map((n) =>
           this.client.health(n.url).catch((e: unknown) => {
-            throw this.unavailable(e);
+            throw this.routes.unavailable(e);
           }),
         ),
     );
@@ -410,215 +403,6 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
   async close(): Promise<void> {
     if (this.ownsRing) this.ring.close();
     if (this.ownsClient) await this.client.close();
-  }
-
-  // ------------------------------------------------------------------ routing
-
-  private async routed(position: string): Promise<Routed> {
-    let router: RingRouter;
-    try {
-      router = await this.ring.ready();
-    } catch (e) {
-      throw this.unavailable(e);
-    }
-    return { router, route: router.route(position) };
-  }
-
-  /**
-   * A read from the owner, retried after a stale route (once; twice when the second refusal came from a node
-   * that was behind and has just been brought up to date).
-   */
-  private async read<T>(position: string, call: (url: string, ringVersion: number) => Promise<T>): Promise<T | undefined> {
-    let { router } = await this.routed(position);
-    for (let attempt = 0; ; attempt++) {
-      const route = router.route(position);
-      if (this.down.read(route) === 'miss') return undefined;
-      try {
-        return await call(route.reader.url, router.version);
-      } catch (e) {
-        if (attempt >= MAX_STALE_RETRIES) throw this.unavailable(e);
-        if (e instanceof StaleRouteError) router = await this.recover(e, router);
-        else {
-          // An unreachable node may have left the ring: retry only if a newer ring routes elsewhere.
-          const fresh = await this.rerouted(e, router, (r) => r.route(position).reader.url !== route.reader.url);
-          if (!fresh) throw this.unavailable(e);
-          router = fresh;
-        }
-      }
-    }
-  }
-
-  /**
-   * A write to the owner and, while the range migrates, its pending target. The owner's answer is the outcome;
-   * a failed shadow write fails the call (the write is then not acknowledged: the target might miss it). `call`'s
-   * `owner` is true for the owner's write.
-   */
-  private async write<T>(position: string, call: (url: string, ringVersion: number, owner: boolean) => Promise<T>): Promise<T> {
-    let { router } = await this.routed(position);
-    for (let attempt = 0; ; attempt++) {
-      const route = router.route(position);
-      this.checkDown(router, route);
-      const pending = DownFence.shadowTarget(route);
-      const [p, s] = await Promise.allSettled([
-        call(route.owner.url, router.version, true),
-        pending ? call(pending.url, router.version, false) : Promise.resolve(undefined),
-      ]);
-      if (p.status === 'rejected') {
-        if (attempt >= MAX_STALE_RETRIES) throw this.unavailable(p.reason);
-        // The owner refused, so nothing landed there: redo the whole write on the refreshed route. (An unreachable
-        // owner may have left the ring: redo it if a newer ring names another owner; the versioned write is
-        // harmless if the first attempt landed after all.)
-        if (p.reason instanceof StaleRouteError) router = await this.recover(p.reason, router);
-        else {
-          const fresh = await this.rerouted(p.reason, router, (r) => r.route(position).owner.url !== route.owner.url);
-          if (!fresh) throw this.unavailable(p.reason);
-          router = fresh;
-        }
-        continue;
-      }
-      if (s.status === 'rejected') {
-        if (attempt >= MAX_STALE_RETRIES) throw this.unavailable(s.reason);
-        // The target refused (typically: it had not heard of the ring that made it the target) or could not be
-        // reached. The owner has the write; make sure whoever else must hold it under the refreshed ring does.
-        if (s.reason instanceof StaleRouteError) router = await this.recover(s.reason, router);
-        else {
-          const fresh = await this.rerouted(s.reason, router, (r) => r.route(position).pending?.url !== pending?.url);
-          if (!fresh) throw this.unavailable(s.reason);
-          router = fresh;
-        }
-        await this.writeOthers(position, route.owner.url, call, router, attempt + 1);
-      }
-      return p.value;
-    }
-  }
-
-  /** The write on every node of the key's route except `done` (which already has it), with the remaining retries. */
-  private async writeOthers<T>(
-    position: string,
-    done: string,
-    call: (url: string, ringVersion: number, owner: boolean) => Promise<T>,
-    router: RingRouter,
-    attempt: number,
-  ): Promise<void> {
-    for (; ; attempt++) {
-      const r = router.route(position);
-      this.checkDown(router, r);
-      const others = [r.owner.url, DownFence.shadowTarget(r)?.url].filter((u): u is string => u !== undefined && u !== done);
-      const results = await Promise.allSettled(others.map((u) => call(u, router.version, false)));
-      const failed = results.find((x): x is PromiseRejectedResult => x.status === 'rejected');
-      if (!failed) return;
-      if (attempt >= MAX_STALE_RETRIES) throw this.unavailable(failed.reason);
-      if (failed.reason instanceof StaleRouteError) router = await this.recover(failed.reason, router);
-      else {
-        const before = others.join(' ');
-        const fresh = await this.rerouted(failed.reason, router, (r) => {
-          const x = r.route(position);
-          return [x.owner.url, x.pending?.url].filter((u) => u !== undefined && u !== done).join(' ') !== before;
-        });
-        if (!fresh) throw this.unavailable(failed.reason);
-        router = fresh;
-      }
-    }
-  }
-
-  /** Batch writes grouped per node (owners, and pending targets for shadow copies); stale groups fall back to single writes. */
-  private async writeMany<T>(
-    ns: string,
-    keys: string[],
-    callGroup: (url: string, idx: number[], ringVersion: number) => Promise<T[]>,
-    single: (i: number) => Promise<T>,
-  ): Promise<T[]> {
-    if (keys.length === 0) return [];
-    const positions = keys.map((k) => ringHash(ns, k));
-    const { router } = await this.routed(positions[0]!);
-    const routes = positions.map((p) => router.route(p));
-    const out = new Array<T>(keys.length);
-    const retry = new Set<number>();
-    // A key whose route has a DOWN node goes on its own, through write()'s rules for DOWN nodes.
-    const downed = (i: number) => routes[i]!.owner.state === 'DOWN' || routes[i]!.pending?.state === 'DOWN';
-    keys.forEach((_, i) => downed(i) && retry.add(i));
-    const primaries = groupBy(
-      keys.map((_, i) => i).filter((i) => !downed(i)),
-      (i) => routes[i]!.owner.url,
-    );
-    const shadows = groupBy(
-      keys.map((_, i) => i).filter((i) => routes[i]!.pending && !downed(i)),
-      (i) => routes[i]!.pending!.url,
-    );
-    let stale: StaleRouteError | undefined;
-    const run = async (url: string, idx: number[], primary: boolean) => {
-      try {
-        const res = await callGroup(url, idx, router.version);
-        if (primary) idx.forEach((i, j) => (out[i] = res[j]!));
-      } catch (e) {
-        if (!(e instanceof StaleRouteError)) throw this.unavailable(e);
-        stale = e;
-        idx.forEach((i) => retry.add(i));
-      }
-    };
-    await Promise.all([
-      ...[...primaries].map(([u, idx]) => run(u, idx, true)),
-      ...[...shadows].map(([u, idx]) => run(u, idx, false)),
-    ]);
-    if (stale) await this.recover(stale, router);
-    if (retry.size > 0) await Promise.all([...retry].map(async (i) => (out[i] = await single(i))));
-    return out;
-  }
-
-  /**
-   * After a node could not be reached: if the ring store (read at most every 250 ms) has a newer ring under which
-   * `changed` holds (the node left, or a range moved away from it), that ring; otherwise undefined.
-   */
-  private async rerouted(e: unknown, router: RingRouter, changed: (r: RingRouter) => boolean): Promise<RingRouter | undefined> {
-    if (!(e instanceof NodeUnavailableError)) return undefined;
-    const fresh = await this.ring.refreshThrottled().catch(() => undefined);
-    const cur = this.ring.current() ?? fresh;
-    if (!cur || cur.version <= router.version || !changed(cur)) return undefined;
-    this.staleRetries++;
-    return cur;
-  }
-
-  /**
-   * After a 409: adopt the node's newer ring, or bring a node that is behind up to ours, or re-read the store.
-   * Returns the router to retry with.
-   */
-  private async recover(e: StaleRouteError, router: RingRouter): Promise<RingRouter> {
-    this.staleRetries++;
-    if (e.ringVersion > router.version) {
-      const doc = e.ring ?? (await this.client.getRing(e.url).catch(() => null));
-      try {
-        if (doc) this.ring.adopt(doc);
-      } catch {
-        /* an invalid document: fall through to the store */
-      }
-      const cur = this.ring.current();
-      if (cur && cur.version > router.version) return cur;
-    } else if (e.ringVersion < router.version) {
-      await this.client.pushRing(e.url, router.doc).catch(() => undefined);
-      return this.ring.current() ?? router;
-    }
-    try {
-      return await this.ring.refresh();
-    } catch {
-      return this.ring.current() ?? router;
-    }
-  }
-
-  /** Throws when a write must not go ahead on `route` because of a DOWN node (see {@link DownFence.write}). */
-  private checkDown(router: RingRouter, route: Route): void {
-    const verdict = this.down.write(router, route);
-    if (verdict === 'skip') throw new TierFencedError(this.name, route.owner.id);
-    if (verdict === 'wait') {
-      const node = route.owner.state === 'DOWN' ? route.owner : route.pending!;
-      throw new TierUnavailableError(
-        this.name,
-        new Error(`cache node '${node.id}' is DOWN; writes skip it once its lease has run out`),
-      );
-    }
-  }
-
-  private unavailable(e: unknown): TierUnavailableError {
-    return e instanceof TierUnavailableError ? e : new TierUnavailableError(this.name, e);
   }
 }
 
@@ -631,15 +415,4 @@ function parseWarmCursor(cursor: string | null | undefined): { position: string;
     throw new ValidationError('cursor', `not a cursor of the warm tier: '${cursor.slice(0, 40)}'`);
   }
   return m[1] === 'p' ? { position } : { position, after: m[2]! };
-}
-
-function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {
-  const m = new Map<string, T[]>();
-  for (const it of items) {
-    const k = keyOf(it);
-    const g = m.get(k);
-    if (g) g.push(it);
-    else m.set(k, [it]);
-  }
-  return m;
 }
