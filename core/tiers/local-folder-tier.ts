@@ -1,21 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
-import { access, link, mkdir, open, opendir, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
-import { dirname, join, resolve, sep } from 'node:path';
+import { access, mkdir, opendir, readdir, stat, unlink } from 'node:fs/promises';
+import { join, resolve, sep } from 'node:path';
 import { Readable } from 'node:stream';
 import { NotFoundError, StrataError, TierUnavailableError, ValidationError } from '../errors.js';
 import type { Entry, EntryHeader, WriteOutcome } from '../model/entry.js';
 import { isExpired, isLive, isNewer } from '../model/entry.js';
 import type { OrderedKeysPage, OrderedKeysQuery } from '../model/key-order.js';
 import { encodeKey, NAMESPACE_PATTERN, validateNamespace } from '../model/keys.js';
-import {
-  LOCAL_ENTRY_SUFFIX,
-  localEntrySegments,
-  parseLocalEntrySegments,
-  UPLOAD_RECORD_SUFFIX,
-  UPLOADS_FOLDER,
-  validateUploadId,
-} from './storage-key.js';
+import { LOCAL_ENTRY_SUFFIX, localEntrySegments, parseLocalEntrySegments, UPLOADS_FOLDER } from './storage-key.js';
 import { mapLimit } from '../util/concurrency.js';
 import { pageOfKeyListing } from './ordered-from-listing.js';
 import type {
@@ -36,29 +29,9 @@ import type {
   UploadClaim,
   UploadRecord,
 } from './tier.js';
-import {
-  claimed,
-  claimOf,
-  committable,
-  completed,
-  decodeUpload,
-  encodeUpload,
-  openUpload,
-  released,
-  uploadUrlSeconds,
-  recordOf,
-  type StoredUpload,
-} from './upload-record.js';
 import { LocalUploadParts } from './local-uploads.js';
-import {
-  EntryFiles,
-  hashFile,
-  isMissing,
-  readFully,
-  StagedUploadExistsError,
-  TEMP_PREFIX,
-  trailer,
-} from './local-entry-files.js';
+import { LocalFolderUploads } from './local-folder-uploads.js';
+import { EntryFiles, isMissing, readFully, TEMP_PREFIX, trailer } from './local-entry-files.js';
 export { StagedUploadExistsError } from './local-entry-files.js';
 import { BlobTokens, type BlobTokenClaims } from './local-blob-tokens.js';
 export type { BlobTokenClaims } from './local-blob-tokens.js';
@@ -118,6 +91,8 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
   private readonly parts: LocalUploadParts;
   /** Entry files and atomic writes (local-entry-files.ts). */
   private readonly files: EntryFiles;
+  /** Presigned uploads and their commits (local-folder-uploads.ts). */
+  private readonly uploads: LocalFolderUploads;
 
   constructor(opts: LocalFolderTierOptions) {
     if (!opts.dir) throw new ValidationError('dir', 'LocalFolderTier needs a directory');
@@ -129,6 +104,19 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
     this.tokens = new BlobTokens(opts.signingSecret ? Buffer.from(opts.signingSecret, 'utf8') : randomBytes(32), this.now);
     this.parts = new LocalUploadParts(join(this.dir, UPLOADS_FOLDER), this.fsync);
     this.files = new EntryFiles({ fsync: this.fsync, unavailable: (e) => this.unavailable(e) });
+    this.uploads = new LocalFolderUploads({
+      name: this.name,
+      dir: this.dir,
+      publicBaseUrl: this.publicBaseUrl,
+      fsync: this.fsync,
+      files: this.files,
+      parts: this.parts,
+      tokens: this.tokens,
+      now: this.now,
+      entryPath: (ns, key) => this.entryPath(ns, key),
+      withLock: (id, fn) => this.withLock(id, fn),
+      unavailable: (e) => this.unavailable(e),
+    });
   }
 
   // ---- reads ----------------------------------------------------------------------------------------------
@@ -310,36 +298,17 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
     return { url: `${this.publicBaseUrl}/local-blobs/${token}`, method: 'GET', headers: {}, expiresAt: exp, header: h };
   }
 
-  /** Writes the upload's record (`_uploads/<id>.json`), then signs a PUT token for its staging file. */
-  async presignUpload(upload: NewUpload, expiresInSec: number): Promise<PresignedUrl> {
-    validateUploadId(upload.uploadId);
-    const now = this.now();
-    const seconds = uploadUrlSeconds(expiresInSec);
-    const stored = openUpload(upload, now, seconds);
-    try {
-      await this.files.writeAtomic(this.uploadRecordPath(upload.uploadId), [Buffer.from(encodeUpload(stored))], undefined, true);
-    } catch (e) {
-      throw e instanceof StagedUploadExistsError ? new ValidationError('uploadId', 'this upload id is taken') : e;
-    }
-    const exp = stored.urlExpiresAt;
-    const ct = upload.contentType;
-    const token = this.tokens.sign({ op: 'put', path: `${UPLOADS_FOLDER}/${upload.uploadId}`, exp, ...(ct ? { ct } : {}) });
-    return {
-      url: `${this.publicBaseUrl}/local-blobs/${token}`,
-      method: 'PUT',
-      headers: ct ? { 'content-type': ct } : {},
-      expiresAt: exp,
-    };
+  /** Writes the upload's record (`_uploads/<id>.json`), then signs a PUT token for its staging file (local-folder-uploads.ts). */
+  presignUpload(upload: NewUpload, expiresInSec: number): Promise<PresignedUrl> {
+    return this.uploads.presignUpload(upload, expiresInSec);
   }
 
-  async claimUpload(uploadId: string, accept: (r: UploadRecord) => boolean): Promise<UploadClaim | undefined> {
-    validateUploadId(uploadId);
-    const u = await this.changeUpload(uploadId, (cur) => claimed(cur, accept, this.now()));
-    return u ? claimOf(u) : undefined;
+  claimUpload(uploadId: string, accept: (r: UploadRecord) => boolean): Promise<UploadClaim | undefined> {
+    return this.uploads.claimUpload(uploadId, accept);
   }
 
-  async releaseUpload(claim: UploadClaim): Promise<void> {
-    await this.changeUpload(claim.record.uploadId, (cur) => released(cur, claim));
+  releaseUpload(claim: UploadClaim): Promise<void> {
+    return this.uploads.releaseUpload(claim);
   }
 
   /** For the local server: the claims of a `/local-blobs/<token>` token, or null (see local-blob-tokens.ts). */
@@ -376,199 +345,57 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
   }
 
   /**
-   * For the local server: stores the bytes of a presigned upload, once (like the S3 tier's `If-None-Match: *` URL):
-   * StagedUploadExistsError when something is already staged, the bytes of an earlier PUT or the marker a
-   * completed upload leaves. Accepts a Buffer or a stream. Throws PAYLOAD_TOO_LARGE past `maxBytes`.
+   * For the local server: stores the bytes of a presigned upload, once (StagedUploadExistsError when something is
+   * already staged). Throws PAYLOAD_TOO_LARGE past `maxBytes`.
    */
-  async writeStagedUpload(
+  writeStagedUpload(
     uploadId: string,
     body: Buffer | AsyncIterable<Uint8Array>,
     opts: { maxBytes?: number } = {},
   ): Promise<{ size: number }> {
-    validateUploadId(uploadId);
-    const path = join(this.dir, UPLOADS_FOLDER, uploadId);
-    // Refuse before reading the body when we can; the exclusive link below decides races.
-    if (
-      await stat(path).then(
-        () => true,
-        () => false,
-      )
-    )
-      throw new StagedUploadExistsError(path);
-    const size = await this.files.writeAtomic(path, Buffer.isBuffer(body) ? [body] : body, opts.maxBytes, true);
-    return { size };
+    return this.uploads.writeStagedUpload(uploadId, body, opts);
   }
 
-  async commitUpload(
+  commitUpload(
     uploadId: string,
     ns: string,
     key: string,
     header: Omit<EntryHeader, 'size' | 'hash'>,
   ): Promise<WriteOutcome & { size: number }> {
-    validateUploadId(uploadId);
-    const staged = join(this.dir, UPLOADS_FOLDER, uploadId);
-    const path = this.entryPath(ns, key);
-    if (!committable(await this.readUpload(uploadId), ns, key)) throw this.uploadNotFound(uploadId);
-    return this.withLock(path, async () => {
-      // Under the key lock the stored version cannot change: decide first, so a refused commit leaves the staged
-      // upload in place (the coordinator re-stamps a newer version and commits the same upload again).
-      const cur = await this.files.readHeader(path);
-      if (cur && !isNewer(header.version, cur, this.now())) {
-        try {
-          return { applied: false, current: cur.version, size: (await stat(staged)).size };
-        } catch (e) {
-          throw isMissing(e) ? this.uploadNotFound(uploadId) : this.unavailable(e);
-        }
-      }
-      // From here the write applies. Take the bytes (a hard link: the staging path keeps existing, so the URL cannot
-      // PUT again in between) and mark the record completed, together under the record's lock: of two commits of
-      // one upload only one gets past this. After a crash the claimed file is an orphan temp file.
-      const claimedFile = join(dirname(path), `${TEMP_PREFIX}commit-${randomBytes(6).toString('hex')}`);
-      const recordPath = this.uploadRecordPath(uploadId);
-      await this.withLock(recordPath, async () => {
-        const u = await this.readUpload(uploadId);
-        if (!committable(u, ns, key)) throw this.uploadNotFound(uploadId);
-        try {
-          await mkdir(dirname(path), { recursive: true });
-          await link(staged, claimedFile);
-        } catch (e) {
-          throw isMissing(e) ? this.uploadNotFound(uploadId) : this.unavailable(e);
-        }
-        try {
-          await this.files.writeAtomic(recordPath, [Buffer.from(encodeUpload(completed(u!)))]);
-        } catch (e) {
-          await this.files.unlinkQuiet(claimedFile).catch(() => {});
-          throw e;
-        }
-      });
-      try {
-        // The marker replaces the staged bytes (an atomic rename over them): the upload URL now refuses a PUT.
-        await this.files.writeAtomic(staged, [Buffer.from(COMPLETED_MARKER)]);
-        const { size, hash } = await hashFile(claimedFile);
-        const full: EntryHeader = { ...header, size, hash, tags: [...header.tags], flags: { ...header.flags } };
-        const fh = await open(claimedFile, 'a');
-        try {
-          await fh.writeFile(trailer(full));
-          if (this.fsync) await fh.sync();
-        } finally {
-          await fh.close();
-        }
-        await rename(claimedFile, path);
-        await this.files.syncDir(dirname(path));
-        return { applied: true, current: full.version, size };
-      } catch (e) {
-        await this.files.unlinkQuiet(claimedFile).catch(() => {});
-        throw this.unavailable(e);
-      }
-    });
+    return this.uploads.commitUpload(uploadId, ns, key, header);
   }
 
-  // ---- multipart uploads (tiers/multipart.ts; the part files: local-uploads.ts) ----------------------------
+  // ---- multipart uploads (tiers/multipart.ts; local-folder-uploads.ts, the part files: local-uploads.ts) ------
 
-  /** Writes the record of a multipart upload: no staging URL, part URLs come from {@link presignParts}. */
-  async createMultipartUpload(upload: NewUpload, expiresInSec: number): Promise<{ expiresAt: number }> {
-    validateUploadId(upload.uploadId);
-    const stored: StoredUpload = {
-      ...openUpload(upload, this.now(), uploadUrlSeconds(expiresInSec)),
-      multipart: { id: 'local' },
-    };
-    try {
-      await this.files.writeAtomic(this.uploadRecordPath(upload.uploadId), [Buffer.from(encodeUpload(stored))], undefined, true);
-    } catch (e) {
-      throw e instanceof StagedUploadExistsError ? new ValidationError('uploadId', 'this upload id is taken') : e;
-    }
-    return { expiresAt: stored.urlExpiresAt };
+  createMultipartUpload(upload: NewUpload, expiresInSec: number): Promise<{ expiresAt: number }> {
+    return this.uploads.createMultipartUpload(upload, expiresInSec);
   }
 
-  async presignParts(
+  presignParts(
     uploadId: string,
     partNumbers: readonly number[],
     accept: (r: UploadRecord) => boolean,
     expiresInSec: number,
   ): Promise<PartUrl[] | undefined> {
-    const u = await this.readUpload(uploadId);
-    const now = this.now();
-    if (!u?.multipart || u.state !== 'open' || now >= u.urlExpiresAt || !accept(recordOf(u))) return undefined;
-    const exp = Math.min(u.urlExpiresAt, now + uploadUrlSeconds(expiresInSec) * 1000);
-    const path = `${UPLOADS_FOLDER}/${uploadId}`;
-    return partNumbers.map((n) => ({
-      partNumber: n,
-      url: `${this.publicBaseUrl}/local-blobs/${this.tokens.sign({ op: 'part', path, exp, n })}`,
-      method: 'PUT',
-      headers: {},
-      expiresAt: exp,
-    }));
+    return this.uploads.presignParts(uploadId, partNumbers, accept, expiresInSec);
   }
 
-  /**
-   * For the local server: stores a part of a multipart upload that is not completed (a part PUT again replaces the
-   * earlier one, as S3's UploadPart). Undefined when the upload is unknown, completed or aborted.
-   */
-  async writeUploadPart(
+  /** For the local server: stores one part's bytes (undefined: no such open multipart upload). */
+  writeUploadPart(
     uploadId: string,
     partNumber: number,
     body: AsyncIterable<Uint8Array>,
     opts: { maxBytes: number },
   ): Promise<{ etag: string; size: number } | undefined> {
-    const u = await this.readUpload(uploadId);
-    if (!u?.multipart || u.state === 'completed') return undefined;
-    try {
-      return await this.parts.write(uploadId, partNumber, body, opts.maxBytes);
-    } catch (e) {
-      throw this.unavailable(e);
-    }
+    return this.uploads.writeUploadPart(uploadId, partNumber, body, opts);
   }
 
-  async completeParts(claim: UploadClaim, parts: readonly CompletedPart[]): Promise<void> {
-    const { uploadId } = claim.record;
-    const bytes = await this.parts.assembled(uploadId, parts);
-    try {
-      await this.writeStagedUpload(uploadId, bytes);
-    } catch (e) {
-      // Assembled by an earlier completion whose commit failed: the same parts, staged already.
-      if (!(e instanceof StagedUploadExistsError)) throw e;
-    }
-    await this.parts.remove(uploadId);
+  completeParts(claim: UploadClaim, parts: readonly CompletedPart[]): Promise<void> {
+    return this.uploads.completeParts(claim, parts);
   }
 
-  async abortUpload(claim: UploadClaim): Promise<void> {
-    const { uploadId } = claim.record;
-    // Closed first (never committable again), then the bytes go; the marker keeps the staging URL from a PUT.
-    await this.changeUpload(uploadId, (cur) => (cur.claimId === claim.claimId ? completed(cur) : undefined));
-    await this.files.writeAtomic(join(this.dir, UPLOADS_FOLDER, uploadId), [Buffer.from(COMPLETED_MARKER)]);
-    await this.parts.remove(uploadId);
-  }
-
-  private uploadRecordPath(uploadId: string): string {
-    return join(this.dir, UPLOADS_FOLDER, `${validateUploadId(uploadId)}${UPLOAD_RECORD_SUFFIX}`);
-  }
-
-  private async readUpload(uploadId: string): Promise<StoredUpload | undefined> {
-    try {
-      return decodeUpload(await readFile(this.uploadRecordPath(uploadId), 'utf8'), uploadId);
-    } catch (e) {
-      if (isMissing(e)) return undefined;
-      throw this.unavailable(e);
-    }
-  }
-
-  /** Read-modify-write of an upload's record under its lock (one process per directory, see the class comment). */
-  private async changeUpload(
-    uploadId: string,
-    change: (u: StoredUpload) => StoredUpload | undefined,
-  ): Promise<StoredUpload | undefined> {
-    const recordPath = this.uploadRecordPath(uploadId);
-    return this.withLock(recordPath, async () => {
-      const cur = await this.readUpload(uploadId);
-      const next = cur && change(cur);
-      if (!next) return undefined;
-      await this.files.writeAtomic(recordPath, [Buffer.from(encodeUpload(next))]);
-      return next;
-    });
-  }
-
-  private uploadNotFound(uploadId: string): NotFoundError {
-    return new NotFoundError(`upload '${uploadId}' not found (nothing was uploaded, or it was already committed)`, { uploadId });
+  abortUpload(claim: UploadClaim): Promise<void> {
+    return this.uploads.abortUpload(claim);
   }
 
   // ---- service --------------------------------------------------------------------------------------------
@@ -682,9 +509,6 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
     return new TierUnavailableError(this.name, e);
   }
 }
-
-/** What a completed upload leaves at its staging path until the sweep removes it. */
-const COMPLETED_MARKER = 'strata:upload-completed\n';
 
 /** Whole seconds in 1..7 days, never past the entry's expiry. */
 function presignSeconds(requested: number, expiresAt: number | null, now: number): number {
