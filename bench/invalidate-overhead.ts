@@ -160,8 +160,8 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
 
     process.stdout.write(`loading ${KEYS} keys of 1 KB (2-3 tags each) into 'bench' and 'bench-l1' ... `);
     // By a coordinator of its own, so every measured one fills its L1 the same way, by reads. Loaded by "check",
-    // its L1 held the copies its writes left, and those reads ran ~5% slower than copies filled by reads (their
-    // headers are objects of another shape): the A/A control was off by that much, and a/b by more.
+    // its L1 held the copies its writes left, and those reads ran ~5% slower than copies filled by reads (why is not
+    // known: the copies' objects have the same shapes): the A/A control was off by that much, and a/b by more.
     const loaderHot = RedisTier.fromUrl(redis.url);
     const loaderClock = new HybridLogicalClock();
     const loader = new Coordinator({
