@@ -113,7 +113,7 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
     this.coalesce = opts.coalesce ?? true;
     this.coalesceMaxBytes = opts.coalesceMaxBytes ?? 1024 * 1024;
     this.routes = new WarmRoutes({ name: this.name, ring: this.ring, client: this.client, down: this.down });
-    // The coalescer reaches the tier's routed paths through closures: they stay private to the tier.
+    // The coalescer routes its batches through the same WarmRoutes as the tier's own calls (same retries, counters).
     this.coalescer = new WarmCoalescer(
       {
         client: this.client,
