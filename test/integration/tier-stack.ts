@@ -32,7 +32,6 @@ export interface TierStack {
   close(): Promise<void>;
 }
 
-/** Every file under `dir`, concatenated. */
 /**
  * Closes coordinators that share one stack's tiers. Each one's close() closes the tiers it was given, so closed
  * together the first to finish destroyed the S3 client under the other's writes still in flight. Those requests
@@ -47,6 +46,7 @@ export async function closeSharingTiers(...coordinators: (Coordinator | undefine
   for (const c of open) await c.close().catch(() => {});
 }
 
+/** Every file under `dir`, concatenated. */
 export function filesUnder(dir: string): Buffer {
   const parts: Buffer[] = [];
   const walk = (d: string): void => {
