@@ -98,8 +98,9 @@ async function main(): Promise<void> {
     hostUrls: configuredPublicUrl === undefined,
   });
   const url = (configuredPublicUrl ?? `http://localhost:${port}`).replace(/\/+$/, '');
-  console.log(`\nStrata is serving its API on ${url} (dashboard: ${url}/dashboard)\n`);
-  for (const line of ctx.describe()) console.log(`  ${line}`);
+  // One write: whoever watches for the serving line (a test, a supervisor) gets the tiers it serves with it.
+  const tiers = ctx.describe().map((line) => `  ${line}`);
+  console.log([`\nStrata is serving its API on ${url} (dashboard: ${url}/dashboard)\n`, ...tiers].join('\n'));
   console.log(
     `\nTry it:\n  curl -X PUT --data-binary 'hello' ${url}/v1/ns/demo/keys/greeting\n  curl -i ${url}/v1/ns/demo/keys/greeting\n  curl ${url}/v1/stats`,
   );

@@ -54,7 +54,8 @@ describe('npm start with STRATA_LOCAL_NODES (child process)', () => {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`not serving within 60 s:\n${output}`)), 60_000);
       const check = () => {
-        if (output.includes('Strata is serving')) {
+        // The tier lines follow the serving line; a pipe may deliver them in a later chunk.
+        if (output.includes('Strata is serving') && /warm\s+cache nodes/.test(output)) {
           clearTimeout(timer);
           resolve();
         } else if (child!.exitCode !== null) {
