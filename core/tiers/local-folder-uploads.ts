@@ -61,16 +61,7 @@ export class LocalFolderUploads {
     const now = this.d.now();
     const seconds = uploadUrlSeconds(expiresInSec);
     const stored = openUpload(upload, now, seconds);
-    try {
-      await this.d.files.writeAtomic(
-        this.uploadRecordPath(upload.uploadId),
-        [Buffer.from(encodeUpload(stored))],
-        undefined,
-        true,
-      );
-    } catch (e) {
-      throw e instanceof StagedUploadExistsError ? new ValidationError('uploadId', 'this upload id is taken') : e;
-    }
+    await this.createRecord(stored);
     const exp = stored.urlExpiresAt;
     const ct = upload.contentType;
     const token = this.d.tokens.sign({ op: 'put', path: `${UPLOADS_FOLDER}/${upload.uploadId}`, exp, ...(ct ? { ct } : {}) });
@@ -189,16 +180,7 @@ export class LocalFolderUploads {
       ...openUpload(upload, this.d.now(), uploadUrlSeconds(expiresInSec)),
       multipart: { id: 'local' },
     };
-    try {
-      await this.d.files.writeAtomic(
-        this.uploadRecordPath(upload.uploadId),
-        [Buffer.from(encodeUpload(stored))],
-        undefined,
-        true,
-      );
-    } catch (e) {
-      throw e instanceof StagedUploadExistsError ? new ValidationError('uploadId', 'this upload id is taken') : e;
-    }
+    await this.createRecord(stored);
     return { expiresAt: stored.urlExpiresAt };
   }
 
@@ -259,6 +241,20 @@ export class LocalFolderUploads {
     await this.changeUpload(uploadId, (cur) => (cur.claimId === claim.claimId ? completed(cur) : undefined));
     await this.d.files.writeAtomic(join(this.d.dir, UPLOADS_FOLDER, uploadId), [Buffer.from(COMPLETED_MARKER)]);
     await this.d.parts.remove(uploadId);
+  }
+
+  /** Writes a new upload's record, once: an id already taken is refused. */
+  private async createRecord(stored: StoredUpload): Promise<void> {
+    try {
+      await this.d.files.writeAtomic(
+        this.uploadRecordPath(stored.uploadId),
+        [Buffer.from(encodeUpload(stored))],
+        undefined,
+        true,
+      );
+    } catch (e) {
+      throw e instanceof StagedUploadExistsError ? new ValidationError('uploadId', 'this upload id is taken') : e;
+    }
   }
 
   private uploadRecordPath(uploadId: string): string {
