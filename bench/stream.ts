@@ -45,6 +45,11 @@ interface SideResult {
   maxRssBytes: number;
   /** The peak of the client's private memory (RssAnon: without the Node binary's file pages), on Linux. */
   peakAnonBytes: number | undefined;
+  /**
+   * The stream client's second download of the value through a default reader (a fresh chunk a read), after its
+   * figures above were taken (they are the BYOB reader's): its own duration and peak.
+   */
+  defaultGet?: { seconds: number; peakRssBytes: number; maxRssBytes: number; intact: boolean } | undefined;
   /** What its memory group reported, when the client ran in one. */
   limit?: LimitReport | undefined;
 }
@@ -145,6 +150,7 @@ export async function stream(opts: { seconds: number; runs?: number }): Promise<
       for (const mode of order) got[mode] = await side(script, mode, api.url, bytes, tuning, limit);
       rounds.push({ raw: got.raw!, stream: got.stream! });
       for (const x of [got.raw!, got.stream!]) if (!x.intact) throw new Error(`${x.mode}: the bytes read back differ`);
+      if (got.stream!.defaultGet?.intact === false) throw new Error('stream: the default reader read back other bytes');
     }
   } finally {
     await api.close();
@@ -192,6 +198,15 @@ export async function stream(opts: { seconds: number; runs?: number }): Promise<
       }),
     ),
   );
+  const defaultGet = {
+    getMBps: over((r) => bytes / MB / (r.stream.defaultGet?.seconds ?? NaN)),
+    peakRssMB: over((r) => (r.stream.defaultGet?.peakRssBytes ?? NaN) / MiB),
+    maxRssMB: over((r) => (r.stream.defaultGet?.maxRssBytes ?? NaN) / MiB),
+  };
+  console.log(
+    `getStream through a default reader (a second download, after the figures above): ` +
+      `${defaultGet.getMBps.median} MB/s, peak RSS ${defaultGet.peakRssMB.median} MiB, maxRSS ${defaultGet.maxRssMB.median} MiB`,
+  );
   const peakMax = Math.max(...rounds.map((r) => Math.max(r.stream.peakRssBytes, r.stream.maxRssBytes)));
   console.log(
     `stream / raw: put ${round(median(putRatios), 2)}x, get ${round(median(getRatios), 2)}x; ` +
@@ -216,8 +231,10 @@ export async function stream(opts: { seconds: number; runs?: number }): Promise<
     baseline: { name: 'bare HTTP: one streamed PUT to an upload URL, one streamed GET of the download URL', ...raw },
     candidate: {
       name: `SDK putStream (${tuning.partSize / MiB} MiB parts, ${tuning.concurrency} in flight) and getStream (303 download)`,
+      reader: 'BYOB, one reused 64 KiB buffer',
       ...streamed,
     },
+    defaultReader: { name: 'getStream again, read through a default reader (a new chunk a read)', ...defaultGet },
     ratios: { put: summary(putRatios), get: summary(getRatios) },
     noise: runs > 1 ? { put: spread(putRatios), get: spread(getRatios) } : 'one round: not measured',
     targets: { streamedClientPeakRssMiB: `< ${round(TARGET_RSS_BYTES / MiB, 1)} (128 MB)` },

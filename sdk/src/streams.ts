@@ -9,7 +9,7 @@ import { VersionConflictError } from './errors.js';
 import { checkKey, checkTags, encodeKey } from './encoding.js';
 import { invalid, isObject, optionError } from './json.js';
 import { discard, missingOrThrow, requestIdOf, type HttpRequest, type Transport } from './transport.js';
-import type { PutOptions, PutResult, RequestOptions } from './types.js';
+import type { FetchLike, PutOptions, PutResult, RequestOptions } from './types.js';
 
 const MiB = 1024 * 1024;
 /** S3's multipart rules (the server enforces them on every tier): parts 5 MiB..5 GiB but the last, at most 10,000. */
@@ -61,6 +61,8 @@ export interface StreamDeps {
   transport: Transport;
   timeoutMs: number;
   transferTimeoutMs: number;
+  /** The GET of a presigned download, when not the client's fetch (Node: the socket client of http-download.ts). */
+  downloadFetch?: FetchLike | undefined;
   inlineLimitBytes(): number;
   ns(opts: RequestOptions): string;
   put(key: string, value: Uint8Array, opts: PutOptions): Promise<PutResult>;
@@ -131,6 +133,7 @@ export async function getStream(d: StreamDeps, key: string, opts: GetStreamOptio
         auth: false,
         timeoutMs: d.transferTimeoutMs,
         accept: [404, 412],
+        fetch: d.downloadFetch,
       },
       async (res) => {
         if (res.status === 404 || res.status === 412) {
