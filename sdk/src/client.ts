@@ -40,7 +40,7 @@ import { NodesClient } from './nodes.js';
 import { checkPrefix, invalidationTags, NamespacesClient, parseInvalidation, type InvalidationResult } from './invalidation.js';
 import { iterateKeys, listQuery, parseKeyPage, type KeyPage, type ListedKey, type ListKeysOptions } from './listing.js';
 import { uploadValue } from './uploads.js';
-import { socketDownloadFetch } from './http-download.js';
+import { socketFetch } from './socket-http.js';
 import { SDK_VERSION } from './version.js';
 import { WorkflowsClient } from './workflows.js';
 import {
@@ -131,7 +131,7 @@ export class StrataClient {
   private readonly transport: Transport;
   private readonly timeoutMs: number;
   private readonly transferTimeoutMs: number;
-  private readonly downloadFetch: FetchLike | undefined;
+  private readonly presignedFetch: FetchLike | undefined;
   private inlineLimitBytes: number;
   private readonly inflight = new Map<string, Promise<CacheItem>>();
   /** Fresh uploads tried after an ambiguous failure of one (`retries`). */
@@ -210,8 +210,8 @@ export class StrataClient {
     this.inlineLimitBytes = nonNegative('inlineLimitBytes', options.inlineLimitBytes, DEFAULTS.inlineLimitBytes);
     const fetchImpl = options.fetch ?? globalThis.fetch;
     // A fetch of the caller's own is used for everything; else, on Node, presigned downloads go over a socket read
-    // into one reused buffer (see http-download.ts: fetch's per-read chunks cost the client tens of MiB of RSS).
-    this.downloadFetch = options.fetch === undefined ? socketDownloadFetch() : undefined;
+    // into one reused buffer (see socket-http.ts: fetch's per-read chunks cost the client tens of MiB of RSS).
+    this.presignedFetch = options.fetch === undefined ? socketFetch() : undefined;
     if (typeof fetchImpl !== 'function') throw optionError('fetch', 'no global fetch: pass options.fetch');
     const runtime = typeof process !== 'undefined' && process.version ? ` node/${process.version}` : '';
     this.uploadRetries = Math.floor(nonNegative('retries', options.retries, DEFAULTS.retries));
@@ -745,7 +745,7 @@ export class StrataClient {
       transport: this.transport,
       timeoutMs: this.timeoutMs,
       transferTimeoutMs: this.transferTimeoutMs,
-      downloadFetch: this.downloadFetch,
+      presignedFetch: this.presignedFetch,
       inlineLimitBytes: () => this.inlineLimitBytes,
       ns: (opts) => this.ns(opts),
       put: (key, value, opts) => this.put(key, value, opts),

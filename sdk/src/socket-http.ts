@@ -25,7 +25,7 @@ type Builtins = { net: typeof Net; tls: typeof Tls };
 /** Only for tests: extra CAs trusted by the TLS connections (a self-signed test server). Never a user option. */
 let testCa: string | undefined;
 /** @internal */
-export function setDownloadTestCa(ca: string | undefined): void {
+export function setSocketTestCa(ca: string | undefined): void {
   testCa = ca;
 }
 
@@ -48,10 +48,10 @@ function proxyConfigured(): boolean {
 }
 
 /** The socket client as a FetchLike for the presigned download's GET, or undefined where fetch must stay. @internal */
-export function socketDownloadFetch(): FetchLike | undefined {
+export function socketFetch(): FetchLike | undefined {
   const mods = builtins();
   if (!mods || proxyConfigured()) return undefined;
-  return (input, init) => download(mods, new URL(String(input)), init ?? {});
+  return (input, init) => exchange(mods, new URL(String(input)), init ?? {});
 }
 
 function framingError(url: URL, message: string, cause?: unknown): NetworkError {
@@ -59,13 +59,14 @@ function framingError(url: URL, message: string, cause?: unknown): NetworkError 
 }
 
 /** The request's head; header names and values with CR, LF or NUL are refused, as fetch refuses them. */
-function requestHead(url: URL, init: RequestInit): string {
-  const lines = [`GET ${url.pathname}${url.search} HTTP/1.1`, `host: ${url.host}`];
+function requestHead(url: URL, method: string, init: RequestInit, body: Uint8Array | undefined): string {
+  const lines = [`${method} ${url.pathname}${url.search} HTTP/1.1`, `host: ${url.host}`];
   const given = new Headers(init.headers);
   for (const [name, value] of given) {
-    if (name === 'host' || name === 'connection') continue;
+    if (name === 'host' || name === 'connection' || name === 'content-length' || name === 'transfer-encoding') continue;
     lines.push(`${name}: ${value}`);
   }
+  if (body) lines.push(`content-length: ${body.byteLength}`);
   lines.push('connection: close', 'accept-encoding: identity');
   for (const line of lines) if (/[\r\n\0]/.test(line)) throw new TypeError('invalid header in the download request');
   return `${lines.join('\r\n')}\r\n\r\n`;
@@ -119,15 +120,17 @@ const Chunk = {
   EndLf: 9,
 } as const;
 
-function download(mods: Builtins, url: URL, init: RequestInit): Promise<Response> {
+function exchange(mods: Builtins, url: URL, init: RequestInit): Promise<Response> {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return Promise.reject(new TypeError(`unsupported URL ${url.protocol}`));
-  if ((init.method ?? 'GET').toUpperCase() !== 'GET' || init.body != null)
-    return Promise.reject(new TypeError('the socket download client only sends GET without a body'));
+  const method = (init.method ?? 'GET').toUpperCase();
+  const body = init.body instanceof Uint8Array ? init.body : undefined;
+  if (!(method === 'GET' && init.body == null) && !(method === 'PUT' && body))
+    return Promise.reject(new TypeError('the socket client sends a GET, or a PUT of bytes, only'));
   const signal = init.signal ?? undefined;
   if (signal?.aborted) return Promise.reject(signal.reason);
   let head: string;
   try {
-    head = requestHead(url, init);
+    head = requestHead(url, method, init, body);
   } catch (err) {
     return Promise.reject(err);
   }
@@ -209,6 +212,8 @@ function download(mods: Builtins, url: URL, init: RequestInit): Promise<Response
     socket.on('end', onEof);
     socket.on('close', onEof);
     socket.write(head, 'latin1');
+    // The part's own memory goes to the socket: no copy, no stream of views (fetch's, a part in flight at a time).
+    if (body) socket.write(body);
 
     /** Body bytes of a read: to the waiting read while one waits and nothing is held back, the rest to the carry. */
     function payload(buf: Uint8Array, start: number, end: number): void {
@@ -276,7 +281,7 @@ function download(mods: Builtins, url: URL, init: RequestInit): Promise<Response
       try {
         let at = 0;
         if (!responded) at = readHead(buf, n);
-        if (controller && at < n && !finished) body(buf, at, n);
+        if (controller && at < n && !finished) frame(buf, at, n);
       } catch (err) {
         fail(err);
         return false;
@@ -339,7 +344,7 @@ function download(mods: Builtins, url: URL, init: RequestInit): Promise<Response
     }
 
     /** Splits the bytes `start..end` of a read into payload, per the framing. */
-    function body(buf: Uint8Array, start: number, end: number): void {
+    function frame(buf: Uint8Array, start: number, end: number): void {
       if (framing.kind === 'close') return payload(buf, start, end);
       if (framing.kind === 'length') {
         const n = Math.min(framing.left, end - start);
