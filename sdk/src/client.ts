@@ -131,7 +131,7 @@ export class StrataClient {
   private readonly transport: Transport;
   private readonly timeoutMs: number;
   private readonly transferTimeoutMs: number;
-  private readonly presignedFetch: FetchLike | undefined;
+  private readonly downloadFetch: FetchLike | undefined;
   private inlineLimitBytes: number;
   private readonly inflight = new Map<string, Promise<CacheItem>>();
   /** Fresh uploads tried after an ambiguous failure of one (`retries`). */
@@ -211,7 +211,7 @@ export class StrataClient {
     const fetchImpl = options.fetch ?? globalThis.fetch;
     // A fetch of the caller's own is used for everything; else, on Node, presigned downloads go over a socket read
     // into one reused buffer (see socket-http.ts: fetch's per-read chunks cost the client tens of MiB of RSS).
-    this.presignedFetch = options.fetch === undefined ? socketFetch() : undefined;
+    this.downloadFetch = options.fetch === undefined ? socketFetch() : undefined;
     if (typeof fetchImpl !== 'function') throw optionError('fetch', 'no global fetch: pass options.fetch');
     const runtime = typeof process !== 'undefined' && process.version ? ` node/${process.version}` : '';
     this.uploadRetries = Math.floor(nonNegative('retries', options.retries, DEFAULTS.retries));
@@ -745,7 +745,7 @@ export class StrataClient {
       transport: this.transport,
       timeoutMs: this.timeoutMs,
       transferTimeoutMs: this.transferTimeoutMs,
-      presignedFetch: this.presignedFetch,
+      downloadFetch: this.downloadFetch,
       inlineLimitBytes: () => this.inlineLimitBytes,
       ns: (opts) => this.ns(opts),
       put: (key, value, opts) => this.put(key, value, opts),

@@ -59,14 +59,13 @@ function framingError(url: URL, message: string, cause?: unknown): NetworkError 
 }
 
 /** The request's head; header names and values with CR, LF or NUL are refused, as fetch refuses them. */
-function requestHead(url: URL, method: string, init: RequestInit, body: Uint8Array | undefined): string {
-  const lines = [`${method} ${url.pathname}${url.search} HTTP/1.1`, `host: ${url.host}`];
+function requestHead(url: URL, init: RequestInit): string {
+  const lines = [`GET ${url.pathname}${url.search} HTTP/1.1`, `host: ${url.host}`];
   const given = new Headers(init.headers);
   for (const [name, value] of given) {
-    if (name === 'host' || name === 'connection' || name === 'content-length' || name === 'transfer-encoding') continue;
+    if (name === 'host' || name === 'connection') continue;
     lines.push(`${name}: ${value}`);
   }
-  if (body) lines.push(`content-length: ${body.byteLength}`);
   lines.push('connection: close', 'accept-encoding: identity');
   for (const line of lines) if (/[\r\n\0]/.test(line)) throw new TypeError('invalid header in the download request');
   return `${lines.join('\r\n')}\r\n\r\n`;
@@ -122,15 +121,13 @@ const Chunk = {
 
 function exchange(mods: Builtins, url: URL, init: RequestInit): Promise<Response> {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return Promise.reject(new TypeError(`unsupported URL ${url.protocol}`));
-  const method = (init.method ?? 'GET').toUpperCase();
-  const body = init.body instanceof Uint8Array ? init.body : undefined;
-  if (!(method === 'GET' && init.body == null) && !(method === 'PUT' && body))
-    return Promise.reject(new TypeError('the socket client sends a GET, or a PUT of bytes, only'));
+  if ((init.method ?? 'GET').toUpperCase() !== 'GET' || init.body != null)
+    return Promise.reject(new TypeError('the socket client sends a GET without a body only'));
   const signal = init.signal ?? undefined;
   if (signal?.aborted) return Promise.reject(signal.reason);
   let head: string;
   try {
-    head = requestHead(url, method, init, body);
+    head = requestHead(url, init);
   } catch (err) {
     return Promise.reject(err);
   }
@@ -212,8 +209,6 @@ function exchange(mods: Builtins, url: URL, init: RequestInit): Promise<Response
     socket.on('end', onEof);
     socket.on('close', onEof);
     socket.write(head, 'latin1');
-    // The part's own memory goes to the socket: no copy, no stream of views (fetch's, a part in flight at a time).
-    if (body) socket.write(body);
 
     /** Body bytes of a read: to the waiting read while one waits and nothing is held back, the rest to the carry. */
     function payload(buf: Uint8Array, start: number, end: number): void {
@@ -289,8 +284,10 @@ function exchange(mods: Builtins, url: URL, init: RequestInit): Promise<Response
         serving = false;
       }
       serve();
-      // Read on only while a read waits and nothing is held back.
-      return !finished && wanted && carryEnd === 0;
+      // The head is read through; the body only while a read waits and nothing is held back. (A paused socket does
+      // not see the server's EOF either: a read that wants more resumes it.)
+      if (finished) return false;
+      return !responded || (wanted && carryEnd === 0);
     }
 
     /** Collects the head; returns how many bytes of `buf` it used (the rest is body). */

@@ -61,8 +61,8 @@ export interface StreamDeps {
   transport: Transport;
   timeoutMs: number;
   transferTimeoutMs: number;
-  /** Requests to presigned URLs (downloads, parts), when not the client's fetch (Node: socket-http.ts's client). */
-  presignedFetch?: FetchLike | undefined;
+  /** The GET of a presigned download, when not the client's fetch (Node: the socket client of socket-http.ts). */
+  downloadFetch?: FetchLike | undefined;
   inlineLimitBytes(): number;
   ns(opts: RequestOptions): string;
   put(key: string, value: Uint8Array, opts: PutOptions): Promise<PutResult>;
@@ -133,7 +133,7 @@ export async function getStream(d: StreamDeps, key: string, opts: GetStreamOptio
         auth: false,
         timeoutMs: d.transferTimeoutMs,
         accept: [404, 412],
-        fetch: d.presignedFetch,
+        fetch: d.downloadFetch,
       },
       async (res) => {
         if (res.status === 404 || res.status === 412) {
@@ -256,7 +256,6 @@ export async function putStream(
         headers,
         body: bytes,
         bodyAsStream: true,
-        fetch: d.presignedFetch,
         auth: false,
         retryMode: 'idempotent',
         signal: opts.signal,

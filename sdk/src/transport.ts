@@ -36,7 +36,7 @@ export interface HttpRequest {
    * (4 of 8 MiB) that was ~130 MiB of copies; views cost nothing.
    */
   bodyAsStream?: boolean | undefined;
-  /** This request's fetch instead of the client's: the socket client (socket-http.ts) for presigned URLs, on Node. */
+  /** This request's fetch instead of the client's: on Node, the socket client of socket-http.ts for downloads. */
   fetch?: FetchLike | undefined;
 }
 
@@ -65,8 +65,6 @@ function viewsOf(bytes: Uint8Array): ReadableStream<Uint8Array> {
 /** The body and headers of one attempt's fetch. */
 function bodyInit(req: HttpRequest, headers: Record<string, string>): RequestInit {
   if (req.body === undefined) return { headers };
-  // The socket client writes the bytes themselves to its socket: no views needed.
-  if (req.fetch && req.body instanceof Uint8Array) return { headers, body: req.body as Uint8Array<ArrayBuffer> };
   if (req.bodyAsStream && IN_NODE && req.body instanceof Uint8Array) {
     const init = { headers: { ...headers, 'content-length': String(req.body.byteLength) }, body: viewsOf(req.body) };
     return { ...init, duplex: 'half' } as RequestInit;
