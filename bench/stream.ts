@@ -1,12 +1,12 @@
 /**
- * stream: a large value through the SDK's streams (`putStream` in 8 MiB parts, 4 in flight; `getStream` through the
+ * stream: a large value through the SDK's streams (`putStream` in 8 MiB parts, 3 in flight; `getStream` through the
  * 303 download) against the same bytes over bare HTTP (one streamed PUT to an upload URL, one streamed GET of the
  * download URL), both against an `npm start`-style server (memory hot tier, local folder cold tier, its own blob
  * URLs) in this process. Each transfer's client runs in a process of its own (bench/stream-side.ts), so the client's
  * peak RSS is measured apart from the server's. Target: the streamed client's peak RSS < 128 MB for 1 GiB.
  *
  * `--size-mib N` (or STRATA_BENCH_STREAM_MIB; default 1024) sets the value's size; `--part-mib N` (8) and
- * `--concurrency N` (4) putStream's parts; `--client-old-space-mib N` runs the clients' Node with
+ * `--concurrency N` (3) putStream's parts; `--client-old-space-mib N` runs the clients' Node with
  * `--max-old-space-size=N` (default: Node's own sizing), as a memory-limited deployment would; `--runs N` (1) the rounds,
  * each one raw and one stream transfer, alternating which goes first. Reported: MB/s each way (MB = 10^6 bytes),
  * stream against raw as a ratio, the client's RSS at start and at its peak (sampled every 20 ms, and the kernel's
@@ -136,8 +136,8 @@ export async function stream(opts: { seconds: number; runs?: number }): Promise<
   const sizeMiB = flag('size-mib', Number(process.env.STRATA_BENCH_STREAM_MIB ?? 1024));
   const bytes = Math.round(sizeMiB * MiB);
   const runs = opts.runs ?? 1;
-  // putStream's defaults unless given: 8 MiB parts, 4 in flight.
-  const tuning: Tuning = { partSize: Math.round(flag('part-mib', 8) * MiB), concurrency: flag('concurrency', 4) };
+  // putStream's defaults unless given: 8 MiB parts, 3 in flight.
+  const tuning: Tuning = { partSize: Math.round(flag('part-mib', 8) * MiB), concurrency: flag('concurrency', 3) };
   const limit = clientLimit();
   const dir = mkdtempSync(join(tmpdir(), 'strata-bench-stream-'));
   const script = await bundleSide(dir);

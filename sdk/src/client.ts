@@ -325,7 +325,7 @@ export class StrataClient {
 
   /**
    * Writes a key from a stream (web `ReadableStream`, Node `Readable`, or any async iterable of bytes) of any length,
-   * in parts of `partSize` bytes (default 8 MiB) through a multipart upload, `concurrency` parts at once (default 4):
+   * in parts of `partSize` bytes (default 8 MiB) through a multipart upload, `concurrency` parts at once (default 3):
    * memory stays near `(concurrency + 1) * partSize`. A stream that fits in one part and the inline limit is sent
    * with one PUT. Resolves what `put` resolves; a failed upload is aborted.
    *

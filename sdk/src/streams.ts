@@ -17,7 +17,7 @@ export const MIN_PART_BYTES = 5 * MiB;
 export const MAX_PART_BYTES = 5 * 1024 * MiB;
 export const MAX_PARTS = 10_000;
 const DEFAULT_PART_BYTES = 8 * MiB;
-const DEFAULT_CONCURRENCY = 4;
+const DEFAULT_CONCURRENCY = 3;
 const MAX_REPLACED_RETRIES = 3;
 /** A presigned download answered 412: the key was replaced between the redirect and the download. */
 const REPLACED = Symbol('replaced');
@@ -48,7 +48,7 @@ export interface ValueStream {
 export interface PutStreamOptions extends Omit<PutOptions, 'ifMatch' | 'ifNoneMatch'> {
   /** Bytes per part (5 MiB..5 GiB; default 8 MiB). The value can be at most 10,000 parts. */
   partSize?: number | undefined;
-  /** Parts uploaded at once (1..16; default 4). Memory held: about `(concurrency + 1) * partSize`. */
+  /** Parts uploaded at once (1..16; default 3). Memory held: about `(concurrency + 1) * partSize`. */
   concurrency?: number | undefined;
 }
 
