@@ -31,8 +31,9 @@ export function setSocketTestCa(ca: string | undefined): void {
 
 /** Node's `net` and `tls`, or undefined elsewhere (browsers, Deno, Bun: they keep fetch). */
 function builtins(): Builtins | undefined {
-  const proc = (globalThis as { process?: { versions?: Record<string, string | undefined>; getBuiltinModule?: (id: string) => unknown } })
-    .process;
+  const proc = (
+    globalThis as { process?: { versions?: Record<string, string | undefined>; getBuiltinModule?: (id: string) => unknown } }
+  ).process;
   const versions = proc?.versions;
   if (!versions?.node || versions.bun || versions.deno || typeof proc?.getBuiltinModule !== 'function') return undefined;
   // getBuiltinModule rather than an import: no `node:` specifier for a browser bundler to trip over.
@@ -120,7 +121,8 @@ const Chunk = {
 } as const;
 
 function exchange(mods: Builtins, url: URL, init: RequestInit): Promise<Response> {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return Promise.reject(new TypeError(`unsupported URL ${url.protocol}`));
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return Promise.reject(new TypeError(`unsupported URL ${url.protocol}`));
   if ((init.method ?? 'GET').toUpperCase() !== 'GET' || init.body != null)
     return Promise.reject(new TypeError('the socket client sends a GET without a body only'));
   const signal = init.signal ?? undefined;
@@ -202,7 +204,8 @@ function exchange(mods: Builtins, url: URL, init: RequestInit): Promise<Response
         return serve();
       }
       if (!bodyDone) {
-        const what = framing.kind === 'length' ? `${framing.left} byte(s) missing after ${received}` : `mid-chunk after ${received} bytes`;
+        const what =
+          framing.kind === 'length' ? `${framing.left} byte(s) missing after ${received}` : `mid-chunk after ${received} bytes`;
         fail(framingError(url, `the body was cut short: ${what}`));
       }
     };

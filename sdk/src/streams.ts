@@ -40,7 +40,10 @@ export interface ValueStream {
   tags: string[];
   /** The bytes `body` holds, when a range was asked for and served (inclusive offsets). */
   range?: { start: number; end: number } | undefined;
-  /** The bytes. Read it to the end or cancel it (it holds a connection); `Readable.fromWeb(body)` for a Node stream. */
+  /**
+   * The bytes. Read it to the end or cancel it (it holds a connection); `Readable.fromWeb(body)` for a Node stream.
+   * On Node a byte stream: a BYOB reader with one reused buffer reads it without allocating per chunk.
+   */
   body: ReadableStream<Uint8Array>;
 }
 

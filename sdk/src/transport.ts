@@ -194,7 +194,12 @@ export class Transport {
       const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
       let error: StrataError;
       try {
-        const res = await (req.fetch ?? this.cfg.fetch)(req.url, { method: req.method, ...bodyInit(req, headers), signal, redirect: 'manual' });
+        const res = await (req.fetch ?? this.cfg.fetch)(req.url, {
+          method: req.method,
+          ...bodyInit(req, headers),
+          signal,
+          redirect: 'manual',
+        });
         if (req.stream) attemptDeadline.settle();
         if ((res.status >= 200 && res.status < 300) || req.accept?.includes(res.status)) return await read(res);
         const body = await res.text();

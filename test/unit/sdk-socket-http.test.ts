@@ -170,7 +170,9 @@ describe('socket HTTP client (presigned URLs)', () => {
 
   it('a response split across reads at every offset of its head, and anywhere in a chunked body, reads intact', async () => {
     const body = pattern(5_000, 3);
-    const headOnly = Buffer.from(`HTTP/1.1 206 Partial Content\r\ncontent-range: bytes 0-4999/9000\r\ncontent-length: 5000\r\n\r\n`);
+    const headOnly = Buffer.from(
+      `HTTP/1.1 206 Partial Content\r\ncontent-range: bytes 0-4999/9000\r\ncontent-length: 5000\r\n\r\n`,
+    );
     let next: { bytes: Buffer; cuts: number[] } = { bytes: Buffer.alloc(0), cuts: [] };
     const raw = track(await rawServer((s) => writeSplit(s, next.bytes, next.cuts).then(() => void s.end())));
     const f = fetchOver();
@@ -194,7 +196,11 @@ describe('socket HTTP client (presigned URLs)', () => {
         async (sizes, cuts, byob) => {
           const head = 'HTTP/1.1 206 Partial Content\r\ncontent-range: bytes 0-4999/9000\r\ntransfer-encoding: chunked\r\n\r\n';
           const bytes = Buffer.concat([Buffer.from(head), chunked(body, sizes, 'x-checksum: 1\r\n')]);
-          await check(bytes, [...new Set(cuts.map((c) => c % bytes.length))].sort((x, y) => x - y), byob);
+          await check(
+            bytes,
+            [...new Set(cuts.map((c) => c % bytes.length))].sort((x, y) => x - y),
+            byob,
+          );
         },
       ),
       { numRuns: 40 },
@@ -204,15 +210,26 @@ describe('socket HTTP client (presigned URLs)', () => {
   it('a body cut short errors the stream (content-length, chunked, reset): never a short value that ends', async () => {
     const body = pattern(50_000);
     const answers: ((s: Socket) => void)[] = [
-      (s) => s.end(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n`), body.subarray(0, 20_000)])),
       (s) =>
         s.end(
-          Buffer.concat([Buffer.from('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n'), chunked(body, [9000]).subarray(0, 30_000)]),
+          Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n`), body.subarray(0, 20_000)]),
+        ),
+      (s) =>
+        s.end(
+          Buffer.concat([
+            Buffer.from('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n'),
+            chunked(body, [9000]).subarray(0, 30_000),
+          ]),
         ),
       // The final chunk without its closing blank line.
-      (s) => s.end(Buffer.concat([Buffer.from('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n'), Buffer.from('3\r\nabc\r\n0\r\n')])),
+      (s) =>
+        s.end(
+          Buffer.concat([Buffer.from('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n'), Buffer.from('3\r\nabc\r\n0\r\n')]),
+        ),
       (s) => {
-        s.write(Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n`), body.subarray(0, 10_000)]));
+        s.write(
+          Buffer.concat([Buffer.from(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n`), body.subarray(0, 10_000)]),
+        );
         setTimeout(() => s.resetAndDestroy(), 20);
       },
       (s) => s.end('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n'),
@@ -339,9 +356,11 @@ describe('socket HTTP client (presigned URLs)', () => {
       setSocketTestCa(cert);
       try {
         const res = await fetchOver()(url, {});
-        expect(createHash('sha256').update(await readByob(res.body!)).digest('hex')).toBe(
-          createHash('sha256').update(body).digest('hex'),
-        );
+        expect(
+          createHash('sha256')
+            .update(await readByob(res.body!))
+            .digest('hex'),
+        ).toBe(createHash('sha256').update(body).digest('hex'));
         expect(servernames).toEqual(['localhost']);
       } finally {
         setSocketTestCa(undefined);
@@ -393,8 +412,9 @@ describe('socket HTTP client (presigned URLs)', () => {
         expect((await readByob(item!.body)).equals(value)).toBe(true);
       } finally {
         globalThis.fetch = original;
-        for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
+        for (const [k, v] of Object.entries(saved))
+          if (v === undefined) delete process.env[k];
+          else process.env[k] = v;
       }
       return seen;
     };
