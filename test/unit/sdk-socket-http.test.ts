@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
-import { NetworkError, StrataClient } from '../../sdk/src/index.js';
+import { NetworkError, StrataClient, TimeoutError } from '../../sdk/src/index.js';
 import { setSocketTestCa, socketFetch } from '../../sdk/src/socket-http.js';
 import type { FetchLike } from '../../sdk/src/types.js';
 
@@ -373,6 +373,7 @@ describe('socket HTTP client (presigned URLs)', () => {
     let base: string;
     const value = pattern(70_000, 9);
     let blobHeads: string[];
+    let stuckClosed: Promise<void> | undefined;
     beforeAll(async () => {
       blobHeads = [];
       api = createHttpServer((req, res) => {
@@ -386,6 +387,15 @@ describe('socket HTTP client (presigned URLs)', () => {
           });
           return res.end();
         }
+        if (req.url?.startsWith('/v1/ns/app/keys/stuck')) {
+          res.writeHead(303, { location: '/blob/stuck', 'x-strata-version': '1', 'content-length': 0 });
+          return res.end();
+        }
+        // Never answers: only the transfer timeout ends the wait for the download's head.
+        if (req.url?.startsWith('/blob/stuck')) {
+          stuckClosed = new Promise((r) => req.socket.on('close', () => r()));
+          return;
+        }
         if (req.url?.startsWith('/blob/big')) {
           blobHeads.push(JSON.stringify(req.headers));
           return res.writeHead(200, { 'content-length': value.length }).end(value);
@@ -395,7 +405,10 @@ describe('socket HTTP client (presigned URLs)', () => {
       await new Promise<void>((r) => api.listen(0, '127.0.0.1', r));
       base = `http://127.0.0.1:${(api.address() as AddressInfo).port}`;
     });
-    afterAll(() => new Promise<void>((r) => api.close(() => r())));
+    afterAll(() => {
+      api.closeAllConnections();
+      return new Promise<void>((r) => api.close(() => r()));
+    });
 
     const viaFetch = async (env: Record<string, string>): Promise<string[]> => {
       const seen: string[] = [];
@@ -422,6 +435,12 @@ describe('socket HTTP client (presigned URLs)', () => {
     it('the 303 goes through fetch, the presigned GET over the socket client', async () => {
       expect(await viaFetch({})).toEqual(['/v1/ns/app/keys/big']);
       expect(blobHeads.length).toBeGreaterThan(0);
+    });
+
+    it('transferTimeoutMs bounds the wait for the download to answer (TimeoutError, the connection dropped)', async () => {
+      const strata = new StrataClient({ endpoint: base, namespace: 'app', retries: 0, transferTimeoutMs: 300 });
+      await expect(strata.getStream('stuck')).rejects.toBeInstanceOf(TimeoutError);
+      await stuckClosed;
     });
 
     it('with an HTTP(S) proxy in the environment, the presigned GET stays on fetch', async () => {
