@@ -374,6 +374,7 @@ describe('socket HTTP client (presigned URLs)', () => {
     const value = pattern(70_000, 9);
     let blobHeads: string[];
     let stuckClosed: Promise<void> | undefined;
+    let versions = 0;
     beforeAll(async () => {
       blobHeads = [];
       api = createHttpServer((req, res) => {
@@ -387,6 +388,17 @@ describe('socket HTTP client (presigned URLs)', () => {
           });
           return res.end();
         }
+        const redirect = /^\/v1\/ns\/app\/keys\/(replaced|gone)$/.exec(req.url ?? '');
+        if (redirect) {
+          res.writeHead(303, { location: `/blob/${redirect[1]}`, 'x-strata-version': String(++versions), 'content-length': 0 });
+          return res.end();
+        }
+        // The first download of 'replaced' finds it replaced (412); the redirect is asked again and then read.
+        if (req.url === '/blob/replaced') {
+          if (versions < 2) return res.writeHead(412, { 'content-length': 3 }).end('old');
+          return res.writeHead(200, { 'content-length': value.length }).end(value);
+        }
+        if (req.url === '/blob/gone') return res.writeHead(404, { 'content-length': 4 }).end('gone');
         if (req.url?.startsWith('/v1/ns/app/keys/stuck')) {
           res.writeHead(303, { location: '/blob/stuck', 'x-strata-version': '1', 'content-length': 0 });
           return res.end();
@@ -435,6 +447,15 @@ describe('socket HTTP client (presigned URLs)', () => {
     it('the 303 goes through fetch, the presigned GET over the socket client', async () => {
       expect(await viaFetch({})).toEqual(['/v1/ns/app/keys/big']);
       expect(blobHeads.length).toBeGreaterThan(0);
+    });
+
+    it('a download answering 412 is asked again through the redirect; one answering 404 is a missing key', async () => {
+      versions = 0;
+      const strata = new StrataClient({ endpoint: base, namespace: 'app', retries: 0 });
+      const item = await strata.getStream('replaced');
+      expect(item!.version).toBe(2);
+      expect((await readByob(item!.body)).equals(value)).toBe(true);
+      expect(await strata.getStream('gone')).toBeUndefined();
     });
 
     it('transferTimeoutMs bounds the wait for the download to answer (TimeoutError, the connection dropped)', async () => {
