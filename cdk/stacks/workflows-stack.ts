@@ -94,8 +94,10 @@ export class WorkflowsStack extends StrataStack {
       vpcSubnets: network.privateSubnets,
       securityGroup: network.coordinatorSecurityGroup,
       memoryMb: 1024,
-      // A stream or eviction step returns after its maxMs (60 s by default); the rest is headroom.
-      timeoutSeconds: 300,
+      // A stream or eviction step returns after its maxMs (60 s by default). The upload-commit step copies a whole
+      // staged upload in one go (S3 copies server-side, the function only waits), so the step Lambda gets Lambda's
+      // longest timeout, 15 minutes (https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html).
+      timeoutSeconds: 900,
       ...(config.workflows.stepReservedConcurrency !== undefined
         ? { reservedConcurrency: config.workflows.stepReservedConcurrency }
         : {}),
@@ -224,6 +226,7 @@ export class WorkflowsStack extends StrataStack {
       'rolling-upgrade': launches(`the replaced nodes' and the rollback's ${terminate}`),
       'invalidation-sweep': common,
       'order-markers': common,
+      'upload-commit': common,
     };
     for (const [name, machine] of Object.entries(workflows.stateMachines) as [WorkflowName, sfn.StateMachine][]) {
       for (const [f, reason] of Object.entries(findings[name])) {

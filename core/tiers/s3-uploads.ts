@@ -186,6 +186,21 @@ export class S3Uploads {
     throw this.d.contention(objectKey);
   }
 
+  // ---- asynchronous completions (upload-record.ts UploadRecords) -----------------------------------------
+
+  async stagedBytes(uploadId: string): Promise<number | undefined> {
+    const staged = await this.d.head(s3StagingKey(this.d.prefix, uploadId));
+    return staged && !staged.completedMarker ? staged.size : undefined;
+  }
+
+  async readUploadRecord(uploadId: string): Promise<StoredUpload | undefined> {
+    return (await this.readUpload(uploadId))?.upload;
+  }
+
+  changeUploadRecord(uploadId: string, change: (u: StoredUpload) => StoredUpload | undefined): Promise<StoredUpload | undefined> {
+    return this.changeUpload(uploadId, change);
+  }
+
   // ---- multipart uploads (tiers/multipart.ts): S3's own, on the staging key ------------------------------
 
   /** CreateMultipartUpload on the staging key, then the record naming S3's UploadId. */
