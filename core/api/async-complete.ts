@@ -53,6 +53,7 @@ function accepted(uploadId: string, bytes: number | undefined): ApiResult {
  * upload is not the caller's): the completion then proceeds as a synchronous one would.
  */
 export async function pollAsyncCompletion(
+  ctx: ApiContext,
   presigner: Tier & Presigning,
   uploadId: string,
   accept: (r: UploadRecord) => boolean,
@@ -63,7 +64,11 @@ export async function pollAsyncCompletion(
   if (!u || !accept(recordOf(u))) return undefined;
   const poll = asyncPoll(u, Date.now());
   if (poll.state === 'running') return accepted(uploadId, u.completion?.bytes);
-  if (poll.state === 'committed') return json(200, poll.result);
+  if (poll.state === 'committed') {
+    // Another process committed it: this container answers the write, so its own reads must show it from now on.
+    ctx.coordinator.forgetNear(recordOf(u).ns, recordOf(u).key);
+    return json(200, poll.result);
+  }
   if (poll.state === 'failed') {
     // Told once: of two polls racing, one answers the failure and the other goes on as a new completion would.
     if (!(await presigner.changeUploadRecord(uploadId, failureTold))) return undefined;

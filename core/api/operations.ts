@@ -320,7 +320,7 @@ export async function completeUpload(ctx: ApiContext, event: ApiEvent): Promise<
   const owner = callerIdentity(ctx.tenantAccess, event);
   const accept = (r: UploadRecord) => r.owner === owner && r.ns === ns && r.key === key;
   // The owner's poll of an asynchronous completion (async-complete.ts); anyone else goes on to the 404 below.
-  const polled = await pollAsyncCompletion(presigner, body.uploadId, accept);
+  const polled = await pollAsyncCompletion(ctx, presigner, body.uploadId, accept);
   if (polled) return polled;
   const claim = await presigner.claimUpload(body.uploadId, accept);
   if (!claim) {
