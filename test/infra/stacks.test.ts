@@ -470,8 +470,9 @@ describe('Stacks', () => {
         }
         // Functions with namespaced routes also get the tenant map (see the tenant test below).
         const tenants = /^(Keys|Batch|Transfer)Function/.test(id) ? ['STRATA_TENANT_ACCESS'] : [];
-        // The batch function's flush and prefix invalidation start the invalidation-sweep workflow.
-        const sweep = /^BatchFunction/.test(id) ? ['STRATA_WORKFLOW_ARNS'] : [];
+        // The batch function's flush and prefix invalidation start the invalidation-sweep workflow, the transfer
+        // function's large completions the upload-commit workflow.
+        const sweep = /^(Batch|Transfer)Function/.test(id) ? ['STRATA_WORKFLOW_ARNS'] : [];
         expect(Object.keys(vars).sort()).toEqual([
           'NODE_OPTIONS',
           'STRATA_NEAR_CACHE_MB',
@@ -567,6 +568,7 @@ describe('Stacks', () => {
             'scale-in',
             'scale-out',
             'tier-migrate',
+            'upload-commit',
           ];
           const account = { Ref: 'AWS::AccountId' };
           const executions = (w: string) => ({
@@ -587,7 +589,10 @@ describe('Stacks', () => {
         const statements = p.Properties.PolicyDocument.Statement;
         const states = statements.filter((s) => JSON.stringify(s.Action).includes('states:'));
         const batch = p.Properties.Roles[0]!.Ref.startsWith('BatchFunction');
-        expect(states).toHaveLength(batch ? 2 : 0);
+        // The transfer function starts the upload-commit workflow, and does nothing else there.
+        const transfer = p.Properties.Roles[0]!.Ref.startsWith('TransferFunction');
+        expect(states).toHaveLength(batch ? 2 : transfer ? 1 : 0);
+        if (transfer) expect(states[0]!.Action).toBe('states:StartExecution');
         if (batch) {
           expect(JSON.stringify(states)).toContain(':execution:strata-prod-invalidation-sweep:*');
           expect(JSON.stringify(states)).not.toMatch(/strata-prod-(scale|evict|tier|replace|rolling)/);

@@ -31,7 +31,7 @@ export const uploadCommitRequest = z.strictObject({
   key: z.string().min(1).max(1024),
   uploadId: z.string().regex(UPLOAD_ID_PATTERN, 'uploadId must be an upload id'),
   /** Who completed it (api/tenant-access.ts callerIdentity): the record's owner, checked again here. */
-  owner: z.string().nullable(),
+  owner: z.string().max(512).nullable(),
   /** The claim the completion took: a job for an earlier claim finds the record moved on and does nothing. */
   claimId: z.string().min(1).max(64),
 });
