@@ -33,7 +33,7 @@ import {
   valueContentType,
 } from './validation.js';
 import { createMultipartUpload, multipartPresigner, requirePresigner } from './multipart-operations.js';
-import { iso, writeBody } from './write-body.js';
+import { iso, writeBody } from '../coordinator/write-body.js';
 import { completeAsynchronously, pollAsyncCompletion } from './async-complete.js';
 
 /** What the API operations need; built once per container by the runtime. */

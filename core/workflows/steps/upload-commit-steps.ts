@@ -2,7 +2,7 @@ import * as z from 'zod';
 import type { Coordinator } from '../../coordinator/coordinator.js';
 import { ConfigError, StrataError } from '../../errors.js';
 import { NAMESPACE_PATTERN } from '../../model/keys.js';
-import { writeBody } from '../../api/write-body.js';
+import { writeBody } from '../../coordinator/write-body.js';
 import { UPLOAD_ID_PATTERN } from '../../tiers/storage-key.js';
 import type { Presigning, Tier } from '../../tiers/tier.js';
 import {

@@ -1,4 +1,4 @@
-import type { WriteResult } from '../coordinator/types.js';
+import type { WriteResult } from './types.js';
 
 /**
  * What every write answers (PUT, batch put, upload completion, the upload-commit workflow's stored answer):
