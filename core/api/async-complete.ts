@@ -104,7 +104,12 @@ export async function completeAsynchronously(
   if (!handed) return undefined; // the claim was lost meanwhile: the synchronous commit refuses it as before
   try {
     // Named after the claim: a retried start of the same claim starts no second job (EXECUTION_EXISTS).
-    await startWorkflow(ctx, 'upload-commit', { ns, key, uploadId, owner, claimId: claim.claimId }, `upload-${uploadId}-${claim.claimId}`);
+    await startWorkflow(
+      ctx,
+      'upload-commit',
+      { ns, key, uploadId, owner, claimId: claim.claimId },
+      `upload-${uploadId}-${claim.claimId}`,
+    );
   } catch (e) {
     await presigner.changeUploadRecord(uploadId, (u) => jobNotStarted(u, claim.claimId)).catch(() => {});
     throw e;

@@ -153,7 +153,11 @@ export function jobCommitted(u: StoredUpload, claimId: string, result: Record<st
  * The record after the job failed: given back (open, as a failed synchronous completion leaves it) with the failure
  * kept for the owner's next poll. Undefined when the job's claim no longer holds it.
  */
-export function jobFailed(u: StoredUpload, claimId: string, failure: NonNullable<AsyncCompletion['failure']>): StoredUpload | undefined {
+export function jobFailed(
+  u: StoredUpload,
+  claimId: string,
+  failure: NonNullable<AsyncCompletion['failure']>,
+): StoredUpload | undefined {
   if (u.claimId !== claimId || u.completion?.claimId !== claimId || u.completion.result || u.completion.failure) return undefined;
   // Committed, then failed (e.g. its hot copy): as a synchronous completion would, the owner hears of the failure,
   // and the upload, completed, cannot be taken again.
@@ -213,5 +217,7 @@ export interface UploadRecords {
 
 export function hasUploadRecords(t: object): t is UploadRecords {
   const r = t as Partial<UploadRecords>;
-  return typeof r.stagedBytes === 'function' && typeof r.changeUploadRecord === 'function' && typeof r.readUploadRecord === 'function';
+  return (
+    typeof r.stagedBytes === 'function' && typeof r.changeUploadRecord === 'function' && typeof r.readUploadRecord === 'function'
+  );
 }

@@ -114,7 +114,9 @@ describe('upload-commit wiring', () => {
     const resource = states[0]!.Resource as Json;
     expect(Array.isArray(resource)).toBe(false);
     expect(JSON.stringify(resource)).toMatch(/UploadCommit/);
-    expect(JSON.stringify(resource)).not.toMatch(/ScaleOut|ScaleIn|EvictToS3|TierMigrate|ReplaceNode|RollingUpgrade|Sweep|Markers/);
+    expect(JSON.stringify(resource)).not.toMatch(
+      /ScaleOut|ScaleIn|EvictToS3|TierMigrate|ReplaceNode|RollingUpgrade|Sweep|Markers/,
+    );
     expect(id).toMatch(/^TransferFunction/);
   });
 

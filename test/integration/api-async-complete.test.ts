@@ -254,10 +254,7 @@ describe('asynchronous upload completion (redis + LocalStack S3, upload-commit u
     expect(await record(uploadId)).toMatchObject({ state: 'open' });
     expect((await record(uploadId)).completion).toBeUndefined();
     const next = await post('a-key', 'lost', '/complete', { uploadId });
-    expect([next.status, ((await next.json()) as { error: { details?: object } }).error.details]).toEqual([
-      404,
-      { uploadId },
-    ]);
+    expect([next.status, ((await next.json()) as { error: { details?: object } }).error.details]).toEqual([404, { uploadId }]);
     expect(await client('a-key').get('lost')).toBeUndefined();
   });
 

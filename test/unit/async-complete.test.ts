@@ -119,7 +119,12 @@ describe("the SDK's completion polls a 202 (scripted server)", () => {
       if (req.path === '/blob') return sendJson(res, 200, {});
       at.push(Date.now());
       if (++polls < 3)
-        return sendJson(res, 202, { uploadId: 'upload-0001', status: 'completing', retryAfterSeconds: 1 }, { 'retry-after': '0.3' });
+        return sendJson(
+          res,
+          202,
+          { uploadId: 'upload-0001', status: 'completing', retryAfterSeconds: 1 },
+          { 'retry-after': '0.3' },
+        );
       sendJson(res, 200, { ns: 'ns', key: 'big', version: 42, expiresAt: null, size: 2048, tiers: ['cold'], durable: true });
     });
     const put = await client().put('big', new Uint8Array(2048));
