@@ -16,6 +16,7 @@ import type { Presigning, Tier } from '../../core/tiers/tier.js';
 import { localWorkflows, type LocalWorkflows } from '../../core/workflows/local/local-workflows.js';
 import { StrataClient, UploadCompletionTimeoutError } from '../../sdk/src/index.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';
+import { SchemaKit, type OpenApiDoc, type Schema } from '../helpers/openapi-arbitraries.js';
 import { testRedisUrl, testS3Endpoint } from '../helpers/env.js';
 import { definitions } from '../workflows/harness.js';
 import { localFleet, SECRET } from './warm-fixtures.js';
@@ -156,7 +157,20 @@ describe('asynchronous upload completion (redis + LocalStack S3, upload-commit u
     const first = await post('a-key', 'big', '/complete', { uploadId, ttl: 600, tags: ['async'] });
     expect(first.status).toBe(202);
     expect(first.headers.get('retry-after')).toBe('1');
-    expect(await first.json()).toEqual({ uploadId, status: 'completing', retryAfterSeconds: 1 });
+    const accepted = await first.json();
+    expect(accepted).toEqual({ uploadId, status: 'completing', retryAfterSeconds: 1 });
+    // As the OpenAPI document the server serves describes it.
+    const doc = (await (await fetch(`${api.url}/v1/openapi.json`)).json()) as OpenApiDoc;
+    const kit = new SchemaKit(doc);
+    type Documented = { content: { 'application/json': { schema: Schema } }; headers?: Record<string, { schema: Schema }> };
+    const responses = (
+      doc.paths['/v1/ns/{ns}/uploads/{key}/complete'] as unknown as { post: { responses: Record<string, Documented> } }
+    ).post.responses;
+    const schemaOf = (status: string) => responses[status]!.content['application/json'].schema;
+    expect(kit.check(schemaOf('202'), accepted)).toBeUndefined();
+    expect(
+      kit.checkWire({ name: 'retry-after', in: 'header', schema: responses['202']!.headers!['retry-after']!.schema }, '1'),
+    ).toBeUndefined();
     await gate.entered; // the job is committing
     const again = await post('a-key', 'big', '/complete', { uploadId });
     expect([again.status, again.headers.get('retry-after')]).toEqual([202, '1']);
@@ -173,6 +187,7 @@ describe('asynchronous upload completion (redis + LocalStack S3, upload-commit u
     const syncAnswer = (await sync.json()) as Record<string, unknown>;
     expect(Object.keys(answer).sort()).toEqual(Object.keys(syncAnswer).sort());
     expect(answer).toMatchObject({ ns: NS, key: 'big', size: value.length, tiers: syncAnswer.tiers, durable: true });
+    expect(kit.check(schemaOf('200'), answer)).toBeUndefined();
 
     // The value reads back whole, at the version answered, with the metadata asked for.
     const item = await client('a-key').get('big');
