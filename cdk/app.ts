@@ -88,8 +88,6 @@ export function buildStrataApp(app: App, options: StrataAppOptions): StrataStack
       name: `strata-${config.name}-invalidation-sweep`,
     },
   });
-  // A large upload's completion hands its commit to the upload-commit workflow (core/api/async-complete.ts).
-  api.functions.transfer.bindWorkflowStarts({ 'upload-commit': workflows.stateMachines['upload-commit'] });
   // The node-fill alarm's response: with the policy evaluator, the rule default-evict-on-node-fill (which an operator
   // can see and change: cdk/lib/policy-defaults.ts), and the alarm only notifies; without it, the alarm starts the
   // configured workflow itself.

@@ -333,22 +333,6 @@ export class StrataFunction extends Construct {
    * executions of those state machines, list them and describe them (their progress documents are read from
    * the ring store, see {@link bindWorkflowProgress}). `machines` maps each workflow to its state machine and name.
    */
-  /**
-   * Workflows this function starts and never follows (an upload completion's upload-commit job): STRATA_WORKFLOW_ARNS,
-   * and `states:StartExecution` on those state machines alone (no List/Describe: the job's state lives in the upload's
-   * record). StartExecution's resource is the state machine
-   * (https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsstepfunctions.html).
-   */
-  bindWorkflowStarts(machines: Readonly<Record<string, sfn.IStateMachine>>): this {
-    const stack = Stack.of(this);
-    this.function.addEnvironment(
-      'STRATA_WORKFLOW_ARNS',
-      stack.toJsonString(Object.fromEntries(Object.entries(machines).map(([w, m]) => [w, m.stateMachineArn]))),
-    );
-    for (const machine of Object.values(machines)) machine.grantStartExecution(this.role);
-    return this;
-  }
-
   bindWorkflows(machines: Readonly<Record<string, { machine: sfn.IStateMachine; name: string }>>): this {
     const stack = Stack.of(this);
     this.function.addEnvironment(

@@ -9,6 +9,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import { FLEET_TAG } from '../../core/nodes/ec2-fleet.js';
+import { COMMIT_REQUEST_SUFFIX, UPLOADS_FOLDER } from '../../core/tiers/storage-key.js';
 import type { WorkflowName } from '../../core/workflows/progress.js';
 import { policyEncryptionKeys } from '../constructs/policy-encryption-keys.js';
 import { PolicyTicker } from '../constructs/policy-ticker.js';
@@ -69,6 +70,8 @@ export class WorkflowsStack extends StrataStack {
    * (`fleet.capacity`), since EC2 sends those events for Spot Instances only.
    */
   readonly spotInterruptionFunction?: StrataFunction;
+  /** The EventBridge rule that starts the upload-commit workflow on an upload's commit request (its S3 event). */
+  readonly uploadCommitRule: events.Rule;
   /** The EventBridge rule that sends EC2's Spot events to {@link spotInterruptionFunction}. */
   spotInterruptionRule?: events.Rule;
 
@@ -239,6 +242,30 @@ export class WorkflowsStack extends StrataStack {
     }
 
     if (spotCapable) this.spotInterruptionFunction = this.spotInterruption(config, data, workflows.stateMachines);
+
+    // A large upload's completion writes its commit request `<prefix>/_uploads/<id>.commit` (core/api/async-complete.ts);
+    // S3's Object Created event for it (the bucket sends its events to EventBridge: ColdTierBucket) starts the
+    // upload-commit workflow with the object's key, from which the step reads the upload's record. The transfer
+    // function runs in a VPC without a route to Step Functions, and an interface endpoint would bill by the hour idle.
+    // S3's event: detail.bucket.name, detail.object.key
+    // (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html); `wildcard` matching
+    // (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-create-pattern-operators.html).
+    this.uploadCommitRule = new events.Rule(this, 'UploadCommitTrigger', {
+      description: `Strata ${config.name}: start upload-commit when a large upload's completion requests it`,
+      eventPattern: {
+        source: ['aws.s3'],
+        detailType: ['Object Created'],
+        detail: {
+          bucket: { name: [data.coldTier.bucket.bucketName] },
+          object: { key: [{ wildcard: `${data.coldTier.prefix}/${UPLOADS_FOLDER}/*${COMMIT_REQUEST_SUFFIX}` }] },
+        },
+      },
+      targets: [
+        new targets.SfnStateMachine(workflows.stateMachines['upload-commit'], {
+          input: events.RuleTargetInput.fromObject({ object: events.EventField.fromPath('$.detail.object.key') }),
+        }),
+      ],
+    });
 
     // With the policy evaluator on, the scale trigger, the eviction schedule and the node-fill alarm's response are the
     // policy's default rules (default-prelaunch, default-evict-schedule, default-evict-on-node-fill: cdk/lib/policy-defaults.ts),

@@ -90,7 +90,11 @@ export async function completeAsynchronously(
   opts: Pick<AsyncCompletion, 'ttlSeconds' | 'tags' | 'contentType'>,
 ): Promise<ApiResult | undefined> {
   const threshold = ctx.asyncCompleteBytes ?? DEFAULT_ASYNC_COMPLETE_BYTES;
-  if (threshold === 0 || !hasUploadRecords(presigner) || !canStartWorkflow(ctx, 'upload-commit')) return undefined;
+  if (threshold === 0 || !hasUploadRecords(presigner)) return undefined;
+  // Deployed, the API functions run in a VPC without a route to Step Functions (no NAT, no interface endpoint: an
+  // idle environment pays for neither): a commit request object's S3 event starts the job. Locally, the runner.
+  const viaS3Event = ctx.uploadCommitTrigger === 's3-event';
+  if (viaS3Event ? typeof presigner.requestCommit !== 'function' : !canStartWorkflow(ctx, 'upload-commit')) return undefined;
   const { uploadId, owner, ns, key } = claim.record;
   const bytes = await presigner.stagedBytes(uploadId);
   if (bytes === undefined || bytes < threshold) return undefined;
@@ -102,14 +106,11 @@ export async function completeAsynchronously(
   };
   const handed = await presigner.changeUploadRecord(uploadId, (u) => handedToJob(u, claim.claimId, kept, Date.now()));
   if (!handed) return undefined; // the claim was lost meanwhile: the synchronous commit refuses it as before
+  const input = { ns, key, uploadId, owner, claimId: claim.claimId };
   try {
+    if (viaS3Event) await presigner.requestCommit!(uploadId, JSON.stringify(input));
     // Named after the claim: a retried start of the same claim starts no second job (EXECUTION_EXISTS).
-    await startWorkflow(
-      ctx,
-      'upload-commit',
-      { ns, key, uploadId, owner, claimId: claim.claimId },
-      `upload-${uploadId}-${claim.claimId}`,
-    );
+    else await startWorkflow(ctx, 'upload-commit', input, `upload-${uploadId}-${claim.claimId}`);
   } catch (e) {
     await presigner.changeUploadRecord(uploadId, (u) => jobNotStarted(u, claim.claimId)).catch(() => {});
     throw e;

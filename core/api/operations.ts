@@ -56,6 +56,12 @@ export interface ApiContext {
    */
   asyncCompleteBytes?: number;
   /**
+   * How an asynchronous completion starts its job: `s3-event`, by writing the upload's commit request, whose S3
+   * event an EventBridge rule turns into the execution (the deployed API functions cannot reach Step Functions);
+   * absent, through the workflow service (`npm start`'s runner).
+   */
+  uploadCommitTrigger?: 's3-event';
+  /**
    * The workflows the admin API starts and reports on (a local run's in-process runner). Absent: the admin routes
    * use the runtime's service (Step Functions, see composition/workflow-service-env.ts) or answer 503 WORKFLOWS_UNAVAILABLE.
    */

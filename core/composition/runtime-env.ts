@@ -236,6 +236,12 @@ export const runtimeEnvSchema = z.object({
       'STRATA_ASYNC_COMPLETE_BYTES must be 0 (never asynchronous) or from 1024 bytes to 48.8 TiB (the largest S3 object)',
     )
     .default(DEFAULT_ASYNC_COMPLETE_BYTES),
+  /**
+   * `s3-event`: an asynchronous completion writes the upload's commit request (`_uploads/<id>.commit`) and an
+   * EventBridge rule on its S3 event starts the upload-commit workflow (set by the CDK stacks on the transfer function,
+   * which runs in a VPC without a route to Step Functions). Unset: the workflow service starts it (`npm start`).
+   */
+  STRATA_UPLOAD_COMMIT_TRIGGER: z.enum(['s3-event']).optional(),
   AWS_REGION: z.string().default('us-east-1'),
   /** Deployment environment (`dev`, `staging`, `prod`): the `Environment` dimension of every metric. */
   STRATA_ENV: z

@@ -436,6 +436,11 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, UploadReco
     return this.uploads.changeUploadRecord(uploadId, change);
   }
 
+  /** `_uploads/<id>.commit`, whose creation event starts the upload-commit workflow (s3-uploads.ts). */
+  requestCommit(uploadId: string, body: string): Promise<void> {
+    return this.uploads.requestCommit(uploadId, body);
+  }
+
   /** Copies the claimed upload's staged object into place as a versioned write (a multipart copy above the copy threshold). */
   async commitUpload(
     uploadId: string,

@@ -115,6 +115,11 @@ export interface AsyncCompletion {
   ttlSeconds?: number | null;
   tags?: string[];
   contentType?: string;
+  /**
+   * The execution committing it, set by the job's first step (compare-and-set): an event delivered twice starts two
+   * executions, and only the first to set this commits.
+   */
+  execution?: string;
   /** The staged size, for the poll interval suggested. */
   bytes?: number;
   /** The PUT-like answer, once committed (the record is then `completed`). */
@@ -141,6 +146,14 @@ export function handedToJob(
 ): StoredUpload | undefined {
   if (u.state !== 'claimed' || u.claimId !== claimId) return undefined;
   return { ...u, claimedAt: now, completion: { ...opts, claimId, startedAt: now } };
+}
+
+/** The record once `execution` took the job (undefined: the claim moved on, or another execution has it). */
+export function jobStarted(u: StoredUpload, claimId: string, execution: string): StoredUpload | undefined {
+  const c = u.completion;
+  if (u.state !== 'claimed' || u.claimId !== claimId || c?.claimId !== claimId) return undefined;
+  if (c.execution !== undefined && c.execution !== execution) return undefined;
+  return { ...u, completion: { ...c, execution } };
 }
 
 /** The record once the job's commit answered `result` (it is completed already: the tier marked it so). */
@@ -213,6 +226,12 @@ export interface UploadRecords {
   readUploadRecord(uploadId: string): Promise<StoredUpload | undefined>;
   /** Atomic read-modify-write of the record; `change` answering undefined writes nothing (and so answers undefined). */
   changeUploadRecord(uploadId: string, change: (u: StoredUpload) => StoredUpload | undefined): Promise<StoredUpload | undefined>;
+  /**
+   * Writes the upload's commit request (`_uploads/<id>.commit`), whose creation starts the upload-commit workflow
+   * through S3's event to EventBridge (a deployment whose API functions cannot reach Step Functions). Optional: the
+   * folder tier has no such events (`npm start` starts the workflow in-process).
+   */
+  requestCommit?(uploadId: string, body: string): Promise<void>;
 }
 
 export function hasUploadRecords(t: object): t is UploadRecords {

@@ -1,7 +1,7 @@
 /**
  * The upload-commit workflow in a deployment (core/api/async-complete.ts): its state machine (one step, a catch
- * that gives the upload back), the step Lambda's timeout that bounds it, and the transfer function's right to start
- * it and nothing else. The AWS rules it relies on, each checked here over the synthesized templates:
+ * that gives the upload back), the step Lambda's timeout that bounds it, and how a completion starts it (a commit
+ * request's S3 event, through an EventBridge rule whose role may start it and nothing else). The AWS rules it relies on, each checked here over the synthesized templates:
  *
  * - API Gateway waits at most 29 s for a REST integration by default (raisable only by a quota request, for Regional
  *   and private REST APIs): https://docs.aws.amazon.com/apigateway/latest/developerguide/limits.html. So the transfer
@@ -14,8 +14,12 @@
  *   https://docs.aws.amazon.com/step-functions/latest/apireference/API_StateEnteredEventDetails.html. The job's input
  *   is the upload's identity alone (no part list), whose largest form stays far below.
  * - states:StartExecution acts on the `stateMachine` resource type (its ARN):
- *   https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsstepfunctions.html. The transfer
- *   function's grant names the upload-commit state machine alone.
+ *   https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsstepfunctions.html. The grant (of the
+ *   EventBridge rule's role: the transfer function, in a VPC without a route to Step Functions, writes a commit
+ *   request whose S3 event starts the job) names the upload-commit state machine alone.
+ * - S3 sends its events to EventBridge once enabled on the bucket, Object Created with detail.bucket.name and
+ *   detail.object.key: https://docs.aws.amazon.com/AmazonS3/latest/userguide/EventBridge.html,
+ *   https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html.
  */
 import { uploadCommitRequest } from '../../core/workflows/steps/upload-commit-steps.js';
 import { synthesized } from './helpers/synth.js';
@@ -96,28 +100,59 @@ describe('upload-commit wiring', () => {
     expect(uploadCommitRequest.safeParse({ ...largest, key: 'k'.repeat(1025) }).success).toBe(false);
   });
 
-  it('lets the transfer function start the upload-commit state machine and do nothing else with Step Functions', () => {
-    const [id, transfer] = fnEntry('transfer');
+  it("starts the job from the commit request's S3 event: the transfer function needs no route to Step Functions", () => {
+    // The transfer function runs in the VPC, which has no NAT gateway and no Step Functions endpoint (an idle
+    // environment pays for neither: test/infra/idle-cost.test.ts): it writes the commit request and nothing more.
+    const [, transfer] = fnEntry('transfer');
+    expect(transfer.Properties.VpcConfig).toBeDefined();
     const vars = ((transfer.Properties.Environment as Json).Variables ?? {}) as Json;
-    const arns = JSON.stringify(vars.STRATA_WORKFLOW_ARNS);
-    expect(arns).toContain('upload-commit');
-    expect(arns.match(/\\"[a-z-]+\\":/g)).toEqual(['\\"upload-commit\\":']);
+    expect(vars.STRATA_UPLOAD_COMMIT_TRIGGER).toBe('s3-event');
+    expect(vars.STRATA_WORKFLOW_ARNS).toBeUndefined();
     const role = (transfer.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
     const policies = Object.values(api).filter(
       (r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes(role),
     );
-    const statements = policies.flatMap((p) => (p.Properties.PolicyDocument as { Statement: Json[] }).Statement);
-    const states = statements.filter((s) => JSON.stringify(s.Action).includes('states:'));
-    expect(states).toHaveLength(1);
-    expect(states[0]!.Action).toBe('states:StartExecution');
-    // One resource: the upload-commit state machine's ARN, exported by the Workflows stack.
-    const resource = states[0]!.Resource as Json;
-    expect(Array.isArray(resource)).toBe(false);
-    expect(JSON.stringify(resource)).toMatch(/UploadCommit/);
-    expect(JSON.stringify(resource)).not.toMatch(
-      /ScaleOut|ScaleIn|EvictToS3|TierMigrate|ReplaceNode|RollingUpgrade|Sweep|Markers/,
+    expect(JSON.stringify(policies)).not.toContain('states:');
+
+    // The bucket sends its events to EventBridge (S3 then sends every event type:
+    // https://docs.aws.amazon.com/AmazonS3/latest/userguide/EventBridge.html), set on the bucket itself.
+    const data = resources(dev.templates.data);
+    const buckets = Object.values(data).filter(
+      (r) => r.Type === 'AWS::S3::Bucket' && (r.Properties.NotificationConfiguration as Json | undefined) !== undefined,
     );
-    expect(id).toMatch(/^TransferFunction/);
+    expect(buckets.map((b) => b.Properties.NotificationConfiguration)).toEqual([
+      { EventBridgeConfiguration: { EventBridgeEnabled: true } },
+    ]);
+    expect(Object.values(data).some((r) => r.Type === 'Custom::S3BucketNotifications')).toBe(false);
+
+    // The rule: S3's Object Created of `<prefix>/_uploads/*.commit` in that bucket (detail.bucket.name,
+    // detail.object.key: https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html; `wildcard`:
+    // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-create-pattern-operators.html), input = the key.
+    const rules = Object.values(wf).filter(
+      (r) => r.Type === 'AWS::Events::Rule' && JSON.stringify(r.Properties.EventPattern ?? {}).includes('Object Created'),
+    );
+    expect(rules).toHaveLength(1);
+    const rule = rules[0]!.Properties;
+    const pattern = rule.EventPattern as { source: string[]; 'detail-type': string[]; detail: Json };
+    expect([pattern.source, pattern['detail-type']]).toEqual([['aws.s3'], ['Object Created']]);
+    expect((pattern.detail as { object: Json }).object).toEqual({
+      key: [{ wildcard: `${dev.stacks.data.coldTier.prefix}/_uploads/*.commit` }],
+    });
+    expect(JSON.stringify((pattern.detail as { bucket: Json }).bucket)).toContain('Fn::GetStackOutput');
+    const [target] = rule.Targets as { Arn: Json; InputTransformer: Json; RoleArn: Json }[];
+    expect(target!.Arn).toEqual({ Ref: machine[0] });
+    expect(target!.InputTransformer).toEqual({
+      InputPathsMap: { 'detail-object-key': '$.detail.object.key' },
+      InputTemplate: '{"object":<detail-object-key>}',
+    });
+
+    // The rule's role may start that state machine and nothing else: StartExecution acts on the stateMachine
+    // resource type (https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsstepfunctions.html).
+    const roleId = (target!.RoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    const statements = Object.values(wf)
+      .filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes(roleId))
+      .flatMap((p) => (p.Properties.PolicyDocument as { Statement: Json[] }).Statement);
+    expect(statements).toEqual([{ Action: 'states:StartExecution', Effect: 'Allow', Resource: { Ref: machine[0] } }]);
   });
 
   it('tells no other data function about the upload-commit workflow', () => {

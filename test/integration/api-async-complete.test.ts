@@ -11,7 +11,7 @@ import { buildApiContext, type BuiltContext } from '../../core/composition/api-c
 import { loadRuntimeEnv } from '../../core/composition/runtime-env.js';
 import { warmTierFromEnv } from '../../core/composition/warm-tier-env.js';
 import { InMemoryCasStore } from '../../core/ring/store.js';
-import { s3StagingKey, s3UploadRecordKey } from '../../core/tiers/storage-key.js';
+import { s3CommitRequestKey, s3StagingKey, s3UploadRecordKey } from '../../core/tiers/storage-key.js';
 import type { Presigning, Tier } from '../../core/tiers/tier.js';
 import { localWorkflows, type LocalWorkflows } from '../../core/workflows/local/local-workflows.js';
 import { StrataClient, UploadCompletionTimeoutError } from '../../sdk/src/index.js';
@@ -292,5 +292,65 @@ describe('asynchronous upload completion (redis + LocalStack S3, upload-commit u
     gate.release();
     // Not lost: completing it again follows it to the write.
     expect((await settle('a-key', 'slow', uploadId)).status).toBe(200);
+  });
+  // Last: the local server serves one API context per process (setApiContext), so once this test's server starts,
+  // the first server's routes run with its context too.
+  it('deployed: the completion writes its commit request, whose S3 event starts the job once', async () => {
+    // The transfer function as deployed (STRATA_UPLOAD_COMMIT_TRIGGER=s3-event, no workflow service: its VPC has no
+    // route to Step Functions), over the same Redis and bucket.
+    const deployed = await startTestApi('redis+s3', {
+      STRATA_INLINE_LIMIT_BYTES: String(INLINE_LIMIT),
+      STRATA_ASYNC_COMPLETE_BYTES: String(THRESHOLD),
+      STRATA_TENANT_ACCESS: TENANTS,
+      STRATA_UPLOAD_COMMIT_TRIGGER: 's3-event',
+      STRATA_S3_BUCKET: api.bucket!,
+    });
+    try {
+      const at = (path: string, body: unknown) =>
+        fetch(`${deployed.url}/v1/ns/${NS}/uploads/evented${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': 'a-key' },
+          body: JSON.stringify(body),
+        });
+      const ticket = (await (await at('', {})).json()) as { uploadId: string; url: string; headers: Record<string, string> };
+      const value = randomBytes(THRESHOLD + 11);
+      expect((await fetch(ticket.url, { method: 'PUT', headers: ticket.headers, body: value })).status).toBe(200);
+      const uploadId = ticket.uploadId;
+      expect((await at('/complete', { uploadId })).status).toBe(202);
+      // The commit request: the job's identity, nothing more.
+      const key = s3CommitRequestKey('v1', uploadId);
+      const req = await s3.send(new GetObjectCommand({ Bucket: api.bucket!, Key: key }));
+      expect(Object.keys(JSON.parse(await req.Body!.transformToString()) as object).sort()).toEqual([
+        'claimId',
+        'key',
+        'ns',
+        'owner',
+        'uploadId',
+      ]);
+      expect(local.runner.list('upload-commit').filter((e) => (e.input as { uploadId?: string }).uploadId === uploadId)).toEqual(
+        [],
+      );
+      expect((await at('/complete', { uploadId })).status).toBe(202); // nothing started yet: still completing
+      // What the EventBridge rule does with the Object Created event (its input: the key), delivered twice.
+      const runs = [local.runner.start('upload-commit', { object: key }), local.runner.start('upload-commit', { object: key })];
+      const outputs = await Promise.all(
+        runs.map(async (r) => (await local.runner.wait(r.name)).output as { committed: boolean }),
+      );
+      expect(outputs.map((o) => o.committed).sort()).toEqual([false, true]);
+      let done: Response | undefined;
+      for (let i = 0; i < 100 && (done = await at('/complete', { uploadId })).status === 202; i++)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(done!.status).toBe(200);
+      const answer = (await done!.json()) as { version: number };
+      const item = await client('a-key').get('evented');
+      expect([item!.version, Buffer.from(item!.value).equals(value)]).toEqual([answer.version, true]);
+      // A commit request for an upload with no job (a stray object under the pattern) starts nothing harmful.
+      const stray = await local.runner.wait(
+        local.runner.start('upload-commit', { object: 'v1/_uploads/no-such-upload-1.commit' }).name,
+      );
+      expect([stray.status, stray.output]).toEqual(['SUCCEEDED', { committed: false }]);
+    } finally {
+      await deployed.close();
+    }
   });
 });

@@ -3,11 +3,12 @@ import type { Coordinator } from '../../coordinator/coordinator.js';
 import { ConfigError, StrataError } from '../../errors.js';
 import { NAMESPACE_PATTERN } from '../../model/keys.js';
 import { writeBody } from '../../coordinator/write-body.js';
-import { UPLOAD_ID_PATTERN } from '../../tiers/storage-key.js';
+import { COMMIT_REQUEST_SUFFIX, UPLOAD_ID_PATTERN } from '../../tiers/storage-key.js';
 import type { Presigning, Tier } from '../../tiers/tier.js';
 import {
   jobCommitted,
   jobFailed,
+  jobStarted,
   type AsyncCompletion,
   type StoredUpload,
   type UploadRecords,
@@ -36,6 +37,15 @@ export const uploadCommitRequest = z.strictObject({
   claimId: z.string().min(1).max(64),
 });
 export type UploadCommitRequest = z.infer<typeof uploadCommitRequest>;
+
+/**
+ * A deployed execution's input: the S3 key of the upload's commit request (`<prefix>/_uploads/<id>.commit`), whose
+ * creation event the EventBridge rule turned into this execution (cdk/stacks/workflows-stack.ts). The rest of the
+ * upload's identity is read from its record.
+ */
+export const uploadCommitEvent = z.strictObject({
+  object: z.string().regex(/(?:^|\/)_uploads\/[A-Za-z0-9_-]{8,64}\.commit$/, 'object must be an upload commit request key'),
+});
 
 /** What the step needs beyond the workflows' usual dependencies: built on first use (the step Lambda's tiers). */
 export interface UploadCommitDeps {
@@ -74,6 +84,24 @@ export function uploadCommitSteps(d: UploadCommitStepDeps) {
     u.owner === r.owner &&
     u.ns === r.ns &&
     u.key === r.key;
+  /**
+   * The upload's identity from the execution's input: given whole (started through the workflow service), or read
+   * from the record named by the commit request's key (started by its S3 event). Undefined: no job to run there.
+   */
+  const identify = async (
+    request: Record<string, unknown>,
+    presigner: UploadRecords,
+  ): Promise<{ r: UploadCommitRequest; u: StoredUpload | undefined } | undefined> => {
+    if (!('object' in request)) {
+      const r = uploadCommitRequest.parse(request);
+      return { r, u: await presigner.readUploadRecord(r.uploadId) };
+    }
+    const { object } = uploadCommitEvent.parse(request);
+    const uploadId = object.slice(object.lastIndexOf('/') + 1, -COMMIT_REQUEST_SUFFIX.length);
+    const u = await presigner.readUploadRecord(uploadId);
+    if (!u?.completion) return undefined;
+    return { r: { ns: u.ns, key: u.key, uploadId, owner: u.owner, claimId: u.completion.claimId }, u };
+  };
   const progress = (exec: string, phase: string, done: number) =>
     d.progress
       .update(exec, 'upload-commit', (p) => {
@@ -87,14 +115,18 @@ export function uploadCommitSteps(d: UploadCommitStepDeps) {
     /** Commits the upload (the whole job: one step). */
     async commit(raw: Record<string, unknown>) {
       const { exec, request } = firstStateInput(raw, 'upload-commit');
-      const r = uploadCommitRequest.parse(request);
       const { coordinator, presigner } = deps();
-      const u = await presigner.readUploadRecord(r.uploadId);
+      const found = await identify(request, presigner);
+      if (!found) return { committed: false };
+      const { r, u } = found;
       // Not this job's any more (a later claim, given back, or never handed to a job): nothing to do, and nothing
       // to record either, the record belongs to whoever holds it now.
       if (!ours(u, r)) return { uploadId: r.uploadId, committed: false };
+      // One execution per claim: an event delivered twice (EventBridge delivers at least once) commits once.
+      const took = await presigner.changeUploadRecord(r.uploadId, (cur) => jobStarted(cur, r.claimId, exec));
+      if (!took) return { uploadId: r.uploadId, committed: false };
       await progress(exec, `committing upload '${r.uploadId}' to '${r.ns}/${r.key}'`, 0);
-      const c = u.completion!;
+      const c = took.completion!;
       let w;
       try {
         w = await coordinator.commitUpload(r.ns, r.key, r.uploadId, {
@@ -118,12 +150,18 @@ export function uploadCommitSteps(d: UploadCommitStepDeps) {
      */
     async failed(raw: Record<string, unknown>) {
       const { error, ...rest } = failedInput.parse(raw);
-      const { request } = firstStateInput(rest, 'upload-commit');
-      const r = uploadCommitRequest.parse(request);
+      const { exec, request } = firstStateInput(rest, 'upload-commit');
       const { presigner } = deps();
+      const found = await identify(request, presigner);
+      if (!found) return { committed: false };
+      const { r } = found;
       const why = [error?.Error, error?.Cause].filter(Boolean).join(': ') || 'unknown error';
+      const failure = { code: 'TIER_UNAVAILABLE', message: `the upload's asynchronous commit failed: ${why}` };
+      // Only the execution that took the job (or one that failed before any did) speaks for it.
       await presigner.changeUploadRecord(r.uploadId, (cur) =>
-        jobFailed(cur, r.claimId, { code: 'TIER_UNAVAILABLE', message: `the upload's asynchronous commit failed: ${why}` }),
+        cur.completion?.execution !== undefined && cur.completion.execution !== exec
+          ? undefined
+          : jobFailed(cur, r.claimId, failure),
       );
       return { uploadId: r.uploadId, committed: false };
     },
