@@ -4,7 +4,9 @@
  * request run (29 s). A completion whose staged object is at least `asyncCompleteBytes`, in a runtime that runs the
  * upload-commit workflow, therefore answers `202` and leaves the copy and the versioned commit to that workflow
  * (workflows/steps/upload-commit-steps.ts); the parts were assembled in the request already (S3's
- * CompleteMultipartUpload is quick), so the job's input is the upload's identity alone.
+ * CompleteMultipartUpload is quick), so the job's input is the upload's identity alone. Deployed, the job is started
+ * by the S3 event of the upload's commit request (an EventBridge rule), since the API functions' VPC has no route
+ * to Step Functions; `npm start` starts it through its workflow service.
  *
  * The owner polls by completing again (same uploadId): `202` while the job runs, then `200` with the answer the job
  * stored in the upload's record (exactly what the synchronous completion answers), or the job's failure as a typed
