@@ -16,6 +16,7 @@ import {
   jobCommitted,
   jobFailed,
   jobNotStarted,
+  jobStarted,
   openUpload,
   recordOf,
   type StoredUpload,
@@ -83,6 +84,19 @@ describe('upload record: a completion handed to the upload-commit workflow', () 
     expect([retaken.claimId === c.claimId, retaken.completion]).toEqual([false, undefined]);
     const back = jobNotStarted(running, c.claimId!)!;
     expect([back.state, back.claimId, back.completion]).toEqual(['open', undefined, undefined]);
+  });
+});
+
+describe('upload record: one execution per claim', () => {
+  it('the first execution to take the job keeps it; a second (an event delivered twice) and a stale claim do not', () => {
+    const c = claimedUpload();
+    const running = handedToJob(c, c.claimId!, {}, T)!;
+    const taken = jobStarted(running, c.claimId!, 'exec-1')!;
+    expect(taken.completion!.execution).toBe('exec-1');
+    expect(jobStarted(taken, c.claimId!, 'exec-1')).toBeDefined(); // the same execution, retried
+    expect(jobStarted(taken, c.claimId!, 'exec-2')).toBeUndefined();
+    expect(jobStarted(running, 'old-claim', 'exec-3')).toBeUndefined();
+    expect(jobStarted(c, c.claimId!, 'exec-4')).toBeUndefined(); // not handed to a job
   });
 });
 
