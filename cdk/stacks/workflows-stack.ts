@@ -114,6 +114,17 @@ export class WorkflowsStack extends StrataStack {
       .bindColdTier(data.coldTier)
       .bindRingStore(data.coldTier, { writers: true })
       .bindFleet(fleet.fleet);
+    // The upload-commit step commits exactly as the API's synchronous completion does, so it compiles the same policy
+    // (its namespace's default TTL, its refusal of uploads under transforms): the policy in force, the configured
+    // namespace policies, the keyring's names (no KMS use), the declared Lambda origins and the default rules' settings.
+    this.stepFunction.bindPolicyStore(data.coldTier, { write: false });
+    // With the scheduled evaluator, policies may hold background rules: a function that compiles them must know.
+    if (config.policies.evaluator) this.stepFunction.addEnvironment('STRATA_POLICY_EVALUATOR', '1');
+    if (config.api.namespaces) this.stepFunction.addEnvironment('STRATA_NAMESPACES', JSON.stringify(config.api.namespaces));
+    const stepKeys = policyEncryptionKeys(this, props.policyEncryptionKeys);
+    if (stepKeys) this.stepFunction.bindKeyring(stepKeys, { use: false });
+    this.stepFunction.bindLambdaOrigins(config.api.lambdaOrigins, { invoke: false });
+    for (const [k, v] of Object.entries(policyDefaultsEnvironment(config))) this.stepFunction.addEnvironment(k, v);
 
     const region = this.region;
     const account = this.account;

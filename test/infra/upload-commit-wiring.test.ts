@@ -155,6 +155,22 @@ describe('upload-commit wiring', () => {
     expect(statements).toEqual([{ Action: 'states:StartExecution', Effect: 'Allow', Resource: { Ref: machine[0] } }]);
   });
 
+  it('gives the step Lambda the policy the transfer function compiles: the commit applies the same namespace rules', () => {
+    const steps = Object.values(wf).find(
+      (r) => r.Type === 'AWS::Lambda::Function' && String(r.Properties.Description ?? '').includes('workflow steps'),
+    )!;
+    const stepVars = ((steps.Properties.Environment as Json).Variables ?? {}) as Json;
+    const transferVars = ((fnEntry('transfer')[1].Properties.Environment as Json).Variables ?? {}) as Json;
+    const policyKeys = (v: Json) =>
+      Object.keys(v)
+        .filter((k) => /^STRATA_(POLICY_|NAMESPACES|KEYRING|LAMBDA_ORIGINS)/.test(k))
+        .sort();
+    expect(policyKeys(stepVars)).toEqual(policyKeys(transferVars));
+    expect(stepVars.STRATA_POLICY_STORE).toBeDefined();
+    for (const k of policyKeys(transferVars).filter((k) => k !== 'STRATA_POLICY_STORE'))
+      expect([k, stepVars[k]]).toEqual([k, transferVars[k]]);
+  });
+
   it('tells no other data function about the upload-commit workflow', () => {
     for (const group of ['keys', 'batch', 'service']) {
       const vars = ((fnEntry(group)[1].Properties.Environment as Json).Variables ?? {}) as Json;
