@@ -10,16 +10,19 @@
  *    every generation (the full check, for older entries, is timed in the micro table's last column) and each
  *    request the lease check (`ready()`), which also re-reads the document's version in the background every half
  *    lease, as deployed.
- *  - "none": the same setup with a stand-in whose `ready()` and `covers()` do nothing, so only the check differs.
- *  - A/A control: a second "check" coordinator against the first, so the control also shows what being a different
- *    coordinator (its connection, its heap objects) does when nothing else differs.
+ *  - "none": the same coordinator with the check switched off (`ready()` and `covers()` return at once), so only
+ *    the check differs. One coordinator plays both sides: two coordinators, identical but for the check, differed
+ *    by up to 10% on L1 hits in A/A pairs of two checking ones (2026-11-27, both signs across runs), more than the
+ *    3% measured. Both sides pay the switch (a field read and a branch).
+ *  - A/A control: the check on, against itself in the next round, so it shows the rounds' own noise.
  *
  * All three share the redis-server and the keys (10,000 per namespace, three tags each); `bench` reads from Redis,
  * `bench-l1` from each coordinator's near cache (filled before the rounds; a copy lives 60 s, the most allowed, so a
  * few reads a minute per key go to Redis on both sides). Per pair the ratios check / none of throughput, p99 and CPU
  * per operation; over the pairs the geometric mean with a Student t interval on the logarithms and a bootstrap check
  * (bench/lib/paired.ts). Before each a/b pair `ready()` and `covers()` are timed over 1,000,000 calls each, as a
- * share of the CPU of that pair's "none" operation.
+ * share of the CPU of that pair's "none" operation: `ready(now)` as a read calls it (the clock reading is the one the
+ * read takes for its expiry checks, on both sides), and `ready()` with its own reading as a write calls it.
  */
 import { Coordinator } from '../core/coordinator/coordinator.js';
 import { Invalidations, tierInvalidationRegister, type InvalidationDocument } from '../core/coordinator/invalidations.js';
@@ -55,6 +58,7 @@ const OPS = ['get', 'l1get', 'put'] as const;
 type Op = (typeof OPS)[number];
 const NS: Record<Op, string> = { get: 'bench', l1get: 'bench-l1', put: 'bench' };
 const LABEL: Record<Op, string> = { get: 'GET', l1get: 'GET (L1 hit)', put: 'PUT' };
+/** check2: the check on again, the A/A control's second side. */
 type Role = 'check' | 'check2' | 'none';
 
 /** Keys with some depth, so prefix generations at several lengths apply to them (hot-path's `k123` has none). */
@@ -62,13 +66,14 @@ const keyOf = (i: number) => `tenant-${i % 8}/user-${String(i).padStart(5, '0')}
 const tagsOf = (i: number) => [`tag-${i % 900}`, `tag-${(i * 7 + 3) % 900}`, ...(i % 2 ? [`tag-${(i * 13 + 5) % 900}`] : [])];
 const PREFIX_LENGTHS = [7, 9, 14, 16, 19, 21];
 
-/** The check switched off: what a coordinator would do without invalidations. */
-class NoInvalidations extends Invalidations {
-  override ready(): undefined {
-    return undefined;
+/** The real check, or (`on` false) none: what a coordinator would do without invalidations. */
+class SwitchableInvalidations extends Invalidations {
+  on = true;
+  override ready(now?: number): Promise<void> | undefined {
+    return this.on ? super.ready(now) : undefined;
   }
-  override covers(): boolean {
-    return false;
+  override covers(ns: string, key: string, header: EntryHeader): boolean {
+    return this.on && super.covers(ns, key, header);
   }
 }
 
@@ -89,8 +94,13 @@ interface PairRecord {
   a: RoundFigures;
   b: RoundFigures;
   ratios: { throughput: number; p99: number; cpu: number };
-  /** CPU per call of `ready()` and `covers()` timed before this pair, ns (a/b pairs only). */
+  /**
+   * CPU per call timed before this pair, ns (a/b pairs only): `ready(now)` as a GET calls it (with the clock reading
+   * the read takes anyway for its expiry checks, which the none side takes too), `ready()` as a PUT calls it (its
+   * own reading), and `covers()`.
+   */
   readyNs?: number;
+  readyOwnClockNs?: number;
   coversNs?: number;
 }
 
@@ -121,7 +131,7 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
       `~${Math.round((schedule.length + 1) * OPS.length * 2 * (roundSeconds + warmupSeconds))} s of load`,
   );
   const redis = await startRedis();
-  const made: Partial<Record<Role, { coordinator: Coordinator; invalidations: Invalidations }>> = {};
+  let made: { coordinator: Coordinator; invalidations: SwitchableInvalidations } | undefined;
   try {
     // The document first, as a deployment has it before its coordinators start.
     const seedTier = RedisTier.fromUrl(redis.url);
@@ -136,11 +146,10 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
         defaults: { writeTiers: ['hot'], nearCache: { enabled: false } },
         namespaces: { 'bench-l1': { nearCache: { enabled: true, ttlMs: 60_000 } } },
       });
-    for (const role of ['check', 'check2', 'none'] as const) {
+    {
       const hot = RedisTier.fromUrl(redis.url);
       const clock = new HybridLogicalClock();
-      const register = tierInvalidationRegister(hot);
-      const invalidations = role === 'none' ? new NoInvalidations({ register, clock }) : new Invalidations({ register, clock });
+      const invalidations = new SwitchableInvalidations({ register: tierInvalidationRegister(hot), clock });
       const coordinator = new Coordinator({
         tiers: [hot],
         clock,
@@ -149,9 +158,9 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
         flushTimer: false,
         invalidations,
       });
-      made[role] = { coordinator, invalidations };
+      made = { coordinator, invalidations };
     }
-    const check = made.check!;
+    const check = made;
     await check.invalidations.refreshNow();
     const held = check.invalidations.current().namespaces.bench;
     const heldCount = held ? Object.keys(held.tags).length + Object.keys(held.prefixes).length : 0;
@@ -159,9 +168,7 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
       throw new Error(`invalidate: the check side holds ${heldCount} generations, not ${docTags + docPrefixes}`);
 
     process.stdout.write(`loading ${KEYS} keys of 1 KB (2-3 tags each) into 'bench' and 'bench-l1' ... `);
-    // By a coordinator of its own, so every measured one fills its L1 the same way, by reads. Loaded by "check",
-    // its L1 held the copies its writes left, and those reads ran ~5% slower than copies filled by reads (why is not
-    // known: the copies' objects have the same shapes): the A/A control was off by that much, and a/b by more.
+    // By a coordinator of its own, so the measured one fills its L1 by reads, as a reading container does.
     const loaderHot = RedisTier.fromUrl(redis.url);
     const loaderClock = new HybridLogicalClock();
     const loader = new Coordinator({
@@ -175,13 +182,12 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
       for (let i = 0; i < KEYS; i += 500)
         await Promise.all(Array.from({ length: 500 }, (_, j) => loader.put(ns, keyOf(i + j), VALUE, { tags: tagsOf(i + j) })));
     await loader.close();
-    // Every coordinator's L1 filled, and every read checked to find its entry (none is covered).
-    for (const m of Object.values(made))
-      for (const ns of ['bench', 'bench-l1'])
-        for (let i = 0; i < KEYS; i += 500) {
-          const got = await Promise.all(Array.from({ length: 500 }, (_, j) => m.coordinator.get(ns, keyOf(i + j))));
-          if (got.some((r) => r === undefined)) throw new Error(`invalidate: a key of '${ns}' reads as missing`);
-        }
+    // The L1 filled, and every read checked to find its entry (none is covered).
+    for (const ns of ['bench', 'bench-l1'])
+      for (let i = 0; i < KEYS; i += 500) {
+        const got = await Promise.all(Array.from({ length: 500 }, (_, j) => check.coordinator.get(ns, keyOf(i + j))));
+        if (got.some((r) => r === undefined)) throw new Error(`invalidate: a key of '${ns}' reads as missing`);
+      }
     console.log('done');
 
     // Every key's entry as a read finds it (the rounds' order), for timing covers() on its own: the same working set
@@ -200,13 +206,12 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
       l1get: (i) => c.get(NS.l1get, key(i)),
       put: (i) => c.put(NS.put, key(i), VALUE, { tags: tagsOf((i * 7919) % KEYS) }),
     });
-    const ops: Record<Role, Record<Op, (i: number) => Promise<unknown>>> = {
-      check: opOf(made.check!.coordinator),
-      check2: opOf(made.check2!.coordinator),
-      none: opOf(made.none!.coordinator),
-    };
+    const ops = opOf(check.coordinator);
     const measure = async (op: Op, role: Role): Promise<RoundFigures> => {
-      const f = ops[role][op];
+      const f = ops[op];
+      // The side's setting for the whole round, its warm-up included (where a lease left to lapse while the check
+      // was off is renewed, as a running coordinator renews it in the background).
+      check.invalidations.on = role !== 'none';
       if (warmupSeconds > 0) await closedLoop(f, { concurrency: CONCURRENCY, seconds: warmupSeconds });
       const before = process.cpuUsage();
       const res = await closedLoop(f, { concurrency: CONCURRENCY, seconds: roundSeconds });
@@ -220,16 +225,23 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
       };
     };
     const inv = check.invalidations;
-    const micro = () => ({
-      readyNs: round(cpuPerCall(MICRO_CALLS, () => inv.ready()) * 1000, 2),
-      coversNs: round(
-        cpuPerCall(MICRO_CALLS, (i) => {
-          const s = samples[i % samples.length]!;
-          return inv.covers('bench', s.key, s.header);
-        }) * 1000,
-        2,
-      ),
-    });
+    // Timed on a fresh lease: past it every call would wait for a refresh, which the closed loops never time.
+    const micro = async () => {
+      inv.on = true; // timed as the check side runs them (the switch's field read and branch included)
+      await inv.refreshNow();
+      const now = inv.now();
+      return {
+        readyNs: round(cpuPerCall(MICRO_CALLS, () => inv.ready(now)) * 1000, 2),
+        readyOwnClockNs: round(cpuPerCall(MICRO_CALLS, () => inv.ready()) * 1000, 2),
+        coversNs: round(
+          cpuPerCall(MICRO_CALLS, (i) => {
+            const s = samples[i % samples.length]!;
+            return inv.covers('bench', s.key, s.header);
+          }) * 1000,
+          2,
+        ),
+      };
+    };
 
     // What covers() costs by the document's shape: on the same entries (newer than every generation: one compare),
     // and on entries older than the generations that none covers (the full check: each of the entry's tags a lookup,
@@ -250,11 +262,11 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
     console.log('');
 
     // One unrecorded round of each first: the JIT, the connections and the heap settle.
-    for (const op of OPS) for (const role of ['check', 'check2', 'none'] as const) await measure(op, role);
+    for (const op of OPS) for (const role of ['check', 'none'] as const) await measure(op, role);
 
     const records: PairRecord[] = [];
     for (const [i, block] of schedule.entries()) {
-      const timed = block.kind === 'ab' ? micro() : undefined;
+      const timed = block.kind === 'ab' ? await micro() : undefined;
       const roleOf = (x: 'a' | 'b'): Role => (x === 'a' ? 'check' : block.kind === 'aa' ? 'check2' : 'none');
       for (const op of OPS) {
         const got: Partial<Record<'a' | 'b', RoundFigures>> = {};
@@ -274,7 +286,9 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
             `${LABEL[op].padEnd(12)} ${block.order.join('→')}  check: ${side(a)} | ` +
             `${block.kind === 'ab' ? 'none: ' : 'check:'} ${side(b)} | ratio: throughput ${ratios.throughput.toFixed(3)} ` +
             `p99 ${ratios.p99.toFixed(3)} CPU ${ratios.cpu.toFixed(3)}` +
-            (timed && op === 'get' ? `  (ready ${timed.readyNs} ns, covers ${timed.coversNs} ns)` : ''),
+            (timed && op === 'get'
+              ? `  (ready ${timed.readyNs} ns, with its own clock reading ${timed.readyOwnClockNs} ns, covers ${timed.coversNs} ns)`
+              : ''),
         );
       }
     }
@@ -302,8 +316,9 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
         p99Ms: summary(ab.map((r) => pick(r).p99Ms)),
         cpuUs: summary(ab.map((r) => pick(r).cpuUs)),
       });
-      // What the check adds per operation: a PUT only the lease check, a GET that and one covers().
-      const checkNs = (r: PairRecord) => r.readyNs! + (op === 'put' ? 0 : r.coversNs!);
+      // What the check adds per operation: a PUT only the lease check with its own clock reading; a GET the lease
+      // check on the reading both sides take (its expiry checks), and one covers().
+      const checkNs = (r: PairRecord) => (op === 'put' ? r.readyOwnClockNs! : r.readyNs! + r.coversNs!);
       const checkShare: MeanInterval = meanInterval(ab.map((r) => checkNs(r) / 1000 / r.b.cpuUs));
       return {
         ab: ratiosOf(ab),
@@ -316,6 +331,10 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
     const abRecords = records.filter((r) => r.op === 'get' && r.kind === 'ab');
     const readyNs = summary(
       abRecords.map((r) => r.readyNs!),
+      1,
+    );
+    const readyOwnClockNs = summary(
+      abRecords.map((r) => r.readyOwnClockNs!),
       1,
     );
     const coversNs = summary(
@@ -346,7 +365,7 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
     const fmt = (x: number) => x.toFixed(3);
     console.log(
       `\nratios check / none per pair: geometric mean, 95% interval (Student t on the logarithms; bootstrap, seed ${SEED}),` +
-        `\nand one pair's noise (sd of ln ratio); A/A = two check coordinators, should straddle 1:\n`,
+        `\nand one pair's noise (sd of ln ratio); A/A = the check on in both rounds, should straddle 1:\n`,
     );
     console.log(
       table(
@@ -403,7 +422,9 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
       }
     >;
     console.log(
-      `\nready(): ${readyNs.median} ns/call (${readyNs.min}-${readyNs.max}); ` +
+      `\nready(now): ${readyNs.median} ns/call (${readyNs.min}-${readyNs.max}); ` +
+        `ready() with its own clock reading: ${readyOwnClockNs.median} ns/call ` +
+        `(${readyOwnClockNs.min}-${readyOwnClockNs.max}); ` +
         `covers(): ${coversNs.median} ns/call (${coversNs.min}-${coversNs.max})`,
     );
     console.log(
@@ -451,13 +472,14 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
         entries: '2-3 tags each, keys like tenant-3/user-00042/profile',
         sides:
           'check: the real Invalidations (default 1000 ms lease, document in the Redis tier); ' +
-          'none: ready() and covers() no-ops; A/A: a second check coordinator',
+          'none: the same coordinator with ready() and covers() switched off; A/A: the check on in both rounds',
         statistic:
           'per pair ratio check / none; geometric mean over pairs, 95% Student t interval on ln(ratio), bootstrap ' +
           'percentile interval as a check; a/b order alternating; A/A control pairs spread among them',
       },
       pairs: records,
       readyNs,
+      readyOwnClockNs,
       coversNs,
       coversByShape: shapes,
       summary: byOp,
@@ -470,7 +492,7 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
       },
     };
   } finally {
-    await Promise.allSettled(Object.values(made).map((m) => m.coordinator.close()));
+    await made?.coordinator.close().catch(() => {});
     await redis.stop();
   }
 }

@@ -1,12 +1,12 @@
 /**
- * stream: a large value through the SDK's streams (`putStream` in 8 MiB parts, 4 in flight; `getStream` through the
+ * stream: a large value through the SDK's streams (`putStream` in 8 MiB parts, 3 in flight; `getStream` through the
  * 303 download) against the same bytes over bare HTTP (one streamed PUT to an upload URL, one streamed GET of the
  * download URL), both against an `npm start`-style server (memory hot tier, local folder cold tier, its own blob
  * URLs) in this process. Each transfer's client runs in a process of its own (bench/stream-side.ts), so the client's
  * peak RSS is measured apart from the server's. Target: the streamed client's peak RSS < 128 MB for 1 GiB.
  *
  * `--size-mib N` (or STRATA_BENCH_STREAM_MIB; default 1024) sets the value's size; `--part-mib N` (8) and
- * `--concurrency N` (4) putStream's parts; `--client-old-space-mib N` runs the clients' Node with
+ * `--concurrency N` (3) putStream's parts; `--client-old-space-mib N` runs the clients' Node with
  * `--max-old-space-size=N` (default: Node's own sizing), as a memory-limited deployment would; `--runs N` (1) the rounds,
  * each one raw and one stream transfer, alternating which goes first. Reported: MB/s each way (MB = 10^6 bytes),
  * stream against raw as a ratio, the client's RSS at start and at its peak (sampled every 20 ms, and the kernel's
@@ -45,6 +45,11 @@ interface SideResult {
   maxRssBytes: number;
   /** The peak of the client's private memory (RssAnon: without the Node binary's file pages), on Linux. */
   peakAnonBytes: number | undefined;
+  /**
+   * The stream client's second download of the value through a default reader (a fresh chunk a read), after its
+   * figures above were taken (they are the BYOB reader's): its own duration and peak.
+   */
+  defaultGet?: { seconds: number; peakRssBytes: number; maxRssBytes: number; intact: boolean } | undefined;
   /** What its memory group reported, when the client ran in one. */
   limit?: LimitReport | undefined;
 }
@@ -131,8 +136,8 @@ export async function stream(opts: { seconds: number; runs?: number }): Promise<
   const sizeMiB = flag('size-mib', Number(process.env.STRATA_BENCH_STREAM_MIB ?? 1024));
   const bytes = Math.round(sizeMiB * MiB);
   const runs = opts.runs ?? 1;
-  // putStream's defaults unless given: 8 MiB parts, 4 in flight.
-  const tuning: Tuning = { partSize: Math.round(flag('part-mib', 8) * MiB), concurrency: flag('concurrency', 4) };
+  // putStream's defaults unless given: 8 MiB parts, 3 in flight.
+  const tuning: Tuning = { partSize: Math.round(flag('part-mib', 8) * MiB), concurrency: flag('concurrency', 3) };
   const limit = clientLimit();
   const dir = mkdtempSync(join(tmpdir(), 'strata-bench-stream-'));
   const script = await bundleSide(dir);
@@ -145,6 +150,7 @@ export async function stream(opts: { seconds: number; runs?: number }): Promise<
       for (const mode of order) got[mode] = await side(script, mode, api.url, bytes, tuning, limit);
       rounds.push({ raw: got.raw!, stream: got.stream! });
       for (const x of [got.raw!, got.stream!]) if (!x.intact) throw new Error(`${x.mode}: the bytes read back differ`);
+      if (got.stream!.defaultGet?.intact === false) throw new Error('stream: the default reader read back other bytes');
     }
   } finally {
     await api.close();
@@ -192,6 +198,15 @@ export async function stream(opts: { seconds: number; runs?: number }): Promise<
       }),
     ),
   );
+  const defaultGet = {
+    getMBps: over((r) => bytes / MB / (r.stream.defaultGet?.seconds ?? NaN)),
+    peakRssMB: over((r) => (r.stream.defaultGet?.peakRssBytes ?? NaN) / MiB),
+    maxRssMB: over((r) => (r.stream.defaultGet?.maxRssBytes ?? NaN) / MiB),
+  };
+  console.log(
+    `getStream through a default reader (a second download, after the figures above): ` +
+      `${defaultGet.getMBps.median} MB/s, peak RSS ${defaultGet.peakRssMB.median} MiB, maxRSS ${defaultGet.maxRssMB.median} MiB`,
+  );
   const peakMax = Math.max(...rounds.map((r) => Math.max(r.stream.peakRssBytes, r.stream.maxRssBytes)));
   console.log(
     `stream / raw: put ${round(median(putRatios), 2)}x, get ${round(median(getRatios), 2)}x; ` +
@@ -216,8 +231,10 @@ export async function stream(opts: { seconds: number; runs?: number }): Promise<
     baseline: { name: 'bare HTTP: one streamed PUT to an upload URL, one streamed GET of the download URL', ...raw },
     candidate: {
       name: `SDK putStream (${tuning.partSize / MiB} MiB parts, ${tuning.concurrency} in flight) and getStream (303 download)`,
+      reader: 'BYOB, one reused 64 KiB buffer',
       ...streamed,
     },
+    defaultReader: { name: 'getStream again, read through a default reader (a new chunk a read)', ...defaultGet },
     ratios: { put: summary(putRatios), get: summary(getRatios) },
     noise: runs > 1 ? { put: spread(putRatios), get: spread(getRatios) } : 'one round: not measured',
     targets: { streamedClientPeakRssMiB: `< ${round(TARGET_RSS_BYTES / MiB, 1)} (128 MB)` },

@@ -19,6 +19,10 @@ import type { Tier } from '../tiers/tier.js';
  * - Coordinators trust their copy for `leaseMs` from the moment they started reading it, and refresh it on demand
  *   (a head of the document, and a get only when it changed). A read or write that finds its copy expired and
  *   cannot refresh it fails with 503 (fails closed): it cannot know what is covered.
+ * - The lease is measured on the wall clock, so a read checks it with the clock reading it takes anyway for its
+ *   expiry checks (an L1 hit is ~1.8 µs, and a clock read of its own, ~40 ns here, was most of the check's cost).
+ *   A forward jump of that clock only shortens the lease; a backward jump voids it (see {@link Invalidations.ready}).
+ *   An invalidation's own wait is measured on the monotonic clock, so no jump can end it early.
  * - An invalidation writes its generation, then waits one lease before it returns: by then no coordinator still
  *   trusts a copy without it, so no read that starts after the call returns can serve what it covers.
  * - Writes after it are not covered, whatever the clocks: every copy a coordinator adopts raises its clock above
@@ -94,6 +98,11 @@ const MAX_CAS_TRIES = 24;
 const RETRY_MS = 250;
 /** Readers trust their copy for this much less than a lease, so they give it up before the invalidator returns. */
 const LEASE_MARGIN = 0.05;
+/**
+ * The lease clock's resolution (Date.now: whole milliseconds). A reading is up to this far behind the true time, so
+ * readers trust their copy this much less again: the reading that starts a lease cannot make it end late.
+ */
+const CLOCK_STEP_MS = 1;
 
 /** The document as an entry of a durable tier: a put of version n + 1 over n is a compare-and-set. */
 export function tierInvalidationRegister(tier: Tier): InvalidationRegister {
@@ -136,8 +145,13 @@ export interface InvalidationsOptions {
   maxClockSkewMs?: number;
   /** The coordinator's hybrid logical clock: a fresh version, versions seen elsewhere, and its wall clock. */
   clock: { next(): number; observe(version: number): void; wallNow(): number };
-  /** Monotonic milliseconds (tests inject one). @default performance.now */
+  /**
+   * The lease clock: wall-clock milliseconds, as a read's expiry checks take them (tests inject one). Its backward
+   * jumps are detected and void the lease. @default Date.now
+   */
   now?: () => number;
+  /** Monotonic milliseconds: an invalidation's wait, the rate limit, retry spacing. @default performance.now */
+  monotonic?: () => number;
   sleep?: (ms: number) => Promise<void>;
   /** Reports what happened (an invalidation in force, a failed refresh): a metric and a log line. */
   onEvent?: (event: InvalidationEvent) => void;
@@ -163,12 +177,20 @@ export class Invalidations {
   private readonly register: InvalidationRegister;
   private readonly maxClockSkewMs: number;
   private readonly clock: InvalidationsOptions['clock'];
-  private readonly now: () => number;
+  /** The lease clock (wall-clock ms). A caller that reads it for its own use passes the reading to {@link ready}. */
+  readonly now: () => number;
+  private readonly monotonic: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly onEvent: (event: InvalidationEvent) => void;
   private doc: InvalidationDocument = { version: 0, namespaces: {}, log: [] };
   private compiled = new Map<string, Compiled>();
   private validUntil = -Infinity;
+  /** Past this, a read starts a background refresh (half a lease before the copy expires). */
+  private refreshAt = -Infinity;
+  /** The latest lease-clock reading seen: a reading below it means the wall clock went back. */
+  private lastNow = -Infinity;
+  /** Raised when the wall clock went back: a refresh started before that cannot extend the lease. */
+  private clockEpoch = 0;
   private refreshing?: Promise<void>;
   private lastFailure = -Infinity;
   private failure?: unknown;
@@ -180,25 +202,34 @@ export class Invalidations {
     this.leaseMs = opts.leaseMs ?? 1000;
     this.maxClockSkewMs = opts.maxClockSkewMs ?? 2000;
     this.clock = opts.clock;
-    this.now = opts.now ?? (() => performance.now());
+    this.now = opts.now ?? Date.now;
+    this.monotonic = opts.monotonic ?? (() => performance.now());
     this.sleep = opts.sleep ?? ((ms) => new Promise((done) => setTimeout(done, ms)));
     this.onEvent = opts.onEvent ?? (() => {});
   }
 
   /**
    * Before a read or a write: nothing to wait for while the copy is trusted (the hot path), else a refresh to await.
-   * The refresh rejects with 503 when the document cannot be read: the request fails closed.
+   * The refresh rejects with 503 when the document cannot be read: the request fails closed. `now` is a reading of
+   * {@link now} the caller just took for its own checks (the near cache's expiry), so the lease costs no clock read.
    */
-  ready(): Promise<void> | undefined {
-    const now = this.now();
-    if (now < this.validUntil) {
+  ready(now: number = this.now()): Promise<void> | undefined {
+    if (now < this.validUntil && now >= this.lastNow) {
+      this.lastNow = now;
       // Refreshed ahead of expiry in the background, so a busy coordinator rarely waits for one. Only started when
       // none is in flight: chaining a handler onto the running one on every call cost each read a promise until
       // it answered (bench invalidate: an L1 hit's cost rose by a third while a refresh was out).
-      if (now >= this.validUntil - this.leaseMs / 2 && !this.refreshing) void this.refresh().catch(() => {});
+      if (now >= this.refreshAt && !this.refreshing) void this.refresh().catch(() => {});
       return undefined;
     }
-    return this.refresh();
+    if (now < this.lastNow) {
+      // The wall clock went back (a step by NTP or an operator): the lease was measured before the step, so how
+      // long it has run is unknown. Distrust the copy, and any refresh that started before the step.
+      this.validUntil = this.refreshAt = -Infinity;
+      this.clockEpoch++;
+    }
+    this.lastNow = now;
+    return this.renew();
   }
 
   /** Whether a read that found `header` for `key` must treat it as missing. */
@@ -246,6 +277,7 @@ export class Invalidations {
     this.admit(ns);
     for (let attempt = 0; attempt < MAX_CAS_TRIES; attempt++) {
       const started = this.now();
+      const epoch = this.clockEpoch;
       const stored = (await this.register.read()) ?? { version: 0, namespaces: {}, log: [] };
       // The generation is above every version this document holds and this clock issued (observed first), and
       // at least maxClockSkewMs ahead of this wall clock, so writes another coordinator acknowledged before now
@@ -264,10 +296,10 @@ export class Invalidations {
       };
       const next = apply(stored, record);
       if (await this.register.write(next)) {
-        this.adopt(next, started);
-        const written = this.now();
+        this.adopt(next, started, epoch);
+        const written = this.monotonic();
         await this.waitUntil(written + this.leaseMs);
-        this.onEvent({ type: 'invalidated', record, waitedMs: Math.round(this.now() - written) });
+        this.onEvent({ type: 'invalidated', record, waitedMs: Math.round(this.monotonic() - written) });
         return { id: record.id, generation, kind: record.kind };
       }
       // Another coordinator wrote meanwhile: read again, with jitter.
@@ -280,25 +312,33 @@ export class Invalidations {
   /** Reads the document now, and awaits it (start-up, the audit route, tests). */
   async refreshNow(): Promise<void> {
     const started = this.now();
+    const epoch = this.clockEpoch;
     const version = await this.register.version();
-    if (version === undefined) {
-      this.trustFrom(started);
-      return;
-    }
-    if (version !== this.doc.version) {
+    if (version !== undefined && version !== this.doc.version) {
       const doc = await this.register.read();
-      if (doc) this.adopt(doc, started);
+      if (doc) this.adopt(doc, started, epoch);
     }
-    this.trustFrom(started);
+    this.trustFrom(started, epoch);
+  }
+
+  /**
+   * A refresh that leaves the copy trusted now. The refresh joined may have started long before this read (a
+   * background one, or one from before the clock went back) and answered too late to extend the lease: then an
+   * invalidation may have returned since it read the document, and a refresh started after this read began is
+   * awaited too. That one has seen every invalidation returned before the read, however long it took.
+   */
+  private async renew(): Promise<void> {
+    await this.refresh();
+    if (!(this.now() < this.validUntil)) await this.refresh();
   }
 
   private refresh(): Promise<void> {
     if (!this.refreshing) {
-      if (this.now() - this.lastFailure < RETRY_MS) return Promise.reject(this.unavailable());
+      if (this.monotonic() - this.lastFailure < RETRY_MS) return Promise.reject(this.unavailable());
       this.refreshing = this.refreshNow()
         .then(() => (this.failure = undefined))
         .catch((error: unknown) => {
-          this.lastFailure = this.now();
+          this.lastFailure = this.monotonic();
           this.failure = error;
           this.onEvent({ type: 'invalidation-refresh-failed', error });
           if (this.now() >= this.validUntil) throw this.unavailable();
@@ -312,18 +352,21 @@ export class Invalidations {
     return new TierUnavailableError('invalidations', this.failure);
   }
 
-  private trustFrom(started: number): void {
-    this.validUntil = Math.max(this.validUntil, started + this.leaseMs * (1 - LEASE_MARGIN));
+  /** Trusts the copy for a lease from `started` (a lease-clock reading), unless the clock went back since. */
+  private trustFrom(started: number, epoch: number): void {
+    if (epoch !== this.clockEpoch) return;
+    this.validUntil = Math.max(this.validUntil, started + this.leaseMs * (1 - LEASE_MARGIN) - CLOCK_STEP_MS);
+    this.refreshAt = this.validUntil - this.leaseMs / 2;
   }
 
   /** Takes a document read (or written) from `started` on, and raises the clock above its generations. */
-  private adopt(doc: InvalidationDocument, started: number): void {
+  private adopt(doc: InvalidationDocument, started: number, epoch: number): void {
     if (doc.version >= this.doc.version) {
       this.doc = doc;
       this.compiled = compile(doc);
       this.observeAll(doc);
     }
-    this.trustFrom(started);
+    this.trustFrom(started, epoch);
   }
 
   private observeAll(doc: InvalidationDocument): void {
@@ -337,7 +380,7 @@ export class Invalidations {
 
   /** The per-namespace rate limit (per coordinator; the document's compare-and-set bounds the total). */
   private admit(ns: string): void {
-    const now = this.now();
+    const now = this.monotonic();
     const r = this.rate.get(ns);
     if (!r || now - r.since >= 1000) {
       this.rate.set(ns, { since: now, calls: 1 });
@@ -350,7 +393,7 @@ export class Invalidations {
   }
 
   private async waitUntil(at: number): Promise<void> {
-    for (let left = at - this.now(); left > 0; left = at - this.now()) await this.sleep(Math.ceil(left));
+    for (let left = at - this.monotonic(); left > 0; left = at - this.monotonic()) await this.sleep(Math.ceil(left));
   }
 }
 

@@ -78,14 +78,14 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
     return this.getSync(ns, key, opts);
   }
 
-  /** Synchronous read for the coordinator's near-cache fast path. */
-  getSync(ns: string, key: string, opts?: ReadOptions): Entry | undefined {
+  /** Synchronous read for the coordinator's near-cache fast path, which passes the clock reading it took. */
+  getSync(ns: string, key: string, opts?: ReadOptions, now = this.now()): Entry | undefined {
     const id = ns + SEP + key;
-    const e = this.live(id);
+    const e = this.live(id, now);
     if (!e) return undefined;
     if (!opts?.peek) {
       this.order.touch(id);
-      e.at = this.now();
+      e.at = now;
       e.reads++;
     }
     return { header: cloneHeader(e.header), value: Buffer.from(e.value) };
@@ -275,10 +275,9 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
   }
 
   /** The stored entry unless expired (expired entries are dropped on sight; a dirty one is never expired away unseen). */
-  private live(id: string): Stored | undefined {
+  private live(id: string, now = this.now()): Stored | undefined {
     const e = this.entries.get(id);
     if (!e) return undefined;
-    const now = this.now();
     if (isExpired(e.header, now) || (e.deadline !== undefined && e.deadline <= now)) {
       this.drop(id);
       return undefined;

@@ -10,7 +10,7 @@ import { completeUpload } from './completion.js';
 import { checkKey, checkTags, encodeKey } from './encoding.js';
 import { invalid, isObject, optionError } from './json.js';
 import { discard, missingOrThrow, requestIdOf, type HttpRequest, type Transport } from './transport.js';
-import type { PutOptions, PutResult, RequestOptions } from './types.js';
+import type { FetchLike, PutOptions, PutResult, RequestOptions } from './types.js';
 
 const MiB = 1024 * 1024;
 /** S3's multipart rules (the server enforces them on every tier): parts 5 MiB..5 GiB but the last, at most 10,000. */
@@ -18,7 +18,7 @@ export const MIN_PART_BYTES = 5 * MiB;
 export const MAX_PART_BYTES = 5 * 1024 * MiB;
 export const MAX_PARTS = 10_000;
 const DEFAULT_PART_BYTES = 8 * MiB;
-const DEFAULT_CONCURRENCY = 4;
+const DEFAULT_CONCURRENCY = 3;
 const MAX_REPLACED_RETRIES = 3;
 /** A presigned download answered 412: the key was replaced between the redirect and the download. */
 const REPLACED = Symbol('replaced');
@@ -41,7 +41,10 @@ export interface ValueStream {
   tags: string[];
   /** The bytes `body` holds, when a range was asked for and served (inclusive offsets). */
   range?: { start: number; end: number } | undefined;
-  /** The bytes. Read it to the end or cancel it (it holds a connection); `Readable.fromWeb(body)` for a Node stream. */
+  /**
+   * The bytes. Read it to the end or cancel it (it holds a connection); `Readable.fromWeb(body)` for a Node stream.
+   * On Node a byte stream: a BYOB reader with one reused buffer reads it without allocating per chunk.
+   */
   body: ReadableStream<Uint8Array>;
 }
 
@@ -49,7 +52,7 @@ export interface ValueStream {
 export interface PutStreamOptions extends Omit<PutOptions, 'ifMatch' | 'ifNoneMatch'> {
   /** Bytes per part (5 MiB..5 GiB; default 8 MiB). The value can be at most 10,000 parts. */
   partSize?: number | undefined;
-  /** Parts uploaded at once (1..16; default 4). Memory held: about `(concurrency + 1) * partSize`. */
+  /** Parts uploaded at once (1..16; default 3). Memory held: about `(concurrency + 1) * partSize`. */
   concurrency?: number | undefined;
 }
 
@@ -62,6 +65,8 @@ export interface StreamDeps {
   transport: Transport;
   timeoutMs: number;
   transferTimeoutMs: number;
+  /** The GET of a presigned download, when not the client's fetch (Node: the socket client of socket-http.ts). */
+  downloadFetch?: FetchLike | undefined;
   inlineLimitBytes(): number;
   ns(opts: RequestOptions): string;
   put(key: string, value: Uint8Array, opts: PutOptions): Promise<PutResult>;
@@ -132,6 +137,7 @@ export async function getStream(d: StreamDeps, key: string, opts: GetStreamOptio
         auth: false,
         timeoutMs: d.transferTimeoutMs,
         accept: [404, 412],
+        fetch: d.downloadFetch,
       },
       async (res) => {
         if (res.status === 404 || res.status === 412) {

@@ -36,6 +36,8 @@ export interface HttpRequest {
    * (4 of 8 MiB) that was ~130 MiB of copies; views cost nothing.
    */
   bodyAsStream?: boolean | undefined;
+  /** This request's fetch instead of the client's: on Node, the socket client of socket-http.ts for downloads. */
+  fetch?: FetchLike | undefined;
 }
 
 const IN_NODE = typeof process !== 'undefined' && typeof process.versions?.node === 'string';
@@ -192,7 +194,12 @@ export class Transport {
       const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
       let error: StrataError;
       try {
-        const res = await this.cfg.fetch(req.url, { method: req.method, ...bodyInit(req, headers), signal, redirect: 'manual' });
+        const res = await (req.fetch ?? this.cfg.fetch)(req.url, {
+          method: req.method,
+          ...bodyInit(req, headers),
+          signal,
+          redirect: 'manual',
+        });
         if (req.stream) attemptDeadline.settle();
         if ((res.status >= 200 && res.status < 300) || req.accept?.includes(res.status)) return await read(res);
         const body = await res.text();

@@ -111,6 +111,50 @@ describe.each<Backend>(['embedded', 'redis+s3'])('streams (%s)', (backend) => {
     expect((await drain(all!.body)).equals(value)).toBe(true);
   });
 
+  it('getStream behind the 303 reads the same bytes through a BYOB reader (one reused buffer) and a default one', async () => {
+    const value = randomBytes(3 * MiB + 17);
+    await strata.put('byob', value);
+    // The presigned download goes over the SDK's socket client, not fetch: fetch sees the API's routes only.
+    const seen: string[] = [];
+    const realFetch = globalThis.fetch;
+    globalThis.fetch = ((input: string | URL, init?: RequestInit) => {
+      seen.push(new URL(String(input)).pathname);
+      return realFetch(input, init);
+    }) as typeof fetch;
+    let client: StrataClient;
+    try {
+      client = new StrataClient({ endpoint: api.url, namespace: 'streams', retries: 1, inlineLimitBytes: INLINE_LIMIT });
+    } finally {
+      globalThis.fetch = realFetch;
+    }
+    const byob = async (body: ReadableStream<Uint8Array>, size: number): Promise<Buffer> => {
+      const out: Buffer[] = [];
+      const reader = body.getReader({ mode: 'byob' });
+      let buf = new Uint8Array(size);
+      for (;;) {
+        const { done, value: got } = await reader.read(buf);
+        if (done) return Buffer.concat(out);
+        out.push(Buffer.from(got));
+        buf = new Uint8Array(got.buffer);
+      }
+    };
+    const a = await client.getStream('byob');
+    const viaByob = await byob(a!.body, 10_000);
+    const viaDefault = await drain((await client.getStream('byob'))!.body);
+    expect(viaByob.equals(value)).toBe(true);
+    expect(viaDefault.equals(viaByob)).toBe(true);
+    const part = await client.getStream('byob', { range: { start: MiB + 5, end: 2 * MiB } });
+    expect([part!.range, part!.size]).toEqual([{ start: MiB + 5, end: 2 * MiB }, value.length]);
+    expect((await byob(part!.body, 4096)).equals(value.subarray(MiB + 5, 2 * MiB + 1))).toBe(true);
+    // Cancelled halfway: the connection is let go, and the key reads again whole.
+    const half = (await client.getStream('byob'))!.body.getReader({ mode: 'byob' });
+    expect((await half.read(new Uint8Array(1000))).value!.byteLength).toBeGreaterThan(0);
+    await half.cancel();
+    expect((await drain((await client.getStream('byob'))!.body)).equals(value)).toBe(true);
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen.filter((p) => !p.startsWith('/v1/ns/streams/keys/'))).toEqual([]);
+  });
+
   it('putStream of 40 MB in 5 MiB parts round-trips byte-exact through getStream', async () => {
     const size = 40 * 1000 * 1000 + 123;
     const expected = sha256(await collect(generated(size)));

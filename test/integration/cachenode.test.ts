@@ -153,9 +153,11 @@ describe('cachenode daemon (real process)', () => {
 
     it('treats expired entries as absent and lets any version replace them', async () => {
       const v = ring.version;
-      await client.put(url, 't', 'exp', entry(50, 'soon gone', { expiresAt: Date.now() + 150 }), v);
+      // A second to spare: a busy machine (CI runs suites side by side) must not expire it before the first get.
+      const expiresAt = Date.now() + 1000;
+      await client.put(url, 't', 'exp', entry(50, 'soon gone', { expiresAt }), v);
       await expect(client.get(url, 't', 'exp', v)).resolves.toBeDefined();
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, Math.max(0, expiresAt - Date.now()) + 50));
       await expect(client.get(url, 't', 'exp', v)).resolves.toBeUndefined();
       await expect(client.put(url, 't', 'exp', entry(3, 'older but live'), v)).resolves.toEqual({ applied: true, current: 3 });
     });
@@ -550,9 +552,16 @@ describe('cachenode durability and shutdown (real process)', () => {
     const first = await it.next();
     expect(first.done).toBe(false);
     const exit = fleet.stop('drain');
-    await new Promise((r) => setTimeout(r, 100));
-    // New connections are refused while it drains.
+    // New connections are refused while it drains: once the signal has arrived (on a busy machine that can take
+    // longer than any fixed pause, so ask until it refuses, well within the export's two seconds).
     const fresh = new NodeClient({ secret: SECRET, timeoutMs: 1000 });
+    const refused = async (): Promise<boolean> =>
+      fresh.health(n.url).then(
+        () => false,
+        () => true,
+      );
+    const deadline = Date.now() + 1500;
+    while (!(await refused()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
     await expect(fresh.health(n.url)).rejects.toThrow();
     await fresh.close();
     let count = 1;
