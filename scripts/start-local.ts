@@ -64,7 +64,10 @@ async function main(): Promise<void> {
   // One store for everything the dashboard draws: the handlers' request metrics, the workflow steps' metrics, the fleet.
   const metrics = new LocalMetricsStore();
   const workflows = warm
-    ? await startLocalWorkflows(warm, ctx.tiers, { store: metrics, environment: env.STRATA_ENV })
+    ? await startLocalWorkflows(warm, ctx.tiers, { store: metrics, environment: env.STRATA_ENV }, () => ({
+        coordinator: ctx.coordinator,
+        ...(ctx.presigner ? { presigner: ctx.presigner } : {}),
+      }))
     : undefined;
   const warmTier = ctx.tiers.find((t): t is WarmTier => t instanceof WarmTier);
   const replace = workflows ? { workflows: workflows.service } : undefined;

@@ -181,6 +181,17 @@ export class ColdTierBucket extends Construct {
         },
       ],
     });
+    // S3 sends its events to EventBridge, where the Workflows stack's rule starts the upload-commit workflow when an
+    // upload's commit request is created (core/api/async-complete.ts): the API functions cannot reach Step Functions
+    // from the VPC. Set on the bucket itself (CloudFormation's NotificationConfiguration), not through the
+    // notifications custom resource that `eventBridgeEnabled` deploys. Once enabled S3 sends every event type of every
+    // object (https://docs.aws.amazon.com/AmazonS3/latest/userguide/EventBridge.html), and EventBridge bills S3's
+    // events as "AWS opt-in data events", per million (https://aws.amazon.com/eventbridge/pricing/): nothing while
+    // idle, but a cost that follows the cold tier's write rate, not the commit requests alone (docs/API.md).
+    (this.bucket.node.defaultChild as s3.CfnBucket).addPropertyOverride(
+      'NotificationConfiguration.EventBridgeConfiguration.EventBridgeEnabled',
+      true,
+    );
 
     this.accessPolicy = new iam.ManagedPolicy(this, 'AccessPolicy', {
       description: `Strata cold tier: objects under ${this.prefix}/ of its bucket`,

@@ -90,6 +90,10 @@ export class ApiStack extends StrataStack {
           ...(config.policies.evaluator ? { STRATA_POLICY_EVALUATOR: '1' } : {}),
           // The default rules' deployment settings, as the evaluator has them (cdk/lib/policy-defaults.ts).
           ...policyDefaultsEnvironment(config),
+          // A large upload's completion starts the upload-commit workflow by writing its commit request, whose S3
+          // event the Workflows stack's rule turns into the execution: this VPC has no route to Step Functions
+          // (core/api/async-complete.ts).
+          ...(fn === 'transfer' ? { STRATA_UPLOAD_COMMIT_TRIGGER: 's3-event' } : {}),
         },
       });
       // The data functions read the ring (to route to the nodes) and the policy in force, and write nothing in the

@@ -39,7 +39,7 @@ export interface MonitoringStackProps extends StrataStackProps {
 
 /**
  * Workflows whose failed and timed-out executions have no CloudWatch alarm of their own: ReplaceNode,
- * RollingUpgrade, InvalidationSweep and OrderMarkers, whose two alarm metrics each ($0.20 a month) would take an idle dev environment over its $15 budget
+ * RollingUpgrade, InvalidationSweep, OrderMarkers and UploadCommit (whose failures its upload's owner hears of when polling), whose two alarm metrics each ($0.20 a month) would take an idle dev environment over its $15 budget
  * (README's idle-cost table, test/infra/idle-cost.test.ts). Their failed, timed-out and aborted executions reach the
  * alarm topic through an EventBridge rule on Step Functions' status-change events instead, which costs nothing (AWS
  * service events are free to match and deliver) but is best-effort delivery, as AWS documents it.
@@ -49,6 +49,7 @@ export const UNALARMED_WORKFLOWS: readonly WorkflowName[] = [
   'rolling-upgrade',
   'invalidation-sweep',
   'order-markers',
+  'upload-commit',
 ];
 
 /** The ring document's prefix in the cold-tier bucket: the runtime's default (STRATA_WARM_RING_PREFIX). */

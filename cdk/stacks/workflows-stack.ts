@@ -9,6 +9,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import { FLEET_TAG } from '../../core/nodes/ec2-fleet.js';
+import { COMMIT_REQUEST_SUFFIX, UPLOADS_FOLDER } from '../../core/tiers/storage-key.js';
 import type { WorkflowName } from '../../core/workflows/progress.js';
 import { policyEncryptionKeys } from '../constructs/policy-encryption-keys.js';
 import { PolicyTicker } from '../constructs/policy-ticker.js';
@@ -69,6 +70,8 @@ export class WorkflowsStack extends StrataStack {
    * (`fleet.capacity`), since EC2 sends those events for Spot Instances only.
    */
   readonly spotInterruptionFunction?: StrataFunction;
+  /** The EventBridge rule that starts the upload-commit workflow on an upload's commit request (its S3 event). */
+  readonly uploadCommitRule: events.Rule;
   /** The EventBridge rule that sends EC2's Spot events to {@link spotInterruptionFunction}. */
   spotInterruptionRule?: events.Rule;
 
@@ -94,8 +97,10 @@ export class WorkflowsStack extends StrataStack {
       vpcSubnets: network.privateSubnets,
       securityGroup: network.coordinatorSecurityGroup,
       memoryMb: 1024,
-      // A stream or eviction step returns after its maxMs (60 s by default); the rest is headroom.
-      timeoutSeconds: 300,
+      // A stream or eviction step returns after its maxMs (60 s by default). The upload-commit step copies a whole
+      // staged upload in one go (S3 copies server-side, the function only waits), so the step Lambda gets Lambda's
+      // longest timeout, 15 minutes (https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html).
+      timeoutSeconds: 900,
       ...(config.workflows.stepReservedConcurrency !== undefined
         ? { reservedConcurrency: config.workflows.stepReservedConcurrency }
         : {}),
@@ -109,6 +114,17 @@ export class WorkflowsStack extends StrataStack {
       .bindColdTier(data.coldTier)
       .bindRingStore(data.coldTier, { writers: true })
       .bindFleet(fleet.fleet);
+    // The upload-commit step commits exactly as the API's synchronous completion does, so it compiles the same policy
+    // (its namespace's default TTL, its refusal of uploads under transforms): the policy in force, the configured
+    // namespace policies, the keyring's names (no KMS use), the declared Lambda origins and the default rules' settings.
+    this.stepFunction.bindPolicyStore(data.coldTier, { write: false });
+    // With the scheduled evaluator, policies may hold background rules: a function that compiles them must know.
+    if (config.policies.evaluator) this.stepFunction.addEnvironment('STRATA_POLICY_EVALUATOR', '1');
+    if (config.api.namespaces) this.stepFunction.addEnvironment('STRATA_NAMESPACES', JSON.stringify(config.api.namespaces));
+    const stepKeys = policyEncryptionKeys(this, props.policyEncryptionKeys);
+    if (stepKeys) this.stepFunction.bindKeyring(stepKeys, { use: false });
+    this.stepFunction.bindLambdaOrigins(config.api.lambdaOrigins, { invoke: false });
+    for (const [k, v] of Object.entries(policyDefaultsEnvironment(config))) this.stepFunction.addEnvironment(k, v);
 
     const region = this.region;
     const account = this.account;
@@ -224,6 +240,7 @@ export class WorkflowsStack extends StrataStack {
       'rolling-upgrade': launches(`the replaced nodes' and the rollback's ${terminate}`),
       'invalidation-sweep': common,
       'order-markers': common,
+      'upload-commit': common,
     };
     for (const [name, machine] of Object.entries(workflows.stateMachines) as [WorkflowName, sfn.StateMachine][]) {
       for (const [f, reason] of Object.entries(findings[name])) {
@@ -236,6 +253,30 @@ export class WorkflowsStack extends StrataStack {
     }
 
     if (spotCapable) this.spotInterruptionFunction = this.spotInterruption(config, data, workflows.stateMachines);
+
+    // A large upload's completion writes its commit request `<prefix>/_uploads/<id>.commit` (core/api/async-complete.ts);
+    // S3's Object Created event for it (the bucket sends its events to EventBridge: ColdTierBucket) starts the
+    // upload-commit workflow with the object's key, from which the step reads the upload's record. The transfer
+    // function runs in a VPC without a route to Step Functions, and an interface endpoint would bill by the hour idle.
+    // S3's event: detail.bucket.name, detail.object.key
+    // (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html); `wildcard` matching
+    // (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-create-pattern-operators.html).
+    this.uploadCommitRule = new events.Rule(this, 'UploadCommitTrigger', {
+      description: `Strata ${config.name}: start upload-commit when a large upload's completion requests it`,
+      eventPattern: {
+        source: ['aws.s3'],
+        detailType: ['Object Created'],
+        detail: {
+          bucket: { name: [data.coldTier.bucket.bucketName] },
+          object: { key: [{ wildcard: `${data.coldTier.prefix}/${UPLOADS_FOLDER}/*${COMMIT_REQUEST_SUFFIX}` }] },
+        },
+      },
+      targets: [
+        new targets.SfnStateMachine(workflows.stateMachines['upload-commit'], {
+          input: events.RuleTargetInput.fromObject({ object: events.EventField.fromPath('$.detail.object.key') }),
+        }),
+      ],
+    });
 
     // With the policy evaluator on, the scale trigger, the eviction schedule and the node-fill alarm's response are the
     // policy's default rules (default-prelaunch, default-evict-schedule, default-evict-on-node-fill: cdk/lib/policy-defaults.ts),

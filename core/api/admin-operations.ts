@@ -6,6 +6,7 @@ import { replaceNodeRequest } from '../workflows/steps/replace-steps.js';
 import { rollingUpgradeRequest } from '../workflows/steps/upgrade-steps.js';
 import { orderMarkersRequest } from '../workflows/steps/order-marker-steps.js';
 import { sweepRequest } from '../workflows/steps/sweep-steps.js';
+import { uploadCommitRequest } from '../workflows/steps/upload-commit-steps.js';
 import {
   DEFAULT_LIST_LIMIT,
   EXECUTION_NAME,
@@ -91,7 +92,22 @@ const INPUT_SCHEMAS: Readonly<Record<WorkflowName, z.ZodType<Record<string, unkn
   'rolling-upgrade': rollingUpgradeRequest,
   'invalidation-sweep': sweepRequest,
   'order-markers': orderMarkersRequest,
+  'upload-commit': uploadCommitRequest,
 };
+
+/**
+ * Whether this runtime can start `workflow`: false where no workflows are configured (or misconfigured: the admin
+ * routes report that), or where this deployment left that one out.
+ */
+export function canStartWorkflow(ctx: ApiContext, workflow: WorkflowName): boolean {
+  let service: WorkflowService;
+  try {
+    service = workflowService(ctx);
+  } catch {
+    return false;
+  }
+  return service.runs ? service.runs(workflow) : true;
+}
 
 /**
  * Checks `input` against the workflow's schema (400 naming `body.<field>`) and the caller's execution name (`?name=`,

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { NotFoundError, StrataError, TransformedScopeError, ValidationError } from '../errors.js';
 import type { Coordinator } from '../coordinator/coordinator.js';
-import type { ServedBy, WriteResult } from '../coordinator/types.js';
+import type { ServedBy } from '../coordinator/types.js';
 import { isStale, type EntryHeader } from '../model/entry.js';
 import { validateKey } from '../model/keys.js';
-import type { NewUpload, PresignedDownload, PresignedUrl, Presigning, Tier } from '../tiers/tier.js';
+import type { NewUpload, PresignedDownload, PresignedUrl, Presigning, Tier, UploadRecord } from '../tiers/tier.js';
 import type { WorkflowService } from '../workflows/admin-service.js';
 import type { PolicyAdmin } from '../policy/service.js';
 import type { FiringHistory } from '../policy/evaluator.js';
@@ -33,6 +33,8 @@ import {
   valueContentType,
 } from './validation.js';
 import { createMultipartUpload, multipartPresigner, requirePresigner } from './multipart-operations.js';
+import { iso, writeBody } from '../coordinator/write-body.js';
+import { completeAsynchronously, pollAsyncCompletion } from './async-complete.js';
 
 /** What the API operations need; built once per container by the runtime. */
 export interface ApiContext {
@@ -48,6 +50,17 @@ export interface ApiContext {
    * (namespace-operations.ts); 0: none. @default 60
    */
   tagSweepWindowMinutes?: number;
+  /**
+   * Uploads whose staged object has at least this many bytes complete asynchronously (202, the upload-commit
+   * workflow) where this runtime runs that workflow; 0: never (api/async-complete.ts). @default 1 GiB
+   */
+  asyncCompleteBytes?: number;
+  /**
+   * How an asynchronous completion starts its job: `s3-event`, by writing the upload's commit request, whose S3
+   * event an EventBridge rule turns into the execution (the deployed API functions cannot reach Step Functions);
+   * absent, through the workflow service (`npm start`'s runner).
+   */
+  uploadCommitTrigger?: 's3-event';
   /**
    * The workflows the admin API starts and reports on (a local run's in-process runner). Absent: the admin routes
    * use the runtime's service (Step Functions, see composition/workflow-service-env.ts) or answer 503 WORKFLOWS_UNAVAILABLE.
@@ -87,25 +100,6 @@ function entryHeaders(h: EntryHeader, served: ServedBy | string): Record<string,
   if (isStale(h)) out['x-strata-stale'] = 'true';
   if (h.tags.length) out['x-strata-tags'] = h.tags.join(',');
   return out;
-}
-
-/**
- * What every write answers (PUT, batch put, upload completion): `durable: false` while it lives in the hot tier
- * alone (write-back, not yet flushed: docs/API.md, "Consistency").
- */
-function writeBody(w: WriteResult): Record<string, unknown> {
-  return {
-    version: w.version,
-    expiresAt: iso(w.expiresAt),
-    size: w.size,
-    tiers: w.tiers,
-    durable: w.durable,
-    ...(w.superseded ? { superseded: true } : {}),
-  };
-}
-
-function iso(ms: number | null): string | null {
-  return ms === null ? null : new Date(ms).toISOString();
 }
 
 function uploadPath(ns: string, key: string): string {
@@ -322,14 +316,19 @@ export async function createUpload(ctx: ApiContext, event: ApiEvent): Promise<Ap
  * exactly one proceeds; the others get 409 VERSION_CONFLICT, and 404 once it is completed), then committed with the
  * metadata given at creation; a field given again here wins (`ttl: null` included). An upload that is unknown,
  * expired, completed, or was created by another tenant (or key) or for another ns/key is 404 NOT_FOUND: which of
- * these is not said, so another tenant learns nothing about it.
+ * these is not said, so another tenant learns nothing about it. A large staged object is committed asynchronously
+ * (202; the owner polls by completing again: async-complete.ts).
  */
 export async function completeUpload(ctx: ApiContext, event: ApiEvent): Promise<ApiResult> {
   const { ns, key } = keyParams(event);
   const body = jsonBody(event, completeUploadSchema);
   const presigner = requirePresigner(ctx);
   const owner = callerIdentity(ctx.tenantAccess, event);
-  const claim = await presigner.claimUpload(body.uploadId, (r) => r.owner === owner && r.ns === ns && r.key === key);
+  const accept = (r: UploadRecord) => r.owner === owner && r.ns === ns && r.key === key;
+  // The owner's poll of an asynchronous completion (async-complete.ts); anyone else goes on to the 404 below.
+  const polled = await pollAsyncCompletion(ctx, presigner, body.uploadId, accept);
+  if (polled) return polled;
+  const claim = await presigner.claimUpload(body.uploadId, accept);
   if (!claim) {
     throw new NotFoundError(
       `upload '${body.uploadId}' not found for key '${key}' in namespace '${ns}': unknown, expired, already completed, ` +
@@ -351,6 +350,9 @@ export async function completeUpload(ctx: ApiContext, event: ApiEvent): Promise<
     if (body.parts) await multipartPresigner(presigner).completeParts(claim, body.parts);
     else if (rec.multipart)
       throw new ValidationError('body.parts', 'a multipart upload completes with its parts: [{ partNumber, etag }, ...]');
+    // A large staged object is committed by the upload-commit workflow: 202, and the owner polls.
+    const started = await completeAsynchronously(ctx, presigner, claim, opts);
+    if (started) return started;
     w = await ctx.coordinator.commitUpload(ns, key, body.uploadId, opts);
   } catch (e) {
     // Not completed (or completed and the tier already marked it so, which this leaves alone): the owner may retry.

@@ -300,10 +300,31 @@ export const ROUTE_DOCS = {
       'Once, by the tenant that created the upload, for its namespace and key (otherwise 404 NOT_FOUND, as for an unknown id); ' +
       '409 VERSION_CONFLICT while another completion of it runs. `ttl`, `tags` and `contentType` given here replace those given ' +
       'at creation. A multipart upload names its `parts` (ascending, each with the ETag its PUT answered); a part missing, ' +
-      'with another ETag, or below 5 MiB while not the last is 400 VALIDATION_FAILED naming it.',
+      'with another ETag, or below 5 MiB while not the last is 400 VALIDATION_FAILED naming it. A staged object of at least ' +
+      'STRATA_ASYNC_COMPLETE_BYTES (1 GiB by default), where the runtime runs the upload-commit workflow, is committed ' +
+      'asynchronously: 202, and the owner polls by completing again with the same uploadId (202 while it runs, then the 200 ' +
+      'the synchronous completion answers; a failed commit answers its error once and gives the upload back).',
     requestBody: { required: true, content: { 'application/json': { schema: fromZod(completeUploadSchema) } } },
-    responses: { '200': json(ref('WriteResult'), 'Written') },
-    errors: ['NOT_FOUND', 'VERSION_CONFLICT', 'MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', ...KEY_ERRORS],
+    responses: {
+      '200': json(ref('WriteResult'), 'Written'),
+      '202': {
+        ...json(
+          {
+            type: 'object',
+            required: ['uploadId', 'status', 'retryAfterSeconds'],
+            additionalProperties: false,
+            properties: {
+              uploadId: { type: 'string' },
+              status: { const: 'completing' },
+              retryAfterSeconds: { type: 'integer', minimum: 1, maximum: 30 },
+            },
+          },
+          'Being committed by the upload-commit workflow: complete again (same uploadId) after `retryAfterSeconds`',
+        ),
+        headers: { 'retry-after': { description: 'Seconds before polling again', schema: { type: 'string' } } },
+      },
+    },
+    errors: ['NOT_FOUND', 'VERSION_CONFLICT', 'MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'WORKFLOWS_UNAVAILABLE', ...KEY_ERRORS],
   },
   downloadUrl: {
     operationId: 'downloadUrl',

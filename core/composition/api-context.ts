@@ -171,6 +171,8 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
     inlineLimitBytes: env.STRATA_INLINE_LIMIT_BYTES,
     urlTtlSeconds: env.STRATA_URL_TTL_SECONDS,
     tagSweepWindowMinutes: env.STRATA_TAG_SWEEP_WINDOW_MINUTES,
+    asyncCompleteBytes: env.STRATA_ASYNC_COMPLETE_BYTES,
+    ...(env.STRATA_UPLOAD_COMMIT_TRIGGER ? { uploadCommitTrigger: env.STRATA_UPLOAD_COMMIT_TRIGGER } : {}),
     tenantAccess,
     describe: () => [
       ...(nearCache ? [`l1    memory, ${env.STRATA_NEAR_CACHE_MB} MiB per process`] : []),

@@ -8,6 +8,7 @@ import { kmsKeyNameProblem } from '../transforms/kms-keyring.js';
 import { LOG_LEVELS } from '../util/logger.js';
 import { formatIssues } from '../util/zod-issues.js';
 import { DEFAULT_TAG_SWEEP_WINDOW_MINUTES } from '../api/namespace-operations.js';
+import { DEFAULT_ASYNC_COMPLETE_BYTES } from '../api/async-complete.js';
 
 const MiB = 1024 * 1024;
 
@@ -223,6 +224,24 @@ export const runtimeEnvSchema = z.object({
    * machine stops after 24 (cdk/config/schema.ts workflows.tagSweepWindowMinutes).
    */
   STRATA_TAG_SWEEP_WINDOW_MINUTES: z.coerce.number().int().min(0).max(720).default(DEFAULT_TAG_SWEEP_WINDOW_MINUTES),
+  /**
+   * Uploads whose staged object has at least this many bytes complete asynchronously (202 and polling) where the
+   * upload-commit workflow runs (api/async-complete.ts); 0: never. At most S3's largest object (10,000 parts of 5 GiB).
+   */
+  STRATA_ASYNC_COMPLETE_BYTES: z.coerce
+    .number({ error: 'STRATA_ASYNC_COMPLETE_BYTES must be a number of bytes (e.g. 1073741824 for 1 GiB), or 0 for never' })
+    .int('STRATA_ASYNC_COMPLETE_BYTES must be a whole number of bytes')
+    .refine(
+      (n) => n === 0 || (n >= 1024 && n <= 10_000 * 5 * 1024 ** 3),
+      'STRATA_ASYNC_COMPLETE_BYTES must be 0 (never asynchronous) or from 1024 bytes to 48.8 TiB (the largest S3 object)',
+    )
+    .default(DEFAULT_ASYNC_COMPLETE_BYTES),
+  /**
+   * `s3-event`: an asynchronous completion writes the upload's commit request (`_uploads/<id>.commit`) and an
+   * EventBridge rule on its S3 event starts the upload-commit workflow (set by the CDK stacks on the transfer function,
+   * which runs in a VPC without a route to Step Functions). Unset: the workflow service starts it (`npm start`).
+   */
+  STRATA_UPLOAD_COMMIT_TRIGGER: z.enum(['s3-event']).optional(),
   AWS_REGION: z.string().default('us-east-1'),
   /** Deployment environment (`dev`, `staging`, `prod`): the `Environment` dimension of every metric. */
   STRATA_ENV: z

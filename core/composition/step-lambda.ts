@@ -25,11 +25,9 @@ export async function workflowDepsFromEnv(env: RuntimeEnv, secret?: string): Pro
   const nodeSecret = secret ?? (await readFleetSecret(env, { create: true }));
   // The tiers (a Redis connection, S3 clients) only when an eviction or tier-migration step first needs them.
   let ctx: BuiltContext | undefined;
-  const tier = (name: string) =>
-    (ctx ??= buildApiContext(
-      { ...env, STRATA_WARM_SECRET: nodeSecret },
-      { flushTimer: false, warmTier: warmTierFromEnv },
-    )).tiers.find((t) => t.name === name);
+  const context = () =>
+    (ctx ??= buildApiContext({ ...env, STRATA_WARM_SECRET: nodeSecret }, { flushTimer: false, warmTier: warmTierFromEnv }));
+  const tier = (name: string) => context().tiers.find((t) => t.name === name);
   return workflowDeps({
     cas,
     nodes: new NodeClient({ secret: nodeSecret, timeoutMs: env.STRATA_WARM_TIMEOUT_MS }),
@@ -42,6 +40,11 @@ export async function workflowDepsFromEnv(env: RuntimeEnv, secret?: string): Pro
           emfDocument({ timestamp: Date.now(), dimensions: { Environment: env.STRATA_ENV, ...dims }, values: { [key]: value } }),
         ]),
       ),
+    // The upload-commit workflow commits with the coordinator, exactly as the API's synchronous completion does.
+    uploads: () => {
+      const built = context();
+      return { coordinator: built.coordinator, ...(built.presigner ? { presigner: built.presigner } : {}) };
+    },
     tiers: {
       get hot() {
         return tier('hot');

@@ -609,6 +609,14 @@ export class Coordinator {
     );
   }
 
+  /**
+   * Forgets this container's near copy of a key that another process wrote on this caller's behalf (an upload the
+   * upload-commit workflow committed: api/async-complete.ts), so this container, which answers that write, reads it.
+   */
+  forgetNear(ns: string, key: string): void {
+    this.near.drop(ns, key);
+  }
+
   /** Makes sure `tierName` holds the live version of a key (e.g. before presigning a download from cold). */
   async ensureIn(tierName: TierName, ns: string, key: string): Promise<void> {
     const tier = this.byName.get(tierName);

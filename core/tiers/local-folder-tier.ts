@@ -31,6 +31,7 @@ import type {
 } from './tier.js';
 import { LocalUploadParts } from './local-uploads.js';
 import { LocalFolderUploads } from './local-folder-uploads.js';
+import type { StoredUpload, UploadRecords } from './upload-record.js';
 import { EntryFiles, isMissing, readFully, TEMP_PREFIX, trailer } from './local-entry-files.js';
 export { StagedUploadExistsError } from './local-entry-files.js';
 import { BlobTokens, type BlobTokenClaims } from './local-blob-tokens.js';
@@ -78,7 +79,9 @@ const BATCH_CONCURRENCY = 16;
  * Versioned writes to a key are serialised by a per-key mutex inside this process only: two processes must
  * not share a directory.
  */
-export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, Scanning, KeyOrdering, CreatesIfAbsent {
+export class LocalFolderTier
+  implements Tier, Presigning, MultipartPresigning, UploadRecords, Scanning, KeyOrdering, CreatesIfAbsent
+{
   readonly name: TierName;
   readonly kind = 'local-folder';
   readonly createsIfAbsent = true;
@@ -309,6 +312,19 @@ export class LocalFolderTier implements Tier, Presigning, MultipartPresigning, S
 
   releaseUpload(claim: UploadClaim): Promise<void> {
     return this.uploads.releaseUpload(claim);
+  }
+
+  /** The staged size and the upload's record, for asynchronous completions (upload-record.ts UploadRecords). */
+  stagedBytes(uploadId: string): Promise<number | undefined> {
+    return this.uploads.stagedBytes(uploadId);
+  }
+
+  readUploadRecord(uploadId: string): Promise<StoredUpload | undefined> {
+    return this.uploads.readUploadRecord(uploadId);
+  }
+
+  changeUploadRecord(uploadId: string, change: (u: StoredUpload) => StoredUpload | undefined): Promise<StoredUpload | undefined> {
+    return this.uploads.changeUploadRecord(uploadId, change);
   }
 
   /** For the local server: the claims of a `/local-blobs/<token>` token, or null (see local-blob-tokens.ts). */

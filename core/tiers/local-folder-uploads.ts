@@ -171,6 +171,25 @@ export class LocalFolderUploads {
     });
   }
 
+  // ---- asynchronous completions (upload-record.ts UploadRecords) -----------------------------------------
+
+  async stagedBytes(uploadId: string): Promise<number | undefined> {
+    try {
+      return (await stat(join(this.d.dir, UPLOADS_FOLDER, validateUploadId(uploadId)))).size;
+    } catch (e) {
+      if (isMissing(e)) return undefined;
+      throw this.d.unavailable(e);
+    }
+  }
+
+  readUploadRecord(uploadId: string): Promise<StoredUpload | undefined> {
+    return this.readUpload(uploadId);
+  }
+
+  changeUploadRecord(uploadId: string, change: (u: StoredUpload) => StoredUpload | undefined): Promise<StoredUpload | undefined> {
+    return this.changeUpload(uploadId, change);
+  }
+
   // ---- multipart uploads (tiers/multipart.ts; the part files: local-uploads.ts) ----------------------------
 
   /** Writes the record of a multipart upload: no staging URL, part URLs come from {@link presignParts}. */

@@ -24,6 +24,7 @@ import { decodeStored, encodeMeta, headResultOf, type HeadResult } from './s3-me
 import { S3OrderMarkers, type OrderMarkerPage, type PruneResult } from './s3-order-markers.js';
 import { presignSeconds, S3Presigner } from './s3-presign.js';
 import { S3Uploads } from './s3-uploads.js';
+import type { StoredUpload, UploadRecords } from './upload-record.js';
 import { DEFAULT_S3_PREFIX, normalizePrefix, parseS3ObjectKey, s3ObjectKey } from './storage-key.js';
 import type {
   CreatesIfAbsent,
@@ -110,7 +111,7 @@ const TOMBSTONE_TAG = 'strata-tombstone';
  * common "everything is zero bytes" ABA cannot happen; for live values it needs a concurrent rewrite of
  * identical bytes inside a HEAD→PUT window of milliseconds.
  */
-export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, KeyOrdering, CreatesIfAbsent {
+export class S3Tier implements Tier, Presigning, MultipartPresigning, UploadRecords, Scanning, KeyOrdering, CreatesIfAbsent {
   readonly name: TierName;
   readonly kind = 's3';
   readonly createsIfAbsent = true;
@@ -420,6 +421,24 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, Scanning, 
 
   async releaseUpload(claim: UploadClaim): Promise<void> {
     return this.uploads.releaseUpload(claim);
+  }
+
+  /** The staged size and the upload's record, for asynchronous completions (upload-record.ts UploadRecords). */
+  stagedBytes(uploadId: string): Promise<number | undefined> {
+    return this.uploads.stagedBytes(uploadId);
+  }
+
+  readUploadRecord(uploadId: string): Promise<StoredUpload | undefined> {
+    return this.uploads.readUploadRecord(uploadId);
+  }
+
+  changeUploadRecord(uploadId: string, change: (u: StoredUpload) => StoredUpload | undefined): Promise<StoredUpload | undefined> {
+    return this.uploads.changeUploadRecord(uploadId, change);
+  }
+
+  /** `_uploads/<id>.commit`, whose creation event starts the upload-commit workflow (s3-uploads.ts). */
+  requestCommit(uploadId: string, body: string): Promise<void> {
+    return this.uploads.requestCommit(uploadId, body);
   }
 
   /** Copies the claimed upload's staged object into place as a versioned write (a multipart copy above the copy threshold). */

@@ -32,7 +32,7 @@ import {
 } from './s3-multipart-copy.js';
 import type { S3OrderMarkers } from './s3-order-markers.js';
 import type { S3Presigner } from './s3-presign.js';
-import { s3ObjectKey, s3StagingKey, s3UploadRecordKey } from './storage-key.js';
+import { s3CommitRequestKey, s3ObjectKey, s3StagingKey, s3UploadRecordKey } from './storage-key.js';
 import type { NewUpload, PresignedUrl, UploadClaim, UploadRecord } from './tier.js';
 import {
   claimed,
@@ -184,6 +184,36 @@ export class S3Uploads {
       return { applied: true, current: full.version, size: staged.size };
     }
     throw this.d.contention(objectKey);
+  }
+
+  // ---- asynchronous completions (upload-record.ts UploadRecords) -----------------------------------------
+
+  async stagedBytes(uploadId: string): Promise<number | undefined> {
+    const staged = await this.d.head(s3StagingKey(this.d.prefix, uploadId));
+    return staged && !staged.completedMarker ? staged.size : undefined;
+  }
+
+  async readUploadRecord(uploadId: string): Promise<StoredUpload | undefined> {
+    return (await this.readUpload(uploadId))?.upload;
+  }
+
+  changeUploadRecord(uploadId: string, change: (u: StoredUpload) => StoredUpload | undefined): Promise<StoredUpload | undefined> {
+    return this.changeUpload(uploadId, change);
+  }
+
+  async requestCommit(uploadId: string, body: string): Promise<void> {
+    try {
+      await this.d.client.send(
+        new PutObjectCommand({
+          Bucket: this.d.bucket,
+          Key: s3CommitRequestKey(this.d.prefix, uploadId),
+          Body: body,
+          ContentType: JSON_TYPE,
+        }),
+      );
+    } catch (e) {
+      throw this.d.unavailable(e);
+    }
   }
 
   // ---- multipart uploads (tiers/multipart.ts): S3's own, on the staging key ------------------------------

@@ -79,6 +79,17 @@ export function s3UploadRecordKey(prefix: string, uploadId: string): string {
   return join(prefix, `${UPLOADS_FOLDER}/${validateUploadId(uploadId)}${UPLOAD_RECORD_SUFFIX}`);
 }
 
+/**
+ * An upload's commit request beside its record: its creation is the S3 event that starts the upload-commit workflow
+ * in AWS (cdk/stacks/workflows-stack.ts matches `<prefix>/_uploads/*.commit`).
+ */
+export function s3CommitRequestKey(prefix: string, uploadId: string): string {
+  return join(prefix, `${UPLOADS_FOLDER}/${validateUploadId(uploadId)}${COMMIT_REQUEST_SUFFIX}`);
+}
+
+/** Suffix of an upload's commit request (see {@link s3CommitRequestKey}). */
+export const COMMIT_REQUEST_SUFFIX = '.commit';
+
 // ---- S3 order markers --------------------------------------------------------------------------------------
 
 /**

@@ -27,6 +27,8 @@ export interface WorkflowService {
   describe(execution: string): Promise<ExecutionDetail | undefined>;
   /** Recent executions, newest first (at most `limit`, default {@link DEFAULT_LIST_LIMIT}). */
   list(o?: ListExecutionsOptions): Promise<ExecutionSummary[]>;
+  /** Whether `workflow` can be started here (absent: every workflow can; a start then says why not). */
+  runs?(workflow: WorkflowName): boolean;
 }
 
 /** Status of an execution (Step Functions' own, `PENDING_REDRIVE` reported as `RUNNING`). */
@@ -183,6 +185,10 @@ export class SfnWorkflowService implements WorkflowService {
   /** The workflows this service can start. */
   get workflows(): WorkflowName[] {
     return [...this.machines.keys()];
+  }
+
+  runs(workflow: WorkflowName): boolean {
+    return this.machines.has(workflow);
   }
 
   /** The ARN of the execution `name` of `workflow`. */

@@ -14,7 +14,7 @@ import { LOCAL_WARM_FOLDER } from '../../core/tiers/storage-key.js';
 import type { Tier } from '../../core/tiers/tier.js';
 import { LocalFleet } from '../../core/nodes/local-fleet.js';
 import { NodeClient } from '../../core/nodes/node-client.js';
-import { localWorkflows, type LocalWorkflows } from '../../core/workflows/local/local-workflows.js';
+import { localWorkflows, type LocalWorkflows, type LocalWorkflowsOptions } from '../../core/workflows/local/local-workflows.js';
 import { METRICS } from '../../core/metrics/metric-catalog.js';
 import type { LocalMetricsStore } from '../../core/metrics/local-store.js';
 
@@ -152,6 +152,7 @@ export async function startLocalWorkflows(
   warm: LocalWarm,
   tiers: Tier[],
   metrics?: { store: LocalMetricsStore; environment: string },
+  uploads?: LocalWorkflowsOptions['uploads'],
 ): Promise<LocalWorkflows> {
   const { synthesizeWorkflowDefinitions } = await import('../../cdk/lib/workflow-definitions.js');
   const byName = (n: string) => tiers.find((t) => t.name === n);
@@ -161,6 +162,7 @@ export async function startLocalWorkflows(
     fleet: warm.fleet,
     secret: warm.secret,
     tiers: { hot: byName('hot'), warm: byName('warm'), cold: byName('cold') },
+    ...(uploads ? { uploads } : {}),
     ...(metrics ? { metric: storeMetric(metrics.store, metrics.environment) } : {}),
   });
 }

@@ -57,6 +57,7 @@ export const WORKFLOW_NAMES = [
   'rolling-upgrade',
   'invalidation-sweep',
   'order-markers',
+  'upload-commit',
 ] as const;
 
 /** The workflows a deployment runs. */
@@ -96,7 +97,8 @@ export interface WorkflowProgressDocument {
 /**
  * What each workflow's progress counts (`total` and `done`): migration sessions (scale-out, scale-in), nodes evicted
  * from (evict-to-s3), batches (tier-migrate), for replace-node its phases (3: launched, took over, filled), and for
- * rolling-upgrade the nodes replaced; invalidation-sweep and order-markers count batches (one page of one tier each).
+ * rolling-upgrade the nodes replaced; invalidation-sweep and order-markers count batches (one page of one tier each),
+ * upload-commit the one upload it commits.
  */
 export const WORKFLOW_PROGRESS_UNITS = {
   'scale-out': 'sessions',
@@ -107,6 +109,7 @@ export const WORKFLOW_PROGRESS_UNITS = {
   'rolling-upgrade': 'nodes',
   'invalidation-sweep': 'batches',
   'order-markers': 'batches',
+  'upload-commit': 'uploads',
 } as const satisfies Record<WorkflowName, string>;
 
 /** The progress document as the admin API returns it, with what a progress bar needs computed. */

@@ -21,8 +21,10 @@ export type { ServerErrorCode };
  * - `NETWORK_ERROR`: no HTTP response (connection refused/reset, DNS failure, ...).
  * - `HTTP_ERROR`: an error status whose body is not a Strata error envelope; the class follows the status.
  * - `INVALID_RESPONSE`: a success status with a body the client cannot understand.
+ * - `COMPLETION_TIMEOUT`: an upload's asynchronous completion (202) was still running when the client's bounded
+ *   wait ran out ({@link UploadCompletionTimeoutError}).
  */
-export type ClientErrorCode = 'TIMEOUT' | 'NETWORK_ERROR' | 'HTTP_ERROR' | 'INVALID_RESPONSE';
+export type ClientErrorCode = 'TIMEOUT' | 'NETWORK_ERROR' | 'HTTP_ERROR' | 'INVALID_RESPONSE' | 'COMPLETION_TIMEOUT';
 
 /** Any code a {@link StrataError} can carry. Unknown server codes are passed through verbatim. */
 export type StrataErrorCode = ServerErrorCode | ClientErrorCode | (string & {});
@@ -264,6 +266,20 @@ export class ExecutionExistsError extends StrataError {
 export class TimeoutError extends StrataError {
   override get retryable(): boolean {
     return true;
+  }
+}
+
+/**
+ * An upload's completion answered `202` (the server commits a large upload asynchronously) and was still running
+ * when `completeTimeoutMs` ran out. The upload is not lost: its commit goes on, and completing it again with the
+ * same {@link uploadId} answers `202` while it runs and the write's result once it is done (docs/API.md, "Multipart
+ * uploads"). Not retryable: a new upload would send every byte again. `status` is 0.
+ */
+export class UploadCompletionTimeoutError extends StrataError {
+  /** The upload still completing (`details.uploadId`). */
+  get uploadId(): string | undefined {
+    const id = this.details?.uploadId;
+    return typeof id === 'string' ? id : undefined;
   }
 }
 

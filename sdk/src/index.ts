@@ -23,6 +23,7 @@ export {
   OriginError,
   UnavailableError,
   TimeoutError,
+  UploadCompletionTimeoutError,
   NetworkError,
   StrataServerError,
   WorkflowsUnavailableError,

@@ -4,8 +4,9 @@
  * through the API's multipart upload routes, holding at most `concurrency + 1` parts of `partSize` bytes at a
  * time. Internal: StrataClient's `getStream` / `putStream` call these.
  */
-import { entryMeta, locationHeaders, putResult, readJson } from './answers.js';
-import { VersionConflictError } from './errors.js';
+import { entryMeta, locationHeaders, readJson } from './answers.js';
+import { UploadCompletionTimeoutError, VersionConflictError } from './errors.js';
+import { completeUpload } from './completion.js';
 import { checkKey, checkTags, encodeKey } from './encoding.js';
 import { invalid, isObject, optionError } from './json.js';
 import { discard, missingOrThrow, requestIdOf, type HttpRequest, type Transport } from './transport.js';
@@ -296,11 +297,12 @@ export async function putStream(
     // It joins the parts (S3's CompleteMultipartUpload "could take several minutes"; the folder tier copies them) and
     // copies the value into place: the transfer timeout, not the per-request one.
     const complete = { ...api('/complete', 'conditional'), timeoutMs: Math.max(d.transferTimeoutMs, opts.timeoutMs ?? 0) };
-    return await d.transport.send({ ...complete, body: JSON.stringify(body) }, async (res) =>
-      putResult(await readJson(res), ns, key, res.status),
-    );
+    // A large upload may complete asynchronously (202): polled with the same request until it answers the write.
+    return await completeUpload(d.transport, { ...complete, body: JSON.stringify(body) }, { ns, key, uploadId }, opts);
   } catch (err) {
     await parts.return(undefined).catch(() => {});
+    // Still committing in the background: the upload is the caller's to follow (err.uploadId), not to drop.
+    if (err instanceof UploadCompletionTimeoutError) throw err;
     await d.transport.send({ ...api('/abort'), signal: undefined, body: JSON.stringify({ uploadId }) }, discard).catch(() => {});
     throw err;
   }

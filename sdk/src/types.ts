@@ -67,6 +67,12 @@ export interface PutOptions extends RequestOptions {
   ifMatch?: number | '*' | undefined;
   /** `'*'`: write only if the key does not exist (`if-none-match: *`). */
   ifNoneMatch?: '*' | undefined;
+  /**
+   * A value above the inline limit: how long its upload's completion may stay asynchronous (`202`, a large upload the
+   * server commits in the background, polled as its `Retry-After` says) before the call fails with
+   * UploadCompletionTimeoutError (default 20 minutes).
+   */
+  completeTimeoutMs?: number | undefined;
 }
 
 /** Options of {@link StrataClient.delete}. */

@@ -5,7 +5,8 @@
 import type { EncodedValue } from './encoding.js';
 import { encodeKey } from './encoding.js';
 import { StrataError } from './errors.js';
-import { putResult, readJson } from './answers.js';
+import { readJson } from './answers.js';
+import { completeUpload } from './completion.js';
 import { invalid, isObject, optionError } from './json.js';
 import type { StreamDeps } from './streams.js';
 import { discard, type HttpRequest } from './transport.js';
@@ -107,5 +108,6 @@ async function uploadWith(
     { uploadId: ticket.uploadId },
     Math.max(d.transferTimeoutMs, opts.timeoutMs ?? 0),
   );
-  return d.transport.send(complete, async (res) => putResult(await readJson(res), ns, key, res.status));
+  // A large upload may complete asynchronously (202): polled here, so the caller sees one promise.
+  return completeUpload(d.transport, complete, { ns, key, uploadId: ticket.uploadId }, opts);
 }

@@ -121,6 +121,7 @@ export interface WorkflowInputs {
   'rolling-upgrade': RollingUpgradeInput;
   'invalidation-sweep': InvalidationSweepInput;
   'order-markers': OrderMarkersInput;
+  'upload-commit': UploadCommitInput;
 }
 
 /**
@@ -151,6 +152,19 @@ export interface OrderMarkersInput {
   ns?: string | undefined;
   /** Markers (prune) or objects (backfill) per batch (1-1000, default 1000). */
   limit?: number | undefined;
+}
+
+/**
+ * Input of the `upload-commit` workflow: the asynchronous commit of one upload, which the API starts itself when a
+ * large upload is completed (docs/API.md, "Multipart uploads"). It commits only the upload's current claim, so
+ * starting it by hand commits nothing the owner did not complete.
+ */
+export interface UploadCommitInput {
+  ns: string;
+  key: string;
+  uploadId: string;
+  owner: string | null;
+  claimId: string;
 }
 
 /** One execution as listed or started. */

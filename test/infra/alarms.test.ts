@@ -220,11 +220,18 @@ describe.each(ENVIRONMENT_NAMES)('%s: alarms on what the request metrics cannot 
     }
   });
 
-  it('alarms on ExecutionsFailed and ExecutionsTimedOut of every state machine but ReplaceNode, RollingUpgrade, InvalidationSweep and OrderMarkers (StateMachineArn)', () => {
+  it('alarms on ExecutionsFailed and ExecutionsTimedOut of every state machine but ReplaceNode, RollingUpgrade, InvalidationSweep, OrderMarkers and UploadCommit (StateMachineArn)', () => {
     const all = Object.entries(s.stacks.workflows.stateMachines);
-    expect(all).toHaveLength(8);
+    expect(all).toHaveLength(9);
     // Their two alarm metrics each would take an idle dev over its budget (test/infra/idle-cost.test.ts): none.
-    expect(UNALARMED_WORKFLOWS).toEqual(['replace-node', 'rolling-upgrade', 'invalidation-sweep', 'order-markers']);
+    // UploadCommit's failures reach its upload's owner (the poll) and the status-change rule.
+    expect(UNALARMED_WORKFLOWS).toEqual([
+      'replace-node',
+      'rolling-upgrade',
+      'invalidation-sweep',
+      'order-markers',
+      'upload-commit',
+    ]);
     for (const wf of UNALARMED_WORKFLOWS)
       for (const suffix of ['failed', 'timed-out']) expect(alarms[name(`wf-${wf}-${suffix}`)]).toBeUndefined();
     const machines = all.filter(([wf]) => !UNALARMED_WORKFLOWS.includes(wf as WorkflowName));

@@ -470,8 +470,10 @@ describe('Stacks', () => {
         }
         // Functions with namespaced routes also get the tenant map (see the tenant test below).
         const tenants = /^(Keys|Batch|Transfer)Function/.test(id) ? ['STRATA_TENANT_ACCESS'] : [];
-        // The batch function's flush and prefix invalidation start the invalidation-sweep workflow.
+        // The batch function's flush and prefix invalidation start the invalidation-sweep workflow; the transfer
+        // function's large completions request the upload-commit workflow through S3 (its commit request's event).
         const sweep = /^BatchFunction/.test(id) ? ['STRATA_WORKFLOW_ARNS'] : [];
+        const uploadCommit = /^TransferFunction/.test(id) ? ['STRATA_UPLOAD_COMMIT_TRIGGER'] : [];
         expect(Object.keys(vars).sort()).toEqual([
           'NODE_OPTIONS',
           'STRATA_NEAR_CACHE_MB',
@@ -489,6 +491,7 @@ describe('Stacks', () => {
           // Tag invalidations' shared sweeps (core/api/namespace-operations.ts).
           'STRATA_TAG_SWEEP_WINDOW_MINUTES',
           ...tenants,
+          ...uploadCommit,
           'STRATA_URL_TTL_SECONDS',
           'STRATA_WARM_RING_BUCKET',
           'STRATA_WARM_RING_PREFIX',
@@ -567,6 +570,7 @@ describe('Stacks', () => {
             'scale-in',
             'scale-out',
             'tier-migrate',
+            'upload-commit',
           ];
           const account = { Ref: 'AWS::AccountId' };
           const executions = (w: string) => ({

@@ -219,6 +219,7 @@ describe('admin API: workflow executions (admin Lambda handler, LocalWorkflowSer
       'rolling-upgrade',
       'invalidation-sweep',
       'order-markers',
+      'upload-commit',
     ];
     expect(err.details).toEqual({ field: 'workflow', valid });
     expect(err.message).toContain(valid.join(', '));

@@ -132,7 +132,7 @@ describe('runtime configuration (composition/workflow-service-env.ts)', () => {
       ['["arn"]', /must be a JSON object/],
       [
         JSON.stringify({ 'scale-up': ARN('scale-up') }),
-        /unknown workflow 'scale-up' \(workflows: scale-out, scale-in, evict-to-s3, tier-migrate, replace-node, rolling-upgrade, invalidation-sweep, order-markers\)/,
+        /unknown workflow 'scale-up' \(workflows: scale-out, scale-in, evict-to-s3, tier-migrate, replace-node, rolling-upgrade, invalidation-sweep, order-markers, upload-commit\)/,
       ],
       [
         JSON.stringify({ 'scale-out': 'arn:aws:lambda:us-east-1:123456789012:function:x' }),

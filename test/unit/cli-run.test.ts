@@ -76,7 +76,7 @@ describe('strata --version and help', () => {
 
 describe('mistakes are one line naming what was wrong and the help to run', () => {
   const WORKFLOWS =
-    'scale-out, scale-in, evict-to-s3, tier-migrate, replace-node, rolling-upgrade, invalidation-sweep, order-markers';
+    'scale-out, scale-in, evict-to-s3, tier-migrate, replace-node, rolling-upgrade, invalidation-sweep, order-markers, upload-commit';
   const WORKLOAD = '(--value-size, --keys, --requests-per-month)';
   it.each([
     [['frobnicate'], "strata: unknown command 'frobnicate'; run 'strata help'\n"],

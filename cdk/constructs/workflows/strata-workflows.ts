@@ -13,6 +13,7 @@ import { RollingUpgradeDefinition } from './rolling-upgrade.js';
 import { ScaleInDefinition } from './scale-in.js';
 import { ScaleOutDefinition } from './scale-out.js';
 import { TierMigrateDefinition } from './tier-migrate.js';
+import { UploadCommitDefinition } from './upload-commit.js';
 
 export interface StrataWorkflowsProps {
   /** Name prefix of the state machines (`<prefix>-scale-out`, ...). */
@@ -36,6 +37,7 @@ export const WORKFLOW_IDS: Readonly<Record<WorkflowName, string>> = {
   'rolling-upgrade': 'RollingUpgrade',
   'invalidation-sweep': 'InvalidationSweep',
   'order-markers': 'OrderMarkers',
+  'upload-commit': 'UploadCommit',
 };
 
 /** The workflows as Step Functions state machines (standard type: long, exactly-once steps). */
@@ -58,6 +60,7 @@ export class StrataWorkflows extends Construct {
       'invalidation-sweep': new InvalidationSweepDefinition(this, 'InvalidationSweepStates', { fn: props.stepFunction })
         .definition,
       'order-markers': new OrderMarkersDefinition(this, 'OrderMarkersStates', { fn: props.stepFunction }).definition,
+      'upload-commit': new UploadCommitDefinition(this, 'UploadCommitStates', { fn: props.stepFunction }).definition,
     };
     const machines = {} as Record<WorkflowName, sfn.StateMachine>;
     for (const [name, chain] of Object.entries(definitions) as [WorkflowName, sfn.IChainable][]) {
@@ -67,7 +70,8 @@ export class StrataWorkflows extends Construct {
         stateMachineType: sfn.StateMachineType.STANDARD,
         // ReplaceNode's 24 hours are mostly its fill: at the default 8 MiB/s, 675 GiB, more than a node's data volume.
         // RollingUpgrade's are one hand-off after another: a fleet too big for them is upgraded in batches (`nodes`).
-        timeout: Duration.hours(name === 'evict-to-s3' ? 6 : 24),
+        // UploadCommit's one step runs at most the step Lambda's 15 minutes; the hour covers its start and catch.
+        timeout: Duration.hours(name === 'evict-to-s3' ? 6 : name === 'upload-commit' ? 1 : 24),
         tracingEnabled: props.tracing ?? !!props.logGroup,
         removalPolicy: RemovalPolicy.DESTROY,
         ...(props.logGroup

@@ -26,6 +26,10 @@ export interface LocalWorkflowServiceOptions {
 export class LocalWorkflowService implements WorkflowService {
   constructor(private readonly o: LocalWorkflowServiceOptions) {}
 
+  runs(workflow: WorkflowName): boolean {
+    return this.o.runner.workflows.includes(workflow);
+  }
+
   async start(workflow: WorkflowName, input: Record<string, unknown>, name?: string): Promise<ExecutionSummary> {
     if (!this.o.runner.workflows.includes(workflow))
       throw new WorkflowsUnavailableError(

@@ -24,6 +24,11 @@ export interface LocalWorkflowsOptions {
    * tiers). @default none
    */
   tiers?: WorkflowDeps['tiers'];
+  /**
+   * The coordinator and presigning tier the upload-commit workflow commits uploads with (the API context's: the same
+   * commit the synchronous completion runs), built on first use. @default none (that workflow then fails)
+   */
+  uploads?: WorkflowDeps['uploads'];
   /** Wait states to shorten, ms, by state name. @default { WaitForNode: 1000 } */
   waitOverridesMs?: Record<string, number>;
   /** Where the steps' metrics go. @default dropped */
@@ -73,6 +78,7 @@ export function localWorkflows(o: LocalWorkflowsOptions): LocalWorkflows {
     metric: o.metric ?? (() => {}),
     tiers: o.tiers ?? {},
     fleetSubnets: o.fleetSubnets ?? LOCAL_FLEET_SUBNETS,
+    ...(o.uploads ? { uploads: o.uploads } : {}),
   });
   const steps = stepHandlers(deps);
   const fleetSdk = localFleetIntegration(o.fleet);

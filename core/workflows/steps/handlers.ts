@@ -8,10 +8,11 @@ import { scaleSteps, type ScaleDeps } from './scale-steps.js';
 import { upgradeSteps } from './upgrade-steps.js';
 import { orderMarkerSteps } from './order-marker-steps.js';
 import { sweepSteps } from './sweep-steps.js';
+import { uploadCommitSteps, type UploadCommitStepDeps } from './upload-commit-steps.js';
 import type { StepHandlers } from './registry.js';
 
 /** What the step Lambda (or a local run) gives the steps. */
-export type WorkflowDeps = ScaleDeps & DataStepDeps;
+export type WorkflowDeps = ScaleDeps & DataStepDeps & Pick<UploadCommitStepDeps, 'uploads'>;
 
 /**
  * The steps' dependencies over one CAS store (ring, migration sessions, progress records and scale locks all live
@@ -19,7 +20,7 @@ export type WorkflowDeps = ScaleDeps & DataStepDeps;
  * launched node is reached, where metrics go and which tiers there are.
  */
 export function workflowDeps(
-  o: Pick<WorkflowDeps, 'nodeUrl' | 'metric' | 'tiers'> &
+  o: Pick<WorkflowDeps, 'nodeUrl' | 'metric' | 'tiers' | 'uploads'> &
     Partial<Pick<WorkflowDeps, 'fleetSubnets' | 'now'>> & {
       cas: CasStore;
       nodes: NodeClient;
@@ -38,6 +39,7 @@ export function workflowDeps(
     now: o.now ?? Date.now,
     fleetSubnets: o.fleetSubnets ?? [],
     tiers: o.tiers,
+    ...(o.uploads ? { uploads: o.uploads } : {}),
   };
 }
 
@@ -49,6 +51,7 @@ export function stepHandlers(d: WorkflowDeps): StepHandlers {
   const u = upgradeSteps(d);
   const sweep = sweepSteps(d);
   const markers = orderMarkerSteps(d);
+  const upload = uploadCommitSteps(d);
   return {
     'scale-out.begin': s.scaleOutBegin,
     'scale-out.check-node': s.checkNode,
@@ -80,5 +83,7 @@ export function stepHandlers(d: WorkflowDeps): StepHandlers {
     'invalidation-sweep.batch': sweep.batch,
     'order-markers.begin': markers.begin,
     'order-markers.batch': markers.batch,
+    'upload-commit.commit': upload.commit,
+    'upload-commit.failed': upload.failed,
   };
 }

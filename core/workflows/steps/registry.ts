@@ -38,6 +38,8 @@ export const STEP_NAMES = [
   'invalidation-sweep.batch',
   'order-markers.begin',
   'order-markers.batch',
+  'upload-commit.commit',
+  'upload-commit.failed',
 ] as const;
 export type StepName = (typeof STEP_NAMES)[number];
 
