@@ -236,10 +236,12 @@ export class Invalidations {
   covers(ns: string, key: string, header: EntryHeader): boolean {
     const c = this.compiled.get(ns);
     if (!c) return false;
+    const v = header.version;
+    // Newer than every generation of the namespace: the common case, decided without looking at the key (a key a
+    // request brings is often a fresh concatenation, which any string operation must first flatten: a copy).
+    if (v > c.max) return false;
     // storeOnce blobs are shared by keys written after the invalidation; the keys that refer to them are checked.
     if (isBlobKey(key)) return false;
-    const v = header.version;
-    if (v > c.max) return false;
     if (v <= c.all) return true;
     if (v <= c.maxTag) {
       for (const t of header.tags) {
