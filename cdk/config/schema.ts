@@ -413,6 +413,16 @@ export const environmentConfigSchema = z
           .min(0, 'orderMarkerPruneEveryHours must be 0 (off) or a number of hours, e.g. 168 for weekly')
           .max(8760, 'orderMarkerPruneEveryHours is at most 8760 (a year); 0 switches the prune off')
           .default(168),
+        /**
+         * Uploads of at least STRATA_ASYNC_COMPLETE_BYTES (1 GiB) complete asynchronously (`202`, the upload-commit
+         * workflow), so a copy longer than API Gateway's 29 s still commits. The API's VPC has no route to Step
+         * Functions, so the job starts from the S3 event of the upload's commit request: the cold-tier bucket sends its
+         * events to EventBridge, which bills them as opt-in data events per million (https://aws.amazon.com/eventbridge/pricing/),
+         * and S3 sends one for every object written or deleted, not only commit requests: nothing while idle, ~$1 per
+         * million cold-tier writes. false: no events, and every completion runs inside the request (a copy past 29 s
+         * answers 504 and is not committed: keep uploads to a few GiB). @default true
+         */
+        asyncUploadCompletion: z.boolean().default(true),
       })
       .prefault({}),
     policies: z

@@ -90,6 +90,12 @@ export interface ColdTierBucketProps {
   readonly accessLogExpirationDays?: number;
   /** @default RemovalPolicy.RETAIN */
   readonly removalPolicy?: RemovalPolicy;
+  /**
+   * Whether the bucket sends its events to EventBridge, where the Workflows stack's rule starts the upload-commit
+   * workflow (config `workflows.asyncUploadCompletion`). S3 then sends every event of every object, billed per million.
+   * @default false
+   */
+  readonly eventBridge?: boolean;
 }
 
 /**
@@ -188,10 +194,11 @@ export class ColdTierBucket extends Construct {
     // object (https://docs.aws.amazon.com/AmazonS3/latest/userguide/EventBridge.html), and EventBridge bills S3's
     // events as "AWS opt-in data events", per million (https://aws.amazon.com/eventbridge/pricing/): nothing while
     // idle, but a cost that follows the cold tier's write rate, not the commit requests alone (docs/API.md).
-    (this.bucket.node.defaultChild as s3.CfnBucket).addPropertyOverride(
-      'NotificationConfiguration.EventBridgeConfiguration.EventBridgeEnabled',
-      true,
-    );
+    if (props.eventBridge)
+      (this.bucket.node.defaultChild as s3.CfnBucket).addPropertyOverride(
+        'NotificationConfiguration.EventBridgeConfiguration.EventBridgeEnabled',
+        true,
+      );
 
     this.accessPolicy = new iam.ManagedPolicy(this, 'AccessPolicy', {
       description: `Strata cold tier: objects under ${this.prefix}/ of its bucket`,

@@ -93,7 +93,12 @@ export class ApiStack extends StrataStack {
           // A large upload's completion starts the upload-commit workflow by writing its commit request, whose S3
           // event the Workflows stack's rule turns into the execution: this VPC has no route to Step Functions
           // (core/api/async-complete.ts).
-          ...(fn === 'transfer' ? { STRATA_UPLOAD_COMMIT_TRIGGER: 's3-event' } : {}),
+          // Without that event (workflows.asyncUploadCompletion false) every completion runs in the request.
+          ...(fn === 'transfer'
+            ? config.workflows.asyncUploadCompletion
+              ? { STRATA_UPLOAD_COMMIT_TRIGGER: 's3-event' }
+              : { STRATA_ASYNC_COMPLETE_BYTES: '0' }
+            : {}),
         },
       });
       // The data functions read the ring (to route to the nodes) and the policy in force, and write nothing in the

@@ -51,6 +51,7 @@ export class DataStack extends StrataStack {
       stagingExpirationDays: config.coldTier.stagingExpirationDays,
       accessLogExpirationDays: config.coldTier.accessLogExpirationDays,
       removalPolicy: removal,
+      eventBridge: config.workflows.asyncUploadCompletion,
     });
   }
 }

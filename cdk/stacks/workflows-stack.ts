@@ -70,8 +70,11 @@ export class WorkflowsStack extends StrataStack {
    * (`fleet.capacity`), since EC2 sends those events for Spot Instances only.
    */
   readonly spotInterruptionFunction?: StrataFunction;
-  /** The EventBridge rule that starts the upload-commit workflow on an upload's commit request (its S3 event). */
-  readonly uploadCommitRule: events.Rule;
+  /**
+   * The EventBridge rule that starts the upload-commit workflow on an upload's commit request (its S3 event); none
+   * with `workflows.asyncUploadCompletion` false.
+   */
+  readonly uploadCommitRule?: events.Rule;
   /** The EventBridge rule that sends EC2's Spot events to {@link spotInterruptionFunction}. */
   spotInterruptionRule?: events.Rule;
 
@@ -261,22 +264,23 @@ export class WorkflowsStack extends StrataStack {
     // S3's event: detail.bucket.name, detail.object.key
     // (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html); `wildcard` matching
     // (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-create-pattern-operators.html).
-    this.uploadCommitRule = new events.Rule(this, 'UploadCommitTrigger', {
-      description: `Strata ${config.name}: start upload-commit when a large upload's completion requests it`,
-      eventPattern: {
-        source: ['aws.s3'],
-        detailType: ['Object Created'],
-        detail: {
-          bucket: { name: [data.coldTier.bucket.bucketName] },
-          object: { key: [{ wildcard: `${data.coldTier.prefix}/${UPLOADS_FOLDER}/*${COMMIT_REQUEST_SUFFIX}` }] },
+    if (config.workflows.asyncUploadCompletion)
+      this.uploadCommitRule = new events.Rule(this, 'UploadCommitTrigger', {
+        description: `Strata ${config.name}: start upload-commit when a large upload's completion requests it`,
+        eventPattern: {
+          source: ['aws.s3'],
+          detailType: ['Object Created'],
+          detail: {
+            bucket: { name: [data.coldTier.bucket.bucketName] },
+            object: { key: [{ wildcard: `${data.coldTier.prefix}/${UPLOADS_FOLDER}/*${COMMIT_REQUEST_SUFFIX}` }] },
+          },
         },
-      },
-      targets: [
-        new targets.SfnStateMachine(workflows.stateMachines['upload-commit'], {
-          input: events.RuleTargetInput.fromObject({ object: events.EventField.fromPath('$.detail.object.key') }),
-        }),
-      ],
-    });
+        targets: [
+          new targets.SfnStateMachine(workflows.stateMachines['upload-commit'], {
+            input: events.RuleTargetInput.fromObject({ object: events.EventField.fromPath('$.detail.object.key') }),
+          }),
+        ],
+      });
 
     // With the policy evaluator on, the scale trigger, the eviction schedule and the node-fill alarm's response are the
     // policy's default rules (default-prelaunch, default-evict-schedule, default-evict-on-node-fill: cdk/lib/policy-defaults.ts),

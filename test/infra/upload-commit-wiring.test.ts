@@ -21,8 +21,14 @@
  *   detail.object.key: https://docs.aws.amazon.com/AmazonS3/latest/userguide/EventBridge.html,
  *   https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html.
  */
+import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { buildStrataApp } from '../../cdk/app.js';
+import { dev as devConfig } from '../../cdk/config/dev.js';
+import { loadEnvironmentConfig } from '../../cdk/config/load.js';
+import { CacheNodeBundle } from '../../cdk/constructs/cache-node-fleet.js';
 import { uploadCommitRequest } from '../../core/workflows/steps/upload-commit-steps.js';
-import { synthesized } from './helpers/synth.js';
+import { PLACEHOLDER_CACHENODE, cdkJsonContext, synthesized } from './helpers/synth.js';
 
 type Json = Record<string, unknown>;
 type Resource = { Type: string; Properties: Json };
@@ -176,5 +182,38 @@ describe('upload-commit wiring', () => {
       const vars = ((fnEntry(group)[1].Properties.Environment as Json).Variables ?? {}) as Json;
       expect(JSON.stringify(vars.STRATA_WORKFLOW_ARNS ?? '')).not.toContain('upload-commit');
     }
+  });
+});
+
+describe('upload-commit wiring with workflows.asyncUploadCompletion false', () => {
+  // The opt-out for deployments whose cold-tier writes should not pay for S3's events in EventBridge (every object's
+  // events, billed per million: https://aws.amazon.com/eventbridge/pricing/).
+  const config = loadEnvironmentConfig(
+    'dev',
+    { context: {}, env: {} },
+    { dev: { ...devConfig, workflows: { asyncUploadCompletion: false } } },
+  );
+  const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] }, analyticsReporting: false });
+  const stacks = buildStrataApp(app, { config, cacheNodeBundle: CacheNodeBundle.fromEntry(PLACEHOLDER_CACHENODE), nag: false });
+  const json = (stack: Parameters<typeof Template.fromStack>[0]) =>
+    (Template.fromStack(stack).toJSON() as { Resources: Record<string, Resource> }).Resources;
+
+  it('sends no S3 events to EventBridge, starts no job from them, and keeps every completion in the request', () => {
+    expect(config.workflows.asyncUploadCompletion).toBe(false);
+    const data = json(stacks.data);
+    expect(Object.values(data).some((r) => r.Type === 'AWS::S3::Bucket' && r.Properties.NotificationConfiguration)).toBe(false);
+    expect(stacks.workflows.uploadCommitRule).toBeUndefined();
+    const rules = Object.values(json(stacks.workflows)).filter((r) => r.Type === 'AWS::Events::Rule');
+    expect(rules.some((r) => JSON.stringify(r.Properties.EventPattern ?? {}).includes('Object Created'))).toBe(false);
+    const transfer = Object.values(json(stacks.api)).find(
+      (r) => r.Type === 'AWS::Lambda::Function' && String(r.Properties.Description ?? '').includes("API 'transfer'"),
+    )!;
+    const vars = ((transfer.Properties.Environment as Json).Variables ?? {}) as Json;
+    // Without the trigger the runtime would ask the workflow service, which this VPC cannot reach: never asynchronous.
+    expect([vars.STRATA_ASYNC_COMPLETE_BYTES, vars.STRATA_UPLOAD_COMMIT_TRIGGER]).toEqual(['0', undefined]);
+  });
+
+  it('is on by default', () => {
+    expect(loadEnvironmentConfig('dev', { context: {}, env: {} }).workflows.asyncUploadCompletion).toBe(true);
   });
 });
