@@ -223,7 +223,7 @@ export class Coordinator {
     const ready = this.invalidations.ready(now);
     if (ready) await ready;
     const policy = this.policies.forRead(ns, key);
-    const near = this.near.get(ns, key, policy, ready ? undefined : now);
+    const near = this.near.get(ns, key, policy, ready ? undefined : this.invalidations.wallAt(now));
     if (near !== undefined) return near ? this.values.restore(ns, key, near, policy) : undefined;
     const [w] = await this.reads.walk(ns, [key], readOne, entryHeader, policy.readTiers);
     if (!asksOrigin(w!, policy)) this.reads.assertCertain(w!, policy);
@@ -236,7 +236,7 @@ export class Coordinator {
     const ready = this.invalidations.ready(now);
     if (ready) await ready;
     const policy = this.policies.forRead(ns, key);
-    const near = this.near.get(ns, key, policy, ready ? undefined : now);
+    const near = this.near.get(ns, key, policy, ready ? undefined : this.invalidations.wallAt(now));
     if (near !== undefined) return near ? headResult(near.entry.header, near.tier) : undefined;
     const [w] = await this.reads.walk(ns, [key], headOne, (h) => h, policy.readTiers);
     this.reads.assertCertain(w!, policy);

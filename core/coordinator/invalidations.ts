@@ -19,10 +19,9 @@ import type { Tier } from '../tiers/tier.js';
  * - Coordinators trust their copy for `leaseMs` from the moment they started reading it, and refresh it on demand
  *   (a head of the document, and a get only when it changed). A read or write that finds its copy expired and
  *   cannot refresh it fails with 503 (fails closed): it cannot know what is covered.
- * - The lease is measured on the wall clock, so a read checks it with the clock reading it takes anyway for its
- *   expiry checks (an L1 hit is ~1.8 µs, and a clock read of its own, ~40 ns here, was most of the check's cost).
- *   A forward jump of that clock only shortens the lease; a backward jump voids it (see {@link Invalidations.ready}).
- *   An invalidation's own wait is measured on the monotonic clock, so no jump can end it early.
+ * - The lease is measured on the monotonic clock, which no step of the wall clock moves. A read takes one reading of
+ *   it for the lease and derives from the same reading the wall time of its near cache's expiry checks
+ *   ({@link Invalidations.wallAt}): an L1 hit is ~1.8 µs, and each clock read ~40 ns here.
  * - An invalidation writes its generation, then waits one lease before it returns: by then no coordinator still
  *   trusts a copy without it, so no read that starts after the call returns can serve what it covers.
  * - Writes after it are not covered, whatever the clocks: every copy a coordinator adopts raises its clock above
@@ -98,11 +97,6 @@ const MAX_CAS_TRIES = 24;
 const RETRY_MS = 250;
 /** Readers trust their copy for this much less than a lease, so they give it up before the invalidator returns. */
 const LEASE_MARGIN = 0.05;
-/**
- * The lease clock's resolution (Date.now: whole milliseconds). A reading is up to this far behind the true time, so
- * readers trust their copy this much less again: the reading that starts a lease cannot make it end late.
- */
-const CLOCK_STEP_MS = 1;
 
 /** The document as an entry of a durable tier: a put of version n + 1 over n is a compare-and-set. */
 export function tierInvalidationRegister(tier: Tier): InvalidationRegister {
@@ -145,13 +139,8 @@ export interface InvalidationsOptions {
   maxClockSkewMs?: number;
   /** The coordinator's hybrid logical clock: a fresh version, versions seen elsewhere, and its wall clock. */
   clock: { next(): number; observe(version: number): void; wallNow(): number };
-  /**
-   * The lease clock: wall-clock milliseconds, as a read's expiry checks take them (tests inject one). Its backward
-   * jumps are detected and void the lease. @default Date.now
-   */
+  /** Monotonic milliseconds (tests inject one). @default performance.now */
   now?: () => number;
-  /** Monotonic milliseconds: an invalidation's wait, the rate limit, retry spacing. @default performance.now */
-  monotonic?: () => number;
   sleep?: (ms: number) => Promise<void>;
   /** Reports what happened (an invalidation in force, a failed refresh): a metric and a log line. */
   onEvent?: (event: InvalidationEvent) => void;
@@ -177,9 +166,8 @@ export class Invalidations {
   private readonly register: InvalidationRegister;
   private readonly maxClockSkewMs: number;
   private readonly clock: InvalidationsOptions['clock'];
-  /** The lease clock (wall-clock ms). A caller that reads it for its own use passes the reading to {@link ready}. */
+  /** The lease clock (monotonic ms). A caller that reads it for its own use passes the reading to {@link ready}. */
   readonly now: () => number;
-  private readonly monotonic: () => number;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly onEvent: (event: InvalidationEvent) => void;
   private doc: InvalidationDocument = { version: 0, namespaces: {}, log: [] };
@@ -187,10 +175,8 @@ export class Invalidations {
   private validUntil = -Infinity;
   /** Past this, a read starts a background refresh (half a lease before the copy expires). */
   private refreshAt = -Infinity;
-  /** The latest lease-clock reading seen: a reading below it means the wall clock went back. */
-  private lastNow = -Infinity;
-  /** Raised when the wall clock went back: a refresh started before that cannot extend the lease. */
-  private clockEpoch = 0;
+  /** Wall-clock time minus the lease clock, taken again at every refresh (so a step of the wall clock is followed). */
+  private wallOffset: number;
   private refreshing?: Promise<void>;
   private lastFailure = -Infinity;
   private failure?: unknown;
@@ -202,8 +188,8 @@ export class Invalidations {
     this.leaseMs = opts.leaseMs ?? 1000;
     this.maxClockSkewMs = opts.maxClockSkewMs ?? 2000;
     this.clock = opts.clock;
-    this.now = opts.now ?? Date.now;
-    this.monotonic = opts.monotonic ?? (() => performance.now());
+    this.now = opts.now ?? (() => performance.now());
+    this.wallOffset = Date.now() - this.now();
     this.sleep = opts.sleep ?? ((ms) => new Promise((done) => setTimeout(done, ms)));
     this.onEvent = opts.onEvent ?? (() => {});
   }
@@ -211,25 +197,27 @@ export class Invalidations {
   /**
    * Before a read or a write: nothing to wait for while the copy is trusted (the hot path), else a refresh to await.
    * The refresh rejects with 503 when the document cannot be read: the request fails closed. `now` is a reading of
-   * {@link now} the caller just took for its own checks (the near cache's expiry), so the lease costs no clock read.
+   * {@link now} the caller just took, and uses for its own checks too ({@link wallAt}): the lease then costs no
+   * clock read of its own.
    */
   ready(now: number = this.now()): Promise<void> | undefined {
-    if (now < this.validUntil && now >= this.lastNow) {
-      this.lastNow = now;
+    if (now < this.validUntil) {
       // Refreshed ahead of expiry in the background, so a busy coordinator rarely waits for one. Only started when
       // none is in flight: chaining a handler onto the running one on every call cost each read a promise until
       // it answered (bench invalidate: an L1 hit's cost rose by a third while a refresh was out).
       if (now >= this.refreshAt && !this.refreshing) void this.refresh().catch(() => {});
       return undefined;
     }
-    if (now < this.lastNow) {
-      // The wall clock went back (a step by NTP or an operator): the lease was measured before the step, so how
-      // long it has run is unknown. Distrust the copy, and any refresh that started before the step.
-      this.validUntil = this.refreshAt = -Infinity;
-      this.clockEpoch++;
-    }
-    this.lastNow = now;
     return this.renew();
+  }
+
+  /**
+   * Wall-clock milliseconds (as Date.now) at a reading of {@link now}: the near cache's expiry checks take it from
+   * the read's one reading. Exact as of the last refresh (at most about half a lease ago on a busy coordinator),
+   * so a step of the wall clock since shows up to that much late, in expiry checks only, never in the lease.
+   */
+  wallAt(now: number): number {
+    return now + this.wallOffset;
   }
 
   /** Whether a read that found `header` for `key` must treat it as missing. */
@@ -279,7 +267,6 @@ export class Invalidations {
     this.admit(ns);
     for (let attempt = 0; attempt < MAX_CAS_TRIES; attempt++) {
       const started = this.now();
-      const epoch = this.clockEpoch;
       const stored = (await this.register.read()) ?? { version: 0, namespaces: {}, log: [] };
       // The generation is above every version this document holds and this clock issued (observed first), and
       // at least maxClockSkewMs ahead of this wall clock, so writes another coordinator acknowledged before now
@@ -298,10 +285,10 @@ export class Invalidations {
       };
       const next = apply(stored, record);
       if (await this.register.write(next)) {
-        this.adopt(next, started, epoch);
-        const written = this.monotonic();
+        this.adopt(next, started);
+        const written = this.now();
         await this.waitUntil(written + this.leaseMs);
-        this.onEvent({ type: 'invalidated', record, waitedMs: Math.round(this.monotonic() - written) });
+        this.onEvent({ type: 'invalidated', record, waitedMs: Math.round(this.now() - written) });
         return { id: record.id, generation, kind: record.kind };
       }
       // Another coordinator wrote meanwhile: read again, with jitter.
@@ -314,18 +301,18 @@ export class Invalidations {
   /** Reads the document now, and awaits it (start-up, the audit route, tests). */
   async refreshNow(): Promise<void> {
     const started = this.now();
-    const epoch = this.clockEpoch;
+    this.wallOffset = Date.now() - started;
     const version = await this.register.version();
     if (version !== undefined && version !== this.doc.version) {
       const doc = await this.register.read();
-      if (doc) this.adopt(doc, started, epoch);
+      if (doc) this.adopt(doc, started);
     }
-    this.trustFrom(started, epoch);
+    this.trustFrom(started);
   }
 
   /**
    * A refresh that leaves the copy trusted now. The refresh joined may have started long before this read (a
-   * background one, or one from before the clock went back) and answered too late to extend the lease: then an
+   * background one) and answered too late to extend the lease: then an
    * invalidation may have returned since it read the document, and a refresh started after this read began is
    * awaited too. That one has seen every invalidation returned before the read, however long it took.
    */
@@ -336,11 +323,11 @@ export class Invalidations {
 
   private refresh(): Promise<void> {
     if (!this.refreshing) {
-      if (this.monotonic() - this.lastFailure < RETRY_MS) return Promise.reject(this.unavailable());
+      if (this.now() - this.lastFailure < RETRY_MS) return Promise.reject(this.unavailable());
       this.refreshing = this.refreshNow()
         .then(() => (this.failure = undefined))
         .catch((error: unknown) => {
-          this.lastFailure = this.monotonic();
+          this.lastFailure = this.now();
           this.failure = error;
           this.onEvent({ type: 'invalidation-refresh-failed', error });
           if (this.now() >= this.validUntil) throw this.unavailable();
@@ -354,21 +341,20 @@ export class Invalidations {
     return new TierUnavailableError('invalidations', this.failure);
   }
 
-  /** Trusts the copy for a lease from `started` (a lease-clock reading), unless the clock went back since. */
-  private trustFrom(started: number, epoch: number): void {
-    if (epoch !== this.clockEpoch) return;
-    this.validUntil = Math.max(this.validUntil, started + this.leaseMs * (1 - LEASE_MARGIN) - CLOCK_STEP_MS);
+  /** Trusts the copy for a lease from `started` (a lease-clock reading). */
+  private trustFrom(started: number): void {
+    this.validUntil = Math.max(this.validUntil, started + this.leaseMs * (1 - LEASE_MARGIN));
     this.refreshAt = this.validUntil - this.leaseMs / 2;
   }
 
   /** Takes a document read (or written) from `started` on, and raises the clock above its generations. */
-  private adopt(doc: InvalidationDocument, started: number, epoch: number): void {
+  private adopt(doc: InvalidationDocument, started: number): void {
     if (doc.version >= this.doc.version) {
       this.doc = doc;
       this.compiled = compile(doc);
       this.observeAll(doc);
     }
-    this.trustFrom(started, epoch);
+    this.trustFrom(started);
   }
 
   private observeAll(doc: InvalidationDocument): void {
@@ -382,7 +368,7 @@ export class Invalidations {
 
   /** The per-namespace rate limit (per coordinator; the document's compare-and-set bounds the total). */
   private admit(ns: string): void {
-    const now = this.monotonic();
+    const now = this.now();
     const r = this.rate.get(ns);
     if (!r || now - r.since >= 1000) {
       this.rate.set(ns, { since: now, calls: 1 });
@@ -395,7 +381,7 @@ export class Invalidations {
   }
 
   private async waitUntil(at: number): Promise<void> {
-    for (let left = at - this.monotonic(); left > 0; left = at - this.monotonic()) await this.sleep(Math.ceil(left));
+    for (let left = at - this.now(); left > 0; left = at - this.now()) await this.sleep(Math.ceil(left));
   }
 }
 

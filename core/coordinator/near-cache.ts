@@ -20,8 +20,8 @@ export class NearCache {
 
   /**
    * A live copy, null for a fresh local tombstone (deleted here), undefined to go on to the tiers. `now` (wall-clock
-   * ms) is the read's one clock reading, for every expiry check here: an L1 hit is short enough that each further
-   * clock read (~40 ns) shows in its cost.
+   * ms, as Date.now) comes from the read's one clock reading (Invalidations.wallAt) and serves every expiry check
+   * here: an L1 hit is short enough that each further clock read (~40 ns) shows in its cost.
    */
   get(ns: string, key: string, policy: NamespacePolicy, now = Date.now()): ReadResult | null | undefined {
     if (!this.l1 || !policy.nearCache.enabled) return undefined;
