@@ -6,11 +6,16 @@ import { MAX_TTL_SECONDS, parseWith, tagsSchema, ttlSchema } from '../model/sche
 import type { ApiEvent } from './http.js';
 import { bodyBytes, header } from './http.js';
 
+/**
+ * A media type, parameters optional. Only what an HTTP header may carry (visible ASCII, space and tab): the value is
+ * sent back as `content-type` on reads, and a JSON body (batch put, uploads) could otherwise store a control
+ * character, a line break or a character above U+00FF, which Node refuses to send (the read then failed with 500).
+ */
 const contentTypeSchema = z
   .string()
   .min(1)
   .max(200)
-  .regex(/^[\w!#$&^.+-]+\/[\w!#$&^.+-]+(\s*;.*)?$/, 'must be a media type like text/plain');
+  .regex(/^[\w!#$&^.+-]+\/[\w!#$&^.+-]+([ \t]*;[\t\x20-\x7e]*)?$/, 'must be a media type like text/plain');
 
 /**
  * A key in a JSON body. The handlers check it with validateKey (naming the item, with the byte limit in the details);
