@@ -312,9 +312,9 @@ export class Invalidations {
 
   /**
    * A refresh that leaves the copy trusted now. The refresh joined may have started long before this read (a
-   * background one) and answered too late to extend the lease: then an
-   * invalidation may have returned since it read the document, and a refresh started after this read began is
-   * awaited too. That one has seen every invalidation returned before the read, however long it took.
+   * background one) and answered too late to extend the lease: then an invalidation may have returned since it read
+   * the document, and a refresh started after this read began is awaited too. That one has seen every invalidation
+   * returned before the read, however long it took.
    */
   private async renew(): Promise<void> {
     await this.refresh();
