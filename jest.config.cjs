@@ -28,4 +28,8 @@ module.exports = {
   // LocalStack) a hook that spawns processes and synthesizes state machines has taken over 60 s.
   testTimeout: 300000,
   maxWorkers: 2,
+  // A worker keeps every test file's module graph (native ESM runs each file in a VM context, which Node does not free):
+  // a fresh-clone run had both workers past 6 GB after ~80 files, collecting slowly enough to make timing-sensitive
+  // suites fail. A worker past this much when a file ends is replaced by a fresh one.
+  workerIdleMemoryLimit: '1536MB',
 };
