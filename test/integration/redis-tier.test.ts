@@ -1,9 +1,8 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { TierUnavailableError } from '../../core/errors.js';
 import { makeLocationMarker, makeTombstone, type Entry, type EntryHeader } from '../../core/model/entry.js';
@@ -12,6 +11,7 @@ import { redisEntryKeys, RedisTier } from '../../core/tiers/redis/redis-tier.js'
 import { testRedisUrl, uniqueName } from '../helpers/env.js';
 import { freePort, startRedis } from '../helpers/services.js';
 import { startRedisCluster, type RedisClusterHandle } from '../helpers/redis-cluster.js';
+import { selfSignedLocalhost } from '../helpers/self-signed-cert.js';
 
 let nextVersion = 1_000_000;
 const v = () => ++nextVersion;
@@ -517,23 +517,7 @@ describe('RedisTier (standalone redis-server)', () => {
     let server: Awaited<ReturnType<typeof startRedis>> | undefined;
     let t: RedisTier | undefined;
     try {
-      await promisify(execFile)('openssl', [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-        '-days',
-        '1',
-        '-subj',
-        '/CN=localhost',
-        '-addext',
-        'subjectAltName=DNS:localhost',
-      ]);
+      await selfSignedLocalhost(dir);
       const tlsPort = await freePort();
       // startRedis probes the plain port; the TLS port is served beside it.
       server = await startRedis([

@@ -2,7 +2,6 @@
  * The SDK's socket HTTP client for presigned URLs (sdk/src/socket-http.ts) against real local servers: raw `net`
  * servers that write exact bytes (split where a test says), node:http, and https with a self-signed certificate.
  */
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
@@ -10,10 +9,10 @@ import { createServer as createHttpsServer } from 'node:https';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { NetworkError, StrataClient, TimeoutError } from '../../sdk/src/index.js';
 import { setSocketTestCa, socketFetch } from '../../sdk/src/socket-http.js';
+import { selfSignedLocalhost } from '../helpers/self-signed-cert.js';
 import type { FetchLike } from '../../sdk/src/types.js';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -314,25 +313,7 @@ describe('socket HTTP client (presigned URLs)', () => {
 
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), 'strata-socket-tls-'));
-      await promisify(execFile)('openssl', [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-        '-days',
-        '1',
-        '-subj',
-        '/CN=localhost',
-        '-addext',
-        'subjectAltName=DNS:localhost',
-      ]);
+      await selfSignedLocalhost(dir, 'ec', ['ec_paramgen_curve:prime256v1']);
       cert = readFileSync(join(dir, 'cert.pem'), 'utf8');
       servernames = [];
       server = createHttpsServer({ key: readFileSync(join(dir, 'key.pem')), cert }, (req, res) => {
