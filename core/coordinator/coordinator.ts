@@ -167,9 +167,10 @@ export class Coordinator {
       },
       forget: (ns, key, policy, version, ttlMs) =>
         this.writeLocks.run(lockId(ns, key), async () => {
+          const since = this.near.time();
           const r = await this.writer.tombstone(ns, key, version, policy, { ttlMs });
           const ms = Math.min(ttlMs, policy.nearCache.ttlMs);
-          if (r.ok) this.near.shadow(ns, key, makeTombstone(version, ms, Date.now(), true), policy);
+          if (r.ok) this.near.shadow(ns, key, makeTombstone(version, ms, Date.now(), true), policy, since);
           return r.ok;
         }),
       version: () => this.clock.next(),
@@ -225,9 +226,10 @@ export class Coordinator {
     const policy = this.policies.forRead(ns, key);
     const near = this.near.get(ns, key, policy, ready ? undefined : this.invalidations.wallAt(now));
     if (near !== undefined) return near ? this.values.restore(ns, key, near, policy) : undefined;
+    const since = this.near.time();
     const [w] = await this.reads.walk(ns, [key], readOne, entryHeader, policy.readTiers);
     if (!asksOrigin(w!, policy)) this.reads.assertCertain(w!, policy);
-    return this.settleRead(ns, key, w!, policy, true);
+    return this.settleRead(ns, key, w!, policy, true, since);
   }
 
   /** Header of the live entry, without the value and without promotion. Fails exactly when get() would. */
@@ -257,6 +259,7 @@ export class Coordinator {
     const policy = registry.for(ns);
     // Keys of scoped rules' classes may read other tiers: one walk per class (key-scopes.ts).
     const each = registry.hasKeyScopes(ns) ? keys.map((k) => registry.forRead(ns, k)) : undefined;
+    const since = this.near.time();
     const found = each
       ? await lookupByPolicy(keys, each, (some, p) => this.reads.lookup(ns, some, p, read, entryHeader))
       : await this.reads.lookup(ns, keys, policy, read, entryHeader);
@@ -271,7 +274,7 @@ export class Coordinator {
           ? f.near
             ? this.values.restore(ns, keys[i]!, f.near, each?.[i] ?? policy)
             : undefined
-          : this.settleRead(ns, keys[i]!, f.walked, each?.[i] ?? policy, true),
+          : this.settleRead(ns, keys[i]!, f.walked, each?.[i] ?? policy, true, since),
       ),
     );
   }
@@ -279,6 +282,7 @@ export class Coordinator {
   /**
    * A certain walk's answer for a read: the hit (promoted), the origin's value, or a miss. `restore`: the value as
    * written, its transforms undone (what callers get); else as stored (what a copy into another tier needs).
+   * `since`: the near cache's clock before the walk began (NearCache.fill).
    */
   private async settleRead(
     ns: string,
@@ -286,6 +290,7 @@ export class Coordinator {
     w: Walked<Entry>,
     policy: NamespacePolicy,
     restore: boolean,
+    since: number,
   ): Promise<ReadResult | undefined> {
     if (w.hit && isStale(w.hit.item.header)) {
       // Past its TTL, within its stale-while-revalidate grace: served (marked stale by its header) while one
@@ -297,7 +302,7 @@ export class Coordinator {
     }
     if (w.hit) {
       const { item: entry, level, tier } = w.hit;
-      this.nearFill(ns, key, entry, policy);
+      this.nearFill(ns, key, entry, policy, since);
       if (level > 0) {
         // Off the request path, into the tiers above the hit that placement names (promotion.ts). The hot copy is
         // stamped with the epoch the walk took before it read anything.
@@ -472,9 +477,10 @@ export class Coordinator {
     const policy = this.policies.forRead(ns, key);
     return this.writeLocks.run(lockId(ns, key), async () => {
       const tombstone = async (version: number): Promise<Attempt<DeleteResult>> => {
+        const since = this.near.time();
         const r = await this.writer.tombstone(ns, key, version, policy);
         if (!r.ok) return r;
-        this.near.shadow(ns, key, makeTombstone(version, policy.nearCache.ttlMs), policy);
+        this.near.shadow(ns, key, makeTombstone(version, policy.nearCache.ttlMs), policy, since);
         return { ok: true, value: { version } };
       };
       if (opts.ifMatch !== undefined) {
@@ -592,9 +598,10 @@ export class Coordinator {
       restamp(
         this.clock,
         async (version): Promise<Attempt<WriteResult>> => {
+          const since = this.near.time();
           const r = await this.writer.commitUpload(ns, key, target, uploadId, { version, expiresAt, ...meta }, policy);
           if (!r.ok) return r;
-          this.near.shadow(ns, key, r.value.marker, policy);
+          this.near.shadow(ns, key, r.value.marker, policy, since);
           return { ok: true, value: { version, expiresAt, size: r.value.size, tiers: [target.name], durable: true } };
         },
         {
@@ -634,9 +641,10 @@ export class Coordinator {
     const policy = this.policies.forRead(ns, key);
     const near = this.near.get(ns, key, policy);
     if (near !== undefined) return near ?? undefined;
+    const since = this.near.time();
     const [w] = await this.reads.walk(ns, [key], readOne, entryHeader, policy.readTiers);
     this.reads.assertCertain(w!, policy);
-    return this.settleRead(ns, key, w!, policy, false);
+    return this.settleRead(ns, key, w!, policy, false, since);
   }
 
   // ------------------------------------------------------------------ write-back (write-back.ts)
@@ -708,9 +716,12 @@ export class Coordinator {
     return targets;
   }
 
-  /** Caches a value just written or read in L1 (near-cache.ts). A method of its own so tests can replay a slow fill. */
-  private nearFill(ns: string, key: string, entry: Entry, policy: NamespacePolicy): void {
-    this.near.fill(ns, key, entry, policy);
+  /**
+   * Caches a value just written or read in L1 (near-cache.ts); `since`: the near cache's clock before the write or
+   * read began. A method of its own so tests can replay a slow fill.
+   */
+  private nearFill(ns: string, key: string, entry: Entry, policy: NamespacePolicy, since: number): void {
+    this.near.fill(ns, key, entry, policy, since);
   }
 
   /**
@@ -788,9 +799,10 @@ export class Coordinator {
     exclusive?: Exclusive,
   ): Promise<Attempt<WriteResult>> {
     const entry: Entry = { header: { ...base, version }, value };
+    const since = this.near.time();
     const r = await this.writer.write(ns, key, entry, placement, policy, exclusive);
     if (!r.ok) return r;
-    this.nearFill(ns, key, entry, policy);
+    this.nearFill(ns, key, entry, policy, since);
     const size = base.encoding?.size ?? base.size;
     return { ok: true, value: { version, expiresAt: base.expiresAt, size, ...r.value } };
   }

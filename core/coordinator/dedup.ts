@@ -68,6 +68,7 @@ export class Dedup {
     const key = blobKey(address);
     const near = this.d.near.get(ns, key, policy);
     if (near) return near.entry;
+    const since = this.d.near.time();
     let failed: unknown;
     for (const tier of this.d.tiers) {
       let e: Entry | undefined;
@@ -79,7 +80,7 @@ export class Dedup {
       }
       if (!e || !isLive(e.header)) continue;
       if (contentHash(e.value) !== address.replace(/\.z$/, '')) continue; // a damaged copy: try the next tier
-      this.d.near.fill(ns, key, e, policy);
+      this.d.near.fill(ns, key, e, policy, since);
       return e;
     }
     if (failed) throw failed instanceof StrataError ? failed : new TierUnavailableError('blob', failed);

@@ -8,6 +8,11 @@ import type { ReadResult } from './types.js';
  * The per-container near cache (L1) in front of the tiers. Its copies are dropped `nearCache.ttlMs` after they were
  * cached, which bounds how stale a read served from another container's write can be; this container's own writes
  * and deletes replace its copy at once (a delete by a short-lived tombstone), so it always reads its own writes.
+ *
+ * Every copy comes with `since`, taken ({@link time}) before the tier read or write it comes from began. A copy is
+ * only ever replaced by a newer version, but a newer one can leave first (expired, evicted, dropped): a read that
+ * fetched v1 just before v2 was written, and fills after v2's copy expired, would otherwise put v1 back, and this
+ * container would read v1 after acknowledging v2 (MemoryTier.putSync's `since` refuses it).
  */
 export class NearCache {
   constructor(
@@ -16,7 +21,9 @@ export class NearCache {
     private readonly onHit: () => void,
     /** Whether an invalidation covers a copy (coordinator/invalidations.ts): such a copy is dropped, never served. */
     private readonly covers: (ns: string, key: string, header: Entry['header']) => boolean = () => false,
-  ) {}
+  ) {
+    l1?.trackLosses();
+  }
 
   /**
    * A live copy, null for a fresh local tombstone (deleted here), undefined to go on to the tiers. `now` (wall-clock
@@ -39,18 +46,31 @@ export class NearCache {
     return { entry: e, tier: 'l1' };
   }
 
-  /** Caches a value just written or read, when the namespace uses L1 and the value is small enough. */
-  fill(ns: string, key: string, entry: Entry, policy: NamespacePolicy): void {
-    if (!this.l1 || !policy.nearCache.enabled || entry.value.length > policy.nearCache.maxValueBytes) return;
-    this.l1.putSync(ns, key, copyForTier(entry), policy.nearCache.ttlMs);
+  /** The clock `since` is read from: taken before the tier read or write whose result is then cached. */
+  time(): number {
+    return this.l1 ? this.l1.time() : 0;
+  }
+
+  /**
+   * Caches a value just written or read, when the namespace uses L1 and the value is small enough. `since`: from
+   * {@link time}, before the read or write began.
+   */
+  fill(ns: string, key: string, entry: Entry, policy: NamespacePolicy, since: number): void {
+    if (!this.l1) return;
+    // Not cached (L1 off for the namespace, too large, no room): an older copy must not stay either, or this
+    // container would read it back (at once, or once a policy turns L1 back on within its ttl).
+    if (!policy.nearCache.enabled || entry.value.length > policy.nearCache.maxValueBytes) return void this.l1.deleteSync(ns, key);
+    const r = this.l1.putSync(ns, key, copyForTier(entry), { maxAgeMs: policy.nearCache.ttlMs, since });
+    if (!r.applied && r.current !== null && r.current < entry.header.version) this.l1.deleteSync(ns, key);
   }
 
   /**
    * Replaces L1's copy with a tombstone or location marker after a delete or an upload. Not gated on
    * `nearCache.enabled`: the marker is harmless when L1 is off, and no copy L1 holds can outlive the change.
    */
-  shadow(ns: string, key: string, marker: Entry, policy: NamespacePolicy): void {
-    this.l1?.putSync(ns, key, marker, policy.nearCache.ttlMs);
+  shadow(ns: string, key: string, marker: Entry, policy: NamespacePolicy, since: number): void {
+    const r = this.l1?.putSync(ns, key, marker, { maxAgeMs: policy.nearCache.ttlMs, since });
+    if (r && !r.applied && r.current !== null && r.current < marker.header.version) this.l1!.deleteSync(ns, key);
   }
 
   /** Forgets this container's copy, so the next read asks the tiers (a touch that lost to a newer write). */

@@ -35,6 +35,20 @@ export interface MemoryTierOptions {
   now?: () => number;
 }
 
+/** Put options beyond the tier contract's (near-cache use). */
+export interface MemoryPutOptions {
+  /** Drops the copy this long after it was stored, even if its header has no expiry (the near cache's bound). */
+  maxAgeMs?: number;
+  /**
+   * When the caller began the tier read or write this copy comes from (this tier's clock, {@link MemoryTier.time}).
+   * Needs {@link MemoryTier.trackLosses}. The copy is refused when any copy that hashes to the key's slot left this
+   * tier (evicted, deleted, or expired) at or after `since`: a newer version of the key may have been here and gone,
+   * and the copy may be older than it. An older copy the key still has is then dropped too, so nothing older than
+   * the refused copy stays.
+   */
+  since?: number;
+}
+
 /**
  * A stored entry; `deadline` is a local max age (the near cache's staleness bound), separate from the header's expiry.
  * `at` and `reads` are its access facts (see {@link MemoryTier.scan}): two numbers on an object every entry has.
@@ -44,6 +58,8 @@ type Stored = Entry & { deadline?: number; at: number; reads: number };
 /** Approximate per-entry overhead (Map slots, header object, queue node). */
 const ENTRY_OVERHEAD = 160;
 const SEP = '\u0000';
+/** Slots of the losses table (MemoryTier.trackLosses): 32 KiB; two keys share one with odds 1 in 4096. */
+const LOSS_SLOTS = 4096;
 
 /**
  * In-process tier bounded by bytes, evicting in S3-FIFO order. Used as the per-container near cache (L1)
@@ -64,6 +80,8 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
   private bytes = 0;
   private dirtyBytes = 0;
   private evictions = 0;
+  /** Per slot of ids, the latest time a copy left ({@link trackLosses}): what `since` is checked against. */
+  private lostAt: Float64Array | undefined;
 
   constructor(opts: MemoryTierOptions = {}) {
     this.name = opts.name ?? 'hot';
@@ -72,6 +90,19 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
     this.maxDirtyBytes = Math.floor(this.maxBytes * (opts.maxDirtyRatio ?? 0.5));
     this.now = opts.now ?? Date.now;
     this.order = new S3Fifo<string>({ capacity: this.maxBytes });
+  }
+
+  /**
+   * From now on, remembers when copies leave, so putSync's `since` can refuse a copy read or written before a newer
+   * one of the same key left (the near cache turns it on; the hot tier has no use for it).
+   */
+  trackLosses(): void {
+    this.lostAt ??= new Float64Array(LOSS_SLOTS);
+  }
+
+  /** This tier's clock (Date.now unless a test gave another): what `since` is measured in. */
+  time(): number {
+    return this.now();
   }
 
   async get(ns: string, key: string, opts?: ReadOptions): Promise<Entry | undefined> {
@@ -109,12 +140,16 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
     return this.putSync(ns, key, entry);
   }
 
-  /** `maxAgeMs` drops the copy that long after it was stored even if its header has no expiry (near-cache use). */
-  putSync(ns: string, key: string, entry: Entry, maxAgeMs?: number): WriteOutcome {
+  /** A copy of `entry`, unless this tier holds a newer one (or `since` refuses it, see {@link MemoryPutOptions}). */
+  putSync(ns: string, key: string, entry: Entry, opts: MemoryPutOptions = {}): WriteOutcome {
     const id = ns + SEP + key;
     const existing = this.live(id);
     if (!isNewer(entry.header.version, existing?.header, this.now())) {
       return { applied: false, current: existing!.header.version };
+    }
+    if (opts.since !== undefined && this.lostAt && this.lostAt[lossSlot(id)]! >= opts.since) {
+      if (existing) this.drop(id, true, this.now());
+      return { applied: false, current: null };
     }
     const cost = entry.value.length + Buffer.byteLength(id) + ENTRY_OVERHEAD;
     if (cost > this.maxBytes) return { applied: false, current: existing?.header.version ?? null, full: true };
@@ -128,7 +163,7 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
     while (this.bytes - oldCost + cost > this.maxBytes) {
       const victim = this.order.evictOne((k) => k !== id && !this.dirty.has(k) && !this.entries.get(k)?.header.flags.pinned);
       if (victim === undefined) return { applied: false, current: existing?.header.version ?? null, full: true };
-      this.drop(victim);
+      this.drop(victim, true, this.now());
       this.evictions++;
     }
     // A newer version keeps the key's access facts; a key that arrives counts as accessed now.
@@ -138,7 +173,7 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
       at: existing?.at ?? this.now(),
       reads: existing?.reads ?? 0,
     };
-    if (maxAgeMs !== undefined) stored.deadline = this.now() + maxAgeMs;
+    if (opts.maxAgeMs !== undefined) stored.deadline = this.now() + opts.maxAgeMs;
     if (this.entries.has(id)) this.drop(id, false);
     this.entries.set(id, stored);
     this.bytes += cost;
@@ -165,7 +200,7 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
     const id = ns + SEP + key;
     const e = this.entries.get(id);
     if (!e || (version !== undefined && e.header.version !== version)) return false;
-    this.drop(id);
+    this.drop(id, true, this.now());
     return true;
   }
 
@@ -279,7 +314,8 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
     const e = this.entries.get(id);
     if (!e) return undefined;
     if (isExpired(e.header, now) || (e.deadline !== undefined && e.deadline <= now)) {
-      this.drop(id);
+      // Left when it stopped being servable, not when it was noticed (a late fill's `since` may lie in between).
+      this.drop(id, true, Math.min(e.header.expiresAt ?? now, e.deadline ?? now));
       return undefined;
     }
     return e;
@@ -289,15 +325,32 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
     return e.value.length + Buffer.byteLength(id) + ENTRY_OVERHEAD;
   }
 
-  private drop(id: string, fromOrder = true): void {
+  /** `lostAt`: the copy left (rather than making way for a newer one), at that time. */
+  private drop(id: string, fromOrder = true, lostAt?: number): void {
     const e = this.entries.get(id);
     if (!e) return;
+    if (lostAt !== undefined && this.lostAt) {
+      const slot = lossSlot(id);
+      if (lostAt > this.lostAt[slot]!) this.lostAt[slot] = lostAt;
+    }
     const cost = this.costOf(id, e);
     this.entries.delete(id);
     this.bytes -= cost;
     if (fromOrder) this.order.remove(id);
     if (this.dirty.delete(id)) this.dirtyBytes -= cost;
   }
+}
+
+/** The losses-table slot of a key (tests use it to find two keys that share one). */
+export function memoryLossSlot(ns: string, key: string): number {
+  return lossSlot(ns + SEP + key);
+}
+
+/** FNV-1a over the id's UTF-16 code units, folded to a slot of the losses table. */
+function lossSlot(id: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), 0x01000193);
+  return (h >>> 0) % LOSS_SLOTS;
 }
 
 function cloneHeader(h: EntryHeader): EntryHeader {

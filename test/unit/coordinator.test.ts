@@ -23,6 +23,7 @@ function setup(defaults: NamespacePolicyInput = {}, opts: { l1?: boolean } = {})
 }
 
 const buf = (s: string) => Buffer.from(s);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('Coordinator', () => {
   describe('read path', () => {
@@ -276,8 +277,68 @@ describe('Coordinator', () => {
       // A slow reader fetched v1 from hot; the delete lands; then the reader fills L1 with v1: refused.
       const stale = (await hot.get('ns', 'k'))!;
       await c.delete('ns', 'k');
-      await (c as unknown as { nearFill: (...a: unknown[]) => void }).nearFill('ns', 'k', stale, c.policies.for('ns'));
+      await (c as unknown as { nearFill: (...a: unknown[]) => void }).nearFill('ns', 'k', stale, c.policies.for('ns'), 0);
       expect(await c.get('ns', 'k')).toBeUndefined();
+    });
+
+    it("keeps read-your-writes when a slow read's fill lands after the newer write's copy expired", async () => {
+      const { c, hot } = setup({ nearCache: { ttlMs: 20 } }, { l1: true });
+      const v1 = await c.put('ns', 'k', buf('v1'));
+      await sleep(30); // L1's copy of v1 expires: the next read walks the tiers
+      // The read fetches v1 from hot, then stalls (a GC pause, a slow tier) before it fills L1.
+      const get = hot.get.bind(hot);
+      let reached!: () => void;
+      const atHot = new Promise<void>((r) => (reached = r));
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      hot.get = async (...a) => {
+        const e = await get(...a);
+        hot.get = get;
+        reached();
+        await held;
+        return e;
+      };
+      const slow = c.get('ns', 'k');
+      await atHot;
+      const v2 = await c.put('ns', 'k', buf('v2')); // acknowledged; L1 holds v2 for 20 ms
+      await sleep(30);
+      release();
+      expect((await slow)!.entry.header.version).toBe(v1.version); // it began before v2: fine
+      // Without the guard its fill would have put v1 back into L1, and this read would return it.
+      expect((await c.get('ns', 'k'))!.entry.header.version).toBe(v2.version);
+    });
+
+    it("keeps read-your-writes when a slower write's fill lands after the newer write's copy left L1", async () => {
+      const { c, l1 } = setup({}, { l1: true });
+      const policy = c.policies.for('ns');
+      const since = l1!.time(); // the slow write of v1 begins
+      const v1 = await c.put('ns', 'k', buf('v1'));
+      const stale = (await c.get('ns', 'k'))!.entry;
+      const v2 = await c.put('ns', 'k', buf('v2'));
+      l1!.deleteSync('ns', 'k'); // evicted, or dropped (a conditional write, an invalidation check)
+      // The slow write of v1 (in the tiers before v2) fills L1 only now.
+      await (c as unknown as { nearFill: (...a: unknown[]) => void }).nearFill('ns', 'k', stale, policy, since);
+      expect(stale.header.version).toBe(v1.version);
+      expect((await c.get('ns', 'k'))!.entry.header.version).toBe(v2.version);
+    });
+
+    it('keeps read-your-writes when a write is too large for L1 and L1 holds an older copy', async () => {
+      const { c } = setup({ nearCache: { maxValueBytes: 1024 } }, { l1: true });
+      await c.put('ns', 'k', buf('small'));
+      expect((await c.get('ns', 'k'))!.tier).toBe('l1');
+      const big = await c.put('ns', 'k', Buffer.alloc(4096, 7));
+      const r = (await c.get('ns', 'k'))!;
+      expect([r.entry.header.version, r.tier]).toEqual([big.version, 'hot']);
+    });
+
+    it('keeps read-your-writes when L1 is switched off and back on at runtime', async () => {
+      const { c } = setup({ nearCache: { ttlMs: 60_000 } }, { l1: true });
+      await c.put('ns', 'k', buf('v1'));
+      expect((await c.get('ns', 'k'))!.tier).toBe('l1');
+      c.replacePolicies(new PolicyRegistry({ defaults: { nearCache: { enabled: false, ttlMs: 60_000 } } }));
+      const v2 = await c.put('ns', 'k', buf('v2'));
+      c.replacePolicies(new PolicyRegistry({ defaults: { nearCache: { ttlMs: 60_000 } } }));
+      expect((await c.get('ns', 'k'))!.entry.header.version).toBe(v2.version);
     });
 
     it('can be switched off per namespace', async () => {

@@ -1,4 +1,4 @@
-import { MemoryTier } from '../../core/tiers/memory-tier.js';
+import { MemoryTier, memoryLossSlot } from '../../core/tiers/memory-tier.js';
 import { makeTombstone } from '../../core/model/entry.js';
 import { entry } from '../helpers/tiers.js';
 
@@ -87,5 +87,61 @@ describe('MemoryTier', () => {
     expect(await t.delete('ns', 'k', 2)).toBe(false);
     expect(await t.delete('ns', 'k', 3)).toBe(true);
     expect(await t.get('ns', 'k')).toBeUndefined();
+  });
+});
+
+describe('MemoryTier as a near cache: a copy from before a newer one left is refused (putSync since)', () => {
+  function nearTier(maxBytes?: number) {
+    const clock = { now: 1000 };
+    const t = new MemoryTier({ name: 'l1', now: () => clock.now, ...(maxBytes ? { maxBytes } : {}) });
+    t.trackLosses();
+    return { t, clock };
+  }
+
+  it('refuses an older copy once the newer one expired, though nothing newer is left to compare with', () => {
+    const { t, clock } = nearTier();
+    const since = t.time(); // a read begins, and fetches v1
+    t.putSync('ns', 'k', entry(2, 'v2'), { maxAgeMs: 100, since: t.time() }); // v2 written meanwhile
+    clock.now += 150; // v2's copy expires
+    expect(t.putSync('ns', 'k', entry(1, 'v1'), { maxAgeMs: 100, since })).toEqual({ applied: false, current: null });
+    expect(t.getSync('ns', 'k')).toBeUndefined();
+    // A read that began after the expiry fills as before.
+    expect(t.putSync('ns', 'k', entry(2, 'v2'), { maxAgeMs: 100, since: t.time() }).applied).toBe(true);
+  });
+
+  it('refuses an older copy once the newer one was evicted or deleted', () => {
+    const { t, clock } = nearTier(8_000);
+    const since = t.time();
+    clock.now += 1;
+    t.putSync('ns', 'k', entry(2, Buffer.alloc(1000)), { maxAgeMs: 60_000, since: t.time() });
+    for (let i = 0; t.getSync('ns', 'k', { peek: true }); i++)
+      t.putSync('ns', `other${i}`, entry(1, Buffer.alloc(1000)), { maxAgeMs: 60_000, since: t.time() });
+    expect(t.putSync('ns', 'k', entry(1, 'v1'), { since }).applied).toBe(false);
+    t.putSync('ns', 'd', entry(2, 'v2'), { since: t.time() });
+    clock.now += 1;
+    t.deleteSync('ns', 'd');
+    expect(t.putSync('ns', 'd', entry(1, 'v1'), { since }).applied).toBe(false);
+  });
+
+  it('drops the older copy a key still holds when it refuses one (two keys sharing a slot)', () => {
+    const { t, clock } = nearTier();
+    const slot = memoryLossSlot('ns', 'k');
+    let other = 0;
+    while (memoryLossSlot('ns', `o${other}`) !== slot) other++;
+    t.putSync('ns', 'k', entry(1, 'v1'), { maxAgeMs: 60_000, since: t.time() });
+    t.putSync('ns', `o${other}`, entry(1), { since: t.time() });
+    const since = t.time(); // a write of v2 to k begins
+    clock.now += 1;
+    t.deleteSync('ns', `o${other}`); // a loss in k's slot
+    expect(t.putSync('ns', 'k', entry(2, 'v2'), { maxAgeMs: 60_000, since }).applied).toBe(false);
+    // v1 must not stay: the caller just acknowledged v2.
+    expect(t.getSync('ns', 'k')).toBeUndefined();
+  });
+
+  it('checks nothing where losses are not tracked (the hot tier)', () => {
+    const t = new MemoryTier();
+    t.putSync('ns', 'k', entry(2), { since: 0 });
+    t.deleteSync('ns', 'k');
+    expect(t.putSync('ns', 'k', entry(1), { since: 0 }).applied).toBe(true);
   });
 });
