@@ -12,9 +12,10 @@ import { checkAdminAccess, checkNamespaceAccess } from '../api/tenant-access.js'
 
 /**
  * Builds the Lambda handler of one API function: picks the route by API Gateway `resource` and method, runs its
- * operation against the container's shared context. The local server calls exactly these handlers.
+ * operation against the container's shared context. The local server builds exactly these handlers, over its own
+ * context (`context`), so that two servers in one process (a test's two containers) each serve theirs.
  */
-export function apiHandler(fn: ApiFunction) {
+export function apiHandler(fn: ApiFunction, context: () => Promise<ApiContext> = getApiContext) {
   useDefaultMetricsSink();
   const routes = API_ROUTES.filter((r) => r.fn === fn);
   // The context of the latest request, so the metrics middleware can read the configured namespaces without
@@ -31,7 +32,7 @@ export function apiHandler(fn: ApiFunction) {
         event.resource,
         forResource.map((r) => r.method),
       );
-    ctx = await getApiContext();
+    ctx = await context();
     // A policy replaced at runtime reaches this container within its refresh bound (core/policy/live.ts).
     await (ctx as Partial<BuiltContext>).livePolicy?.refreshIfStale();
     checkNamespaceAccess(ctx.tenantAccess, route.resource, event);
@@ -46,7 +47,7 @@ export function apiHandler(fn: ApiFunction) {
       }),
     )
     .use(requestIdHeader())
-    .use(writeBackFlush(getApiContext))
+    .use(writeBackFlush(context))
     .use(errorResponder());
 }
 

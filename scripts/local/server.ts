@@ -9,15 +9,13 @@ import type { ApiFunction } from '../../core/api/route-types.js';
 import { API_ROUTES } from '../../core/api/routes.js';
 import { openApiDocument } from '../../core/api/openapi.js';
 import { matchRoute, methodNotAllowed, routeNotFound } from '../../core/api/routes.js';
-import { setApiContext, type BuiltContext } from '../../core/composition/api-context.js';
+import type { BuiltContext } from '../../core/composition/api-context.js';
 import type { ApiContext } from '../../core/api/operations.js';
 import { LocalFolderTier } from '../../core/tiers/local-folder-tier.js';
 import { send, serveBlob } from './blob-routes.js';
-import { handler as keys } from '../../lambdas/api/keys.js';
-import { handler as batch } from '../../lambdas/api/batch.js';
-import { handler as transfer } from '../../lambdas/api/transfer.js';
-import { handler as service } from '../../lambdas/api/service.js';
-import { handler as admin } from '../../lambdas/api/admin.js';
+import { apiHandler } from '../../core/composition/api-handler.js';
+// The admin function's own set-up, as deployed: its workflow service factory (when the context carries none).
+import '../../lambdas/api/admin.js';
 import { lambdaContext, toApiGatewayEvent } from './api-gateway-event.js';
 import { LocalMetricsStore } from '../../core/metrics/local-store.js';
 import { metricsSettings } from '../../core/composition/metrics-settings.js';
@@ -29,12 +27,21 @@ import { localCostModel } from './cost-model.js';
 import { startWorkflowSampler } from './workflow-sampler.js';
 
 type LambdaHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
+type Handlers = Record<ApiFunction, LambdaHandler>;
 
-/** The same handler modules Lambda runs, keyed like the API stack's functions. */
-const HANDLERS: Record<ApiFunction, LambdaHandler> = { keys, batch, transfer, service, admin } as Record<
-  ApiFunction,
-  LambdaHandler
->;
+/** The API stack's functions (a record, so that a function added to ApiFunction must be added here). */
+const FUNCTIONS: Record<ApiFunction, true> = { keys: true, batch: true, transfer: true, service: true, admin: true };
+
+/**
+ * The handlers Lambda runs (lambdas/api/*.ts: apiHandler per function), over this server's context rather than the
+ * process's: two servers in one process (a test's two containers) each serve their own, as two containers would.
+ */
+function handlersOver(context: ApiContext): Handlers {
+  const ctx = Promise.resolve(context);
+  const out = {} as Handlers;
+  for (const fn of Object.keys(FUNCTIONS) as ApiFunction[]) out[fn] = apiHandler(fn, () => ctx) as unknown as LambdaHandler;
+  return out;
+}
 
 /** API Gateway rejects request bodies above 10 MB before any Lambda runs; so does the local server. */
 export const MAX_REQUEST_BYTES = 10 * 1024 * 1024;
@@ -70,7 +77,7 @@ export interface LocalServer {
 
 /** Serves the HTTP API on localhost by turning requests into API Gateway proxy events for the Lambda handlers. */
 export async function startLocalServer(opts: LocalServerOptions): Promise<LocalServer> {
-  setApiContext(opts.context);
+  const handlers = handlersOver(opts.context);
   const blobs = opts.context.presigner instanceof LocalFolderTier ? opts.context.presigner : undefined;
   const settings = metricsSettings();
   const metrics = opts.metrics ?? new LocalMetricsStore();
@@ -119,7 +126,7 @@ export async function startLocalServer(opts: LocalServerOptions): Promise<LocalS
   let port = 0;
   const urls = { publicUrl: opts.publicUrl?.replace(/\/+$/, ''), hostUrls: !!opts.hostUrls, port: () => port };
   const server = createServer({ keepAlive: true, requestTimeout: 60_000 }, (req, res) => {
-    handle(req, res, blobs, dashboard, urls).catch((e) => {
+    handle(req, res, handlers, blobs, dashboard, urls).catch((e) => {
       console.error('[strata] local server error', e);
       if (!res.headersSent) send(res, errorResult(new StrataError('INTERNAL', 'internal error')), req.method === 'HEAD');
       else res.destroy();
@@ -154,6 +161,7 @@ interface UrlOptions {
 async function handle(
   req: IncomingMessage,
   res: ServerResponse,
+  handlers: Handlers,
   blobs: LocalFolderTier | undefined,
   dashboard: DashboardRouteOptions,
   urls: UrlOptions,
@@ -236,7 +244,7 @@ async function handle(
     path,
     query,
   );
-  const result = await HANDLERS[match.route.fn](event, lambdaContext(requestId, `strata-api-${match.route.fn}`));
+  const result = await handlers[match.route.fn](event, lambdaContext(requestId, `strata-api-${match.route.fn}`));
   const base = urls.hostUrls && urls.publicUrl ? requestBaseUrl(req.headers.host, urls.port()) : undefined;
   send(res, base && urls.publicUrl && base !== urls.publicUrl ? rebaseUrls(result, urls.publicUrl, base) : result, isHead);
 }

@@ -293,8 +293,6 @@ describe('asynchronous upload completion (redis + LocalStack S3, upload-commit u
     // Not lost: completing it again follows it to the write.
     expect((await settle('a-key', 'slow', uploadId)).status).toBe(200);
   });
-  // Last: the local server serves one API context per process (setApiContext), so once this test's server starts,
-  // the first server's routes run with its context too.
   it('deployed: the completion writes its commit request, whose S3 event starts the job once', async () => {
     // The transfer function as deployed (STRATA_UPLOAD_COMMIT_TRIGGER=s3-event, no workflow service: its VPC has no
     // route to Step Functions), over the same Redis and bucket.

@@ -197,7 +197,7 @@ describe('the sweep an invalidation starts (local server, SDK)', () => {
   });
 
   it('starts none for tags when tag sweeps are off', async () => {
-    // The server's context is the process's one (setApiContext): switched here as STRATA_TAG_SWEEP_WINDOW_MINUTES=0 would.
+    // The server's own context, switched here as STRATA_TAG_SWEEP_WINDOW_MINUTES=0 would.
     api.ctx.tagSweepWindowMinutes = 0;
     try {
       const c = new StrataClient({ endpoint: api.url, namespace: 'swept', retries: 0 });

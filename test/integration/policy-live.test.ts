@@ -1,10 +1,14 @@
 /**
- * A policy replaced at runtime, under load: two servers (as two API containers) over one redis-server hot tier,
- * one LocalStack S3 bucket and one policy store. While 16 workers write and read overlapping keys, an operator
- * flips a namespace between write-through and write-back (low-latency) through the admin API. No request may fail,
- * no read may return a version older than one already acknowledged, and once the flips stop every acknowledged
- * write must reach S3, including those acknowledged from hot under write-back just before a flip to
+ * A policy replaced at runtime, under load: two servers (two API containers, each with its own context) over one
+ * redis-server hot tier, one LocalStack S3 bucket and one policy store. While 16 workers write and read overlapping
+ * keys, an operator flips a namespace between write-through and write-back (low-latency) through the admin API. No
+ * request may fail, no read may return a version older than one already acknowledged, and once the flips stop every
+ * acknowledged write must reach S3, including those acknowledged from hot under write-back just before a flip to
  * write-through (the flusher keeps draining them).
+ *
+ * Across the two containers the namespace has no near cache: another container's write may take `nearCache.ttlMs`
+ * to show through one (docs/API.md, "Consistency"), which a check across containers would count as reading
+ * backwards. The near cache is exercised within one container, where it must keep every acknowledged write.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,12 +17,17 @@ import { StrataClient } from '../../sdk/src/index.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';
 
 const NS = 'live';
+/** The namespace of the one-container runs, with its near cache. */
+const NS_L1 = 'live-l1';
 const WORKERS = 16;
 const KEYS = 20;
 const OPS_PER_WORKER = 60;
 
-const writeBack = { namespaces: { [NS]: { preset: 'low-latency', with: { flushSeconds: 0.2 } } } };
-const writeThrough = { namespaces: { [NS]: { preset: 'write-through' } } };
+const noNearCache = { settings: { nearCache: { enabled: false } } };
+const writeBack = { namespaces: { [NS]: { preset: 'low-latency', with: { flushSeconds: 0.2 }, ...noNearCache } } };
+const writeThrough = { namespaces: { [NS]: { preset: 'write-through', ...noNearCache } } };
+const writeBackL1 = { namespaces: { [NS_L1]: { preset: 'low-latency', with: { flushSeconds: 0.2 } } } };
+const writeThroughL1 = { namespaces: { [NS_L1]: { preset: 'write-through' } } };
 
 async function eventually(what: string, probe: () => Promise<boolean> | boolean, ms = 30_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -46,17 +55,26 @@ describe('a policy replaced at runtime under concurrent load', () => {
   });
 
   /**
-   * 16 workers write and read overlapping keys through both servers while the admin API cycles through `policies`;
-   * resolves with how many versions were put, once no error and no read older than one acknowledged was seen, both
-   * servers are on the last version and every acknowledged write is in S3.
+   * 16 workers write and read overlapping keys of `ns` through both servers (or `one` of them) while the admin API
+   * cycles through `policies`; resolves with how many versions were put, once no error and no read older than one
+   * acknowledged was seen, both servers are on the last version and every acknowledged write is in S3.
    */
-  async function flipUnderLoad(policies: readonly unknown[]): Promise<number> {
-    const clients = [a, b].map((s) => new StrataClient({ endpoint: s.url, namespace: NS, retries: 0, timeoutMs: 20_000 }));
+  async function flipUnderLoad(policies: readonly unknown[], { ns = NS, one }: { ns?: string; one?: TestApi } = {}) {
+    const servers = one ? [one] : [a, b];
+    const clients = servers.map((s) => new StrataClient({ endpoint: s.url, namespace: ns, retries: 0, timeoutMs: 20_000 }));
     const admin = new StrataClient({ endpoint: a.url, retries: 0 });
     const newest = new Map<string, number>(); // key -> newest acknowledged version
     const errors: string[] = [];
     const violations: string[] = [];
-    let flips = 0;
+    // The first policy is in force in both servers before the load begins (the namespace's settings among them).
+    const first = await admin.policies.put(policies[0]!, {
+      ifVersion: (await admin.policies.get()).version,
+      reason: 'flip 0',
+    });
+    await eventually('both servers on the first policy', () =>
+      [a, b].every((s) => s.ctx.livePolicy?.current.view.version === first.version),
+    );
+    let flips = 1;
     let stop = false;
     const flipper = (async () => {
       while (!stop) {
@@ -77,7 +95,7 @@ describe('a policy replaced at runtime under concurrent load', () => {
       Array.from({ length: WORKERS }, async (_, w) => {
         for (let i = 0; i < OPS_PER_WORKER; i++) {
           const key = `k${rand(KEYS)}`;
-          const client = clients[rand(2)]!;
+          const client = clients[rand(2) % clients.length]!;
           try {
             if (rand(2) === 0) {
               const ack = await client.put(key, `w${w}-${i}`);
@@ -107,7 +125,7 @@ describe('a policy replaced at runtime under concurrent load', () => {
     const cold = a.ctx.tiers.find((t) => t.name === 'cold')!;
     await eventually('every acknowledged write in S3', async () => {
       for (const [key, version] of newest) {
-        const e = await cold.get(NS, key);
+        const e = await cold.get(ns, key);
         if (!e || e.header.version < version) return false;
       }
       return true;
@@ -125,7 +143,13 @@ describe('a policy replaced at runtime under concurrent load', () => {
     );
   });
 
+  it('within one container, its near cache keeps every acknowledged write while the policy flips', async () => {
+    await flipUnderLoad([writeBackL1, writeThroughL1], { ns: NS_L1, one: b });
+    expect((await b.ctx.coordinator.stats()).tiers.find((t) => t.name === 'l1')!.hits).toBeGreaterThan(0);
+  });
+
   const coldOnly = {
+    namespaces: { [NS]: noNearCache },
     rules: [{ id: 'cold-only', scope: { namespace: NS }, on: { action: 'put' }, do: [{ store: { tiers: ['cold'] } }] }],
   };
 
