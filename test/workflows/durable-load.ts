@@ -24,6 +24,8 @@ export class DurableLoad {
   readonly errors: { at: number; key: string; write: boolean; message: string }[] = [];
   readonly staleReads: string[] = [];
   ops = 0;
+  /** Each key's last few operations (times in ms mod 100 s), reported with a stale read of it. */
+  private readonly history = new Map<string, string[]>();
   private running = false;
   private loops: Promise<void>[] = [];
   private readonly cold: { dir: string; remove(): void };
@@ -91,19 +93,38 @@ export class DurableLoad {
       const write = Math.random() < 0.5;
       try {
         if (write) {
+          const began = Date.now();
           const r = await c.put(NS, key, Buffer.alloc(VALUE_BYTES, i % 251));
           if (!r.superseded) this.acked[i] = Math.max(this.acked[i]!, r.version);
+          this.note(
+            key,
+            `put by ${this.coordinators.indexOf(c)} ${began % 100_000}-${Date.now() % 100_000}: ${r.version} ${r.tiers.join('+')}`,
+          );
         } else {
           const expected = this.acked[i]!;
+          const began = Date.now();
           const r = await c.get(NS, key);
+          const read = `get by ${this.coordinators.indexOf(c)} ${began % 100_000}-${Date.now() % 100_000}`;
           if (!r || r.entry.header.version < expected)
-            this.staleReads.push(`${key}: read ${r?.entry.header.version ?? 'nothing'} after ${expected} was acknowledged`);
+            this.staleReads.push(
+              `${key}: read ${r?.entry.header.version ?? 'nothing'} from ${r?.tier ?? 'no tier'} after ${expected} was ` +
+                `acknowledged; ${read}; before it: ${(this.history.get(key) ?? []).join(' | ')}`,
+            );
+          else this.note(key, `${read}: ${r.entry.header.version} from ${r.tier}`);
         }
         this.ops++;
       } catch (e) {
         this.errors.push({ at: Date.now(), key, write, message: e instanceof Error ? e.message : String(e) });
+        this.note(key, `${write ? 'put' : 'get'} by ${this.coordinators.indexOf(c)} failed at ${Date.now() % 100_000}`);
       }
     }
+  }
+
+  private note(key: string, what: string): void {
+    let h = this.history.get(key);
+    if (!h) this.history.set(key, (h = []));
+    h.push(what);
+    if (h.length > 6) h.shift();
   }
 
   async stop(): Promise<void> {
