@@ -64,6 +64,12 @@ export interface BlobRead {
 
 /** Entry file = value bytes, then header JSON, then a trailer: u32 BE header length + magic. */
 const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
+/**
+ * Per-file write locks of every instance in this process, by absolute path. Per instance, two instances over one
+ * folder (two coordinators) interleaved their read-compare-rename of a key, and the older of two concurrent versions
+ * could be renamed over the newer one after both were acknowledged.
+ */
+const FILE_LOCKS = new Map<string, Promise<void>>();
 const BATCH_CONCURRENCY = 16;
 
 /**
@@ -76,8 +82,9 @@ const BATCH_CONCURRENCY = 16;
  * entry: readers see the old or the new file, never a torn one. A crash can leave `.tmp-*` files behind;
  * readers ignore them and {@link LocalFolderTier.sweep} removes them.
  *
- * Versioned writes to a key are serialised by a per-key mutex inside this process only: two processes must
- * not share a directory.
+ * Versioned writes to a key are serialised by a per-file mutex shared by every instance in this process (two
+ * coordinators over one folder, as tests and benchmarks run them, take turns like two writers through one
+ * instance). Two processes must not share a directory: nothing serialises their writes.
  */
 export class LocalFolderTier
   implements Tier, Presigning, MultipartPresigning, UploadRecords, Scanning, KeyOrdering, CreatesIfAbsent
@@ -90,7 +97,8 @@ export class LocalFolderTier
   private readonly tokens: BlobTokens;
   private readonly fsync: boolean;
   private readonly now: () => number;
-  private readonly locks = new Map<string, Promise<void>>();
+  /** This instance's writes in progress (what close() waits for). */
+  private readonly writing = new Set<Promise<void>>();
   private readonly parts: LocalUploadParts;
   /** Entry files and atomic writes (local-entry-files.ts). */
   private readonly files: EntryFiles;
@@ -451,7 +459,7 @@ export class LocalFolderTier
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.locks.values()]);
+    await Promise.all([...this.writing]);
   }
 
   /**
@@ -505,18 +513,21 @@ export class LocalFolderTier
     return path;
   }
 
+  /** Runs `fn` once every earlier write to the file `id` (an absolute path) in this process is done. */
   private async withLock<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    const prev = this.locks.get(id) ?? Promise.resolve();
+    const prev = FILE_LOCKS.get(id) ?? Promise.resolve();
     let release!: () => void;
     const mine = new Promise<void>((r) => (release = r));
     const tail = prev.then(() => mine);
-    this.locks.set(id, tail);
+    FILE_LOCKS.set(id, tail);
+    this.writing.add(mine);
     await prev;
     try {
       return await fn();
     } finally {
       release();
-      if (this.locks.get(id) === tail) this.locks.delete(id);
+      this.writing.delete(mine);
+      if (FILE_LOCKS.get(id) === tail) FILE_LOCKS.delete(id);
     }
   }
 

@@ -57,6 +57,22 @@ describe('LocalFolderTier', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
+  it('keeps the newest version when two instances over one folder write a key at once (two coordinators)', async () => {
+    const other = new LocalFolderTier({ dir: join(root, '.', 'cold'), fsync: false });
+    try {
+      // Versions interleaved between the two instances, all in flight together: without one lock per file across
+      // instances, an older version's rename landed over a newer one.
+      for (let round = 0; round < 5; round++) {
+        const key = `k${round}`;
+        const versions = Array.from({ length: 40 }, (_, i) => 1 + i);
+        await Promise.all(versions.map((v) => (v % 2 ? tier : other).put('ns', key, entry(v, `v${v}`))));
+        expect((await tier.get('ns', key))?.header.version).toBe(40);
+      }
+    } finally {
+      await other.close();
+    }
+  });
+
   it('round trips binary values, including an empty one, with their headers', async () => {
     const bin = randomBytes(70_000);
     await expect(
