@@ -81,13 +81,8 @@ export function buildStrataApp(app: App, options: StrataAppOptions): StrataStack
       WORKFLOW_NAMES.map((w) => [w, { machine: workflows.stateMachines[w], name: `strata-${config.name}-${w}` }]),
     ),
   );
-  // A flush or a prefix invalidation starts the sweep that removes what it covers (core/api/namespace-operations.ts).
-  api.functions.batch.bindWorkflows({
-    'invalidation-sweep': {
-      machine: workflows.stateMachines['invalidation-sweep'],
-      name: `strata-${config.name}-invalidation-sweep`,
-    },
-  });
+  // The data functions' flushes and invalidations start their sweeps by writing sweep requests, whose S3 events the
+  // Workflows stack's rule turns into executions (their VPC has no route to Step Functions): no grant here.
   // The node-fill alarm's response: with the policy evaluator, the rule default-evict-on-node-fill (which an operator
   // can see and change: cdk/lib/policy-defaults.ts), and the alarm only notifies; without it, the alarm starts the
   // configured workflow itself.

@@ -423,6 +423,15 @@ export const environmentConfigSchema = z
          * answers 504 and is not committed: keep uploads to a few GiB). @default true
          */
         asyncUploadCompletion: z.boolean().default(true),
+        /**
+         * Flushes and invalidations made through the data API start the invalidation-sweep workflow, which removes
+         * what they cover from the tiers (reads never see it either way). The data functions' VPC has no route to Step
+         * Functions, so each writes a sweep request `<prefix>/_sweeps/<name>.sweep`, whose S3 event starts the sweep:
+         * the cold-tier bucket's events go to EventBridge, at the cost `asyncUploadCompletion` states (either setting
+         * turns them on). false: only the admin API's flushes start a sweep; what the others cover leaves the tiers by
+         * expiry and eviction. @default true
+         */
+        invalidationSweeps: z.boolean().default(true),
       })
       .prefault({}),
     policies: z

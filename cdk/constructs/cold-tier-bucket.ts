@@ -3,7 +3,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import { S3Tier } from '../../core/tiers/s3-tier.js';
-import { s3ObjectKey, UPLOADS_FOLDER } from '../../core/tiers/storage-key.js';
+import { s3ObjectKey, SWEEPS_FOLDER, UPLOADS_FOLDER } from '../../core/tiers/storage-key.js';
 import { SYSTEM_NAMESPACE } from '../../core/model/keys.js';
 import { INVALIDATIONS_KEY } from '../../core/coordinator/invalidations.js';
 import { NODE_STATS_FOLDER, FLEET_SECRET_KEY } from '../../core/ring/node-reports.js';
@@ -91,8 +91,9 @@ export interface ColdTierBucketProps {
   /** @default RemovalPolicy.RETAIN */
   readonly removalPolicy?: RemovalPolicy;
   /**
-   * Whether the bucket sends its events to EventBridge, where the Workflows stack's rule starts the upload-commit
-   * workflow (config `workflows.asyncUploadCompletion`). S3 then sends every event of every object, billed per million.
+   * Whether the bucket sends its events to EventBridge, where the Workflows stack's rules start the upload-commit and
+   * invalidation-sweep workflows (config `workflows.asyncUploadCompletion`, `workflows.invalidationSweeps`). S3 then
+   * sends every event of every object, billed per million.
    * @default false
    */
   readonly eventBridge?: boolean;
@@ -185,6 +186,9 @@ export class ColdTierBucket extends Construct {
           prefix: `${this.prefix}/${UPLOADS_FOLDER}/`,
           expiration: Duration.days(stagingDays),
         },
+        // A sweep removes its request when done (core/workflows/steps/sweep-steps.ts); one whose sweep failed stays
+        // behind (a few hundred bytes), until this.
+        { id: 'expire-leftover-sweep-requests', prefix: `${this.prefix}/${SWEEPS_FOLDER}/`, expiration: Duration.days(30) },
       ],
     });
     // S3 sends its events to EventBridge, where the Workflows stack's rule starts the upload-commit workflow when an

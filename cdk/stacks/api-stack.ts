@@ -99,6 +99,9 @@ export class ApiStack extends StrataStack {
               ? { STRATA_UPLOAD_COMMIT_TRIGGER: 's3-event' }
               : { STRATA_ASYNC_COMPLETE_BYTES: '0' }
             : {}),
+          // A flush or an invalidation starts its sweep the same way: a sweep request's S3 event (the data functions'
+          // VPC has no route to Step Functions; the admin function, outside it, starts its flushes' sweeps itself).
+          ...(inVpc && config.workflows.invalidationSweeps ? { STRATA_SWEEP_TRIGGER: 's3-event' } : {}),
         },
       });
       // The data functions read the ring (to route to the nodes) and the policy in force, and write nothing in the

@@ -51,7 +51,8 @@ export class DataStack extends StrataStack {
       stagingExpirationDays: config.coldTier.stagingExpirationDays,
       accessLogExpirationDays: config.coldTier.accessLogExpirationDays,
       removalPolicy: removal,
-      eventBridge: config.workflows.asyncUploadCompletion,
+      // Upload commit requests and sweep requests start their workflows through these events (Workflows stack).
+      eventBridge: config.workflows.asyncUploadCompletion || config.workflows.invalidationSweeps,
     });
   }
 }

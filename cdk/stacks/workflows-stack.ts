@@ -9,7 +9,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import { FLEET_TAG } from '../../core/nodes/ec2-fleet.js';
-import { COMMIT_REQUEST_SUFFIX, UPLOADS_FOLDER } from '../../core/tiers/storage-key.js';
+import { COMMIT_REQUEST_SUFFIX, SWEEP_REQUEST_SUFFIX, SWEEPS_FOLDER, UPLOADS_FOLDER } from '../../core/tiers/storage-key.js';
 import type { WorkflowName } from '../../core/workflows/progress.js';
 import { policyEncryptionKeys } from '../constructs/policy-encryption-keys.js';
 import { PolicyTicker } from '../constructs/policy-ticker.js';
@@ -75,6 +75,11 @@ export class WorkflowsStack extends StrataStack {
    * with `workflows.asyncUploadCompletion` false.
    */
   readonly uploadCommitRule?: events.Rule;
+  /**
+   * The EventBridge rule that starts the invalidation-sweep workflow on a sweep request (its S3 event), written by a
+   * data function's flush or invalidation; none with `workflows.invalidationSweeps` false.
+   */
+  readonly sweepRequestRule?: events.Rule;
   /** The EventBridge rule that sends EC2's Spot events to {@link spotInterruptionFunction}. */
   spotInterruptionRule?: events.Rule;
 
@@ -277,6 +282,28 @@ export class WorkflowsStack extends StrataStack {
         },
         targets: [
           new targets.SfnStateMachine(workflows.stateMachines['upload-commit'], {
+            input: events.RuleTargetInput.fromObject({ object: events.EventField.fromPath('$.detail.object.key') }),
+          }),
+        ],
+      });
+
+    // A flush or an invalidation through the data API writes its sweep request `<prefix>/_sweeps/<name>.sweep`
+    // (core/api/namespace-operations.ts; the data functions cannot reach Step Functions either). Its Object Created
+    // event starts the invalidation-sweep workflow with the request's key; the first step reads the request. Requests
+    // are created with If-None-Match, so the invalidations that share a sweep start one execution.
+    if (config.workflows.invalidationSweeps)
+      this.sweepRequestRule = new events.Rule(this, 'SweepRequestTrigger', {
+        description: `Strata ${config.name}: start invalidation-sweep when a flush or an invalidation requests it`,
+        eventPattern: {
+          source: ['aws.s3'],
+          detailType: ['Object Created'],
+          detail: {
+            bucket: { name: [data.coldTier.bucket.bucketName] },
+            object: { key: [{ wildcard: `${data.coldTier.prefix}/${SWEEPS_FOLDER}/*${SWEEP_REQUEST_SUFFIX}` }] },
+          },
+        },
+        targets: [
+          new targets.SfnStateMachine(workflows.stateMachines['invalidation-sweep'], {
             input: events.RuleTargetInput.fromObject({ object: events.EventField.fromPath('$.detail.object.key') }),
           }),
         ],

@@ -11,6 +11,7 @@ import { callerIdentity } from './tenant-access.js';
 import { startWorkflow } from './admin-operations.js';
 import { log } from '../util/logger.js';
 import { StrataError, ValidationError } from '../errors.js';
+import { supportsSweepRequests } from '../tiers/tier.js';
 
 /**
  * Whole-namespace operations: invalidation by tag or prefix, a namespace flush (a tenant route and an admin one:
@@ -58,8 +59,11 @@ export async function invalidate(ctx: ApiContext, event: ApiEvent): Promise<ApiR
   return json(200, { ns, ...r, sweep });
 }
 
-/** A sweep's answer: its execution, and for a tag invalidations' sweep the time it starts. */
-type SweepStarted = { execution: string; notBefore?: string } | null;
+/**
+ * A sweep's answer: its execution (or, started by its request's S3 event, the request's name), and for a tag
+ * invalidations' sweep the time it starts.
+ */
+type SweepStarted = (({ execution: string } | { request: string }) & { notBefore?: string }) | null;
 
 /**
  * Starts the invalidation-sweep workflow that removes what an invalidation covers; its execution, or null where this
@@ -109,6 +113,13 @@ async function start(
 ): Promise<SweepStarted> {
   const answer = { ...(input.notBefore !== undefined ? { notBefore: input.notBefore } : {}) };
   try {
+    // Deployed, the data functions cannot reach Step Functions: the request's S3 event starts the sweep. A request
+    // of that name already there (a retried call, or the window's shared sweep) started it already.
+    const requests = ctx.sweepTrigger === 's3-event' ? ctx.coordinator.tierList().find(supportsSweepRequests) : undefined;
+    if (requests) {
+      await requests.requestSweep(name, input);
+      return { request: name, ...answer };
+    }
     const started = await startWorkflow(ctx, 'invalidation-sweep', input, name);
     return { execution: started.execution, ...answer };
   } catch (e) {

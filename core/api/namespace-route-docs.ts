@@ -24,16 +24,22 @@ const INVALIDATION: Json = {
     kind: { type: 'string', enum: ['tags', 'prefix', 'flush'] },
     sweep: {
       description:
-        'The invalidation-sweep workflow removing what the invalidation covers (follow it with GET ' +
-        '/v1/admin/workflows/executions/{execution}); null where the runtime has no workflows, or for tags where ' +
-        'tag sweeps are off. The tag invalidations of a namespace within one window share one sweep, which starts ' +
-        'at notBefore',
+        'The invalidation-sweep workflow removing what the invalidation covers: its execution (follow it with GET ' +
+        '/v1/admin/workflows/executions/{execution}), or, where the data API cannot reach Step Functions (deployed), ' +
+        'the request whose S3 event starts it (the workflow list shows that execution with the request key as its ' +
+        'input `object`); null where the runtime has no workflows, or for tags where tag sweeps are off. The tag ' +
+        'invalidations of a namespace within one window share one sweep, which starts at notBefore',
       oneOf: [
         { type: 'null' },
         {
           type: 'object',
           required: ['execution'],
           properties: { execution: { type: 'string' }, notBefore: { type: 'string', format: 'date-time' } },
+        },
+        {
+          type: 'object',
+          required: ['request'],
+          properties: { request: { type: 'string' }, notBefore: { type: 'string', format: 'date-time' } },
         },
       ],
     },

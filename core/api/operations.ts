@@ -62,6 +62,11 @@ export interface ApiContext {
    */
   uploadCommitTrigger?: 's3-event';
   /**
+   * How a flush or an invalidation starts its sweep: `s3-event`, by writing a sweep request into the S3 tier, whose
+   * S3 event an EventBridge rule turns into the execution; absent, through the workflow service.
+   */
+  sweepTrigger?: 's3-event';
+  /**
    * The workflows the admin API starts and reports on (a local run's in-process runner). Absent: the admin routes
    * use the runtime's service (Step Functions, see composition/workflow-service-env.ts) or answer 503 WORKFLOWS_UNAVAILABLE.
    */

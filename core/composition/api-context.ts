@@ -173,6 +173,7 @@ export function buildApiContext(env: RuntimeEnv, opts: BuildOptions = {}): Built
     tagSweepWindowMinutes: env.STRATA_TAG_SWEEP_WINDOW_MINUTES,
     asyncCompleteBytes: env.STRATA_ASYNC_COMPLETE_BYTES,
     ...(env.STRATA_UPLOAD_COMMIT_TRIGGER ? { uploadCommitTrigger: env.STRATA_UPLOAD_COMMIT_TRIGGER } : {}),
+    ...(env.STRATA_SWEEP_TRIGGER ? { sweepTrigger: env.STRATA_SWEEP_TRIGGER } : {}),
     tenantAccess,
     describe: () => [
       ...(nearCache ? [`l1    memory, ${env.STRATA_NEAR_CACHE_MB} MiB per process`] : []),

@@ -242,6 +242,12 @@ export const runtimeEnvSchema = z.object({
    * which runs in a VPC without a route to Step Functions). Unset: the workflow service starts it (`npm start`).
    */
   STRATA_UPLOAD_COMMIT_TRIGGER: z.enum(['s3-event']).optional(),
+  /**
+   * `s3-event`: a flush or an invalidation writes its sweep request (`_sweeps/<name>.sweep`, in the S3 tier) and an
+   * EventBridge rule on its S3 event starts the invalidation-sweep workflow (set by the CDK stacks on the data
+   * functions, which run in a VPC without a route to Step Functions). Unset: the workflow service starts it.
+   */
+  STRATA_SWEEP_TRIGGER: z.enum(['s3-event']).optional(),
   AWS_REGION: z.string().default('us-east-1'),
   /** Deployment environment (`dev`, `staging`, `prod`): the `Environment` dimension of every metric. */
   STRATA_ENV: z

@@ -21,6 +21,7 @@ import type { CompletedPart, MultipartPresigning, PartUrl } from './multipart.js
 import { backoff, MAX_CAS_ATTEMPTS } from './s3-cas.js';
 import { isConflict, isNotFound, isNotImplemented } from './s3-errors.js';
 import { decodeStored, encodeMeta, headResultOf, type HeadResult } from './s3-metadata.js';
+import { S3SweepRequests } from './s3-sweep-requests.js';
 import { S3OrderMarkers, type OrderMarkerPage, type PruneResult } from './s3-order-markers.js';
 import { presignSeconds, S3Presigner } from './s3-presign.js';
 import { S3Uploads } from './s3-uploads.js';
@@ -38,6 +39,7 @@ import type {
   ScanOptions,
   ScanPage,
   Scanning,
+  SweepRequests,
   Tier,
   TierName,
   TierStats,
@@ -111,7 +113,9 @@ const TOMBSTONE_TAG = 'strata-tombstone';
  * common "everything is zero bytes" ABA cannot happen; for live values it needs a concurrent rewrite of
  * identical bytes inside a HEAD→PUT window of milliseconds.
  */
-export class S3Tier implements Tier, Presigning, MultipartPresigning, UploadRecords, Scanning, KeyOrdering, CreatesIfAbsent {
+export class S3Tier
+  implements Tier, Presigning, MultipartPresigning, UploadRecords, Scanning, KeyOrdering, CreatesIfAbsent, SweepRequests
+{
   readonly name: TierName;
   readonly kind = 's3';
   readonly createsIfAbsent = true;
@@ -130,6 +134,8 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, UploadReco
   private readonly presigner: S3Presigner;
   /** Presigned uploads and their commits (s3-uploads.ts). */
   private readonly uploads: S3Uploads;
+  /** Sweep requests (s3-sweep-requests.ts). */
+  private readonly sweeps: S3SweepRequests;
 
   constructor(opts: S3TierOptions) {
     if (!opts.bucket) throw new ValidationError('bucket', 'S3Tier needs a bucket name');
@@ -187,6 +193,12 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, UploadReco
       contention: (objectKey) => this.contention(objectKey),
       ...(opts.copyThresholdBytes !== undefined ? { copyThresholdBytes: opts.copyThresholdBytes } : {}),
       ...(opts.copyPartSizeBytes !== undefined ? { copyPartSizeBytes: opts.copyPartSizeBytes } : {}),
+    });
+    this.sweeps = new S3SweepRequests({
+      client: this.client,
+      bucket: this.bucket,
+      prefix: this.prefix,
+      unavailable: (e) => this.unavailable(e),
     });
   }
 
@@ -439,6 +451,19 @@ export class S3Tier implements Tier, Presigning, MultipartPresigning, UploadReco
   /** `_uploads/<id>.commit`, whose creation event starts the upload-commit workflow (s3-uploads.ts). */
   requestCommit(uploadId: string, body: string): Promise<void> {
     return this.uploads.requestCommit(uploadId, body);
+  }
+
+  /** `_sweeps/<name>.sweep`, whose creation event starts the invalidation-sweep workflow (s3-sweep-requests.ts). */
+  requestSweep(name: string, input: Record<string, unknown>): Promise<boolean> {
+    return this.sweeps.requestSweep(name, input);
+  }
+
+  readSweepRequest(object: string): Promise<Record<string, unknown> | undefined> {
+    return this.sweeps.readSweepRequest(object);
+  }
+
+  deleteSweepRequest(object: string): Promise<void> {
+    return this.sweeps.deleteSweepRequest(object);
   }
 
   /** Copies the claimed upload's staged object into place as a versioned write (a multipart copy above the copy threshold). */

@@ -90,6 +90,24 @@ export function s3CommitRequestKey(prefix: string, uploadId: string): string {
 /** Suffix of an upload's commit request (see {@link s3CommitRequestKey}). */
 export const COMMIT_REQUEST_SUFFIX = '.commit';
 
+// ---- sweep requests ------------------------------------------------------------------------------------------
+
+/** Folder (under the prefix) of the invalidation sweeps' requests; never a namespace (those start with [a-z0-9]). */
+export const SWEEPS_FOLDER = '_sweeps';
+/** Suffix of a sweep request (see {@link s3SweepRequestKey}). */
+export const SWEEP_REQUEST_SUFFIX = '.sweep';
+/** A sweep's name, as an execution's (Step Functions: 1-80 of these). */
+export const SWEEP_NAME_PATTERN = /^[A-Za-z0-9_-]{1,80}$/;
+
+/**
+ * `<prefix>/_sweeps/<name>.sweep`: a sweep request, named as its execution would be; its creation is the S3 event that
+ * starts the invalidation-sweep workflow in AWS (cdk/stacks/workflows-stack.ts matches `<prefix>/_sweeps/*.sweep`).
+ */
+export function s3SweepRequestKey(prefix: string, name: string): string {
+  if (!SWEEP_NAME_PATTERN.test(name)) throw new ValidationError('name', 'a sweep is named with 1-80 of A-Z a-z 0-9 _ -');
+  return join(prefix, `${SWEEPS_FOLDER}/${name}${SWEEP_REQUEST_SUFFIX}`);
+}
+
 // ---- S3 order markers --------------------------------------------------------------------------------------
 
 /**

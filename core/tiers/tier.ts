@@ -356,3 +356,24 @@ export function supportsKeyOrdering(t: Tier): t is Tier & KeyOrdering {
 export function supportsPinning(t: Tier): t is Tier & Pinning {
   return typeof (t as Partial<Pinning>).setPinned === 'function';
 }
+
+/**
+ * A tier whose bucket's events can start the invalidation-sweep workflow (the S3 tier, deployed: the Workflows
+ * stack's rule matches a sweep request's creation). The API functions run in a VPC without a route to Step
+ * Functions, so they write a request object instead of starting the execution (api/namespace-operations.ts).
+ */
+export interface SweepRequests {
+  /**
+   * Writes the sweep request `name` (its execution's name) with its input, unless one of that name exists: true
+   * when this call created it (its creation starts the sweep), false when it was there already.
+   */
+  requestSweep(name: string, input: Record<string, unknown>): Promise<boolean>;
+  /** The input of the sweep request stored at `object` (the event's key), undefined when it is gone. */
+  readSweepRequest(object: string): Promise<Record<string, unknown> | undefined>;
+  /** Removes the sweep request at `object` once its sweep is done. */
+  deleteSweepRequest(object: string): Promise<void>;
+}
+
+export function supportsSweepRequests(t: Tier): t is Tier & SweepRequests {
+  return typeof (t as Partial<SweepRequests>).requestSweep === 'function';
+}

@@ -118,7 +118,7 @@ export type {
   UpgradeOptions,
 } from './nodes.js';
 export { NamespacesClient, MAX_TAGS_PER_INVALIDATION } from './invalidation.js';
-export type { InvalidationRecord, InvalidationResult, NamespaceRequestOptions } from './invalidation.js';
+export type { InvalidationRecord, InvalidationResult, NamespaceRequestOptions, SweepStarted } from './invalidation.js';
 export { formatBytes, graceWait, renderProgressBar } from './progress.js';
 export type { GraceWait, ProgressBarOptions, ProgressSubject } from './progress.js';
 export { MAX_LIST_LIMIT } from './listing.js';

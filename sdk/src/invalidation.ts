@@ -17,11 +17,16 @@ export interface InvalidationResult {
   kind: 'tags' | 'prefix' | 'flush';
   /**
    * The invalidation-sweep workflow that removes what the invalidation covers from the tiers (reads never see it
-   * either way); null where the deployment runs no workflows, or for tags where it runs no tag sweeps. The tag
-   * invalidations of a namespace within one window share one sweep, which starts at `notBefore` (ISO 8601).
+   * either way): its `execution`, or where the data API cannot reach Step Functions (deployed) the `request` whose
+   * S3 event starts it (the workflow list shows that execution with the request's key as its input `object`). null
+   * where the deployment runs no workflows, or for tags where it runs no tag sweeps. The tag invalidations of a
+   * namespace within one window share one sweep, which starts at `notBefore` (ISO 8601).
    */
-  sweep?: { execution: string; notBefore?: string } | null;
+  sweep?: SweepStarted | null;
 }
+
+/** The sweep an invalidation started: by its execution's name, or by the name of the request that starts it. */
+export type SweepStarted = ({ execution: string } | { request: string }) & { notBefore?: string };
 
 /** One entry of the audit log (`client.namespaces.invalidations()`). */
 export interface InvalidationRecord extends Omit<InvalidationResult, 'ns' | 'sweep'> {
@@ -70,10 +75,14 @@ export function parseInvalidation(body: unknown, status: number, requestId?: str
     (body.kind !== 'tags' && body.kind !== 'prefix' && body.kind !== 'flush')
   )
     throw invalid(status, `expected an invalidation from the server, got: ${JSON.stringify(body).slice(0, 200)}`, requestId);
-  const s = isObject(body.sweep) && typeof body.sweep.execution === 'string' ? body.sweep : undefined;
-  const sweep = s
-    ? { execution: s.execution as string, ...(typeof s.notBefore === 'string' ? { notBefore: s.notBefore } : {}) }
-    : null;
+  const s = isObject(body.sweep) ? body.sweep : undefined;
+  const named =
+    typeof s?.execution === 'string'
+      ? { execution: s.execution }
+      : typeof s?.request === 'string'
+        ? { request: s.request }
+        : undefined;
+  const sweep = named ? { ...named, ...(typeof s!.notBefore === 'string' ? { notBefore: s!.notBefore } : {}) } : null;
   return { ns: body.ns, id: body.id, generation: body.generation, kind: body.kind, sweep };
 }
 

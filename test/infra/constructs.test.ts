@@ -122,6 +122,7 @@ describe('Construct: ColdTierBucket', () => {
           { Id: 'abort-incomplete-multipart-uploads' },
           { Id: 'strata-tombstones-v1', ExpirationInDays: 2 },
           { Id: 'expire-abandoned-staged-uploads' },
+          { Id: 'expire-leftover-sweep-requests', Prefix: 'v1/_sweeps/', ExpirationInDays: 30 },
         ],
       },
     });
@@ -136,7 +137,11 @@ describe('Construct: ColdTierBucket', () => {
     }[];
     const tierBucket = buckets.find((b) => b.Properties.LoggingConfiguration)!;
     const expiring = tierBucket.Properties.LifecycleConfiguration!.Rules.filter((r) => r.ExpirationInDays !== undefined);
-    expect(expiring.map((r) => r.Id)).toEqual(['strata-tombstones-p1', 'expire-abandoned-staged-uploads']);
+    expect(expiring.map((r) => r.Id)).toEqual([
+      'strata-tombstones-p1',
+      'expire-abandoned-staged-uploads',
+      'expire-leftover-sweep-requests',
+    ]);
     // A marker is only ever deleted by S3OrderMarkers.prune: a rule may expire it only by a tag markers never carry.
     for (const r of expiring)
       expect(!!r.TagFilters?.length || (r.Prefix !== undefined && !marker.startsWith(r.Prefix))).toBe(true);

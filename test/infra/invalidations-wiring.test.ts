@@ -66,17 +66,23 @@ describe('Invalidations wiring', () => {
       (r) => r.Type === 'AWS::StepFunctions::StateMachine' && JSON.stringify(r.Properties).includes('invalidation-sweep.begin'),
     )!;
     const raw = JSON.stringify(machine.Properties.DefinitionString);
-    expect(raw).toContain('\\"StartAt\\":\\"Scheduled\\"');
+    // First the request a sweep request's S3 event names, if any (test/infra/sweep-request-wiring.test.ts), then this.
+    expect(raw).toContain('\\"StartAt\\":\\"FromRequest\\"');
+    expect(raw).toContain('\\"Default\\":\\"Scheduled\\"');
     expect(raw).toMatch(
       /\\"WaitForWindow\\":\{\\"Type\\":\\"Wait\\",\\"TimestampPath\\":\\"\$\.notBefore\\",\\"Next\\":\\"Begin\\"\}/,
     );
   });
 
-  it('lets the batch function start the invalidation-sweep workflow and no other', () => {
-    const arns = JSON.stringify(env('batch').STRATA_WORKFLOW_ARNS ?? '');
-    expect(arns).toContain('invalidation-sweep');
-    for (const other of ['scale-out', 'scale-in', 'evict-to-s3', 'tier-migrate', 'replace-node', 'rolling-upgrade'])
-      expect(arns).not.toContain(`\\"${other}\\"`);
+  it('lets the batch function start no workflow itself: its VPC has no route to Step Functions', () => {
+    // Its sweeps start from their requests' S3 events (test/infra/sweep-request-wiring.test.ts).
+    expect(env('batch').STRATA_WORKFLOW_ARNS).toBeUndefined();
+    expect(env('batch').STRATA_SWEEP_TRIGGER).toBe('s3-event');
+    const api = dev.templates.api.toJSON() as { Resources: Record<string, Resource> };
+    const policies = Object.entries(api.Resources).filter(
+      ([id, r]) => r.Type === 'AWS::IAM::Policy' && /^BatchFunction/.test(id),
+    );
+    expect(JSON.stringify(policies)).not.toContain('states:');
   });
 });
 

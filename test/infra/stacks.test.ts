@@ -209,6 +209,7 @@ describe('Stacks', () => {
               ExpirationInDays: rule.Expiration!.Days,
             },
             { Id: 'expire-abandoned-staged-uploads', Status: 'Enabled', Prefix: 'v1/_uploads/', ExpirationInDays: 1 },
+            { Id: 'expire-leftover-sweep-requests', Status: 'Enabled', Prefix: 'v1/_sweeps/', ExpirationInDays: 30 },
           ],
         },
       });
@@ -470,9 +471,8 @@ describe('Stacks', () => {
         }
         // Functions with namespaced routes also get the tenant map (see the tenant test below).
         const tenants = /^(Keys|Batch|Transfer)Function/.test(id) ? ['STRATA_TENANT_ACCESS'] : [];
-        // The batch function's flush and prefix invalidation start the invalidation-sweep workflow; the transfer
-        // function's large completions request the upload-commit workflow through S3 (its commit request's event).
-        const sweep = /^BatchFunction/.test(id) ? ['STRATA_WORKFLOW_ARNS'] : [];
+        // The transfer function's large completions request the upload-commit workflow through S3 (its commit
+        // request's event); every data function's flushes and invalidations request their sweeps the same way.
         const uploadCommit = /^TransferFunction/.test(id) ? ['STRATA_UPLOAD_COMMIT_TRIGGER'] : [];
         expect(Object.keys(vars).sort()).toEqual([
           'NODE_OPTIONS',
@@ -488,6 +488,7 @@ describe('Stacks', () => {
           'STRATA_REDIS_USERNAME',
           'STRATA_S3_BUCKET',
           'STRATA_S3_PREFIX',
+          'STRATA_SWEEP_TRIGGER',
           // Tag invalidations' shared sweeps (core/api/namespace-operations.ts).
           'STRATA_TAG_SWEEP_WINDOW_MINUTES',
           ...tenants,
@@ -496,7 +497,6 @@ describe('Stacks', () => {
           'STRATA_WARM_RING_BUCKET',
           'STRATA_WARM_RING_PREFIX',
           'STRATA_WARM_SECRET_FROM_RING',
-          ...sweep,
         ]);
         expect(vars.NODE_OPTIONS).toBe('--enable-source-maps');
         expect(vars.STRATA_REDIS_CLUSTER).toBe('1');
@@ -587,16 +587,11 @@ describe('Stacks', () => {
           expect((rest[0]!.Resource as unknown[]).length).toBe(WORKFLOWS.length);
           continue;
         }
-        // The batch function may also start the invalidation-sweep workflow and follow its executions (no other).
+        // No data function starts a workflow itself: their VPC has no route to Step Functions (the upload commits and
+        // the sweeps start from their requests' S3 events: test/infra/sweep-request-wiring.test.ts).
         const statements = p.Properties.PolicyDocument.Statement;
-        const states = statements.filter((s) => JSON.stringify(s.Action).includes('states:'));
-        const batch = p.Properties.Roles[0]!.Ref.startsWith('BatchFunction');
-        expect(states).toHaveLength(batch ? 2 : 0);
-        if (batch) {
-          expect(JSON.stringify(states)).toContain(':execution:strata-prod-invalidation-sweep:*');
-          expect(JSON.stringify(states)).not.toMatch(/strata-prod-(scale|evict|tier|replace|rolling)/);
-        }
-        const own = statements.filter((s) => !states.includes(s));
+        expect(statements.filter((s) => JSON.stringify(s.Action).includes('states:'))).toEqual([]);
+        const own = statements;
         expect(own).toHaveLength(5);
         const [logsStatement, eni, connect, secret, createSecret] = own;
         expect(logsStatement).toEqual({

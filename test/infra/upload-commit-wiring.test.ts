@@ -135,7 +135,7 @@ describe('upload-commit wiring', () => {
     // detail.object.key: https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html; `wildcard`:
     // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-create-pattern-operators.html), input = the key.
     const rules = Object.values(wf).filter(
-      (r) => r.Type === 'AWS::Events::Rule' && JSON.stringify(r.Properties.EventPattern ?? {}).includes('Object Created'),
+      (r) => r.Type === 'AWS::Events::Rule' && JSON.stringify(r.Properties.EventPattern ?? {}).includes('_uploads/'),
     );
     expect(rules).toHaveLength(1);
     const rule = rules[0]!.Properties;
@@ -185,13 +185,14 @@ describe('upload-commit wiring', () => {
   });
 });
 
-describe('upload-commit wiring with workflows.asyncUploadCompletion false', () => {
+describe('upload-commit wiring with workflows.asyncUploadCompletion and invalidationSweeps false', () => {
   // The opt-out for deployments whose cold-tier writes should not pay for S3's events in EventBridge (every object's
-  // events, billed per million: https://aws.amazon.com/eventbridge/pricing/).
+  // events, billed per million: https://aws.amazon.com/eventbridge/pricing/). The sweeps' requests use the same
+  // events (test/infra/sweep-request-wiring.test.ts): with either on, the bucket sends them.
   const config = loadEnvironmentConfig(
     'dev',
     { context: {}, env: {} },
-    { dev: { ...devConfig, workflows: { asyncUploadCompletion: false } } },
+    { dev: { ...devConfig, workflows: { asyncUploadCompletion: false, invalidationSweeps: false } } },
   );
   const app = new App({ context: { ...cdkJsonContext(), 'aws:cdk:bundling-stacks': [] }, analyticsReporting: false });
   const stacks = buildStrataApp(app, { config, cacheNodeBundle: CacheNodeBundle.fromEntry(PLACEHOLDER_CACHENODE), nag: false });

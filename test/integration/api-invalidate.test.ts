@@ -1,7 +1,8 @@
 /**
  * Invalidation by tag and prefix and namespace flushes through the API (issue 24, items 1, 3 and 7): the real local
  * server over real HTTP, driven by the SDK and the CLI, with tenant keys mapped to namespaces (x-api-key as the key
- * id, as STRATA_TENANT_ACCESS documents for local runs).
+ * id, as STRATA_TENANT_ACCESS documents for local runs); and their sweeps, started directly or (deployed) by their
+ * request objects' S3 events.
  */
 import {
   NamespaceForbiddenError,
@@ -11,8 +12,15 @@ import {
   type InvalidationResult,
 } from '../../sdk/src/index.js';
 import { ExecutionExistsError, type WorkflowService } from '../../core/workflows/admin-service.js';
+import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { InMemoryCasStore } from '../../core/ring/store.js';
+import { s3SweepRequestKey } from '../../core/tiers/storage-key.js';
+import { localWorkflows, type LocalWorkflows } from '../../core/workflows/local/local-workflows.js';
 import { startTestApi, type TestApi } from '../helpers/api-server.js';
+import { testS3Endpoint } from '../helpers/env.js';
 import { runStrataCli } from '../helpers/strata-cli.js';
+import { localFleet, SECRET } from './warm-fixtures.js';
+import { definitions } from '../workflows/harness.js';
 
 describe('invalidation and flush (local server, SDK, CLI)', () => {
   let api: TestApi;
@@ -191,8 +199,9 @@ describe('the sweep an invalidation starts (local server, SDK)', () => {
   it("names a long namespace's tag sweep within the 80 characters Step Functions allows", async () => {
     const ns = `n${'x'.repeat(62)}`;
     const r = await new StrataClient({ endpoint: api.url, namespace: ns, retries: 0 }).invalidateTags(['a']);
-    expect(r.sweep!.execution).toMatch(/^sweep-[0-9a-f]{24}-tags-30m-[0-9a-z]+$/);
-    expect(r.sweep!.execution.length).toBeLessThanOrEqual(80);
+    const { execution } = r.sweep as { execution: string };
+    expect(execution).toMatch(/^sweep-[0-9a-f]{24}-tags-30m-[0-9a-z]+$/);
+    expect(execution.length).toBeLessThanOrEqual(80);
     expect(started[0]!.input).toEqual({ ns, notBefore: r.sweep!.notBefore });
   });
 
@@ -206,5 +215,105 @@ describe('the sweep an invalidation starts (local server, SDK)', () => {
     } finally {
       api.ctx.tagSweepWindowMinutes = 30;
     }
+  });
+});
+
+/**
+ * Deployed, the data functions run in a VPC without a route to Step Functions: a flush or an invalidation writes its
+ * sweep request into the S3 tier, and the Workflows stack's EventBridge rule starts the invalidation-sweep workflow
+ * with the request's key (cdk/stacks/workflows-stack.ts, SweepRequestTrigger). Here: the data API as deployed
+ * (STRATA_SWEEP_TRIGGER=s3-event, no workflow service) over Redis and a LocalStack bucket, and the synthesized state
+ * machine under the local runner, started with the input the rule gives it. LocalStack does not deliver the event.
+ */
+describe('sweeps started by their request objects (the data API as deployed)', () => {
+  let api: TestApi;
+  let local: LocalWorkflows;
+  let s3: S3Client;
+  const fleet = localFleet(); // no node is launched: the sweep needs none
+
+  beforeAll(async () => {
+    api = await startTestApi('redis+s3', { STRATA_SWEEP_TRIGGER: 's3-event', STRATA_TAG_SWEEP_WINDOW_MINUTES: '30' });
+    const tier = (name: string) => api.ctx.tiers.find((t) => t.name === name);
+    local = localWorkflows({
+      definitions: definitions(),
+      cas: new InMemoryCasStore(),
+      fleet,
+      secret: SECRET,
+      tiers: { hot: tier('hot'), cold: tier('cold') },
+      retryIntervalMs: 20,
+    });
+    s3 = new S3Client({
+      endpoint: testS3Endpoint(),
+      forcePathStyle: true,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    });
+  }, 300_000);
+
+  afterAll(async () => {
+    await local?.close();
+    await api?.close();
+    s3?.destroy();
+    await fleet.closeAll();
+  });
+
+  const requestOf = async (name: string) => {
+    const res = await s3
+      .send(new GetObjectCommand({ Bucket: api.bucket!, Key: s3SweepRequestKey('v1', name) }))
+      .catch((e: unknown) => e as Error);
+    return res instanceof Error ? undefined : (JSON.parse(await res.Body!.transformToString()) as unknown);
+  };
+
+  it('writes the sweep request, whose event starts the sweep once; a repeated event finds it gone', async () => {
+    const c = new StrataClient({ endpoint: api.url, namespace: 'evented', retries: 0 });
+    for (let i = 0; i < 6; i++) await c.put(`user/${i}`, `v${i}`);
+    await c.put('org/1', 'kept');
+    const r = await c.invalidatePrefix('user/');
+    const name = `sweep-evented-${r.id}`;
+    expect(r.sweep).toEqual({ request: name });
+    expect(await requestOf(name)).toEqual({ ns: 'evented', prefix: 'user/' });
+    await c.put('user/3', 'after'); // written after the invalidation: the sweep keeps it
+
+    // What the rule does with the Object Created event: the request's key as the input.
+    const object = s3SweepRequestKey('v1', name);
+    const done = await local.runner.wait(local.runner.start('invalidation-sweep', { object }).name);
+    expect([done.status, done.error]).toEqual(['SUCCEEDED', undefined]);
+    const cold = api.ctx.tiers.find((t) => t.name === 'cold')!;
+    const inCold = await Promise.all(
+      [0, 1, 2, 3, 4, 5].map(async (i) => (await cold.head('evented', `user/${i}`)) !== undefined),
+    );
+    expect(inCold).toEqual([false, false, false, true, false, false]);
+    expect((await c.get('user/3'))?.text()).toBe('after');
+    expect((await c.get('org/1'))?.text()).toBe('kept');
+    expect(await requestOf(name)).toBeUndefined(); // done with: removed
+
+    // EventBridge delivers at least once: a second execution for the same event ends at once.
+    const again = await local.runner.wait(local.runner.start('invalidation-sweep', { object }).name);
+    expect([again.status, again.error]).toEqual(['SUCCEEDED', undefined]);
+  });
+
+  it("creates one request for a window's tag invalidations (one event, one sweep), and answers each with it", async () => {
+    const c = new StrataClient({ endpoint: api.url, namespace: 'evented-tags', retries: 0 });
+    const before = Date.now();
+    const first = await c.invalidateTags(['a']);
+    const second = await c.invalidateTags(['b']);
+    const windowMs = 30 * 60_000;
+    const windowEnd = (Math.floor(before / windowMs) + 1) * windowMs;
+    if (Date.now() >= windowEnd) return; // the two calls straddled a window's end: nothing to compare
+    const name = `sweep-evented-tags-tags-30m-${((windowEnd - windowMs) / 60_000).toString(36)}`;
+    const notBefore = new Date(windowEnd + 60_000).toISOString().replace('.000Z', 'Z');
+    expect([first.sweep, second.sweep]).toEqual([
+      { request: name, notBefore },
+      { request: name, notBefore },
+    ]);
+    expect(await requestOf(name)).toEqual({ ns: 'evented-tags', notBefore });
+    const listed = await s3.send(new ListObjectsV2Command({ Bucket: api.bucket!, Prefix: 'v1/_sweeps/sweep-evented-tags' }));
+    expect(listed.KeyCount).toBe(1);
+  });
+
+  it('refuses to read an object that is not one of its sweep requests', async () => {
+    const done = await local.runner.wait(local.runner.start('invalidation-sweep', { object: 'v1/_uploads/x.json' }).name);
+    expect(done.status).toBe('FAILED');
+    expect(done.error).toMatchObject({ Error: 'ValidationError', Cause: expect.stringMatching(/not a sweep request/) });
   });
 });

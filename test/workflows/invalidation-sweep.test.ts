@@ -103,7 +103,10 @@ describe('InvalidationSweep state machine (local runner, real step handlers)', (
     const started = local.runner.start('invalidation-sweep', { ns: NS, notBefore });
     await new Promise((r) => setTimeout(r, 300));
     // Waiting for the window: nothing removed yet.
-    expect(local.runner.describe(started.name)).toMatchObject({ status: 'RUNNING', states: ['Scheduled', 'WaitForWindow'] });
+    expect(local.runner.describe(started.name)).toMatchObject({
+      status: 'RUNNING',
+      states: ['FromRequest', 'Scheduled', 'WaitForWindow'],
+    });
     expect(await keysOf(cold)).toHaveLength(10);
     const done = await local.runner.wait(started.name);
     expect([done.status, done.error]).toEqual(['SUCCEEDED', undefined]);
@@ -115,6 +118,6 @@ describe('InvalidationSweep state machine (local runner, real step handlers)', (
   it('rejects a bad request in its first state, before anything is removed', async () => {
     const done = await local.runner.wait(local.runner.start('invalidation-sweep', { ns: 'Not A Namespace' }).name);
     expect(done.status).toBe('FAILED');
-    expect(done.states).toEqual(['Scheduled', 'Begin']);
+    expect(done.states).toEqual(['FromRequest', 'Scheduled', 'Begin']);
   });
 });

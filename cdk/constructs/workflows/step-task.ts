@@ -47,11 +47,15 @@ export function stepTask(
   fields: Record<string, unknown>,
   o: { resultPath?: string; retries?: number } = {},
 ): tasks.LambdaInvoke {
+  // `$` (the step's result replaces the state) is written as no ResultPath at all, which Step Functions reads the same
+  // way (https://docs.aws.amazon.com/step-functions/latest/dg/input-output-resultpath.html): the local runner's
+  // interpreter (aws-local-stepfunctions) stores an explicit `$` under a key named "$" instead.
+  const resultPath = o.resultPath === '$' ? undefined : (o.resultPath ?? sfn.JsonPath.DISCARD);
   const t = new tasks.LambdaInvoke(c.scope, id, {
     lambdaFunction: c.fn,
     payloadResponseOnly: true,
     payload: sfn.TaskInput.fromObject({ step, workflow: c.workflow, 'execution.$': '$$.Execution.Name', ...fields }),
-    resultPath: o.resultPath ?? sfn.JsonPath.DISCARD,
+    ...(resultPath !== undefined ? { resultPath } : {}),
     retryOnServiceExceptions: true,
   });
   // The first retrier that matches applies: permanent errors first, with no attempts, then everything else.

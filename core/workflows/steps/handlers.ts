@@ -79,6 +79,7 @@ export function stepHandlers(d: WorkflowDeps): StepHandlers {
     'rolling-upgrade.finish': u.finish,
     'rolling-upgrade.done': u.done,
     'rolling-upgrade.rollback': u.rollback,
+    'invalidation-sweep.load': sweep.load,
     'invalidation-sweep.begin': sweep.begin,
     'invalidation-sweep.batch': sweep.batch,
     'order-markers.begin': markers.begin,

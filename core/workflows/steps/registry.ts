@@ -34,6 +34,7 @@ export const STEP_NAMES = [
   'rolling-upgrade.finish',
   'rolling-upgrade.done',
   'rolling-upgrade.rollback',
+  'invalidation-sweep.load',
   'invalidation-sweep.begin',
   'invalidation-sweep.batch',
   'order-markers.begin',

@@ -2,7 +2,7 @@ import * as z from 'zod';
 import { Invalidations, tierInvalidationRegister } from '../../coordinator/invalidations.js';
 import { HybridLogicalClock } from '../../model/hlc.js';
 import { NAMESPACE_PATTERN } from '../../model/keys.js';
-import { supportsScan, type Tier } from '../../tiers/tier.js';
+import { supportsScan, supportsSweepRequests, type SweepRequests, type Tier } from '../../tiers/tier.js';
 import { execution, firstStateInput, tiersTopDown, type DataStepDeps } from './data-steps.js';
 
 /**
@@ -34,6 +34,11 @@ export const sweepRequest = z.strictObject({
     .string()
     .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/, 'notBefore must be a UTC time like 2026-11-27T05:00:00Z')
     .optional(),
+  /**
+   * The sweep request this execution was started from (its S3 event: api/namespace-operations.ts), whose input the
+   * `load` step read; removed once the sweep is done.
+   */
+  object: z.string().min(1).optional(),
 });
 export type SweepRequest = z.infer<typeof sweepRequest>;
 
@@ -68,7 +73,27 @@ export function sweepSteps(d: DataStepDeps) {
     return inv;
   };
 
+  /** The cold tier's sweep requests (the S3 tier, deployed). */
+  const requests = (): SweepRequests => {
+    const cold = d.tiers.cold;
+    if (!cold || !supportsSweepRequests(cold))
+      throw new Error('a sweep request names an object, but the cold tier keeps no sweep requests (it is not S3)');
+    return cold;
+  };
+
   return {
+    /**
+     * The sweep a request object asks for (the execution was started by its S3 event, with its key as `object`): its
+     * input, with the key, before the state machine waits for `notBefore`. `{}` when the request is gone (a repeated
+     * event after the sweep removed it): the execution then ends.
+     */
+    async load(raw: Record<string, unknown>) {
+      const { object } = z.looseObject({ object: z.string().min(1) }).parse(raw);
+      const stored = await requests().readSweepRequest(object);
+      if (!stored) return {};
+      return { ...sweepRequest.omit({ object: true }).parse(stored), object };
+    },
+
     /** Validates the request (first state): a bad one fails the execution before anything is removed. */
     async begin(raw: Record<string, unknown>) {
       const { exec, request: rest } = firstStateInput(raw, 'invalidation-sweep');
@@ -112,6 +137,8 @@ export function sweepSteps(d: DataStepDeps) {
       const next = page.cursor === null ? { tier: i.batch.tier + 1, cursor: null } : { tier: i.batch.tier, cursor: page.cursor };
       const done = next.tier >= all.length;
       if (removed > 0) d.metric('entriesSwept', removed);
+      // Its request is done with (a later invalidation of the same window would start a sweep that finds nothing).
+      if (done && request.object !== undefined) await requests().deleteSweepRequest(request.object);
       await d.progress.update(i.execution, 'invalidation-sweep', (p) => {
         p.keys += removed;
         p.done = totals.batches;
