@@ -266,48 +266,27 @@ export class WorkflowsStack extends StrataStack {
     // S3's Object Created event for it (the bucket sends its events to EventBridge: ColdTierBucket) starts the
     // upload-commit workflow with the object's key, from which the step reads the upload's record. The transfer
     // function runs in a VPC without a route to Step Functions, and an interface endpoint would bill by the hour idle.
-    // S3's event: detail.bucket.name, detail.object.key
-    // (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html); `wildcard` matching
-    // (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-create-pattern-operators.html).
     if (config.workflows.asyncUploadCompletion)
-      this.uploadCommitRule = new events.Rule(this, 'UploadCommitTrigger', {
-        description: `Strata ${config.name}: start upload-commit when a large upload's completion requests it`,
-        eventPattern: {
-          source: ['aws.s3'],
-          detailType: ['Object Created'],
-          detail: {
-            bucket: { name: [data.coldTier.bucket.bucketName] },
-            object: { key: [{ wildcard: `${data.coldTier.prefix}/${UPLOADS_FOLDER}/*${COMMIT_REQUEST_SUFFIX}` }] },
-          },
-        },
-        targets: [
-          new targets.SfnStateMachine(workflows.stateMachines['upload-commit'], {
-            input: events.RuleTargetInput.fromObject({ object: events.EventField.fromPath('$.detail.object.key') }),
-          }),
-        ],
-      });
+      this.uploadCommitRule = this.requestRule(
+        'UploadCommitTrigger',
+        `Strata ${config.name}: start upload-commit when a large upload's completion requests it`,
+        data,
+        `${UPLOADS_FOLDER}/*${COMMIT_REQUEST_SUFFIX}`,
+        workflows.stateMachines['upload-commit'],
+      );
 
     // A flush or an invalidation through the data API writes its sweep request `<prefix>/_sweeps/<name>.sweep`
-    // (core/api/namespace-operations.ts; the data functions cannot reach Step Functions either). Its Object Created
-    // event starts the invalidation-sweep workflow with the request's key; the first step reads the request. Requests
-    // are created with If-None-Match, so the invalidations that share a sweep start one execution.
+    // (core/api/namespace-operations.ts; the data functions cannot reach Step Functions either): the same way, the
+    // invalidation-sweep workflow, whose first step reads the request. Requests are created with If-None-Match, so
+    // the invalidations that share a sweep start one execution.
     if (config.workflows.invalidationSweeps)
-      this.sweepRequestRule = new events.Rule(this, 'SweepRequestTrigger', {
-        description: `Strata ${config.name}: start invalidation-sweep when a flush or an invalidation requests it`,
-        eventPattern: {
-          source: ['aws.s3'],
-          detailType: ['Object Created'],
-          detail: {
-            bucket: { name: [data.coldTier.bucket.bucketName] },
-            object: { key: [{ wildcard: `${data.coldTier.prefix}/${SWEEPS_FOLDER}/*${SWEEP_REQUEST_SUFFIX}` }] },
-          },
-        },
-        targets: [
-          new targets.SfnStateMachine(workflows.stateMachines['invalidation-sweep'], {
-            input: events.RuleTargetInput.fromObject({ object: events.EventField.fromPath('$.detail.object.key') }),
-          }),
-        ],
-      });
+      this.sweepRequestRule = this.requestRule(
+        'SweepRequestTrigger',
+        `Strata ${config.name}: start invalidation-sweep when a flush or an invalidation requests it`,
+        data,
+        `${SWEEPS_FOLDER}/*${SWEEP_REQUEST_SUFFIX}`,
+        workflows.stateMachines['invalidation-sweep'],
+      );
 
     // With the policy evaluator on, the scale trigger, the eviction schedule and the node-fill alarm's response are the
     // policy's default rules (default-prelaunch, default-evict-schedule, default-evict-on-node-fill: cdk/lib/policy-defaults.ts),
@@ -543,6 +522,37 @@ export class WorkflowsStack extends StrataStack {
    * Paper 000's scale-out trigger as its own function on a schedule (core/workflows/trigger/scale-trigger.ts), for
    * environments without the policy evaluator.
    */
+  /**
+   * A rule that starts `machine` with `{ object: <key> }` when an object matching `<prefix>/<pattern>` is created in
+   * the cold-tier bucket: how the API functions, whose VPC has no route to Step Functions, start a workflow. S3's
+   * event: detail.bucket.name, detail.object.key (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html);
+   * `wildcard` matching (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-create-pattern-operators.html).
+   */
+  private requestRule(
+    id: string,
+    description: string,
+    data: Pick<DataStack, 'coldTier'>,
+    pattern: string,
+    machine: sfn.IStateMachine,
+  ): events.Rule {
+    return new events.Rule(this, id, {
+      description,
+      eventPattern: {
+        source: ['aws.s3'],
+        detailType: ['Object Created'],
+        detail: {
+          bucket: { name: [data.coldTier.bucket.bucketName] },
+          object: { key: [{ wildcard: `${data.coldTier.prefix}/${pattern}` }] },
+        },
+      },
+      targets: [
+        new targets.SfnStateMachine(machine, {
+          input: events.RuleTargetInput.fromObject({ object: events.EventField.fromPath('$.detail.object.key') }),
+        }),
+      ],
+    });
+  }
+
   private scaleTrigger(
     config: WorkflowsStackProps['config'],
     data: WorkflowsStackProps['data'],

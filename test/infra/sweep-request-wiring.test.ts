@@ -25,6 +25,7 @@ import { buildStrataApp } from '../../cdk/app.js';
 import { dev as devConfig } from '../../cdk/config/dev.js';
 import { loadEnvironmentConfig } from '../../cdk/config/load.js';
 import { CacheNodeBundle } from '../../cdk/constructs/cache-node-fleet.js';
+import { expectS3RequestRule, s3RequestRules } from './helpers/request-rule.js';
 import { PLACEHOLDER_CACHENODE, cdkJsonContext, synthesized } from './helpers/synth.js';
 
 type Json = Record<string, unknown>;
@@ -38,10 +39,7 @@ const functionsOf = (api: Record<string, Resource>) =>
       inVpc: r.Properties.VpcConfig !== undefined,
       vars: ((r.Properties.Environment as Json | undefined)?.Variables ?? {}) as Json,
     }));
-const sweepRules = (wf: Record<string, Resource>) =>
-  Object.values(wf).filter(
-    (r) => r.Type === 'AWS::Events::Rule' && JSON.stringify(r.Properties.EventPattern ?? {}).includes('_sweeps/'),
-  );
+const sweepRules = (wf: Record<string, Resource>) => s3RequestRules(wf, '_sweeps/');
 
 describe('sweep request wiring', () => {
   const dev = synthesized('dev', { nag: false });
@@ -73,27 +71,7 @@ describe('sweep request wiring', () => {
     expect(buckets.map((b) => b.Properties.NotificationConfiguration)).toEqual([
       { EventBridgeConfiguration: { EventBridgeEnabled: true } },
     ]);
-    const rules = sweepRules(wf);
-    expect(rules).toHaveLength(1);
-    const rule = rules[0]!.Properties;
-    const pattern = rule.EventPattern as { source: string[]; 'detail-type': string[]; detail: Json };
-    expect([pattern.source, pattern['detail-type']]).toEqual([['aws.s3'], ['Object Created']]);
-    expect((pattern.detail as { object: Json }).object).toEqual({
-      key: [{ wildcard: `${dev.stacks.data.coldTier.prefix}/_sweeps/*.sweep` }],
-    });
-    expect(JSON.stringify((pattern.detail as { bucket: Json }).bucket)).toContain('Fn::GetStackOutput');
-    const [target] = rule.Targets as { Arn: Json; InputTransformer: Json; RoleArn: Json }[];
-    expect(target!.Arn).toEqual({ Ref: machine[0] });
-    expect(target!.InputTransformer).toEqual({
-      InputPathsMap: { 'detail-object-key': '$.detail.object.key' },
-      InputTemplate: '{"object":<detail-object-key>}',
-    });
-    // The rule's role may start that state machine and nothing else.
-    const roleId = (target!.RoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
-    const statements = Object.values(wf)
-      .filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes(roleId))
-      .flatMap((p) => (p.Properties.PolicyDocument as { Statement: Json[] }).Statement);
-    expect(statements).toEqual([{ Action: 'states:StartExecution', Effect: 'Allow', Resource: { Ref: machine[0] } }]);
+    expectS3RequestRule(wf, '_sweeps/', `${dev.stacks.data.coldTier.prefix}/_sweeps/*.sweep`, machine[0]);
   });
 
   it('reads the request before waiting for its window, and ends at once when the request is gone', () => {

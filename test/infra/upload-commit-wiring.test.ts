@@ -28,6 +28,7 @@ import { dev as devConfig } from '../../cdk/config/dev.js';
 import { loadEnvironmentConfig } from '../../cdk/config/load.js';
 import { CacheNodeBundle } from '../../cdk/constructs/cache-node-fleet.js';
 import { uploadCommitRequest } from '../../core/workflows/steps/upload-commit-steps.js';
+import { expectS3RequestRule, s3RequestRules } from './helpers/request-rule.js';
 import { PLACEHOLDER_CACHENODE, cdkJsonContext, synthesized } from './helpers/synth.js';
 
 type Json = Record<string, unknown>;
@@ -131,34 +132,9 @@ describe('upload-commit wiring', () => {
     ]);
     expect(Object.values(data).some((r) => r.Type === 'Custom::S3BucketNotifications')).toBe(false);
 
-    // The rule: S3's Object Created of `<prefix>/_uploads/*.commit` in that bucket (detail.bucket.name,
-    // detail.object.key: https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html; `wildcard`:
-    // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-create-pattern-operators.html), input = the key.
-    const rules = Object.values(wf).filter(
-      (r) => r.Type === 'AWS::Events::Rule' && JSON.stringify(r.Properties.EventPattern ?? {}).includes('_uploads/'),
-    );
-    expect(rules).toHaveLength(1);
-    const rule = rules[0]!.Properties;
-    const pattern = rule.EventPattern as { source: string[]; 'detail-type': string[]; detail: Json };
-    expect([pattern.source, pattern['detail-type']]).toEqual([['aws.s3'], ['Object Created']]);
-    expect((pattern.detail as { object: Json }).object).toEqual({
-      key: [{ wildcard: `${dev.stacks.data.coldTier.prefix}/_uploads/*.commit` }],
-    });
-    expect(JSON.stringify((pattern.detail as { bucket: Json }).bucket)).toContain('Fn::GetStackOutput');
-    const [target] = rule.Targets as { Arn: Json; InputTransformer: Json; RoleArn: Json }[];
-    expect(target!.Arn).toEqual({ Ref: machine[0] });
-    expect(target!.InputTransformer).toEqual({
-      InputPathsMap: { 'detail-object-key': '$.detail.object.key' },
-      InputTemplate: '{"object":<detail-object-key>}',
-    });
-
-    // The rule's role may start that state machine and nothing else: StartExecution acts on the stateMachine
-    // resource type (https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsstepfunctions.html).
-    const roleId = (target!.RoleArn as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
-    const statements = Object.values(wf)
-      .filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes(roleId))
-      .flatMap((p) => (p.Properties.PolicyDocument as { Statement: Json[] }).Statement);
-    expect(statements).toEqual([{ Action: 'states:StartExecution', Effect: 'Allow', Resource: { Ref: machine[0] } }]);
+    // The rule: S3's Object Created of `<prefix>/_uploads/*.commit` in that bucket, input = the key, and a role that
+    // may start the upload-commit state machine alone.
+    expectS3RequestRule(wf, '_uploads/', `${dev.stacks.data.coldTier.prefix}/_uploads/*.commit`, machine[0]);
   });
 
   it('gives the step Lambda the policy the transfer function compiles: the commit applies the same namespace rules', () => {
@@ -204,8 +180,7 @@ describe('upload-commit wiring with workflows.asyncUploadCompletion and invalida
     const data = json(stacks.data);
     expect(Object.values(data).some((r) => r.Type === 'AWS::S3::Bucket' && r.Properties.NotificationConfiguration)).toBe(false);
     expect(stacks.workflows.uploadCommitRule).toBeUndefined();
-    const rules = Object.values(json(stacks.workflows)).filter((r) => r.Type === 'AWS::Events::Rule');
-    expect(rules.some((r) => JSON.stringify(r.Properties.EventPattern ?? {}).includes('Object Created'))).toBe(false);
+    expect(s3RequestRules(json(stacks.workflows), 'Object Created')).toEqual([]);
     const transfer = Object.values(json(stacks.api)).find(
       (r) => r.Type === 'AWS::Lambda::Function' && String(r.Properties.Description ?? '').includes("API 'transfer'"),
     )!;
