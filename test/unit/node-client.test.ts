@@ -427,7 +427,9 @@ describe('NodeClient (node:http)', () => {
         if (req.url!.endsWith('/hang')) return; // times out
         json(res, 200, { removed: [true] });
       };
-      const client = track(new NodeClient({ secret: SECRET, connectionsPerNode: 4, timeoutMs: 100 }));
+      // A timeout long enough that no quick call meets it on a loaded machine (100 ms did, once, while a CI run
+      // loaded it: this process's own server answers all 300); the hanging calls still end by it.
+      const client = track(new NodeClient({ secret: SECRET, connectionsPerNode: 4, timeoutMs: 1000 }));
       const ac = new AbortController();
       const kinds = Array.from({ length: 300 }, (_, i) => (i % 50 === 0 ? 'hang' : i % 7 === 0 ? 'fail' : 'ok'));
       const settled = await Promise.allSettled(
