@@ -25,7 +25,7 @@ import { buildStrataApp } from '../../cdk/app.js';
 import { dev as devConfig } from '../../cdk/config/dev.js';
 import { loadEnvironmentConfig } from '../../cdk/config/load.js';
 import { CacheNodeBundle } from '../../cdk/constructs/cache-node-fleet.js';
-import { expectS3RequestRule, s3RequestRules } from './helpers/request-rule.js';
+import { definitionOf, expectS3RequestRule, s3RequestRules, stateMachineCalling } from './helpers/workflow-templates.js';
 import { PLACEHOLDER_CACHENODE, cdkJsonContext, synthesized } from './helpers/synth.js';
 
 type Json = Record<string, unknown>;
@@ -45,16 +45,8 @@ describe('sweep request wiring', () => {
   const dev = synthesized('dev', { nag: false });
   const api = resources(dev.templates.api);
   const wf = resources(dev.templates.workflows);
-  const machine = Object.entries(wf).find(
-    ([, r]) => r.Type === 'AWS::StepFunctions::StateMachine' && JSON.stringify(r.Properties).includes('invalidation-sweep.batch'),
-  )!;
-  const definition = () => {
-    const parts = (machine[1].Properties.DefinitionString as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
-    return JSON.parse(parts.map((p) => (typeof p === 'string' ? p : 'ARN')).join('')) as {
-      StartAt: string;
-      States: Record<string, Json>;
-    };
-  };
+  const machine = stateMachineCalling(wf, 'invalidation-sweep.batch');
+  const definition = () => definitionOf(machine[1]);
 
   it('tells every data function in the VPC to start sweeps by request, and the admin function to start them itself', () => {
     const fns = functionsOf(api);

@@ -28,7 +28,7 @@ import { dev as devConfig } from '../../cdk/config/dev.js';
 import { loadEnvironmentConfig } from '../../cdk/config/load.js';
 import { CacheNodeBundle } from '../../cdk/constructs/cache-node-fleet.js';
 import { uploadCommitRequest } from '../../core/workflows/steps/upload-commit-steps.js';
-import { expectS3RequestRule, s3RequestRules } from './helpers/request-rule.js';
+import { definitionOf, expectS3RequestRule, s3RequestRules, stateMachineCalling } from './helpers/workflow-templates.js';
 import { PLACEHOLDER_CACHENODE, cdkJsonContext, synthesized } from './helpers/synth.js';
 
 type Json = Record<string, unknown>;
@@ -43,17 +43,8 @@ describe('upload-commit wiring', () => {
     Object.entries(api).find(
       ([, r]) => r.Type === 'AWS::Lambda::Function' && String(r.Properties.Description ?? '').includes(`API '${group}'`),
     )!;
-  const machine = Object.entries(wf).find(
-    ([, r]) => r.Type === 'AWS::StepFunctions::StateMachine' && JSON.stringify(r.Properties).includes('upload-commit.commit'),
-  )!;
-  const definition = () => {
-    // DefinitionString is an Fn::Join of literal text and the step Lambda's ARN: the text is what matters here.
-    const parts = (machine[1].Properties.DefinitionString as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
-    return JSON.parse(parts.map((p) => (typeof p === 'string' ? p : 'ARN')).join('')) as {
-      StartAt: string;
-      States: Record<string, Json>;
-    };
-  };
+  const machine = stateMachineCalling(wf, 'upload-commit.commit');
+  const definition = () => definitionOf(machine[1]);
 
   it('defines the state machine: Commit (not retried on failure), its catch GiveBack, then Fail', () => {
     expect(machine[1].Properties.StateMachineName).toBe('strata-dev-upload-commit');

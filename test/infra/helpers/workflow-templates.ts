@@ -1,6 +1,6 @@
 /**
- * The EventBridge rules that start a workflow from an S3 object's creation (cdk/stacks/workflows-stack.ts,
- * requestRule): upload commit requests and sweep requests. S3's Object Created event carries detail.bucket.name and
+ * The Workflows template's state machines, and the EventBridge rules that start a workflow from an S3 object's
+ * creation (cdk/stacks/workflows-stack.ts, requestRule): upload commit requests and sweep requests. S3's Object Created event carries detail.bucket.name and
  * detail.object.key (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html); `wildcard` matching:
  * https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-create-pattern-operators.html; states:StartExecution
  * acts on the `stateMachine` resource type:
@@ -40,4 +40,20 @@ export function expectS3RequestRule(wf: Record<string, Resource>, fragment: stri
     .filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes(roleId))
     .flatMap((p) => (p.Properties.PolicyDocument as { Statement: Json[] }).Statement);
   expect(statements).toEqual([{ Action: 'states:StartExecution', Effect: 'Allow', Resource: { Ref: machineId } }]);
+}
+
+/** The Workflows template's state machine that calls the step `step` (e.g. `invalidation-sweep.batch`): its id and resource. */
+export function stateMachineCalling(wf: Record<string, Resource>, step: string): [string, Resource] {
+  return Object.entries(wf).find(
+    ([, r]) => r.Type === 'AWS::StepFunctions::StateMachine' && JSON.stringify(r.Properties).includes(step),
+  )!;
+}
+
+/** A state machine's definition as JSON: its DefinitionString is an Fn::Join of literal text and the step Lambda's ARN. */
+export function definitionOf(machine: Resource): { StartAt: string; States: Record<string, Json> } {
+  const parts = (machine.Properties.DefinitionString as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
+  return JSON.parse(parts.map((p) => (typeof p === 'string' ? p : 'ARN')).join('')) as {
+    StartAt: string;
+    States: Record<string, Json>;
+  };
 }
