@@ -370,7 +370,7 @@ export function getApiContext(): Promise<ApiContext> {
   return current;
 }
 
-/** Installs a context (local server, tests). */
+/** Installs the process's context (tests of the Lambda handlers; the local server passes each server its own). */
 export function setApiContext(ctx: ApiContext | undefined): void {
   current = ctx ? Promise.resolve(ctx) : undefined;
 }
