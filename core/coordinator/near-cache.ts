@@ -60,8 +60,7 @@ export class NearCache {
     // Not cached (L1 off for the namespace, too large, no room): an older copy must not stay either, or this
     // container would read it back (at once, or once a policy turns L1 back on within its ttl).
     if (!policy.nearCache.enabled || entry.value.length > policy.nearCache.maxValueBytes) return void this.l1.deleteSync(ns, key);
-    const r = this.l1.putSync(ns, key, copyForTier(entry), { maxAgeMs: policy.nearCache.ttlMs, since });
-    if (!r.applied && r.current !== null && r.current < entry.header.version) this.l1.deleteSync(ns, key);
+    this.place(this.l1, ns, key, copyForTier(entry), policy, since);
   }
 
   /**
@@ -69,8 +68,13 @@ export class NearCache {
    * `nearCache.enabled`: the marker is harmless when L1 is off, and no copy L1 holds can outlive the change.
    */
   shadow(ns: string, key: string, marker: Entry, policy: NamespacePolicy, since: number): void {
-    const r = this.l1?.putSync(ns, key, marker, { maxAgeMs: policy.nearCache.ttlMs, since });
-    if (r && !r.applied && r.current !== null && r.current < marker.header.version) this.l1!.deleteSync(ns, key);
+    if (this.l1) this.place(this.l1, ns, key, marker, policy, since);
+  }
+
+  /** Stores `entry`; when L1 refuses it (no room) over an older copy, that copy goes too (see {@link fill}). */
+  private place(l1: MemoryTier, ns: string, key: string, entry: Entry, policy: NamespacePolicy, since: number): void {
+    const r = l1.putSync(ns, key, entry, { maxAgeMs: policy.nearCache.ttlMs, since });
+    if (!r.applied && r.current !== null && r.current < entry.header.version) l1.deleteSync(ns, key);
   }
 
   /** Forgets this container's copy, so the next read asks the tiers (a touch that lost to a newer write). */
