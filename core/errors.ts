@@ -76,15 +76,28 @@ export class TierUnavailableError extends StrataError {
 /**
  * A write skipped part of a tier on purpose: the cache node that holds the key's range is DOWN and fenced (it can
  * serve nothing, see core/ring/document.ts `downFenced`), so the tier can neither take the value nor return an
- * older one. The write stands if another durable tier took it (core/coordinator/tier-writer.ts). Anything that
+ * older one; or the node took the range over from a DOWN node and holds no version this old (ring/takeover.ts). The write stands if another durable tier took it (core/coordinator/tier-writer.ts). Anything that
  * does not know this error sees a TierUnavailableError, the safe reading.
  */
 export class TierFencedError extends TierUnavailableError {
   constructor(
     tier: string,
     readonly node: string,
+    /**
+     * When the write that skipped the node must have ended (performance.now()), so that a cache node that takes the
+     * range over later cannot miss it (ring/takeover.ts). Past it, the write is not acknowledged.
+     */
+    readonly until = Infinity,
+    /** The node is not DOWN: it took the range over from one, after this write was stamped (ring/takeover.ts). */
+    takenOver = false,
   ) {
-    super(tier, new Error(`cache node '${node}' is DOWN and fenced`));
+    const why = takenOver ? 'took its range over from a DOWN node after this version was stamped' : 'is DOWN and fenced';
+    super(tier, new Error(`cache node '${node}' ${why}`));
+  }
+
+  /** Whether the write that skipped the node ended too late to be acknowledged. */
+  late(): boolean {
+    return performance.now() > this.until;
   }
 }
 

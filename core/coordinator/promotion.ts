@@ -1,3 +1,4 @@
+import { TierFencedError } from '../errors.js';
 import type { Entry } from '../model/entry.js';
 import { copyForTier } from '../model/entry.js';
 import type { Tier, TierName } from '../tiers/tier.js';
@@ -52,7 +53,7 @@ export class Promoter {
     if (upper.length === 0) return;
     const entry = copyForTier(r.entry);
     const copies = upper.map((t) =>
-      t === this.d.hot ? this.toHot(t, r, entry) : t.put(r.ns, r.key, entry).then((o) => o.applied),
+      t === this.d.hot ? this.toHot(t, r, entry) : t.put(r.ns, r.key, entry).then((o) => o.applied, notPlaced),
     );
     this.d.track(
       Promise.all(copies).then((applied) => {
@@ -71,4 +72,13 @@ export class Promoter {
     if (!supportsConfirming(hot)) return (await hot.put(ns, key, copy, { residencyMs })).applied;
     return (await copyPendingToHot(hot, ns, key, copy, this.d.tiers.slice(1, r.level + 1), residencyMs)).result === 'confirmed';
   }
+}
+
+/**
+ * A copy a tier skipped on purpose (its cache node is DOWN, or took the range over after this version was written:
+ * ring/takeover.ts) is simply not placed; anything else is the background error it was.
+ */
+function notPlaced(e: unknown): false {
+  if (e instanceof TierFencedError) return false;
+  throw e;
 }

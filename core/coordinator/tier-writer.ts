@@ -216,6 +216,9 @@ export class TierWriter {
     if (stale !== null) return { ok: false, current: stale };
     const o = await target.commitUpload(uploadId, ns, key, header);
     if (!o.applied) return { ok: false, current: o.current ?? header.version };
+    // A tier skipped above counts the commit as the write's end (ring/takeover.ts).
+    const late = failedTiers(shadows, upper);
+    if (late.length > 0) throw new TierUnavailableError(late.join(','));
     if (hot && target !== hot) await this.copyToHot(ns, key, stampEpoch(marker, epoch), policy, true);
     return { ok: true, value: { size: o.size, marker } };
   }
@@ -367,10 +370,17 @@ export function stampEpoch(e: Entry, epoch: number): Entry {
 
 /**
  * The tiers whose write failed, by name. A {@link TierFencedError} is not a failure here: the key's cache node is
- * DOWN and fenced, so that tier can serve no copy of the key, older or newer, until it is replaced.
+ * DOWN and fenced, so that tier can serve no copy of the key, older or newer, until it is replaced (or the node
+ * took the range over from one and holds nothing this old). Unless the write ended too late: a node that takes
+ * the range over may then hold a version older than this one (ring/takeover.ts). Called once the others ended.
  */
 function failedTiers(results: PromiseSettledResult<unknown>[], tiers: readonly Tier[]): TierName[] {
-  return results.flatMap((r, i) => (r.status === 'rejected' && !(r.reason instanceof TierFencedError) ? [tiers[i]!.name] : []));
+  return results.flatMap((r, i) => (r.status === 'rejected' && !skipped(r.reason) ? [tiers[i]!.name] : []));
+}
+
+/** A tier this write skipped on purpose, in time (see {@link failedTiers}). */
+function skipped(reason: unknown): boolean {
+  return reason instanceof TierFencedError && !reason.late();
 }
 
 /** The highest version a tier reported when it refused a write as stale, or null when none did. */

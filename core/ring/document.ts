@@ -1,6 +1,7 @@
 import * as z from 'zod';
 import { evenStarts, isRingPosition, RING_MIN } from './hash.js';
 import { formatIssues } from '../util/zod-issues.js';
+import { takeoverSpent } from './takeover.js';
 
 /**
  * The ring document: the authoritative map from the 64-bit hash space to cache nodes. It is stored durably and
@@ -73,6 +74,12 @@ export const ringRangeSchema = z.strictObject({
   owner: nodeId,
   epoch: z.number().int().min(1),
   pending: pendingSchema.optional(),
+  /**
+   * Set when the range was handed over from a DOWN node (replaced, or removed to a neighbour): when (epoch ms, the
+   * writer's clock). Until its window has passed, writes stamped before the hand-over skip the new owner, since a
+   * caller that has not read this ring yet still writes around the DOWN node (see takeover.ts).
+   */
+  takenOver: z.strictObject({ at: z.number().int().min(0) }).optional(),
 });
 
 export const ringDocumentSchema = z
@@ -119,6 +126,7 @@ const readableRingSchema = z
         z.looseObject({
           ...ringRangeSchema.shape,
           pending: z.looseObject({ ...pendingSchema.shape, phase: z.string().optional() }).optional(),
+          takenOver: ringRangeSchema.shape.takenOver.unwrap().loose().optional(),
         }),
       )
       .min(1),
@@ -277,15 +285,19 @@ export function rangesIn(doc: RingDocument, span: RangeSpan): number[] {
 }
 
 /**
- * Merges neighbours with the same owner and no pending target (keeps the document small after many
- * migrations). The merged range takes the higher epoch, which is safe: a caller between the two epochs is
- * merely asked to refresh.
+ * Merges neighbours with the same owner, no pending target and the same hand-over mark (keeps the document small
+ * after many migrations). The merged range takes the higher epoch, which is safe: a caller between the two epochs is
+ * merely asked to refresh. Hand-over marks whose window ended a minute before `now` are dropped first: they no
+ * longer change any route (takeover.ts), and a marked range must not merge with one the node held before, whose
+ * writes may never skip it.
  */
-export function coalesce(doc: RingDocument): void {
+export function coalesce(doc: RingDocument, now = Date.now()): void {
+  for (const r of doc.ranges) if (r.takenOver && takeoverSpent(leaseOf(doc), r.takenOver.at, now)) delete r.takenOver;
   const out: RingRange[] = [];
   for (const r of doc.ranges) {
     const prev = out[out.length - 1];
-    if (prev && prev.owner === r.owner && !prev.pending && !r.pending) prev.epoch = Math.max(prev.epoch, r.epoch);
+    const same = prev && prev.owner === r.owner && !prev.pending && !r.pending && prev.takenOver?.at === r.takenOver?.at;
+    if (same) prev.epoch = Math.max(prev.epoch, r.epoch);
     else out.push(r);
   }
   doc.ranges = out;
@@ -363,10 +375,11 @@ export function replaceDownNode(
     if (r.owner !== dead) continue;
     r.owner = node.id;
     r.epoch = nextVersion;
+    r.takenOver = { at: now.getTime() };
     moved++;
   }
   removeNode(doc, dead);
-  coalesce(doc);
+  coalesce(doc, now.getTime());
   return moved;
 }
 
@@ -400,6 +413,7 @@ export function applyRemoval(
   dead: string,
   plan: (RangeSpan & { to: string })[],
   nextVersion: number,
+  now = Date.now(),
 ): boolean {
   const fresh = removalPlan(doc, dead);
   const same =
@@ -410,9 +424,10 @@ export function applyRemoval(
     if (r.owner !== dead) continue;
     r.owner = plan.find((p) => p.start === r.start)!.to;
     r.epoch = nextVersion;
+    r.takenOver = { at: now };
   }
   removeNode(doc, dead);
-  coalesce(doc);
+  coalesce(doc, now);
   return true;
 }
 

@@ -65,6 +65,8 @@ export class RingView {
   private readonly store?: RingStore;
   private loading: Promise<RingRouter> | undefined;
   private lastRefresh = 0;
+  /** performance.now() at the start of the last successful store read. */
+  private storeReadAt: number | undefined;
   private readonly timer?: NodeJS.Timeout;
   private readonly listeners = new Set<(r: RingRouter) => void>();
 
@@ -109,9 +111,11 @@ export class RingView {
     this.loading ??= (async () => {
       try {
         this.lastRefresh = Date.now();
+        const started = performance.now();
         const doc = await this.store!.load();
         if (!doc) throw new Error('RingView: the ring store holds no document');
         this.adopt(doc);
+        this.storeReadAt = Math.max(this.storeReadAt ?? started, started);
         return this.router!;
       } finally {
         this.loading = undefined;
@@ -128,6 +132,16 @@ export class RingView {
     if (this.loading) return this.loading;
     if (Date.now() - this.lastRefresh < minIntervalMs) return this.router;
     return this.refresh();
+  }
+
+  /**
+   * How long ago (ms, monotonic) the last successful read of the store began: the cached ring holds every change the
+   * store had then (documents adopted since are only newer). Infinity before the first; 0 for a view without a
+   * store, whose documents are pushed in by whoever owns the ring (a test, one process) and are all there is.
+   */
+  age(): number {
+    if (!this.store) return 0;
+    return this.storeReadAt === undefined ? Infinity : performance.now() - this.storeReadAt;
   }
 
   onChange(listener: (r: RingRouter) => void): () => void {

@@ -18,13 +18,15 @@ export interface CoalescerHost {
   readonly client: NodeClient;
   readonly down: DownFence;
   read<T>(position: string, call: (url: string, ringVersion: number) => Promise<T>): Promise<T | undefined>;
-  write<T>(position: string, call: (url: string, ringVersion: number) => Promise<T>): Promise<T>;
+  /** `version`: the version the put writes (warm-down.ts, DownFence.write). */
+  write<T>(position: string, call: (url: string, ringVersion: number) => Promise<T>, version?: number): Promise<T>;
   writeOthers<T>(
     position: string,
     done: string,
     call: (url: string, ringVersion: number) => Promise<T>,
     router: RingRouter,
     attempt: number,
+    version?: number,
   ): Promise<void>;
   recover(e: StaleRouteError, router: RingRouter): Promise<RingRouter>;
   rerouted(e: unknown, router: RingRouter, changed: (r: RingRouter) => boolean): Promise<RingRouter | undefined>;
@@ -94,8 +96,10 @@ export class WarmCoalescer {
   ): Promise<T> {
     const route = router.route(position);
     if (op === 'get' && this.host.down.read(route) === 'miss') return Promise.resolve(undefined as T);
-    if (op === 'put' && (route.owner.state === 'DOWN' || route.pending?.state === 'DOWN'))
-      return this.host.write(position, (url, v) => this.host.client.put(url, ns, key, entry!, v)) as Promise<T>;
+    if (op === 'put' && this.host.down.special(router, route)) {
+      const put = (url: string, v: number) => this.host.client.put(url, ns, key, entry!, v);
+      return this.host.write(position, put, entry!.header.version) as Promise<T>;
+    }
     const dest = op === 'get' ? route.reader.url : `${route.owner.url} ${route.pending?.url ?? ''}`;
     const flightKey = `${op} ${dest}`;
     const id = `${router.version} ${flightKey} ${ns}`;
@@ -207,7 +211,7 @@ export class WarmCoalescer {
     const single = (it: Waiting<WriteOutcome>) => (url: string, v: number) => this.host.client.put(url, ns, it.key, it.entry!, v);
     if (items.length === 1) {
       const it = items[0]!;
-      await this.host.write(it.position, single(it)).then(it.resolve, it.reject);
+      await this.host.write(it.position, single(it), it.entry!.header.version).then(it.resolve, it.reject);
       return;
     }
     this.counts.requests++;
@@ -242,7 +246,7 @@ export class WarmCoalescer {
       await Promise.all(
         items.map((it, i) =>
           this.host
-            .writeOthers(it.position, route.owner.url, single(it), router, 1)
+            .writeOthers(it.position, route.owner.url, single(it), router, 1, it.entry!.header.version)
             .then(() => it.resolve(p.value[i]!), it.reject),
         ),
       );

@@ -7,7 +7,9 @@
  */
 import { TierFencedError, TierUnavailableError } from '../errors.js';
 import { NodeUnavailableError, StaleRouteError, type NodeClient } from '../nodes/node-client.js';
+import { leaseOf } from '../ring/document.js';
 import { ringHash } from '../ring/hash.js';
+import { skipFreshMs } from '../ring/takeover.js';
 import type { RingRouter, RingView, Route } from '../ring/view.js';
 import { DownFence } from './warm-down.js';
 import type { TierName } from './tier.js';
@@ -71,13 +73,18 @@ export class WarmRoutes {
   /**
    * A write to the owner and, while the range migrates, its pending target. The owner's answer is the outcome;
    * a failed shadow write fails the call (the write is then not acknowledged: the target might miss it). `call`'s
-   * `owner` is true for the owner's write.
+   * `owner` is true for the owner's write. `version`: the version a put writes (see {@link DownFence.write}).
    */
-  async write<T>(position: string, call: (url: string, ringVersion: number, owner: boolean) => Promise<T>): Promise<T> {
+  async write<T>(
+    position: string,
+    call: (url: string, ringVersion: number, owner: boolean) => Promise<T>,
+    version?: number,
+  ): Promise<T> {
     let { router } = await this.routed(position);
     for (let attempt = 0; ; attempt++) {
+      router = await this.freshFor(router, position);
       const route = router.route(position);
-      this.checkDown(router, route);
+      this.checkDown(router, route, version);
       const pending = DownFence.shadowTarget(route);
       const [p, s] = await Promise.allSettled([
         call(route.owner.url, router.version, true),
@@ -106,7 +113,7 @@ export class WarmRoutes {
           if (!fresh) throw this.unavailable(s.reason);
           router = fresh;
         }
-        await this.writeOthers(position, route.owner.url, call, router, attempt + 1);
+        await this.writeOthers(position, route.owner.url, call, router, attempt + 1, version);
       }
       return p.value;
     }
@@ -119,10 +126,12 @@ export class WarmRoutes {
     call: (url: string, ringVersion: number, owner: boolean) => Promise<T>,
     router: RingRouter,
     attempt: number,
+    version?: number,
   ): Promise<void> {
     for (; ; attempt++) {
+      router = await this.freshFor(router, position);
       const r = router.route(position);
-      this.checkDown(router, r);
+      this.checkDown(router, r, version);
       const others = [r.owner.url, DownFence.shadowTarget(r)?.url].filter((u): u is string => u !== undefined && u !== done);
       const results = await Promise.allSettled(others.map((u) => call(u, router.version, false)));
       const failed = results.find((x): x is PromiseRejectedResult => x.status === 'rejected');
@@ -154,8 +163,8 @@ export class WarmRoutes {
     const routes = positions.map((p) => router.route(p));
     const out = new Array<T>(keys.length);
     const retry = new Set<number>();
-    // A key whose route has a DOWN node goes on its own, through write()'s rules for DOWN nodes.
-    const downed = (i: number) => routes[i]!.owner.state === 'DOWN' || routes[i]!.pending?.state === 'DOWN';
+    // A key whose route has a DOWN node, or a node that took it over from one, goes on its own, through write()'s rules.
+    const downed = (i: number) => this.d.down.special(router, routes[i]!);
     keys.forEach((_, i) => downed(i) && retry.add(i));
     const primaries = groupBy(
       keys.map((_, i) => i).filter((i) => !downed(i)),
@@ -224,10 +233,34 @@ export class WarmRoutes {
     }
   }
 
+  /**
+   * The router to write `position` by. A write skips a DOWN owner only on a ring read from the store within
+   * skipFreshMs (ring/takeover.ts), so that it cannot write around a node that has meanwhile been replaced: an older
+   * read is refreshed first, and a store that cannot be read fails the write.
+   */
+  private async freshFor(router: RingRouter, position: string): Promise<RingRouter> {
+    if (router.route(position).owner.state !== 'DOWN') return router;
+    if (this.d.ring.age() <= skipFreshMs(leaseOf(router.doc))) return router;
+    try {
+      const fresh = await this.d.ring.refresh();
+      return fresh.version >= router.version ? fresh : router;
+    } catch (e) {
+      throw this.unavailable(e);
+    }
+  }
+
   /** Throws when a write must not go ahead on `route` because of a DOWN node (see {@link DownFence.write}). */
-  checkDown(router: RingRouter, route: Route): void {
-    const verdict = this.d.down.write(router, route);
-    if (verdict === 'skip') throw new TierFencedError(this.d.name, route.owner.id);
+  checkDown(router: RingRouter, route: Route, version?: number): void {
+    const verdict = this.d.down.write(router, route, version);
+    if (verdict === 'skip') {
+      if (route.owner.state === 'DOWN') {
+        // Ended within a lease of the ring read it was decided on (ring/takeover.ts), or not acknowledged.
+        const until = performance.now() - this.d.ring.age() + leaseOf(router.doc);
+        throw new TierFencedError(this.d.name, route.owner.id, until);
+      }
+      const until = this.d.down.takenOverUntil(router, route, version)!;
+      throw new TierFencedError(this.d.name, route.owner.id, until, true);
+    }
     if (verdict === 'wait') {
       const node = route.owner.state === 'DOWN' ? route.owner : route.pending!;
       throw new TierUnavailableError(

@@ -119,8 +119,9 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
         client: this.client,
         down: this.down,
         read: (position, call) => this.routes.read(position, call),
-        write: (position, call) => this.routes.write(position, call),
-        writeOthers: (position, done, call, router, attempt) => this.routes.writeOthers(position, done, call, router, attempt),
+        write: (position, call, version) => this.routes.write(position, call, version),
+        writeOthers: (position, done, call, router, attempt, version) =>
+          this.routes.writeOthers(position, done, call, router, attempt, version),
         recover: (e, router) => this.routes.recover(e, router),
         rerouted: (e, router, changed) => this.routes.rerouted(e, router, changed),
         unavailable: (e) => this.routes.unavailable(e),
@@ -172,7 +173,7 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
       const router = this.ring.current();
       if (router) return this.coalescer.enqueue<WriteOutcome>('put', router, position, ns, key, entry);
     }
-    return this.routes.write(position, (url, v) => this.client.put(url, ns, key, entry, v));
+    return this.routes.write(position, (url, v) => this.client.put(url, ns, key, entry, v), entry.header.version);
   }
 
   /**
@@ -184,12 +185,16 @@ export class WarmTier implements Tier, Scanning, Pinning, KeyOrdering, CreatesIf
   private create(position: string, ns: string, key: string, entry: Entry): Promise<WriteOutcome> {
     const version = entry.header.version;
     let tries = 0;
-    return this.routes.write(position, async (url, ringVersion, owner) => {
-      const o = await this.client.put(url, ns, key, entry, ringVersion, owner);
-      // A retry of a create whose first try landed (its answer lost on the way) finds its own version there.
-      if (owner && tries++ > 0 && !o.applied && o.current === version) return { applied: true, current: version };
-      return o;
-    });
+    return this.routes.write(
+      position,
+      async (url, ringVersion, owner) => {
+        const o = await this.client.put(url, ns, key, entry, ringVersion, owner);
+        // A retry of a create whose first try landed (its answer lost on the way) finds its own version there.
+        if (owner && tries++ > 0 && !o.applied && o.current === version) return { applied: true, current: version };
+        return o;
+      },
+      version,
+    );
   }
 
   async delete(ns: string, key: string, version?: number): Promise<boolean> {

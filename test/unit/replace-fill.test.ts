@@ -11,10 +11,12 @@ import { ProgressStore, ScaleLocks } from '../../core/workflows/progress.js';
 import { fillBatches, readChunk, replaceSteps } from '../../core/workflows/steps/replace-steps.js';
 
 /** ReplaceNode's fill step over memory tiers standing in for hot, cold and the new node's warm ranges. */
-async function setup(o: { keys: number; hotKeys?: string[] }) {
+async function setup(o: { keys: number; hotKeys?: string[]; takenOverAt?: number }) {
   const cas = new InMemoryCasStore();
   const ring = new RingStore(cas);
-  await ring.create(initialRing([{ id: 'new', url: 'http://new.invalid:1' }], 1)); // it owns everything
+  const doc = initialRing([{ id: 'new', url: 'http://new.invalid:1' }], 1); // it owns everything
+  if (o.takenOverAt !== undefined) doc.ranges[0]!.takenOver = { at: o.takenOverAt };
+  await ring.create(doc);
   const cold = new MemoryTier({ name: 'cold' });
   const warm = new MemoryTier({ name: 'warm' });
   const hot = new MemoryTier({ name: 'hot' });
@@ -40,16 +42,30 @@ async function setup(o: { keys: number; hotKeys?: string[] }) {
     metric: () => {},
     // Each reading of the clock moves it 30 ms: a step's time budget is counted in clock readings.
     now: () => (clock += 30),
+    sleep: async (ms) => void (clock += ms),
     fleetSubnets: [],
     tiers: { hot, warm, cold },
   });
   const options = { fillNamespaces: ['ns'], rateBytesPerSec: 1e9, fillMaxMs: 100 };
   const fill = (execution: string, cursor: string | null, fillMaxMs = options.fillMaxMs) =>
     steps.fill({ execution, workflow: 'replace-node', nodeId: 'new', cursor, options: { ...options, fillMaxMs } });
-  return { fill, warm, order, batches };
+  return { fill, warm, order, batches, clock: { set: (ms: number) => (clock = ms), get: () => clock } };
 }
 
 describe("ReplaceNode's fill", () => {
+  it('copies nothing until the hand-over window of its ranges has ended, then everything', async () => {
+    // Taken over at 0 under the default 15 s lease: writes stamped before 17 s skip the node, and those writing
+    // around it end by 22 s on their clocks; a copy of an older version waits until 24 s (ring/takeover.ts).
+    const { fill, warm, order, clock } = await setup({ keys: 20, takenOverAt: 0 });
+    const early = await fill('e0', null, 5000);
+    expect(early).toMatchObject({ done: false, cursor: null, keys: 0 });
+    expect(order).toHaveLength(0);
+    expect(clock.get()).toBeGreaterThanOrEqual(5000); // it waited out its step's time first
+    clock.set(24_000);
+    expect(await fill('e0', early.cursor, 5000)).toMatchObject({ done: true, keys: 20 });
+    expect((await warm.get('ns', 'k19'))?.header.version).toBe(29);
+  });
+
   it('copies every key in steps that stop mid-page, skipping none and repeating none', async () => {
     const { fill, warm, order } = await setup({ keys: 450 });
     let cursor: string | null = null;

@@ -237,4 +237,19 @@ describe('RingView', () => {
     expect(seen).toEqual([1, 5]);
     view.close();
   });
+
+  it('knows how long ago it last read the store, which a pushed document does not renew', async () => {
+    const store = new RingStore(new InMemoryCasStore());
+    const doc = await store.create(initialRing(nodes, 1));
+    const view = new RingView({ store, refreshIntervalMs: 0 });
+    expect(view.age()).toBe(Infinity); // never read: too old to skip a DOWN node on
+    await view.refresh();
+    expect(view.age()).toBeLessThan(1000);
+    await new Promise((r) => setTimeout(r, 30));
+    const before = view.age();
+    view.adopt({ ...structuredClone(doc), version: 2 });
+    expect(view.age()).toBeGreaterThanOrEqual(before); // newer, but the store may hold newer still
+    view.close();
+    expect(new RingView({ initial: doc, refreshIntervalMs: 0 }).age()).toBe(0); // no store: what is pushed is all
+  });
 });

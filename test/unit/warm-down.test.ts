@@ -3,6 +3,7 @@ import { StrataError, TierFencedError } from '../../core/errors.js';
 import { PolicyRegistry } from '../../core/policy/namespace-settings.js';
 import {
   applyRemoval,
+  coalesce,
   DEFAULT_RING_LEASE_MS,
   downFenced,
   initialRing,
@@ -13,6 +14,8 @@ import {
   setNodeState,
 } from '../../core/ring/document.js';
 import { RingRouter } from '../../core/ring/view.js';
+import { takeoverFloor, takeoverSettled } from '../../core/ring/takeover.js';
+import { HybridLogicalClock } from '../../core/model/hlc.js';
 import { DownFence } from '../../core/tiers/warm-down.js';
 import { MemoryTier } from '../../core/tiers/memory-tier.js';
 
@@ -117,6 +120,23 @@ describe('a write while a durable tier is fenced for the key', () => {
     await c.close();
   });
 
+  it('is refused with 503 when the skipping write ended after its deadline (a takeover may have missed it)', async () => {
+    class LateTier extends MemoryTier {
+      override put(): Promise<never> {
+        return Promise.reject(new TierFencedError(this.name, 'b', performance.now() - 1));
+      }
+    }
+    const cold = new MemoryTier({ name: 'cold' });
+    const c = new Coordinator({
+      tiers: [new LateTier({ name: 'warm' }), cold],
+      policies: registry(['warm', 'cold']),
+      flushTimer: false,
+    });
+    await expect(c.put('ns', 'k', Buffer.from('v'))).rejects.toMatchObject({ code: 'TIER_UNAVAILABLE' });
+    await expect(c.delete('ns', 'k')).rejects.toMatchObject({ code: 'TIER_UNAVAILABLE' });
+    await c.close();
+  });
+
   it('is refused with 503 when the fenced tier would be its only durable copy', async () => {
     // (A policy whose only durable tier is warm is refused at configuration: a fenced tier named cold stands in.)
     const c = new Coordinator({ tiers: [new FencedTier({ name: 'cold' })], policies: registry(['cold']), flushTimer: false });
@@ -173,6 +193,66 @@ describe("handing a DOWN node's ranges over", () => {
     doc.version = 2;
     expect(doc.nodes.some((n) => n.id === 'c')).toBe(false);
     expect(() => parseRingDocument(doc)).not.toThrow();
+  });
+});
+
+describe('a range taken over from a DOWN node (ring/takeover.ts)', () => {
+  const four = ['a', 'b', 'c', 'd'].map((id) => ({ id, url: `http://${id}.invalid:1` }));
+  const lease = DEFAULT_RING_LEASE_MS;
+  /** A version stamped at wall time `ms`. */
+  const stampedAt = (ms: number) => new HybridLogicalClock(() => ms).next();
+
+  it('is marked with the hand-over time, by a replacement and by a removal, and the mark survives parsing', () => {
+    const doc = initialRing(four, 2);
+    markDown(doc, 'b', 2, 'x');
+    replaceDownNode(doc, 'b', { id: 'e', url: 'http://e.invalid:1' }, 3, new Date(5000));
+    doc.version = 3;
+    for (const r of doc.ranges) expect(r.takenOver).toEqual(r.owner === 'e' ? { at: 5000 } : undefined);
+    expect(parseRingDocument(doc, { strict: true }).ranges.filter((r) => r.takenOver)).toHaveLength(2);
+    markDown(doc, 'c', 4, 'x');
+    const plan = removalPlan(doc, 'c');
+    expect(applyRemoval(doc, 'c', plan, 4, 7000)).toBe(true);
+    const taken = doc.ranges.filter((r) => r.takenOver?.at === 7000);
+    expect(taken.map((r) => r.start).sort()).toEqual(plan.map((p) => p.start).sort());
+  });
+
+  it('does not merge with a range its owner held before, and loses its mark a minute after its window', () => {
+    const doc = initialRing(four, 1);
+    markDown(doc, 'b', 2, 'x');
+    const plan = removalPlan(doc, 'b'); // b's range goes to its clockwise neighbour c, next to c's own range
+    expect(plan).toEqual([expect.objectContaining({ to: 'c' })]);
+    applyRemoval(doc, 'b', plan, 3, 1000);
+    expect(doc.ranges.filter((r) => r.owner === 'c')).toHaveLength(2); // one marked, one not: kept apart
+    coalesce(doc, takeoverSettled(lease, 1000) + 59_999);
+    expect(doc.ranges.filter((r) => r.owner === 'c')).toHaveLength(2);
+    coalesce(doc, takeoverSettled(lease, 1000) + 60_000);
+    expect(doc.ranges.filter((r) => r.owner === 'c')).toEqual([expect.not.objectContaining({ takenOver: expect.anything() })]);
+  });
+
+  it('skips the new owner for puts stamped below the floor until the window ends, and for nothing else', () => {
+    const doc = initialRing(four, 1);
+    markDown(doc, 'b', 2, 'x');
+    replaceDownNode(doc, 'b', { id: 'e', url: 'http://e.invalid:1' }, 3, new Date(10_000));
+    doc.version = 3;
+    const router = new RingRouter(doc);
+    const onE = router.route(doc.ranges.find((r) => r.owner === 'e')!.start);
+    const onA = router.route(doc.ranges.find((r) => r.owner === 'a')!.start);
+    const clock = { mono: 0, wall: 10_500 };
+    const f = new DownFence({ mono: () => clock.mono, wall: () => clock.wall });
+    const floor = takeoverFloor(lease, 10_000);
+    expect(floor).toBe(10_000 + lease + 2000);
+    expect(f.read(onE)).toBe('serve'); // what it holds is never older than an acknowledged write
+    expect(f.write(router, onE, stampedAt(floor - 1))).toBe('skip');
+    expect(f.write(router, onE, stampedAt(floor))).toBe('serve');
+    expect(f.write(router, onE)).toBe('serve'); // a removal or pin change
+    expect(f.write(router, onA, stampedAt(floor - 1))).toBe('serve'); // another node's range
+    expect(f.special(router, onE)).toBe(true);
+    expect(f.special(router, onA)).toBe(false);
+    // A skipping write must end by T + D on the wall clock: as a monotonic deadline, that far from now.
+    expect(f.takenOverUntil(router, onE, stampedAt(floor - 1))).toBe(floor + lease / 3 - clock.wall);
+    clock.wall = takeoverSettled(lease, 10_000);
+    expect(f.write(router, onE, stampedAt(floor - 1))).toBe('serve'); // a fill's copy, once every skip has ended
+    expect(f.special(router, onE)).toBe(false);
   });
 });
 

@@ -3,6 +3,7 @@ import * as z from 'zod';
 import { StrataError, ValidationError } from '../../errors.js';
 import { isLive, type Entry } from '../../model/entry.js';
 import {
+  leaseOf,
   rangesOfNode,
   replaceDownNode,
   spanContains,
@@ -11,6 +12,7 @@ import {
   nodeIdSchema,
 } from '../../ring/document.js';
 import { ringHash } from '../../ring/hash.js';
+import { takeoverSettled } from '../../ring/takeover.js';
 import { supportsKeyListing, supportsNamespaceListing, supportsScan, type Tier } from '../../tiers/tier.js';
 import { chooseLaunchSubnet, launchClientToken, launchedNode, launchedNodeFields } from './fleet-placement.js';
 import { NoNodeToRemoveError, type ScaleDeps } from './scale-steps.js';
@@ -313,12 +315,19 @@ export function replaceSteps(d: ReplaceDeps) {
       const firstPass = (): FillCursor['pass'] => (hotScan ? 'hot' : 'cold');
       const doc = await d.ring.load();
       const spans: RangeSpan[] = doc ? rangesOfNode(doc, i.nodeId).owned : [];
+      const deadline = d.now() + i.options.fillMaxMs;
+      // Copies of older versions wait until every write that skipped the node's ranges has ended (ring/takeover.ts):
+      // 4/3 L + 4 s after the take-over (24 s at the default lease), within the step's time.
+      const settled = doc ? takeoverSettledOf(doc, i.nodeId) : 0;
+      if (d.now() < settled) {
+        await sleep(Math.min(settled, deadline) - d.now());
+        if (d.now() < settled) return { done: false, cursor: i.cursor, keys: 0, bytes: 0 };
+      }
       const ours = (ns: string, key: string) => {
         const position = ringHash(ns, key);
         return spans.some((s) => spanContains(s, position));
       };
       const bucket = new TokenBucket({ ratePerSec: i.options.rateBytesPerSec });
-      const deadline = d.now() + i.options.fillMaxMs;
       let cur: FillCursor = i.cursor ? (JSON.parse(i.cursor) as FillCursor) : { ns: 0, pass: firstPass(), scan: null };
       if (cur.name !== undefined && namespaces[cur.ns] !== cur.name) {
         // The listing moved under the cursor (a namespace created meanwhile): go on from that namespace by name, or
@@ -428,6 +437,15 @@ export function replaceSteps(d: ReplaceDeps) {
 }
 
 export type ReplaceSteps = ReturnType<typeof replaceSteps>;
+
+/** When the hand-over windows of the ranges `node` took over end (0: none open): see ring/takeover.ts. */
+export function takeoverSettledOf(doc: RingDocument, node: string): number {
+  const lease = leaseOf(doc);
+  let settled = 0;
+  for (const r of doc.ranges)
+    if (r.owner === node && r.takenOver) settled = Math.max(settled, takeoverSettled(lease, r.takenOver.at));
+  return settled;
+}
 
 /**
  * Reads the fill's next chunk of `keys` from `from` on: the live entries of those `wanted`, {@link FILL_READS} reads
