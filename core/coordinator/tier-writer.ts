@@ -44,8 +44,8 @@ export interface TierWriterDeps {
 
 /**
  * One attempt at each kind of change (a write, a delete, an upload's commit) with one version: the tiers in the
- * order that keeps the central promise, durable ones first and hot after, so that when an attempt is acknowledged no
- * tier can still serve an older version. An attempt that a tier refuses as stale resolves `{ ok: false }` for the
+ * order that keeps the central promise, durable ones first (the lowest before the others: see bottomUp) and hot
+ * after, so that when an attempt is acknowledged no tier can still serve an older version. An attempt that a tier refuses as stale resolves `{ ok: false }` for the
  * re-stamp loop (restamp.ts); one that cannot be made safe throws.
  */
 export class TierWriter {
@@ -179,7 +179,15 @@ export class TierWriter {
     const below = this.belowHot;
     const epoch = this.epochOf(ns, key);
     const tomb = makeTombstone(version, negative?.ttlMs ?? policy.tombstoneTtlMs, Date.now(), !!negative);
-    const results = await Promise.allSettled(below.map((t) => t.put(ns, key, tomb)));
+    const results =
+      below.length > 0
+        ? await bottomUp(
+            below,
+            (t) => t.put(ns, key, tomb),
+            (t, w) => this.d.count(t, w),
+          )
+        : [];
+    if (!Array.isArray(results)) return results;
     let stale = maxStale(results);
     const failed = failedTiers(results, below);
     if (stale === null && failed.length === 0 && hot) {
@@ -231,7 +239,12 @@ export class TierWriter {
    */
   async putDurable(ns: string, key: string, entry: Entry, durable: Tier[], opts?: PutOptions): Promise<Attempt<TierName[]>> {
     if (durable.length === 0) return { ok: true, value: [] };
-    const results = await Promise.allSettled(durable.map((t) => t.put(ns, key, entry, opts)));
+    const results = await bottomUp(
+      durable,
+      (t) => t.put(ns, key, entry, opts),
+      (t, w) => this.d.count(t, w),
+    );
+    if (!Array.isArray(results)) return results;
     const stale = maxStale(results);
     if (stale !== null) return { ok: false, current: stale };
     const failed = failedTiers(results, durable);
@@ -381,6 +394,33 @@ function failedTiers(results: PromiseSettledResult<unknown>[], tiers: readonly T
 /** A tier this write skipped on purpose, in time (see {@link failedTiers}). */
 function skipped(reason: unknown): boolean {
   return reason instanceof TierFencedError && !reason.late();
+}
+
+/**
+ * Puts to several tiers, the lowest first and alone, then the others at once. The lowest durable tier holds every
+ * acknowledged version, so it is the one that knows whether this version is stale; written alongside, a tier above
+ * with no record of the key (a cache node that evicted it, or took its range over) would take an older version the
+ * lowest refuses, and keep serving it if the re-stamp that follows never lands (a failure, a crash). Refused or
+ * failed at the bottom, nothing was written: the refusal, or a throw. Costs the upper tiers' latency (a cache
+ * node's millisecond) on top of the lowest's.
+ */
+async function bottomUp(
+  tiers: readonly Tier[],
+  put: (t: Tier) => Promise<WriteOutcome>,
+  count: TierWriterDeps['count'],
+): Promise<PromiseSettledResult<WriteOutcome>[] | { ok: false; current: number }> {
+  const lowest = tiers[tiers.length - 1]!;
+  const [first] = await Promise.allSettled([put(lowest)]);
+  if (tiers.length === 1) return [first!];
+  const stale = maxStale([first!]);
+  if (stale !== null) return { ok: false, current: stale };
+  if (first!.status === 'rejected' && !skipped(first!.reason)) {
+    count(lowest.name, 'errors');
+    const e = first!.reason as unknown;
+    throw e instanceof TierUnavailableError ? e : new TierUnavailableError(lowest.name, e);
+  }
+  const upper = await Promise.allSettled(tiers.slice(0, -1).map(put));
+  return [...upper, first!];
 }
 
 /** The highest version a tier reported when it refused a write as stale, or null when none did. */
