@@ -1,3 +1,5 @@
+import type { Entry } from '../model/entry.js';
+import { HybridLogicalClock } from '../model/hlc.js';
 import type { TierName } from '../tiers/tier.js';
 import type { NamespacePolicy } from '../policy/namespace-settings.js';
 
@@ -152,4 +154,11 @@ export function namespaceDurable(policy: NamespacePolicy, tiers: readonly TierSn
 
 function writesTo(policy: NamespacePolicy, tier: TierName): boolean {
   return (policy.writeTiers as readonly TierName[]).includes(tier);
+}
+
+/** What placement sees of an entry already written: its age comes from its version's hybrid-logical-clock stamp. */
+export function placementHeader({ header, value }: Entry): PlacementHeader {
+  // The size as written (header.size is the size as stored, which is value.length for every live entry).
+  const size = header.encoding?.size ?? value.length;
+  return { size, tags: header.tags, expiresAt: header.expiresAt, ageMs: Date.now() - HybridLogicalClock.timeOf(header.version) };
 }
