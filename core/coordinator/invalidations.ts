@@ -172,6 +172,8 @@ export class Invalidations {
   private readonly onEvent: (event: InvalidationEvent) => void;
   private doc: InvalidationDocument = { version: 0, namespaces: {}, log: [] };
   private compiled = new Map<string, Compiled>();
+  /** The highest generation of any namespace: a version above it is covered by nothing, decided without a lookup. */
+  private maxAll = 0;
   private validUntil = -Infinity;
   /** Past this, a read starts a background refresh (half a lease before the copy expires). */
   private refreshAt = -Infinity;
@@ -222,11 +224,14 @@ export class Invalidations {
 
   /** Whether a read that found `header` for `key` must treat it as missing. */
   covers(ns: string, key: string, header: EntryHeader): boolean {
+    const v = header.version;
+    // Newer than every generation anywhere: the common case, decided without a lookup (an L1 hit is ~1.8 µs, and
+    // the namespace's lookup was most of this check's cost in it: bench invalidate).
+    if (v > this.maxAll) return false;
     const c = this.compiled.get(ns);
     if (!c) return false;
-    const v = header.version;
-    // Newer than every generation of the namespace: the common case, decided without looking at the key (a key a
-    // request brings is often a fresh concatenation, which any string operation must first flatten: a copy).
+    // Newer than every generation of the namespace: decided without looking at the key (a key a request brings is
+    // often a fresh concatenation, which any string operation must first flatten: a copy).
     if (v > c.max) return false;
     // storeOnce blobs are shared by keys written after the invalidation; the keys that refer to them are checked.
     if (isBlobKey(key)) return false;
@@ -352,6 +357,7 @@ export class Invalidations {
     if (doc.version >= this.doc.version) {
       this.doc = doc;
       this.compiled = compile(doc);
+      this.maxAll = [...this.compiled.values()].reduce((m, c) => Math.max(m, c.max), 0);
       this.observeAll(doc);
     }
     this.trustFrom(started);
