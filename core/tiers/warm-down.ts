@@ -52,10 +52,10 @@ export class DownFence {
   write(router: RingRouter, route: Route, version?: number): DownVerdict {
     const owner = route.owner.state === 'DOWN';
     const target = route.pending?.state === 'DOWN';
-    if (!owner && !target) return this.takenOverUntil(router, route, version) === undefined ? 'serve' : 'skip';
     if (owner && !this.fenced(router, route.owner)) return 'wait';
     if (target && !this.fenced(router, route.pending!)) return 'wait';
-    return owner ? 'skip' : 'serve';
+    if (owner) return 'skip';
+    return this.takenOverUntil(router, route, version) === undefined ? 'serve' : 'skip';
   }
 
   /**

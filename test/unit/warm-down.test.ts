@@ -254,6 +254,26 @@ describe('a range taken over from a DOWN node (ring/takeover.ts)', () => {
     expect(f.write(router, onE, stampedAt(floor - 1))).toBe('serve'); // a fill's copy, once every skip has ended
     expect(f.special(router, onE)).toBe(false);
   });
+
+  it('skips the new owner for an older put even while its range migrates to a DOWN (fenced) target', () => {
+    const doc = initialRing(four, 1);
+    markDown(doc, 'b', 2, 'x');
+    replaceDownNode(doc, 'b', { id: 'e', url: 'http://e.invalid:1' }, 3, new Date(10_000));
+    const range = doc.ranges.find((r) => r.owner === 'e')!;
+    range.pending = { target: 'c', session: 's1' };
+    markDown(doc, 'c', 3, 'y', 10_000);
+    doc.version = 3;
+    const router = new RingRouter(doc);
+    const route = router.route(range.start);
+    const clock = { mono: 0, wall: 10_500 };
+    const f = new DownFence({ mono: () => clock.mono, wall: () => clock.wall });
+    const older = stampedAt(takeoverFloor(lease, 10_000) - 1);
+    expect(f.write(router, route, older)).toBe('wait'); // c is not fenced yet
+    clock.mono = lease;
+    expect(f.write(router, route, older)).toBe('skip');
+    expect(f.write(router, route, stampedAt(takeoverFloor(lease, 10_000)))).toBe('serve'); // to e only
+    expect(DownFence.shadowTarget(route)).toBeUndefined();
+  });
 });
 
 describe('a ring document written by a newer version', () => {

@@ -320,6 +320,10 @@ export function replaceSteps(d: ReplaceDeps) {
       // 4/3 L + 4 s after the take-over (24 s at the default lease), within the step's time.
       const settled = doc ? takeoverSettledOf(doc, i.nodeId) : 0;
       if (d.now() < settled) {
+        await d.progress.update(i.execution, 'replace-node', (p) => {
+          const s = Math.ceil((settled - d.now()) / 1000);
+          p.phase = `waiting ${s} s for writes that went around ${i.nodeId}'s ranges to end before filling them`;
+        });
         await sleep(Math.min(settled, deadline) - d.now());
         if (d.now() < settled) return { done: false, cursor: i.cursor, keys: 0, bytes: 0 };
       }
