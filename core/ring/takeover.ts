@@ -51,3 +51,15 @@ export function takeoverSettled(leaseMs: number, at: number): number {
 export function takeoverSpent(leaseMs: number, at: number, now: number): boolean {
   return now >= takeoverSettled(leaseMs, at) + 60_000;
 }
+
+/**
+ * How far past its allowance a hand-over marked at `at` was published, when its ring write ended at `publishedAt`
+ * (the same clock), or undefined when in time. The window assumes the ring write lands within D + e of `at`: a
+ * caller that read the ring just before then stamps its writes around the DOWN node below the floor. Later, such a
+ * caller may stamp one above it, which the new owner never sees. Nothing can move the floor once callers use it,
+ * so the steps that hand ranges over report it (a warning) for an operator to know.
+ */
+export function takeoverPublishedLate(leaseMs: number, at: number, publishedAt: number): number | undefined {
+  const late = publishedAt - at - (skipDeadlineMs(leaseMs) + TAKEOVER_SKEW_MS);
+  return late > 0 ? late : undefined;
+}

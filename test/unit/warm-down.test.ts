@@ -14,7 +14,9 @@ import {
   setNodeState,
 } from '../../core/ring/document.js';
 import { RingRouter } from '../../core/ring/view.js';
-import { takeoverFloor, takeoverSettled } from '../../core/ring/takeover.js';
+import { takeoverFloor, takeoverPublishedLate, takeoverSettled } from '../../core/ring/takeover.js';
+import { reportLateHandOver } from '../../core/nodes/node-removal.js';
+import { captureLog } from '../helpers/log-capture.js';
 import { HybridLogicalClock } from '../../core/model/hlc.js';
 import { DownFence } from '../../core/tiers/warm-down.js';
 import { MemoryTier } from '../../core/tiers/memory-tier.js';
@@ -253,6 +255,22 @@ describe('a range taken over from a DOWN node (ring/takeover.ts)', () => {
     clock.wall = takeoverSettled(lease, 10_000);
     expect(f.write(router, onE, stampedAt(floor - 1))).toBe('serve'); // a fill's copy, once every skip has ended
     expect(f.special(router, onE)).toBe(false);
+  });
+
+  it('is reported when its ring write landed later than the window allows', () => {
+    // D + e = 5 s + 1 s at the default lease: a caller that read the ring just before may stamp above the floor after.
+    expect(takeoverPublishedLate(lease, 1000, 7000)).toBeUndefined();
+    expect(takeoverPublishedLate(lease, 1000, 7250)).toBe(250);
+    const logs = captureLog();
+    try {
+      reportLateHandOver(lease, 1000, 7000, 'on time');
+      reportLateHandOver(lease, 1000, 9000, 'e taking over b');
+    } finally {
+      logs.restore();
+    }
+    expect(logs.lines()).toEqual([
+      expect.objectContaining({ level: 'warn', msg: 'hand-over published late: e taking over b', lateMs: 2000 }),
+    ]);
   });
 
   it('skips the new owner for an older put even while its range migrates to a DOWN (fenced) target', () => {

@@ -12,6 +12,7 @@ import {
   nodeIdSchema,
 } from '../../ring/document.js';
 import { ringHash } from '../../ring/hash.js';
+import { reportLateHandOver } from '../../nodes/node-removal.js';
 import { takeoverSettled } from '../../ring/takeover.js';
 import { supportsKeyListing, supportsNamespaceListing, supportsScan, type Tier } from '../../tiers/tier.js';
 import { chooseLaunchSubnet, launchClientToken, launchedNode, launchedNodeFields } from './fleet-placement.js';
@@ -279,14 +280,17 @@ export function replaceSteps(d: ReplaceDeps) {
       const i = takeOverInput.parse(raw);
       let moved = 0;
       let downAt: number | null = null;
+      let at: number | undefined;
       const doc = await d.ring.update((draft, next) => {
         const dead = draft.nodes.find((n) => n.id === i.nodeId);
         // A retry after the write landed: the new node is in, the dead one gone.
         if (!dead && draft.nodes.some((n) => n.id === i.newNodeId)) return false;
         downAt = dead?.down?.at ?? null;
         const node = launchedNode(i);
-        moved = replaceDownNode(draft, i.nodeId, node, next);
+        at = d.now();
+        moved = replaceDownNode(draft, i.nodeId, node, next, new Date(at));
       });
+      if (at !== undefined) reportLateHandOver(leaseOf(doc), at, d.now(), `${i.newNodeId} taking over ${i.nodeId}`);
       // The new node learns its ranges now, not at its next poll of the ring store.
       await d.nodes.pushRing(i.url, doc).catch(() => undefined);
       const recoveryMs = downAt === null ? null : Math.max(0, d.now() - downAt);
