@@ -76,8 +76,9 @@ export class TierUnavailableError extends StrataError {
 /**
  * A write skipped part of a tier on purpose: the cache node that holds the key's range is DOWN and fenced (it can
  * serve nothing, see core/ring/document.ts `downFenced`), so the tier can neither take the value nor return an
- * older one; or the node took the range over from a DOWN node and holds no version this old (ring/takeover.ts). The write stands if another durable tier took it (core/coordinator/tier-writer.ts). Anything that
- * does not know this error sees a TierUnavailableError, the safe reading.
+ * older one; or the node took the range over from a DOWN node and holds no version this old (ring/takeover.ts).
+ * The write stands if another durable tier took it (core/coordinator/tier-writer.ts). Anything that does not know
+ * this error sees a TierUnavailableError, the safe reading.
  */
 export class TierFencedError extends TierUnavailableError {
   constructor(

@@ -45,8 +45,8 @@ export interface TierWriterDeps {
 /**
  * One attempt at each kind of change (a write, a delete, an upload's commit) with one version: the tiers in the
  * order that keeps the central promise, durable ones first (the lowest before the others: see bottomUp) and hot
- * after, so that when an attempt is acknowledged no tier can still serve an older version. An attempt that a tier refuses as stale resolves `{ ok: false }` for the
- * re-stamp loop (restamp.ts); one that cannot be made safe throws.
+ * after, so that when an attempt is acknowledged no tier can still serve an older version. An attempt that a tier
+ * refuses as stale resolves `{ ok: false }` for the re-stamp loop (restamp.ts); one that cannot be made safe throws.
  */
 export class TierWriter {
   private readonly byName = new Map<TierName, Tier>();

@@ -90,8 +90,8 @@ export class KeyWrites {
   }
 
   /**
-   * If-Match, checked under the key's lock so no local write interleaves (If-None-Match: {@link createVersion}). Returns the version read
-   * (null: no live entry). Decided by head(): when a tier that might hold the key cannot answer, the write is
+   * If-Match, checked under the key's lock so no local write interleaves (If-None-Match: {@link createVersion}).
+   * Returns the version read (null: no live entry). Decided by head(): when a tier that might hold the key cannot answer, the write is
    * refused with 503 rather than decided on a partial view. A writer in another process that slips in after the
    * check is caught by the write that follows: an If-Match write goes in at {@link casVersion} of what was read,
    * which every later write is at or above, so it is refused and reported as a conflict (a write at a fresh clock

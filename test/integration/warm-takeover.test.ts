@@ -93,7 +93,8 @@ describe('a replaced cache node while coordinators route by different rings', ()
     await fleet.kill('n1');
     await ringStore.update((d, next) => markDown(d, 'n1', next, 'test: killed'));
     await Promise.all([a.view.refresh(), b.view.refresh()]);
-    for (const c of [a.c, b.c]) await expect(c.put(NS, key, Buffer.from('down'))).rejects.toThrow(/unavailable/); // 503 until fenced
+    // 503 until fenced
+    for (const c of [a.c, b.c]) await expect(c.put(NS, key, Buffer.from('down'))).rejects.toThrow(/unavailable/);
     await sleep(LEASE_MS + 100);
 
     // B reads the ring just before the replacement is published, A just after: held apart.
