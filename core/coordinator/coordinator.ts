@@ -104,6 +104,8 @@ export class Coordinator {
   private readonly settled: Promise<void>;
   private readonly secrets: SystemSecrets;
   private hotUnknown = 0;
+  /** Stops dropping the near cache's covered copies as invalidations arrive (on close). */
+  private readonly unwatch: () => void;
 
   constructor(opts: CoordinatorOptions) {
     if (opts.tiers.length === 0) throw new Error('Coordinator needs at least one tier');
@@ -131,6 +133,7 @@ export class Coordinator {
     this.secrets = new SystemSecrets(this.tiers[this.tiers.length - 1]!);
     const covers = this.invalidations.covers.bind(this.invalidations);
     this.near = new NearCache(opts.nearCache, () => this.count('l1', 'hits'), covers);
+    this.unwatch = this.invalidations.onChange(() => this.near.dropCovered());
     this.fence = hotFenceFor(opts.hotFence, this.tiers, this.hot, (e) => this.onEvent(e));
     this.settled = this.fence ? this.fence.settle() : Promise.resolve();
     this.reads = new TierWalk({
@@ -496,6 +499,7 @@ export class Coordinator {
   }
 
   async close(): Promise<void> {
+    this.unwatch();
     this.flusher?.stop();
     await this.drain();
     await this.flusher?.finalFlush();

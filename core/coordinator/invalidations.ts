@@ -12,7 +12,9 @@ import type { Tier } from '../tiers/tier.js';
  * An invalidation is a *generation*: a version G recorded for a tag, a prefix or a namespace. An entry whose
  * version is at or below the highest G of its namespace, its key's prefixes and its tags is covered: every read
  * treats it as missing, whichever tier or near cache holds it and whether or not it is being promoted or migrated
- * (the check is on the entry a read found, not on where it was found). Physical removal can therefore wait.
+ * (the check is on the entry a read found, not on where it was found). Physical removal can therefore wait. The near
+ * cache is the exception that keeps its hits cheap: it drops the copies a newer document covers as that document is
+ * adopted ({@link Invalidations.onChange}), and never caches a covered one, so its hits are not checked.
  *
  * - The generations live in one small document in the lowest (durable) tier, changed by compare-and-set like the
  *   hot fence's, so they survive losing the hot tier.
@@ -172,6 +174,7 @@ export class Invalidations {
   private readonly onEvent: (event: InvalidationEvent) => void;
   private doc: InvalidationDocument = { version: 0, namespaces: {}, log: [] };
   private compiled = new Map<string, Compiled>();
+  private readonly changed = new Set<() => void>();
   /** The highest generation of any namespace: a version above it is covered by nothing, decided without a lookup. */
   private maxAll = 0;
   private validUntil = -Infinity;
@@ -220,6 +223,15 @@ export class Invalidations {
    */
   wallAt(now: number): number {
     return now + this.wallOffset;
+  }
+
+  /**
+   * Calls `listener` each time the generations in force change (a newer document adopted), before any read checks
+   * against them: the near cache drops its copies the new ones cover then, instead of checking every hit.
+   */
+  onChange(listener: () => void): () => void {
+    this.changed.add(listener);
+    return () => this.changed.delete(listener);
   }
 
   /** Whether a read that found `header` for `key` must treat it as missing. */
@@ -358,6 +370,7 @@ export class Invalidations {
       this.doc = doc;
       this.compiled = compile(doc);
       this.maxAll = [...this.compiled.values()].reduce((m, c) => Math.max(m, c.max), 0);
+      for (const l of this.changed) l();
       this.observeAll(doc);
     }
     this.trustFrom(started);

@@ -19,7 +19,10 @@ export class NearCache {
     private readonly l1: MemoryTier | undefined,
     /** Counts an L1 hit (the coordinator's per-tier counters). */
     private readonly onHit: () => void,
-    /** Whether an invalidation covers a copy (coordinator/invalidations.ts): such a copy is dropped, never served. */
+    /**
+     * Whether an invalidation covers a copy (coordinator/invalidations.ts): such a copy is never cached, and the ones
+     * cached before it came are dropped when it does ({@link dropCovered}), so a hit needs no check.
+     */
     private readonly covers: (ns: string, key: string, header: Entry['header']) => boolean = () => false,
   ) {
     l1?.trackLosses();
@@ -36,11 +39,6 @@ export class NearCache {
     if (!e) return undefined;
     // A stale copy (past an origin value's TTL, coordinator/origin.ts) goes to the tiers, where its refresh starts.
     if (!e.header.flags.tombstone && (!isLive(e.header, now) || isStale(e.header, now))) return undefined;
-    // A tombstone too is dropped once an invalidation covers it (an origin's negative entry then asks the origin).
-    if (this.covers(ns, key, e.header)) {
-      this.l1.deleteSync(ns, key);
-      return undefined;
-    }
     if (e.header.flags.tombstone) return null;
     this.onHit();
     return { entry: e, tier: 'l1' };
@@ -71,8 +69,20 @@ export class NearCache {
     if (this.l1) this.place(this.l1, ns, key, marker, policy, since);
   }
 
-  /** Stores `entry`; when L1 refuses it (no room) over an older copy, that copy goes too (see {@link fill}). */
+  /**
+   * Drops every copy an invalidation now covers, tombstones included (an origin's negative entry then asks the
+   * origin): called as the invalidations in force change, before any read checks against them.
+   */
+  dropCovered(): void {
+    this.l1?.dropWhereSync(this.covers);
+  }
+
+  /**
+   * Stores `entry`; when L1 refuses it (no room) over an older copy, that copy goes too (see {@link fill}). A copy an
+   * invalidation covers is not stored: read before the invalidation came, it arrives after {@link dropCovered} ran.
+   */
   private place(l1: MemoryTier, ns: string, key: string, entry: Entry, policy: NamespacePolicy, since: number): void {
+    if (this.covers(ns, key, entry.header)) return void l1.deleteSync(ns, key);
     const r = l1.putSync(ns, key, entry, { maxAgeMs: policy.nearCache.ttlMs, since });
     if (!r.applied && r.current !== null && r.current < entry.header.version) l1.deleteSync(ns, key);
   }

@@ -196,6 +196,22 @@ export class MemoryTier implements Tier, DirtyTracking, Scanning, Pinning, Confi
     return true;
   }
 
+  /**
+   * Drops every copy `pick` names (the near cache's, when an invalidation arrives: near-cache.ts), as a loss now, so
+   * that a fill read from before is refused too (see {@link trackLosses}). Returns how many it dropped.
+   */
+  dropWhereSync(pick: (ns: string, key: string, header: EntryHeader) => boolean): number {
+    const now = this.now();
+    let dropped = 0;
+    for (const [id, e] of this.entries) {
+      const sep = id.indexOf(SEP); // namespaces never hold it
+      if (!pick(id.slice(0, sep), id.slice(sep + 1), e.header)) continue;
+      this.drop(id, true, now);
+      dropped++;
+    }
+    return dropped;
+  }
+
   deleteSync(ns: string, key: string, version?: number): boolean {
     const id = ns + SEP + key;
     const e = this.entries.get(id);

@@ -44,6 +44,20 @@ describe('Coordinator.invalidate', () => {
     expect((await b.get('ns2', 'p1'))?.entry.value.toString()).toBe('x');
   });
 
+  it('never caches in the near cache a copy read before the invalidation that covers it arrived', async () => {
+    const { a, b } = skewedPair(LEASE);
+    await a.put('ns', 'k', buf('1'), { tags: ['t'] });
+    const read = (await a.get('ns', 'k'))!.entry; // a read that then stalls before it fills the near cache
+    await b.invalidate('ns', { tags: ['t'] }, 'test');
+    expect(await a.get('ns', 'other')).toBeUndefined(); // a's lease ran out: it adopts the new generations
+    // The stalled read fills now (its clock reading taken after the near cache dropped its copy, so only the
+    // invalidation can refuse it).
+    await new Promise((r) => setTimeout(r, 5));
+    const near = a as unknown as { nearFill: (...x: unknown[]) => void; near: { time(): number } };
+    near.nearFill('ns', 'k', read, a.policies.for('ns'), near.near.time());
+    expect(await a.get('ns', 'k')).toBeUndefined();
+  });
+
   it('hides keys under a prefix, and a flush hides the whole namespace', async () => {
     const { a, b } = skewedPair(LEASE);
     for (const k of ['user/1', 'user/2', 'users', 'org/1']) await a.put('ns', k, buf(k));

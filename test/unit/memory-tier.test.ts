@@ -109,6 +109,23 @@ describe('MemoryTier as a near cache: a copy from before a newer one left is ref
     expect(t.putSync('ns', 'k', entry(2, 'v2'), { maxAgeMs: 100, since: t.time() }).applied).toBe(true);
   });
 
+  it('drops the copies a rule names, as losses: a fill read before the drop is refused', () => {
+    const { t, clock } = nearTier();
+    for (const [ns, key] of [
+      ['ns', 'a'],
+      ['ns', 'b'],
+      ['ns2', 'a'],
+    ])
+      t.putSync(ns!, key!, entry(1, `${ns}/${key}`), { since: t.time() });
+    const since = t.time(); // a read of ns/a begins
+    clock.now += 10;
+    expect(t.dropWhereSync((ns, key, h) => key === 'a' && h.version === 1)).toBe(2);
+    expect(t.getSync('ns', 'a')).toBeUndefined();
+    expect(t.getSync('ns2', 'a')).toBeUndefined();
+    expect(t.getSync('ns', 'b')?.value.toString()).toBe('ns/b');
+    expect(t.putSync('ns', 'a', entry(1, 'ns/a'), { since }).applied).toBe(false);
+  });
+
   it('refuses an older copy once the newer one was evicted or deleted', () => {
     const { t, clock } = nearTier(8_000);
     const since = t.time();
