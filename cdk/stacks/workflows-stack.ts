@@ -519,10 +519,6 @@ export class WorkflowsStack extends StrataStack {
   }
 
   /**
-   * Paper 000's scale-out trigger as its own function on a schedule (core/workflows/trigger/scale-trigger.ts), for
-   * environments without the policy evaluator.
-   */
-  /**
    * A rule that starts `machine` with `{ object: <key> }` when an object matching `<prefix>/<pattern>` is created in
    * the cold-tier bucket: how the API functions, whose VPC has no route to Step Functions, start a workflow. S3's
    * event: detail.bucket.name, detail.object.key (https://docs.aws.amazon.com/AmazonS3/latest/userguide/ev-events.html);
@@ -553,6 +549,10 @@ export class WorkflowsStack extends StrataStack {
     });
   }
 
+  /**
+   * Paper 000's scale-out trigger as its own function on a schedule (core/workflows/trigger/scale-trigger.ts), for
+   * environments without the policy evaluator.
+   */
   private scaleTrigger(
     config: WorkflowsStackProps['config'],
     data: WorkflowsStackProps['data'],
