@@ -1,8 +1,7 @@
 // Removing a DOWN cache node from the ring by hand, without a replacement: its ranges go to their successors.
 import { applyRemoval, leaseOf, removalPlan, requireNode, RingDocumentError } from '../ring/document.js';
 import { RingPreconditionError, type RingStore } from '../ring/store.js';
-import { takeoverPublishedLate } from '../ring/takeover.js';
-import { log } from '../util/logger.js';
+import { reportLateHandOver } from '../ring/takeover.js';
 import type { NodeClient } from './node-client.js';
 
 export interface NodeRemoval {
@@ -37,19 +36,4 @@ export async function removeDownNode(d: { ring: RingStore; nodes: NodeClient }, 
     if (attempt >= 3)
       throw new RingPreconditionError(`the ring kept changing while node '${nodeId}' was being removed; try again`);
   }
-}
-
-/**
- * A warning when a hand-over of a DOWN node's ranges (`what`) was published later than its window allows
- * (ring/takeover.ts, takeoverPublishedLate): for about a lease, a read there may then return a version older than an
- * acknowledged write. Both ways of handing ranges over (this removal, ReplaceNode's TakeOver) report it.
- */
-export function reportLateHandOver(leaseMs: number, at: number, publishedAt: number, what: string): void {
-  const late = takeoverPublishedLate(leaseMs, at, publishedAt);
-  if (late === undefined) return;
-  log.warn(`hand-over published late: ${what}`, {
-    publishMs: publishedAt - at,
-    lateMs: Math.round(late),
-    effect: 'for about a lease, a write that went around the DOWN node may be missing from the node that took its ranges',
-  });
 }

@@ -1,6 +1,7 @@
 /**
  * The hand-over window of a range taken from a DOWN node (a replacement, or a removal to a neighbour): which writes
- * skip its new owner, and until when. The arithmetic only; the warm tier applies it (tiers/warm-down.ts).
+ * skip its new owner, and until when: the arithmetic, which the warm tier applies (tiers/warm-down.ts), and the warning
+ * when a hand-over was published too late for it.
  *
  * Why a window. A caller that has not read the ring since the hand-over still sees the range's owner DOWN and
  * writes around it, to the tiers below only. A caller that has read it writes to the new owner. If the second
@@ -20,6 +21,8 @@
  *   way until every skipping write has ended, at T + D + 2e (`settled`) on any clock: after that the tiers below
  *   hold the newest version of every key, and a copy is a versioned write like any other.
  */
+
+import { log } from '../util/logger.js';
 
 /** The clock skew between callers the window allows for (as the DOWN fence does: document.ts, downFenced). */
 export const TAKEOVER_SKEW_MS = 1000;
@@ -62,4 +65,19 @@ export function takeoverSpent(leaseMs: number, at: number, now: number): boolean
 export function takeoverPublishedLate(leaseMs: number, at: number, publishedAt: number): number | undefined {
   const late = publishedAt - at - (skipDeadlineMs(leaseMs) + TAKEOVER_SKEW_MS);
   return late > 0 ? late : undefined;
+}
+
+/**
+ * A warning when a hand-over of a DOWN node's ranges (`what`) was published later than its window allows
+ * ({@link takeoverPublishedLate}): for about a lease, a read there may then return a version older than an
+ * acknowledged write. Both ways of handing ranges over (nodes/node-removal.ts, ReplaceNode's TakeOver) report it.
+ */
+export function reportLateHandOver(leaseMs: number, at: number, publishedAt: number, what: string): void {
+  const late = takeoverPublishedLate(leaseMs, at, publishedAt);
+  if (late === undefined) return;
+  log.warn(`hand-over published late: ${what}`, {
+    publishMs: publishedAt - at,
+    lateMs: Math.round(late),
+    effect: 'for about a lease, a write that went around the DOWN node may be missing from the node that took its ranges',
+  });
 }

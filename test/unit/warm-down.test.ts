@@ -14,8 +14,7 @@ import {
   setNodeState,
 } from '../../core/ring/document.js';
 import { RingRouter } from '../../core/ring/view.js';
-import { takeoverFloor, takeoverPublishedLate, takeoverSettled } from '../../core/ring/takeover.js';
-import { reportLateHandOver } from '../../core/nodes/node-removal.js';
+import { reportLateHandOver, takeoverFloor, takeoverPublishedLate, takeoverSettled } from '../../core/ring/takeover.js';
 import { captureLog } from '../helpers/log-capture.js';
 import { HybridLogicalClock } from '../../core/model/hlc.js';
 import { DownFence } from '../../core/tiers/warm-down.js';

@@ -12,8 +12,7 @@ import {
   nodeIdSchema,
 } from '../../ring/document.js';
 import { ringHash } from '../../ring/hash.js';
-import { reportLateHandOver } from '../../nodes/node-removal.js';
-import { takeoverSettled } from '../../ring/takeover.js';
+import { reportLateHandOver, takeoverSettled } from '../../ring/takeover.js';
 import { supportsKeyListing, supportsNamespaceListing, supportsScan, type Tier } from '../../tiers/tier.js';
 import { chooseLaunchSubnet, launchClientToken, launchedNode, launchedNodeFields } from './fleet-placement.js';
 import { NoNodeToRemoveError, type ScaleDeps } from './scale-steps.js';
