@@ -82,8 +82,8 @@ export class WarmRoutes {
   ): Promise<T> {
     let { router } = await this.routed(position);
     for (let attempt = 0; ; attempt++) {
-      router = await this.freshFor(router, position);
-      const route = router.route(position);
+      let route = router.route(position);
+      if (route.owner.state === 'DOWN') [router, route] = await this.freshFor(router, position);
       this.checkDown(router, route, version);
       const pending = DownFence.shadowTarget(route);
       const [p, s] = await Promise.allSettled([
@@ -129,8 +129,8 @@ export class WarmRoutes {
     version?: number,
   ): Promise<void> {
     for (; ; attempt++) {
-      router = await this.freshFor(router, position);
-      const r = router.route(position);
+      let r = router.route(position);
+      if (r.owner.state === 'DOWN') [router, r] = await this.freshFor(router, position);
       this.checkDown(router, r, version);
       const others = [r.owner.url, DownFence.shadowTarget(r)?.url].filter((u): u is string => u !== undefined && u !== done);
       const results = await Promise.allSettled(others.map((u) => call(u, router.version, false)));
@@ -234,19 +234,20 @@ export class WarmRoutes {
   }
 
   /**
-   * The router to write `position` by. A write skips a DOWN owner only on a ring read from the store within
-   * skipFreshMs (ring/takeover.ts), so that it cannot write around a node that has meanwhile been replaced: an older
-   * read is refreshed first, and a store that cannot be read fails the write.
+   * The router and route to write `position` by when its owner is DOWN. A write skips a DOWN owner only on a ring
+   * read from the store within skipFreshMs (ring/takeover.ts), so that it cannot write around a node that has
+   * meanwhile been replaced: an older read is refreshed first, and a store that cannot be read fails the write.
    */
-  private async freshFor(router: RingRouter, position: string): Promise<RingRouter> {
-    if (router.route(position).owner.state !== 'DOWN') return router;
-    if (this.d.ring.age() <= skipFreshMs(leaseOf(router.doc))) return router;
-    try {
-      const fresh = await this.d.ring.refresh();
-      return fresh.version >= router.version ? fresh : router;
-    } catch (e) {
-      throw this.unavailable(e);
+  private async freshFor(router: RingRouter, position: string): Promise<[RingRouter, Route]> {
+    if (this.d.ring.age() > skipFreshMs(leaseOf(router.doc))) {
+      try {
+        const fresh = await this.d.ring.refresh();
+        if (fresh.version >= router.version) router = fresh;
+      } catch (e) {
+        throw this.unavailable(e);
+      }
     }
+    return [router, router.route(position)];
   }
 
   /** Throws when a write must not go ahead on `route` because of a DOWN node (see {@link DownFence.write}). */
