@@ -195,6 +195,15 @@ async function* webChunks(stream: ReadableStream<Uint8Array>): AsyncGenerator<Ui
   }
 }
 
+/**
+ * Frees the part buffers once every part is sent, rather than at the garbage collector's next full collection:
+ * detached (transferred to an empty buffer), their backing stores go at once. Where `transfer` is missing they are
+ * left to the collector.
+ */
+function release(buffers: Uint8Array[]): void {
+  for (const b of buffers.splice(0)) (b.buffer as { transfer?: (n: number) => ArrayBuffer }).transfer?.(0);
+}
+
 function whole(name: string, v: number | undefined, fallback: number, min: number, max: number): number {
   if (v === undefined) return fallback;
   if (!Number.isSafeInteger(v) || v < min || v > max) throw optionError(name, `must be a whole number in ${min}..${max}`);
@@ -220,7 +229,13 @@ export async function putStream(
   // Part buffers are reused once their part is sent: a steady (concurrency + 1) of them, rather than a new 8 MiB
   // buffer per part that the garbage collector frees late (external memory), which had doubled the client's RSS.
   const spare: Uint8Array[] = [];
-  const parts = partsOf(source, partSize, () => spare.pop() ?? new Uint8Array(partSize));
+  const made: Uint8Array[] = [];
+  const fresh = (): Uint8Array => {
+    const part = new Uint8Array(partSize);
+    made.push(part);
+    return part;
+  };
+  const parts = partsOf(source, partSize, () => spare.pop() ?? fresh());
   const first = (await parts.next()).value!;
   if (first.byteLength < partSize && first.byteLength <= d.inlineLimitBytes()) {
     await parts.return(undefined);
@@ -292,6 +307,7 @@ export async function putStream(
       part = next.done || next.value.byteLength === 0 ? undefined : next.value;
     }
     await Promise.all(inflight);
+    release(made);
     const body = { uploadId, parts: etags.map((etag, i) => ({ partNumber: i + 1, etag })) };
     // Completing is not repeated after an ambiguous failure: the first may have committed (see StrataClient.put).
     // It joins the parts (S3's CompleteMultipartUpload "could take several minutes"; the folder tier copies them) and
