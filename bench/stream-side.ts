@@ -3,7 +3,9 @@
  * RSS is the client's alone: the server's memory stays in the parent. argv: <mode> <endpoint> <bytes> <partSize>
  * <concurrency>; sends back one message with the figures, then exits.
  *  - `stream`: `putStream` of a generated value, then `getStream` into a SHA-256 (the SDK's multipart upload and the
- *    303 download, streamed);
+ *    303 download, streamed) through a BYOB reader with one reused buffer;
+ *  - `stream-default`: the same, the body read through a default reader (a new chunk a read: what `for await`,
+ *    `Readable.fromWeb` and most code do);
  *  - `raw`: the same bytes over bare HTTP: one upload URL, a single streamed `fetch` PUT to it and the completion,
  *    then one streamed `fetch` GET of the download URL (what any client would do by hand; no parts, no SDK).
  */
@@ -104,7 +106,7 @@ async function main(mode: string, endpoint: string, bytes: number, partSize: num
   const sent = createHash('sha256');
   const strata = new StrataClient({ endpoint, namespace: 'bench', transferTimeoutMs: 600_000 });
   const t0 = performance.now();
-  if (mode === 'stream') {
+  if (mode !== 'raw') {
     await strata.putStream(key, generated(bytes, sent, true), { partSize, concurrency });
   } else {
     const base = `${endpoint}/v1/ns/bench/uploads/${key}`;
@@ -122,32 +124,16 @@ async function main(mode: string, endpoint: string, bytes: number, partSize: num
   const putPeak = peak;
   const putAt = at;
   let got: { sha: string; bytes: number };
-  if (mode === 'stream') {
-    const item = await strata.getStream(key);
-    got = await hashedByob(item!.body);
-  } else {
+  if (mode === 'raw') {
     const dl = (await (await fetch(`${endpoint}/v1/ns/bench/downloads/${key}`)).json()) as { url: string };
     const res = await fetch(dl.url);
     got = await hashed(res.body!);
+  } else {
+    const item = await strata.getStream(key);
+    got = await (mode === 'stream' ? hashedByob(item!.body) : hashed(item!.body));
   }
   const t2 = performance.now();
   sample();
-  const [runPeak, runAt, runAnon, runMaxRss] = [peak, at, peakAnon, process.resourceUsage().maxRSS * 1024];
-  // The same download again through a default reader (a fresh chunk a read), after the run's figures are taken: its
-  // peak is reported beside them, not in them.
-  let defaultGet: { seconds: number; peakRssBytes: number; maxRssBytes: number; intact: boolean } | undefined;
-  if (mode === 'stream') {
-    peak = process.memoryUsage().rss;
-    const item = await strata.getStream(key);
-    const again = await hashed(item!.body);
-    sample();
-    defaultGet = {
-      seconds: (performance.now() - t2) / 1000,
-      peakRssBytes: peak,
-      maxRssBytes: process.resourceUsage().maxRSS * 1024,
-      intact: again.sha === got.sha && again.bytes === got.bytes,
-    };
-  }
   clearInterval(sampler);
   await strata.delete(key);
   const expected = sent.digest('hex');
@@ -158,13 +144,12 @@ async function main(mode: string, endpoint: string, bytes: number, partSize: num
     getSeconds: (t2 - t1) / 1000,
     intact: got.sha === expected && got.bytes === bytes,
     startRssBytes: startRss,
-    peakRssBytes: runPeak,
+    peakRssBytes: peak,
     putPeakRssBytes: putPeak,
     putPeakAt: putAt,
-    peakAt: runAt,
-    maxRssBytes: runMaxRss,
-    peakAnonBytes: runAnon,
-    defaultGet,
+    peakAt: at,
+    maxRssBytes: process.resourceUsage().maxRSS * 1024,
+    peakAnonBytes: peakAnon,
   });
 }
 

@@ -1,16 +1,16 @@
 /**
  * stream: a large value through the SDK's streams (`putStream` in 8 MiB parts, 3 in flight; `getStream` through the
- * 303 download) against the same bytes over bare HTTP (one streamed PUT to an upload URL, one streamed GET of the
- * download URL), both against an `npm start`-style server (memory hot tier, local folder cold tier, its own blob
- * URLs) in this process. Each transfer's client runs in a process of its own (bench/stream-side.ts), so the client's
- * peak RSS is measured apart from the server's. Target: the streamed client's peak RSS < 128 MB for 1 GiB.
+ * 303 download, read through a BYOB reader, and in another client through a default one) against the same bytes over
+ * bare HTTP (one streamed PUT to an upload URL, one streamed GET of the download URL), all against an `npm start`-style
+ * server (memory hot tier, local folder cold tier, its own blob URLs) in this process. Each transfer's client runs in a process of its own (bench/stream-side.ts), so the client's
+ * peak RSS is measured apart from the server's. Target: each SDK client's peak RSS < 128 MB for 1 GiB.
  *
  * `--size-mib N` (or STRATA_BENCH_STREAM_MIB; default 1024) sets the value's size; `--part-mib N` (8) and
- * `--concurrency N` (3) putStream's parts; `--client-old-space-mib N` runs the clients' Node with
- * `--max-old-space-size=N` (default: Node's own sizing), as a memory-limited deployment would; `--runs N` (1) the rounds,
- * each one raw and one stream transfer, alternating which goes first. Reported: MB/s each way (MB = 10^6 bytes),
- * stream against raw as a ratio, the client's RSS at start and at its peak (sampled every 20 ms, and the kernel's
- * maxRSS), the JS heap and ArrayBuffers when the RSS peaked, and the spread of the ratios over rounds. `--seconds` is
+ * `--concurrency N` (3) putStream's parts; `--client-memory-mb N` (128; 0: none) the memory limit the SDK clients
+ * run in (a cgroup, as a container's), where Node sizes its heap from it; `--runs N` (1) the rounds,
+ * each one transfer by every client, starting with another each round. Reported: MB/s each way (MB = 10^6
+ * bytes), each SDK client against raw as a ratio, the client's RSS at start and at its peak (sampled every 20 ms, and
+ * the kernel's maxRSS), the JS heap and ArrayBuffers when the RSS peaked, and the spread of the ratios over rounds. `--seconds` is
  * unused.
  */
 import { fork } from 'node:child_process';
@@ -29,8 +29,14 @@ const MB = 1e6;
 /** The issue's "< 128 MB": 128 * 10^6 bytes, 122.1 MiB. */
 const TARGET_RSS_BYTES = 128 * MB;
 
+/** The clients: bare HTTP, and the SDK read through a BYOB reader or a default one. */
+type Mode = 'raw' | 'stream' | 'stream-default';
+const MODES: readonly Mode[] = ['raw', 'stream', 'stream-default'];
+/** The SDK's clients: they run inside the memory limit and are held to the target. */
+const STREAMED: readonly Exclude<Mode, 'raw'>[] = ['stream', 'stream-default'];
+
 interface SideResult {
-  mode: 'raw' | 'stream';
+  mode: Mode;
   bytes: number;
   putSeconds: number;
   getSeconds: number;
@@ -45,11 +51,6 @@ interface SideResult {
   maxRssBytes: number;
   /** The peak of the client's private memory (RssAnon: without the Node binary's file pages), on Linux. */
   peakAnonBytes: number | undefined;
-  /**
-   * The stream client's second download of the value through a default reader (a fresh chunk a read), after its
-   * figures above were taken (they are the BYOB reader's): its own duration and peak.
-   */
-  defaultGet?: { seconds: number; peakRssBytes: number; maxRssBytes: number; intact: boolean } | undefined;
   /** What its memory group reported, when the client ran in one. */
   limit?: LimitReport | undefined;
 }
@@ -91,15 +92,8 @@ interface LimitReport {
  * baseline holds the whole value and would only be killed): the shell joins the group before it runs node, so every
  * byte the client's process touches is charged to the limit.
  */
-function side(
-  script: string,
-  mode: 'raw' | 'stream',
-  url: string,
-  bytes: number,
-  t: Tuning,
-  limit: ClientLimit,
-): Promise<SideResult> {
-  const group = mode === 'stream' && 'limits' in limit ? limit.limits.group('stream-client', limit.limitBytes) : undefined;
+function side(script: string, mode: Mode, url: string, bytes: number, t: Tuning, limit: ClientLimit): Promise<SideResult> {
+  const group = mode !== 'raw' && 'limits' in limit ? limit.limits.group(`${mode}-client`, limit.limitBytes) : undefined;
   const spawnWith = group
     ? { execPath: '/bin/sh', execArgv: ['-c', group.enterScript, 'sh', process.execPath] }
     : { execArgv: [] };
@@ -142,23 +136,24 @@ export async function stream(opts: { seconds: number; runs?: number }): Promise<
   const dir = mkdtempSync(join(tmpdir(), 'strata-bench-stream-'));
   const script = await bundleSide(dir);
   const api = await startTestApi('embedded');
-  const rounds: { raw: SideResult; stream: SideResult }[] = [];
+  type Round = Record<Mode, SideResult>;
+  const rounds: Round[] = [];
   try {
     for (let r = 0; r < runs; r++) {
-      const order: ('raw' | 'stream')[] = r % 2 === 0 ? ['raw', 'stream'] : ['stream', 'raw'];
-      const got: Partial<Record<'raw' | 'stream', SideResult>> = {};
+      // Each round starts with another client, so none always runs first on a machine just woken or just loaded.
+      const order = MODES.map((_, i) => MODES[(i + r) % MODES.length]!);
+      const got: Partial<Round> = {};
       for (const mode of order) got[mode] = await side(script, mode, api.url, bytes, tuning, limit);
-      rounds.push({ raw: got.raw!, stream: got.stream! });
-      for (const x of [got.raw!, got.stream!]) if (!x.intact) throw new Error(`${x.mode}: the bytes read back differ`);
-      if (got.stream!.defaultGet?.intact === false) throw new Error('stream: the default reader read back other bytes');
+      for (const mode of MODES) if (!got[mode]!.intact) throw new Error(`${mode}: the bytes read back differ`);
+      rounds.push(got as Round);
     }
   } finally {
     await api.close();
     rmSync(dir, { recursive: true, force: true });
   }
   const rate = (s: SideResult, way: 'put' | 'get') => bytes / MB / (way === 'put' ? s.putSeconds : s.getSeconds);
-  const over = (f: (r: { raw: SideResult; stream: SideResult }) => number) => summary(rounds.map(f), 1);
-  const fig = (mode: 'raw' | 'stream') => ({
+  const over = (f: (r: Round) => number) => summary(rounds.map(f), 1);
+  const fig = (mode: Mode) => ({
     putMBps: over((r) => rate(r[mode], 'put')),
     getMBps: over((r) => rate(r[mode], 'get')),
     startRssMB: over((r) => r[mode].startRssBytes / MiB),
@@ -175,14 +170,12 @@ export async function stream(opts: { seconds: number; runs?: number }): Promise<
       arrayBuffersMB: over((r) => r[mode].putPeakAt.arrayBuffersBytes / MiB),
     },
   });
-  const putRatios = rounds.map((r) => rate(r.stream, 'put') / rate(r.raw, 'put'));
-  const getRatios = rounds.map((r) => rate(r.stream, 'get') / rate(r.raw, 'get'));
-  const raw = fig('raw');
-  const streamed = fig('stream');
+  const figs = Object.fromEntries(MODES.map((m) => [m, fig(m)])) as Record<Mode, ReturnType<typeof fig>>;
+  const ratios = (mode: Exclude<Mode, 'raw'>, way: 'put' | 'get') => rounds.map((r) => rate(r[mode], way) / rate(r.raw, way));
   console.log(
     table(
-      (['raw', 'stream'] as const).map((m) => {
-        const f = m === 'raw' ? raw : streamed;
+      MODES.map((m) => {
+        const f = figs[m];
         return {
           client: m,
           'put MB/s': f.putMBps.median,
@@ -198,49 +191,42 @@ export async function stream(opts: { seconds: number; runs?: number }): Promise<
       }),
     ),
   );
-  const defaultGet = {
-    getMBps: over((r) => bytes / MB / (r.stream.defaultGet?.seconds ?? NaN)),
-    peakRssMB: over((r) => (r.stream.defaultGet?.peakRssBytes ?? NaN) / MiB),
-    maxRssMB: over((r) => (r.stream.defaultGet?.maxRssBytes ?? NaN) / MiB),
-  };
-  console.log(
-    `getStream through a default reader (a second download, after the figures above): ` +
-      `${defaultGet.getMBps.median} MB/s, peak RSS ${defaultGet.peakRssMB.median} MiB, maxRSS ${defaultGet.maxRssMB.median} MiB`,
-  );
-  const peakMax = Math.max(...rounds.map((r) => Math.max(r.stream.peakRssBytes, r.stream.maxRssBytes)));
-  console.log(
-    `stream / raw: put ${round(median(putRatios), 2)}x, get ${round(median(getRatios), 2)}x; ` +
-      `streamed client's peak RSS ${round(peakMax / MiB, 1)} MiB (target < 128 MB = ${round(TARGET_RSS_BYTES / MiB, 1)} MiB)`,
-  );
-  const charged = Math.max(...rounds.map((r) => r.stream.limit?.peakChargedBytes ?? NaN));
+  /** A client's highest peak over the rounds: the sampled RSS or the kernel's maxRSS, whichever is higher. */
+  const peakOf = (mode: Mode) => Math.max(...rounds.map((r) => Math.max(r[mode].peakRssBytes, r[mode].maxRssBytes)));
+  for (const mode of STREAMED)
+    console.log(
+      `${mode} / raw: put ${round(median(ratios(mode, 'put')), 2)}x, get ${round(median(ratios(mode, 'get')), 2)}x; ` +
+        `highest peak RSS ${round(peakOf(mode) / MiB, 1)} MiB (target < 128 MB = ${round(TARGET_RSS_BYTES / MiB, 1)} MiB)`,
+    );
+  const charged = Math.max(...rounds.flatMap((r) => STREAMED.map((m) => r[m].limit?.peakChargedBytes ?? NaN)));
   console.log(
     'limits' in limit
-      ? `streamed client inside a ${round(limit.limitBytes / MB)} MB memory limit (cgroup): completed every round, ` +
+      ? `streamed clients inside a ${round(limit.limitBytes / MB)} MB memory limit (cgroup): completed every round, ` +
           `charged at most ${round(charged / MB, 1)} MB`
-      : `streamed client without a memory limit: ${limit.unlimited}`,
+      : `streamed clients without a memory limit: ${limit.unlimited}`,
   );
+  const candidate = (mode: Exclude<Mode, 'raw'>, reader: string) => ({
+    name: `SDK putStream (${tuning.partSize / MiB} MiB parts, ${tuning.concurrency} in flight) and getStream (303 download)`,
+    reader,
+    ...figs[mode],
+    ratios: { put: summary(ratios(mode, 'put')), get: summary(ratios(mode, 'get')) },
+    noise: runs > 1 ? { put: spread(ratios(mode, 'put')), get: spread(ratios(mode, 'get')) } : 'one round: not measured',
+    charged: over((r) => (r[mode].limit?.peakChargedBytes ?? NaN) / MB),
+  });
   return {
     scenario: 'stream',
     sizeMiB,
     rounds: runs,
     processes: 'the client of each transfer in a process of its own; the server in the bench process',
-    streamedClientMemoryLimit:
-      'limits' in limit
-        ? { limitMB: round(limit.limitBytes / MB), peakChargedMB: over((r) => (r.stream.limit?.peakChargedBytes ?? NaN) / MB) }
-        : limit.unlimited,
-    baseline: { name: 'bare HTTP: one streamed PUT to an upload URL, one streamed GET of the download URL', ...raw },
-    candidate: {
-      name: `SDK putStream (${tuning.partSize / MiB} MiB parts, ${tuning.concurrency} in flight) and getStream (303 download)`,
-      reader: 'BYOB, one reused 64 KiB buffer',
-      ...streamed,
-    },
-    defaultReader: { name: 'getStream again, read through a default reader (a new chunk a read)', ...defaultGet },
-    ratios: { put: summary(putRatios), get: summary(getRatios) },
-    noise: runs > 1 ? { put: spread(putRatios), get: spread(getRatios) } : 'one round: not measured',
+    streamedClientMemoryLimit: 'limits' in limit ? { limitMB: round(limit.limitBytes / MB) } : limit.unlimited,
+    baseline: { name: 'bare HTTP: one streamed PUT to an upload URL, one streamed GET of the download URL', ...figs.raw },
+    candidate: candidate('stream', 'BYOB, one reused 64 KiB buffer'),
+    defaultReader: candidate('stream-default', 'default reader (a new chunk a read)'),
     targets: { streamedClientPeakRssMiB: `< ${round(TARGET_RSS_BYTES / MiB, 1)} (128 MB)` },
     met: {
-      streamedClientPeakRss: peakMax < TARGET_RSS_BYTES,
-      streamedClientPrivatePeak: Math.max(...rounds.map((r) => r.stream.peakAnonBytes ?? Infinity)) < TARGET_RSS_BYTES,
+      byobReaderPeakRss: peakOf('stream') < TARGET_RSS_BYTES,
+      defaultReaderPeakRss: peakOf('stream-default') < TARGET_RSS_BYTES,
+      privatePeak: Math.max(...rounds.flatMap((r) => STREAMED.map((m) => r[m].peakAnonBytes ?? Infinity))) < TARGET_RSS_BYTES,
       // Every round completed (a kill raises), so this only says whether the rounds ran inside the 128 MB limit.
       completedInside128MB: 'limits' in limit && limit.limitBytes <= TARGET_RSS_BYTES,
     },

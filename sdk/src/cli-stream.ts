@@ -59,9 +59,8 @@ export async function getToOutput(
 
 /**
  * The body into a file through a BYOB reader and one 64 KiB buffer, each read written before the next: a default
- * reader allocates a chunk per read, which V8 frees late (a 1 GiB download peaked at ~150 MiB RSS against ~112 MiB,
- * bench/README.md "## stream"). False, having read nothing, where the body is not a byte stream (fetch's, outside
- * Node's own download path).
+ * reader allocates a chunk per read, which V8 frees only at a later collection (bench/README.md "## stream"). False,
+ * having read nothing, where the body is not a byte stream (fetch's, outside Node's own download path).
  */
 async function writeByob(body: ReadableStream<Uint8Array>, path: string): Promise<boolean> {
   let reader: ReadableStreamBYOBReader;

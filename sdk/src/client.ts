@@ -311,10 +311,10 @@ export class StrataClient {
    * stream) without being held in memory, also through the 303 to a presigned download. `range` asks for bytes
    * `start..end` (206; `item.range` says what came). Resolves `undefined` when the key does not exist.
    *
-   * Bounded memory needs a BYOB reader (`body.getReader({ mode: 'byob' })`, one buffer handed back each read): on
-   * Node the presigned download is read into one reused socket buffer and copied into the reader's view, nothing
-   * allocated per chunk. A default reader (or `Readable.fromWeb`) gets a new chunk a read, which V8 frees late: for
-   * 1 GiB the client's peak RSS was ~140 MiB that way against ~115 MiB with BYOB (sdk/README.md, "Notes").
+   * On Node the presigned download is read over a socket of its own into one reused buffer, paused while no read
+   * waits. A BYOB reader (`body.getReader({ mode: 'byob' })`, one buffer handed back each read) gets the bytes copied
+   * into its view, nothing allocated per chunk; a default reader (`for await`, `Readable.fromWeb`) gets a new chunk
+   * of at most 8 KiB a read. A 1 GiB round trip peaked at ~113 MiB RSS either way (sdk/README.md, "Notes").
    *
    * @throws {RangeNotSatisfiableError} when `range.start` is at or past the end of the value (`err.size`).
    * @example

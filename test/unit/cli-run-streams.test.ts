@@ -44,8 +44,8 @@ describe('strata get --out / --range and put --file (local server, real files)',
     const put = await strata(['put', 'blob', '--file', join(dir, 'in.bin'), '--content-type', 'application/x-blob']);
     expect([put.code, put.err]).toEqual([0, '']);
     expect(JSON.parse(put.out.toString())).toMatchObject({ key: 'blob', size: value.length });
-    // Read through a BYOB reader into one buffer: a default reader's chunk per read is what V8 frees late (~150 MiB
-    // RSS for 1 GiB against ~112, bench stream).
+    // Read through a BYOB reader into one buffer: nothing allocated per read (a default reader gets a new chunk a
+    // read, which V8 frees late).
     const getReader = jest.spyOn(ReadableStream.prototype, 'getReader');
     try {
       const get = await strata(['get', 'blob', '-o', join(dir, 'out.bin'), '-v']);
