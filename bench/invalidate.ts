@@ -11,6 +11,9 @@
  *    keys outside the scope (they must still read), on every coordinator whose lease is no longer than the caller's.
  *  - Read-path overhead of the check (bench/invalidate-overhead.ts): paired rounds, as policy-overhead does.
  *
+ * GETs the near cache answers are measured again, a process per round, by the scenario `invalidate-l1`
+ * (bench/invalidate-l1.ts): in one process the round after a switch of the check cost more than the one before it.
+ *
  * Flags: `--entries N` (default 100,000), `--reps N` (calls per kind, lease and size, default 10), `--short-lease-ms`
  * (default 100), `--part latency|overhead` (one part only: a partial run, nothing written), and the overhead part's
  * `--pairs`, `--aa-pairs`, `--round-seconds`, `--warmup-seconds`. The default run takes ~9 minutes.

@@ -10,6 +10,7 @@ import { elasticity } from './elasticity.js';
 import { hotFault } from './hot-fault.js';
 import { hotPath } from './hot-path.js';
 import { invalidate } from './invalidate.js';
+import { invalidateL1 } from './invalidate-l1.js';
 import { nodeFailure } from './node-failure.js';
 import { policyOverhead } from './policy-overhead.js';
 import { scaleOut } from './scale-out.js';
@@ -35,6 +36,7 @@ const SCENARIOS: Record<string, (opts: { seconds: number; runs?: number }) => Pr
   'write-back-interval': writeBackInterval,
   transforms,
   invalidate,
+  'invalidate-l1': invalidateL1,
 };
 
 async function main(): Promise<void> {

@@ -2,16 +2,16 @@
  * stream: a large value through the SDK's streams (`putStream` in 8 MiB parts, 3 in flight; `getStream` through the
  * 303 download, read through a BYOB reader, and in another client through a default one) against the same bytes over
  * bare HTTP (one streamed PUT to an upload URL, one streamed GET of the download URL), all against an `npm start`-style
- * server (memory hot tier, local folder cold tier, its own blob URLs) in this process. Each transfer's client runs in a process of its own (bench/stream-side.ts), so the client's
- * peak RSS is measured apart from the server's. Target: each SDK client's peak RSS < 128 MB for 1 GiB.
+ * server (memory hot tier, local folder cold tier, its own blob URLs) in this process. Each transfer's client runs in
+ * a process of its own (bench/stream-side.ts), so the client's peak RSS is measured apart from the server's. Target:
+ * each SDK client's peak RSS < 128 MB for 1 GiB.
  *
  * `--size-mib N` (or STRATA_BENCH_STREAM_MIB; default 1024) sets the value's size; `--part-mib N` (8) and
- * `--concurrency N` (3) putStream's parts; `--client-memory-mb N` (128; 0: none) the memory limit the SDK clients
- * run in (a cgroup, as a container's), where Node sizes its heap from it; `--runs N` (1) the rounds,
- * each one transfer by every client, starting with another each round. Reported: MB/s each way (MB = 10^6
- * bytes), each SDK client against raw as a ratio, the client's RSS at start and at its peak (sampled every 20 ms, and
- * the kernel's maxRSS), the JS heap and ArrayBuffers when the RSS peaked, and the spread of the ratios over rounds. `--seconds` is
- * unused.
+ * `--concurrency N` (3) putStream's parts; `--client-memory-mb N` (128; 0: none) the memory limit the SDK clients run
+ * in (a cgroup, as a container's), where Node sizes its heap from it; `--runs N` (1) the rounds, each one transfer by
+ * every client, starting with another each round. Reported: MB/s each way (MB = 10^6 bytes), each SDK client against
+ * raw as a ratio, the client's RSS at start and at its peak (sampled every 20 ms, and the kernel's maxRSS), the JS
+ * heap and ArrayBuffers when the RSS peaked, and the spread of the ratios over rounds. `--seconds` is unused.
  */
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
