@@ -21,8 +21,8 @@ const READ_BYTES = 64 * 1024;
  * The most a default reader's read gets. Each such read is a new allocation, which V8 reclaims only at a later
  * collection; its young-generation collections are paced by the JS objects every read allocates, so smaller chunks
  * mean a collection after fewer bytes, and fewer spent bytes outstanding. A 1 GiB round trip through a default reader
- * peaked at ~141 MiB RSS with 64 KiB chunks, ~120 with 16 KiB, ~113 with 8 KiB (as with a BYOB reader) and no slower
- * (bench/README.md, "## stream").
+ * peaked (the highest of 5 rounds) at 144 MiB RSS with 64 KiB chunks, 119-127 with 16 KiB, 114-115 with 8 KiB (as
+ * with a BYOB reader), and read no slower (bench/README.md, "## stream").
  */
 const DEFAULT_READ_BYTES = 8 * 1024;
 /** Node's own default limit on a response's head (`--max-http-header-size`). */
