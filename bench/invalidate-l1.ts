@@ -28,7 +28,7 @@ import { L1_KEYS, L1_NS, type L1Round } from './invalidate-l1-side.js';
 import { round, table } from './lib/measure.js';
 import { seededDocument } from './lib/invalidation-document.js';
 import { keyOf, PREFIX_LENGTHS, tagsOf } from './lib/invalidation-sides.js';
-import { bootstrapRatioInterval, pairedSchedule, ratioInterval, type PairBlock, type RatioInterval } from './lib/paired.js';
+import { pairedSchedule, ratioCells, ratioFigure, type PairBlock, type RatioInterval } from './lib/paired.js';
 import { flag, prng, summary } from './lib/rounds.js';
 
 const VALUE = Buffer.alloc(1024, 0x5a);
@@ -129,10 +129,7 @@ export async function invalidateL1(): Promise<Record<string, unknown>> {
     }
 
     const rand = prng(SEED);
-    const figure = (rs: readonly number[]): RatioInterval & { bootstrap: { low: number; high: number } } => ({
-      ...ratioInterval(rs),
-      bootstrap: bootstrapRatioInterval(rs, rand),
-    });
+    const figure = (rs: readonly number[]) => ratioFigure(rs, rand);
     const of = (kind: PairBlock['kind'], order?: string) =>
       records.filter((r) => r.kind === kind && (order === undefined || r.order === order));
     const ratiosOf = (rs: L1Pair[]) => ({
@@ -161,10 +158,7 @@ export async function invalidateL1(): Promise<Record<string, unknown>> {
             return {
               pairs: `${label} x${f.n}`,
               ratio: name === 'cpu' ? 'CPU/op' : name,
-              mean: f.n ? fmt(f.ratio) : '-',
-              '95% CI (t)': f.n > 1 ? `${fmt(f.low)}-${fmt(f.high)}` : '-',
-              '95% CI (bootstrap)': f.n > 1 ? `${fmt(f.bootstrap.low)}-${fmt(f.bootstrap.high)}` : '-',
-              'sd/pair': f.n > 1 ? `${(f.sdLog * 100).toFixed(1)}%` : '-',
+              ...ratioCells(f),
             };
           }),
         ),

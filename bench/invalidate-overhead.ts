@@ -35,13 +35,13 @@ import { startRedis } from '../test/helpers/services.js';
 import { CONCURRENCY } from './hot-path-side.js';
 import { closedLoop, round, table } from './lib/measure.js';
 import {
-  bootstrapRatioInterval,
   meanInterval,
   pairedSchedule,
-  ratioInterval,
+  ratioCells,
+  ratioFigure,
   type MeanInterval,
   type PairBlock,
-  type RatioInterval,
+  type RatioFigure,
 } from './lib/paired.js';
 import { seededDocument } from './lib/invalidation-document.js';
 import { keyOf, PREFIX_LENGTHS, SwitchableInvalidations, tagsOf } from './lib/invalidation-sides.js';
@@ -87,10 +87,6 @@ interface PairRecord {
   readyNs?: number;
   readyOwnClockNs?: number;
   coversNs?: number;
-}
-
-interface RatioFigure extends RatioInterval {
-  bootstrap: { low: number; high: number };
 }
 
 function cpuPerCall(calls: number, f: (i: number) => unknown): number {
@@ -289,10 +285,7 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
 
     const errors = records.reduce((n, r) => n + r.a.errors + r.b.errors, 0);
     const rand = prng(SEED);
-    const figure = (rs: readonly number[]): RatioFigure => ({
-      ...ratioInterval(rs),
-      bootstrap: bootstrapRatioInterval(rs, rand),
-    });
+    const figure = (rs: readonly number[]): RatioFigure => ratioFigure(rs, rand);
     const summarize = (op: Op) => {
       const of = (kind: PairBlock['kind']) => records.filter((r) => r.op === op && r.kind === kind);
       const ratiosOf = (rs: PairRecord[]) => ({
@@ -373,10 +366,7 @@ export async function invalidateOverhead(opts: { runs?: number }): Promise<Recor
                 op: LABEL[op],
                 pairs: `${kind === 'ab' ? 'a/b' : 'A/A'} x${f.n}`,
                 ratio: name === 'cpu' ? 'CPU/op' : name,
-                mean: f.n ? fmt(f.ratio) : '-',
-                '95% CI (t)': f.n > 1 ? `${fmt(f.low)}-${fmt(f.high)}` : '-',
-                '95% CI (bootstrap)': f.n > 1 ? `${fmt(f.bootstrap.low)}-${fmt(f.bootstrap.high)}` : '-',
-                'sd/pair': f.n > 1 ? `${(f.sdLog * 100).toFixed(1)}%` : '-',
+                ...ratioCells(f),
               };
             }),
           ),

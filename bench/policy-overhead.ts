@@ -29,13 +29,13 @@ import { PolicyRegistry } from '../core/policy/namespace-settings.js';
 import { RedisTier } from '../core/tiers/redis/redis-tier.js';
 import { closedLoop, round, table } from './lib/measure.js';
 import {
-  bootstrapRatioInterval,
   meanInterval,
   pairedSchedule,
-  ratioInterval,
+  ratioCells,
+  ratioFigure,
   type MeanInterval,
   type PairBlock,
-  type RatioInterval,
+  type RatioFigure,
 } from './lib/paired.js';
 import { flag, prng, summary, type Summary } from './lib/rounds.js';
 import { CONCURRENCY, KEYS, tenRulePolicy } from './hot-path-side.js';
@@ -77,10 +77,6 @@ interface PairRecord {
   ratios: { throughput: number; p99: number; cpu: number };
   /** The engine's CPU per request timed before this pair, ns (a/b pairs only). */
   engineNs?: number;
-}
-
-interface RatioFigure extends RatioInterval {
-  bootstrap: { low: number; high: number };
 }
 
 interface OpSummary {
@@ -260,10 +256,7 @@ export async function policyOverhead(opts: { seconds: number; runs?: number }): 
 
     const errors = records.reduce((n, r) => n + r.a.errors + r.b.errors, 0);
     const rand = prng(SEED);
-    const figure = (rs: readonly number[]): RatioFigure => ({
-      ...ratioInterval(rs),
-      bootstrap: bootstrapRatioInterval(rs, rand),
-    });
+    const figure = (rs: readonly number[]): RatioFigure => ratioFigure(rs, rand);
     const summarize = (op: Op): OpSummary => {
       const of = (kind: PairBlock['kind']) => records.filter((r) => r.op === op && r.kind === kind);
       const ab = of('ab');
@@ -316,7 +309,6 @@ export async function policyOverhead(opts: { seconds: number; runs?: number }): 
         ),
       ),
     );
-    const fmt = (x: number) => x.toFixed(3);
     console.log(
       `\nratios 10 rules / none per pair: geometric mean, 95% interval (Student t on the logarithms; bootstrap, seed ${SEED}),` +
         `\nand one pair's noise (sd of ln ratio); A/A = the ten rules on both sides, should straddle 1:\n`,
@@ -331,10 +323,7 @@ export async function policyOverhead(opts: { seconds: number; runs?: number }): 
                 op: op.toUpperCase(),
                 pairs: `${kind === 'ab' ? 'a/b' : 'A/A'} x${f.n}`,
                 ratio: name === 'cpu' ? 'CPU/op' : name,
-                mean: f.n ? fmt(f.ratio) : '-',
-                '95% CI (t)': f.n > 1 ? `${fmt(f.low)}-${fmt(f.high)}` : '-',
-                '95% CI (bootstrap)': f.n > 1 ? `${fmt(f.bootstrap.low)}-${fmt(f.bootstrap.high)}` : '-',
-                'sd/pair': f.n > 1 ? `${(f.sdLog * 100).toFixed(1)}%` : '-',
+                ...ratioCells(f),
               };
             }),
           ),

@@ -108,6 +108,27 @@ export function bootstrapRatioInterval(
   return { low: round(Math.exp(at(tail)), digits), high: round(Math.exp(at(1 - tail)), digits) };
 }
 
+/** A ratio's t interval with the bootstrap interval beside it, as the paired benches report each ratio. */
+export interface RatioFigure extends RatioInterval {
+  bootstrap: { low: number; high: number };
+}
+
+/** {@link ratioInterval} and {@link bootstrapRatioInterval} of the same pairs' ratios. */
+export function ratioFigure(ratios: readonly number[], rand: () => number): RatioFigure {
+  return { ...ratioInterval(ratios), bootstrap: bootstrapRatioInterval(ratios, rand) };
+}
+
+/** A figure's cells in the paired benches' tables: mean, both intervals and one pair's noise ('-' where undefined). */
+export function ratioCells(f: RatioFigure): Record<'mean' | '95% CI (t)' | '95% CI (bootstrap)' | 'sd/pair', string> {
+  const fmt = (x: number) => x.toFixed(3);
+  return {
+    mean: f.n ? fmt(f.ratio) : '-',
+    '95% CI (t)': f.n > 1 ? `${fmt(f.low)}-${fmt(f.high)}` : '-',
+    '95% CI (bootstrap)': f.n > 1 ? `${fmt(f.bootstrap.low)}-${fmt(f.bootstrap.high)}` : '-',
+    'sd/pair': f.n > 1 ? `${(f.sdLog * 100).toFixed(1)}%` : '-',
+  };
+}
+
 /** The `p` quantile (0 < p < 1) of Student's t distribution with `df` degrees of freedom (bisection on the CDF). */
 export function studentT(p: number, df: number): number {
   if (!(p > 0 && p < 1) || !(df > 0)) return NaN;

@@ -1,4 +1,13 @@
-import { bootstrapRatioInterval, meanInterval, pairedSchedule, ratioInterval, studentT, tCdf } from '../../bench/lib/paired.js';
+import {
+  bootstrapRatioInterval,
+  meanInterval,
+  pairedSchedule,
+  ratioCells,
+  ratioFigure,
+  ratioInterval,
+  studentT,
+  tCdf,
+} from '../../bench/lib/paired.js';
 import { prng } from '../../bench/lib/rounds.js';
 
 describe('paired-round statistics (bench/lib/paired.ts)', () => {
@@ -54,6 +63,20 @@ describe('paired-round statistics (bench/lib/paired.ts)', () => {
     expect(a.high).toBeGreaterThanOrEqual(t.ratio);
     expect(Math.abs(a.low - t.low)).toBeLessThan(0.003);
     expect(Math.abs(a.high - t.high)).toBeLessThan(0.003);
+  });
+
+  it('reports a figure as the t interval with the bootstrap beside it, and its table cells; "-" where n is too small', () => {
+    const ratios = [1.01, 0.98, 1.03, 1.0, 0.99, 1.02];
+    const f = ratioFigure(ratios, prng(5));
+    expect(f).toEqual({ ...ratioInterval(ratios), bootstrap: bootstrapRatioInterval(ratios, prng(5)) });
+    const cells = ratioCells(f);
+    expect(cells.mean).toBe(f.ratio.toFixed(3));
+    expect(cells['95% CI (t)']).toBe(`${f.low.toFixed(3)}-${f.high.toFixed(3)}`);
+    expect(cells['95% CI (bootstrap)']).toBe(`${f.bootstrap.low.toFixed(3)}-${f.bootstrap.high.toFixed(3)}`);
+    expect(cells['sd/pair']).toBe(`${(f.sdLog * 100).toFixed(1)}%`);
+    expect(Object.keys(cells)).toEqual(['mean', '95% CI (t)', '95% CI (bootstrap)', 'sd/pair']);
+    const one = ratioCells(ratioFigure([1.02], prng(5)));
+    expect(one).toEqual({ mean: '1.020', '95% CI (t)': '-', '95% CI (bootstrap)': '-', 'sd/pair': '-' });
   });
 
   it('schedules the pairs: controls spread evenly, the side that goes first alternating within each kind', () => {
