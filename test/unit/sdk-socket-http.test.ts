@@ -4,7 +4,12 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server as HttpServer,
+  type ServerResponse,
+} from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -120,6 +125,13 @@ function chunked(body: Uint8Array, sizes: number[], trailer = ''): Buffer {
 describe('socket HTTP client (presigned URLs)', () => {
   let servers: { close(): Promise<void> }[] = [];
   const track = <T extends { close(): Promise<void> }>(s: T): T => (servers.push(s), s);
+  /** A node:http server on a free local port, closed after the test; resolves to a URL of it. */
+  const httpServer = async (handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> => {
+    const server: HttpServer = createHttpServer(handler);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    track({ close: () => new Promise<void>((r) => server.close(() => r())) });
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}/x`;
+  };
   afterEach(async () => {
     await Promise.all(servers.map((s) => s.close()));
     servers = [];
@@ -152,14 +164,11 @@ describe('socket HTTP client (presigned URLs)', () => {
 
   it('reads a chunked body (node:http without content-length), BYOB and default alike', async () => {
     const body = pattern(1_000_003, 7);
-    const server: HttpServer = createHttpServer((_req, res) => {
+    const url = await httpServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/octet-stream' });
       for (let at = 0; at < body.length; at += 70_001) res.write(body.subarray(at, at + 70_001));
       res.end();
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    track({ close: () => new Promise<void>((r) => server.close(() => r())) });
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/x`;
     const f = fetchOver();
     const one = await f(url, {});
     expect(one.headers.get('transfer-encoding')).toBe('chunked');
@@ -172,13 +181,10 @@ describe('socket HTTP client (presigned URLs)', () => {
     // bytes outstanding (a 1 GiB round trip through a default reader peaked at ~141 MiB with 64 KiB chunks, ~113
     // with 8 KiB: bench stream).
     const body = pattern(1_000_000, 3);
-    const server: HttpServer = createHttpServer((_req, res) => {
+    const url = await httpServer((_req, res) => {
       res.writeHead(200, { 'content-length': String(body.length) });
       res.end(body);
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    track({ close: () => new Promise<void>((r) => server.close(() => r())) });
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/x`;
     const f = fetchOver();
     const sizes: number[] = [];
     const parts: Uint8Array[] = [];
